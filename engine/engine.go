@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/vllm"
+	"github.com/mocker-sim/mocker/timing"
+)
+
+// Options configure an Engine.
+type Options struct {
+	DPSize int          // data-parallel ranks, each with its own scheduler and pool; 0 means 1
+	VLLM   vllm.Options // the vLLM scheduler of every rank
+	Timing timing.Model // prices each rank's pass
+}
+
+// scheduler is what the engine needs of one rank's scheduler.
+type scheduler interface {
+	Enqueue(*sched.Request) error
+	Step() *sched.Pass
+	Cancel(id uint64) bool
+	Idle() bool
+	Metrics() sched.Metrics
+	CheckInvariants() error
+}
+
+// Engine is one worker. It is not safe for concurrent use.
+type Engine struct {
+	ranks []scheduler
+	model timing.Model
+	pass  Pass
+}
+
+// RankPass is one rank's share of a pass.
+type RankPass struct {
+	*sched.Pass
+	Rank int
+	Cost timing.Cost // modelled duration of this rank's work
+}
+
+// Pass is one forward pass of the engine. It is owned by the engine and valid until the next Step.
+type Pass struct {
+	Start, End time.Duration
+	Ranks      []RankPass // ranks that did something, in rank order
+}
+
+// Empty reports whether no rank did anything; End equals Start then.
+func (p *Pass) Empty() bool { return len(p.Ranks) == 0 }
+
+// New returns an idle engine.
+func New(o Options) (*Engine, error) {
+	if o.DPSize < 0 {
+		return nil, fmt.Errorf("dp-size %d: must be at least 1", o.DPSize)
+	}
+	if o.Timing == nil {
+		return nil, fmt.Errorf("engine: no timing model")
+	}
+	e := &Engine{model: o.Timing}
+	for range max(o.DPSize, 1) {
+		s, err := vllm.New(o.VLLM)
+		if err != nil {
+			return nil, err
+		}
+		e.ranks = append(e.ranks, s)
+	}
+	return e, nil
+}
+
+// DPSize is the number of data-parallel ranks.
+func (e *Engine) DPSize() int { return len(e.ranks) }
+
+// Enqueue hands a request to its rank's scheduler. A *sched.RejectError means it can never be served.
+func (e *Engine) Enqueue(r *sched.Request) error {
+	if r.Rank < 0 || r.Rank >= len(e.ranks) {
+		return &sched.RejectError{ID: r.ID, Reason: fmt.Sprintf("dp rank %d out of range [0,%d)", r.Rank, len(e.ranks))}
+	}
+	return e.ranks[r.Rank].Enqueue(r)
+}
+
+// Cancel drops a request and releases its KV. It reports whether the request was known.
+func (e *Engine) Cancel(id uint64) bool {
+	for _, s := range e.ranks {
+		if s.Cancel(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// Idle reports whether no rank has a request.
+func (e *Engine) Idle() bool {
+	for _, s := range e.ranks {
+		if !s.Idle() {
+			return false
+		}
+	}
+	return true
+}
+
+// Metrics reports each rank's state, in rank order.
+func (e *Engine) Metrics() []sched.Metrics {
+	m := make([]sched.Metrics, len(e.ranks))
+	for i, s := range e.ranks {
+		m[i] = s.Metrics()
+	}
+	return m
+}
+
+// CheckInvariants verifies every rank's block accounting and request bookkeeping.
+func (e *Engine) CheckInvariants() error {
+	for i, s := range e.ranks {
+		if err := s.CheckInvariants(); err != nil {
+			return fmt.Errorf("rank %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Step plans and applies one forward pass starting at now. Every rank with requests steps; the pass ends
+// when the slowest rank's work is done.
+func (e *Engine) Step(now time.Duration) *Pass {
+	p := &e.pass
+	p.Start, p.End = now, now
+	p.Ranks = p.Ranks[:0]
+	var longest time.Duration
+	for i, s := range e.ranks {
+		if s.Idle() {
+			continue
+		}
+		sp := s.Step()
+		if sp.Empty() {
+			continue
+		}
+		c := e.model.Cost(&sp.Batch)
+		longest = max(longest, c.Total())
+		p.Ranks = append(p.Ranks, RankPass{Pass: sp, Rank: i, Cost: c})
+	}
+	p.End = now + longest
+	return p
+}

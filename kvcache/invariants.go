@@ -1,0 +1,57 @@
+package kvcache
+
+import "fmt"
+
+// CheckInvariants verifies the pool's accounting by walking every block: free + active + inactive =
+// capacity, the LRU list holds exactly the unreferenced cached blocks, and every cached block is reachable
+// from its hash. It is O(capacity); tests call it after every pass.
+func (p *Pool) CheckInvariants() error {
+	if f, a, i := p.Free(), p.Active(), p.Inactive(); f < 0 || a < 0 || i < 0 || f+a+i != p.capacity {
+		return fmt.Errorf("kvcache: free %d + active %d + inactive %d != capacity %d", f, a, i, p.capacity)
+	}
+	var nPrivate, nCached, nUnref int
+	for id := range p.blocks {
+		b := &p.blocks[id]
+		switch b.state {
+		case private:
+			nPrivate++
+			if b.refs != 1 {
+				return fmt.Errorf("kvcache: private block %d has %d refs", id, b.refs)
+			}
+		case cached:
+			nCached++
+			if b.refs < 0 {
+				return fmt.Errorf("kvcache: block %d has %d refs", id, b.refs)
+			}
+			if b.refs == 0 {
+				nUnref++
+			}
+			found := false
+			for c := p.byHash[b.hash]; c != none && !found; c = p.blocks[c].same {
+				found = c == BlockID(id)
+			}
+			if !found {
+				return fmt.Errorf("kvcache: cached block %d not reachable from hash %#x", id, b.hash)
+			}
+		}
+	}
+	if nPrivate+nCached != p.used {
+		return fmt.Errorf("kvcache: %d private + %d cached blocks, accounted %d used", nPrivate, nCached, p.used)
+	}
+	if len(p.blocks)-p.used != len(p.freeList) {
+		return fmt.Errorf("kvcache: %d touched blocks, %d used, but %d on the free list", len(p.blocks), p.used, len(p.freeList))
+	}
+	n := 0
+	for id := p.lruHead; id != none; id = p.blocks[id].next {
+		if b := &p.blocks[id]; b.state != cached || b.refs != 0 {
+			return fmt.Errorf("kvcache: LRU block %d in state %d with %d refs", id, b.state, b.refs)
+		}
+		if n++; n > p.inactive {
+			break
+		}
+	}
+	if n != p.inactive || nUnref != p.inactive {
+		return fmt.Errorf("kvcache: LRU list has %d blocks, %d unreferenced cached, inactive count %d", n, nUnref, p.inactive)
+	}
+	return nil
+}

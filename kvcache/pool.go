@@ -1,0 +1,319 @@
+package kvcache
+
+import (
+	"fmt"
+
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+// BlockID names one physical block of a pool.
+type BlockID int32
+
+const none BlockID = -1
+
+type state uint8
+
+const (
+	free    state = iota
+	private       // allocated to one request, not (yet) a full computed block
+	cached        // full and identified by hash; shareable
+)
+
+type block struct {
+	hash       uint64
+	refs       int32
+	prev, next BlockID // links in the inactive LRU list
+	same       BlockID // next resident copy of the same hash
+	state      state
+}
+
+// Options configure a Pool.
+type Options struct {
+	Capacity      int  // blocks; at least 1
+	PrefixCaching bool // share full blocks between requests by hash
+	Events        bool // record KV events (only with prefix caching)
+}
+
+// Pool is a paged KV block pool. It is not safe for concurrent use.
+type Pool struct {
+	capacity int
+	caching  bool
+	events   bool
+
+	blocks   []block   // grows up to capacity as blocks are first used
+	freeList []BlockID // released blocks, reused before new ones
+	used     int       // private + cached blocks
+	inactive int       // cached blocks with no reference, all in the LRU list
+	lruHead  BlockID   // least recently released
+	lruTail  BlockID
+	byHash   map[uint64]BlockID // first resident copy of each hash
+
+	evs     []Event
+	nextID  uint64
+	removed []uint64 // hashes evicted by the current Allocate
+}
+
+// New returns an empty pool.
+func New(o Options) (*Pool, error) {
+	if o.Capacity < 1 {
+		return nil, fmt.Errorf("kvcache: capacity %d blocks, want at least 1", o.Capacity)
+	}
+	return &Pool{
+		capacity: o.Capacity,
+		caching:  o.PrefixCaching,
+		events:   o.Events && o.PrefixCaching,
+		lruHead:  none,
+		lruTail:  none,
+		byHash:   make(map[uint64]BlockID),
+	}, nil
+}
+
+// Capacity is the number of blocks in the pool.
+func (p *Pool) Capacity() int { return p.capacity }
+
+// Free is the number of blocks holding nothing.
+func (p *Pool) Free() int { return p.capacity - p.used }
+
+// Inactive is the number of cached blocks no request references (evictable).
+func (p *Pool) Inactive() int { return p.inactive }
+
+// Active is the number of blocks requests reference.
+func (p *Pool) Active() int { return p.used - p.inactive }
+
+// PrefixCaching reports whether blocks are shared by hash.
+func (p *Pool) PrefixCaching() bool { return p.caching }
+
+// Match returns how many leading blocks of a sequence are resident (hits) and how many of those are
+// referenced by some request (activeHits), which cost no capacity to share.
+func (p *Pool) Match(blocks []tokens.Block) (hits, activeHits int) {
+	if !p.caching {
+		return 0, 0
+	}
+	for _, b := range blocks {
+		id, ok := p.byHash[b.Hash]
+		if !ok {
+			break
+		}
+		hits++
+		if p.activeCopy(id) != none {
+			activeHits++
+		}
+	}
+	return hits, activeHits
+}
+
+// activeCopy returns a referenced copy in the chain starting at id, or none.
+func (p *Pool) activeCopy(id BlockID) BlockID {
+	for ; id != none; id = p.blocks[id].same {
+		if p.blocks[id].refs > 0 {
+			return id
+		}
+	}
+	return none
+}
+
+// CanAllocate reports whether Acquire(hits) followed by Allocate(fresh) would succeed: the fresh blocks
+// must come from free blocks or from inactive ones other than the hits being reactivated.
+func (p *Pool) CanAllocate(hits []tokens.Block, fresh int) bool {
+	inactiveHits := 0
+	for _, b := range hits {
+		if p.activeCopy(p.byHash[b.Hash]) == none {
+			inactiveHits++
+		}
+	}
+	return fresh <= p.Free()+p.inactive-inactiveHits
+}
+
+// Acquire appends to table a reference to a resident copy of each hit block (found by Match), preferring
+// a copy already in use, and returns the table. Reactivated blocks leave the LRU list.
+func (p *Pool) Acquire(table []BlockID, hits []tokens.Block) []BlockID {
+	for _, b := range hits {
+		first, ok := p.byHash[b.Hash]
+		if !ok {
+			panic(fmt.Sprintf("kvcache: acquire of non-resident block %#x", b.Hash))
+		}
+		id := p.activeCopy(first)
+		if id == none {
+			id = first
+			p.unlink(id)
+			p.inactive--
+		}
+		p.blocks[id].refs++
+		table = append(table, id)
+	}
+	return table
+}
+
+// Allocate appends n fresh private blocks to table, evicting least-recently-used inactive blocks when no
+// free block is left, and returns the table. The caller must have checked CanAllocate. Hashes whose last
+// copy was evicted are reported in one Removed event.
+func (p *Pool) Allocate(table []BlockID, n int) []BlockID {
+	if n > p.Free()+p.inactive {
+		panic(fmt.Sprintf("kvcache: allocate %d blocks with %d free and %d inactive", n, p.Free(), p.inactive))
+	}
+	p.removed = p.removed[:0]
+	for range n {
+		id := p.take()
+		b := &p.blocks[id]
+		*b = block{state: private, refs: 1, prev: none, next: none, same: none}
+		p.used++
+		table = append(table, id)
+	}
+	if len(p.removed) > 0 && p.events {
+		p.emit(Event{Kind: Removed, Hashes: append([]uint64(nil), p.removed...)})
+	}
+	return table
+}
+
+// take returns a block to reuse: a free one, a never-used one, or the evicted LRU head.
+func (p *Pool) take() BlockID {
+	if n := len(p.freeList); n > 0 {
+		id := p.freeList[n-1]
+		p.freeList = p.freeList[:n-1]
+		return id
+	}
+	if len(p.blocks) < p.capacity {
+		p.blocks = append(p.blocks, block{})
+		return BlockID(len(p.blocks) - 1)
+	}
+	id := p.lruHead
+	p.unlink(id)
+	p.inactive--
+	p.used--
+	p.forget(id)
+	return id
+}
+
+// forget removes a cached block from its hash chain, noting the hash if no copy is left.
+func (p *Pool) forget(id BlockID) {
+	h := p.blocks[id].hash
+	first := p.byHash[h]
+	if first == id {
+		if next := p.blocks[id].same; next != none {
+			p.byHash[h] = next
+		} else {
+			delete(p.byHash, h)
+			p.removed = append(p.removed, h)
+		}
+	} else {
+		prev := first
+		for p.blocks[prev].same != id {
+			prev = p.blocks[prev].same
+		}
+		p.blocks[prev].same = p.blocks[id].same
+	}
+	p.blocks[id].state = free
+}
+
+// Commit marks table[from:to], blocks the request has now fully computed, as cached under the identities
+// blocks[from:to] (the request's sequence blocks). A block whose hash was not resident becomes visible;
+// each run of consecutive visible blocks is announced by one Stored event whose parent is the block
+// before the run. Without prefix caching the blocks stay private.
+func (p *Pool) Commit(table []BlockID, blocks []tokens.Block, from, to int) {
+	if !p.caching {
+		return
+	}
+	runStart := -1
+	for i := from; i < to; i++ {
+		id := table[i]
+		b := &p.blocks[id]
+		if b.state != private {
+			panic(fmt.Sprintf("kvcache: commit of block %d in state %d", id, b.state))
+		}
+		b.state = cached
+		b.hash = blocks[i].Hash
+		first, resident := p.byHash[b.hash]
+		if resident {
+			// A duplicate copy: it takes capacity but the hash is already announced.
+			b.same = p.blocks[first].same
+			p.blocks[first].same = id
+			if runStart >= 0 {
+				p.storeRun(blocks, runStart, i)
+				runStart = -1
+			}
+			continue
+		}
+		p.byHash[b.hash] = id
+		if runStart < 0 {
+			runStart = i
+		}
+	}
+	if runStart >= 0 {
+		p.storeRun(blocks, runStart, to)
+	}
+}
+
+func (p *Pool) storeRun(blocks []tokens.Block, from, to int) {
+	if !p.events {
+		return
+	}
+	ev := Event{Kind: Stored, Blocks: blocks[from:to:to]}
+	if from > 0 {
+		ev.Parent, ev.HasParent = blocks[from-1].Hash, true
+	}
+	p.emit(ev)
+}
+
+// Release drops a request's references to its blocks, last block first, so that among blocks released
+// together the suffix is evicted before the prefix. Private blocks are freed; cached blocks whose last
+// reference goes become inactive but stay resident.
+func (p *Pool) Release(table []BlockID) {
+	for i := len(table) - 1; i >= 0; i-- {
+		id := table[i]
+		b := &p.blocks[id]
+		switch {
+		case b.state == private:
+			b.state = free
+			p.used--
+			p.freeList = append(p.freeList, id)
+		case b.state == cached && b.refs > 0:
+			b.refs--
+			if b.refs == 0 {
+				p.pushLRU(id)
+				p.inactive++
+			}
+		default:
+			panic(fmt.Sprintf("kvcache: release of block %d in state %d with %d refs", id, b.state, b.refs))
+		}
+	}
+}
+
+func (p *Pool) pushLRU(id BlockID) {
+	b := &p.blocks[id]
+	b.prev, b.next = p.lruTail, none
+	if p.lruTail != none {
+		p.blocks[p.lruTail].next = id
+	} else {
+		p.lruHead = id
+	}
+	p.lruTail = id
+}
+
+func (p *Pool) unlink(id BlockID) {
+	b := &p.blocks[id]
+	if b.prev != none {
+		p.blocks[b.prev].next = b.next
+	} else {
+		p.lruHead = b.next
+	}
+	if b.next != none {
+		p.blocks[b.next].prev = b.prev
+	} else {
+		p.lruTail = b.prev
+	}
+	b.prev, b.next = none, none
+}
+
+func (p *Pool) emit(ev Event) {
+	ev.ID = p.nextID
+	p.nextID++
+	p.evs = append(p.evs, ev)
+}
+
+// TakeEvents appends the events recorded since the last call to dst, in emission order, and returns it.
+func (p *Pool) TakeEvents(dst []Event) []Event {
+	dst = append(dst, p.evs...)
+	clear(p.evs)
+	p.evs = p.evs[:0]
+	return dst
+}

@@ -1,0 +1,367 @@
+package kvcache
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+// seqBlocks returns the block identities of a token sequence cut into blocks of bs.
+func seqBlocks(bs int, toks ...uint32) []tokens.Block {
+	s := tokens.NewSequence(bs)
+	s.Append(toks...)
+	return s.Blocks()
+}
+
+func newPool(t *testing.T, capacity int, caching bool) *Pool {
+	t.Helper()
+	p, err := New(Options{Capacity: capacity, PrefixCaching: caching, Events: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func check(t *testing.T, p *Pool, free, active, inactive int) {
+	t.Helper()
+	if err := p.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if p.Free() != free || p.Active() != active || p.Inactive() != inactive {
+		t.Fatalf("free/active/inactive = %d/%d/%d, want %d/%d/%d", p.Free(), p.Active(), p.Inactive(), free, active, inactive)
+	}
+}
+
+// admit does what a scheduler does for a new request: share its cached prefix, allocate the rest, and
+// commit every full block as computed.
+func admit(t *testing.T, p *Pool, blocks []tokens.Block, total int) []BlockID {
+	t.Helper()
+	hits, _ := p.Match(blocks)
+	if !p.CanAllocate(blocks[:hits], total-hits) {
+		t.Fatalf("cannot allocate %d blocks", total-hits)
+	}
+	table := p.Acquire(nil, blocks[:hits])
+	table = p.Allocate(table, total-hits)
+	p.Commit(table, blocks, hits, len(blocks))
+	return table
+}
+
+func TestNewRejectsEmptyPool(t *testing.T) {
+	if _, err := New(Options{Capacity: 0}); err == nil {
+		t.Fatal("capacity 0 accepted")
+	}
+}
+
+func TestPrefixHitsAndReactivation(t *testing.T) {
+	p := newPool(t, 8, true)
+	a := seqBlocks(4, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3)
+	ta := admit(t, p, a, 3) // 2 full blocks + 1 partial
+	check(t, p, 5, 3, 0)
+
+	// While a holds its blocks, b shares them at no capacity cost.
+	b := seqBlocks(4, 1, 1, 1, 1, 2, 2, 2, 2, 9, 9, 9, 9)
+	if hits, active := p.Match(b); hits != 2 || active != 2 {
+		t.Fatalf("Match = %d hits, %d active; want 2, 2", hits, active)
+	}
+	p.Release(ta)
+	check(t, p, 6, 0, 2) // the partial block is freed, the two full ones stay cached
+	if hits, active := p.Match(b); hits != 2 || active != 0 {
+		t.Fatalf("after release Match = %d hits, %d active; want 2, 0", hits, active)
+	}
+	tb := admit(t, p, b, 3)
+	check(t, p, 5, 3, 0)
+	if tb[0] != ta[0] || tb[1] != ta[1] {
+		t.Fatalf("b did not reuse a's blocks: %v vs %v", tb, ta)
+	}
+}
+
+func TestCanAllocateDiscountsInactiveHits(t *testing.T) {
+	p := newPool(t, 4, true)
+	a := seqBlocks(1, 1, 2, 3)
+	p.Release(admit(t, p, a, 3))
+	check(t, p, 1, 0, 3)
+	// Reusing the 3 inactive blocks leaves only 1 free block for fresh ones.
+	if !p.CanAllocate(a, 1) || p.CanAllocate(a, 2) {
+		t.Fatal("CanAllocate must not count the hits being reactivated as evictable")
+	}
+	if !p.CanAllocate(nil, 4) || p.CanAllocate(nil, 5) {
+		t.Fatal("without hits, free + inactive blocks are available")
+	}
+}
+
+func TestEvictionIsLRULeafFirst(t *testing.T) {
+	p := newPool(t, 3, true)
+	a := seqBlocks(1, 10, 11, 12)
+	p.Release(admit(t, p, a, 3))
+	p.TakeEvents(nil)
+	// Each fresh block evicts the oldest inactive: a's leaf first, its root last.
+	var table []BlockID
+	for i, want := range []uint64{a[2].Hash, a[1].Hash, a[0].Hash} {
+		table = p.Allocate(table, 1)
+		evs := p.TakeEvents(nil)
+		if len(evs) != 1 || evs[0].Kind != Removed || !slices.Equal(evs[0].Hashes, []uint64{want}) {
+			t.Fatalf("allocation %d: events %+v, want Removed[%#x]", i, evs, want)
+		}
+	}
+	check(t, p, 0, 3, 0)
+}
+
+func TestEvictionPrefersOlderRequests(t *testing.T) {
+	p := newPool(t, 4, true)
+	a, b := seqBlocks(1, 1, 2), seqBlocks(1, 3, 4)
+	ta, tb := admit(t, p, a, 2), admit(t, p, b, 2)
+	p.Release(ta)
+	p.Release(tb)
+	p.TakeEvents(nil)
+	p.Allocate(nil, 3)
+	evs := p.TakeEvents(nil)
+	want := []uint64{a[1].Hash, a[0].Hash, b[1].Hash}
+	if len(evs) != 1 || !slices.Equal(evs[0].Hashes, want) {
+		t.Fatalf("events %+v, want one Removed %x", evs, want)
+	}
+	if hits, _ := p.Match(b); hits != 1 {
+		t.Fatalf("b's root must survive: %d hits", hits)
+	}
+}
+
+func TestStoredEventsGroupConsecutiveNewBlocks(t *testing.T) {
+	p := newPool(t, 16, true)
+	a := seqBlocks(2, 1, 1, 2, 2, 3, 3, 4, 4)
+	ta := admit(t, p, a, 4)
+	evs := p.TakeEvents(nil)
+	if len(evs) != 1 || evs[0].Kind != Stored || evs[0].HasParent || !slices.Equal(evs[0].Blocks, a) || evs[0].ID != 0 {
+		t.Fatalf("first request: events %+v, want one Stored of all 4 blocks with no parent", evs)
+	}
+	// b shares block 0 by hit, then computes blocks 1..3; its block 2 duplicates nothing resident but
+	// block 1 duplicates a's block 1 because b computed it privately (it did not match past block 0).
+	b := seqBlocks(2, 1, 1, 2, 2, 5, 5, 6, 6)
+	tb := p.Acquire(nil, b[:1])
+	tb = p.Allocate(tb, 3)
+	p.Commit(tb, b, 1, 4)
+	evs = p.TakeEvents(nil)
+	if len(evs) != 1 || !evs[0].HasParent || evs[0].Parent != b[1].Hash || !slices.Equal(evs[0].Blocks, b[2:4]) || evs[0].ID != 1 {
+		t.Fatalf("second request: events %+v, want Stored(parent=b1, blocks b2,b3) id 1", evs)
+	}
+	check(t, p, 9, 7, 0) // the duplicate copy of block 1 takes capacity
+
+	// Releasing and evicting one copy of the duplicated hash announces nothing; the last copy does.
+	p.Release(tb)
+	p.Release(ta)
+	p.TakeEvents(nil)
+	p.Allocate(nil, 16)
+	evs = p.TakeEvents(nil)
+	var removed []uint64
+	for _, e := range evs {
+		removed = append(removed, e.Hashes...)
+	}
+	slices.Sort(removed)
+	want := []uint64{a[0].Hash, a[1].Hash, a[2].Hash, a[3].Hash, b[2].Hash, b[3].Hash}
+	slices.Sort(want)
+	if len(evs) != 1 || !slices.Equal(removed, want) {
+		t.Fatalf("removed %x in %d events, want each hash once in one event: %x", removed, len(evs), want)
+	}
+}
+
+func TestDuplicateBreaksStoredRun(t *testing.T) {
+	p := newPool(t, 16, true)
+	a := seqBlocks(1, 1, 2, 3)
+	admit(t, p, a[:2], 2) // blocks 0,1 resident
+	p.TakeEvents(nil)
+	// A request that computed all three privately: 0 and 1 are duplicates, 2 is new.
+	tb := p.Allocate(nil, 3)
+	p.Commit(tb, a, 0, 3)
+	evs := p.TakeEvents(nil)
+	if len(evs) != 1 || evs[0].Parent != a[1].Hash || !slices.Equal(evs[0].Blocks, a[2:]) {
+		t.Fatalf("events %+v, want Stored(parent a1, [a2])", evs)
+	}
+}
+
+func TestPrefixCachingOff(t *testing.T) {
+	p := newPool(t, 4, false)
+	a := seqBlocks(1, 1, 2)
+	ta := admit(t, p, a, 2)
+	if hits, _ := p.Match(a); hits != 0 {
+		t.Fatal("hit with prefix caching off")
+	}
+	p.Release(ta)
+	check(t, p, 4, 0, 0)
+	if evs := p.TakeEvents(nil); len(evs) != 0 {
+		t.Fatalf("events with prefix caching off: %+v", evs)
+	}
+}
+
+// oracle is a naive model of the pool: a list of resident copies with their release order.
+type oracle struct {
+	capacity int
+	copies   []*oCopy
+	clock    int
+}
+
+type oCopy struct {
+	hash     uint64
+	private  bool
+	refs     int
+	released int // clock at the last release to zero refs
+}
+
+func (o *oracle) resident() map[uint64]int {
+	m := map[uint64]int{}
+	for _, c := range o.copies {
+		if !c.private {
+			m[c.hash]++
+		}
+	}
+	return m
+}
+
+// TestPoolAgainstOracle drives the pool and a naive model with the same random requests and compares the
+// resident hashes, the accounting, and the set of hashes announced by events after every operation.
+func TestPoolAgainstOracle(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			const bs, capacity = 2, 24
+			p := newPool(t, capacity, true)
+			o := &oracle{capacity: capacity}
+			type live struct {
+				table  []BlockID
+				copies []*oCopy
+			}
+			var running []live
+			announced := map[uint64]bool{}
+			for step := 0; step < 400; step++ {
+				if len(running) > 0 && (rng.IntN(3) == 0 || p.Free()+p.Inactive() < 8) {
+					i := rng.IntN(len(running))
+					r := running[i]
+					running = append(running[:i], running[i+1:]...)
+					p.Release(r.table)
+					for j := len(r.copies) - 1; j >= 0; j-- {
+						c := r.copies[j]
+						if c.private {
+							o.copies = slices.DeleteFunc(o.copies, func(x *oCopy) bool { return x == c })
+							continue
+						}
+						if c.refs--; c.refs == 0 {
+							o.clock++
+							c.released = o.clock
+						}
+					}
+				} else {
+					// A sequence from a small family of shared prefixes.
+					n := 1 + rng.IntN(9)
+					toks := make([]uint32, n)
+					root := uint32(rng.IntN(3))
+					for k := range toks {
+						toks[k] = root*100 + uint32(k)
+						if k >= 2+int(root) {
+							toks[k] = uint32(rng.IntN(4))
+						}
+					}
+					blocks := seqBlocks(bs, toks...)
+					total := (n + bs - 1) / bs
+					hits, _ := p.Match(blocks)
+					if !p.CanAllocate(blocks[:hits], total-hits) {
+						continue
+					}
+					table := p.Acquire(nil, blocks[:hits])
+					table = p.Allocate(table, total-hits)
+					p.Commit(table, blocks, hits, len(blocks))
+					// The oracle: hits reuse an active copy if any, else the first inactive one.
+					var mine []*oCopy
+					for _, b := range blocks[:hits] {
+						var pick *oCopy
+						for _, c := range o.copies {
+							if !c.private && c.hash == b.Hash && (pick == nil || pick.refs == 0 && c.refs > 0) {
+								pick = c
+							}
+						}
+						pick.refs++
+						mine = append(mine, pick)
+					}
+					for k := hits; k < total; k++ {
+						if len(o.copies) == o.capacity {
+							victim := -1
+							for vi, c := range o.copies {
+								if !c.private && c.refs == 0 && (victim < 0 || c.released < o.copies[victim].released) {
+									victim = vi
+								}
+							}
+							o.copies = append(o.copies[:victim], o.copies[victim+1:]...)
+						}
+						c := &oCopy{private: true, refs: 1}
+						if k < len(blocks) {
+							c.private, c.hash = false, blocks[k].Hash
+						}
+						o.copies = append(o.copies, c)
+						mine = append(mine, c)
+					}
+					running = append(running, live{table, mine})
+				}
+				if err := p.CheckInvariants(); err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				for _, e := range p.TakeEvents(nil) {
+					for _, b := range e.Blocks {
+						if announced[b.Hash] {
+							t.Fatalf("step %d: %#x stored twice", step, b.Hash)
+						}
+						announced[b.Hash] = true
+					}
+					for _, h := range e.Hashes {
+						if !announced[h] {
+							t.Fatalf("step %d: %#x removed but never stored", step, h)
+						}
+						delete(announced, h)
+					}
+				}
+				want := o.resident()
+				if len(want) != len(announced) {
+					t.Fatalf("step %d: %d hashes announced, oracle has %d resident", step, len(announced), len(want))
+				}
+				for h, n := range want {
+					if !announced[h] {
+						t.Fatalf("step %d: resident %#x not announced", step, h)
+					}
+					copies := 0
+					for c := p.byHash[h]; c != none; c = p.blocks[c].same {
+						copies++
+					}
+					if copies != n {
+						t.Fatalf("step %d: hash %#x has %d copies, oracle %d", step, h, copies, n)
+					}
+				}
+				if used := len(o.copies); p.Free() != capacity-used {
+					t.Fatalf("step %d: free %d, oracle %d", step, p.Free(), capacity-used)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkAdmitRelease(b *testing.B) {
+	p, _ := New(Options{Capacity: 4096, PrefixCaching: true})
+	seqs := make([][]tokens.Block, 64)
+	for i := range seqs {
+		toks := make([]uint32, 16*64)
+		for k := range toks {
+			toks[k] = uint32(i%8*1000 + k/16)
+			if k > 16*32 {
+				toks[k] += uint32(i) << 20
+			}
+		}
+		seqs[i] = seqBlocks(16, toks...)
+	}
+	var table []BlockID
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		s := seqs[i%len(seqs)]
+		hits, _ := p.Match(s)
+		table = p.Acquire(table[:0], s[:hits])
+		table = p.Allocate(table, len(s)-hits)
+		p.Commit(table, s, hits, len(s))
+		p.Release(table)
+	}
+}

@@ -1,0 +1,178 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Collector records per-request times during a run.
+//
+// Request ids are dense ints assigned by the caller in arrival order (0, 1, 2, ...); the calls
+// for one id come in time order, starting with Arrived and ending with at most one of Finished
+// or Rejected. Calls that break this contract are caller bugs and panic.
+//
+// A Collector is not safe for concurrent use.
+type Collector struct {
+	reqs []request
+
+	// gaps holds the ITL samples: the gap before every delivery except a request's first,
+	// pooled over all requests in call order. gapOwner[i] is the id gaps[i] belongs to, so
+	// Summary can leave out requests that did not complete without per-request slices.
+	gaps     []time.Duration
+	gapOwner []int32
+
+	// reasons holds Rejected's reason by id; rejections are rare, so a map beats a
+	// string header in every record.
+	reasons map[int]string
+}
+
+// request is the fixed-size record of one request. Counts are int32 to keep it small: a run
+// holds up to ~10^6 of them.
+type request struct {
+	arrival     time.Duration
+	admission   time.Duration // first admission only
+	firstToken  time.Duration
+	secondToken time.Duration // second delivery, for TTST
+	lastToken   time.Duration
+	end         time.Duration // finish or rejection time
+	last        time.Duration // latest call's time, to check calls come in time order
+
+	inputTokens  int32
+	maxTokens    int32
+	worker       int32
+	cachedTokens int32 // prefix tokens reused at first admission
+	outputTokens int32
+	deliveries   int32
+
+	state state
+}
+
+type state uint8
+
+const (
+	arrived state = 1 << iota
+	admitted
+	finished
+	rejected
+)
+
+func (r *request) completed() bool { return r.state&(finished|rejected) == finished }
+
+// NewCollector returns an empty Collector.
+func NewCollector() *Collector { return &Collector{} }
+
+// Arrived records that request id arrived at `at` with a prompt of inputTokens tokens, asking
+// for at most maxTokens output tokens, and was routed to worker.
+func (c *Collector) Arrived(id int, at time.Duration, inputTokens, maxTokens, worker int) {
+	if id < 0 || id > math.MaxInt32 {
+		panic(fmt.Sprintf("report: Arrived: request id %d out of range", id))
+	}
+	// Ids are dense, so this appends one record in the normal case; a gap in the ids leaves
+	// records that never arrived, which every output skips.
+	for len(c.reqs) <= id {
+		c.reqs = append(c.reqs, request{})
+	}
+	r := &c.reqs[id]
+	if r.state&arrived != 0 {
+		panic(fmt.Sprintf("report: Arrived: request %d arrived twice", id))
+	}
+	*r = request{
+		arrival:     at,
+		last:        at,
+		inputTokens: count("Arrived", id, "inputTokens", inputTokens),
+		maxTokens:   count("Arrived", id, "maxTokens", maxTokens),
+		worker:      to32("Arrived", id, "worker", worker),
+		state:       arrived,
+	}
+}
+
+// Admitted records that request id was scheduled at `at` with cachedTokens of its prompt
+// already in the prefix cache. Only the first admission counts, for both queueing time and
+// prefix reuse; readmissions after preemption are ignored, because the report describes what
+// the request found when it first reached the engine.
+func (c *Collector) Admitted(id int, at time.Duration, cachedTokens int) {
+	r := c.live(id, at, "Admitted")
+	if r.state&admitted != 0 {
+		return
+	}
+	r.state |= admitted
+	r.admission = at
+	r.cachedTokens = count("Admitted", id, "cachedTokens", cachedTokens)
+}
+
+// Tokens records one delivery of n ≥ 1 tokens of request id at `at`. A burst of several
+// tokens in one call is one delivery: one ITL gap, as one SSE chunk is for vllm bench serve.
+func (c *Collector) Tokens(id int, at time.Duration, n int) {
+	r := c.live(id, at, "Tokens")
+	if n < 1 {
+		panic(fmt.Sprintf("report: Tokens: request %d: %d tokens, want at least 1", id, n))
+	}
+	switch r.deliveries {
+	case 0:
+		r.firstToken = at
+	case 1:
+		r.secondToken = at
+		fallthrough
+	default:
+		c.gaps = append(c.gaps, at-r.lastToken)
+		c.gapOwner = append(c.gapOwner, int32(id))
+	}
+	r.lastToken = at
+	r.deliveries++
+	r.outputTokens = count("Tokens", id, "output tokens", int(r.outputTokens)+n)
+}
+
+// Finished records that request id completed at `at`. A request that produced no output
+// tokens finishes without any Tokens call.
+func (c *Collector) Finished(id int, at time.Duration) {
+	r := c.live(id, at, "Finished")
+	r.state |= finished
+	r.end = at
+}
+
+// Rejected records that request id was refused at `at`, for example because its prompt can
+// never fit in the KV cache. Rejected requests count only toward rejected_requests.
+func (c *Collector) Rejected(id int, at time.Duration, reason string) {
+	r := c.live(id, at, "Rejected")
+	r.state |= rejected
+	r.end = at
+	if c.reasons == nil {
+		c.reasons = make(map[int]string)
+	}
+	c.reasons[id] = reason
+}
+
+// live returns the record of a request that arrived and has not ended, after checking that
+// `at` does not go back in time for it.
+func (c *Collector) live(id int, at time.Duration, op string) *request {
+	if id < 0 || id >= len(c.reqs) || c.reqs[id].state&arrived == 0 {
+		panic(fmt.Sprintf("report: %s: request %d never arrived", op, id))
+	}
+	r := &c.reqs[id]
+	switch {
+	case r.state&finished != 0:
+		panic(fmt.Sprintf("report: %s: request %d already finished", op, id))
+	case r.state&rejected != 0:
+		panic(fmt.Sprintf("report: %s: request %d already rejected", op, id))
+	case at < r.last:
+		panic(fmt.Sprintf("report: %s: request %d at %v, before its previous event at %v", op, id, at, r.last))
+	}
+	r.last = at
+	return r
+}
+
+// count converts a token count, which must fit a record's int32 and not be negative.
+func count(op string, id int, what string, v int) int32 {
+	if v < 0 || v > math.MaxInt32 {
+		panic(fmt.Sprintf("report: %s: request %d: %s %d out of range", op, id, what, v))
+	}
+	return int32(v)
+}
+
+func to32(op string, id int, what string, v int) int32 {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		panic(fmt.Sprintf("report: %s: request %d: %s %d out of range", op, id, what, v))
+	}
+	return int32(v)
+}

@@ -1,0 +1,298 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+const msec = time.Millisecond
+
+// perSec divides at run time: a constant expression like 2/0.035 is computed exactly on the
+// decimal 0.035, and may round differently from dividing by the float64 nearest to it.
+func perSec(n, sec float64) float64 { return n / sec }
+
+// TestReplayITLUsesPerTokenGaps pins Dynamo's collector test test_replay_itl_uses_per_token_gaps
+// (reference §13): tokens at 10, 11, 12 and 110 ms.
+func TestReplayITLUsesPerTokenGaps(t *testing.T) {
+	c := NewCollector()
+	c.Arrived(0, 0, 100, 4, 0)
+	c.Admitted(0, 0, 0)
+	for _, at := range []time.Duration{10, 11, 12, 110} {
+		c.Tokens(0, at*msec, 1)
+	}
+	c.Finished(0, 110*msec)
+	s := c.Summary()
+
+	checks := []struct {
+		name      string
+		got, want float64
+	}{
+		{"mean TPOT", s.TPOT.Mean, 100.0 / 3},
+		{"p50 ITL", s.ITL.P50, 1},
+		{"p75 ITL", s.ITL.P75, 98},
+		{"p90 ITL", s.ITL.P90, 98},
+		{"p95 ITL", s.ITL.P95, 98},
+		{"p99 ITL", s.ITL.P99, 98},
+		{"max ITL", s.ITL.Max, 98},
+		{"min ITL", s.ITL.Min, 1},
+		{"mean ITL", s.ITL.Mean, 100.0 / 3},
+		{"mean TTST", s.TTST.Mean, 1},
+		{"mean TTFT", s.TTFT.Mean, 10},
+		{"mean E2E", s.E2E.Mean, 110},
+		{"duration ms", ms(s.Duration), 110},
+		{"request throughput", s.RequestThroughput, perSec(1, 0.110)},
+		{"output throughput", s.OutputTokenThroughput, perSec(4, 0.110)},
+		{"input throughput", s.InputTokenThroughput, perSec(100, 0.110)},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if s.ITL.Count != 3 || s.TPOT.Count != 1 || s.TTST.Count != 1 {
+		t.Errorf("counts ITL/TPOT/TTST = %d/%d/%d, want 3/1/1", s.ITL.Count, s.TPOT.Count, s.TTST.Count)
+	}
+}
+
+func TestBurstIsOneDelivery(t *testing.T) {
+	tests := []struct {
+		name   string
+		deliv  [][2]int // {ms, tokens}
+		output int
+		itl    []float64 // sorted gaps
+		ttst   float64   // -1: no sample
+		tpot   float64   // -1: no sample
+	}{
+		// Six tokens in three deliveries: two gaps, but TPOT spreads over five tokens.
+		{"middle burst", [][2]int{{10, 1}, {20, 4}, {30, 1}}, 6, []float64{10, 10}, 10, 20.0 / 5},
+		// One delivery of three tokens: no gap, no TTST; TPOT is 0 over 3 tokens.
+		{"single burst", [][2]int{{10, 3}}, 3, nil, -1, 0},
+		{"one token", [][2]int{{10, 1}}, 1, nil, -1, -1},
+		{"first burst", [][2]int{{10, 2}, {40, 1}}, 3, []float64{30}, 30, 30.0 / 2},
+	}
+	for _, tt := range tests {
+		c := NewCollector()
+		c.Arrived(0, 0, 10, 10, 0)
+		c.Admitted(0, 0, 0)
+		for _, d := range tt.deliv {
+			c.Tokens(0, time.Duration(d[0])*msec, d[1])
+		}
+		c.Finished(0, 50*msec)
+		s := c.Summary()
+		if s.TotalOutputTokens != tt.output {
+			t.Errorf("%s: output tokens = %d, want %d", tt.name, s.TotalOutputTokens, tt.output)
+		}
+		if s.ITL.Count != len(tt.itl) {
+			t.Errorf("%s: ITL count = %d, want %d", tt.name, s.ITL.Count, len(tt.itl))
+		} else if len(tt.itl) > 0 && (s.ITL.Min != tt.itl[0] || s.ITL.Max != tt.itl[len(tt.itl)-1]) {
+			t.Errorf("%s: ITL min/max = %v/%v, want %v", tt.name, s.ITL.Min, s.ITL.Max, tt.itl)
+		}
+		checkSample(t, tt.name+": TTST", s.TTST, tt.ttst)
+		checkSample(t, tt.name+": TPOT", s.TPOT, tt.tpot)
+	}
+}
+
+// checkSample checks a one-request distribution: want is its only sample, or -1 for none.
+func checkSample(t *testing.T, name string, st Stats, want float64) {
+	t.Helper()
+	if want < 0 {
+		if st != (Stats{}) {
+			t.Errorf("%s = %+v, want no samples", name, st)
+		}
+		return
+	}
+	if st.Count != 1 || st.Mean != want {
+		t.Errorf("%s = %d samples, mean %v; want 1 sample %v", name, st.Count, st.Mean, want)
+	}
+}
+
+func TestRejectedAndZeroToken(t *testing.T) {
+	c := NewCollector()
+	// 0: normal, two tokens.
+	c.Arrived(0, 0, 100, 2, 0)
+	c.Admitted(0, 0, 50)
+	c.Tokens(0, 10*msec, 1)
+	c.Tokens(0, 20*msec, 1)
+	c.Finished(0, 20*msec)
+	// 1: zero output tokens: counts toward E2E and input only.
+	c.Arrived(1, 5*msec, 40, 0, 0)
+	c.Admitted(1, 5*msec, 0)
+	c.Finished(1, 35*msec)
+	// 2: rejected at once.
+	c.Arrived(2, 6*msec, 9999, 10, 1)
+	c.Rejected(2, 6*msec, "too long")
+	// 3: rejected after tokens (say, it outgrew the cache): excluded from everything.
+	c.Arrived(3, 7*msec, 60, 10, 1)
+	c.Admitted(3, 7*msec, 60)
+	c.Tokens(3, 8*msec, 1)
+	c.Tokens(3, 1000*msec, 1)
+	c.Rejected(3, 2000*msec, "evicted")
+
+	s := c.Summary()
+	want := Summary{
+		CompletedRequests:      2,
+		RejectedRequests:       2,
+		Duration:               35 * msec,
+		RequestThroughput:      perSec(2, 0.035),
+		InputTokenThroughput:   perSec(140, 0.035),
+		OutputTokenThroughput:  perSec(2, 0.035),
+		TotalInputTokens:       140,
+		TotalOutputTokens:      2,
+		PrefixCacheReusedRatio: 50.0 / 140,
+		TTFT:                   Stats{Count: 1, Mean: 10, Min: 10, Max: 10, P50: 10, P75: 10, P90: 10, P95: 10, P99: 10},
+		TTST:                   Stats{Count: 1, Mean: 10, Min: 10, Max: 10, P50: 10, P75: 10, P90: 10, P95: 10, P99: 10},
+		TPOT:                   Stats{Count: 1, Mean: 10, Min: 10, Max: 10, P50: 10, P75: 10, P90: 10, P95: 10, P99: 10},
+		ITL:                    Stats{Count: 1, Mean: 10, Min: 10, Max: 10, P50: 10, P75: 10, P90: 10, P95: 10, P99: 10},
+		E2E:                    Stats{Count: 2, Mean: 25, Min: 20, Max: 30, Std: 5, P50: 30, P75: 30, P90: 30, P95: 30, P99: 30},
+	}
+	if s != want {
+		t.Errorf("Summary() =\n%+v\nwant\n%+v", s, want)
+	}
+}
+
+func TestFirstAdmissionOnly(t *testing.T) {
+	c := NewCollector()
+	c.Arrived(0, 0, 100, 3, 0)
+	c.Admitted(0, 4*msec, 20)
+	c.Tokens(0, 10*msec, 1)
+	// Preempted, then readmitted with more of its prompt cached: ignored.
+	c.Admitted(0, 30*msec, 100)
+	c.Tokens(0, 40*msec, 2)
+	c.Finished(0, 40*msec)
+
+	if got, want := c.Summary().PrefixCacheReusedRatio, 0.2; got != want {
+		t.Errorf("PrefixCacheReusedRatio = %v, want %v", got, want)
+	}
+	var b bytes.Buffer
+	if err := c.WriteRequestsJSONL(&b); err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		FirstAdmission float64 `json:"first_admission_ms"`
+		Cached         int     `json:"cached_tokens"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.FirstAdmission != 4 || rec.Cached != 20 {
+		t.Errorf("first_admission_ms, cached_tokens = %v, %v; want 4, 20", rec.FirstAdmission, rec.Cached)
+	}
+}
+
+func TestIncompleteNotCompleted(t *testing.T) {
+	c := NewCollector()
+	c.Arrived(0, 0, 10, 5, 0)
+	c.Tokens(0, 10*msec, 1)
+	c.Tokens(0, 500*msec, 1) // its gap must not reach ITL
+	c.Arrived(1, 1*msec, 10, 1, 0)
+	c.Tokens(1, 20*msec, 1)
+	c.Finished(1, 20*msec)
+	s := c.Summary()
+	if s.CompletedRequests != 1 || s.IncompleteRequests != 1 || s.ITL.Count != 0 || s.Duration != 20*msec {
+		t.Errorf("completed, incomplete, ITL count, duration = %d, %d, %d, %v; want 1, 1, 0, 20ms",
+			s.CompletedRequests, s.IncompleteRequests, s.ITL.Count, s.Duration)
+	}
+	var b bytes.Buffer
+	if err := s.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"incomplete_requests": 1,`) {
+		t.Errorf("WriteJSON lacks incomplete_requests:\n%s", b.String())
+	}
+}
+
+func TestEmpty(t *testing.T) {
+	s := NewCollector().Summary()
+	if s != (Summary{}) {
+		t.Errorf("empty Summary() = %+v, want zero", s)
+	}
+	var b bytes.Buffer
+	if err := s.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]float64
+	if err := json.Unmarshal(b.Bytes(), &m); err != nil {
+		t.Fatalf("WriteJSON: %v\n%s", err, b.String())
+	}
+	for k, v := range m {
+		if v != 0 {
+			t.Errorf("%s = %v, want 0", k, v)
+		}
+	}
+	if len(m) != len(summaryKeys) {
+		t.Errorf("WriteJSON wrote %d keys, want %d", len(m), len(summaryKeys))
+	}
+}
+
+func TestSparseIDs(t *testing.T) {
+	// A hole in the ids is skipped, not counted as a request.
+	c := NewCollector()
+	c.Arrived(2, 0, 10, 0, 0)
+	c.Finished(2, msec)
+	s := c.Summary()
+	if s.CompletedRequests != 1 || s.IncompleteRequests != 0 {
+		t.Errorf("completed, incomplete = %d, %d; want 1, 0", s.CompletedRequests, s.IncompleteRequests)
+	}
+	var b bytes.Buffer
+	if err := c.WriteRequestsJSONL(&b); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), "\n"); n != 1 {
+		t.Errorf("WriteRequestsJSONL wrote %d lines, want 1:\n%s", n, b.String())
+	}
+}
+
+func TestMisusePanics(t *testing.T) {
+	tests := []struct {
+		name string
+		f    func(c *Collector)
+	}{
+		{"tokens before arrival", func(c *Collector) { c.Tokens(5, 0, 1) }},
+		{"negative id", func(c *Collector) { c.Arrived(-1, 0, 1, 1, 0) }},
+		{"arrived twice", func(c *Collector) { c.Arrived(0, 0, 1, 1, 0) }},
+		{"zero tokens", func(c *Collector) { c.Tokens(0, msec, 0) }},
+		{"negative input", func(c *Collector) { c.Arrived(1, 0, -1, 1, 0) }},
+		{"back in time", func(c *Collector) { c.Tokens(0, 2*msec, 1); c.Tokens(0, msec, 1) }},
+		{"before arrival", func(c *Collector) { c.Admitted(0, -msec, 0) }},
+		{"after finish", func(c *Collector) { c.Finished(0, msec); c.Tokens(0, msec, 1) }},
+		{"after reject", func(c *Collector) { c.Rejected(0, msec, ""); c.Finished(0, msec) }},
+	}
+	for _, tt := range tests {
+		c := NewCollector()
+		c.Arrived(0, 0, 10, 10, 0)
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", tt.name)
+				}
+			}()
+			tt.f(c)
+		}()
+	}
+}
+
+func BenchmarkRecordAndSummary(b *testing.B) {
+	// 10^6 tokens over 10^4 requests, delivered one at a time and interleaved as in a batch.
+	const requests, tokens = 10_000, 100
+	b.ReportAllocs()
+	for b.Loop() {
+		c := NewCollector()
+		for id := range requests {
+			at := time.Duration(id) * msec
+			c.Arrived(id, at, 1000, tokens, id%8)
+			c.Admitted(id, at, 500)
+		}
+		for k := range tokens {
+			for id := range requests {
+				c.Tokens(id, time.Duration(requests+20*k+id%7)*msec, 1)
+			}
+		}
+		for id := range requests {
+			c.Finished(id, time.Duration(requests+20*tokens)*msec)
+		}
+		_ = c.Summary()
+	}
+}

@@ -1,0 +1,83 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"strconv"
+	"time"
+)
+
+// WriteRequestsJSONL writes one compact JSON object per request, in id order, with the keys
+//
+//	id, worker, arrival_ms, first_admission_ms, first_token_ms, finish_ms,
+//	input_tokens, max_tokens, output_tokens, cached_tokens,
+//	ttft_ms, tpot_ms, e2e_ms, rejected, reject_reason
+//
+// Times are float milliseconds from time 0. A value that does not exist for the request is
+// null rather than left out, so every line has the same keys (reject_reason excepted, which
+// appears only on rejected requests): first_admission_ms before admission, first_token_ms and
+// ttft_ms before the first token, tpot_ms below two tokens, e2e_ms unless the request
+// finished. finish_ms is the time the request ended, by finishing or by rejection.
+// cached_tokens is the prefix reuse found at first admission.
+func (c *Collector) WriteRequestsJSONL(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var b []byte // one line, reused so a million requests cost no per-line allocation
+	for id := range c.reqs {
+		r := &c.reqs[id]
+		if r.state&arrived == 0 {
+			continue
+		}
+		b = append(b[:0], `{"id":`...)
+		b = strconv.AppendInt(b, int64(id), 10)
+		b = append(b, `,"worker":`...)
+		b = strconv.AppendInt(b, int64(r.worker), 10)
+		b = appendMs(b, "arrival_ms", r.arrival, true)
+		b = appendMs(b, "first_admission_ms", r.admission, r.state&admitted != 0)
+		b = appendMs(b, "first_token_ms", r.firstToken, r.deliveries > 0)
+		b = appendMs(b, "finish_ms", r.end, r.state&(finished|rejected) != 0)
+		b = append(b, `,"input_tokens":`...)
+		b = strconv.AppendInt(b, int64(r.inputTokens), 10)
+		b = append(b, `,"max_tokens":`...)
+		b = strconv.AppendInt(b, int64(r.maxTokens), 10)
+		b = append(b, `,"output_tokens":`...)
+		b = strconv.AppendInt(b, int64(r.outputTokens), 10)
+		b = append(b, `,"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(r.cachedTokens), 10)
+		b = appendMs(b, "ttft_ms", r.firstToken-r.arrival, r.deliveries > 0)
+		b = append(b, `,"tpot_ms":`...)
+		if r.outputTokens >= 2 {
+			b, _ = appendFloat(b, ms(r.lastToken-r.firstToken)/float64(r.outputTokens-1))
+		} else {
+			b = append(b, "null"...)
+		}
+		b = appendMs(b, "e2e_ms", r.end-r.arrival, r.completed())
+		if r.state&rejected != 0 {
+			reason, err := json.Marshal(c.reasons[id])
+			if err != nil {
+				return err
+			}
+			b = append(b, `,"rejected":true,"reject_reason":`...)
+			b = append(b, reason...)
+		} else {
+			b = append(b, `,"rejected":false`...)
+		}
+		b = append(b, "}\n"...)
+		if _, err := bw.Write(b); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// appendMs appends `,"key":` and d in milliseconds, or null if !ok.
+func appendMs(b []byte, key string, d time.Duration, ok bool) []byte {
+	b = append(b, `,"`...)
+	b = append(b, key...)
+	b = append(b, `":`...)
+	if !ok {
+		return append(b, "null"...)
+	}
+	b, _ = appendFloat(b, ms(d)) // finite: it came from an integer
+	return b
+}

@@ -1,0 +1,71 @@
+package report
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Stats describes one latency distribution. All values are in milliseconds; an empty
+// distribution is all zeros.
+type Stats struct {
+	Count int // number of samples; not part of the JSON report
+
+	Mean float64
+	Min  float64
+	Max  float64
+	Std  float64 // population standard deviation
+
+	P50 float64
+	P75 float64
+	P90 float64
+	P95 float64
+	P99 float64
+}
+
+// describe computes Stats over xs, sorting xs in place.
+//
+// Sums run over the sorted samples, so the result does not depend on the order the samples
+// were recorded in.
+func describe(xs []float64) Stats {
+	n := len(xs)
+	if n == 0 {
+		return Stats{}
+	}
+	slices.Sort(xs)
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	mean := sum / float64(n)
+	var sq float64
+	for _, x := range xs {
+		d := x - mean
+		// The conversion forbids fusing d*d into sq with an FMA (the spec allows that on
+		// arm64), which would change the last bits and the golden files between machines.
+		sq += float64(d * d)
+	}
+	return Stats{
+		Count: n,
+		Mean:  mean,
+		Min:   xs[0],
+		Max:   xs[n-1],
+		Std:   math.Sqrt(sq / float64(n)),
+		P50:   percentile(xs, 50),
+		P75:   percentile(xs, 75),
+		P90:   percentile(xs, 90),
+		P95:   percentile(xs, 95),
+		P99:   percentile(xs, 99),
+	}
+}
+
+// percentile returns sorted[round((n−1)·p/100)], rounding half away from zero, the
+// nearest-rank rule of Dynamo's replay collector (no interpolation between samples).
+func percentile(sorted []float64, p int) float64 {
+	// In integers, for non-negative values, (k+50)/100 is math.Round(k/100): exact, with no
+	// float error at the .5 ties.
+	return sorted[((len(sorted)-1)*p+50)/100]
+}
+
+// ms converts a duration to float milliseconds, the unit of every reported time.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,70 @@
+package report
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+// seq returns 0, 10, 20, ... so a percentile's value names its index.
+func seq(n int) []float64 {
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = float64(10 * i)
+	}
+	return xs
+}
+
+func TestPercentile(t *testing.T) {
+	// Index = round((n−1)·p/100), half away from zero (reference §9).
+	tests := []struct {
+		n    int
+		want [5]int // indexes for p50, p75, p90, p95, p99
+	}{
+		{1, [5]int{0, 0, 0, 0, 0}},
+		{2, [5]int{1, 1, 1, 1, 1}}, // 0.5 rounds up
+		{3, [5]int{1, 2, 2, 2, 2}}, // 1.5 rounds up
+		{4, [5]int{2, 2, 3, 3, 3}}, // 1.5, 2.25, 2.7, 2.85, 2.97
+		{5, [5]int{2, 3, 4, 4, 4}}, // 2, 3, 3.6, 3.8, 3.96
+		{100, [5]int{50, 74, 89, 94, 98}},
+	}
+	for _, tt := range tests {
+		xs := seq(tt.n)
+		for i, p := range []int{50, 75, 90, 95, 99} {
+			if got, want := percentile(xs, p), float64(10*tt.want[i]); got != want {
+				t.Errorf("percentile(seq(%d), %d) = %v, want %v", tt.n, p, got, want)
+			}
+		}
+	}
+}
+
+func TestPercentileMatchesMathRound(t *testing.T) {
+	for n := 1; n <= 1000; n++ {
+		xs := seq(n)
+		for _, p := range []int{0, 1, 25, 50, 75, 90, 95, 99, 100} {
+			want := xs[int(math.Round(float64(n-1)*float64(p)/100))]
+			if got := percentile(xs, p); got != want {
+				t.Fatalf("percentile(seq(%d), %d) = %v, want %v", n, p, got, want)
+			}
+		}
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		want Stats
+	}{
+		{nil, Stats{}},
+		{[]float64{7}, Stats{Count: 1, Mean: 7, Min: 7, Max: 7, P50: 7, P75: 7, P90: 7, P95: 7, P99: 7}},
+		// Population std: √(Σ(x−mean)²/n), not /(n−1).
+		{[]float64{2, 1}, Stats{Count: 2, Mean: 1.5, Min: 1, Max: 2, Std: 0.5, P50: 2, P75: 2, P90: 2, P95: 2, P99: 2}},
+		{[]float64{9, 2, 4, 4, 5, 4, 7, 5}, Stats{Count: 8, Mean: 5, Min: 2, Max: 9, Std: 2, P50: 5, P75: 5, P90: 7, P95: 9, P99: 9}},
+	}
+	for _, tt := range tests {
+		in := slices.Clone(tt.in)
+		if got := describe(in); got != tt.want {
+			t.Errorf("describe(%v) = %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Summary is the report of a run: the numbers vllm bench serve prints, over completed
+// requests. Collector.Summary fills every field except Preemptions, which only the engine
+// sees; the caller sets it before writing.
+type Summary struct {
+	CompletedRequests  int // finished and not rejected
+	RejectedRequests   int
+	IncompleteRequests int // arrived but neither finished nor rejected; in the JSON only when > 0
+
+	// Duration is the latest finish time among completed requests, counted from time 0.
+	Duration time.Duration
+
+	// Throughputs are per second of Duration, over completed requests; 0 if Duration is 0.
+	RequestThroughput     float64
+	InputTokenThroughput  float64
+	OutputTokenThroughput float64
+
+	TotalInputTokens  int // prompt tokens of completed requests
+	TotalOutputTokens int // output tokens of completed requests
+
+	// PrefixCacheReusedRatio is Σ cached tokens at first admission / Σ input tokens, over
+	// completed requests; 0 if they have no input tokens.
+	PrefixCacheReusedRatio float64
+
+	Preemptions int // filled by the caller
+
+	TTFT Stats // time to first token: first token − arrival
+	TTST Stats // time to second token: second delivery − first delivery
+	TPOT Stats // time per output token, excluding the first: (last − first)/(n−1)
+	ITL  Stats // inter-token latency: gaps between deliveries, pooled over requests
+	E2E  Stats // end-to-end latency: finish − arrival
+}
+
+// Summary reduces the records so far to a Summary. It does not change the collector, so it
+// may be called mid-run and again later. It runs in O(n log n) over requests and deliveries.
+func (c *Collector) Summary() Summary {
+	var s Summary
+	var (
+		ttft = make([]float64, 0, len(c.reqs))
+		ttst = make([]float64, 0, len(c.reqs))
+		tpot = make([]float64, 0, len(c.reqs))
+		e2e  = make([]float64, 0, len(c.reqs))
+
+		input, cached int
+	)
+	for i := range c.reqs {
+		r := &c.reqs[i]
+		switch {
+		case r.state&arrived == 0:
+			continue // a hole in the ids
+		case r.state&rejected != 0:
+			s.RejectedRequests++
+			continue
+		case r.state&finished == 0:
+			s.IncompleteRequests++
+			continue
+		}
+		s.CompletedRequests++
+		s.Duration = max(s.Duration, r.end)
+		input += int(r.inputTokens)
+		cached += int(r.cachedTokens)
+		s.TotalOutputTokens += int(r.outputTokens)
+
+		e2e = append(e2e, ms(r.end-r.arrival))
+		if r.deliveries >= 1 {
+			ttft = append(ttft, ms(r.firstToken-r.arrival))
+		}
+		if r.deliveries >= 2 {
+			ttst = append(ttst, ms(r.secondToken-r.firstToken))
+		}
+		if r.outputTokens >= 2 {
+			tpot = append(tpot, ms(r.lastToken-r.firstToken)/float64(r.outputTokens-1))
+		}
+	}
+	s.TotalInputTokens = input
+	if input > 0 {
+		s.PrefixCacheReusedRatio = float64(cached) / float64(input)
+	}
+	if sec := s.Duration.Seconds(); sec > 0 {
+		s.RequestThroughput = float64(s.CompletedRequests) / sec
+		s.InputTokenThroughput = float64(s.TotalInputTokens) / sec
+		s.OutputTokenThroughput = float64(s.TotalOutputTokens) / sec
+	}
+
+	itl := make([]float64, 0, len(c.gaps))
+	for i, g := range c.gaps {
+		if c.reqs[c.gapOwner[i]].completed() {
+			itl = append(itl, ms(g))
+		}
+	}
+
+	s.TTFT = describe(ttft)
+	s.TTST = describe(ttst)
+	s.TPOT = describe(tpot)
+	s.ITL = describe(itl)
+	s.E2E = describe(e2e)
+	return s
+}
+
+// WriteJSON writes s as one JSON object with its keys in a fixed order (DESIGN.md, "Report
+// JSON keys"), indented by two spaces and followed by a newline. Times are float
+// milliseconds. The output depends only on s, so equal runs give byte-identical files.
+func (s Summary) WriteJSON(w io.Writer) error {
+	var o object
+	o.int("completed_requests", s.CompletedRequests)
+	o.int("rejected_requests", s.RejectedRequests)
+	if s.IncompleteRequests > 0 {
+		// Only when present, so the report of a run that drained stays byte-stable.
+		o.int("incomplete_requests", s.IncompleteRequests)
+	}
+	o.float("duration_ms", ms(s.Duration))
+	o.float("request_throughput", s.RequestThroughput)
+	o.float("input_token_throughput", s.InputTokenThroughput)
+	o.float("output_token_throughput", s.OutputTokenThroughput)
+	o.int("total_input_tokens", s.TotalInputTokens)
+	o.int("total_output_tokens", s.TotalOutputTokens)
+	o.float("prefix_cache_reused_ratio", s.PrefixCacheReusedRatio)
+	o.int("preemptions", s.Preemptions)
+	for _, d := range []struct {
+		name string
+		st   Stats
+	}{
+		{"ttft", s.TTFT},
+		{"ttst", s.TTST},
+		{"tpot", s.TPOT},
+		{"itl", s.ITL},
+		{"e2e", s.E2E},
+	} {
+		o.float("mean_"+d.name+"_ms", d.st.Mean)
+		o.float("min_"+d.name+"_ms", d.st.Min)
+		o.float("max_"+d.name+"_ms", d.st.Max)
+		o.float("std_"+d.name+"_ms", d.st.Std)
+		o.float("p50_"+d.name+"_ms", d.st.P50)
+		o.float("p75_"+d.name+"_ms", d.st.P75)
+		o.float("p90_"+d.name+"_ms", d.st.P90)
+		o.float("p95_"+d.name+"_ms", d.st.P95)
+		o.float("p99_"+d.name+"_ms", d.st.P99)
+	}
+	b, err := o.close()
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// object builds the indented JSON object of WriteJSON. encoding/json cannot keep a key
+// order without a 55-field struct, and the values are only ints and floats.
+type object struct {
+	b   []byte
+	err error
+}
+
+func (o *object) key(k string) {
+	if len(o.b) == 0 {
+		o.b = append(o.b, "{\n  \""...)
+	} else {
+		o.b = append(o.b, ",\n  \""...)
+	}
+	o.b = append(o.b, k...)
+	o.b = append(o.b, "\": "...)
+}
+
+func (o *object) int(k string, v int) {
+	o.key(k)
+	o.b = strconv.AppendInt(o.b, int64(v), 10)
+}
+
+func (o *object) float(k string, v float64) {
+	o.key(k)
+	var err error
+	o.b, err = appendFloat(o.b, v)
+	if err != nil && o.err == nil {
+		o.err = fmt.Errorf("report: %s: %w", k, err)
+	}
+}
+
+func (o *object) close() ([]byte, error) {
+	if len(o.b) == 0 {
+		return []byte("{}\n"), o.err
+	}
+	return append(o.b, "\n}\n"...), o.err
+}
+
+// appendFloat appends v as a JSON number: the shortest decimal that reads back as v, never
+// in exponent form, so files are easy to diff and identical across platforms.
+func appendFloat(b []byte, v float64) ([]byte, error) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return append(b, '0'), fmt.Errorf("unsupported value %v", v)
+	}
+	return strconv.AppendFloat(b, v, 'f', -1, 64), nil
+}

@@ -1,0 +1,121 @@
+package sched
+
+import (
+	"fmt"
+
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/timing"
+)
+
+// Request is one request for an engine.
+type Request struct {
+	ID        uint64   // unique among the engine's live requests
+	Prompt    []uint32 // prompt token ids; the scheduler hashes them and does not keep the slice
+	MaxTokens int      // output tokens to generate; 0 finishes right after prefill with no token
+	// OutputTokens, if set, are the ids of the first output tokens (a trace's planned output); later
+	// tokens are synthesised by TokenID.
+	OutputTokens []uint32
+	Rank         int // data-parallel rank that serves the request
+}
+
+// RejectError reports a request the engine can never serve; it is terminal.
+type RejectError struct {
+	ID     uint64
+	Reason string
+}
+
+func (e *RejectError) Error() string { return fmt.Sprintf("request %d rejected: %s", e.ID, e.Reason) }
+
+// Admission records a request entering the running set.
+type Admission struct {
+	ID      uint64
+	Cached  int  // prompt tokens served from the prefix cache
+	Resumed bool // the request was preempted before and now recomputes
+}
+
+// Output is what one request produced in a pass: tokens, completion, or both.
+type Output struct {
+	ID     uint64
+	Tokens []uint32 // owned by the Pass
+	Done   bool     // the request finished; its blocks are released
+}
+
+// Pass is one scheduler's share of a forward pass. It is owned by the scheduler and valid until its next
+// Step. Consumers act on it in field order: admissions and preemptions happen at the pass start, events
+// describe cache changes made while planning, outputs appear at the pass end.
+type Pass struct {
+	Batch     timing.Batch
+	Admitted  []Admission
+	Preempted []uint64
+	Events    []kvcache.Event
+	Outputs   []Output
+	FPM       ForwardPass
+}
+
+// Empty reports whether the pass did nothing.
+func (p *Pass) Empty() bool {
+	return len(p.Batch.Seqs) == 0 && len(p.Outputs) == 0 && len(p.Admitted) == 0 && len(p.Preempted) == 0 && len(p.Events) == 0
+}
+
+// Reset empties the pass, keeping its buffers.
+func (p *Pass) Reset() {
+	clear(p.Outputs) // drop references to token buffers
+	*p = Pass{
+		Batch:     timing.Batch{Seqs: p.Batch.Seqs[:0]},
+		Admitted:  p.Admitted[:0],
+		Preempted: p.Preempted[:0],
+		Events:    p.Events[:0],
+		Outputs:   p.Outputs[:0],
+	}
+}
+
+// ForwardPass is the forward-pass metrics snapshot of reference §4, the planner's view of one pass.
+// Prefill lengths are prompt lengths up to the end of the scheduled chunk; KV tokens of a prefill are its
+// cached or already computed prefix; a decode's KV tokens are its context. Queued requests are the waiting
+// ones: never admitted (prefill, by prompt length) or preempted (decode, by prompt + generated tokens).
+type ForwardPass struct {
+	NumPrefillRequests     int
+	SumPrefillTokens       int // new tokens computed
+	VarPrefillLength       float64
+	SumPrefillKVTokens     int
+	NumDecodeRequests      int
+	SumDecodeKVTokens      int
+	VarDecodeKVTokens      float64
+	NumQueuedPrefill       int
+	SumQueuedPrefillTokens int
+	VarQueuedPrefillLength float64
+	NumQueuedDecode        int
+	SumQueuedDecodeTokens  int
+	VarQueuedDecodeTokens  float64
+}
+
+// Metrics is a scheduler's state, as engine metrics report it.
+type Metrics struct {
+	Running, Waiting int
+	ActiveBlocks     int // blocks referenced by requests
+	InactiveBlocks   int // cached blocks nobody references (evictable)
+	TotalBlocks      int
+	Preemptions      int64 // total
+	PrefixQueries    int64 // prompt tokens looked up at admissions
+	PrefixHits       int64 // of those, tokens found in the cache
+}
+
+// CacheUsage is the fraction of blocks in use, vLLM's kv_cache_usage_perc.
+func (m Metrics) CacheUsage() float64 {
+	if m.TotalBlocks == 0 {
+		return 0
+	}
+	return float64(m.ActiveBlocks) / float64(m.TotalBlocks)
+}
+
+// TokenID is the synthetic id of a request's index-th output token: a hash of both, so outputs are
+// deterministic whatever the order requests are served in.
+func TokenID(id uint64, index int) uint32 {
+	x := id*0x9e3779b97f4a7c15 + uint64(index) + 0x632be59bd9b4e019
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return uint32(x)
+}

@@ -1,0 +1,47 @@
+package vllm
+
+import (
+	"fmt"
+
+	"github.com/mocker-sim/mocker/kvcache"
+)
+
+// CheckInvariants verifies the pool's accounting and that requests and blocks agree: every live request
+// is either running or waiting, a running request holds exactly the blocks its computed tokens need, a
+// waiting one holds none, and the pool's active blocks are exactly those the running requests reference.
+func (s *Scheduler) CheckInvariants() error {
+	if err := s.pool.CheckInvariants(); err != nil {
+		return err
+	}
+	if n := len(s.running) + s.waiting.len(); n != len(s.byID) {
+		return fmt.Errorf("vllm: %d running + %d waiting, but %d live requests", len(s.running), s.waiting.len(), len(s.byID))
+	}
+	if s.opt.MaxNumSeqs > 0 && len(s.running) > s.opt.MaxNumSeqs {
+		return fmt.Errorf("vllm: %d running, max-num-seqs %d", len(s.running), s.opt.MaxNumSeqs)
+	}
+	held := make(map[kvcache.BlockID]bool)
+	for _, r := range s.running {
+		if s.byID[r.id] != r {
+			return fmt.Errorf("vllm: running request %d is not live", r.id)
+		}
+		if want := s.blocksFor(r.computed); len(r.table) != want {
+			return fmt.Errorf("vllm: request %d computed %d tokens but holds %d blocks, want %d", r.id, r.computed, len(r.table), want)
+		}
+		if r.computed > r.seq.Len() || r.generated > r.maxTokens {
+			return fmt.Errorf("vllm: request %d computed %d of %d tokens, generated %d of %d", r.id, r.computed, r.seq.Len(), r.generated, r.maxTokens)
+		}
+		for _, id := range r.table {
+			held[id] = true
+		}
+	}
+	for i := range s.waiting.len() {
+		r := s.waiting.at(i)
+		if s.byID[r.id] != r || len(r.table) != 0 || r.computed != 0 {
+			return fmt.Errorf("vllm: waiting request %d holds %d blocks, computed %d", r.id, len(r.table), r.computed)
+		}
+	}
+	if len(held) != s.pool.Active() {
+		return fmt.Errorf("vllm: running requests hold %d distinct blocks, pool has %d active", len(held), s.pool.Active())
+	}
+	return nil
+}

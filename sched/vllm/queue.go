@@ -1,0 +1,81 @@
+package vllm
+
+import "github.com/mocker-sim/mocker/sched"
+
+// queue is the waiting deque: new requests at the back, preempted ones back at the front. It keeps the
+// queued-token statistics of the forward-pass metrics.
+type queue struct {
+	buf        []*request // ring buffer
+	head, n    int
+	fresh, old sched.Moments // never-admitted (prefill) and preempted (decode) requests, by length
+}
+
+func (q *queue) len() int { return q.n }
+
+func (q *queue) at(i int) *request { return q.buf[(q.head+i)%len(q.buf)] }
+
+func (q *queue) front() *request { return q.at(0) }
+
+func (q *queue) grow() {
+	if q.n < len(q.buf) {
+		return
+	}
+	nb := make([]*request, max(8, 2*len(q.buf)))
+	for i := range q.n {
+		nb[i] = q.at(i)
+	}
+	q.buf, q.head = nb, 0
+}
+
+func (q *queue) pushBack(r *request) {
+	q.grow()
+	q.buf[(q.head+q.n)%len(q.buf)] = r
+	q.n++
+	q.count(r, 1)
+}
+
+func (q *queue) pushFront(r *request) {
+	q.grow()
+	q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
+	q.buf[q.head] = r
+	q.n++
+	q.count(r, 1)
+}
+
+func (q *queue) popFront() *request {
+	r := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head = (q.head + 1) % len(q.buf)
+	q.n--
+	q.count(r, -1)
+	return r
+}
+
+// remove deletes r wherever it is (cancellation); O(n).
+func (q *queue) remove(r *request) bool {
+	for i := range q.n {
+		if q.at(i) != r {
+			continue
+		}
+		for j := i; j < q.n-1; j++ {
+			q.buf[(q.head+j)%len(q.buf)] = q.at(j + 1)
+		}
+		q.buf[(q.head+q.n-1)%len(q.buf)] = nil
+		q.n--
+		q.count(r, -1)
+		return true
+	}
+	return false
+}
+
+func (q *queue) count(r *request, sign int) {
+	m := &q.fresh
+	if r.preemptions > 0 {
+		m = &q.old
+	}
+	if sign > 0 {
+		m.Add(r.seq.Len())
+	} else {
+		m.Remove(r.seq.Len())
+	}
+}

@@ -1,0 +1,398 @@
+package vllm
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/timing"
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+// Preemption chooses the victim when the pool is full.
+type Preemption uint8
+
+const (
+	// LIFO preempts the newest running request (vLLM's default).
+	LIFO Preemption = iota
+	// FIFO preempts the oldest running request.
+	FIFO
+)
+
+// ParsePreemption parses "lifo" or "fifo".
+func ParsePreemption(s string) (Preemption, error) {
+	switch s {
+	case "lifo", "":
+		return LIFO, nil
+	case "fifo":
+		return FIFO, nil
+	}
+	return 0, fmt.Errorf("preemption mode %q: want lifo or fifo", s)
+}
+
+// Options configure a Scheduler. Zero MaxNumSeqs, MaxBatchedTokens or MaxModelLen mean unbounded.
+type Options struct {
+	BlockSize        int // tokens per KV block
+	NumBlocks        int // KV blocks in the pool
+	MaxNumSeqs       int // running requests at most
+	MaxBatchedTokens int // tokens per pass
+	MaxModelLen      int // prompt + output tokens per request
+	ChunkedPrefill   bool
+	PrefixCaching    bool
+	Preemption       Preemption
+	Events           bool // record KV events (with prefix caching)
+}
+
+// Validate reports the first invalid option, naming it.
+func (o Options) Validate() error {
+	switch {
+	case o.BlockSize < 1:
+		return fmt.Errorf("block-size %d: must be at least 1", o.BlockSize)
+	case o.NumBlocks < 1:
+		return fmt.Errorf("num-gpu-blocks %d: must be at least 1", o.NumBlocks)
+	case o.MaxNumSeqs < 0:
+		return fmt.Errorf("max-num-seqs %d: must not be negative", o.MaxNumSeqs)
+	case o.MaxBatchedTokens < 0:
+		return fmt.Errorf("max-num-batched-tokens %d: must not be negative", o.MaxBatchedTokens)
+	case o.MaxModelLen < 0:
+		return fmt.Errorf("max-model-len %d: must not be negative", o.MaxModelLen)
+	case o.Preemption > FIFO:
+		return fmt.Errorf("preemption mode %d: unknown", o.Preemption)
+	}
+	return nil
+}
+
+type request struct {
+	id          uint64
+	seq         *tokens.Sequence // prompt and generated tokens
+	maxTokens   int
+	planned     []uint32
+	generated   int
+	computed    int // tokens whose KV is computed (or scheduled in the current pass)
+	table       []kvcache.BlockID
+	committed   int // leading blocks of table that are cached
+	preemptions int
+	prefilling  bool // since its (re)admission the request has not yet sampled
+
+	// The current pass's work, while inPass.
+	inPass      bool
+	passNew     int
+	passCached  int
+	passPrefill bool
+}
+
+// Scheduler is a vLLM v1 scheduler with its KV block pool. It is not safe for concurrent use.
+type Scheduler struct {
+	opt     Options
+	pool    *kvcache.Pool
+	waiting queue
+	running []*request
+	byID    map[uint64]*request
+
+	pass      sched.Pass
+	scheduled []*request // this pass's work, in scheduling order
+	tokenBuf  []uint32
+
+	preemptions   int64
+	prefixQueries int64
+	prefixHits    int64
+}
+
+// New returns an idle scheduler with an empty pool.
+func New(o Options) (*Scheduler, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	pool, err := kvcache.New(kvcache.Options{Capacity: o.NumBlocks, PrefixCaching: o.PrefixCaching, Events: o.Events})
+	if err != nil {
+		return nil, err
+	}
+	return &Scheduler{opt: o, pool: pool, byID: make(map[uint64]*request)}, nil
+}
+
+// Pool exposes the KV block pool, for inspection.
+func (s *Scheduler) Pool() *kvcache.Pool { return s.pool }
+
+func (s *Scheduler) blocksFor(tokens int) int {
+	return (tokens + s.opt.BlockSize - 1) / s.opt.BlockSize
+}
+
+// Enqueue adds a request at the back of the waiting queue. A request the engine can never serve — longer
+// than max-model-len, or needing more blocks than the whole pool even alone — is rejected with a
+// *sched.RejectError, as is a malformed one.
+func (s *Scheduler) Enqueue(r *sched.Request) error {
+	reject := func(format string, a ...any) error {
+		return &sched.RejectError{ID: r.ID, Reason: fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case len(r.Prompt) == 0:
+		return reject("empty prompt")
+	case r.MaxTokens < 0:
+		return reject("max_tokens %d is negative", r.MaxTokens)
+	case s.byID[r.ID] != nil:
+		return reject("duplicate request id")
+	}
+	total := len(r.Prompt) + r.MaxTokens
+	if s.opt.MaxModelLen > 0 && total > s.opt.MaxModelLen {
+		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-model-len %d", len(r.Prompt), r.MaxTokens, s.opt.MaxModelLen)
+	}
+	if need := s.blocksFor(total); need > s.opt.NumBlocks {
+		return reject("needs %d KV blocks for prompt (%d tokens) + max_tokens (%d), the pool has %d", need, len(r.Prompt), r.MaxTokens, s.opt.NumBlocks)
+	}
+	req := &request{id: r.ID, seq: tokens.NewSequence(s.opt.BlockSize), maxTokens: r.MaxTokens, planned: r.OutputTokens}
+	req.seq.Append(r.Prompt...)
+	s.byID[r.ID] = req
+	s.waiting.pushBack(req)
+	return nil
+}
+
+// Cancel removes a request wherever it is and releases its blocks. It reports whether it was found.
+func (s *Scheduler) Cancel(id uint64) bool {
+	r := s.byID[id]
+	if r == nil {
+		return false
+	}
+	delete(s.byID, id)
+	if s.waiting.remove(r) {
+		return true
+	}
+	for i, x := range s.running {
+		if x == r {
+			s.running = append(s.running[:i], s.running[i+1:]...)
+			break
+		}
+	}
+	s.pool.Release(r.table)
+	return true
+}
+
+// Idle reports whether the scheduler has no request.
+func (s *Scheduler) Idle() bool { return len(s.byID) == 0 }
+
+// Metrics reports the scheduler's state.
+func (s *Scheduler) Metrics() sched.Metrics {
+	return sched.Metrics{
+		Running:        len(s.running),
+		Waiting:        s.waiting.len(),
+		ActiveBlocks:   s.pool.Active(),
+		InactiveBlocks: s.pool.Inactive(),
+		TotalBlocks:    s.pool.Capacity(),
+		Preemptions:    s.preemptions,
+		PrefixQueries:  s.prefixQueries,
+		PrefixHits:     s.prefixHits,
+	}
+}
+
+// Step plans one forward pass and applies it: admissions, preemptions, cache changes, sampled tokens and
+// completions. The returned Pass is valid until the next Step.
+func (s *Scheduler) Step() *sched.Pass {
+	p := &s.pass
+	p.Reset()
+	s.scheduled = s.scheduled[:0]
+	s.tokenBuf = s.tokenBuf[:0]
+
+	budget := s.opt.MaxBatchedTokens
+	if budget == 0 {
+		budget = math.MaxInt
+	}
+	preempted := s.scheduleRunning(&budget)
+	if !preempted {
+		s.admitWaiting(&budget)
+	}
+	s.finishPass()
+	return p
+}
+
+// scheduleRunning gives the budget to running requests in order, preempting when the pool is full. It
+// reports whether anything was preempted.
+func (s *Scheduler) scheduleRunning(budget *int) (preempted bool) {
+	for i := 0; i < len(s.running) && *budget > 0; {
+		r := s.running[i]
+		remaining := r.seq.Len() - r.computed
+		if r.prefilling && !s.opt.ChunkedPrefill && remaining > *budget {
+			break
+		}
+		n := min(remaining, *budget)
+		need := s.blocksFor(r.computed+n) - len(r.table)
+		self := false
+		for need > 0 && !s.pool.CanAllocate(nil, need) {
+			vi := len(s.running) - 1
+			if s.opt.Preemption == FIFO {
+				vi = 0
+			}
+			victim := s.running[vi]
+			s.preempt(vi, budget)
+			preempted = true
+			if victim == r {
+				self = true
+				break
+			}
+			if vi < i {
+				i--
+			}
+		}
+		if self {
+			continue // the next request has moved into position i
+		}
+		s.schedule(r, n, budget)
+		i++
+	}
+	return preempted
+}
+
+// preempt moves running[i] to the front of the waiting queue, releasing its KV and undoing any work
+// already planned for it in this pass. It keeps its generated tokens and will recompute everything.
+func (s *Scheduler) preempt(i int, budget *int) {
+	v := s.running[i]
+	s.running = append(s.running[:i], s.running[i+1:]...)
+	if v.inPass {
+		*budget += v.passNew
+		v.inPass = false
+		for k, x := range s.scheduled {
+			if x == v {
+				s.scheduled = append(s.scheduled[:k], s.scheduled[k+1:]...)
+				break
+			}
+		}
+	}
+	s.pool.Release(v.table)
+	v.table = v.table[:0]
+	v.committed = 0
+	v.computed = 0
+	v.prefilling = false
+	v.preemptions++
+	s.preemptions++
+	s.waiting.pushFront(v)
+	s.pass.Preempted = append(s.pass.Preempted, v.id)
+}
+
+// admitWaiting admits waiting requests strictly in FIFO order.
+func (s *Scheduler) admitWaiting(budget *int) {
+	bs := s.opt.BlockSize
+	for s.waiting.len() > 0 && *budget > 0 && (s.opt.MaxNumSeqs == 0 || len(s.running) < s.opt.MaxNumSeqs) {
+		r := s.waiting.front()
+		length := r.seq.Len()
+		blocks := r.seq.Blocks()
+		hits, activeHits := s.pool.Match(blocks)
+		if hits*bs >= length {
+			// Everything is cached: recompute the last block to get logits.
+			hits = (length - 1) / bs
+			_, activeHits = s.pool.Match(blocks[:hits])
+		}
+		// The whole prompt must fit beside the active blocks; active prefix blocks are shared for free.
+		if s.blocksFor(length)-activeHits > s.pool.Capacity()-s.pool.Active() {
+			return
+		}
+		cached := hits * bs
+		remaining := length - cached
+		if !s.opt.ChunkedPrefill && remaining > *budget {
+			return
+		}
+		n := min(remaining, *budget)
+		fresh := s.blocksFor(cached+n) - hits
+		if !s.pool.CanAllocate(blocks[:hits], fresh) {
+			return
+		}
+		s.waiting.popFront()
+		r.table = s.pool.Acquire(r.table[:0], blocks[:hits])
+		r.committed = hits
+		r.computed = cached
+		r.prefilling = true
+		s.running = append(s.running, r)
+		s.pass.Admitted = append(s.pass.Admitted, sched.Admission{ID: r.id, Cached: cached, Resumed: r.preemptions > 0})
+		s.prefixQueries += int64(length)
+		s.prefixHits += int64(cached)
+		s.schedule(r, n, budget) // cannot fail: CanAllocate checked the fresh blocks
+	}
+}
+
+// schedule gives n tokens to r: allocates their blocks, caches the blocks they complete, and records the work.
+func (s *Scheduler) schedule(r *request, n int, budget *int) {
+	if need := s.blocksFor(r.computed+n) - len(r.table); need > 0 {
+		r.table = s.pool.Allocate(r.table, need)
+	}
+	r.inPass = true
+	r.passCached = r.computed
+	r.passNew = n
+	r.passPrefill = r.prefilling
+	r.computed += n
+	blocks := r.seq.Blocks()
+	if full := min(r.computed/s.opt.BlockSize, len(blocks)); full > r.committed {
+		s.pool.Commit(r.table, blocks, r.committed, full)
+		r.committed = full
+	}
+	s.scheduled = append(s.scheduled, r)
+	*budget -= n
+}
+
+// finishPass samples a token for every request whose computed tokens reach its length, finishes requests,
+// and fills the pass's batch, events and metrics.
+func (s *Scheduler) finishPass() {
+	p := &s.pass
+	bs := s.opt.BlockSize
+	p.Batch.ActiveKVTokens = s.pool.Active() * bs
+	p.Batch.TotalKVTokens = s.pool.Capacity() * bs
+	for _, r := range s.scheduled {
+		ready := r.computed >= r.seq.Len()
+		p.Batch.Seqs = append(p.Batch.Seqs, timing.Seq{
+			New:     r.passNew,
+			Cached:  r.passCached,
+			Prefill: r.passPrefill,
+			Samples: ready && r.generated < r.maxTokens,
+		})
+	}
+	s.fillFPM()
+	p.Events = s.pool.TakeEvents(p.Events)
+
+	kept := s.running[:0]
+	for _, r := range s.running {
+		r.inPass = false
+		if r.computed < r.seq.Len() {
+			kept = append(kept, r)
+			continue
+		}
+		out := sched.Output{ID: r.id}
+		if r.generated < r.maxTokens {
+			tok := sched.TokenID(r.id, r.generated)
+			if r.generated < len(r.planned) {
+				tok = r.planned[r.generated]
+			}
+			r.seq.Append(tok)
+			r.generated++
+			r.prefilling = false
+			start := len(s.tokenBuf)
+			s.tokenBuf = append(s.tokenBuf, tok)
+			out.Tokens = s.tokenBuf[start:len(s.tokenBuf):len(s.tokenBuf)]
+		}
+		if r.generated >= r.maxTokens {
+			out.Done = true
+			s.pool.Release(r.table)
+			delete(s.byID, r.id)
+		} else {
+			kept = append(kept, r)
+		}
+		p.Outputs = append(p.Outputs, out)
+	}
+	clear(s.running[len(kept):])
+	s.running = kept
+}
+
+func (s *Scheduler) fillFPM() {
+	f := &s.pass.FPM
+	var pre, dec sched.Moments
+	for _, q := range s.pass.Batch.Seqs {
+		if q.Prefill {
+			pre.Add(q.Cached + q.New)
+			f.SumPrefillTokens += q.New
+			f.SumPrefillKVTokens += q.Cached
+		} else {
+			dec.Add(q.Cached + q.New)
+		}
+	}
+	f.NumPrefillRequests, f.VarPrefillLength = pre.N, pre.Var()
+	f.NumDecodeRequests, f.SumDecodeKVTokens, f.VarDecodeKVTokens = dec.N, int(dec.Sum), dec.Var()
+	fresh, old := s.waiting.fresh, s.waiting.old
+	f.NumQueuedPrefill, f.SumQueuedPrefillTokens, f.VarQueuedPrefillLength = fresh.N, int(fresh.Sum), fresh.Var()
+	f.NumQueuedDecode, f.SumQueuedDecodeTokens, f.VarQueuedDecodeTokens = old.N, int(old.Sum), old.Var()
+}

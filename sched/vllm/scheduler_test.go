@@ -1,0 +1,441 @@
+package vllm
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/mocker-sim/mocker/sched"
+)
+
+// refOpts is the reference tests' typical configuration (dynamo-mocker.md §13): block size 4, 6 blocks,
+// a budget of 8 tokens, 3 sequences.
+func refOpts() Options {
+	return Options{BlockSize: 4, NumBlocks: 6, MaxNumSeqs: 3, MaxBatchedTokens: 8, ChunkedPrefill: true, PrefixCaching: true, Events: true}
+}
+
+type harness struct {
+	t *testing.T
+	s *Scheduler
+}
+
+func newHarness(t *testing.T, o Options) *harness {
+	t.Helper()
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t, s}
+}
+
+// prompt returns n distinct tokens starting at base.
+func prompt(base, n int) []uint32 {
+	p := make([]uint32, n)
+	for i := range p {
+		p[i] = uint32(base + i)
+	}
+	return p
+}
+
+func (h *harness) enqueue(id uint64, toks []uint32, maxTokens int) {
+	h.t.Helper()
+	if err := h.s.Enqueue(&sched.Request{ID: id, Prompt: toks, MaxTokens: maxTokens}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) step() *sched.Pass {
+	h.t.Helper()
+	p := h.s.Step()
+	if err := h.s.CheckInvariants(); err != nil {
+		h.t.Fatal(err)
+	}
+	return p
+}
+
+func (h *harness) req(id uint64) *request { return h.s.byID[id] }
+
+// outputs summarises a pass's outputs as "id:tokens[:done]".
+func outputs(p *sched.Pass) []string {
+	var s []string
+	for _, o := range p.Outputs {
+		x := fmt.Sprintf("%d:%d", o.ID, len(o.Tokens))
+		if o.Done {
+			x += ":done"
+		}
+		s = append(s, x)
+	}
+	return s
+}
+
+func TestZeroOutputRequestCompletesAfterPrefill(t *testing.T) {
+	h := newHarness(t, refOpts())
+	h.enqueue(1, prompt(0, 8), 0)
+	p := h.step()
+	if got := outputs(p); !slices.Equal(got, []string{"1:0:done"}) {
+		t.Fatalf("outputs %v, want one completion without a token", got)
+	}
+	if p.FPM.NumDecodeRequests != 0 || p.FPM.NumPrefillRequests != 1 || p.FPM.SumPrefillTokens != 8 {
+		t.Fatalf("FPM %+v, want 1 prefill of 8 tokens and no decode", p.FPM)
+	}
+	if n, _ := p.Batch.Sampling(); n != 0 {
+		t.Fatalf("%d sampling requests, want 0", n)
+	}
+	if h.s.Pool().Active() != 0 || !h.s.Idle() {
+		t.Fatalf("active %d, idle %v after completion", h.s.Pool().Active(), h.s.Idle())
+	}
+}
+
+func TestFullyCachedZeroOutputRequestIsNotDecodeWork(t *testing.T) {
+	h := newHarness(t, refOpts())
+	h.enqueue(1, prompt(0, 8), 0)
+	h.step()
+	h.enqueue(2, prompt(0, 8), 0)
+	p := h.step()
+	// Fully cached: the last block is recomputed (4 new tokens over a 4-token cached prefix).
+	if len(p.Admitted) != 1 || p.Admitted[0].Cached != 4 {
+		t.Fatalf("admissions %+v, want 4 cached tokens", p.Admitted)
+	}
+	if f := p.FPM; f.NumDecodeRequests != 0 || f.NumPrefillRequests != 1 || f.SumPrefillTokens != 4 || f.SumPrefillKVTokens != 4 {
+		t.Fatalf("FPM %+v, want one prefill of 4 new tokens over 4 cached, no decode", f)
+	}
+	if got := outputs(p); !slices.Equal(got, []string{"2:0:done"}) {
+		t.Fatalf("outputs %v", got)
+	}
+}
+
+func TestUnifiedPassKeepsPartialPrefillInRunning(t *testing.T) {
+	o := refOpts()
+	o.MaxBatchedTokens = 12
+	h := newHarness(t, o)
+	h.enqueue(1, prompt(0, 8), 4)
+	h.enqueue(2, prompt(100, 8), 4)
+	p := h.step()
+	if r1, r2 := h.req(1), h.req(2); r1.computed != 8 || r2.computed != 4 {
+		t.Fatalf("computed %d/%d, want 8/4", r1.computed, r2.computed)
+	}
+	if got := outputs(p); !slices.Equal(got, []string{"1:1"}) {
+		t.Fatalf("outputs %v, want r1's first token only", got)
+	}
+	if len(h.s.running) != 2 || h.s.waiting.len() != 0 || h.s.Pool().Active() != 3 {
+		t.Fatalf("running %d, waiting %d, active %d; want 2, 0, 3", len(h.s.running), h.s.waiting.len(), h.s.Pool().Active())
+	}
+}
+
+func TestRunningRequestsConsumeBudgetBeforeWaiting(t *testing.T) {
+	o := refOpts()
+	o.MaxBatchedTokens = 4
+	h := newHarness(t, o)
+	h.enqueue(1, prompt(0, 8), 5)
+	h.enqueue(2, prompt(100, 4), 5)
+	for i, want := range []struct{ c1, c2 int }{{4, 0}, {8, 0}, {9, 3}} {
+		h.step()
+		c2 := 0
+		if r := h.req(2); r != nil {
+			c2 = r.computed
+		}
+		if h.req(1).computed != want.c1 || c2 != want.c2 {
+			t.Fatalf("pass %d: computed %d/%d, want %d/%d", i+1, h.req(1).computed, c2, want.c1, want.c2)
+		}
+	}
+}
+
+func TestTwoReadyRequestsBatchTogether(t *testing.T) {
+	h := newHarness(t, refOpts())
+	h.enqueue(1, prompt(0, 4), 3)
+	h.enqueue(2, prompt(100, 4), 3)
+	p := h.step()
+	if len(p.Admitted) != 2 || !slices.Equal(outputs(p), []string{"1:1", "2:1"}) {
+		t.Fatalf("admitted %+v, outputs %v: want both admitted with a first token in the same pass", p.Admitted, outputs(p))
+	}
+	if n, ctx := p.Batch.Sampling(); n != 2 || ctx != 8 {
+		t.Fatalf("sampling %d with context %d, want 2 and 8", n, ctx)
+	}
+}
+
+func TestFirstTokenOnPromptCompletionPass(t *testing.T) {
+	h := newHarness(t, refOpts())
+	h.enqueue(1, prompt(0, 12), 2) // 8 + 4 tokens over two passes
+	if p := h.step(); len(p.Outputs) != 0 {
+		t.Fatalf("first chunk emitted %v", outputs(p))
+	}
+	p := h.step()
+	if !slices.Equal(outputs(p), []string{"1:1"}) {
+		t.Fatalf("completing pass outputs %v, want the first token", outputs(p))
+	}
+	if s := p.Batch.Seqs; len(s) != 1 || s[0] != (struct {
+		New, Cached       int
+		Prefill, Samples bool
+	}{4, 8, true, true}) {
+		t.Fatalf("batch %+v", s)
+	}
+	p = h.step()
+	if !slices.Equal(outputs(p), []string{"1:1:done"}) || p.Batch.Seqs[0].Prefill || p.Batch.Seqs[0].New != 1 || p.Batch.Seqs[0].Cached != 12 {
+		t.Fatalf("decode pass outputs %v batch %+v", outputs(p), p.Batch.Seqs)
+	}
+}
+
+// preemptionSetup fills a 4-block pool with two running requests; in the third pass request 1 needs a
+// third block for its next token.
+func preemptionSetup(t *testing.T, mode Preemption) *harness {
+	o := refOpts()
+	o.NumBlocks = 4
+	o.Preemption = mode
+	h := newHarness(t, o)
+	h.enqueue(1, prompt(0, 7), 3)
+	h.enqueue(2, prompt(100, 7), 9)
+	if p := h.step(); len(p.Admitted) != 2 { // r1 whole prompt, r2 one token of its prompt
+		t.Fatalf("pass 1 admitted %+v", p.Admitted)
+	}
+	if p := h.step(); !slices.Equal(outputs(p), []string{"1:1", "2:1"}) || h.s.Pool().Free() != 0 {
+		t.Fatalf("pass 2 outputs %v, free %d", outputs(p), h.s.Pool().Free())
+	}
+	return h
+}
+
+func TestPreemptionRequeuesNewestRunningRequest(t *testing.T) {
+	h := preemptionSetup(t, LIFO)
+	p := h.step()
+	if !slices.Equal(p.Preempted, []uint64{2}) {
+		t.Fatalf("preempted %v, want the newest [2]", p.Preempted)
+	}
+	r2 := h.req(2)
+	if r2.computed != 0 || r2.preemptions != 1 || h.s.waiting.front() != r2 || h.s.Metrics().Preemptions != 1 {
+		t.Fatalf("victim computed %d preemptions %d front %v", r2.computed, r2.preemptions, h.s.waiting.front() == r2)
+	}
+	if len(p.Admitted) != 0 || !slices.Equal(outputs(p), []string{"1:1:done"}) {
+		t.Fatalf("admitted %+v outputs %v: want no admission in a pass that preempted", p.Admitted, outputs(p))
+	}
+	// The victim keeps its generated token; resumed, it recomputes prompt + output and hits its own blocks.
+	if r2.generated != 1 || r2.seq.Len() != 8 {
+		t.Fatalf("victim generated %d, len %d; want 1, 8", r2.generated, r2.seq.Len())
+	}
+	if f := p.FPM; f.NumQueuedDecode != 1 || f.SumQueuedDecodeTokens != 8 {
+		t.Fatalf("FPM %+v: the preempted request is queued decode work of 8 tokens", f)
+	}
+	for !h.s.Idle() {
+		p = h.step()
+		for _, a := range p.Admitted {
+			if a.ID == 2 && (!a.Resumed || a.Cached != 4) {
+				t.Fatalf("resumed admission %+v, want Resumed with its first block cached", a)
+			}
+		}
+	}
+}
+
+func TestFIFOPreemptsOldest(t *testing.T) {
+	h := preemptionSetup(t, FIFO)
+	p := h.step()
+	if !slices.Equal(p.Preempted, []uint64{1}) {
+		t.Fatalf("preempted %v, want the oldest [1]", p.Preempted)
+	}
+	// Request 1 preempted itself; request 2 still decodes in this pass.
+	if !slices.Equal(outputs(p), []string{"2:1"}) {
+		t.Fatalf("outputs %v", outputs(p))
+	}
+}
+
+func TestWaitingFullISLGateBlocksWithoutPreemption(t *testing.T) {
+	o := refOpts()
+	o.MaxBatchedTokens = 32
+	h := newHarness(t, o)
+	h.enqueue(1, prompt(0, 16), 2) // 4 of 6 blocks
+	h.step()
+	h.enqueue(2, prompt(100, 12), 1) // needs 3 blocks: does not fit beside 4
+	h.enqueue(3, prompt(200, 4), 1)  // would fit, but must not overtake the head
+	p := h.step()
+	if len(p.Admitted) != 0 || len(p.Preempted) != 0 {
+		t.Fatalf("admitted %+v preempted %v; want the head to wait and nobody to overtake", p.Admitted, p.Preempted)
+	}
+	if !slices.Equal(outputs(p), []string{"1:1:done"}) {
+		t.Fatalf("outputs %v", outputs(p))
+	}
+	p = h.step()
+	if len(p.Admitted) != 2 || p.Admitted[0].ID != 2 || p.Admitted[1].ID != 3 {
+		t.Fatalf("after the holder finished: admitted %+v, want 2 then 3", p.Admitted)
+	}
+}
+
+func TestRequestLargerThanPoolIsRejected(t *testing.T) {
+	h := newHarness(t, refOpts())
+	err := h.s.Enqueue(&sched.Request{ID: 1, Prompt: prompt(0, 25), MaxTokens: 1})
+	var rej *sched.RejectError
+	if !errors.As(err, &rej) || rej.ID != 1 {
+		t.Fatalf("Enqueue = %v, want a RejectError", err)
+	}
+	// Prompt fits but prompt + output cannot: it would preempt itself forever.
+	if err := h.s.Enqueue(&sched.Request{ID: 2, Prompt: prompt(0, 20), MaxTokens: 5}); !errors.As(err, &rej) {
+		t.Fatalf("Enqueue = %v, want a RejectError", err)
+	}
+	h.enqueue(3, prompt(0, 4), 1)
+	if p := h.step(); !slices.Equal(outputs(p), []string{"3:1:done"}) {
+		t.Fatalf("follower outputs %v", outputs(p))
+	}
+}
+
+func TestRejections(t *testing.T) {
+	o := refOpts()
+	o.MaxModelLen = 10
+	h := newHarness(t, o)
+	for _, r := range []*sched.Request{
+		{ID: 1, Prompt: prompt(0, 8), MaxTokens: 3},
+		{ID: 2, Prompt: nil, MaxTokens: 1},
+		{ID: 3, Prompt: prompt(0, 2), MaxTokens: -1},
+	} {
+		if err := h.s.Enqueue(r); err == nil {
+			t.Errorf("request %d accepted", r.ID)
+		}
+	}
+	h.enqueue(4, prompt(0, 8), 2)
+	if err := h.s.Enqueue(&sched.Request{ID: 4, Prompt: prompt(0, 2), MaxTokens: 1}); err == nil {
+		t.Error("duplicate id accepted")
+	}
+	if !h.s.Idle() && h.s.waiting.len() != 1 {
+		t.Fatal("rejected requests were queued")
+	}
+}
+
+func TestCompletionReturnsToIdleAndPlannedTokens(t *testing.T) {
+	h := newHarness(t, refOpts())
+	planned := []uint32{7, 8, 9}
+	if err := h.s.Enqueue(&sched.Request{ID: 1, Prompt: prompt(0, 5), MaxTokens: 3, OutputTokens: planned}); err != nil {
+		t.Fatal(err)
+	}
+	var got []uint32
+	for i := 0; !h.s.Idle(); i++ {
+		if i > 10 {
+			t.Fatal("did not finish")
+		}
+		for _, o := range h.step().Outputs {
+			got = append(got, o.Tokens...)
+		}
+	}
+	if !slices.Equal(got, planned) {
+		t.Fatalf("tokens %v, want the planned %v", got, planned)
+	}
+	// 7 of 8 tokens were computed: only the prompt's first block was full, and it stays cached.
+	if m := h.s.Metrics(); m.Running != 0 || m.Waiting != 0 || m.ActiveBlocks != 0 || m.InactiveBlocks != 1 {
+		t.Fatalf("metrics %+v after completion", m)
+	}
+	if p := h.step(); !p.Empty() {
+		t.Fatal("idle scheduler did work")
+	}
+}
+
+func TestFPMMixedBatchAndQueue(t *testing.T) {
+	o := refOpts()
+	o.MaxNumSeqs = 2
+	h := newHarness(t, o)
+	h.enqueue(1, prompt(0, 4), 5)
+	h.step()
+	h.enqueue(2, prompt(100, 6), 5)
+	h.enqueue(3, prompt(200, 3), 5)
+	p := h.step()
+	f := p.FPM
+	want := sched.ForwardPass{
+		NumPrefillRequests: 1, SumPrefillTokens: 6, SumPrefillKVTokens: 0,
+		NumDecodeRequests: 1, SumDecodeKVTokens: 5,
+		NumQueuedPrefill: 1, SumQueuedPrefillTokens: 3,
+	}
+	if f != want {
+		t.Fatalf("FPM\n got %+v\nwant %+v", f, want)
+	}
+}
+
+func TestCancelReleasesBlocks(t *testing.T) {
+	h := newHarness(t, refOpts())
+	h.enqueue(1, prompt(0, 8), 10)
+	h.enqueue(2, prompt(100, 8), 10)
+	h.step()
+	if !h.s.Cancel(1) || !h.s.Cancel(2) || h.s.Cancel(3) {
+		t.Fatal("Cancel reported wrongly")
+	}
+	if err := h.s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if h.s.Pool().Active() != 0 || !h.s.Idle() {
+		t.Fatalf("active %d after cancelling everything", h.s.Pool().Active())
+	}
+}
+
+// TestTokenGenerationPatterns ports the reference's test_scheduler_token_generation_patterns: 200
+// requests of 1000 prompt tokens and 100 outputs on 500 blocks of 64 tokens produce exactly 20,000 tokens
+// and then go idle, with and without a shared prefix, prefix caching and chunked prefill.
+func TestTokenGenerationPatterns(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		for _, caching := range []bool{false, true} {
+			for _, chunked := range []bool{false, true} {
+				t.Run(fmt.Sprintf("shared=%v/caching=%v/chunked=%v", shared, caching, chunked), func(t *testing.T) {
+					h := newHarness(t, Options{BlockSize: 64, NumBlocks: 500, MaxNumSeqs: 256, MaxBatchedTokens: 8192,
+						ChunkedPrefill: chunked, PrefixCaching: caching})
+					for i := range 200 {
+						toks := prompt(i*1000, 1000)
+						if shared {
+							copy(toks, prompt(1<<30, 600))
+						}
+						h.enqueue(uint64(i), toks, 100)
+					}
+					tokens, done := 0, 0
+					for passes := 0; !h.s.Idle(); passes++ {
+						if passes > 100000 {
+							t.Fatal("no progress")
+						}
+						for _, o := range h.step().Outputs {
+							tokens += len(o.Tokens)
+							if o.Done {
+								done++
+							}
+						}
+					}
+					if tokens != 20000 || done != 200 {
+						t.Fatalf("%d tokens, %d done; want 20000, 200", tokens, done)
+					}
+					m := h.s.Metrics()
+					if shared && caching && m.PrefixHits == 0 {
+						t.Fatal("shared prefix never hit")
+					}
+					if !caching && m.PrefixHits != 0 {
+						t.Fatal("hits without prefix caching")
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestCacheHitRateWithIdenticalRequests(t *testing.T) {
+	h := newHarness(t, Options{BlockSize: 16, NumBlocks: 1000, MaxBatchedTokens: 8192, ChunkedPrefill: true, PrefixCaching: true})
+	toks := prompt(0, 160)
+	for i := range 10 {
+		h.enqueue(uint64(i), toks, 1)
+		for !h.s.Idle() {
+			h.step()
+		}
+	}
+	// The first request misses; the nine others hit all but the recomputed last block.
+	m := h.s.Metrics()
+	if m.PrefixQueries != 1600 || m.PrefixHits != 9*144 {
+		t.Fatalf("queries %d hits %d, want 1600 and %d", m.PrefixQueries, m.PrefixHits, 9*144)
+	}
+}
+
+func TestChunkedPrefillOffWaitsForBudget(t *testing.T) {
+	o := refOpts()
+	o.ChunkedPrefill = false
+	o.NumBlocks = 16
+	h := newHarness(t, o)
+	h.enqueue(1, prompt(0, 4), 3)
+	h.enqueue(2, prompt(100, 8), 3)
+	p := h.step() // 4 + 8 > 8: request 2 waits for a pass with room
+	if len(p.Admitted) != 1 {
+		t.Fatalf("admitted %+v", p.Admitted)
+	}
+	h.enqueue(3, prompt(200, 9), 1)
+	for range 3 {
+		h.step()
+	}
+	if r := h.req(3); r == nil || r.computed != 0 {
+		t.Fatal("a 9-token prompt ran with an 8-token budget and chunking off")
+	}
+}

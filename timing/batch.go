@@ -1,0 +1,62 @@
+package timing
+
+import "time"
+
+// Seq is one request's share of a pass.
+type Seq struct {
+	New     int  // tokens whose KV the pass computes: a prompt chunk, a recompute, or 1 for a decode step
+	Cached  int  // tokens of the request already in KV before the pass (prefix-cache hits, earlier chunks)
+	Prefill bool // New are prompt (or recomputed) tokens; false: a decode step
+	Samples bool // the pass samples an output token for the request; its context is Cached+New
+}
+
+// Batch describes one forward pass of one engine (or one data-parallel rank).
+type Batch struct {
+	Seqs           []Seq
+	ActiveKVTokens int // KV tokens held by requests during the pass (active blocks × block size)
+	TotalKVTokens  int // KV capacity in tokens
+}
+
+// Prefill aggregates the prefill part: how many requests compute prompt tokens, their prompt lengths up
+// to the end of this chunk (Σ Cached+New) and their cached prefixes (Σ Cached).
+func (b *Batch) Prefill() (n, sumISL, sumPrefix int) {
+	for _, s := range b.Seqs {
+		if s.Prefill {
+			n++
+			sumISL += s.Cached + s.New
+			sumPrefix += s.Cached
+		}
+	}
+	return n, sumISL, sumPrefix
+}
+
+// Sampling aggregates the requests that sample a token in the pass (the reference's decode part, which
+// includes requests whose prompt completes): their number and Σ context length.
+func (b *Batch) Sampling() (n, sumContext int) {
+	for _, s := range b.Seqs {
+		if s.Samples {
+			n++
+			sumContext += s.Cached + s.New
+		}
+	}
+	return n, sumContext
+}
+
+// Cost is the modelled duration of one pass, by phase.
+type Cost struct {
+	Prefill time.Duration
+	Decode  time.Duration
+}
+
+// Total is the pass duration.
+func (c Cost) Total() time.Duration { return c.Prefill + c.Decode }
+
+// Model prices a pass.
+type Model interface {
+	Cost(b *Batch) Cost
+}
+
+// ms converts float milliseconds to a Duration, rounding to the nanosecond.
+func ms(v float64) time.Duration {
+	return time.Duration(v*1e6 + 0.5)
+}

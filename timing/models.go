@@ -1,0 +1,101 @@
+package timing
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// minDecodeMs is the reference's floor on any decode step.
+const minDecodeMs = 1.0
+
+// Fixed charges a constant prefill time to a pass that computes prompt tokens and a constant decode time
+// (at least 1 ms) to a pass that samples tokens.
+type Fixed struct {
+	PrefillMs float64
+	DecodeMs  float64
+}
+
+// Cost implements Model.
+func (f Fixed) Cost(b *Batch) Cost {
+	var c Cost
+	if n, isl, prefix := b.Prefill(); n > 0 && isl > prefix {
+		c.Prefill = ms(f.PrefillMs)
+	}
+	if n, _ := b.Sampling(); n > 0 {
+		c.Decode = ms(math.Max(f.DecodeMs, minDecodeMs))
+	}
+	return c
+}
+
+// Polynomial is Dynamo's default, uncalibrated model (reference §6):
+//
+//	prefill_ms = 4.209989e-07·T² + 1.518344e-02·T + 1.650142e+01, T = batch × (isl − prefix) new tokens, 0 if T = 0
+//	decode_ms  = max(1, −25.74·x² + 54.01·x + 5.74), x = active KV tokens / total KV tokens
+type Polynomial struct{}
+
+// Cost implements Model.
+func (Polynomial) Cost(b *Batch) Cost {
+	var c Cost
+	if n, isl, prefix := b.Prefill(); n > 0 && isl > prefix {
+		// batch × (mean isl − mean prefix) is the number of new tokens.
+		t := float64(isl - prefix)
+		c.Prefill = ms(4.209989e-07*t*t + 1.518344e-02*t + 1.650142e+01)
+	}
+	if n, _ := b.Sampling(); n > 0 {
+		x := 0.0
+		if b.TotalKVTokens > 0 {
+			x = math.Min(1, float64(b.ActiveKVTokens)/float64(b.TotalKVTokens))
+		}
+		c.Decode = ms(math.Max(-25.74*x*x+54.01*x+5.74, minDecodeMs))
+	}
+	return c
+}
+
+// Scaled divides a model's times: all by Speedup, decode additionally by DecodeSpeedup. A ratio <= 0
+// means 1 (unscaled), as in the reference; +Inf makes passes take no time.
+type Scaled struct {
+	Model         Model
+	Speedup       float64
+	DecodeSpeedup float64
+}
+
+// Cost implements Model.
+func (s Scaled) Cost(b *Batch) Cost {
+	c := s.Model.Cost(b)
+	sp, dsp := ratio(s.Speedup), ratio(s.DecodeSpeedup)
+	c.Prefill = scale(c.Prefill, sp)
+	c.Decode = scale(c.Decode, sp*dsp)
+	return c
+}
+
+func ratio(r float64) float64 {
+	if r <= 0 || math.IsNaN(r) {
+		return 1
+	}
+	return r
+}
+
+func scale(d time.Duration, r float64) time.Duration {
+	if r == 1 {
+		return d
+	}
+	return time.Duration(math.Round(float64(d) / r))
+}
+
+// New builds a model by name ("fixed" or "polynomial") wrapped in Scaled.
+func New(name string, fixed Fixed, speedup, decodeSpeedup float64) (Model, error) {
+	var m Model
+	switch name {
+	case "fixed":
+		m = fixed
+	case "polynomial", "":
+		m = Polynomial{}
+	default:
+		return nil, fmt.Errorf("timing: unknown model %q (want fixed or polynomial)", name)
+	}
+	if ratio(speedup) == 1 && ratio(decodeSpeedup) == 1 {
+		return m, nil
+	}
+	return Scaled{Model: m, Speedup: speedup, DecodeSpeedup: decodeSpeedup}, nil
+}

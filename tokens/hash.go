@@ -1,0 +1,39 @@
+package tokens
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/zeebo/xxh3"
+)
+
+// Seed is the XXH3 seed of every block hash (Dynamo's salt).
+const Seed = 1337
+
+// littleEndian reports whether uint32s in memory are already in the byte order the hash is defined on.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// BlockHash is the tokens hash of one block: XXH3-64, seed 1337, over the tokens as little-endian uint32s.
+func BlockHash(toks []uint32) uint64 {
+	if len(toks) == 0 {
+		return xxh3.HashSeed(nil, Seed)
+	}
+	if littleEndian {
+		// The tokens' memory is the byte string to hash: no copy on the hot path.
+		return xxh3.HashSeed(unsafe.Slice((*byte)(unsafe.Pointer(&toks[0])), 4*len(toks)), Seed)
+	}
+	buf := make([]byte, 0, 4*len(toks))
+	for _, t := range toks {
+		buf = binary.LittleEndian.AppendUint32(buf, t)
+	}
+	return xxh3.HashSeed(buf, Seed)
+}
+
+// SeqHash chains a block's tokens hash onto its parent's sequence hash: XXH3-64, seed 1337, over the
+// little-endian pair [parent, block].
+func SeqHash(parent, block uint64) uint64 {
+	var buf [16]byte
+	binary.LittleEndian.PutUint64(buf[:8], parent)
+	binary.LittleEndian.PutUint64(buf[8:], block)
+	return xxh3.HashSeed(buf[:], Seed)
+}

@@ -1,0 +1,88 @@
+package tokens
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Block is the identity of one full block.
+type Block struct {
+	Hash       uint64 // sequence hash: identifies the block and its whole prefix
+	TokensHash uint64 // hash of this block's tokens alone
+}
+
+// Sequence is a growing token sequence reduced to the hashes of its full blocks and the tokens of its
+// trailing partial block. The zero value is not usable; call NewSequence.
+type Sequence struct {
+	blockSize int
+	n         int
+	blocks    []Block
+	tail      []uint32 // tokens after the last full block; len < blockSize
+	all       []uint32 // every token, only when kept (see KeepTokens)
+	keep      bool
+}
+
+// NewSequence returns an empty sequence cut into blocks of blockSize tokens.
+func NewSequence(blockSize int) *Sequence {
+	if blockSize <= 0 {
+		panic(fmt.Sprintf("tokens: block size %d", blockSize))
+	}
+	return &Sequence{blockSize: blockSize}
+}
+
+// KeepTokens makes the sequence retain every token id (for consumers that publish token ids, such as
+// vLLM-format KV events). It must be called before the first Append.
+func (s *Sequence) KeepTokens() { s.keep = true }
+
+// BlockSize is the number of tokens per block.
+func (s *Sequence) BlockSize() int { return s.blockSize }
+
+// Len is the number of tokens in the sequence.
+func (s *Sequence) Len() int { return s.n }
+
+// Blocks returns the identities of the full blocks. The slice is owned by the sequence.
+func (s *Sequence) Blocks() []Block { return s.blocks }
+
+// Tail returns the tokens of the trailing partial block. The slice is owned by the sequence.
+func (s *Sequence) Tail() []uint32 { return s.tail }
+
+// Tokens returns every token id if KeepTokens was called, else nil.
+func (s *Sequence) Tokens() []uint32 { return s.all }
+
+// Append adds tokens to the end of the sequence, hashing each block as it fills.
+func (s *Sequence) Append(toks ...uint32) {
+	if s.keep {
+		s.all = append(s.all, toks...)
+	}
+	s.n += len(toks)
+	if want := s.n / s.blockSize; want > cap(s.blocks) {
+		s.blocks = slices.Grow(s.blocks, want-len(s.blocks))
+	}
+	if s.tail == nil {
+		s.tail = make([]uint32, 0, s.blockSize)
+	}
+	for len(toks) > 0 {
+		if len(s.tail) == 0 && len(toks) >= s.blockSize {
+			// A whole block straight from the input: hash it without copying.
+			s.push(toks[:s.blockSize])
+			toks = toks[s.blockSize:]
+			continue
+		}
+		k := min(s.blockSize-len(s.tail), len(toks))
+		s.tail = append(s.tail, toks[:k]...)
+		toks = toks[k:]
+		if len(s.tail) == s.blockSize {
+			s.push(s.tail)
+			s.tail = s.tail[:0]
+		}
+	}
+}
+
+func (s *Sequence) push(block []uint32) {
+	th := BlockHash(block)
+	h := th
+	if n := len(s.blocks); n > 0 {
+		h = SeqHash(s.blocks[n-1].Hash, th)
+	}
+	s.blocks = append(s.blocks, Block{Hash: h, TokensHash: th})
+}

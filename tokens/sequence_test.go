@@ -1,0 +1,89 @@
+package tokens
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestSequenceChainsFullBlocks(t *testing.T) {
+	s := NewSequence(4)
+	s.Append(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+	if s.Len() != 10 {
+		t.Fatalf("Len = %d, want 10", s.Len())
+	}
+	b0, b1 := BlockHash([]uint32{1, 2, 3, 4}), BlockHash([]uint32{5, 6, 7, 8})
+	want := []Block{{Hash: b0, TokensHash: b0}, {Hash: SeqHash(b0, b1), TokensHash: b1}}
+	if !slices.Equal(s.Blocks(), want) {
+		t.Fatalf("Blocks = %x, want %x", s.Blocks(), want)
+	}
+	if !slices.Equal(s.Tail(), []uint32{9, 10}) {
+		t.Fatalf("Tail = %v, want [9 10]", s.Tail())
+	}
+}
+
+// TestSequenceAppendIsIncremental: appending token by token (as decoding does) gives the same identities
+// as appending the whole sequence at once.
+func TestSequenceAppendIsIncremental(t *testing.T) {
+	toks := make([]uint32, 103)
+	for i := range toks {
+		toks[i] = uint32(i*2654435761) >> 7
+	}
+	for _, bs := range []int{1, 4, 16, 64} {
+		whole := NewSequence(bs)
+		whole.Append(toks...)
+		pieces := NewSequence(bs)
+		for i := 0; i < len(toks); {
+			k := min(1+i%5, len(toks)-i)
+			pieces.Append(toks[i : i+k]...)
+			i += k
+		}
+		if !slices.Equal(whole.Blocks(), pieces.Blocks()) || !slices.Equal(whole.Tail(), pieces.Tail()) {
+			t.Errorf("block size %d: incremental append differs from whole append", bs)
+		}
+		if got, want := len(whole.Blocks()), len(toks)/bs; got != want {
+			t.Errorf("block size %d: %d full blocks, want %d", bs, got, want)
+		}
+	}
+}
+
+// TestSequenceSharedPrefix: two sequences share exactly the block hashes of their common full-block prefix.
+func TestSequenceSharedPrefix(t *testing.T) {
+	a, b := NewSequence(4), NewSequence(4)
+	a.Append(1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)
+	b.Append(1, 1, 1, 1, 2, 2, 2, 2, 4, 3, 3, 3)
+	ab, bb := a.Blocks(), b.Blocks()
+	if ab[0] != bb[0] || ab[1] != bb[1] || ab[2].Hash == bb[2].Hash {
+		t.Fatalf("prefix sharing wrong: %x vs %x", ab, bb)
+	}
+	// Same tokens at a different position have the same tokens hash but a different identity.
+	c := NewSequence(4)
+	c.Append(2, 2, 2, 2)
+	if c.Blocks()[0].TokensHash != ab[1].TokensHash || c.Blocks()[0].Hash == ab[1].Hash {
+		t.Fatal("position must change the sequence hash but not the tokens hash")
+	}
+}
+
+func TestSequenceKeepTokens(t *testing.T) {
+	s := NewSequence(2)
+	s.KeepTokens()
+	s.Append(5, 6, 7)
+	s.Append(8)
+	if !slices.Equal(s.Tokens(), []uint32{5, 6, 7, 8}) {
+		t.Fatalf("Tokens = %v", s.Tokens())
+	}
+	if NewSequence(2).Tokens() != nil {
+		t.Fatal("tokens kept without KeepTokens")
+	}
+}
+
+func BenchmarkSequenceAppend12k(b *testing.B) {
+	toks := make([]uint32, 12000)
+	for i := range toks {
+		toks[i] = uint32(i / 512)
+	}
+	b.SetBytes(int64(4 * len(toks)))
+	for b.Loop() {
+		s := NewSequence(16)
+		s.Append(toks...)
+	}
+}
