@@ -165,7 +165,7 @@ func TestFirstTokenOnPromptCompletionPass(t *testing.T) {
 		t.Fatalf("completing pass outputs %v, want the first token", outputs(p))
 	}
 	if s := p.Batch.Seqs; len(s) != 1 || s[0] != (struct {
-		New, Cached       int
+		New, Cached      int
 		Prefill, Samples bool
 	}{4, 8, true, true}) {
 		t.Fatalf("batch %+v", s)
