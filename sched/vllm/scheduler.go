@@ -119,8 +119,8 @@ func (s *Scheduler) blocksFor(tokens int) int {
 }
 
 // Enqueue adds a request at the back of the waiting queue. A request the engine can never serve — longer
-// than max-model-len, or needing more blocks than the whole pool even alone — is rejected with a
-// *sched.RejectError, as is a malformed one.
+// than max-model-len, needing more blocks than the whole pool even alone, or (without chunked prefill)
+// longer than the token budget — is rejected with a *sched.RejectError, as is a malformed one.
 func (s *Scheduler) Enqueue(r *sched.Request) error {
 	reject := func(format string, a ...any) error {
 		return &sched.RejectError{ID: r.ID, Reason: fmt.Sprintf(format, a...)}
@@ -136,6 +136,11 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 	total := len(r.Prompt) + r.MaxTokens
 	if s.opt.MaxModelLen > 0 && total > s.opt.MaxModelLen {
 		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-model-len %d", len(r.Prompt), r.MaxTokens, s.opt.MaxModelLen)
+	}
+	if !s.opt.ChunkedPrefill && s.opt.MaxBatchedTokens > 0 && total > s.opt.MaxBatchedTokens {
+		// vLLM requires max_num_batched_tokens >= max_model_len without chunked prefill; a longer request
+		// (or its recompute after preemption) could never be scheduled.
+		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-num-batched-tokens %d with chunked prefill off", len(r.Prompt), r.MaxTokens, s.opt.MaxBatchedTokens)
 	}
 	if need := s.blocksFor(total); need > s.opt.NumBlocks {
 		return reject("needs %d KV blocks for prompt (%d tokens) + max_tokens (%d), the pool has %d", need, len(r.Prompt), r.MaxTokens, s.opt.NumBlocks)

@@ -426,16 +426,17 @@ func TestChunkedPrefillOffWaitsForBudget(t *testing.T) {
 	o.NumBlocks = 16
 	h := newHarness(t, o)
 	h.enqueue(1, prompt(0, 4), 3)
-	h.enqueue(2, prompt(100, 8), 3)
-	p := h.step() // 4 + 8 > 8: request 2 waits for a pass with room
-	if len(p.Admitted) != 1 {
+	h.enqueue(2, prompt(100, 5), 3)
+	p := h.step() // 4 + 5 > 8: request 2 waits for a pass with room for its whole prompt
+	if len(p.Admitted) != 1 || h.req(2).computed != 0 {
 		t.Fatalf("admitted %+v", p.Admitted)
 	}
-	h.enqueue(3, prompt(200, 9), 1)
-	for range 3 {
-		h.step()
+	p = h.step() // request 1 decodes (1 token), request 2's 5 tokens fit the remaining 7
+	if len(p.Admitted) != 1 || p.Admitted[0].ID != 2 || h.req(2).computed != 5 {
+		t.Fatalf("pass 2 admitted %+v", p.Admitted)
 	}
-	if r := h.req(3); r == nil || r.computed != 0 {
-		t.Fatal("a 9-token prompt ran with an 8-token budget and chunking off")
+	// A request that could never be scheduled whole is rejected up front.
+	if err := h.s.Enqueue(&sched.Request{ID: 3, Prompt: prompt(200, 8), MaxTokens: 1}); err == nil {
+		t.Fatal("a 9-token request was accepted with an 8-token budget and chunking off")
 	}
 }

@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/vllm"
+	"github.com/mocker-sim/mocker/timing"
+)
+
+func newEngine(t *testing.T, o vllm.Options, dp int, m timing.Model) *Engine {
+	t.Helper()
+	e, err := New(Options{DPSize: dp, VLLM: o, Timing: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestPassEndsAfterModelledTime(t *testing.T) {
+	e := newEngine(t, vllm.Options{BlockSize: 4, NumBlocks: 16, MaxBatchedTokens: 8, ChunkedPrefill: true, PrefixCaching: true},
+		1, timing.Fixed{PrefillMs: 10, DecodeMs: 3})
+	if err := e.Enqueue(&sched.Request{ID: 1, Prompt: make([]uint32, 6), MaxTokens: 2}); err != nil {
+		t.Fatal(err)
+	}
+	p := e.Step(100 * time.Millisecond)
+	if p.Start != 100*time.Millisecond || p.End != 113*time.Millisecond {
+		t.Fatalf("pass [%v, %v], want [100ms, 113ms]: prefill 10 + first-token decode 3", p.Start, p.End)
+	}
+	p = e.Step(p.End)
+	if p.End-p.Start != 3*time.Millisecond || len(p.Ranks) != 1 || !p.Ranks[0].Outputs[0].Done {
+		t.Fatalf("decode pass %v..%v %+v", p.Start, p.End, p.Ranks)
+	}
+	if !e.Idle() || !e.Step(p.End).Empty() {
+		t.Fatal("engine not idle after its only request finished")
+	}
+}
+
+// TestDPBarrier: all ranks step together and the pass ends at the slowest rank; an idle rank does nothing.
+func TestDPBarrier(t *testing.T) {
+	e := newEngine(t, vllm.Options{BlockSize: 4, NumBlocks: 64, MaxBatchedTokens: 64, ChunkedPrefill: true, PrefixCaching: true},
+		3, timing.Polynomial{})
+	e.Enqueue(&sched.Request{ID: 1, Prompt: make([]uint32, 40), MaxTokens: 1, Rank: 0})
+	e.Enqueue(&sched.Request{ID: 2, Prompt: make([]uint32, 4), MaxTokens: 1, Rank: 2})
+	p := e.Step(0)
+	if len(p.Ranks) != 2 || p.Ranks[0].Rank != 0 || p.Ranks[1].Rank != 2 {
+		t.Fatalf("ranks %+v, want 0 and 2", p.Ranks)
+	}
+	slow := p.Ranks[0].Cost.Total()
+	if p.Ranks[1].Cost.Total() >= slow || p.End != slow {
+		t.Fatalf("pass ends %v; rank costs %v, %v", p.End, slow, p.Ranks[1].Cost.Total())
+	}
+	var rej *sched.RejectError
+	if err := e.Enqueue(&sched.Request{ID: 3, Prompt: make([]uint32, 4), MaxTokens: 1, Rank: 3}); !errors.As(err, &rej) {
+		t.Fatalf("rank out of range: %v", err)
+	}
+}
+
+// TestRandomWorkloadInvariants runs random workloads through engines of many shapes and checks after every
+// pass the block accounting, that every request ends exactly once, and that each emits exactly the tokens
+// it asked for.
+func TestRandomWorkloadInvariants(t *testing.T) {
+	for seed := uint64(1); seed <= 30; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		o := vllm.Options{
+			BlockSize:        []int{1, 4, 16}[rng.IntN(3)],
+			NumBlocks:        40 + rng.IntN(200),
+			MaxNumSeqs:       rng.IntN(8),
+			MaxBatchedTokens: []int{0, 16, 64, 512}[rng.IntN(4)],
+			ChunkedPrefill:   rng.IntN(4) > 0,
+			PrefixCaching:    rng.IntN(4) > 0,
+			Preemption:       vllm.Preemption(rng.IntN(2)),
+			Events:           true,
+		}
+		dp := 1 + rng.IntN(2)
+		t.Run(fmt.Sprintf("%d/%+v/dp%d", seed, o, dp), func(t *testing.T) {
+			e := newEngine(t, o, dp, timing.Polynomial{})
+			asked := map[uint64]int{}
+			got := map[uint64]int{}
+			done := map[uint64]bool{}
+			next, now := uint64(0), time.Duration(0)
+			for pass := 0; pass < 3000 && (next < 120 || !e.Idle()); pass++ {
+				for k := rng.IntN(3); k > 0 && next < 120; k-- {
+					n := 1 + rng.IntN(o.BlockSize*12)
+					toks := make([]uint32, n)
+					family := uint32(rng.IntN(4))
+					for i := range toks {
+						toks[i] = family*1000 + uint32(i)
+						if i > n/2 {
+							toks[i] = uint32(rng.IntN(1 << 20))
+						}
+					}
+					r := &sched.Request{ID: next, Prompt: toks, MaxTokens: rng.IntN(20), Rank: rng.IntN(dp)}
+					next++
+					if err := e.Enqueue(r); err != nil {
+						var rej *sched.RejectError
+						if !errors.As(err, &rej) {
+							t.Fatal(err)
+						}
+						done[r.ID] = true
+						continue
+					}
+					asked[r.ID] = r.MaxTokens
+				}
+				if rng.IntN(50) == 0 && next > 0 {
+					id := rng.Uint64N(next)
+					if !done[id] && e.Cancel(id) {
+						done[id] = true
+						delete(asked, id)
+					}
+				}
+				p := e.Step(now)
+				if p.End < now {
+					t.Fatalf("pass ends before it starts")
+				}
+				now = p.End
+				for _, rp := range p.Ranks {
+					for _, out := range rp.Outputs {
+						if done[out.ID] {
+							t.Fatalf("output for finished request %d", out.ID)
+						}
+						got[out.ID] += len(out.Tokens)
+						if out.Done {
+							done[out.ID] = true
+							if got[out.ID] != asked[out.ID] {
+								t.Fatalf("request %d emitted %d tokens, asked %d", out.ID, got[out.ID], asked[out.ID])
+							}
+						}
+					}
+				}
+				if err := e.CheckInvariants(); err != nil {
+					t.Fatalf("pass %d: %v", pass, err)
+				}
+			}
+			if !e.Idle() {
+				t.Fatal("work left after 3000 passes")
+			}
+			for id := range asked {
+				if !done[id] {
+					t.Fatalf("request %d never finished", id)
+				}
+			}
+		})
+	}
+}
