@@ -27,7 +27,11 @@ func (p *Pool) CheckInvariants() error {
 				nUnref++
 			}
 			found := false
-			for c := p.byHash[b.hash]; c != none && !found; c = p.blocks[c].same {
+			prev := none
+			for c := p.byHash.get(b.hash); c != none && !found; prev, c = c, p.blocks[c].same {
+				if p.blocks[c].samePrev != prev {
+					return fmt.Errorf("kvcache: block %d's previous copy is %d, want %d", c, p.blocks[c].samePrev, prev)
+				}
 				found = c == BlockID(id)
 			}
 			if !found {

@@ -24,6 +24,7 @@ type block struct {
 	refs       int32
 	prev, next BlockID // links in the inactive LRU list
 	same       BlockID // next resident copy of the same hash
+	samePrev   BlockID // previous copy of the same hash; none for the copy byHash names
 	state      state
 }
 
@@ -46,7 +47,7 @@ type Pool struct {
 	inactive int       // cached blocks with no reference, all in the LRU list
 	lruHead  BlockID   // least recently released
 	lruTail  BlockID
-	byHash   map[uint64]BlockID // first resident copy of each hash
+	byHash   index // first resident copy of each hash
 
 	evs     []Event
 	nextID  uint64
@@ -64,7 +65,7 @@ func New(o Options) (*Pool, error) {
 		events:   o.Events && o.PrefixCaching,
 		lruHead:  none,
 		lruTail:  none,
-		byHash:   make(map[uint64]BlockID),
+		byHash:   newIndex(min(o.Capacity, 1<<16)),
 	}, nil
 }
 
@@ -83,24 +84,31 @@ func (p *Pool) Active() int { return p.used - p.inactive }
 // PrefixCaching reports whether blocks are shared by hash.
 func (p *Pool) PrefixCaching() bool { return p.caching }
 
-// Match returns how many leading blocks of a sequence are resident (hits) and how many of those are
-// referenced by some request (activeHits), which cost no capacity to share.
-func (p *Pool) Match(blocks []tokens.Block) (hits, activeHits int) {
+// Match appends to dst, for each leading block of a sequence that is resident, the copy a request would
+// share (one some request already references, if any), and returns dst and how many of those copies are
+// active: sharing them costs no capacity.
+func (p *Pool) Match(blocks []tokens.Block, dst []BlockID) (hits []BlockID, active int) {
 	if !p.caching {
-		return 0, 0
+		return dst, 0
 	}
 	for _, b := range blocks {
-		id, ok := p.byHash[b.Hash]
-		if !ok {
+		first := p.byHash.get(b.Hash)
+		if first == none {
 			break
 		}
-		hits++
-		if p.activeCopy(id) != none {
-			activeHits++
+		id := p.activeCopy(first)
+		if id != none {
+			active++
+		} else {
+			id = first
 		}
+		dst = append(dst, id)
 	}
-	return hits, activeHits
+	return dst, active
 }
+
+// Referenced reports whether some request holds block id.
+func (p *Pool) Referenced(id BlockID) bool { return p.blocks[id].refs > 0 }
 
 // activeCopy returns a referenced copy in the chain starting at id, or none.
 func (p *Pool) activeCopy(id BlockID) BlockID {
@@ -114,31 +122,29 @@ func (p *Pool) activeCopy(id BlockID) BlockID {
 
 // CanAllocate reports whether Acquire(hits) followed by Allocate(fresh) would succeed: the fresh blocks
 // must come from free blocks or from inactive ones other than the hits being reactivated.
-func (p *Pool) CanAllocate(hits []tokens.Block, fresh int) bool {
+func (p *Pool) CanAllocate(hits []BlockID, fresh int) bool {
 	inactiveHits := 0
-	for _, b := range hits {
-		if p.activeCopy(p.byHash[b.Hash]) == none {
+	for _, id := range hits {
+		if p.blocks[id].refs == 0 {
 			inactiveHits++
 		}
 	}
 	return fresh <= p.Free()+p.inactive-inactiveHits
 }
 
-// Acquire appends to table a reference to a resident copy of each hit block (found by Match), preferring
-// a copy already in use, and returns the table. Reactivated blocks leave the LRU list.
-func (p *Pool) Acquire(table []BlockID, hits []tokens.Block) []BlockID {
-	for _, b := range hits {
-		first, ok := p.byHash[b.Hash]
-		if !ok {
-			panic(fmt.Sprintf("kvcache: acquire of non-resident block %#x", b.Hash))
+// Acquire appends to table a reference to each hit (found by Match since the pool last changed) and
+// returns the table. Reactivated blocks leave the LRU list.
+func (p *Pool) Acquire(table []BlockID, hits []BlockID) []BlockID {
+	for _, id := range hits {
+		b := &p.blocks[id]
+		if b.state != cached {
+			panic(fmt.Sprintf("kvcache: acquire of block %d in state %d", id, b.state))
 		}
-		id := p.activeCopy(first)
-		if id == none {
-			id = first
+		if b.refs == 0 {
 			p.unlink(id)
 			p.inactive--
 		}
-		p.blocks[id].refs++
+		b.refs++
 		table = append(table, id)
 	}
 	return table
@@ -155,7 +161,7 @@ func (p *Pool) Allocate(table []BlockID, n int) []BlockID {
 	for range n {
 		id := p.take()
 		b := &p.blocks[id]
-		*b = block{state: private, refs: 1, prev: none, next: none, same: none}
+		*b = block{state: private, refs: 1, prev: none, next: none, same: none, samePrev: none}
 		p.used++
 		table = append(table, id)
 	}
@@ -186,23 +192,19 @@ func (p *Pool) take() BlockID {
 
 // forget removes a cached block from its hash chain, noting the hash if no copy is left.
 func (p *Pool) forget(id BlockID) {
-	h := p.blocks[id].hash
-	first := p.byHash[h]
-	if first == id {
-		if next := p.blocks[id].same; next != none {
-			p.byHash[h] = next
-		} else {
-			delete(p.byHash, h)
-			p.removed = append(p.removed, h)
-		}
+	b := &p.blocks[id]
+	if b.samePrev != none {
+		p.blocks[b.samePrev].same = b.same
+	} else if b.same != none {
+		p.byHash.replace(b.hash, b.same)
 	} else {
-		prev := first
-		for p.blocks[prev].same != id {
-			prev = p.blocks[prev].same
-		}
-		p.blocks[prev].same = p.blocks[id].same
+		p.byHash.delete(b.hash)
+		p.removed = append(p.removed, b.hash)
 	}
-	p.blocks[id].state = free
+	if b.same != none {
+		p.blocks[b.same].samePrev = b.samePrev
+	}
+	b.state = free
 }
 
 // Commit marks table[from:to], blocks the request has now fully computed, as cached under the identities
@@ -222,10 +224,12 @@ func (p *Pool) Commit(table []BlockID, blocks []tokens.Block, from, to int) {
 		}
 		b.state = cached
 		b.hash = blocks[i].Hash
-		first, resident := p.byHash[b.hash]
-		if resident {
+		if first := p.byHash.putIfAbsent(b.hash, id); first != id {
 			// A duplicate copy: it takes capacity but the hash is already announced.
-			b.same = p.blocks[first].same
+			b.same, b.samePrev = p.blocks[first].same, first
+			if b.same != none {
+				p.blocks[b.same].samePrev = id
+			}
 			p.blocks[first].same = id
 			if runStart >= 0 {
 				p.storeRun(blocks, runStart, i)
@@ -233,7 +237,6 @@ func (p *Pool) Commit(table []BlockID, blocks []tokens.Block, from, to int) {
 			}
 			continue
 		}
-		p.byHash[b.hash] = id
 		if runStart < 0 {
 			runStart = i
 		}

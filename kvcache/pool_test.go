@@ -39,13 +39,13 @@ func check(t *testing.T, p *Pool, free, active, inactive int) {
 // commit every full block as computed.
 func admit(t *testing.T, p *Pool, blocks []tokens.Block, total int) []BlockID {
 	t.Helper()
-	hits, _ := p.Match(blocks)
-	if !p.CanAllocate(blocks[:hits], total-hits) {
-		t.Fatalf("cannot allocate %d blocks", total-hits)
+	hits, _ := p.Match(blocks, nil)
+	if !p.CanAllocate(hits, total-len(hits)) {
+		t.Fatalf("cannot allocate %d blocks", total-len(hits))
 	}
-	table := p.Acquire(nil, blocks[:hits])
-	table = p.Allocate(table, total-hits)
-	p.Commit(table, blocks, hits, len(blocks))
+	table := p.Acquire(nil, hits)
+	table = p.Allocate(table, total-len(hits))
+	p.Commit(table, blocks, len(hits), len(blocks))
 	return table
 }
 
@@ -63,13 +63,13 @@ func TestPrefixHitsAndReactivation(t *testing.T) {
 
 	// While a holds its blocks, b shares them at no capacity cost.
 	b := seqBlocks(4, 1, 1, 1, 1, 2, 2, 2, 2, 9, 9, 9, 9)
-	if hits, active := p.Match(b); hits != 2 || active != 2 {
-		t.Fatalf("Match = %d hits, %d active; want 2, 2", hits, active)
+	if hits, active := p.Match(b, nil); len(hits) != 2 || active != 2 || hits[0] != ta[0] || hits[1] != ta[1] {
+		t.Fatalf("Match = %v hits, %d active; want a's blocks, 2 active", hits, active)
 	}
 	p.Release(ta)
 	check(t, p, 6, 0, 2) // the partial block is freed, the two full ones stay cached
-	if hits, active := p.Match(b); hits != 2 || active != 0 {
-		t.Fatalf("after release Match = %d hits, %d active; want 2, 0", hits, active)
+	if hits, active := p.Match(b, nil); len(hits) != 2 || active != 0 {
+		t.Fatalf("after release Match = %v hits, %d active; want 2, 0", hits, active)
 	}
 	tb := admit(t, p, b, 3)
 	check(t, p, 5, 3, 0)
@@ -84,7 +84,8 @@ func TestCanAllocateDiscountsInactiveHits(t *testing.T) {
 	p.Release(admit(t, p, a, 3))
 	check(t, p, 1, 0, 3)
 	// Reusing the 3 inactive blocks leaves only 1 free block for fresh ones.
-	if !p.CanAllocate(a, 1) || p.CanAllocate(a, 2) {
+	hits, _ := p.Match(a, nil)
+	if !p.CanAllocate(hits, 1) || p.CanAllocate(hits, 2) {
 		t.Fatal("CanAllocate must not count the hits being reactivated as evictable")
 	}
 	if !p.CanAllocate(nil, 4) || p.CanAllocate(nil, 5) {
@@ -122,7 +123,7 @@ func TestEvictionPrefersOlderRequests(t *testing.T) {
 	if len(evs) != 1 || !slices.Equal(evs[0].Hashes, want) {
 		t.Fatalf("events %+v, want one Removed %x", evs, want)
 	}
-	if hits, _ := p.Match(b); hits != 1 {
+	if hits, _ := p.Match(b, nil); len(hits) != 1 {
 		t.Fatalf("b's root must survive: %d hits", hits)
 	}
 }
@@ -138,7 +139,8 @@ func TestStoredEventsGroupConsecutiveNewBlocks(t *testing.T) {
 	// b shares block 0 by hit, then computes blocks 1..3; its block 2 duplicates nothing resident but
 	// block 1 duplicates a's block 1 because b computed it privately (it did not match past block 0).
 	b := seqBlocks(2, 1, 1, 2, 2, 5, 5, 6, 6)
-	tb := p.Acquire(nil, b[:1])
+	hits, _ := p.Match(b[:1], nil)
+	tb := p.Acquire(nil, hits)
 	tb = p.Allocate(tb, 3)
 	p.Commit(tb, b, 1, 4)
 	evs = p.TakeEvents(nil)
@@ -183,7 +185,7 @@ func TestPrefixCachingOff(t *testing.T) {
 	p := newPool(t, 4, false)
 	a := seqBlocks(1, 1, 2)
 	ta := admit(t, p, a, 2)
-	if hits, _ := p.Match(a); hits != 0 {
+	if hits, _ := p.Match(a, nil); len(hits) != 0 {
 		t.Fatal("hit with prefix caching off")
 	}
 	p.Release(ta)
@@ -262,11 +264,12 @@ func TestPoolAgainstOracle(t *testing.T) {
 					}
 					blocks := seqBlocks(bs, toks...)
 					total := (n + bs - 1) / bs
-					hits, _ := p.Match(blocks)
-					if !p.CanAllocate(blocks[:hits], total-hits) {
+					hitIDs, _ := p.Match(blocks, nil)
+					hits := len(hitIDs)
+					if !p.CanAllocate(hitIDs, total-hits) {
 						continue
 					}
-					table := p.Acquire(nil, blocks[:hits])
+					table := p.Acquire(nil, hitIDs)
 					table = p.Allocate(table, total-hits)
 					p.Commit(table, blocks, hits, len(blocks))
 					// The oracle: hits reuse an active copy if any, else the first inactive one.
@@ -326,7 +329,7 @@ func TestPoolAgainstOracle(t *testing.T) {
 						t.Fatalf("step %d: resident %#x not announced", step, h)
 					}
 					copies := 0
-					for c := p.byHash[h]; c != none; c = p.blocks[c].same {
+					for c := p.byHash.get(h); c != none; c = p.blocks[c].same {
 						copies++
 					}
 					if copies != n {
@@ -354,14 +357,14 @@ func BenchmarkAdmitRelease(b *testing.B) {
 		}
 		seqs[i] = seqBlocks(16, toks...)
 	}
-	var table []BlockID
+	var table, hits []BlockID
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		s := seqs[i%len(seqs)]
-		hits, _ := p.Match(s)
-		table = p.Acquire(table[:0], s[:hits])
-		table = p.Allocate(table, len(s)-hits)
-		p.Commit(table, s, hits, len(s))
+		hits, _ = p.Match(s, hits[:0])
+		table = p.Acquire(table[:0], hits)
+		table = p.Allocate(table, len(s)-len(hits))
+		p.Commit(table, s, len(hits), len(s))
 		p.Release(table)
 	}
 }

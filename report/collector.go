@@ -17,10 +17,10 @@ type Collector struct {
 	reqs []request
 
 	// gaps holds the ITL samples: the gap before every delivery except a request's first,
-	// pooled over all requests in call order. gapOwner[i] is the id gaps[i] belongs to, so
-	// Summary can leave out requests that did not complete without per-request slices.
-	gaps     []time.Duration
-	gapOwner []int32
+	// pooled over all requests in call order, with the id each belongs to, so Summary can leave
+	// out requests that did not complete without per-request slices. Fixed-size chunks keep a
+	// run of millions of tokens from copying the samples over and over as one slice grows.
+	gaps [][]gap
 
 	// reasons holds Rejected's reason by id; rejections are rare, so a map beats a
 	// string header in every record.
@@ -115,8 +115,7 @@ func (c *Collector) Tokens(id int, at time.Duration, n int) {
 		r.secondToken = at
 		fallthrough
 	default:
-		c.gaps = append(c.gaps, at-r.lastToken)
-		c.gapOwner = append(c.gapOwner, int32(id))
+		c.addGap(gap{at - r.lastToken, int32(id)})
 	}
 	r.lastToken = at
 	r.deliveries++
@@ -175,4 +174,20 @@ func to32(op string, id int, what string, v int) int32 {
 		panic(fmt.Sprintf("report: %s: request %d: %s %d out of range", op, id, what, v))
 	}
 	return int32(v)
+}
+
+// gapChunk is the number of ITL samples per chunk (1 MiB).
+const gapChunk = 1 << 16
+
+type gap struct {
+	d     time.Duration
+	owner int32
+}
+
+func (c *Collector) addGap(g gap) {
+	if n := len(c.gaps); n == 0 || len(c.gaps[n-1]) == gapChunk {
+		c.gaps = append(c.gaps, make([]gap, 0, gapChunk))
+	}
+	last := &c.gaps[len(c.gaps)-1]
+	*last = append(*last, g)
 }

@@ -91,10 +91,12 @@ func (c *Collector) Summary() Summary {
 		s.OutputTokenThroughput = float64(s.TotalOutputTokens) / sec
 	}
 
-	itl := make([]float64, 0, len(c.gaps))
-	for i, g := range c.gaps {
-		if c.reqs[c.gapOwner[i]].completed() {
-			itl = append(itl, ms(g))
+	itl := make([]float64, 0, len(c.gaps)*gapChunk)
+	for _, chunk := range c.gaps {
+		for _, g := range chunk {
+			if c.reqs[g.owner].completed() {
+				itl = append(itl, ms(g.d))
+			}
 		}
 	}
 

@@ -20,6 +20,12 @@ type Sequence struct {
 	tail      []uint32 // tokens after the last full block; len < blockSize
 	all       []uint32 // every token, only when kept (see KeepTokens)
 	keep      bool
+
+	// The tokens hash of the last block made of one repeated token: traces synthesise prompts as long
+	// runs of one token per hash id, so consecutive blocks are often identical and need hashing once.
+	uniformTok  uint32
+	uniformHash uint64
+	uniformOK   bool
 }
 
 // NewSequence returns an empty sequence cut into blocks of blockSize tokens.
@@ -33,6 +39,15 @@ func NewSequence(blockSize int) *Sequence {
 // KeepTokens makes the sequence retain every token id (for consumers that publish token ids, such as
 // vLLM-format KV events). It must be called before the first Append.
 func (s *Sequence) KeepTokens() { s.keep = true }
+
+// Reset empties the sequence, keeping its buffers for reuse.
+func (s *Sequence) Reset() {
+	s.n = 0
+	s.uniformOK = false
+	s.blocks = s.blocks[:0]
+	s.tail = s.tail[:0]
+	s.all = s.all[:0]
+}
 
 // BlockSize is the number of tokens per block.
 func (s *Sequence) BlockSize() int { return s.blockSize }
@@ -79,7 +94,22 @@ func (s *Sequence) Append(toks ...uint32) {
 }
 
 func (s *Sequence) push(block []uint32) {
-	th := BlockHash(block)
+	th, uniform := uint64(0), true
+	for _, t := range block[1:] {
+		if t != block[0] {
+			uniform = false
+			break
+		}
+	}
+	switch {
+	case uniform && s.uniformOK && s.uniformTok == block[0]:
+		th = s.uniformHash
+	case uniform:
+		th = BlockHash(block)
+		s.uniformTok, s.uniformHash, s.uniformOK = block[0], th, true
+	default:
+		th = BlockHash(block)
+	}
 	h := th
 	if n := len(s.blocks); n > 0 {
 		h = SeqHash(s.blocks[n-1].Hash, th)

@@ -87,3 +87,21 @@ func BenchmarkSequenceAppend12k(b *testing.B) {
 		s.Append(toks...)
 	}
 }
+
+// TestSequenceUniformBlocks: blocks of one repeated token (how traces synthesise prompts) hash exactly as
+// any other block, whether or not the previous block was the same.
+func TestSequenceUniformBlocks(t *testing.T) {
+	toks := []uint32{7, 7, 7, 7, 7, 7, 7, 7, 9, 9, 9, 9, 7, 7, 7, 7, 7, 7, 7, 8}
+	s := NewSequence(4)
+	s.Append(toks...)
+	for i, b := range s.Blocks() {
+		if want := BlockHash(toks[4*i : 4*i+4]); b.TokensHash != want {
+			t.Fatalf("block %d tokens hash %#x, want %#x", i, b.TokensHash, want)
+		}
+	}
+	s.Reset()
+	s.Append(9, 9, 9, 9)
+	if got, want := s.Blocks()[0].TokensHash, BlockHash([]uint32{9, 9, 9, 9}); got != want || s.Len() != 4 {
+		t.Fatalf("after Reset: %#x, want %#x", got, want)
+	}
+}

@@ -3,6 +3,7 @@ package vllm
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/sched"
@@ -93,6 +94,11 @@ type Scheduler struct {
 	pass      sched.Pass
 	scheduled []*request // this pass's work, in scheduling order
 	tokenBuf  []uint32
+	hits      []kvcache.BlockID
+
+	// Finished requests are reused for new ones, but only from the next Step on: until then the
+	// current Pass's events may still point into their sequences.
+	finished, spare []*request
 
 	preemptions   int64
 	prefixQueries int64
@@ -145,11 +151,32 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 	if need := s.blocksFor(total); need > s.opt.NumBlocks {
 		return reject("needs %d KV blocks for prompt (%d tokens) + max_tokens (%d), the pool has %d", need, len(r.Prompt), r.MaxTokens, s.opt.NumBlocks)
 	}
-	req := &request{id: r.ID, seq: tokens.NewSequence(s.opt.BlockSize), maxTokens: r.MaxTokens, planned: r.OutputTokens}
+	req := s.newRequest()
+	req.id, req.maxTokens, req.planned = r.ID, r.MaxTokens, r.OutputTokens
 	req.seq.Append(r.Prompt...)
 	s.byID[r.ID] = req
 	s.waiting.pushBack(req)
 	return nil
+}
+
+func (s *Scheduler) newRequest() *request {
+	n := len(s.spare)
+	if n == 0 {
+		return &request{seq: tokens.NewSequence(s.opt.BlockSize)}
+	}
+	r := s.spare[n-1]
+	s.spare = s.spare[:n-1]
+	seq, table := r.seq, r.table[:0]
+	seq.Reset()
+	*r = request{seq: seq, table: table}
+	return r
+}
+
+// retire drops a request that has left the scheduler; its memory is reused after the next Step.
+func (s *Scheduler) retire(r *request) {
+	delete(s.byID, r.id)
+	r.planned = nil
+	s.finished = append(s.finished, r)
 }
 
 // Cancel removes a request wherever it is and releases its blocks. It reports whether it was found.
@@ -158,7 +185,7 @@ func (s *Scheduler) Cancel(id uint64) bool {
 	if r == nil {
 		return false
 	}
-	delete(s.byID, id)
+	defer s.retire(r)
 	if s.waiting.remove(r) {
 		return true
 	}
@@ -194,6 +221,9 @@ func (s *Scheduler) Metrics() sched.Metrics {
 func (s *Scheduler) Step() *sched.Pass {
 	p := &s.pass
 	p.Reset()
+	s.spare = append(s.spare, s.finished...)
+	clear(s.finished)
+	s.finished = s.finished[:0]
 	s.scheduled = s.scheduled[:0]
 	s.tokenBuf = s.tokenBuf[:0]
 
@@ -279,11 +309,17 @@ func (s *Scheduler) admitWaiting(budget *int) {
 		r := s.waiting.front()
 		length := r.seq.Len()
 		blocks := r.seq.Blocks()
-		hits, activeHits := s.pool.Match(blocks)
+		var activeHits int
+		s.hits, activeHits = s.pool.Match(blocks, s.hits[:0])
+		hits := len(s.hits)
 		if hits*bs >= length {
 			// Everything is cached: recompute the last block to get logits.
 			hits = (length - 1) / bs
-			_, activeHits = s.pool.Match(blocks[:hits])
+			for _, id := range s.hits[hits:] {
+				if s.pool.Referenced(id) {
+					activeHits--
+				}
+			}
 		}
 		// The whole prompt must fit beside the active blocks; active prefix blocks are shared for free.
 		if s.blocksFor(length)-activeHits > s.pool.Capacity()-s.pool.Active() {
@@ -296,11 +332,11 @@ func (s *Scheduler) admitWaiting(budget *int) {
 		}
 		n := min(remaining, *budget)
 		fresh := s.blocksFor(cached+n) - hits
-		if !s.pool.CanAllocate(blocks[:hits], fresh) {
+		if !s.pool.CanAllocate(s.hits[:hits], fresh) {
 			return
 		}
 		s.waiting.popFront()
-		r.table = s.pool.Acquire(r.table[:0], blocks[:hits])
+		r.table = s.pool.Acquire(slices.Grow(r.table[:0], s.blocksFor(length)), s.hits[:hits])
 		r.committed = hits
 		r.computed = cached
 		r.prefilling = true
@@ -373,7 +409,7 @@ func (s *Scheduler) finishPass() {
 		if r.generated >= r.maxTokens {
 			out.Done = true
 			s.pool.Release(r.table)
-			delete(s.byID, r.id)
+			s.retire(r)
 		} else {
 			kept = append(kept, r)
 		}

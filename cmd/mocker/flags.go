@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mocker-sim/mocker/config"
+)
+
+// bindFlags registers every setting of c as a flag named like its YAML key, defaulting to c's value.
+func bindFlags(fs *pflag.FlagSet, c *config.Config) {
+	fs.SortFlags = false
+
+	fs.StringVar(&c.Backend, "backend", c.Backend, "engine to simulate: vllm")
+	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "tokens per KV block")
+	fs.IntVar(&c.NumGPUBlocks, "num-gpu-blocks", c.NumGPUBlocks, "KV blocks per worker (per data-parallel rank)")
+	fs.IntVar(&c.MaxNumSeqs, "max-num-seqs", c.MaxNumSeqs, "running requests per pass at most")
+	fs.IntVar(&c.MaxNumBatchedTokens, "max-num-batched-tokens", c.MaxNumBatchedTokens, "tokens per forward pass at most")
+	fs.IntVar(&c.MaxModelLen, "max-model-len", c.MaxModelLen, "prompt + output tokens per request at most; longer requests are rejected (0: unlimited)")
+	boolPair(fs, &c.EnablePrefixCaching, "enable-prefix-caching", "share KV blocks of common prefixes between requests")
+	boolPair(fs, &c.EnableChunkedPrefill, "enable-chunked-prefill", "split long prompts over several passes")
+	fs.StringVar(&c.PreemptionMode, "preemption-mode", c.PreemptionMode, "victim when the KV pool is full: lifo (newest running) or fifo (oldest)")
+	fs.IntVar(&c.DPSize, "dp-size", c.DPSize, "attention data-parallel ranks per worker, each with its own scheduler and KV pool")
+
+	fs.StringVar(&c.Timing, "timing", c.Timing, "pass timing model: polynomial (Dynamo's default) or fixed")
+	fs.Float64Var(&c.PrefillMs, "prefill-ms", c.PrefillMs, "fixed timing: milliseconds of a pass that computes prompt tokens")
+	fs.Float64Var(&c.DecodeMs, "decode-ms", c.DecodeMs, "fixed timing: milliseconds of a pass that samples tokens (at least 1)")
+	fs.Float64Var(&c.SpeedupRatio, "speedup-ratio", c.SpeedupRatio, "divide every modelled time by this")
+	fs.Float64Var(&c.DecodeSpeedupRatio, "decode-speedup-ratio", c.DecodeSpeedupRatio, "divide decode time by this as well")
+
+	fs.IntVar(&c.Workers, "workers", c.Workers, "identical workers behind round-robin routing")
+
+	fs.StringVar(&c.Trace, "trace", c.Trace, "replay this trace (Mooncake JSONL or Azure CSV) instead of the synthetic workload")
+	fs.StringVar(&c.TraceFormat, "trace-format", c.TraceFormat, "trace format: auto, mooncake or azure")
+	fs.IntVar(&c.TraceBlockSize, "trace-block-size", c.TraceBlockSize, "tokens per hash id in the trace (Mooncake: 512)")
+	fs.Float64Var(&c.ArrivalSpeedupRatio, "arrival-speedup-ratio", c.ArrivalSpeedupRatio, "divide arrival times and inter-turn delays by this")
+	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "keep this many requests (sessions) in flight, ignoring arrival times (0: follow them)")
+	fs.IntVar(&c.NumRequests, "num-requests", c.NumRequests, "synthetic: requests (sessions, when multi-turn)")
+	fs.Float64Var(&c.InputTokens, "input-tokens", c.InputTokens, "synthetic: mean prompt tokens (new tokens per turn)")
+	fs.Float64Var(&c.InputTokensStddev, "input-tokens-stddev", c.InputTokensStddev, "synthetic: standard deviation of prompt tokens")
+	fs.Float64Var(&c.OutputTokens, "output-tokens", c.OutputTokens, "synthetic: mean output tokens")
+	fs.Float64Var(&c.OutputTokensStddev, "output-tokens-stddev", c.OutputTokensStddev, "synthetic: standard deviation of output tokens")
+	fs.Float64Var(&c.RequestRate, "request-rate", c.RequestRate, "synthetic: requests (sessions) per second; inf: all at once")
+	fs.StringVar(&c.Arrival, "arrival", c.Arrival, "synthetic: arrival process poisson, constant, gamma or burst")
+	fs.Float64Var(&c.Burstiness, "burstiness", c.Burstiness, "synthetic: gamma shape (1: poisson; lower: burstier)")
+	fs.Float64Var(&c.SharedPrefixRatio, "shared-prefix-ratio", c.SharedPrefixRatio, "synthetic: fraction of the mean prompt shared within a prefix group")
+	fs.IntVar(&c.NumPrefixGroups, "num-prefix-groups", c.NumPrefixGroups, "synthetic: number of shared-prefix groups")
+	fs.IntVar(&c.TurnsPerSession, "turns-per-session", c.TurnsPerSession, "synthetic: turns per session; each turn's prompt carries the conversation so far")
+	fs.Float64Var(&c.InterTurnDelayMs, "inter-turn-delay-ms", c.InterTurnDelayMs, "synthetic: mean wait after a turn completes before the next")
+	fs.StringVar(&c.InterTurnDelayDist, "inter-turn-delay-dist", c.InterTurnDelayDist, "synthetic: inter-turn delay distribution constant or exponential")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of every random choice")
+
+	fs.StringVar(&c.ReportJSON, "report-json", c.ReportJSON, "write the summary report as JSON to this file")
+	fs.StringVar(&c.RequestsJSONL, "requests-jsonl", c.RequestsJSONL, "write one JSON record per request to this file")
+	fs.BoolVar(&c.CheckInvariants, "check-invariants", c.CheckInvariants, "verify KV block accounting after every pass (slow)")
+}
+
+// boolPair registers --name and --no-name for one setting, as vLLM's CLI does.
+func boolPair(fs *pflag.FlagSet, p *bool, name, usage string) {
+	fs.BoolVar(p, name, *p, usage)
+	f := fs.VarPF(negated{p}, "no-"+name, "", "turn off --"+name)
+	f.NoOptDefVal = "true"
+}
+
+// negated is a bool flag that stores the opposite of its value.
+type negated struct{ p *bool }
+
+func (n negated) String() string {
+	if n.p == nil {
+		return "false"
+	}
+	return strconv.FormatBool(!*n.p)
+}
+
+func (n negated) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true or false: %w", err)
+	}
+	*n.p = !b
+	return nil
+}
+
+func (negated) Type() string { return "bool" }
+
+// loadConfigFile applies a YAML file under the flags: file values replace defaults, and flags given on
+// the command line still win.
+func loadConfigFile(fs *pflag.FlagSet, c *config.Config, path string) error {
+	type setting struct{ name, value string }
+	var given []setting
+	fs.Visit(func(f *pflag.Flag) {
+		if f.Name != "config" {
+			given = append(given, setting{f.Name, f.Value.String()})
+		}
+	})
+	if err := c.Load(path); err != nil {
+		return err
+	}
+	for _, g := range given {
+		if err := fs.Set(g.name, g.value); err != nil {
+			return fmt.Errorf("--%s: %w", g.name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mocker-sim/mocker/config"
+)
+
+// TestMain lets a test run the real binary: with MOCKER_RUN_MAIN set, the test executable is mocker.
+func TestMain(m *testing.M) {
+	if os.Getenv("MOCKER_RUN_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// mocker runs the command in-process and returns stdout, stderr and the error.
+func mocker(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), errb.String(), err
+}
+
+func sharedData(t *testing.T, parts ...string) string {
+	t.Helper()
+	p := filepath.Join(append([]string{"..", "..", "..", "shared", "data"}, parts...)...)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("shared data not available (%v): skipping", err)
+	}
+	return p
+}
+
+func readReport(t *testing.T, path string) map[string]float64 {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]float64
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestPredictDemo(t *testing.T) {
+	out, stderr, err := mocker(t, "predict")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "Successful requests:                     1000") || !strings.Contains(stderr, "real time") {
+		t.Fatalf("demo output:\n%s\n%s", out, stderr)
+	}
+}
+
+func TestReportIsByteIdenticalForASeed(t *testing.T) {
+	dir := t.TempDir()
+	var reports [3][]byte
+	for i, seed := range []string{"5", "5", "6"} {
+		path := filepath.Join(dir, "r"+string(rune('a'+i))+".json")
+		if _, _, err := mocker(t, "predict", "--num-requests", "300", "--turns-per-session", "2", "--workers", "2",
+			"--seed", seed, "--report-json", path); err != nil {
+			t.Fatal(err)
+		}
+		reports[i], _ = os.ReadFile(path)
+	}
+	if !bytes.Equal(reports[0], reports[1]) {
+		t.Fatal("same seed, different --report-json")
+	}
+	if bytes.Equal(reports[0], reports[2]) {
+		t.Fatal("different seeds, same --report-json")
+	}
+	for _, key := range []string{"completed_requests", "rejected_requests", "duration_ms", "request_throughput",
+		"input_token_throughput", "output_token_throughput", "prefix_cache_reused_ratio", "preemptions",
+		"mean_ttft_ms", "p99_itl_ms", "std_e2e_ms", "p75_ttst_ms", "max_tpot_ms"} {
+		if !bytes.Contains(reports[0], []byte(`"`+key+`"`)) {
+			t.Errorf("report lacks %q", key)
+		}
+	}
+}
+
+func TestMooncakeFirst20(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	if _, _, err := mocker(t, "predict", "--trace", sharedData(t, "mooncake", "mooncake_trace_first20.jsonl"), "--report-json", path); err != nil {
+		t.Fatal(err)
+	}
+	if r := readReport(t, path); r["completed_requests"] != 20 || r["rejected_requests"] != 0 {
+		t.Fatalf("completed %v rejected %v", r["completed_requests"], r["rejected_requests"])
+	}
+}
+
+// TestConversationTraceReuse: with a pool that never evicts, the reused fraction of prompt tokens
+// approaches the trace's token-weighted theoretical maximum, 0.3736 (shared/data/README.md).
+func TestConversationTraceReuse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays 12,031 requests")
+	}
+	path := filepath.Join(t.TempDir(), "r.json")
+	if _, _, err := mocker(t, "predict", "--trace", sharedData(t, "mooncake", "conversation_trace.jsonl"),
+		"--block-size", "64", "--num-gpu-blocks", "4000000", "--report-json", path); err != nil {
+		t.Fatal(err)
+	}
+	r := readReport(t, path)
+	if got := r["prefix_cache_reused_ratio"]; got < 0.35 || got > 0.3736 || r["completed_requests"] != 12031 || r["preemptions"] != 0 {
+		t.Fatalf("reuse %v, completed %v, preemptions %v", got, r["completed_requests"], r["preemptions"])
+	}
+}
+
+func TestBadTraceFailsWithFileAndLine(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(trace, []byte("{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 2}\n{\"timestamp\": 1, \"input_length\": -5, \"output_length\": 2}\n"), 0o644)
+	report := filepath.Join(dir, "r.json")
+	_, _, err := mocker(t, "predict", "--trace", trace, "--report-json", report)
+	if err == nil || !strings.Contains(err.Error(), "bad.jsonl") || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "input_length") {
+		t.Fatalf("error %v: want the file, line 2 and the field", err)
+	}
+	if _, err := os.Stat(report); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a report was written for a failed run")
+	}
+}
+
+// TestExitStatus runs the binary itself: a failure prints "mocker: ..." and exits non-zero.
+func TestExitStatus(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "predict", "--block-size", "0")
+	cmd.Env = append(os.Environ(), "MOCKER_RUN_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "mocker: block-size 0") {
+		t.Fatalf("exit %v, output %q", err, out)
+	}
+}
+
+func TestInvalidSettingsAreNamed(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--block-size", "0"}, "block-size"},
+		{[]string{"--num-gpu-blocks", "-4"}, "num-gpu-blocks"},
+		{[]string{"--max-num-seqs", "0"}, "max-num-seqs"},
+		{[]string{"--workers", "0"}, "workers"},
+		{[]string{"--timing", "roofline"}, "timing"},
+		{[]string{"--preemption-mode", "random"}, "preemption-mode"},
+		{[]string{"--input-tokens", "0"}, "input-tokens"},
+		{[]string{"--arrival", "weibull"}, "arrival"},
+		{[]string{"--speedup-ratio", "0"}, "speedup-ratio"},
+		{[]string{"--block-size", "x"}, "block-size"},
+	} {
+		_, _, err := mocker(t, append([]string{"predict"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want it to name %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	good := write("good.yaml", "num-requests: 40\nworkers: 2\nenable-prefix-caching: false\nseed: 3\n")
+	out, _, err := mocker(t, "predict", "--config", good, "--num-requests", "30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "Successful requests:                     30") || !strings.Contains(out, "Prefix cache reused ratio:               0.00") {
+		t.Fatalf("flags must override the file, the file the defaults:\n%s", out)
+	}
+	for _, tc := range []struct{ name, body, want string }{
+		{"unknown.yaml", "num-requests: 10\nblok-size: 4\n", `line 2: unknown key "blok-size"`},
+		{"type.yaml", "seed: 1\nblock-size: large\n", "line 2: block-size: want an integer"},
+		{"twice.yaml", "seed: 1\nseed: 2\n", `line 2: key "seed" given twice`},
+		{"bad.yaml", "block-size: 0\n", "block-size 0: must be at least 1"},
+		{"list.yaml", "- 1\n", "want a mapping"},
+	} {
+		_, _, err := mocker(t, "predict", "--config", write(tc.name, tc.body))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestNoFlagNegates(t *testing.T) {
+	out, _, err := mocker(t, "predict", "--num-requests", "50", "--no-enable-prefix-caching")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "Prefix cache reused ratio:               0.00") {
+		t.Fatalf("--no-enable-prefix-caching did not disable caching:\n%s", out)
+	}
+}
+
+// TestFlagsMatchYAMLKeys: every setting is reachable both ways under one name.
+func TestFlagsMatchYAMLKeys(t *testing.T) {
+	cfg := config.Default()
+	cmd := newPredictCmd()
+	keys := map[string]bool{}
+	typ := reflect.TypeOf(cfg)
+	for i := range typ.NumField() {
+		key := typ.Field(i).Tag.Get("yaml")
+		keys[key] = true
+		if cmd.Flags().Lookup(key) == nil {
+			t.Errorf("YAML key %q has no flag", key)
+		}
+	}
+	for _, name := range []string{"config", "help"} {
+		keys[name] = true
+	}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !keys[strings.TrimPrefix(f.Name, "no-")] {
+			t.Errorf("flag --%s has no YAML key", f.Name)
+		}
+	})
+}

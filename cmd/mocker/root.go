@@ -1,0 +1,19 @@
+package main
+
+import "github.com/spf13/cobra"
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mocker",
+		Short: "Simulate LLM inference engines (vLLM) without GPUs",
+		Long: `mocker simulates how LLM inference engines schedule requests, manage a paged KV cache with
+prefix caching, preempt under memory pressure and spend time per forward pass.
+
+  mocker predict                      replay the built-in demo workload and print a report
+  mocker predict --trace trace.jsonl  replay a Mooncake trace`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newPredictCmd())
+	return root
+}

@@ -1,0 +1,280 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"reflect"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/sched/vllm"
+	"github.com/mocker-sim/mocker/sim"
+	"github.com/mocker-sim/mocker/timing"
+	"github.com/mocker-sim/mocker/workload"
+)
+
+// Config holds every setting. YAML keys are the flag names.
+type Config struct {
+	// Engine.
+	Backend              string `yaml:"backend"`
+	BlockSize            int    `yaml:"block-size"`
+	NumGPUBlocks         int    `yaml:"num-gpu-blocks"`
+	MaxNumSeqs           int    `yaml:"max-num-seqs"`
+	MaxNumBatchedTokens  int    `yaml:"max-num-batched-tokens"`
+	MaxModelLen          int    `yaml:"max-model-len"`
+	EnablePrefixCaching  bool   `yaml:"enable-prefix-caching"`
+	EnableChunkedPrefill bool   `yaml:"enable-chunked-prefill"`
+	PreemptionMode       string `yaml:"preemption-mode"`
+	DPSize               int    `yaml:"dp-size"`
+
+	// Timing.
+	Timing             string  `yaml:"timing"`
+	PrefillMs          float64 `yaml:"prefill-ms"`
+	DecodeMs           float64 `yaml:"decode-ms"`
+	SpeedupRatio       float64 `yaml:"speedup-ratio"`
+	DecodeSpeedupRatio float64 `yaml:"decode-speedup-ratio"`
+
+	// Cluster.
+	Workers int `yaml:"workers"`
+
+	// Workload: a trace, or synthetic.
+	Trace               string  `yaml:"trace"`
+	TraceFormat         string  `yaml:"trace-format"`
+	TraceBlockSize      int     `yaml:"trace-block-size"`
+	ArrivalSpeedupRatio float64 `yaml:"arrival-speedup-ratio"`
+	Concurrency         int     `yaml:"concurrency"`
+	NumRequests         int     `yaml:"num-requests"`
+	InputTokens         float64 `yaml:"input-tokens"`
+	InputTokensStddev   float64 `yaml:"input-tokens-stddev"`
+	OutputTokens        float64 `yaml:"output-tokens"`
+	OutputTokensStddev  float64 `yaml:"output-tokens-stddev"`
+	RequestRate         float64 `yaml:"request-rate"`
+	Arrival             string  `yaml:"arrival"`
+	Burstiness          float64 `yaml:"burstiness"`
+	SharedPrefixRatio   float64 `yaml:"shared-prefix-ratio"`
+	NumPrefixGroups     int     `yaml:"num-prefix-groups"`
+	TurnsPerSession     int     `yaml:"turns-per-session"`
+	InterTurnDelayMs    float64 `yaml:"inter-turn-delay-ms"`
+	InterTurnDelayDist  string  `yaml:"inter-turn-delay-dist"`
+	Seed                uint64  `yaml:"seed"`
+
+	// Output.
+	ReportJSON      string `yaml:"report-json"`
+	RequestsJSONL   string `yaml:"requests-jsonl"`
+	CheckInvariants bool   `yaml:"check-invariants"`
+}
+
+// Default is the configuration of `mocker predict` with no flags: one vLLM worker with vLLM's defaults and
+// the reference's polynomial timing, serving the built-in demo workload (1,000 synthetic requests).
+func Default() Config {
+	return Config{
+		Backend:              "vllm",
+		BlockSize:            16,
+		NumGPUBlocks:         16384,
+		MaxNumSeqs:           256,
+		MaxNumBatchedTokens:  8192,
+		EnablePrefixCaching:  true,
+		EnableChunkedPrefill: true,
+		PreemptionMode:       "lifo",
+		DPSize:               1,
+		Timing:               "polynomial",
+		SpeedupRatio:         1,
+		DecodeSpeedupRatio:   1,
+		Workers:              1,
+		TraceFormat:          "auto",
+		TraceBlockSize:       workload.DefaultTraceBlockSize,
+		ArrivalSpeedupRatio:  1,
+		NumRequests:          1000,
+		InputTokens:          1024,
+		InputTokensStddev:    256,
+		OutputTokens:         128,
+		OutputTokensStddev:   32,
+		RequestRate:          8,
+		Arrival:              "poisson",
+		Burstiness:           1,
+		SharedPrefixRatio:    0.25,
+		NumPrefixGroups:      8,
+		TurnsPerSession:      1,
+		InterTurnDelayDist:   "constant",
+	}
+}
+
+// Load reads a YAML configuration over c: keys present in the file replace c's values, others are kept.
+// An unknown or repeated key, a value of the wrong type or a second document is an error naming the file,
+// the line and the key.
+func (c *Config) Load(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+		return nil // an empty file changes nothing
+	} else if err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("config %s line %d: more than one YAML document", path, extra.Line)
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return fmt.Errorf("config %s line %d: want a mapping of settings (key: value)", path, root.Line)
+	}
+	fields := c.fieldsByKey()
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		field, ok := fields[k.Value]
+		if !ok {
+			return fmt.Errorf("config %s line %d: unknown key %q", path, k.Line, k.Value)
+		}
+		if seen[k.Value] {
+			return fmt.Errorf("config %s line %d: key %q given twice", path, k.Line, k.Value)
+		}
+		seen[k.Value] = true
+		if err := v.Decode(field.Addr().Interface()); err != nil {
+			return fmt.Errorf("config %s line %d: %s: want %s, got %q", path, v.Line, k.Value, kindName(field.Kind()), v.Value)
+		}
+	}
+	return nil
+}
+
+func kindName(k reflect.Kind) string {
+	switch k {
+	case reflect.Int:
+		return "an integer"
+	case reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return "a string"
+}
+
+// fieldsByKey maps each YAML key to its field in c.
+func (c *Config) fieldsByKey() map[string]reflect.Value {
+	v := reflect.ValueOf(c).Elem()
+	m := make(map[string]reflect.Value, v.NumField())
+	for i := range v.NumField() {
+		m[v.Type().Field(i).Tag.Get("yaml")] = v.Field(i)
+	}
+	return m
+}
+
+// Validate reports the first invalid setting, named by its flag.
+func (c *Config) Validate() error {
+	bad := func(name string, v any, want string) error {
+		return fmt.Errorf("%s %v: %s", name, v, want)
+	}
+	switch {
+	case c.Backend != "vllm":
+		return bad("backend", c.Backend, "unknown backend (want vllm)")
+	case c.BlockSize < 1:
+		return bad("block-size", c.BlockSize, "must be at least 1")
+	case c.NumGPUBlocks < 1:
+		return bad("num-gpu-blocks", c.NumGPUBlocks, "must be at least 1")
+	case c.MaxNumSeqs < 1:
+		return bad("max-num-seqs", c.MaxNumSeqs, "must be at least 1")
+	case c.MaxNumBatchedTokens < 1:
+		return bad("max-num-batched-tokens", c.MaxNumBatchedTokens, "must be at least 1")
+	case c.MaxModelLen < 0:
+		return bad("max-model-len", c.MaxModelLen, "must not be negative (0: unlimited)")
+	case c.PreemptionMode != "lifo" && c.PreemptionMode != "fifo":
+		return bad("preemption-mode", c.PreemptionMode, "want lifo or fifo")
+	case c.DPSize < 1:
+		return bad("dp-size", c.DPSize, "must be at least 1")
+	case c.Timing != "polynomial" && c.Timing != "fixed":
+		return bad("timing", c.Timing, "want polynomial or fixed")
+	case c.PrefillMs < 0 || math.IsNaN(c.PrefillMs) || math.IsInf(c.PrefillMs, 0):
+		return bad("prefill-ms", c.PrefillMs, "must be a finite number >= 0")
+	case c.DecodeMs < 0 || math.IsNaN(c.DecodeMs) || math.IsInf(c.DecodeMs, 0):
+		return bad("decode-ms", c.DecodeMs, "must be a finite number >= 0")
+	case !(c.SpeedupRatio > 0):
+		return bad("speedup-ratio", c.SpeedupRatio, "must be > 0 (inf: passes take no time)")
+	case !(c.DecodeSpeedupRatio > 0):
+		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, "must be > 0")
+	case c.Workers < 1:
+		return bad("workers", c.Workers, "must be at least 1")
+	case c.TraceBlockSize < 1:
+		return bad("trace-block-size", c.TraceBlockSize, "must be at least 1")
+	case !(c.ArrivalSpeedupRatio > 0) || math.IsInf(c.ArrivalSpeedupRatio, 0):
+		return bad("arrival-speedup-ratio", c.ArrivalSpeedupRatio, "must be a finite number > 0")
+	case c.Concurrency < 0:
+		return bad("concurrency", c.Concurrency, "must not be negative (0: follow arrival times)")
+	case c.InterTurnDelayMs < 0 || math.IsNaN(c.InterTurnDelayMs):
+		return bad("inter-turn-delay-ms", c.InterTurnDelayMs, "must be >= 0")
+	}
+	return nil
+}
+
+// EngineOptions builds the options of each worker's engine.
+func (c *Config) EngineOptions() (engine.Options, error) {
+	pre, err := vllm.ParsePreemption(c.PreemptionMode)
+	if err != nil {
+		return engine.Options{}, err
+	}
+	m, err := timing.New(c.Timing, timing.Fixed{PrefillMs: c.PrefillMs, DecodeMs: c.DecodeMs}, c.SpeedupRatio, c.DecodeSpeedupRatio)
+	if err != nil {
+		return engine.Options{}, err
+	}
+	return engine.Options{
+		DPSize: c.DPSize,
+		VLLM: vllm.Options{
+			BlockSize:        c.BlockSize,
+			NumBlocks:        c.NumGPUBlocks,
+			MaxNumSeqs:       c.MaxNumSeqs,
+			MaxBatchedTokens: c.MaxNumBatchedTokens,
+			MaxModelLen:      c.MaxModelLen,
+			ChunkedPrefill:   c.EnableChunkedPrefill,
+			PrefixCaching:    c.EnablePrefixCaching,
+			Preemption:       pre,
+		},
+		Timing: m,
+	}, nil
+}
+
+// Source opens the workload: the trace if one is set, else the synthetic generator.
+func (c *Config) Source() (workload.Source, error) {
+	if c.Trace != "" {
+		return workload.OpenTrace(c.Trace, workload.TraceOptions{TraceBlockSize: c.TraceBlockSize, Format: c.TraceFormat})
+	}
+	return workload.NewSynthetic(workload.SyntheticOptions{
+		NumRequests:       c.NumRequests,
+		Input:             workload.Length{Mean: c.InputTokens, Stddev: c.InputTokensStddev},
+		Output:            workload.Length{Mean: c.OutputTokens, Stddev: c.OutputTokensStddev},
+		RequestRate:       c.RequestRate,
+		Arrival:           c.Arrival,
+		Burstiness:        c.Burstiness,
+		SharedPrefixRatio: c.SharedPrefixRatio,
+		NumPrefixGroups:   c.NumPrefixGroups,
+		TurnsPerSession:   c.TurnsPerSession,
+		InterTurnDelay:    time.Duration(c.InterTurnDelayMs * float64(time.Millisecond)),
+		InterTurnDist:     c.InterTurnDelayDist,
+		Seed:              c.Seed,
+	})
+}
+
+// SimOptions builds the simulation's options.
+func (c *Config) SimOptions() (sim.Options, error) {
+	eo, err := c.EngineOptions()
+	if err != nil {
+		return sim.Options{}, err
+	}
+	return sim.Options{
+		Workers:         c.Workers,
+		Engine:          eo,
+		Concurrency:     c.Concurrency,
+		ArrivalSpeedup:  c.ArrivalSpeedupRatio,
+		CheckInvariants: c.CheckInvariants,
+	}, nil
+}

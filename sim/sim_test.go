@@ -1,0 +1,194 @@
+package sim
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/report"
+	"github.com/mocker-sim/mocker/sched/vllm"
+	"github.com/mocker-sim/mocker/timing"
+	"github.com/mocker-sim/mocker/workload"
+)
+
+// small is an engine with block size 4, a budget of 8 and fixed timing: 10 ms per prefill, 5 ms per decode.
+func small() engine.Options {
+	return engine.Options{
+		VLLM:   vllm.Options{BlockSize: 4, NumBlocks: 64, MaxNumSeqs: 8, MaxBatchedTokens: 8, ChunkedPrefill: true, PrefixCaching: true},
+		Timing: timing.Fixed{PrefillMs: 10, DecodeMs: 5},
+	}
+}
+
+func trace(t *testing.T, jsonl string) workload.Source {
+	t.Helper()
+	src, err := workload.ReadTrace(strings.NewReader(jsonl), "test.jsonl", workload.TraceOptions{TraceBlockSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+func run(t *testing.T, src workload.Source, o Options) *Result {
+	t.Helper()
+	o.CheckInvariants = true
+	res, err := Run(src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func ms(s report.Stats) []float64 { return []float64{s.Mean, s.Min, s.Max} }
+
+func eq(a, b []float64) bool {
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > 1e-9 {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+// TestEqualTimeOrder: a pass ending at t frees its tokens before a request arriving at t is queued, and
+// that request joins the pass starting at t.
+func TestEqualTimeOrder(t *testing.T) {
+	src := trace(t, `{"timestamp": 0, "input_length": 8, "output_length": 2, "hash_ids": [1, 2]}
+{"timestamp": 15, "input_length": 4, "output_length": 1, "hash_ids": [3]}
+`)
+	res := run(t, src, Options{Workers: 1, Engine: small()})
+	s := res.Summary
+	// r0: pass [0,15] prefill+decode, first token at 15; pass [15,30] decodes r0 and prefills r1.
+	if s.CompletedRequests != 2 || !eq(ms(s.TTFT), []float64{15, 15, 15}) || !eq(ms(s.E2E), []float64{22.5, 15, 30}) {
+		t.Fatalf("TTFT %v E2E %v", ms(s.TTFT), ms(s.E2E))
+	}
+	if s.Duration != 30*time.Millisecond || res.Passes != 2 {
+		t.Fatalf("duration %v passes %d, want 30ms and 2", s.Duration, res.Passes)
+	}
+}
+
+// TestSessionsAreClosedLoop: turn 2 arrives its delay after turn 1 completes and reuses its KV.
+func TestSessionsAreClosedLoop(t *testing.T) {
+	src := trace(t, `{"session_id": "a", "timestamp": 0, "input_length": 4, "output_length": 1, "hash_ids": [1]}
+{"session_id": "a", "delay": 100, "input_length": 8, "output_length": 1, "hash_ids": [1, 2]}
+`)
+	res := run(t, src, Options{Workers: 1, Engine: small()})
+	s := res.Summary
+	if s.Duration != 130*time.Millisecond || !eq(ms(s.E2E), []float64{15, 15, 15}) {
+		t.Fatalf("duration %v E2E %v, want 130ms and every request 15ms", s.Duration, ms(s.E2E))
+	}
+	if want := 4.0 / 12; math.Abs(s.PrefixCacheReusedRatio-want) > 1e-12 {
+		t.Fatalf("reuse %v, want %v (turn 2 hits turn 1's block)", s.PrefixCacheReusedRatio, want)
+	}
+	// Arrival speed-up divides delays too.
+	res = run(t, trace(t, `{"session_id": "a", "timestamp": 0, "input_length": 4, "output_length": 1, "hash_ids": [1]}
+{"session_id": "a", "delay": 100, "input_length": 8, "output_length": 1, "hash_ids": [1, 2]}
+`), Options{Workers: 1, Engine: small(), ArrivalSpeedup: 4})
+	if res.Summary.Duration != 55*time.Millisecond {
+		t.Fatalf("with arrival speed-up 4: duration %v, want 55ms", res.Summary.Duration)
+	}
+}
+
+func TestConcurrencyKeepsNInFlight(t *testing.T) {
+	jsonl := strings.Repeat(`{"timestamp": 5000, "input_length": 4, "output_length": 1}`+"\n", 3)
+	res := run(t, trace(t, jsonl), Options{Workers: 1, Engine: small(), Concurrency: 1})
+	// One at a time, timestamps ignored: each request runs alone for 15 ms.
+	if s := res.Summary; s.Duration != 45*time.Millisecond || !eq(ms(s.TTFT), []float64{15, 15, 15}) {
+		t.Fatalf("duration %v TTFT %v", s.Duration, ms(s.TTFT))
+	}
+	res = run(t, trace(t, jsonl), Options{Workers: 1, Engine: small(), Concurrency: 3})
+	if d := res.Summary.Duration; d >= 45*time.Millisecond {
+		t.Fatalf("concurrency 3: duration %v, want the requests batched", d)
+	}
+}
+
+func TestRejectedRequestsAreCounted(t *testing.T) {
+	src := trace(t, `{"timestamp": 0, "input_length": 4, "output_length": 1}
+{"timestamp": 0, "input_length": 1000, "output_length": 1}
+`)
+	res := run(t, src, Options{Workers: 1, Engine: small()})
+	if res.Summary.CompletedRequests != 1 || res.Summary.RejectedRequests != 1 {
+		t.Fatalf("completed %d rejected %d", res.Summary.CompletedRequests, res.Summary.RejectedRequests)
+	}
+}
+
+func synthetic(t *testing.T, seed uint64) workload.Source {
+	t.Helper()
+	src, err := workload.NewSynthetic(workload.SyntheticOptions{
+		NumRequests: 60, Input: workload.Length{Mean: 300, Stddev: 100}, Output: workload.Length{Mean: 40, Stddev: 20},
+		RequestRate: 50, Arrival: "poisson", SharedPrefixRatio: 0.5, NumPrefixGroups: 3,
+		TurnsPerSession: 3, InterTurnDelay: 50 * time.Millisecond, InterTurnDist: "exponential", Seed: seed,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+func reportBytes(t *testing.T, res *Result) []byte {
+	var b bytes.Buffer
+	if err := res.Summary.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Collector.WriteRequestsJSONL(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestDeterministic(t *testing.T) {
+	o := Options{Workers: 3, Engine: engine.Options{DPSize: 2,
+		VLLM:   vllm.Options{BlockSize: 16, NumBlocks: 120, MaxNumSeqs: 16, MaxBatchedTokens: 512, ChunkedPrefill: true, PrefixCaching: true},
+		Timing: timing.Polynomial{}}}
+	a := reportBytes(t, run(t, synthetic(t, 7), o))
+	b := reportBytes(t, run(t, synthetic(t, 7), o))
+	if !bytes.Equal(a, b) {
+		t.Fatal("same seed, different reports")
+	}
+	if c := reportBytes(t, run(t, synthetic(t, 8), o)); bytes.Equal(a, c) {
+		t.Fatal("different seeds, same report")
+	}
+	res := run(t, synthetic(t, 7), o)
+	if s := res.Summary; s.CompletedRequests != 180 || s.Preemptions == 0 {
+		t.Fatalf("completed %d preemptions %d: want 180 and a pool small enough to preempt", s.CompletedRequests, s.Preemptions)
+	}
+}
+
+// TestMultiTurnHistoryHits: later turns carry the conversation so far (prompt and generated output), so
+// with a pool that never evicts they hit most of their prompt.
+func TestMultiTurnHistoryHits(t *testing.T) {
+	o := Options{Workers: 1, Engine: engine.Options{
+		VLLM:   vllm.Options{BlockSize: 16, NumBlocks: 100000, MaxNumSeqs: 256, MaxBatchedTokens: 8192, ChunkedPrefill: true, PrefixCaching: true},
+		Timing: timing.Polynomial{}}}
+	res := run(t, synthetic(t, 7), o)
+	if s := res.Summary; s.PrefixCacheReusedRatio < 0.5 || s.Preemptions != 0 {
+		t.Fatalf("reuse %.3f preemptions %d: want most of the history reused", s.PrefixCacheReusedRatio, s.Preemptions)
+	}
+}
+
+func dataPath(t *testing.T, name string) string {
+	t.Helper()
+	p := filepath.Join("..", "..", "shared", "data", "mooncake", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("shared data not available (%v): skipping", err)
+	}
+	return p
+}
+
+func TestMooncakeFirst20(t *testing.T) {
+	src, err := workload.OpenTrace(dataPath(t, "mooncake_trace_first20.jsonl"), workload.TraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Workers: 1, Engine: engine.Options{
+		VLLM:   vllm.Options{BlockSize: 16, NumBlocks: 16384, MaxNumSeqs: 256, MaxBatchedTokens: 8192, ChunkedPrefill: true, PrefixCaching: true},
+		Timing: timing.Polynomial{}}}
+	res := run(t, src, o)
+	if res.Summary.CompletedRequests != 20 || res.Summary.TotalOutputTokens != 5675 {
+		t.Fatalf("completed %d, output tokens %d; want 20 and 5675", res.Summary.CompletedRequests, res.Summary.TotalOutputTokens)
+	}
+}

@@ -1,0 +1,25 @@
+// Package workload turns a workload description — a trace file or synthetic
+// parameters — into a stream of sessions of requests for the simulator.
+//
+// Start with source.go: a [Source] yields [Session]s (ordered turns of
+// [Request]s) in order of arrival. A Request carries lengths and times only;
+// its prompt tokens are synthesised on demand by [Request.AppendTokens]
+// (tokens.go), so a workload never holds the tokens of all its requests at
+// once. The sources are:
+//
+//   - [OpenTrace] / [ReadTrace] (trace.go) over Mooncake JSONL (mooncake.go,
+//     parsed strictly with fastjson) or Azure LLM inference CSV (azure.go). The whole file is validated up front and only its metadata
+//     is kept; every error is a [*TraceError] naming the file, the 1-based
+//     line and the field.
+//   - [NewSynthetic] (synthetic.go), which generates sessions lazily from
+//     length distributions, an arrival process, shared-prefix groups and
+//     multi-turn parameters, each driven by its own random stream derived
+//     from one seed (rng.go).
+//
+// The contract with the simulator: it pulls sessions with Next as its clock
+// reaches them, sends turn 0 at Turns[0].At, sends turn k+1 Delay after turn
+// k completes, and calls AppendTokens when it dispatches a request. Turns
+// with History set continue the conversation: the simulator prepends the
+// previous prompt and its generated output, and AppendTokens only makes the
+// new tokens. Same input and seed, same sessions and tokens.
+package workload

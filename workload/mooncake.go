@@ -1,0 +1,539 @@
+package workload
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fastjson"
+)
+
+// Mooncake JSONL: one JSON object per line, blank lines skipped. Every
+// field has the canonical name the reference writes and, for some, an alias
+// it also reads; a line may give a field under one name only.
+type mooncakeField uint8
+
+const (
+	fTimestamp mooncakeField = iota // ms, the arrival of a standalone request or a session's first turn
+	fInput                          // prompt tokens
+	fOutput                         // tokens to generate
+	fHashIDs                        // prefix-block ids, TraceBlockSize tokens each
+	fSession                        // rows sharing it are the turns of one session
+	fDelay                          // ms to wait after the previous turn completes
+	fOutputIDs                      // planned output tokens
+	fRequestID                      // informational
+	fPriority                       // informational
+	numMooncakeFields
+)
+
+// mooncakeKeys lists every accepted key with its field.
+var mooncakeKeys = [...]struct {
+	name  string
+	field mooncakeField
+}{
+	{"timestamp", fTimestamp}, {"created_time", fTimestamp},
+	{"input_length", fInput}, {"input_tokens", fInput},
+	{"output_length", fOutput}, {"output_tokens", fOutput},
+	{"hash_ids", fHashIDs},
+	{"session_id", fSession},
+	{"delay", fDelay}, {"delay_ms", fDelay},
+	{"output_token_ids", fOutputIDs},
+	{"request_id", fRequestID},
+	{"priority", fPriority},
+}
+
+// lookupMooncakeKey returns the static name and the field of key. A scan
+// of a dozen short strings is as fast as a map and returns a name that does
+// not keep the line alive.
+func lookupMooncakeKey(key []byte) (string, mooncakeField, bool) {
+	for _, k := range mooncakeKeys {
+		if k.name == string(key) {
+			return k.name, k.field, true
+		}
+	}
+	return "", 0, false
+}
+
+// canonical names, for errors about a missing field.
+var mooncakeCanonical = [numMooncakeFields]string{
+	"timestamp", "input_length", "output_length", "hash_ids", "session_id",
+	"delay", "output_token_ids", "request_id", "priority",
+}
+
+// maxLength bounds token counts so that no request asks for an absurd
+// amount of memory when its tokens are made.
+const maxLength = math.MaxInt32
+
+// mooncakeRow is one parsed line. name[f] is the key field f was given
+// under ("" if absent); has[f] is whether it had a non-null value.
+type mooncakeRow struct {
+	name [numMooncakeFields]string
+	has  [numMooncakeFields]bool
+
+	timestamp, delay time.Duration
+	input, output    int
+	hashOff, hashN   int // the row's hash ids in the loader's arena
+	outputIDs        []uint32
+	session, id      string
+	priority         int
+}
+
+// rowTimes is what the session pass needs of a row beyond its Request.
+type rowTimes struct {
+	timestamp, delay    time.Duration
+	hasTime, hasDelay   bool
+	timeName, delayName string
+	hashOff, hashN      int
+	session             string
+	hasSession          bool
+}
+
+// readMooncake loads a Mooncake JSONL trace: it parses every row, then
+// groups rows into sessions, derives delays, normalises times and sorts.
+func readMooncake(lr *lineReader, name string, blockSize int) (*sessionList, error) {
+	var (
+		reqs  []Request
+		times []rowTimes
+		arena []uint32 // every row's hash ids, back to back
+		row   mooncakeRow
+		p     fastjson.Parser // reused across lines: it keeps its buffers
+	)
+	for {
+		line, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, &TraceError{Path: name, Line: lr.line + 1, Err: err}
+		}
+		if isBlank(line) {
+			continue
+		}
+		row = mooncakeRow{hashOff: len(arena)}
+		if field, err := row.parse(&p, line, &arena); err != nil {
+			return nil, &TraceError{Path: name, Line: lr.line, Field: field, Err: err}
+		}
+		req, field, err := row.request(blockSize)
+		if err != nil {
+			return nil, &TraceError{Path: name, Line: lr.line, Field: field, Err: err}
+		}
+		req.Key = uint64(len(reqs))
+		req.Line = lr.line
+		reqs = append(reqs, req)
+		times = append(times, rowTimes{
+			timestamp: row.timestamp, hasTime: row.has[fTimestamp], timeName: row.name[fTimestamp],
+			delay: row.delay, hasDelay: row.has[fDelay], delayName: row.name[fDelay],
+			hashOff: row.hashOff, hashN: row.hashN,
+			session: row.session, hasSession: row.has[fSession],
+		})
+	}
+	return buildSessions(name, reqs, times, arena)
+}
+
+// parse reads one line into r, appending its hash ids to arena. An error
+// comes with the key it is about, if any.
+func (r *mooncakeRow) parse(p *fastjson.Parser, line []byte, arena *[]uint32) (string, error) {
+	// Parse bounds the nesting but is lenient (NaN, leading zeros, unknown
+	// escapes); Validate is strict but recursive without bound, so it runs
+	// second.
+	root, err := p.ParseBytes(line)
+	if err == nil {
+		err = fastjson.ValidateBytes(line)
+	}
+	if err != nil {
+		return syntaxError(line)
+	}
+	obj, err := root.Object()
+	if err != nil {
+		return "", fmt.Errorf("want a JSON object, got %s", root.Type())
+	}
+	var (
+		unknown []string
+		key     string
+	)
+	// Visit sees every member in order, including each of a repeated key.
+	obj.Visit(func(k []byte, v *fastjson.Value) {
+		name, f, ok := lookupMooncakeKey(k)
+		switch {
+		case err != nil: // Visit cannot stop; the first error stands
+		case !ok:
+			unknown = append(unknown, string(k))
+		default:
+			key, err = name, r.field(f, name, v, arena)
+		}
+	})
+	switch {
+	case err != nil:
+		return key, err
+	case len(unknown) == 1:
+		return unknown[0], fmt.Errorf("unknown field (known: %s)", knownMooncakeFields())
+	case len(unknown) > 1:
+		return strings.Join(unknown, ", "), fmt.Errorf("unknown fields (known: %s)", knownMooncakeFields())
+	}
+	return "", nil
+}
+
+// syntaxError explains why fastjson rejected line. Its errors say neither
+// where nor in which member, so encoding/json, whose errors do, reads the
+// line again: whole for the column, then member by member for the field.
+func syntaxError(line []byte) (string, error) {
+	var se *json.SyntaxError
+	if !errors.As(json.Unmarshal(line, new(json.RawMessage)), &se) {
+		// Valid JSON that fastjson rejects is nested beyond its limit (and
+		// its error then repeats itself at every level).
+		return "", fmt.Errorf("invalid JSON: nested deeper than %d levels", fastjson.MaxDepth)
+	}
+	err := fmt.Errorf("invalid JSON at column %d: %w", se.Offset, se)
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if tok, _ := dec.Token(); tok != json.Delim('{') {
+		return "", fmt.Errorf("want a JSON object: %w", err)
+	}
+	for dec.More() {
+		tok, _ := dec.Token()
+		key, ok := tok.(string)
+		if !ok {
+			break // the error is between members
+		}
+		if dec.Decode(new(json.RawMessage)) != nil {
+			return key, err
+		}
+		// encoding/json ends a number at the first byte that cannot go on
+		// with it, but to a reader "4x" is a malformed value all the same.
+		if rest := line[dec.InputOffset():]; len(rest) > 0 && !bytes.ContainsAny(rest[:1], " \t\r\n,}") {
+			return key, err
+		}
+	}
+	return "", err
+}
+
+func knownMooncakeFields() string {
+	names := make([]string, 0, len(mooncakeKeys))
+	for _, k := range mooncakeKeys {
+		names = append(names, k.name)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// field reads v, the value of field f given under key (a static name).
+func (r *mooncakeRow) field(f mooncakeField, key string, v *fastjson.Value, arena *[]uint32) error {
+	switch prev := r.name[f]; {
+	case prev == key:
+		return errors.New("given twice")
+	case prev != "":
+		return fmt.Errorf("conflicts with %s (the same field under another name; give one)", prev)
+	}
+	r.name[f] = key
+	if v.Type() == fastjson.TypeNull {
+		return nil
+	}
+	r.has[f] = true
+	var err error
+	switch f {
+	case fTimestamp:
+		r.timestamp, err = millis(v)
+	case fDelay:
+		r.delay, err = millis(v)
+	case fInput:
+		r.input, err = length(v)
+	case fOutput:
+		r.output, err = length(v)
+	case fPriority:
+		var mag uint64
+		var neg bool
+		if mag, neg, err = integer(v); err == nil && mag > math.MaxInt32 {
+			return fmt.Errorf("%s is out of range", v)
+		}
+		r.priority = int(mag)
+		if neg {
+			r.priority = -r.priority
+		}
+	case fSession:
+		r.session, err = stringOrInt(v)
+	case fRequestID:
+		r.id, err = stringOrInt(v)
+	case fHashIDs:
+		err = eachUint(v, math.MaxUint64, func(id uint64) {
+			// The token of a block is the low 32 bits of its id, as in the
+			// reference; only that is kept.
+			*arena = append(*arena, uint32(id))
+			r.hashN++
+		})
+	case fOutputIDs:
+		r.outputIDs = []uint32{}
+		err = eachUint(v, math.MaxUint32, func(id uint64) { r.outputIDs = append(r.outputIDs, uint32(id)) })
+	}
+	return err
+}
+
+// eachUint calls add with each element of the array v, an integer in
+// [0, limit].
+func eachUint(v *fastjson.Value, limit uint64, add func(uint64)) error {
+	a, err := v.Array()
+	if err != nil {
+		return fmt.Errorf("want an array, got %s", v.Type())
+	}
+	for _, e := range a {
+		u, neg, err := integer(e)
+		switch {
+		case err != nil:
+			return err
+		case neg:
+			return fmt.Errorf("must be >= 0, got %s", e)
+		case u > limit:
+			return fmt.Errorf("must be <= %d, got %s", limit, e)
+		}
+		add(u)
+	}
+	return nil
+}
+
+// integer reads a whole number as its magnitude and sign. Integers are
+// exact over the full uint64 range, which hash ids use; whole numbers
+// written with a fraction or exponent (6758.0, 1e3) are accepted too.
+func integer(v *fastjson.Value) (mag uint64, neg bool, err error) {
+	if u, err := v.Uint64(); err == nil {
+		return u, false, nil
+	}
+	if i, err := v.Int64(); err == nil {
+		return uint64(-i), i < 0, nil // -math.MinInt64 wraps to 1<<63, its magnitude
+	}
+	f, err := float(v)
+	switch {
+	case err != nil:
+		return 0, false, err
+	case math.Abs(f) >= 1<<63:
+		return 0, false, fmt.Errorf("%s is out of range", v)
+	case f != math.Trunc(f):
+		return 0, false, fmt.Errorf("must be an integer, got %s", v)
+	}
+	return uint64(math.Abs(f)), f < 0, nil
+}
+
+// float reads a number through strconv, which rounds correctly: fastjson's
+// Float64 can miss by an ulp, and 0.07e2 would not be the whole number 7.
+func float(v *fastjson.Value) (float64, error) {
+	if t := v.Type(); t != fastjson.TypeNumber {
+		return 0, fmt.Errorf("want a number, got %s", t)
+	}
+	f, _ := strconv.ParseFloat(v.String(), 64) // valid JSON: at worst out of range, ±Inf
+	return f, nil
+}
+
+// millis reads a non-negative count of milliseconds. Integers convert
+// exactly; fractions round to the nanosecond.
+func millis(v *fastjson.Value) (time.Duration, error) {
+	const maxMillis = math.MaxInt64 / 1_000_000
+	if ms, err := v.Uint64(); err == nil {
+		if ms > maxMillis {
+			return 0, fmt.Errorf("%s ms is out of range", v)
+		}
+		return time.Duration(ms) * time.Millisecond, nil
+	}
+	f, err := float(v)
+	switch {
+	case err != nil:
+		return 0, err
+	case f >= maxMillis:
+		return 0, fmt.Errorf("%s ms is out of range", v)
+	case f < 0:
+		return 0, fmt.Errorf("must be >= 0, got %s", v)
+	}
+	return time.Duration(math.Round(f * 1e6)), nil
+}
+
+// length reads a token count; the caller checks its lower bound, so that
+// the message can say what the bound is.
+func length(v *fastjson.Value) (int, error) {
+	u, neg, err := integer(v)
+	switch {
+	case err != nil:
+		return 0, err
+	case u > maxLength:
+		return 0, fmt.Errorf("must be <= %d, got %s", maxLength, v)
+	case neg:
+		return -int(u), nil
+	}
+	return int(u), nil
+}
+
+// stringOrInt reads an id given as a string or an integer; 7 and "7" are the
+// same id.
+func stringOrInt(v *fastjson.Value) (string, error) {
+	switch t := v.Type(); t {
+	case fastjson.TypeString:
+		b, _ := v.StringBytes()
+		return string(b), nil
+	case fastjson.TypeNumber:
+		if _, _, err := integer(v); err != nil {
+			return "", errors.New("must be a string or an integer")
+		}
+		return v.String(), nil
+	default:
+		return "", fmt.Errorf("want a string or an integer, got %s", t)
+	}
+}
+
+// request checks the row's values against each other and makes its Request
+// (without Key, Line, Turn and times, which the caller and the session pass
+// fill in).
+func (r *mooncakeRow) request(blockSize int) (Request, string, error) {
+	req := Request{
+		ID:             r.id,
+		OutputTokenIDs: r.outputIDs,
+		Priority:       r.priority,
+		blockSize:      blockSize,
+	}
+	switch {
+	case r.has[fInput]:
+		if r.input < 1 {
+			return req, r.name[fInput], fmt.Errorf("must be >= 1, got %d", r.input)
+		}
+		req.InputLen = r.input
+	case r.hashN > 0:
+		if r.hashN > maxLength/blockSize {
+			return req, "hash_ids", fmt.Errorf("%d blocks of %d tokens is too long a prompt", r.hashN, blockSize)
+		}
+		req.InputLen = r.hashN * blockSize
+	default:
+		return req, mooncakeCanonical[fInput], errors.New("missing (and no hash_ids to derive it from)")
+	}
+	switch {
+	case r.has[fOutput] && r.has[fOutputIDs] && r.output != len(r.outputIDs):
+		return req, r.name[fOutput], fmt.Errorf("%d disagrees with the %d output_token_ids", r.output, len(r.outputIDs))
+	case r.has[fOutput] && r.output < 0:
+		return req, r.name[fOutput], fmt.Errorf("must be >= 0, got %d", r.output)
+	case r.has[fOutput]:
+		req.OutputLen = r.output
+	case r.has[fOutputIDs]:
+		req.OutputLen = len(r.outputIDs)
+	default:
+		return req, mooncakeCanonical[fOutput], errors.New("missing (give output_length or output_token_ids)")
+	}
+	if r.has[fDelay] && !r.has[fSession] {
+		return req, r.name[fDelay], errors.New("only a later turn of a session may have a delay (this row has no session_id)")
+	}
+	if !r.has[fTimestamp] && !r.has[fSession] {
+		return req, mooncakeCanonical[fTimestamp], errors.New("missing (needed for the arrival of a row without session_id)")
+	}
+	return req, "", nil
+}
+
+// buildSessions groups rows into sessions (rows sharing session_id, in file
+// order), derives each later turn's Delay, normalises times so that the
+// earliest arrival is 0 and sorts sessions by arrival, ties in file order.
+func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32) (*sessionList, error) {
+	if cap(arena) > len(arena)+len(arena)/4 {
+		arena = slices.Clone(arena) // drop the slack of appending; the trace keeps it
+	}
+	// Number the sessions in order of their first row and count turns.
+	var (
+		sessionOf = make([]int, len(reqs))
+		turnCount []int
+		byID      = map[string]int{}
+	)
+	for i, t := range times {
+		s, ok := byID[t.session]
+		if !t.hasSession || !ok {
+			s = len(turnCount)
+			turnCount = append(turnCount, 0)
+			if t.hasSession {
+				byID[t.session] = s
+			}
+		}
+		sessionOf[i] = s
+		turnCount[s]++
+	}
+
+	// Lay the turns of each session out contiguously in one slice.
+	start := make([]int, len(turnCount)+1)
+	for s, n := range turnCount {
+		start[s+1] = start[s] + n
+	}
+	turns := make([]Request, len(reqs))
+	rowOf := make([]int, len(reqs)) // turn slot → row
+	fill := slices.Clone(start[:len(turnCount)])
+	for i := range reqs {
+		s := sessionOf[i]
+		k := fill[s]
+		fill[s]++
+		turns[k] = reqs[i]
+		turns[k].Turn = k - start[s]
+		if t := times[i]; t.hashN > 0 {
+			turns[k].hashes = arena[t.hashOff : t.hashOff+t.hashN : t.hashOff+t.hashN]
+		}
+		rowOf[k] = i
+	}
+
+	// Check times and derive delays; find the earliest arrival.
+	origin := time.Duration(math.MaxInt64)
+	for s := range turnCount {
+		for k := start[s]; k < start[s+1]; k++ {
+			t, req := times[rowOf[k]], &turns[k]
+			fail := func(field string, err error) error {
+				return &TraceError{Path: name, Line: req.Line, Field: field, Err: err}
+			}
+			if req.Turn == 0 {
+				switch {
+				case t.hasDelay:
+					return nil, fail(t.delayName, errors.New("the first turn of a session may not have a delay"))
+				case !t.hasTime:
+					return nil, fail(mooncakeCanonical[fTimestamp], errors.New("missing (needed for the arrival of a session's first turn)"))
+				}
+				origin = min(origin, t.timestamp)
+				continue
+			}
+			prev := times[rowOf[k-1]]
+			switch {
+			case t.hasDelay:
+				req.Delay = t.delay
+			case !t.hasTime:
+				return nil, fail(mooncakeCanonical[fDelay], errors.New("missing, and no timestamp to derive it from"))
+			case !prev.hasTime:
+				return nil, fail(mooncakeCanonical[fDelay], fmt.Errorf("missing, and the previous turn (line %d) has no timestamp to derive it from", turns[k-1].Line))
+			case t.timestamp < prev.timestamp:
+				return nil, fail(t.timeName, fmt.Errorf("%v is before the previous turn's %v (line %d) and there is no delay",
+					t.timestamp, prev.timestamp, turns[k-1].Line))
+			default:
+				req.Delay = t.timestamp - prev.timestamp
+			}
+		}
+	}
+
+	// Normalise: the earliest arrival is 0. A later turn without a
+	// timestamp gets the earliest time it could arrive.
+	sessions := make([]Session, len(turnCount))
+	for s := range turnCount {
+		for k := start[s]; k < start[s+1]; k++ {
+			t, req := times[rowOf[k]], &turns[k]
+			switch {
+			case t.hasTime:
+				req.At = t.timestamp - origin
+			default:
+				req.At = turns[k-1].At + req.Delay
+			}
+		}
+		sessions[s] = Session{Turns: turns[start[s]:start[s+1]:start[s+1]]}
+	}
+	slices.SortStableFunc(sessions, func(a, b Session) int {
+		return cmpDuration(a.Turns[0].At, b.Turns[0].At)
+	})
+	return &sessionList{sessions: sessions, requests: len(reqs)}, nil
+}
+
+func cmpDuration(a, b time.Duration) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

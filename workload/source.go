@@ -1,0 +1,68 @@
+package workload
+
+import (
+	"io"
+	"time"
+)
+
+// Request is one request of a workload before its tokens are synthesised.
+type Request struct {
+	Key       uint64        // unique within the workload (0, 1, 2, ... in source order); salts request-unique tokens
+	ID        string        // the trace's request_id, if any
+	Line      int           // 1-based line in the trace file; 0 for synthetic requests
+	Turn      int           // 0-based index of the request in its session
+	At        time.Duration // arrival offset from the workload start; meaningful for Turn 0 (later turns keep their own timestamp here, informational)
+	Delay     time.Duration // Turn > 0: time to wait after the previous turn completes before this one arrives
+	InputLen  int           // prompt tokens this request contributes (with History: the new tokens only, appended after the history)
+	OutputLen int           // tokens to generate (max_tokens; may be 0)
+
+	OutputTokenIDs []uint32 // planned output token ids (trace field output_token_ids), nil if none; if set, OutputLen == len
+	Priority       int      // trace field priority (informational)
+
+	// History means the prompt starts with the session's previous prompt
+	// and generated output (synthetic multi-turn chat); the simulator
+	// prepends that, AppendTokens only makes the new part.
+	History bool
+
+	// How the tokens are made (see AppendTokens). A zero Request makes
+	// InputLen request-unique tokens, which is what tests of other packages
+	// usually want.
+	hashes    []uint32 // trace: low 32 bits of each hash id, one per block of blockSize tokens
+	blockSize int      // trace: tokens per hash id
+	prefixLen int      // synthetic: leading tokens taken from the shared prefix group
+	prefix    uint64   // synthetic: seed of the group's prefix tokens
+	salt      uint64   // mixed with Key into the request-unique tokens
+}
+
+// HashIDs returns the trace's hash ids of the request, each truncated to its
+// low 32 bits (the token the block is made of), or nil when it has none.
+// The slice is shared; do not modify it.
+func (r *Request) HashIDs() []uint32 { return r.hashes }
+
+// Session is an ordered list of turns; a standalone request is a session of
+// one turn.
+type Session struct{ Turns []Request }
+
+// Source yields sessions in non-decreasing order of Turns[0].At. Next returns
+// io.EOF at the end. Sources are not safe for concurrent use.
+type Source interface {
+	Next() (*Session, error)
+	Requests() int // total number of requests (all turns) the source will yield, -1 if unknown
+}
+
+// sessionList is a Source over sessions held in memory (a loaded trace).
+type sessionList struct {
+	sessions []Session
+	next     int
+	requests int
+}
+
+func (s *sessionList) Next() (*Session, error) {
+	if s.next >= len(s.sessions) {
+		return nil, io.EOF
+	}
+	s.next++
+	return &s.sessions[s.next-1], nil
+}
+
+func (s *sessionList) Requests() int { return s.requests }

@@ -1,0 +1,234 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Length is a normal distribution of token counts: draws are rounded and
+// clamped to >= 1 for input, >= 0 for output. Stddev 0 means constant.
+type Length struct{ Mean, Stddev float64 }
+
+// SyntheticOptions describes a generated workload.
+type SyntheticOptions struct {
+	NumRequests       int     // number of sessions (= requests when TurnsPerSession is 1)
+	Input, Output     Length  // prompt and output lengths, drawn per request
+	RequestRate       float64 // sessions per second; +Inf = all at t=0; ignored by "burst"
+	Arrival           string  // "poisson" (default), "constant", "gamma", "burst" (all at t=0)
+	Burstiness        float64 // gamma shape k (mean gap stays 1/rate, CV = 1/sqrt(k)); 1 = poisson, default 1
+	SharedPrefixRatio float64 // [0,1]: fraction of the mean input length that is a prefix shared within a group
+	NumPrefixGroups   int     // >= 1 when SharedPrefixRatio > 0; each session joins a group chosen uniformly at random
+
+	TurnsPerSession int           // >= 1 (0 means 1)
+	InterTurnDelay  time.Duration // mean wait after a turn completes before the next (turns > 1)
+	InterTurnDist   string        // "constant" (default) or "exponential"
+
+	Seed uint64
+}
+
+// NewSynthetic validates the options and returns a lazy Source that
+// generates sessions on demand, in O(1) memory in NumRequests.
+//
+// Arrivals: "constant" puts session i at i × round(1s/rate), the first at 0;
+// "poisson" and "gamma" put the first session after one gap, as a process
+// observed from time 0 would; "burst" (or an infinite rate) puts all at 0.
+//
+// A session's first turn starts with min(P, InputLen) tokens of its group's
+// prefix, P = round(SharedPrefixRatio × Input.Mean); later turns have
+// History set, fresh lengths (all of their new tokens unique) and a Delay
+// of InterTurnDelay, constant or drawn from an exponential with that mean.
+// Every turn's At is its session's arrival.
+func NewSynthetic(o SyntheticOptions) (Source, error) {
+	if err := o.normalize(); err != nil {
+		return nil, fmt.Errorf("synthetic: %w", err)
+	}
+	g := &synthetic{
+		o:        o,
+		arrivals: newStream(o.Seed, streamArrivals),
+		inputs:   newStream(o.Seed, streamInput),
+		outputs:  newStream(o.Seed, streamOutput),
+		groups:   newStream(o.Seed, streamGroups),
+		delays:   newStream(o.Seed, streamDelays),
+		salt:     streamSeed(o.Seed, streamUniqueTokens),
+		prefix:   streamSeed(o.Seed, streamPrefixTokens),
+	}
+	if o.SharedPrefixRatio > 0 {
+		g.prefixLen = int(math.Round(o.SharedPrefixRatio * o.Input.Mean))
+	}
+	return g, nil
+}
+
+// normalize fills defaults and reports the first invalid option, named as
+// the command line names it.
+func (o *SyntheticOptions) normalize() error {
+	if o.NumRequests < 1 {
+		return fmt.Errorf("num-requests: must be >= 1, got %d", o.NumRequests)
+	}
+	if err := o.Input.check("input-tokens", 1); err != nil {
+		return err
+	}
+	if err := o.Output.check("output-tokens", 0); err != nil {
+		return err
+	}
+	if o.Arrival == "" {
+		o.Arrival = "poisson"
+	}
+	switch o.Arrival {
+	case "poisson", "constant", "gamma":
+		if !(o.RequestRate > 0) {
+			return fmt.Errorf("request-rate: must be > 0 (or +Inf) for %s arrivals, got %v", o.Arrival, o.RequestRate)
+		}
+	case "burst":
+	default:
+		return fmt.Errorf("arrival: unknown process %q (want poisson, constant, gamma or burst)", o.Arrival)
+	}
+	switch {
+	case o.Burstiness == 0:
+		o.Burstiness = 1
+	case o.Arrival == "gamma" && !(o.Burstiness > 0 && o.Burstiness < math.Inf(1)):
+		return fmt.Errorf("burstiness: must be > 0 and finite, got %v", o.Burstiness)
+	case o.Arrival != "gamma" && o.Burstiness != 1:
+		return fmt.Errorf("burstiness: only applies to gamma arrivals (arrival is %s)", o.Arrival)
+	}
+	if !(o.SharedPrefixRatio >= 0 && o.SharedPrefixRatio <= 1) {
+		return fmt.Errorf("shared-prefix-ratio: must be in [0, 1], got %v", o.SharedPrefixRatio)
+	}
+	switch {
+	case o.NumPrefixGroups < 0:
+		return fmt.Errorf("num-prefix-groups: must be >= 1, got %d", o.NumPrefixGroups)
+	case o.SharedPrefixRatio > 0 && o.NumPrefixGroups < 1:
+		return fmt.Errorf("num-prefix-groups: must be >= 1 when shared-prefix-ratio > 0, got %d", o.NumPrefixGroups)
+	}
+	switch {
+	case o.TurnsPerSession == 0:
+		o.TurnsPerSession = 1
+	case o.TurnsPerSession < 0:
+		return fmt.Errorf("turns-per-session: must be >= 1, got %d", o.TurnsPerSession)
+	case o.NumRequests > math.MaxInt32/o.TurnsPerSession:
+		return fmt.Errorf("num-requests: %d sessions of %d turns are too many requests", o.NumRequests, o.TurnsPerSession)
+	}
+	if o.InterTurnDelay < 0 {
+		return fmt.Errorf("inter-turn-delay: must be >= 0, got %v", o.InterTurnDelay)
+	}
+	switch o.InterTurnDist {
+	case "":
+		o.InterTurnDist = "constant"
+	case "constant", "exponential":
+	default:
+		return fmt.Errorf("inter-turn-dist: unknown distribution %q (want constant or exponential)", o.InterTurnDist)
+	}
+	return nil
+}
+
+func (l Length) check(name string, least float64) error {
+	switch {
+	case math.IsNaN(l.Mean) || math.IsInf(l.Mean, 0):
+		return fmt.Errorf("%s: mean must be finite, got %v", name, l.Mean)
+	case l.Mean < least:
+		return fmt.Errorf("%s: mean must be >= %v, got %v", name, least, l.Mean)
+	case l.Mean > maxLength:
+		return fmt.Errorf("%s: mean must be <= %d, got %v", name, maxLength, l.Mean)
+	case !(l.Stddev >= 0) || math.IsInf(l.Stddev, 0):
+		return fmt.Errorf("%s: stddev must be >= 0 and finite, got %v", name, l.Stddev)
+	}
+	return nil
+}
+
+// draw returns a length: normal, rounded, clamped to [least, maxLength].
+func (l Length) draw(r *rand.Rand, least int) int {
+	v := l.Mean
+	if l.Stddev > 0 {
+		v += l.Stddev * r.NormFloat64()
+	}
+	return int(math.Round(min(max(v, float64(least)), maxLength)))
+}
+
+// synthetic is the Source of NewSynthetic.
+type synthetic struct {
+	o     SyntheticOptions
+	next  int     // index of the next session
+	clock float64 // seconds: arrival of the last session (poisson, gamma)
+
+	arrivals, inputs, outputs, groups, delays *rand.Rand
+
+	salt      uint64 // of request-unique tokens
+	prefix    uint64 // seed of the groups' prefix tokens
+	prefixLen int    // P, 0 without shared prefixes
+}
+
+var errArrivalOverflow = errors.New("synthetic: arrival time overflows time.Duration (request-rate too low?)")
+
+func (g *synthetic) Requests() int { return g.o.NumRequests * g.o.TurnsPerSession }
+
+func (g *synthetic) Next() (*Session, error) {
+	if g.next >= g.o.NumRequests {
+		return nil, io.EOF
+	}
+	i := g.next
+	g.next++
+	at, err := g.arrival(i)
+	if err != nil {
+		return nil, err
+	}
+	var prefix uint64
+	if g.o.SharedPrefixRatio > 0 {
+		group := g.groups.IntN(g.o.NumPrefixGroups)
+		prefix = mix64(g.prefix + uint64(group+1)*golden)
+	}
+	n := g.o.TurnsPerSession
+	turns := make([]Request, n)
+	for j := range turns {
+		r := &turns[j]
+		r.Key = uint64(i*n + j)
+		r.Turn = j
+		r.At = at
+		r.InputLen = g.o.Input.draw(g.inputs, 1)
+		r.OutputLen = g.o.Output.draw(g.outputs, 0)
+		r.salt = g.salt
+		if j == 0 {
+			r.prefixLen = min(g.prefixLen, r.InputLen)
+			r.prefix = prefix
+			continue
+		}
+		r.History = true
+		r.Delay = g.o.InterTurnDelay
+		if g.o.InterTurnDist == "exponential" {
+			r.Delay = time.Duration(math.Round(g.delays.ExpFloat64() * float64(g.o.InterTurnDelay)))
+		}
+	}
+	return &Session{Turns: turns}, nil
+}
+
+// arrival returns the arrival of session i; sessions are asked in order.
+func (g *synthetic) arrival(i int) (time.Duration, error) {
+	rate := g.o.RequestRate
+	if g.o.Arrival == "burst" || math.IsInf(rate, 1) {
+		return 0, nil
+	}
+	var sec float64
+	switch g.o.Arrival {
+	case "constant":
+		// A whole number of nanoseconds apart, so that every gap is equal.
+		gap := math.Round(1e9 / rate)
+		if gap*float64(i) >= math.MaxInt64 {
+			return 0, errArrivalOverflow
+		}
+		return time.Duration(i) * time.Duration(gap), nil
+	case "poisson":
+		g.clock += g.arrivals.ExpFloat64() / rate
+		sec = g.clock
+	case "gamma":
+		k := g.o.Burstiness
+		g.clock += gammaVariate(g.arrivals, k) / (rate * k)
+		sec = g.clock
+	}
+	ns := math.Round(sec * 1e9)
+	if ns >= math.MaxInt64 {
+		return 0, errArrivalOverflow
+	}
+	return time.Duration(ns), nil
+}

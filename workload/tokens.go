@@ -1,0 +1,61 @@
+package workload
+
+import "slices"
+
+// Token spaces. Request-unique tokens have the top bit set and shared-prefix
+// tokens have it clear, so a synthetic prefix can never be matched by a
+// request's own tokens. Trace tokens are the trace's hash ids, as in the
+// reference, and may fall anywhere.
+const (
+	uniqueBit = 1 << 31
+	golden    = 0x9e3779b97f4a7c15 // splitmix64 increment
+)
+
+// mix64 is the splitmix64 finaliser: a bijective, well-mixed hash of x.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// AppendTokens appends the request's InputLen synthesised prompt tokens to
+// dst and returns it. It is deterministic and allocation-free when dst has
+// capacity.
+//
+// The tokens are, in order: for a trace request, BlockSize copies of each
+// hash id's low 32 bits (the reference's rule: hash ids [1,2], block 4, length
+// 6 give [1 1 1 1 2 2]); for a synthetic request in a prefix group, the
+// group's prefix tokens; then request-unique tokens for the rest — a
+// splitmix64 stream keyed by Key, so they never hit a cache.
+func (r *Request) AppendTokens(dst []uint32) []uint32 {
+	n := max(r.InputLen, 0)
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	out := dst[start:]
+
+	i := 0
+	if r.blockSize > 0 {
+		for _, h := range r.hashes {
+			if i >= n {
+				break
+			}
+			end := min(i+r.blockSize, n)
+			for j := i; j < end; j++ {
+				out[j] = h
+			}
+			i = end
+		}
+	}
+	for end := min(r.prefixLen, n); i < end; i++ {
+		out[i] = uint32(mix64(r.prefix+uint64(i)*golden)>>32) &^ uniqueBit
+	}
+	if i < n {
+		base := mix64(r.salt ^ (r.Key+1)*golden)
+		for ; i < n; i++ {
+			out[i] = uint32(mix64(base+uint64(i)*golden)>>32) | uniqueBit
+		}
+	}
+	return dst
+}

@@ -1,0 +1,120 @@
+package workload
+
+import (
+	"slices"
+	"testing"
+)
+
+// The reference's loadgen rule (dynamo-mocker.md §9, §13): each hash id is
+// TraceBlockSize copies of its low 32 bits, truncated at input_length.
+func TestAppendTokensFromHashIDs(t *testing.T) {
+	const u = 0 // placeholder for a request-unique token
+	tests := []struct {
+		line  string
+		block int
+		want  []uint32
+	}{
+		{`{"timestamp": 0, "input_length": 6, "output_length": 1, "hash_ids": [1, 2]}`, 4, []uint32{1, 1, 1, 1, 2, 2}},
+		{`{"timestamp": 0, "output_length": 1, "hash_ids": [1, 2]}`, 4, []uint32{1, 1, 1, 1, 2, 2, 2, 2}},
+		{`{"timestamp": 0, "input_length": 3, "output_length": 1, "hash_ids": [7, 8, 9]}`, 2, []uint32{7, 7, 8}},
+		{`{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [5]}`, 2, []uint32{5, 5, u, u, u}},
+		{`{"timestamp": 0, "input_length": 3, "output_length": 1}`, 2, []uint32{u, u, u}},
+		{`{"timestamp": 0, "input_length": 2, "output_length": 1, "hash_ids": [4294967303]}`, 2, []uint32{7, 7}}, // 2^32 + 7
+		{`{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [18446744073709551615]}`, 2, []uint32{0xffffffff}},
+	}
+	for _, tt := range tests {
+		sessions := readMooncakeString(t, tt.line, TraceOptions{TraceBlockSize: tt.block})
+		r := sessions[0].Turns[0]
+		got := r.AppendTokens(nil)
+		if len(got) != len(tt.want) {
+			t.Errorf("%s (block %d): tokens %v, want %v", tt.line, tt.block, got, tt.want)
+			continue
+		}
+		for i, w := range tt.want {
+			if w == u {
+				if got[i]&uniqueBit == 0 {
+					t.Errorf("%s: token %d = %#x, want a request-unique token (top bit set)", tt.line, i, got[i])
+				}
+				continue
+			}
+			if got[i] != w {
+				t.Errorf("%s (block %d): tokens %v, want %v", tt.line, tt.block, got, tt.want)
+				break
+			}
+		}
+	}
+}
+
+func TestAppendTokensAppendsAndRepeats(t *testing.T) {
+	r := Request{Key: 3, InputLen: 10, hashes: []uint32{9}, blockSize: 4}
+	dst := []uint32{100, 200}
+	got := r.AppendTokens(dst)
+	if len(got) != 12 || got[0] != 100 || got[1] != 200 || got[2] != 9 || got[5] != 9 || got[6]&uniqueBit == 0 {
+		t.Fatalf("AppendTokens = %v", got)
+	}
+	if again := r.AppendTokens(nil); !slices.Equal(again, got[2:]) {
+		t.Errorf("second call %v, want %v", again, got[2:])
+	}
+	if zero := (&Request{}).AppendTokens(nil); len(zero) != 0 {
+		t.Errorf("zero Request made %v", zero)
+	}
+}
+
+func TestAppendTokensAllocationFree(t *testing.T) {
+	r := Request{Key: 1, InputLen: 5000, hashes: []uint32{1, 2, 3}, blockSize: 512}
+	dst := make([]uint32, 0, r.InputLen)
+	if n := testing.AllocsPerRun(100, func() { dst = r.AppendTokens(dst[:0]) }); n != 0 {
+		t.Errorf("AppendTokens allocates %v times with capacity", n)
+	}
+}
+
+// Request-unique tokens differ between requests (by Key and by salt) and
+// are the same for the same request.
+func TestUniqueTokens(t *testing.T) {
+	a := Request{Key: 1, InputLen: 64}
+	b := Request{Key: 2, InputLen: 64}
+	c := Request{Key: 1, InputLen: 64, salt: 99}
+	ta, tb, tc := a.AppendTokens(nil), b.AppendTokens(nil), c.AppendTokens(nil)
+	if slices.Equal(ta, tb) || slices.Equal(ta, tc) {
+		t.Errorf("unique tokens repeat across requests: %v / %v / %v", ta[:4], tb[:4], tc[:4])
+	}
+	seen := map[uint32]bool{}
+	for _, tok := range slices.Concat(ta, tb, tc) {
+		if tok&uniqueBit == 0 {
+			t.Fatalf("unique token %#x without the top bit", tok)
+		}
+		seen[tok] = true
+	}
+	if len(seen) != 3*64 {
+		t.Errorf("%d distinct tokens among 192 unique ones", len(seen))
+	}
+}
+
+func BenchmarkAppendTokens(b *testing.B) {
+	// Shaped like the conversation trace's mean request: 12,035 tokens, 24
+	// hash ids of 512 tokens (the last partial); plus a tail of unique
+	// tokens and an all-unique request.
+	hashes := make([]uint32, 24)
+	for i := range hashes {
+		hashes[i] = uint32(i)
+	}
+	cases := []struct {
+		name string
+		r    Request
+	}{
+		{"hashes", Request{Key: 1, InputLen: 12035, hashes: hashes, blockSize: 512}},
+		{"hashes+unique", Request{Key: 1, InputLen: 12035, hashes: hashes[:12], blockSize: 512}},
+		{"unique", Request{Key: 1, InputLen: 12035}},
+		{"prefix+unique", Request{Key: 1, InputLen: 12035, prefixLen: 6000, prefix: 42}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			dst := make([]uint32, 0, c.r.InputLen)
+			b.SetBytes(int64(4 * c.r.InputLen))
+			b.ReportAllocs()
+			for b.Loop() {
+				dst = c.r.AppendTokens(dst[:0])
+			}
+		})
+	}
+}

@@ -1,0 +1,160 @@
+package workload
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// TraceOptions says how to read a trace file.
+type TraceOptions struct {
+	TraceBlockSize int    // tokens per hash id (default when 0: 512, the Mooncake traces' block)
+	Format         string // "" or "auto" (by content/extension), "mooncake", "azure"
+}
+
+// DefaultTraceBlockSize is the block size of the public Mooncake traces.
+const DefaultTraceBlockSize = 512
+
+// TraceError is an error in a trace file. It prints as
+// "trace FILE line N: FIELD: problem", leaving out what is unknown.
+type TraceError struct {
+	Path  string // the file (or the name given to ReadTrace)
+	Line  int    // 1-based line, 0 if the error is not about one line
+	Field string // the field as the file spells it, "" if none
+	Err   error
+}
+
+func (e *TraceError) Error() string {
+	var b strings.Builder
+	b.WriteString("trace ")
+	b.WriteString(e.Path)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, " line %d", e.Line)
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+func (e *TraceError) Unwrap() error { return e.Err }
+
+// OpenTrace reads and validates the whole file up front (metadata only:
+// lengths, hash ids, times — no tokens) and returns a Source over it. Any
+// error names the file, the 1-based line and the field.
+//
+// Mooncake rows sharing a session_id are the turns of one session, in file
+// order; other rows are sessions of one turn. A session's first turn
+// arrives at its timestamp; a later turn's Delay is its delay field, else
+// the difference of its timestamp and the previous turn's. Times are
+// shifted so that the earliest arrival is 0; a later turn's At is its own
+// timestamp, or without one the previous turn's At plus its Delay. Sessions
+// are yielded by arrival, ties in file order. Azure rows are sessions of
+// one turn arriving at their TIMESTAMP less the earliest one.
+func OpenTrace(path string, opts TraceOptions) (Source, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	defer f.Close()
+	return ReadTrace(f, path, opts)
+}
+
+// ReadTrace is OpenTrace over a reader; name is used in error messages and,
+// for format "auto", a ".csv" extension selects the Azure format.
+func ReadTrace(r io.Reader, name string, opts TraceOptions) (Source, error) {
+	bs := opts.TraceBlockSize
+	switch {
+	case bs == 0:
+		bs = DefaultTraceBlockSize
+	case bs < 0:
+		return nil, &TraceError{Path: name, Err: fmt.Errorf("trace block size must be >= 1, got %d", bs)}
+	}
+	lr := &lineReader{br: bufio.NewReaderSize(r, 64<<10)}
+	format := opts.Format
+	if format == "" || format == "auto" {
+		format = detectFormat(name, lr.br)
+	}
+	var (
+		src *sessionList
+		err error
+	)
+	switch format {
+	case "mooncake":
+		src, err = readMooncake(lr, name, bs)
+	case "azure":
+		src, err = readAzure(lr, name)
+	default:
+		return nil, &TraceError{Path: name, Err: fmt.Errorf("unknown trace format %q (want auto, mooncake or azure)", opts.Format)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if src.requests == 0 {
+		return nil, &TraceError{Path: name, Err: errors.New("no requests")}
+	}
+	return src, nil
+}
+
+const utf8BOM = "\xef\xbb\xbf"
+
+// detectFormat picks azure for a .csv name or a first line starting with
+// TIMESTAMP (the Azure header), mooncake otherwise.
+func detectFormat(name string, br *bufio.Reader) string {
+	if strings.EqualFold(filepath.Ext(name), ".csv") {
+		return "azure"
+	}
+	head, _ := br.Peek(len(utf8BOM) + len("TIMESTAMP"))
+	head = bytes.TrimPrefix(head, []byte(utf8BOM))
+	if bytes.HasPrefix(head, []byte("TIMESTAMP")) {
+		return "azure"
+	}
+	return "mooncake"
+}
+
+// lineReader yields the lines of a file without their line ending, counting
+// them (blank ones too) so errors can name the line.
+type lineReader struct {
+	br   *bufio.Reader
+	buf  []byte // a line longer than br's buffer
+	line int    // 1-based number of the line last returned
+}
+
+// next returns the next line, valid until the following call, or io.EOF. A
+// last line without a newline is a line.
+func (l *lineReader) next() ([]byte, error) {
+	b, err := l.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		l.buf = append(l.buf[:0], b...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			b, err = l.br.ReadSlice('\n')
+			l.buf = append(l.buf, b...)
+		}
+		b = l.buf
+	}
+	if err != nil && (err != io.EOF || len(b) == 0) {
+		if err != io.EOF {
+			err = fmt.Errorf("read: %w", err)
+		}
+		return nil, err
+	}
+	l.line++
+	if l.line == 1 {
+		b = bytes.TrimPrefix(b, []byte(utf8BOM))
+	}
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	b = bytes.TrimSuffix(b, []byte("\r"))
+	return b, nil
+}
+
+func isBlank(b []byte) bool {
+	return len(bytes.TrimLeft(b, " \t\r")) == 0
+}
