@@ -1,10 +1,12 @@
 package kvcache
 
 // index maps a block hash to the first resident copy of it. It replaces a Go map on the pool's hottest
-// path (every block of every request is looked up, inserted and deleted once): keys are already uniform
-// 64-bit hashes, so they index an open-addressing table directly with linear probing, and deletion shifts
-// later entries back instead of leaving tombstones, so lookups stay short under constant churn. A pool
-// never holds more hashes than blocks, which bounds the table.
+// path (every block of every request is looked up, inserted and deleted once), where the cost is cache
+// misses, so slots are small: a slot holds the hash's low 32 bits (its tag) and the block id; the home
+// slot is the tag's low bits (hashes are already uniform), so probing, resizing and deleting never leave
+// the table, and a full hash is confirmed on the block itself only on a tag match. Linear probing, and deletion shifts later entries back instead
+// of leaving tombstones, so probe runs stay short under constant churn. A pool never holds more hashes than
+// blocks, which bounds the table.
 type index struct {
 	slots []slot
 	mask  uint64
@@ -12,13 +14,15 @@ type index struct {
 }
 
 type slot struct {
-	hash uint64
-	id   BlockID // none: empty
+	tag uint32
+	id  BlockID // none: empty
 }
+
+func tagOf(hash uint64) uint32 { return uint32(hash) }
 
 func newIndex(hint int) index {
 	size := 1024
-	for size < 2*hint && size < 1<<30 {
+	for 3*size < 4*hint && size < 1<<30 {
 		size *= 2
 	}
 	ix := index{}
@@ -35,58 +39,59 @@ func (ix *index) resize(size int) {
 	ix.mask = uint64(size - 1)
 	ix.n = 0
 	for _, s := range old {
-		if s.id != none {
-			ix.putIfAbsent(s.hash, s.id)
+		if s.id == none {
+			continue
+		}
+		i := uint64(s.tag) & ix.mask
+		for ix.slots[i].id != none {
+			i = (i + 1) & ix.mask
+		}
+		ix.slots[i] = s
+		ix.n++
+	}
+}
+
+// lookup returns the slot holding hash, or the empty slot ending its probe run.
+func (ix *index) lookup(blocks []block, hash uint64) uint64 {
+	tag := tagOf(hash)
+	for i := hash & ix.mask; ; i = (i + 1) & ix.mask {
+		s := ix.slots[i]
+		if s.id == none || s.tag == tag && blocks[s.id].hash == hash {
+			return i
 		}
 	}
 }
 
 // get returns the id stored for hash, or none.
-func (ix *index) get(hash uint64) BlockID {
-	for i := hash & ix.mask; ; i = (i + 1) & ix.mask {
-		s := &ix.slots[i]
-		if s.id == none || s.hash == hash {
-			return s.id
-		}
-	}
+func (ix *index) get(blocks []block, hash uint64) BlockID {
+	return ix.slots[ix.lookup(blocks, hash)].id
 }
 
-// putIfAbsent stores id for hash unless hash is present; it returns the id now stored.
-func (ix *index) putIfAbsent(hash uint64, id BlockID) BlockID {
-	if 2*(ix.n+1) > len(ix.slots) {
+// putIfAbsent stores id (whose block already carries hash) unless hash is present; it returns the id now
+// stored.
+func (ix *index) putIfAbsent(blocks []block, hash uint64, id BlockID) BlockID {
+	if 4*(ix.n+1) > 3*len(ix.slots) {
 		ix.resize(2 * len(ix.slots))
 	}
-	for i := hash & ix.mask; ; i = (i + 1) & ix.mask {
-		s := &ix.slots[i]
-		if s.id == none {
-			*s = slot{hash, id}
-			ix.n++
-			return id
-		}
-		if s.hash == hash {
-			return s.id
-		}
+	i := ix.lookup(blocks, hash)
+	if s := &ix.slots[i]; s.id == none {
+		*s = slot{tagOf(hash), id}
+		ix.n++
 	}
+	return ix.slots[i].id
 }
 
 // replace stores a new id for a present hash.
-func (ix *index) replace(hash uint64, id BlockID) { ix.slots[ix.find(hash)].id = id }
-
-// find returns the slot of a present hash.
-func (ix *index) find(hash uint64) uint64 {
-	i := hash & ix.mask
-	for ix.slots[i].hash != hash || ix.slots[i].id == none {
-		i = (i + 1) & ix.mask
-	}
-	return i
+func (ix *index) replace(blocks []block, hash uint64, id BlockID) {
+	ix.slots[ix.lookup(blocks, hash)].id = id
 }
 
 // delete removes a present hash, shifting back the entries of its probe run (Knuth's algorithm R).
-func (ix *index) delete(hash uint64) {
-	i := ix.find(hash)
+func (ix *index) delete(blocks []block, hash uint64) {
+	i := ix.lookup(blocks, hash)
 	for j := (i + 1) & ix.mask; ix.slots[j].id != none; j = (j + 1) & ix.mask {
-		home := ix.slots[j].hash & ix.mask
-		// Move slot j into the hole at i if its home is not cyclically in (i, j].
+		home := uint64(ix.slots[j].tag) & ix.mask
+		// Move slot j into the hole at i unless its home lies cyclically in (i, j].
 		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
 			ix.slots[i] = ix.slots[j]
 			i = j

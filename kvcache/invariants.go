@@ -28,7 +28,7 @@ func (p *Pool) CheckInvariants() error {
 			}
 			found := false
 			prev := none
-			for c := p.byHash.get(b.hash); c != none && !found; prev, c = c, p.blocks[c].same {
+			for c := p.byHash.get(p.blocks, b.hash); c != none && !found; prev, c = c, p.blocks[c].same {
 				if p.blocks[c].samePrev != prev {
 					return fmt.Errorf("kvcache: block %d's previous copy is %d, want %d", c, p.blocks[c].samePrev, prev)
 				}

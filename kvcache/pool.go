@@ -92,7 +92,7 @@ func (p *Pool) Match(blocks []tokens.Block, dst []BlockID) (hits []BlockID, acti
 		return dst, 0
 	}
 	for _, b := range blocks {
-		first := p.byHash.get(b.Hash)
+		first := p.byHash.get(p.blocks, b.Hash)
 		if first == none {
 			break
 		}
@@ -196,9 +196,9 @@ func (p *Pool) forget(id BlockID) {
 	if b.samePrev != none {
 		p.blocks[b.samePrev].same = b.same
 	} else if b.same != none {
-		p.byHash.replace(b.hash, b.same)
+		p.byHash.replace(p.blocks, b.hash, b.same)
 	} else {
-		p.byHash.delete(b.hash)
+		p.byHash.delete(p.blocks, b.hash)
 		p.removed = append(p.removed, b.hash)
 	}
 	if b.same != none {
@@ -224,7 +224,7 @@ func (p *Pool) Commit(table []BlockID, blocks []tokens.Block, from, to int) {
 		}
 		b.state = cached
 		b.hash = blocks[i].Hash
-		if first := p.byHash.putIfAbsent(b.hash, id); first != id {
+		if first := p.byHash.putIfAbsent(p.blocks, b.hash, id); first != id {
 			// A duplicate copy: it takes capacity but the hash is already announced.
 			b.same, b.samePrev = p.blocks[first].same, first
 			if b.same != none {

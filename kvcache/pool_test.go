@@ -329,7 +329,7 @@ func TestPoolAgainstOracle(t *testing.T) {
 						t.Fatalf("step %d: resident %#x not announced", step, h)
 					}
 					copies := 0
-					for c := p.byHash.get(h); c != none; c = p.blocks[c].same {
+					for c := p.byHash.get(p.blocks, h); c != none; c = p.blocks[c].same {
 						copies++
 					}
 					if copies != n {

@@ -10,15 +10,16 @@ import (
 	"github.com/mocker-sim/mocker/workload"
 )
 
-// BenchmarkConversationTrace replays the Mooncake conversation trace (12,031 requests, 59 minutes) on one
-// worker with vLLM's defaults and reports simulated seconds per wall second.
+// BenchmarkConversationTrace replays the Mooncake conversation trace (12,031 requests, 59 minutes) with
+// vLLM's defaults and reports simulated seconds per wall second.
 func BenchmarkConversationTrace(b *testing.B) {
 	path := filepath.Join("..", "..", "shared", "data", "mooncake", "conversation_trace.jsonl")
 	for _, bc := range []struct {
 		name      string
+		workers   int
 		blockSize int
 		blocks    int
-	}{{"bs16-16k-blocks", 16, 16384}, {"bs64-never-evicts", 64, 4000000}} {
+	}{{"bs16-16k-blocks", 1, 16, 16384}, {"bs64-never-evicts", 1, 64, 4000000}, {"8-workers", 8, 16, 16384}} {
 		b.Run(bc.name, func(b *testing.B) {
 			var simulated float64
 			for b.Loop() {
@@ -26,7 +27,7 @@ func BenchmarkConversationTrace(b *testing.B) {
 				if err != nil {
 					b.Skipf("shared data not available: %v", err)
 				}
-				res, err := Run(src, Options{Workers: 1, Engine: engine.Options{
+				res, err := Run(src, Options{Workers: bc.workers, Engine: engine.Options{
 					VLLM: vllm.Options{BlockSize: bc.blockSize, NumBlocks: bc.blocks, MaxNumSeqs: 256, MaxBatchedTokens: 8192,
 						ChunkedPrefill: true, PrefixCaching: true},
 					Timing: timing.Polynomial{}}})
