@@ -36,15 +36,12 @@ func readAzure(lr *lineReader, name string) (*sessionList, error) {
 		stamps []time.Time
 	)
 	for {
-		line, err := lr.next()
+		line, err := lr.record(name)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, &TraceError{Path: name, Line: lr.line + 1, Err: err}
-		}
-		if isBlank(line) {
-			continue
+			return nil, err
 		}
 		fail := func(field string, err error) error {
 			return &TraceError{Path: name, Line: lr.line, Field: field, Err: err}

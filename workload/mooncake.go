@@ -106,15 +106,12 @@ func readMooncake(lr *lineReader, name string, blockSize int) (*sessionList, err
 		p     fastjson.Parser // reused across lines: it keeps its buffers
 	)
 	for {
-		line, err := lr.next()
+		line, err := lr.record(name)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, &TraceError{Path: name, Line: lr.line + 1, Err: err}
-		}
-		if isBlank(line) {
-			continue
+			return nil, err
 		}
 		row = mooncakeRow{hashOff: len(arena)}
 		if field, err := row.parse(&p, line, &arena); err != nil {

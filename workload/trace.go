@@ -155,6 +155,18 @@ func (l *lineReader) next() ([]byte, error) {
 	return b, nil
 }
 
-func isBlank(b []byte) bool {
-	return len(bytes.TrimLeft(b, " \t\r")) == 0
+// record returns the next non-blank line, or io.EOF; a read error is a *TraceError for the file name.
+func (l *lineReader) record(name string) ([]byte, error) {
+	for {
+		line, err := l.next()
+		if err == io.EOF {
+			return nil, err
+		}
+		if err != nil {
+			return nil, &TraceError{Path: name, Line: l.line + 1, Err: err}
+		}
+		if len(bytes.TrimLeft(line, " \t\r")) > 0 {
+			return line, nil
+		}
+	}
 }
