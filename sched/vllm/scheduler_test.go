@@ -440,3 +440,48 @@ func TestChunkedPrefillOffWaitsForBudget(t *testing.T) {
 		t.Fatal("a 9-token request was accepted with an 8-token budget and chunking off")
 	}
 }
+
+// TestEventsApplyCleanly ports test_live_pathological_load_no_router_event_errors: 8 identical requests on
+// a tiny pool (constant eviction and preemption). An indexer fed only the events must never see a block
+// stored twice or a removal of something it does not hold, and must end holding exactly what is resident.
+func TestEventsApplyCleanly(t *testing.T) {
+	for _, mode := range []Preemption{LIFO, FIFO} {
+		o := Options{BlockSize: 4, NumBlocks: 10, MaxNumSeqs: 8, MaxBatchedTokens: 16, ChunkedPrefill: true, PrefixCaching: true, Events: true, Preemption: mode}
+		h := newHarness(t, o)
+		for i := range 8 {
+			h.enqueue(uint64(i), prompt(0, 14), 12)
+		}
+		indexed := map[uint64]bool{}
+		var lastID uint64
+		first := true
+		for passes := 0; !h.s.Idle(); passes++ {
+			if passes > 1000 {
+				t.Fatal("no progress")
+			}
+			for _, ev := range h.step().Events {
+				if !first && ev.ID != lastID+1 {
+					t.Fatalf("event id %d after %d", ev.ID, lastID)
+				}
+				first, lastID = false, ev.ID
+				for _, b := range ev.Blocks {
+					if indexed[b.Hash] {
+						t.Fatalf("event %d stores %x twice", ev.ID, b.Hash)
+					}
+					indexed[b.Hash] = true
+				}
+				for _, hash := range ev.Hashes {
+					if !indexed[hash] {
+						t.Fatalf("event %d removes %x, never stored", ev.ID, hash)
+					}
+					delete(indexed, hash)
+				}
+			}
+		}
+		if h.s.Metrics().Preemptions == 0 {
+			t.Fatal("the pool was not small enough to preempt")
+		}
+		if len(indexed) != h.s.Pool().Inactive() {
+			t.Fatalf("indexer holds %d hashes, pool has %d cached blocks", len(indexed), h.s.Pool().Inactive())
+		}
+	}
+}
