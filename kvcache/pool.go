@@ -2,6 +2,7 @@ package kvcache
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/mocker-sim/mocker/tokens"
 )
@@ -178,9 +179,13 @@ func (p *Pool) take() BlockID {
 		p.freeList = p.freeList[:n-1]
 		return id
 	}
-	if len(p.blocks) < p.capacity {
+	if n := len(p.blocks); n < p.capacity {
+		if n == cap(p.blocks) {
+			// Double, up to the capacity: a huge pool that is never filled costs only what it uses.
+			p.blocks = slices.Grow(p.blocks, min(max(n, 1024), p.capacity-n))
+		}
 		p.blocks = append(p.blocks, block{})
-		return BlockID(len(p.blocks) - 1)
+		return BlockID(n)
 	}
 	id := p.lruHead
 	p.unlink(id)
