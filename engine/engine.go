@@ -12,7 +12,7 @@ import (
 // Options configure an Engine.
 type Options struct {
 	DPSize int          // data-parallel ranks, each with its own scheduler and pool; 0 means 1
-	VLLM   vllm.Options // the vLLM scheduler of every rank
+	VLLM   vllm.Options // the vLLM scheduler of every rank (its Seed is mixed with the rank's index)
 	Timing timing.Model // prices each rank's pass
 }
 
@@ -58,8 +58,10 @@ func New(o Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: no timing model")
 	}
 	e := &Engine{model: o.Timing}
-	for range max(o.DPSize, 1) {
-		s, err := vllm.New(o.VLLM)
+	for i := range max(o.DPSize, 1) {
+		vo := o.VLLM
+		vo.Seed = RankSeed(o.VLLM.Seed, i)
+		s, err := vllm.New(vo)
 		if err != nil {
 			return nil, err
 		}
@@ -139,4 +141,13 @@ func (e *Engine) Step(now time.Duration) *Pass {
 	}
 	p.End = now + longest
 	return p
+}
+
+// RankSeed derives the seed of one stream (a rank, a worker) from a base seed, so streams differ and a new
+// rank or worker shifts nobody else's draws.
+func RankSeed(base uint64, i int) uint64 {
+	x := base + uint64(i+1)*0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }

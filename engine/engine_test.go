@@ -74,7 +74,13 @@ func TestRandomWorkloadInvariants(t *testing.T) {
 			ChunkedPrefill:   rng.IntN(4) > 0,
 			PrefixCaching:    rng.IntN(4) > 0,
 			Preemption:       vllm.Preemption(rng.IntN(2)),
+			Capacity:         vllm.Capacity(rng.IntN(2)),
 			Events:           true,
+			Seed:             seed,
+		}
+		if rng.IntN(3) == 0 {
+			o.SpecTokens = 1 + rng.IntN(3)
+			o.SpecAcceptRates = []float64{0.8, 0.5}
 		}
 		dp := 1 + rng.IntN(2)
 		t.Run(fmt.Sprintf("%d/%+v/dp%d", seed, o, dp), func(t *testing.T) {
@@ -138,6 +144,11 @@ func TestRandomWorkloadInvariants(t *testing.T) {
 			}
 			if !e.Idle() {
 				t.Fatal("work left after 3000 passes")
+			}
+			for _, m := range e.Metrics() {
+				if o.Capacity == vllm.GuaranteedNoEvict && m.Preemptions != 0 {
+					t.Fatalf("%d preemptions under guaranteed_no_evict", m.Preemptions)
+				}
 			}
 			for id := range asked {
 				if !done[id] {

@@ -98,6 +98,8 @@ type Metrics struct {
 	Preemptions      int64 // total
 	PrefixQueries    int64 // prompt tokens looked up at admissions
 	PrefixHits       int64 // of those, tokens found in the cache
+	SpecSteps        int64 // speculative decode steps
+	SpecTokens       int64 // tokens those steps emitted (mean accepted length = SpecTokens / SpecSteps)
 }
 
 // CacheUsage is the fraction of blocks in use, vLLM's kv_cache_usage_perc.

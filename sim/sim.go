@@ -80,8 +80,10 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	if r.speedup <= 0 || math.IsNaN(r.speedup) {
 		r.speedup = 1
 	}
-	for range o.Workers {
-		e, err := engine.New(o.Engine)
+	for i := range o.Workers {
+		eo := o.Engine
+		eo.VLLM.Seed = engine.RankSeed(o.Engine.VLLM.Seed, i)
+		e, err := engine.New(eo)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package vllm
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/mocker-sim/mocker/kvcache"
@@ -32,6 +33,19 @@ func ParsePreemption(s string) (Preemption, error) {
 	return 0, fmt.Errorf("preemption mode %q: want lifo or fifo", s)
 }
 
+// Capacity is the admission policy.
+type Capacity uint8
+
+const (
+	// MaxUtilization admits a request when its prompt fits now and preempts when the pool runs out
+	// (vLLM).
+	MaxUtilization Capacity = iota
+	// GuaranteedNoEvict admits a request only if its prompt and its whole output fit beside what every
+	// running request may still need, so nothing is ever preempted (TensorRT-LLM's
+	// guaranteed_no_evict).
+	GuaranteedNoEvict
+)
+
 // Options configure a Scheduler. Zero MaxNumSeqs, MaxBatchedTokens or MaxModelLen mean unbounded.
 type Options struct {
 	BlockSize        int // tokens per KV block
@@ -42,7 +56,15 @@ type Options struct {
 	ChunkedPrefill   bool
 	PrefixCaching    bool
 	Preemption       Preemption
+	Capacity         Capacity
 	Events           bool // record KV events (with prefix caching)
+
+	// Speculative decoding (MTP): each decode step verifies SpecTokens draft tokens; draft j is accepted
+	// with probability SpecAcceptRates[j] given the ones before were (missing rates are 0). Seed drives
+	// the acceptance draws.
+	SpecTokens      int
+	SpecAcceptRates []float64
+	Seed            uint64
 }
 
 // Validate reports the first invalid option, naming it.
@@ -60,6 +82,15 @@ func (o Options) Validate() error {
 		return fmt.Errorf("max-model-len %d: must not be negative", o.MaxModelLen)
 	case o.Preemption > FIFO:
 		return fmt.Errorf("preemption mode %d: unknown", o.Preemption)
+	case o.Capacity > GuaranteedNoEvict:
+		return fmt.Errorf("capacity policy %d: unknown", o.Capacity)
+	case o.SpecTokens < 0:
+		return fmt.Errorf("spec-num-tokens %d: must not be negative", o.SpecTokens)
+	}
+	for _, r := range o.SpecAcceptRates {
+		if !(r >= 0 && r <= 1) {
+			return fmt.Errorf("spec-accept-rates %v: each rate must be in [0, 1]", o.SpecAcceptRates)
+		}
 	}
 	return nil
 }
@@ -78,9 +109,15 @@ type request struct {
 
 	// The current pass's work, while inPass.
 	inPass      bool
-	passNew     int
+	passNew     int // tokens computed, draft tokens included
 	passCached  int
 	passPrefill bool
+	passDrafts  int // draft tokens of a speculative decode step
+}
+
+// need is the blocks r holds or will hold at most: prompt and every output token (GuaranteedNoEvict).
+func (s *Scheduler) need(r *request) int {
+	return s.blocksFor(r.seq.Len() - r.generated + r.maxTokens + s.opt.SpecTokens)
 }
 
 // Scheduler is a vLLM v1 scheduler with its KV block pool. It is not safe for concurrent use.
@@ -103,6 +140,10 @@ type Scheduler struct {
 	preemptions   int64
 	prefixQueries int64
 	prefixHits    int64
+
+	rng        *rand.Rand // speculative acceptance draws
+	specSteps  int64      // speculative decode steps
+	specTokens int64      // tokens they emitted
 }
 
 // New returns an idle scheduler with an empty pool.
@@ -114,7 +155,8 @@ func New(o Options) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Scheduler{opt: o, pool: pool, byID: make(map[uint64]*request)}, nil
+	return &Scheduler{opt: o, pool: pool, byID: make(map[uint64]*request),
+		rng: rand.New(rand.NewPCG(o.Seed, 0x6d7470))}, nil
 }
 
 // Pool exposes the KV block pool, for inspection.
@@ -213,6 +255,8 @@ func (s *Scheduler) Metrics() sched.Metrics {
 		Preemptions:    s.preemptions,
 		PrefixQueries:  s.prefixQueries,
 		PrefixHits:     s.prefixHits,
+		SpecSteps:      s.specSteps,
+		SpecTokens:     s.specTokens,
 	}
 }
 
@@ -249,7 +293,15 @@ func (s *Scheduler) scheduleRunning(budget *int) (preempted bool) {
 			break
 		}
 		n := min(remaining, *budget)
-		need := s.blocksFor(r.computed+n) - len(r.table)
+		drafts := 0
+		if !r.prefilling {
+			// A decode step also verifies draft tokens, as far as the budget allows.
+			drafts = min(s.opt.SpecTokens, *budget-n)
+		}
+		need := s.blocksFor(r.computed+n+drafts) - len(r.table)
+		if need > 0 && !s.pool.CanAllocate(nil, need) && s.opt.Capacity == GuaranteedNoEvict {
+			break // cannot happen: admission reserved every running request's whole output
+		}
 		self := false
 		for need > 0 && !s.pool.CanAllocate(nil, need) {
 			vi := len(s.running) - 1
@@ -270,7 +322,7 @@ func (s *Scheduler) scheduleRunning(budget *int) (preempted bool) {
 		if self {
 			continue // the next request has moved into position i
 		}
-		s.schedule(r, n, budget)
+		s.schedule(r, n, drafts, budget)
 		i++
 	}
 	return preempted
@@ -305,6 +357,13 @@ func (s *Scheduler) preempt(i int, budget *int) {
 // admitWaiting admits waiting requests strictly in FIFO order.
 func (s *Scheduler) admitWaiting(budget *int) {
 	bs := s.opt.BlockSize
+	// GuaranteedNoEvict: blocks the running requests may still claim.
+	reserved := 0
+	if s.opt.Capacity == GuaranteedNoEvict {
+		for _, r := range s.running {
+			reserved += s.need(r) - len(r.table)
+		}
+	}
 	for s.waiting.len() > 0 && *budget > 0 && (s.opt.MaxNumSeqs == 0 || len(s.running) < s.opt.MaxNumSeqs) {
 		r := s.waiting.front()
 		length := r.seq.Len()
@@ -315,14 +374,23 @@ func (s *Scheduler) admitWaiting(budget *int) {
 		if hits*bs >= length {
 			// Everything is cached: recompute the last block to get logits.
 			hits = (length - 1) / bs
-			for _, id := range s.hits[hits:] {
-				if s.pool.Referenced(id) {
-					activeHits--
-				}
+		}
+		if s.opt.SpecTokens > 0 && hits > 0 {
+			// The draft head needs the hidden states of the last block too (reference §4).
+			hits--
+		}
+		for _, id := range s.hits[hits:] {
+			if s.pool.Referenced(id) {
+				activeHits--
 			}
 		}
-		// The whole prompt must fit beside the active blocks; active prefix blocks are shared for free.
-		if s.blocksFor(length)-activeHits > s.pool.Capacity()-s.pool.Active() {
+		// The whole prompt (GuaranteedNoEvict: the whole request) must fit beside the active blocks and
+		// the reservations; active prefix blocks are shared for free.
+		want := s.blocksFor(length)
+		if s.opt.Capacity == GuaranteedNoEvict {
+			want = s.need(r)
+		}
+		if want-activeHits > s.pool.Capacity()-s.pool.Active()-reserved {
 			return
 		}
 		cached := hits * bs
@@ -344,27 +412,54 @@ func (s *Scheduler) admitWaiting(budget *int) {
 		s.pass.Admitted = append(s.pass.Admitted, sched.Admission{ID: r.id, Cached: cached, Resumed: r.preemptions > 0})
 		s.prefixQueries += int64(length)
 		s.prefixHits += int64(cached)
-		s.schedule(r, n, budget) // cannot fail: CanAllocate checked the fresh blocks
+		s.schedule(r, n, 0, budget) // cannot fail: CanAllocate checked the fresh blocks
+		if s.opt.Capacity == GuaranteedNoEvict {
+			reserved += s.need(r) - len(r.table)
+		}
 	}
 }
 
-// schedule gives n tokens to r: allocates their blocks, caches the blocks they complete, and records the work.
-func (s *Scheduler) schedule(r *request, n int, budget *int) {
-	if need := s.blocksFor(r.computed+n) - len(r.table); need > 0 {
+// schedule gives n tokens (and room for drafts draft tokens) to r: allocates their blocks, caches the
+// blocks they complete, and records the work. Draft tokens count as computed only once accepted.
+func (s *Scheduler) schedule(r *request, n, drafts int, budget *int) {
+	if need := s.blocksFor(r.computed+n+drafts) - len(r.table); need > 0 {
 		r.table = s.pool.Allocate(r.table, need)
 	}
 	r.inPass = true
 	r.passCached = r.computed
-	r.passNew = n
+	r.passNew = n + drafts
+	r.passDrafts = drafts
 	r.passPrefill = r.prefilling
 	r.computed += n
+	s.commit(r)
+	s.scheduled = append(s.scheduled, r)
+	*budget -= n + drafts
+}
+
+// commit caches the full blocks r has computed.
+func (s *Scheduler) commit(r *request) {
 	blocks := r.seq.Blocks()
 	if full := min(r.computed/s.opt.BlockSize, len(blocks)); full > r.committed {
 		s.pool.Commit(r.table, blocks, r.committed, full)
 		r.committed = full
 	}
-	s.scheduled = append(s.scheduled, r)
-	*budget -= n
+}
+
+// burst is how many tokens a speculative decode step of r emits: the bonus token plus the run of
+// accepted drafts, at most what r still has to generate.
+func (s *Scheduler) burst(r *request) int {
+	b := 1
+	for j := 0; j < r.passDrafts && b < r.maxTokens-r.generated; j++ {
+		rate := 0.0
+		if j < len(s.opt.SpecAcceptRates) {
+			rate = s.opt.SpecAcceptRates[j]
+		}
+		if s.rng.Float64() >= rate {
+			break
+		}
+		b++
+	}
+	return b
 }
 
 // finishPass samples a token for every request whose computed tokens reach its length, finishes requests,
@@ -395,16 +490,33 @@ func (s *Scheduler) finishPass() {
 		}
 		out := sched.Output{ID: r.id}
 		if r.generated < r.maxTokens {
-			tok := sched.TokenID(r.id, r.generated)
-			if r.generated < len(r.planned) {
-				tok = r.planned[r.generated]
+			n := 1
+			if r.passDrafts > 0 {
+				n = s.burst(r)
+				s.specSteps++
+				s.specTokens += int64(n)
 			}
-			r.seq.Append(tok)
-			r.generated++
-			r.prefilling = false
 			start := len(s.tokenBuf)
-			s.tokenBuf = append(s.tokenBuf, tok)
+			for range n {
+				tok := sched.TokenID(r.id, r.generated)
+				if r.generated < len(r.planned) {
+					tok = r.planned[r.generated]
+				}
+				r.seq.Append(tok)
+				r.generated++
+				s.tokenBuf = append(s.tokenBuf, tok)
+			}
 			out.Tokens = s.tokenBuf[start:len(s.tokenBuf):len(s.tokenBuf)]
+			r.prefilling = false
+			if r.passDrafts > 0 {
+				// The accepted drafts' KV is valid; the blocks reserved for rejected ones go back.
+				r.computed += n - 1
+				s.commit(r)
+				if keep := s.blocksFor(r.computed); keep < len(r.table) {
+					s.pool.Release(r.table[keep:])
+					r.table = r.table[:keep]
+				}
+			}
 		}
 		if r.generated >= r.maxTokens {
 			out.Done = true
