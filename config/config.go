@@ -33,6 +33,10 @@ type Config struct {
 	PreemptionMode       string `yaml:"preemption-mode"`
 	DPSize               int    `yaml:"dp-size"`
 
+	// Speculative decoding (MTP).
+	SpecNumTokens   int       `yaml:"spec-num-tokens"`
+	SpecAcceptRates []float64 `yaml:"spec-accept-rates"`
+
 	// Timing.
 	Timing             string  `yaml:"timing"`
 	PrefillMs          float64 `yaml:"prefill-ms"`
@@ -75,7 +79,7 @@ type Config struct {
 func Default() Config {
 	return Config{
 		Backend:              "vllm",
-		BlockSize:            16,
+		BlockSize:            0, // the backend's own default
 		NumGPUBlocks:         16384,
 		MaxNumSeqs:           256,
 		MaxNumBatchedTokens:  8192,
@@ -83,6 +87,7 @@ func Default() Config {
 		EnableChunkedPrefill: true,
 		PreemptionMode:       "lifo",
 		DPSize:               1,
+		SpecAcceptRates:      []float64{0.85, 0.3},
 		Timing:               "polynomial",
 		SpeedupRatio:         1,
 		DecodeSpeedupRatio:   1,
@@ -157,6 +162,8 @@ func kindName(k reflect.Kind) string {
 		return "a number"
 	case reflect.Bool:
 		return "true or false"
+	case reflect.Slice:
+		return "a list of numbers"
 	}
 	return "a string"
 }
@@ -177,10 +184,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%s %v: %s", name, v, want)
 	}
 	switch {
-	case c.Backend != "vllm":
-		return bad("backend", c.Backend, "unknown backend (want vllm)")
-	case c.BlockSize < 1:
-		return bad("block-size", c.BlockSize, "must be at least 1")
+	case c.Backend != "vllm" && c.Backend != "trtllm":
+		return bad("backend", c.Backend, "unknown backend (want vllm or trtllm)")
+	case c.BlockSize < 0:
+		return bad("block-size", c.BlockSize, "must be at least 1 (0: the backend's default)")
 	case c.NumGPUBlocks < 1:
 		return bad("num-gpu-blocks", c.NumGPUBlocks, "must be at least 1")
 	case c.MaxNumSeqs < 1:
@@ -193,6 +200,10 @@ func (c *Config) Validate() error {
 		return bad("preemption-mode", c.PreemptionMode, "want lifo or fifo")
 	case c.DPSize < 1:
 		return bad("dp-size", c.DPSize, "must be at least 1")
+	case c.SpecNumTokens < 0 || c.SpecNumTokens > 8:
+		return bad("spec-num-tokens", c.SpecNumTokens, "must be in [0, 8]")
+	case c.SpecNumTokens > 0 && c.DecodeSpeedupRatio != 1:
+		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, "must be 1 with speculative decoding (the accepted length already scales decode)")
 	case c.Timing != "polynomial" && c.Timing != "fixed":
 		return bad("timing", c.Timing, "want polynomial or fixed")
 	case c.PrefillMs < 0 || math.IsNaN(c.PrefillMs) || math.IsInf(c.PrefillMs, 0):
@@ -214,7 +225,23 @@ func (c *Config) Validate() error {
 	case c.InterTurnDelayMs < 0 || math.IsNaN(c.InterTurnDelayMs):
 		return bad("inter-turn-delay-ms", c.InterTurnDelayMs, "must be >= 0")
 	}
+	for _, r := range c.SpecAcceptRates {
+		if !(r >= 0 && r <= 1) {
+			return bad("spec-accept-rates", c.SpecAcceptRates, "each rate must be in [0, 1]")
+		}
+	}
 	return nil
+}
+
+// BlockSizeOrDefault is --block-size, or the backend's default when it is 0: vLLM 16, TensorRT-LLM 32.
+func (c *Config) BlockSizeOrDefault() int {
+	switch {
+	case c.BlockSize > 0:
+		return c.BlockSize
+	case c.Backend == "trtllm":
+		return 32
+	}
+	return 16
 }
 
 // EngineOptions builds the options of each worker's engine.
@@ -227,10 +254,14 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 	if err != nil {
 		return engine.Options{}, err
 	}
+	capacity := vllm.MaxUtilization
+	if c.Backend == "trtllm" {
+		capacity = vllm.GuaranteedNoEvict
+	}
 	return engine.Options{
 		DPSize: c.DPSize,
 		VLLM: vllm.Options{
-			BlockSize:        c.BlockSize,
+			BlockSize:        c.BlockSizeOrDefault(),
 			NumBlocks:        c.NumGPUBlocks,
 			MaxNumSeqs:       c.MaxNumSeqs,
 			MaxBatchedTokens: c.MaxNumBatchedTokens,
@@ -238,6 +269,10 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			ChunkedPrefill:   c.EnableChunkedPrefill,
 			PrefixCaching:    c.EnablePrefixCaching,
 			Preemption:       pre,
+			Capacity:         capacity,
+			SpecTokens:       c.SpecNumTokens,
+			SpecAcceptRates:  c.SpecAcceptRates,
+			Seed:             c.Seed,
 		},
 		Timing: m,
 	}, nil

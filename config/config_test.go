@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"reflect"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,7 +26,10 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		edit func(*Config)
 		want string
 	}{
-		{func(c *Config) { c.BlockSize = 0 }, "block-size 0"},
+		{func(c *Config) { c.BlockSize = -1 }, "block-size -1"},
+		{func(c *Config) { c.SpecNumTokens = 9 }, "spec-num-tokens"},
+		{func(c *Config) { c.SpecAcceptRates = []float64{1.5} }, "spec-accept-rates"},
+		{func(c *Config) { c.SpecNumTokens, c.DecodeSpeedupRatio = 2, 2 }, "decode-speedup-ratio"},
 		{func(c *Config) { c.NumGPUBlocks = -1 }, "num-gpu-blocks -1"},
 		{func(c *Config) { c.MaxNumBatchedTokens = 0 }, "max-num-batched-tokens"},
 		{func(c *Config) { c.MaxModelLen = -5 }, "max-model-len"},
@@ -56,7 +60,7 @@ func TestLoadKeepsUnsetKeys(t *testing.T) {
 	}
 	want := Default()
 	want.BlockSize, want.EnablePrefixCaching, want.RequestRate = 64, false, c.RequestRate
-	if c != want || c.RequestRate <= 1e308 {
+	if !reflect.DeepEqual(c, want) || c.RequestRate <= 1e308 {
 		t.Fatalf("loaded %+v", c)
 	}
 	empty := filepath.Join(t.TempDir(), "empty.yaml")

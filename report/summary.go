@@ -9,8 +9,8 @@ import (
 )
 
 // Summary is the report of a run: the numbers vllm bench serve prints, over completed
-// requests. Collector.Summary fills every field except Preemptions, which only the engine
-// sees; the caller sets it before writing.
+// requests. Collector.Summary fills every field except Preemptions and
+// SpecMeanAcceptedLength, which only the engine sees; the caller sets them before writing.
 type Summary struct {
 	CompletedRequests  int // finished and not rejected
 	RejectedRequests   int
@@ -32,6 +32,10 @@ type Summary struct {
 	PrefixCacheReusedRatio float64
 
 	Preemptions int // filled by the caller
+
+	// SpecMeanAcceptedLength is the mean number of tokens a speculative decode step emitted (filled by
+	// the caller; in the JSON only when speculative decoding ran).
+	SpecMeanAcceptedLength float64
 
 	TTFT Stats // time to first token: first token − arrival
 	TTST Stats // time to second token: second delivery − first delivery
@@ -127,6 +131,9 @@ func (s Summary) WriteJSON(w io.Writer) error {
 	o.int("total_output_tokens", s.TotalOutputTokens)
 	o.float("prefix_cache_reused_ratio", s.PrefixCacheReusedRatio)
 	o.int("preemptions", s.Preemptions)
+	if s.SpecMeanAcceptedLength > 0 {
+		o.float("spec_mean_accepted_length", s.SpecMeanAcceptedLength)
+	}
 	for _, d := range []struct {
 		name string
 		st   Stats

@@ -37,6 +37,9 @@ func (s Summary) WriteTable(w io.Writer, title string) error {
 	row(&b, "Total Token throughput (tok/s):", fixed(total))
 	row(&b, "Prefix cache reused ratio:", fixed(s.PrefixCacheReusedRatio))
 	row(&b, "Preemptions:", strconv.Itoa(s.Preemptions))
+	if s.SpecMeanAcceptedLength > 0 {
+		row(&b, "Mean accepted length (spec decode):", fixed(s.SpecMeanAcceptedLength))
+	}
 	for _, sec := range []struct {
 		title, name string
 		st          Stats

@@ -97,12 +97,18 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	}
 	res := &Result{Collector: r.col, Passes: r.passes, End: r.now}
 	res.Summary = r.col.Summary()
+	var specSteps, specTokens int64
 	for _, w := range r.workers {
 		m := w.eng.Metrics()
 		for _, rm := range m {
 			res.Summary.Preemptions += int(rm.Preemptions)
+			specSteps += rm.SpecSteps
+			specTokens += rm.SpecTokens
 		}
 		res.Metrics = append(res.Metrics, m)
+	}
+	if specSteps > 0 {
+		res.Summary.SpecMeanAcceptedLength = float64(specTokens) / float64(specSteps)
 	}
 	return res, nil
 }

@@ -13,8 +13,8 @@ import (
 func bindFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.SortFlags = false
 
-	fs.StringVar(&c.Backend, "backend", c.Backend, "engine to simulate: vllm")
-	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "tokens per KV block")
+	fs.StringVar(&c.Backend, "backend", c.Backend, "engine to simulate: vllm or trtllm (vLLM's scheduler with TensorRT-LLM's guaranteed_no_evict admission)")
+	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "tokens per KV block (0: the backend's default, vllm 16, trtllm 32)")
 	fs.IntVar(&c.NumGPUBlocks, "num-gpu-blocks", c.NumGPUBlocks, "KV blocks per worker (per data-parallel rank)")
 	fs.IntVar(&c.MaxNumSeqs, "max-num-seqs", c.MaxNumSeqs, "running requests per pass at most")
 	fs.IntVar(&c.MaxNumBatchedTokens, "max-num-batched-tokens", c.MaxNumBatchedTokens, "tokens per forward pass at most")
@@ -23,6 +23,8 @@ func bindFlags(fs *pflag.FlagSet, c *config.Config) {
 	boolPair(fs, &c.EnableChunkedPrefill, "enable-chunked-prefill", "split long prompts over several passes")
 	fs.StringVar(&c.PreemptionMode, "preemption-mode", c.PreemptionMode, "victim when the KV pool is full: lifo (newest running) or fifo (oldest)")
 	fs.IntVar(&c.DPSize, "dp-size", c.DPSize, "attention data-parallel ranks per worker, each with its own scheduler and KV pool")
+	fs.IntVar(&c.SpecNumTokens, "spec-num-tokens", c.SpecNumTokens, "speculative decoding (MTP): draft tokens verified per decode step (0: off)")
+	fs.Float64SliceVar(&c.SpecAcceptRates, "spec-accept-rates", c.SpecAcceptRates, "speculative decoding: conditional acceptance rate of each draft position")
 
 	fs.StringVar(&c.Timing, "timing", c.Timing, "pass timing model: polynomial (Dynamo's default) or fixed")
 	fs.Float64Var(&c.PrefillMs, "prefill-ms", c.PrefillMs, "fixed timing: milliseconds of a pass that computes prompt tokens")
@@ -88,18 +90,32 @@ func (negated) Type() string { return "bool" }
 // loadConfigFile applies a YAML file under the flags: file values replace defaults, and flags given on
 // the command line still win.
 func loadConfigFile(fs *pflag.FlagSet, c *config.Config, path string) error {
-	type setting struct{ name, value string }
+	type setting struct {
+		name, value string
+		list        []string // a list flag's values: its String() form does not parse back
+	}
 	var given []setting
 	fs.Visit(func(f *pflag.Flag) {
-		if f.Name != "config" {
-			given = append(given, setting{f.Name, f.Value.String()})
+		if f.Name == "config" {
+			return
 		}
+		g := setting{name: f.Name, value: f.Value.String()}
+		if l, ok := f.Value.(pflag.SliceValue); ok {
+			g.list = l.GetSlice()
+		}
+		given = append(given, g)
 	})
 	if err := c.Load(path); err != nil {
 		return err
 	}
 	for _, g := range given {
-		if err := fs.Set(g.name, g.value); err != nil {
+		var err error
+		if g.list != nil {
+			err = fs.Lookup(g.name).Value.(pflag.SliceValue).Replace(g.list)
+		} else {
+			err = fs.Set(g.name, g.value)
+		}
+		if err != nil {
 			return fmt.Errorf("--%s: %w", g.name, err)
 		}
 	}

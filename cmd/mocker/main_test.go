@@ -138,11 +138,11 @@ func TestBadTraceFailsWithFileAndLine(t *testing.T) {
 
 // TestExitStatus runs the binary itself: a failure prints "mocker: ..." and exits non-zero.
 func TestExitStatus(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "predict", "--block-size", "0")
+	cmd := exec.Command(os.Args[0], "predict", "--block-size", "-1")
 	cmd.Env = append(os.Environ(), "MOCKER_RUN_MAIN=1")
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "mocker: block-size 0") {
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "mocker: block-size -1") {
 		t.Fatalf("exit %v, output %q", err, out)
 	}
 }
@@ -152,7 +152,7 @@ func TestInvalidSettingsAreNamed(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--block-size", "0"}, "block-size"},
+		{[]string{"--block-size", "-1"}, "block-size"},
 		{[]string{"--num-gpu-blocks", "-4"}, "num-gpu-blocks"},
 		{[]string{"--max-num-seqs", "0"}, "max-num-seqs"},
 		{[]string{"--workers", "0"}, "workers"},
@@ -177,19 +177,26 @@ func TestConfigFile(t *testing.T) {
 		os.WriteFile(p, []byte(body), 0o644)
 		return p
 	}
-	good := write("good.yaml", "num-requests: 40\nworkers: 2\nenable-prefix-caching: false\nseed: 3\n")
-	out, _, err := mocker(t, "predict", "--config", good, "--num-requests", "30")
+	good := write("good.yaml", "num-requests: 40\nworkers: 2\nenable-prefix-caching: false\nseed: 3\nspec-num-tokens: 2\nspec-accept-rates: [1, 1]\n")
+	out, _, err := mocker(t, "predict", "--config", good, "--num-requests", "30", "--spec-accept-rates", "0,0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "Successful requests:                     30") || !strings.Contains(out, "Prefix cache reused ratio:               0.00") {
-		t.Fatalf("flags must override the file, the file the defaults:\n%s", out)
+	for _, want := range []string{"Successful requests:                     30", "Prefix cache reused ratio:               0.00",
+		"Mean accepted length (spec decode):      1.00"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("flags must override the file, the file the defaults: no %q in\n%s", want, out)
+		}
+	}
+	out, _, err = mocker(t, "predict", "--config", good, "--num-requests", "30")
+	if err != nil || !strings.Contains(out, "Mean accepted length (spec decode):      3.00") {
+		t.Fatalf("list from the file not applied (%v):\n%s", err, out)
 	}
 	for _, tc := range []struct{ name, body, want string }{
 		{"unknown.yaml", "num-requests: 10\nblok-size: 4\n", `line 2: unknown key "blok-size"`},
 		{"type.yaml", "seed: 1\nblock-size: large\n", "line 2: block-size: want an integer"},
 		{"twice.yaml", "seed: 1\nseed: 2\n", `line 2: key "seed" given twice`},
-		{"bad.yaml", "block-size: 0\n", "block-size 0: must be at least 1"},
+		{"bad.yaml", "block-size: -2\n", "block-size -2: must be at least 1"},
 		{"list.yaml", "- 1\n", "want a mapping"},
 	} {
 		_, _, err := mocker(t, "predict", "--config", write(tc.name, tc.body))
