@@ -1,0 +1,127 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Model is a decoder-only transformer's architecture: the numbers of its config.json that decide how
+// much memory it takes and how much work a token costs. The zero value of an optional feature (biases,
+// norms, sliding windows, MLA) means the model does not have it.
+type Model struct {
+	Name           string // catalog name, e.g. "llama-3.1-8b"; for FromHFConfig, the checkpoint directory's name
+	Layers         int    // num_hidden_layers (not counting multi-token-prediction layers)
+	Hidden         int    // hidden_size
+	Heads, KVHeads int    // num_attention_heads, num_key_value_heads
+	HeadDim        int    // per-head dimension of q and k (MLA: qk_nope_head_dim + qk_rope_head_dim)
+	Intermediate   int    // dense MLP size (for MoE models: of the dense layers, if any; 0 if none)
+	Vocab          int    // vocab_size
+	TiedEmbeddings bool   // the LM head reuses the input embedding matrix
+	Dtype          string // weights dtype in the HF config ("bfloat16", "float16", ...)
+
+	// Mixture of experts; all zero for a dense model.
+	Experts         int // routed experts per MoE layer
+	ExpertsPerToken int // routed experts each token visits (top-k)
+	MoEIntermediate int // per-expert MLP size
+	SharedExperts   int // experts every token visits, each of MoEIntermediate size (DeepSeek)
+	DenseLayers     int // leading dense layers in a MoE model (DeepSeek's first_k_dense_replace)
+
+	// Details that change parameter counts, not shapes.
+	QKVBias    bool // q, k and v projections have biases (Qwen2; attention_bias elsewhere)
+	OBias      bool // the attention output projection has a bias (attention_bias in Llama, Qwen3, gpt-oss)
+	QKNorm     bool // an RMSNorm over head_dim on q and on k (Qwen3)
+	Sinks      bool // one learned attention-sink logit per head per layer (gpt-oss)
+	MLPBias    bool // MLP and expert projections have biases (mlp_bias in Llama; gpt-oss experts)
+	RouterBias bool // a bias per expert on the router (gpt-oss's router bias, DeepSeek's e_score_correction_bias)
+
+	// Sliding-window attention (gpt-oss): SlidingLayers of the Layers attend only to the last
+	// SlidingWindow tokens, so their KV cache stops growing there. Zero when every layer is full attention.
+	SlidingWindow int
+	SlidingLayers int
+
+	// Multi-head latent attention (DeepSeek-V2/V3). KVLoRARank > 0 marks an MLA model: its KV cache holds
+	// one compressed latent (KVLoRARank) plus one shared rotary key (QKRopeHeadDim) per token per layer.
+	QLoRARank     int // rank of the query down-projection; 0 when queries are projected directly
+	KVLoRARank    int // kv_lora_rank
+	QKNopeHeadDim int // qk_nope_head_dim
+	QKRopeHeadDim int // qk_rope_head_dim
+	VHeadDim      int // v_head_dim
+}
+
+// MoE reports whether m has routed experts.
+func (m *Model) MoE() bool { return m.Experts > 0 }
+
+// MLA reports whether m uses multi-head latent attention.
+func (m *Model) MLA() bool { return m.KVLoRARank > 0 }
+
+// MoELayers is the number of layers with experts: all but the leading dense ones.
+func (m *Model) MoELayers() int {
+	if !m.MoE() {
+		return 0
+	}
+	return m.Layers - m.DenseLayers
+}
+
+// Validate checks that m's numbers describe a buildable model. Errors name the config.json key.
+func (m *Model) Validate() error {
+	var errs []error
+	positive := func(key string, v int) {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("%s = %d, want > 0", key, v))
+		}
+	}
+	nonNegative := func(key string, v int) {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("%s = %d, want >= 0", key, v))
+		}
+	}
+	positive("num_hidden_layers", m.Layers)
+	positive("hidden_size", m.Hidden)
+	positive("num_attention_heads", m.Heads)
+	positive("head_dim", m.HeadDim)
+	positive("vocab_size", m.Vocab)
+	if m.Dtype == "" {
+		errs = append(errs, errors.New("torch_dtype is empty"))
+	}
+	if !m.MLA() {
+		positive("num_key_value_heads", m.KVHeads)
+		if m.KVHeads > 0 && m.Heads%m.KVHeads != 0 {
+			errs = append(errs, fmt.Errorf("num_attention_heads = %d is not a multiple of num_key_value_heads = %d", m.Heads, m.KVHeads))
+		}
+	} else {
+		positive("qk_nope_head_dim", m.QKNopeHeadDim)
+		positive("qk_rope_head_dim", m.QKRopeHeadDim)
+		positive("v_head_dim", m.VHeadDim)
+		nonNegative("q_lora_rank", m.QLoRARank)
+		if m.HeadDim != m.QKNopeHeadDim+m.QKRopeHeadDim {
+			errs = append(errs, fmt.Errorf("head_dim = %d, want qk_nope_head_dim + qk_rope_head_dim = %d", m.HeadDim, m.QKNopeHeadDim+m.QKRopeHeadDim))
+		}
+	}
+	nonNegative("intermediate_size", m.Intermediate)
+	nonNegative("num_experts", m.Experts)
+	nonNegative("n_shared_experts", m.SharedExperts)
+	nonNegative("first_k_dense_replace", m.DenseLayers)
+	nonNegative("sliding_window", m.SlidingWindow)
+	nonNegative("sliding layers", m.SlidingLayers)
+	if m.MoE() {
+		if m.ExpertsPerToken <= 0 || m.ExpertsPerToken > m.Experts {
+			errs = append(errs, fmt.Errorf("num_experts_per_tok = %d, want 1..%d (the number of experts)", m.ExpertsPerToken, m.Experts))
+		}
+		positive("moe_intermediate_size", m.MoEIntermediate)
+		if m.DenseLayers > m.Layers {
+			errs = append(errs, fmt.Errorf("first_k_dense_replace = %d exceeds num_hidden_layers = %d", m.DenseLayers, m.Layers))
+		}
+		if m.DenseLayers > 0 {
+			positive("intermediate_size", m.Intermediate)
+		}
+	} else {
+		positive("intermediate_size", m.Intermediate)
+		if m.ExpertsPerToken != 0 || m.SharedExperts != 0 || m.DenseLayers != 0 || m.MoEIntermediate != 0 {
+			errs = append(errs, errors.New("expert settings without experts"))
+		}
+	}
+	if (m.SlidingWindow > 0) != (m.SlidingLayers > 0) || m.SlidingLayers > m.Layers {
+		errs = append(errs, fmt.Errorf("sliding_window = %d with %d of %d layers sliding", m.SlidingWindow, m.SlidingLayers, m.Layers))
+	}
+	return errors.Join(errs...)
+}
