@@ -192,3 +192,21 @@ func TestMooncakeFirst20(t *testing.T) {
 		t.Fatalf("completed %d, output tokens %d; want 20 and 5675", res.Summary.CompletedRequests, res.Summary.TotalOutputTokens)
 	}
 }
+
+// TestDPIdleRankWaitsAtBarrier: with two ranks, a request for the idle rank that arrives while the other
+// rank's pass runs starts only when that pass ends (reference §7).
+func TestDPIdleRankWaitsAtBarrier(t *testing.T) {
+	src := trace(t, `{"timestamp": 0, "input_length": 8, "output_length": 1}
+{"timestamp": 5, "input_length": 4, "output_length": 1}
+`)
+	o := small()
+	o.DPSize = 2
+	res := run(t, src, Options{Workers: 1, Engine: o})
+	var b bytes.Buffer
+	res.Collector.WriteRequestsJSONL(&b)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	// Request 1 (rank 1) arrives at 5 ms, waits for the pass [0, 15] to end, then takes 15 ms.
+	if !strings.Contains(lines[1], `"first_admission_ms":15`) || !strings.Contains(lines[1], `"ttft_ms":25`) {
+		t.Fatalf("request 1: %s", lines[1])
+	}
+}
