@@ -102,7 +102,7 @@ func (m *Model) Validate() error {
 	nonNegative("n_shared_experts", m.SharedExperts)
 	nonNegative("first_k_dense_replace", m.DenseLayers)
 	nonNegative("sliding_window", m.SlidingWindow)
-	nonNegative("sliding layers", m.SlidingLayers)
+	nonNegative("layer_types (sliding layers)", m.SlidingLayers)
 	if m.MoE() {
 		if m.ExpertsPerToken <= 0 || m.ExpertsPerToken > m.Experts {
 			errs = append(errs, fmt.Errorf("num_experts_per_tok = %d, want 1..%d (the number of experts)", m.ExpertsPerToken, m.Experts))
@@ -120,8 +120,10 @@ func (m *Model) Validate() error {
 			errs = append(errs, errors.New("expert settings without experts"))
 		}
 	}
-	if (m.SlidingWindow > 0) != (m.SlidingLayers > 0) || m.SlidingLayers > m.Layers {
-		errs = append(errs, fmt.Errorf("sliding_window = %d with %d of %d layers sliding", m.SlidingWindow, m.SlidingLayers, m.Layers))
+	// At least one full-attention layer: KV capacity is sized by those (see KVBytesPerToken).
+	if (m.SlidingWindow > 0) != (m.SlidingLayers > 0) || m.SlidingLayers >= m.Layers {
+		errs = append(errs, fmt.Errorf("sliding_window = %d with %d of %d layers sliding, want a window and at least one full-attention layer",
+			m.SlidingWindow, m.SlidingLayers, m.Layers))
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,149 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// entry is one catalog model and the Hugging Face ids that share its architecture (quantized checkpoints
+// and instruct/base variants have the same config numbers; their precision is a deployment choice).
+type entry struct {
+	ids []string
+	m   Model
+}
+
+// catalog holds the built-in models. Every number is copied from the config.json of the first id.
+var catalog = []entry{
+	{
+		// https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json
+		ids: []string{"meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B", "nvidia/Llama-3.1-8B-Instruct-FP8",
+			"meta-llama/Meta-Llama-3.1-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B"},
+		m: Model{
+			Name: "llama-3.1-8b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128,
+			Intermediate: 14336, Vocab: 128256, Dtype: "bfloat16",
+		},
+	},
+	{
+		// https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json
+		ids: []string{"meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-70B-Instruct",
+			"meta-llama/Meta-Llama-3.1-70B", "meta-llama/Meta-Llama-3.1-70B-Instruct"},
+		m: Model{
+			Name: "llama-3.1-70b", Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128,
+			Intermediate: 28672, Vocab: 128256, Dtype: "bfloat16",
+		},
+	},
+	{
+		// https://huggingface.co/Qwen/Qwen3-32B/blob/main/config.json
+		ids: []string{"Qwen/Qwen3-32B", "Qwen/Qwen3-32B-FP8"},
+		m: Model{
+			Name: "qwen3-32b", Layers: 64, Hidden: 5120, Heads: 64, KVHeads: 8, HeadDim: 128,
+			Intermediate: 25600, Vocab: 151936, Dtype: "bfloat16", QKNorm: true,
+		},
+	},
+	{
+		// https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json (intermediate_size 6144 is
+		// unused: decoder_sparse_step 1 and no mlp_only_layers make every layer MoE)
+		ids: []string{"Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B-FP8"},
+		m: Model{
+			Name: "qwen3-30b-a3b", Layers: 48, Hidden: 2048, Heads: 32, KVHeads: 4, HeadDim: 128,
+			Vocab: 151936, Dtype: "bfloat16", QKNorm: true,
+			Experts: 128, ExpertsPerToken: 8, MoEIntermediate: 768,
+		},
+	},
+	{
+		// https://huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json (intermediate_size 12288 unused,
+		// as for qwen3-30b-a3b)
+		ids: []string{"Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B-FP8"},
+		m: Model{
+			Name: "qwen3-235b-a22b", Layers: 94, Hidden: 4096, Heads: 64, KVHeads: 4, HeadDim: 128,
+			Vocab: 151936, Dtype: "bfloat16", QKNorm: true,
+			Experts: 128, ExpertsPerToken: 8, MoEIntermediate: 1536,
+		},
+	},
+	{
+		// https://huggingface.co/openai/gpt-oss-120b/blob/main/config.json: attention_bias true, a biased
+		// router, biased experts (intermediate_size is the expert size), attention sinks, and layer_types
+		// alternating sliding_attention (window 128) and full_attention. The config has no torch_dtype
+		// (see FromHFConfig); the checkpoint stores experts in MXFP4 (quantization_config), the rest in
+		// bfloat16.
+		ids: []string{"openai/gpt-oss-120b"},
+		m: Model{
+			Name: "gpt-oss-120b", Layers: 36, Hidden: 2880, Heads: 64, KVHeads: 8, HeadDim: 64,
+			Vocab: 201088, Dtype: "bfloat16",
+			Experts: 128, ExpertsPerToken: 4, MoEIntermediate: 2880,
+			QKVBias: true, OBias: true, Sinks: true, MLPBias: true, RouterBias: true,
+			SlidingWindow: 128, SlidingLayers: 18,
+		},
+	},
+	{
+		// https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json: MLA, 256 routed experts
+		// (top 8, noaux_tc routing with an e_score_correction_bias) plus one shared, the first 3 layers
+		// dense. num_nextn_predict_layers 1 (the MTP layer) is not counted. Stored in fp8 (block 128×128).
+		ids: []string{"deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-V3-0324"},
+		m:   deepseekV3("deepseek-v3"),
+	},
+	{
+		// https://huggingface.co/deepseek-ai/DeepSeek-R1/blob/main/config.json: the DeepSeek-V3 architecture.
+		ids: []string{"deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-R1-0528"},
+		m:   deepseekV3("deepseek-r1"),
+	},
+}
+
+func deepseekV3(name string) Model {
+	return Model{
+		Name: name, Layers: 61, Hidden: 7168, Heads: 128, KVHeads: 128, HeadDim: 128 + 64,
+		Intermediate: 18432, Vocab: 129280, Dtype: "bfloat16",
+		Experts: 256, ExpertsPerToken: 8, MoEIntermediate: 2048, SharedExperts: 1, DenseLayers: 3,
+		RouterBias: true,
+		QLoRARank:  1536, KVLoRARank: 512, QKNopeHeadDim: 128, QKRopeHeadDim: 64, VHeadDim: 128,
+	}
+}
+
+// byName indexes the catalog by lower-case catalog name and Hugging Face id.
+var byName = func() map[string]*entry {
+	idx := make(map[string]*entry)
+	for i := range catalog {
+		e := &catalog[i]
+		for _, k := range append([]string{e.m.Name}, e.ids...) {
+			k = strings.ToLower(k)
+			if idx[k] != nil {
+				panic("model: duplicate catalog key " + k)
+			}
+			idx[k] = e
+		}
+	}
+	return idx
+}()
+
+// Lookup returns a copy of the catalog model with the given name or Hugging Face id, case-insensitively
+// (e.g. "llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", "nvidia/Llama-3.1-8B-Instruct-FP8").
+func Lookup(name string) (*Model, error) {
+	e := byName[strings.ToLower(strings.TrimSpace(name))]
+	if e == nil {
+		return nil, fmt.Errorf("model: unknown model %q (catalog: %s; or give a Hugging Face config.json)",
+			name, strings.Join(Names(), ", "))
+	}
+	m := e.m
+	return &m, nil
+}
+
+// Names returns the catalog names, sorted.
+func Names() []string {
+	names := make([]string, len(catalog))
+	for i, e := range catalog {
+		names[i] = e.m.Name
+	}
+	slices.Sort(names)
+	return names
+}
+
+// HFIDs returns the Hugging Face ids that Lookup maps to the catalog model name, the one whose
+// config.json the entry copies first; nil for an unknown name.
+func HFIDs(name string) []string {
+	e := byName[strings.ToLower(strings.TrimSpace(name))]
+	if e == nil {
+		return nil
+	}
+	return slices.Clone(e.ids)
+}

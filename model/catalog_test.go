@@ -1,0 +1,137 @@
+package model_test
+
+import (
+	"encoding/csv"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mocker-sim/mocker/model"
+)
+
+func TestLookup(t *testing.T) {
+	tests := []struct {
+		name, want string
+	}{
+		{"llama-3.1-8b", "llama-3.1-8b"},
+		{"LLAMA-3.1-8B", "llama-3.1-8b"},
+		{" llama-3.1-8b ", "llama-3.1-8b"},
+		{"meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"},
+		{"meta-llama/llama-3.1-8b-instruct", "llama-3.1-8b"},
+		{"nvidia/Llama-3.1-8B-Instruct-FP8", "llama-3.1-8b"},
+		{"meta-llama/Llama-3.1-70B", "llama-3.1-70b"},
+		{"Qwen/Qwen3-32B", "qwen3-32b"},
+		{"Qwen/Qwen3-235B-A22B-FP8", "qwen3-235b-a22b"},
+		{"qwen/qwen3-30b-a3b", "qwen3-30b-a3b"},
+		{"openai/gpt-oss-120b", "gpt-oss-120b"},
+		{"deepseek-ai/DeepSeek-V3", "deepseek-v3"},
+		{"deepseek-ai/DeepSeek-R1", "deepseek-r1"},
+	}
+	for _, tt := range tests {
+		m, err := model.Lookup(tt.name)
+		if err != nil {
+			t.Errorf("Lookup(%q): %v", tt.name, err)
+			continue
+		}
+		if m.Name != tt.want {
+			t.Errorf("Lookup(%q).Name = %q, want %q", tt.name, m.Name, tt.want)
+		}
+	}
+}
+
+func TestLookupUnknown(t *testing.T) {
+	_, err := model.Lookup("llama-9")
+	if err == nil {
+		t.Fatal(`Lookup("llama-9") succeeded`)
+	}
+	for _, want := range append([]string{`"llama-9"`}, model.Names()...) {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Lookup error %q does not mention %s", err, want)
+		}
+	}
+}
+
+// TestLookupCopies checks that callers cannot change the catalog through a looked-up model.
+func TestLookupCopies(t *testing.T) {
+	mustLookup(t, "llama-3.1-8b").Layers = 1
+	if got := mustLookup(t, "llama-3.1-8b").Layers; got != 32 {
+		t.Errorf("after editing a looked-up model, Lookup gives Layers = %d, want 32", got)
+	}
+}
+
+func TestNames(t *testing.T) {
+	want := []string{"deepseek-r1", "deepseek-v3", "gpt-oss-120b", "llama-3.1-70b", "llama-3.1-8b",
+		"qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b"}
+	if got := model.Names(); !slices.Equal(got, want) {
+		t.Errorf("Names() = %q, want %q", got, want)
+	}
+}
+
+func TestCatalogValid(t *testing.T) {
+	for _, name := range model.Names() {
+		m := mustLookup(t, name)
+		if err := m.Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		ids := model.HFIDs(name)
+		if len(ids) == 0 {
+			t.Errorf("HFIDs(%q) is empty", name)
+		}
+		for _, id := range ids {
+			if got := mustLookup(t, id); *got != *m {
+				t.Errorf("Lookup(%q) = %+v, want %+v", id, got, m)
+			}
+		}
+	}
+}
+
+// TestSiliconModels checks which models of AIConfigurator's measured H200 points the catalog covers.
+// The rest use attention or layers the Model does not describe (MiniMax-M2.5, Kimi-K2.5, GLM-5, Qwen3.5).
+func TestSiliconModels(t *testing.T) {
+	const path = "../../shared/data/aiconfigurator/silicon_h200_dev.csv"
+	f, err := os.Open(path)
+	if err != nil {
+		t.Skipf("shared data not present: %v", err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := slices.Index(rows[0], "model_path")
+	if col < 0 {
+		t.Fatalf("%s: no model_path column", path)
+	}
+	var covered, missing []string
+	for _, row := range rows[1:] {
+		id := row[col]
+		if slices.Contains(covered, id) || slices.Contains(missing, id) {
+			continue
+		}
+		if _, err := model.Lookup(id); err == nil {
+			covered = append(covered, id)
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	slices.Sort(covered)
+	slices.Sort(missing)
+	wantCovered := []string{"Qwen/Qwen3-235B-A22B-FP8", "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3",
+		"meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-8B-Instruct", "nvidia/Llama-3.1-8B-Instruct-FP8",
+		"openai/gpt-oss-120b"}
+	wantMissing := []string{"MiniMaxAI/MiniMax-M2.5", "Qwen/Qwen3.5-397B-A17B", "moonshotai/Kimi-K2.5", "zhipuai/GLM-5"}
+	if !slices.Equal(covered, wantCovered) || !slices.Equal(missing, wantMissing) {
+		t.Errorf("catalog covers %q and misses %q, want %q and %q", covered, missing, wantCovered, wantMissing)
+	}
+}
+
+func ExampleLookup() {
+	m, err := model.Lookup("meta-llama/Llama-3.1-8B-Instruct")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(m.Name, m.Params(), m.KVBytesPerToken(2, 1), m.WeightBytes(2, 1))
+	// Output: llama-3.1-8b 8030261248 131072 16060522496
+}

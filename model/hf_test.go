@@ -1,0 +1,177 @@
+package model_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mocker-sim/mocker/model"
+)
+
+// TestFromHFConfigCatalog reads the published config.json of catalog models and expects the catalog
+// entry exactly.
+func TestFromHFConfigCatalog(t *testing.T) {
+	for _, name := range []string{"llama-3.1-8b", "qwen3-235b-a22b", "gpt-oss-120b", "deepseek-v3"} {
+		got, err := model.FromHFConfig(filepath.Join("testdata", name, "config.json"))
+		if err != nil {
+			t.Errorf("FromHFConfig(%s): %v", name, err)
+			continue
+		}
+		if want := mustLookup(t, name); *got != *want {
+			t.Errorf("FromHFConfig(%s) =\n%+v, want\n%+v", name, *got, *want)
+		}
+	}
+}
+
+func TestFromHFConfigDirectory(t *testing.T) {
+	got, err := model.FromHFConfig(filepath.Join("testdata", "llama-3.1-8b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := mustLookup(t, "llama-3.1-8b"); *got != *want {
+		t.Errorf("FromHFConfig(dir) = %+v, want %+v", *got, *want)
+	}
+}
+
+func TestFromHFConfigMixtral(t *testing.T) {
+	got, err := model.FromHFConfig(filepath.Join("testdata", "mixtral-8x7b", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := model.Model{
+		Name: "mixtral-8x7b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128,
+		Vocab: 32000, Dtype: "bfloat16", Experts: 8, ExpertsPerToken: 2, MoEIntermediate: 14336,
+	}
+	if *got != want {
+		t.Fatalf("FromHFConfig(mixtral) =\n%+v, want\n%+v", *got, want)
+	}
+	// Mistral AI: 46.7B total, 12.9B active.
+	if p, a := got.Params(), got.ActiveParams(); p != 46702792704 || a != 12879925248 {
+		t.Errorf("mixtral Params, ActiveParams = %d, %d, want 46702792704, 12879925248", p, a)
+	}
+}
+
+// TestFromHFConfigFamilies checks what each model_type adds beyond the common keys.
+func TestFromHFConfigFamilies(t *testing.T) {
+	const common = `"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+		"vocab_size": 100, "torch_dtype": "float16"`
+	tests := []struct {
+		name, json string
+		want       model.Model
+	}{
+		{
+			"qwen2", `{"model_type": "qwen2", "intermediate_size": 128, "tie_word_embeddings": true, ` + common + `}`,
+			model.Model{Layers: 2, Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 100,
+				TiedEmbeddings: true, Dtype: "float16", QKVBias: true},
+		},
+		{
+			"qwen3", `{"model_type": "qwen3", "intermediate_size": 128, "head_dim": 32, ` + common + `}`,
+			model.Model{Layers: 2, Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 32, Intermediate: 128, Vocab: 100,
+				Dtype: "float16", QKNorm: true},
+		},
+		{
+			"llama-defaults", `{"model_type": "llama", "intermediate_size": 128, "num_hidden_layers": 2, "hidden_size": 64,
+				"num_attention_heads": 4, "vocab_size": 100, "dtype": "bfloat16", "attention_bias": true, "mlp_bias": true}`,
+			model.Model{Layers: 2, Hidden: 64, Heads: 4, KVHeads: 4, HeadDim: 16, Intermediate: 128, Vocab: 100,
+				Dtype: "bfloat16", QKVBias: true, OBias: true, MLPBias: true},
+		},
+		{
+			"mistral-sliding", `{"model_type": "mistral", "intermediate_size": 128, "sliding_window": 4096, ` + common + `}`,
+			// sliding_window without layer_types: every layer counts as full attention.
+			model.Model{Layers: 2, Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 100,
+				Dtype: "float16"},
+		},
+	}
+	for _, tt := range tests {
+		dir := filepath.Join(t.TempDir(), tt.name)
+		path := writeConfig(t, dir, tt.json)
+		got, err := model.FromHFConfig(path)
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		tt.want.Name = tt.name
+		if *got != tt.want {
+			t.Errorf("%s: FromHFConfig =\n%+v, want\n%+v", tt.name, *got, tt.want)
+		}
+	}
+}
+
+func TestFromHFConfigErrors(t *testing.T) {
+	llama, err := os.ReadFile(filepath.Join("testdata", "llama-3.1-8b", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// drop renames keys, so the file stays valid JSON without them.
+	drop := func(keys ...string) string {
+		s := string(llama)
+		for _, k := range keys {
+			s = strings.Replace(s, `"`+k+`":`, `"unused_`+k+`":`, 1)
+		}
+		return s
+	}
+	tests := []struct {
+		name, json string
+		want       []string // substrings of the error, besides the file name
+	}{
+		{"no-hidden", drop("hidden_size"), []string{`missing required field "hidden_size"`}},
+		{"no-layers", drop("num_hidden_layers"), []string{`"num_hidden_layers"`}},
+		{"no-intermediate", drop("intermediate_size"), []string{`"intermediate_size"`}},
+		{"no-type", drop("model_type"), []string{`missing required field "model_type"`}},
+		{"two-missing", drop("vocab_size", "hidden_size"), []string{`missing required fields ["hidden_size" "vocab_size"]`}},
+		{"unsupported", strings.Replace(string(llama), `"llama"`, `"bert"`, 1), []string{`model_type "bert"`, "llama", "qwen3_moe"}},
+		{"wrong-type", strings.Replace(string(llama), `"hidden_size": 4096`, `"hidden_size": "4096"`, 1), []string{"hidden_size"}},
+		{"zero", strings.Replace(string(llama), `"num_hidden_layers": 32`, `"num_hidden_layers": 0`, 1), []string{"num_hidden_layers = 0"}},
+		{"heads", strings.Replace(string(llama), `"num_key_value_heads": 8`, `"num_key_value_heads": 5`, 1), []string{"num_key_value_heads = 5"}},
+		{"syntax", `{"model_type": "llama",`, []string{"unexpected end of JSON input"}},
+		{"qwen3-no-head-dim", `{"model_type": "qwen3", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+			"intermediate_size": 128, "vocab_size": 100, "torch_dtype": "bfloat16"}`, []string{`missing required field "head_dim"`}},
+		{"moe-missing", `{"model_type": "qwen3_moe", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+			"head_dim": 16, "vocab_size": 100, "torch_dtype": "bfloat16"}`,
+			[]string{`missing required fields ["num_experts" "num_experts_per_tok" "moe_intermediate_size"]`}},
+		{"moe-sparse-step", `{"model_type": "qwen3_moe", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+			"head_dim": 16, "vocab_size": 100, "torch_dtype": "bfloat16", "num_experts": 4, "num_experts_per_tok": 2,
+			"moe_intermediate_size": 32, "decoder_sparse_step": 2}`, []string{"decoder_sparse_step = 2"}},
+		{"layer-types", `{"model_type": "gpt_oss", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+			"head_dim": 16, "vocab_size": 100, "torch_dtype": "bfloat16", "num_local_experts": 4, "num_experts_per_tok": 2,
+			"intermediate_size": 32, "sliding_window": 128, "layer_types": ["sliding_attention"]}`,
+			[]string{"layer_types has 1 entries for num_hidden_layers = 2"}},
+		{"mla-missing", `{"model_type": "deepseek_v3", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+			"vocab_size": 100, "torch_dtype": "bfloat16", "intermediate_size": 128, "n_routed_experts": 4,
+			"num_experts_per_tok": 2, "moe_intermediate_size": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8,
+			"v_head_dim": 16}`, []string{`missing required field "kv_lora_rank"`}},
+	}
+	for _, tt := range tests {
+		path := writeConfig(t, filepath.Join(t.TempDir(), tt.name), tt.json)
+		_, err := model.FromHFConfig(path)
+		if err == nil {
+			t.Errorf("%s: FromHFConfig succeeded", tt.name)
+			continue
+		}
+		for _, want := range append(tt.want, path) {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error %q does not contain %q", tt.name, err, want)
+			}
+		}
+	}
+}
+
+func TestFromHFConfigNoFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	if _, err := model.FromHFConfig(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("FromHFConfig(missing file) error = %v, want one naming %s", err, path)
+	}
+}
+
+func writeConfig(t *testing.T, dir, json string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(path, []byte(json), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -1,0 +1,185 @@
+package model
+
+import (
+	"fmt"
+	"math"
+)
+
+// Params is the total number of weights: embeddings, attention, MLPs or all experts, norms, and the LM
+// head unless it is tied.
+func (m *Model) Params() int64 {
+	w := m.weights(1)
+	return w.linear + w.experts + w.other
+}
+
+// ActiveParams is the number of weights one token uses: Params less the routed experts it does not
+// visit (a MoE token visits ExpertsPerToken routed experts and every shared one per MoE layer). Like
+// Params it counts the input embedding, which some model cards leave out of their "active" figure.
+func (m *Model) ActiveParams() int64 {
+	idle := int64(m.Experts-m.ExpertsPerToken) * int64(m.MoELayers()) * m.expertParams()
+	return m.Params() - idle
+}
+
+// KVBytesPerToken is the KV cache one token of context takes on one GPU with tensor parallelism tp:
+// layers × 2 (K and V) × KV heads per GPU × head_dim × kvDtypeBytes. KV heads are split tp ways, but a
+// GPU always holds at least one: with fewer KV heads than GPUs they are replicated.
+//
+// MLA models (DeepSeek) cache one latent of KVLoRARank + QKRopeHeadDim values per token per layer, the
+// same on every GPU, so tp does not divide it.
+//
+// Sliding-window layers are not counted: their cache holds at most SlidingWindow tokens per request,
+// whatever the context, and vLLM sizes its block pool by the full-attention layers (its hybrid allocator
+// gives each block to one layer group). For models without sliding windows this is every layer.
+//
+// It panics if kvDtypeBytes or tp is not positive.
+func (m *Model) KVBytesPerToken(kvDtypeBytes, tp int) int {
+	mustPositive("KVBytesPerToken", kvDtypeBytes, tp)
+	layers := m.Layers - m.SlidingLayers
+	if m.MLA() {
+		return layers * (m.KVLoRARank + m.QKRopeHeadDim) * kvDtypeBytes
+	}
+	return layers * 2 * m.kvHeadsPerGPU(tp) * m.HeadDim * kvDtypeBytes
+}
+
+// SlidingKVBytesPerToken is KVBytesPerToken for the sliding-window layers alone: what each of a
+// request's last SlidingWindow tokens adds. Zero for models without sliding windows.
+func (m *Model) SlidingKVBytesPerToken(kvDtypeBytes, tp int) int {
+	mustPositive("SlidingKVBytesPerToken", kvDtypeBytes, tp)
+	return m.SlidingLayers * 2 * m.kvHeadsPerGPU(tp) * m.HeadDim * kvDtypeBytes
+}
+
+// WeightBytes is the weight memory of one GPU with tensor parallelism tp when every weight takes
+// dtypeBytes bytes. It panics if dtypeBytes or tp is not positive.
+func (m *Model) WeightBytes(dtypeBytes, tp int) int64 {
+	mustPositive("WeightBytes", dtypeBytes, tp)
+	w := m.weights(tp)
+	return (w.linear + w.experts + w.other) * int64(dtypeBytes)
+}
+
+// Precision is how many bytes a weight takes in each class of weights, for quantized deployments, which
+// quantize the decoder's linear layers and experts but keep embeddings, LM head, norms, routers and biases
+// in the model's dtype. BytesPerWeight converts format names.
+type Precision struct {
+	Linear  float64 // attention projections and dense MLPs of the decoder layers
+	Experts float64 // routed and shared experts
+	Other   float64 // embeddings, LM head, norms, routers, biases, attention sinks
+}
+
+// QuantizedWeightBytes is the weight memory of one GPU with tensor parallelism tp at precision p,
+// rounded up to a whole byte. It panics if tp is not positive.
+func (m *Model) QuantizedWeightBytes(p Precision, tp int) int64 {
+	mustPositive("QuantizedWeightBytes", 1, tp)
+	w := m.weights(tp)
+	return int64(math.Ceil(float64(w.linear)*p.Linear + float64(w.experts)*p.Experts + float64(w.other)*p.Other))
+}
+
+func mustPositive(fn string, bytes, tp int) {
+	if bytes <= 0 || tp <= 0 {
+		panic(fmt.Sprintf("model: %s(%d, %d): dtype bytes and tp must be positive", fn, bytes, tp))
+	}
+}
+
+// kvHeadsPerGPU is the number of KV heads one GPU holds: KVHeads/tp, rounded up, at least one.
+func (m *Model) kvHeadsPerGPU(tp int) int {
+	return max(1, (m.KVHeads+tp-1)/tp)
+}
+
+// weightCount is a number of weights on one GPU by class (see Precision).
+type weightCount struct {
+	linear, experts, other int64
+}
+
+// weights counts the weights one GPU holds with tensor parallelism tp; weights(1) is the whole model.
+// A weight is sharded (split tp ways) or replicated; vLLM shards column-parallel biases with their
+// matrices and replicates row-parallel ones.
+func (m *Model) weights(tp int) weightCount {
+	var sharded, replicated weightCount
+	var (
+		h  = int64(m.Hidden)
+		hd = int64(m.HeadDim)
+		nh = int64(m.Heads)
+		l  = int64(m.Layers)
+	)
+
+	// Embeddings, LM head and the final norm.
+	sharded.other += int64(m.Vocab) * h
+	if !m.TiedEmbeddings {
+		sharded.other += int64(m.Vocab) * h
+	}
+	replicated.other += h
+
+	// Per layer: the norms before attention and before the MLP.
+	replicated.other += l * 2 * h
+
+	// Attention.
+	if m.MLA() {
+		qr, kvr := int64(m.QLoRARank), int64(m.KVLoRARank)
+		rope, nope, v := int64(m.QKRopeHeadDim), int64(m.QKNopeHeadDim), int64(m.VHeadDim)
+		if qr > 0 {
+			replicated.linear += l * h * qr    // q_a_proj
+			replicated.other += l * qr         // q_a_layernorm
+			sharded.linear += l * qr * nh * hd // q_b_proj
+		} else {
+			sharded.linear += l * h * nh * hd // q_proj
+		}
+		replicated.linear += l * h * (kvr + rope)   // kv_a_proj_with_mqa
+		replicated.other += l * kvr                 // kv_a_layernorm
+		sharded.linear += l * kvr * nh * (nope + v) // kv_b_proj
+		sharded.linear += l * nh * v * h            // o_proj
+		replicated.other += l * one(m.OBias) * h    // o_proj bias
+	} else {
+		// K and V heads replicated below one per GPU count once on every GPU.
+		kv := int64(m.kvHeadsPerGPU(tp)) * int64(tp) * hd
+		sharded.linear += l * 2 * h * nh * hd // q_proj, o_proj
+		sharded.linear += l * 2 * h * kv      // k_proj, v_proj
+		sharded.other += l * one(m.QKVBias) * (nh*hd + 2*kv)
+		replicated.other += l * one(m.OBias) * h
+		replicated.other += l * one(m.QKNorm) * 2 * hd
+		sharded.other += l * one(m.Sinks) * nh
+	}
+
+	// Dense MLPs: gate, up and down projections.
+	dense := l - int64(m.MoELayers())
+	in := int64(m.Intermediate)
+	sharded.linear += dense * 3 * h * in
+	sharded.other += dense * one(m.MLPBias) * 2 * in
+	replicated.other += dense * one(m.MLPBias) * h
+
+	// Experts (routed and shared) and routers.
+	if m.MoE() {
+		moe := int64(m.MoELayers())
+		e := int64(m.Experts)
+		n := moe * (e + int64(m.SharedExperts))
+		sharded.experts += n * 3 * h * int64(m.MoEIntermediate)
+		sharded.other += n * (m.expertParams() - 3*h*int64(m.MoEIntermediate)) // expert biases
+		replicated.other += moe * e * h                                        // router
+		replicated.other += moe * one(m.RouterBias) * e
+	}
+
+	return weightCount{
+		linear:  replicated.linear + ceilDiv(sharded.linear, tp),
+		experts: replicated.experts + ceilDiv(sharded.experts, tp),
+		other:   replicated.other + ceilDiv(sharded.other, tp),
+	}
+}
+
+// expertParams is the weights of one expert: gate, up and down projections, and their biases if any.
+func (m *Model) expertParams() int64 {
+	h, in := int64(m.Hidden), int64(m.MoEIntermediate)
+	n := 3 * h * in
+	if m.MLPBias {
+		n += 2*in + h
+	}
+	return n
+}
+
+func one(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func ceilDiv(a int64, b int) int64 {
+	return (a + int64(b) - 1) / int64(b)
+}
