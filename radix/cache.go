@@ -1,0 +1,249 @@
+package radix
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+// PageID names one page of the pool.
+type PageID int32
+
+// Options configure a Cache.
+type Options struct {
+	PageSize int  // tokens per page; at least 1
+	NumPages int  // pages in the pool; at least 1
+	Events   bool // record KV events
+}
+
+type pageState uint8
+
+const (
+	pageFree    pageState = iota
+	pagePrivate           // handed out by Alloc, not in the tree
+	pageCached            // on an edge of the tree
+)
+
+// Cache is a radix prefix cache over a page pool. It is not safe for concurrent use.
+type Cache struct {
+	pageSize int
+	numPages int
+	events   bool
+
+	state    []pageState // per page handed out at least once; grows up to numPages
+	freeList []PageID    // freed pages, reused before never-used ones
+
+	root  *Node
+	index map[childKey]*Node
+	spare []*Node // evicted nodes, reused
+	heap  leafHeap
+
+	serial    uint64 // serial of the newest node
+	clock     uint64 // logical time: one tick per Match or Insert
+	nodes     int    // nodes other than the root
+	cached    int    // pages in the tree
+	evictable int    // pages in the tree on unlocked nodes
+
+	evs     []kvcache.Event
+	nextID  uint64
+	removed []uint64 // hashes freed by the current Evict
+}
+
+// New returns an empty cache.
+func New(o Options) (*Cache, error) {
+	if o.PageSize < 1 {
+		return nil, fmt.Errorf("radix: page size %d tokens, want at least 1", o.PageSize)
+	}
+	if o.NumPages < 1 {
+		return nil, fmt.Errorf("radix: %d pages, want at least 1", o.NumPages)
+	}
+	return &Cache{
+		pageSize: o.PageSize,
+		numPages: o.NumPages,
+		events:   o.Events,
+		root:     &Node{heapIdx: -1},
+		index:    make(map[childKey]*Node),
+	}, nil
+}
+
+// PageSize is the number of tokens per page.
+func (c *Cache) PageSize() int { return c.pageSize }
+
+// Capacity is the number of pages in the pool.
+func (c *Cache) Capacity() int { return c.numPages }
+
+// FreePages is the number of pages neither cached nor held privately.
+func (c *Cache) FreePages() int { return len(c.freeList) + c.numPages - len(c.state) }
+
+// CachedPages is the number of pages in the tree.
+func (c *Cache) CachedPages() int { return c.cached }
+
+// EvictablePages is the number of cached pages no request has locked (SGLang's evictable_size, in pages).
+func (c *Cache) EvictablePages() int { return c.evictable }
+
+// ProtectedPages is the number of cached pages some request has locked (SGLang's protected_size, in
+// pages).
+func (c *Cache) ProtectedPages() int { return c.cached - c.evictable }
+
+// Nodes is the number of nodes in the tree, not counting the root.
+func (c *Cache) Nodes() int { return c.nodes }
+
+// Match finds the longest cached prefix of pages (a sequence's full pages, prefix first). It appends the
+// prefix's page ids to dst, in order, and returns dst and the deepest node of the prefix (the root when
+// nothing matches). A prefix that ends inside an edge splits that node, so the returned node ends exactly
+// at the last matched page. The nodes on the path become the most recently used.
+func (c *Cache) Match(pages []tokens.Block, dst []PageID) (ids []PageID, node *Node) {
+	c.clock++
+	n := c.root
+	for len(pages) > 0 {
+		next := c.child(n, pages[0].TokensHash)
+		if next == nil {
+			break
+		}
+		k := commonPrefix(next.blocks, pages)
+		if k < next.pages() {
+			next = c.split(next, k)
+		}
+		c.touch(next)
+		dst = append(dst, next.ids...)
+		pages = pages[k:]
+		n = next
+	}
+	return dst, n
+}
+
+// touch stamps n with the current call.
+func (c *Cache) touch(n *Node) {
+	n.stamp = c.clock
+	if n.heapIdx >= 0 {
+		c.heap.fix(n)
+	}
+}
+
+// Insert caches a request's computed full pages: pages are their identities (prefix first) and ids the
+// request's page ids for them. It returns how many leading pages were already cached: those stay as they
+// are, and any of ids[:present] that is not the tree's own page is the caller's duplicate, still private,
+// for it to Free. The pages from present on (all private, from Alloc) move into the tree, unlocked, as
+// one new leaf, and are announced by one Stored event. Like Match, Insert splits an edge where the
+// sequence leaves it or ends inside it, and stamps the path.
+func (c *Cache) Insert(pages []tokens.Block, ids []PageID) (present int) {
+	if len(pages) != len(ids) {
+		panic(fmt.Sprintf("radix: insert of %d pages with %d ids", len(pages), len(ids)))
+	}
+	c.clock++
+	n := c.root
+	i := 0
+	for i < len(pages) {
+		next := c.child(n, pages[i].TokensHash)
+		if next == nil {
+			break
+		}
+		k := commonPrefix(next.blocks, pages[i:])
+		if k < next.pages() {
+			next = c.split(next, k)
+		}
+		c.touch(next)
+		for j, id := range ids[i : i+k] {
+			if id != next.ids[j] && c.state[id] != pagePrivate {
+				panic(fmt.Sprintf("radix: insert: page %d duplicates cached page %d but is not private", id, next.ids[j]))
+			}
+		}
+		i += k
+		n = next
+	}
+	if i == len(pages) {
+		return i
+	}
+	for _, id := range ids[i:] {
+		if c.state[id] != pagePrivate {
+			panic(fmt.Sprintf("radix: insert of page %d in state %d, want private", id, c.state[id]))
+		}
+		c.state[id] = pageCached
+	}
+	c.addChild(n, pages[i:], ids[i:], c.clock)
+	if c.events {
+		ev := kvcache.Event{Kind: kvcache.Stored, Blocks: slices.Clone(pages[i:])}
+		if i > 0 {
+			ev.Parent, ev.HasParent = pages[i-1].Hash, true
+		}
+		c.emit(ev)
+	}
+	return i
+}
+
+// Lock protects node and its path to the root from eviction until the matching Unlock. Locks nest.
+// Locking the root does nothing.
+func (c *Cache) Lock(node *Node) {
+	c.checkLive(node, "lock")
+	for n := node; n != c.root; n = n.parent {
+		if n.lockRef == 0 {
+			c.evictable -= n.pages()
+			if n.heapIdx >= 0 {
+				c.heap.remove(n)
+			}
+		}
+		n.lockRef++
+	}
+	node.locks++
+}
+
+// Unlock undoes one Lock of node. Nodes whose last lock goes become evictable again (leaves at once,
+// inner nodes when their subtree has gone).
+func (c *Cache) Unlock(node *Node) {
+	c.checkLive(node, "unlock")
+	if node != c.root && node.locks <= 0 {
+		panic("radix: unlock of a node that is not locked")
+	}
+	node.locks--
+	for n := node; n != c.root; n = n.parent {
+		n.lockRef--
+		if n.lockRef == 0 {
+			c.evictable += n.pages()
+			if n.children == 0 {
+				c.heap.push(n)
+			}
+		}
+	}
+}
+
+func (c *Cache) checkLive(n *Node, op string) {
+	if n != c.root && n.parent == nil {
+		panic("radix: " + op + " of an evicted node")
+	}
+}
+
+// Alloc takes n pages from the free list, appends them to dst and returns dst and true; the pages are
+// private to the caller until it Inserts or Frees them. With fewer than n free pages it takes nothing
+// and returns false: the caller evicts first.
+func (c *Cache) Alloc(n int, dst []PageID) ([]PageID, bool) {
+	if n > c.FreePages() {
+		return dst, false
+	}
+	for range n {
+		var id PageID
+		if k := len(c.freeList); k > 0 {
+			id = c.freeList[k-1]
+			c.freeList = c.freeList[:k-1]
+		} else {
+			id = PageID(len(c.state))
+			c.state = append(c.state, pageFree)
+		}
+		c.state[id] = pagePrivate
+		dst = append(dst, id)
+	}
+	return dst, true
+}
+
+// Free returns private pages (from Alloc, never inserted, or reported duplicate by Insert) to the free
+// list. Freeing a cached or free page panics.
+func (c *Cache) Free(ids []PageID) {
+	for _, id := range ids {
+		if c.state[id] != pagePrivate {
+			panic(fmt.Sprintf("radix: free of page %d in state %d, want private", id, c.state[id]))
+		}
+		c.state[id] = pageFree
+		c.freeList = append(c.freeList, id)
+	}
+}

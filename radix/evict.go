@@ -1,0 +1,75 @@
+package radix
+
+import (
+	"container/heap"
+	"slices"
+
+	"github.com/mocker-sim/mocker/kvcache"
+)
+
+// Evict frees cached pages until at least numPages have gone or nothing evictable is left, and returns
+// how many it freed: more than asked when the last node had more pages than still needed, since a node
+// goes whole. It removes the least recently used unlocked leaf, again and again; a parent left as an
+// unlocked leaf becomes a candidate in turn. The hashes of the freed pages go out in one Removed event.
+func (c *Cache) Evict(numPages int) (freed int) {
+	c.removed = c.removed[:0]
+	for freed < numPages && len(c.heap) > 0 {
+		n := c.heap.pop()
+		parent := n.parent
+		for j := len(n.ids) - 1; j >= 0; j-- { // leaf page first, like the whole eviction order
+			id := n.ids[j]
+			c.state[id] = pageFree
+			c.freeList = append(c.freeList, id)
+			if c.events {
+				c.removed = append(c.removed, n.blocks[j].Hash)
+			}
+		}
+		freed += len(n.ids)
+		c.removeLeaf(n)
+		if parent != c.root && parent.children == 0 && parent.lockRef == 0 {
+			c.heap.push(parent)
+		}
+	}
+	if len(c.removed) > 0 {
+		c.emit(kvcache.Event{Kind: kvcache.Removed, Hashes: slices.Clone(c.removed)})
+	}
+	return freed
+}
+
+// leafHeap holds exactly the evictable nodes (unlocked leaves other than the root), least recently used
+// on top; ties go to the older node. Each node knows its position, so a lock, a touch or a new child
+// updates it in O(log n) and eviction never scans the tree.
+type leafHeap []*Node
+
+func (h leafHeap) Len() int { return len(h) }
+
+func (h leafHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	return a.stamp < b.stamp || a.stamp == b.stamp && a.serial < b.serial
+}
+
+func (h leafHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx = int32(i)
+	h[j].heapIdx = int32(j)
+}
+
+func (h *leafHeap) Push(x any) {
+	n := x.(*Node)
+	n.heapIdx = int32(len(*h))
+	*h = append(*h, n)
+}
+
+func (h *leafHeap) Pop() any {
+	old := *h
+	n := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	n.heapIdx = -1
+	return n
+}
+
+func (h *leafHeap) push(n *Node)   { heap.Push(h, n) }
+func (h *leafHeap) pop() *Node     { return heap.Pop(h).(*Node) }
+func (h *leafHeap) fix(n *Node)    { heap.Fix(h, int(n.heapIdx)) }
+func (h *leafHeap) remove(n *Node) { heap.Remove(h, int(n.heapIdx)) }

@@ -1,0 +1,140 @@
+package radix
+
+import "github.com/mocker-sim/mocker/tokens"
+
+// Node is a node of the radix tree: a run of cached pages extending its parent's path. Callers hold nodes
+// only to lock and unlock them.
+type Node struct {
+	parent            *Node // nil for the root and for evicted nodes
+	first, prev, next *Node // first child; siblings in the parent's child list
+
+	// The edge: the identities of its pages (the key, compared by TokensHash) and their page ids (the
+	// value). A split leaves both halves as sub-slices of one array, each capped at its own end, so a
+	// recycled node appending into its slice never writes over the other half.
+	blocks []tokens.Block
+	ids    []PageID
+
+	serial   uint64 // creation order, unique per cache: names the node in the child index
+	stamp    uint64 // logical time of the last Match or Insert that walked through it
+	lockRef  int32  // locks on this node and on its descendants (SGLang's lock_ref)
+	locks    int32  // Lock calls naming this node, minus Unlock calls
+	children int32
+	heapIdx  int32 // position in the evictable heap, or -1
+}
+
+// childKey names a child in the cache-wide child index: one map for the whole tree instead of one per
+// node, so a node costs no map and a wide root (one child per distinct first page) is still O(1).
+type childKey struct {
+	parent uint64 // the parent's serial
+	hash   uint64 // the tokens hash of the child's first page
+}
+
+// pages is the number of pages on the node's edge.
+func (n *Node) pages() int { return len(n.ids) }
+
+// child returns the child of n whose edge starts with the page hashed h, or nil.
+func (c *Cache) child(n *Node, h uint64) *Node {
+	return c.index[childKey{n.serial, h}]
+}
+
+// commonPrefix is the number of leading pages of the edge and of pages with equal tokens hashes.
+func commonPrefix(edge, pages []tokens.Block) int {
+	k := 0
+	for k < len(edge) && k < len(pages) && edge[k].TokensHash == pages[k].TokensHash {
+		k++
+	}
+	return k
+}
+
+// newNode returns a blank node, reusing an evicted one when there is one.
+func (c *Cache) newNode() *Node {
+	var n *Node
+	if k := len(c.spare); k > 0 {
+		n = c.spare[k-1]
+		c.spare[k-1] = nil
+		c.spare = c.spare[:k-1]
+	} else {
+		n = &Node{}
+	}
+	c.serial++
+	n.serial = c.serial
+	n.heapIdx = -1
+	return n
+}
+
+// split cuts n's edge after k pages (0 < k < n.pages()) and returns the new node holding the first k.
+// n keeps the rest and its identity, so a caller holding n (locked) still holds the same deepest page,
+// and n's children stay indexed under n. The new node inherits n's locks, so no count changes.
+func (c *Cache) split(n *Node, k int) *Node {
+	p := c.newNode()
+	p.blocks, p.ids = n.blocks[:k:k], n.ids[:k:k]
+	n.blocks, n.ids = n.blocks[k:], n.ids[k:]
+	p.stamp = n.stamp
+	p.lockRef = n.lockRef
+
+	// p takes n's place among its siblings and in the index.
+	parent := n.parent
+	p.parent, p.prev, p.next = parent, n.prev, n.next
+	if n.prev != nil {
+		n.prev.next = p
+	} else {
+		parent.first = p
+	}
+	if n.next != nil {
+		n.next.prev = p
+	}
+	c.index[childKey{parent.serial, p.blocks[0].TokensHash}] = p
+
+	// n becomes p's only child.
+	n.parent, n.prev, n.next = p, nil, nil
+	p.first, p.children = n, 1
+	c.index[childKey{p.serial, n.blocks[0].TokensHash}] = n
+	c.nodes++
+	return p
+}
+
+// addChild hangs a new unlocked leaf holding pages (copied) under parent.
+func (c *Cache) addChild(parent *Node, blocks []tokens.Block, ids []PageID, stamp uint64) *Node {
+	n := c.newNode()
+	n.blocks = append(n.blocks[:0], blocks...)
+	n.ids = append(n.ids[:0], ids...)
+	n.stamp = stamp
+	n.parent, n.prev, n.next = parent, nil, parent.first
+	if parent.first != nil {
+		parent.first.prev = n
+	}
+	parent.first = n
+	if parent.children == 0 && parent.heapIdx >= 0 {
+		c.heap.remove(parent) // no longer a leaf
+	}
+	parent.children++
+	c.index[childKey{parent.serial, blocks[0].TokensHash}] = n
+	c.nodes++
+	c.cached += len(ids)
+	c.evictable += len(ids)
+	c.heap.push(n)
+	return n
+}
+
+// removeLeaf unhooks an unlocked leaf (already out of the heap) from the tree and keeps it for reuse. Its
+// pages are the caller's to free.
+func (c *Cache) removeLeaf(n *Node) {
+	parent := n.parent
+	delete(c.index, childKey{parent.serial, n.blocks[0].TokensHash})
+	if n.prev != nil {
+		n.prev.next = n.next
+	} else {
+		parent.first = n.next
+	}
+	if n.next != nil {
+		n.next.prev = n.prev
+	}
+	parent.children--
+	c.nodes--
+	c.cached -= len(n.ids)
+	c.evictable -= len(n.ids)
+
+	// Keep the slices' capacity for the next node; drop every pointer.
+	*n = Node{blocks: n.blocks[:0], ids: n.ids[:0], heapIdx: -1}
+	c.spare = append(c.spare, n)
+}
