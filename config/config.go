@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/sim"
 	"github.com/mocker-sim/mocker/timing"
@@ -270,9 +271,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			PrefixCaching:    c.EnablePrefixCaching,
 			Preemption:       pre,
 			Capacity:         capacity,
-			SpecTokens:       c.SpecNumTokens,
-			SpecAcceptRates:  c.SpecAcceptRates,
-			Seed:             c.Seed,
+			Spec:             sched.Spec{Tokens: c.SpecNumTokens, AcceptRates: c.SpecAcceptRates, Seed: c.Seed},
 		},
 		Timing: m,
 	}, nil

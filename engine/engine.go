@@ -60,7 +60,7 @@ func New(o Options) (*Engine, error) {
 	e := &Engine{model: o.Timing}
 	for i := range max(o.DPSize, 1) {
 		vo := o.VLLM
-		vo.Seed = RankSeed(o.VLLM.Seed, i)
+		vo.Spec.Seed = RankSeed(o.VLLM.Spec.Seed, i)
 		s, err := vllm.New(vo)
 		if err != nil {
 			return nil, err

@@ -76,11 +76,11 @@ func TestRandomWorkloadInvariants(t *testing.T) {
 			Preemption:       vllm.Preemption(rng.IntN(2)),
 			Capacity:         vllm.Capacity(rng.IntN(2)),
 			Events:           true,
-			Seed:             seed,
+			Spec:             sched.Spec{Seed: seed},
 		}
 		if rng.IntN(3) == 0 {
-			o.SpecTokens = 1 + rng.IntN(3)
-			o.SpecAcceptRates = []float64{0.8, 0.5}
+			o.Spec.Tokens = 1 + rng.IntN(3)
+			o.Spec.AcceptRates = []float64{0.8, 0.5}
 		}
 		dp := 1 + rng.IntN(2)
 		t.Run(fmt.Sprintf("%d/%+v/dp%d", seed, o, dp), func(t *testing.T) {

@@ -121,3 +121,23 @@ func TokenID(id uint64, index int) uint32 {
 	x ^= x >> 31
 	return uint32(x)
 }
+
+// Fill computes the forward-pass metrics of a pass from its batch and the waiting queue's statistics:
+// fresh requests (never admitted) by prompt length, preempted ones by prompt + generated tokens.
+func (f *ForwardPass) Fill(b *timing.Batch, fresh, preempted Moments) {
+	var pre, dec Moments
+	*f = ForwardPass{}
+	for _, q := range b.Seqs {
+		if q.Prefill {
+			pre.Add(q.Cached + q.New)
+			f.SumPrefillTokens += q.New
+			f.SumPrefillKVTokens += q.Cached
+		} else {
+			dec.Add(q.Cached + q.New)
+		}
+	}
+	f.NumPrefillRequests, f.VarPrefillLength = pre.N, pre.Var()
+	f.NumDecodeRequests, f.SumDecodeKVTokens, f.VarDecodeKVTokens = dec.N, int(dec.Sum), dec.Var()
+	f.NumQueuedPrefill, f.SumQueuedPrefillTokens, f.VarQueuedPrefillLength = fresh.N, int(fresh.Sum), fresh.Var()
+	f.NumQueuedDecode, f.SumQueuedDecodeTokens, f.VarQueuedDecodeTokens = preempted.N, int(preempted.Sum), preempted.Var()
+}

@@ -57,7 +57,7 @@ func TestGuaranteedNoEvictNeverPreempts(t *testing.T) {
 
 func specHarness(t *testing.T, k int, rates []float64, seed uint64) *harness {
 	return newHarness(t, Options{BlockSize: 4, NumBlocks: 4096, MaxBatchedTokens: 8192, ChunkedPrefill: true, PrefixCaching: true,
-		SpecTokens: k, SpecAcceptRates: rates, Seed: seed})
+		Spec: sched.Spec{Tokens: k, AcceptRates: rates, Seed: seed}})
 }
 
 // bursts runs the scheduler to idle and returns each pass's tokens per request, by request.

@@ -3,7 +3,6 @@ package vllm
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 
 	"github.com/mocker-sim/mocker/kvcache"
@@ -59,12 +58,7 @@ type Options struct {
 	Capacity         Capacity
 	Events           bool // record KV events (with prefix caching)
 
-	// Speculative decoding (MTP): each decode step verifies SpecTokens draft tokens; draft j is accepted
-	// with probability SpecAcceptRates[j] given the ones before were (missing rates are 0). Seed drives
-	// the acceptance draws.
-	SpecTokens      int
-	SpecAcceptRates []float64
-	Seed            uint64
+	Spec sched.Spec // speculative decoding; Spec.Tokens 0 is off
 }
 
 // Validate reports the first invalid option, naming it.
@@ -84,15 +78,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("preemption mode %d: unknown", o.Preemption)
 	case o.Capacity > GuaranteedNoEvict:
 		return fmt.Errorf("capacity policy %d: unknown", o.Capacity)
-	case o.SpecTokens < 0:
-		return fmt.Errorf("spec-num-tokens %d: must not be negative", o.SpecTokens)
 	}
-	for _, r := range o.SpecAcceptRates {
-		if !(r >= 0 && r <= 1) {
-			return fmt.Errorf("spec-accept-rates %v: each rate must be in [0, 1]", o.SpecAcceptRates)
-		}
-	}
-	return nil
+	return o.Spec.Validate()
 }
 
 type request struct {
@@ -117,7 +104,7 @@ type request struct {
 
 // need is the blocks r holds or will hold at most: prompt and every output token (GuaranteedNoEvict).
 func (s *Scheduler) need(r *request) int {
-	return s.blocksFor(r.seq.Len() - r.generated + r.maxTokens + s.opt.SpecTokens)
+	return s.blocksFor(r.seq.Len() - r.generated + r.maxTokens + s.opt.Spec.Tokens)
 }
 
 // Scheduler is a vLLM v1 scheduler with its KV block pool. It is not safe for concurrent use.
@@ -141,9 +128,7 @@ type Scheduler struct {
 	prefixQueries int64
 	prefixHits    int64
 
-	rng        *rand.Rand // speculative acceptance draws
-	specSteps  int64      // speculative decode steps
-	specTokens int64      // tokens they emitted
+	spec *sched.Sampler
 }
 
 // New returns an idle scheduler with an empty pool.
@@ -156,7 +141,7 @@ func New(o Options) (*Scheduler, error) {
 		return nil, err
 	}
 	return &Scheduler{opt: o, pool: pool, byID: make(map[uint64]*request),
-		rng: rand.New(rand.NewPCG(o.Seed, 0x6d7470))}, nil
+		spec: sched.NewSampler(o.Spec)}, nil
 }
 
 // Pool exposes the KV block pool, for inspection.
@@ -246,7 +231,7 @@ func (s *Scheduler) Idle() bool { return len(s.byID) == 0 }
 
 // Metrics reports the scheduler's state.
 func (s *Scheduler) Metrics() sched.Metrics {
-	return sched.Metrics{
+	m := sched.Metrics{
 		Running:        len(s.running),
 		Waiting:        s.waiting.len(),
 		ActiveBlocks:   s.pool.Active(),
@@ -255,9 +240,9 @@ func (s *Scheduler) Metrics() sched.Metrics {
 		Preemptions:    s.preemptions,
 		PrefixQueries:  s.prefixQueries,
 		PrefixHits:     s.prefixHits,
-		SpecSteps:      s.specSteps,
-		SpecTokens:     s.specTokens,
 	}
+	m.SpecSteps, m.SpecTokens = s.spec.Counts()
+	return m
 }
 
 // Step plans one forward pass and applies it: admissions, preemptions, cache changes, sampled tokens and
@@ -296,7 +281,7 @@ func (s *Scheduler) scheduleRunning(budget *int) (preempted bool) {
 		drafts := 0
 		if !r.prefilling {
 			// A decode step also verifies draft tokens, as far as the budget allows.
-			drafts = min(s.opt.SpecTokens, *budget-n)
+			drafts = min(s.opt.Spec.Tokens, *budget-n)
 		}
 		need := s.blocksFor(r.computed+n+drafts) - len(r.table)
 		if need > 0 && !s.pool.CanAllocate(nil, need) && s.opt.Capacity == GuaranteedNoEvict {
@@ -375,7 +360,7 @@ func (s *Scheduler) admitWaiting(budget *int) {
 			// Everything is cached: recompute the last block to get logits.
 			hits = (length - 1) / bs
 		}
-		if s.opt.SpecTokens > 0 && hits > 0 {
+		if s.opt.Spec.Tokens > 0 && hits > 0 {
 			// The draft head needs the hidden states of the last block too (reference §4).
 			hits--
 		}
@@ -445,23 +430,6 @@ func (s *Scheduler) commit(r *request) {
 	}
 }
 
-// burst is how many tokens a speculative decode step of r emits: the bonus token plus the run of
-// accepted drafts, at most what r still has to generate.
-func (s *Scheduler) burst(r *request) int {
-	b := 1
-	for j := 0; j < r.passDrafts && b < r.maxTokens-r.generated; j++ {
-		rate := 0.0
-		if j < len(s.opt.SpecAcceptRates) {
-			rate = s.opt.SpecAcceptRates[j]
-		}
-		if s.rng.Float64() >= rate {
-			break
-		}
-		b++
-	}
-	return b
-}
-
 // finishPass samples a token for every request whose computed tokens reach its length, finishes requests,
 // and fills the pass's batch, events and metrics.
 func (s *Scheduler) finishPass() {
@@ -478,7 +446,7 @@ func (s *Scheduler) finishPass() {
 			Samples: ready && r.generated < r.maxTokens,
 		})
 	}
-	s.fillFPM()
+	p.FPM.Fill(&p.Batch, s.waiting.fresh, s.waiting.old)
 	p.Events = s.pool.TakeEvents(p.Events)
 
 	kept := s.running[:0]
@@ -492,9 +460,7 @@ func (s *Scheduler) finishPass() {
 		if r.generated < r.maxTokens {
 			n := 1
 			if r.passDrafts > 0 {
-				n = s.burst(r)
-				s.specSteps++
-				s.specTokens += int64(n)
+				n = s.spec.Burst(r.passDrafts, r.maxTokens-r.generated)
 			}
 			start := len(s.tokenBuf)
 			for range n {
@@ -529,23 +495,4 @@ func (s *Scheduler) finishPass() {
 	}
 	clear(s.running[len(kept):])
 	s.running = kept
-}
-
-func (s *Scheduler) fillFPM() {
-	f := &s.pass.FPM
-	var pre, dec sched.Moments
-	for _, q := range s.pass.Batch.Seqs {
-		if q.Prefill {
-			pre.Add(q.Cached + q.New)
-			f.SumPrefillTokens += q.New
-			f.SumPrefillKVTokens += q.Cached
-		} else {
-			dec.Add(q.Cached + q.New)
-		}
-	}
-	f.NumPrefillRequests, f.VarPrefillLength = pre.N, pre.Var()
-	f.NumDecodeRequests, f.SumDecodeKVTokens, f.VarDecodeKVTokens = dec.N, int(dec.Sum), dec.Var()
-	fresh, old := s.waiting.fresh, s.waiting.old
-	f.NumQueuedPrefill, f.SumQueuedPrefillTokens, f.VarQueuedPrefillLength = fresh.N, int(fresh.Sum), fresh.Var()
-	f.NumQueuedDecode, f.SumQueuedDecodeTokens, f.VarQueuedDecodeTokens = old.N, int(old.Sum), old.Var()
 }

@@ -1,0 +1,52 @@
+package sglang
+
+import "fmt"
+
+// CheckInvariants verifies the radix cache and that requests and pages agree: every page is free, in the
+// tree, or held privately by exactly the requests that say so; a request with computed tokens holds
+// exactly the pages they need, the tree owns and locks its leading full pages, and a waiting request holds
+// nothing.
+func (s *Scheduler) CheckInvariants() error {
+	if err := s.cache.CheckInvariants(); err != nil {
+		return err
+	}
+	n := len(s.running) + len(s.waiting)
+	if s.chunked != nil {
+		n++
+	}
+	if n != len(s.byID) {
+		return fmt.Errorf("sglang: %d running + %d waiting (+ chunked), but %d live requests", len(s.running), len(s.waiting), len(s.byID))
+	}
+	if s.opt.MaxRunning > 0 && len(s.running) > s.opt.MaxRunning {
+		return fmt.Errorf("sglang: %d running, max %d", len(s.running), s.opt.MaxRunning)
+	}
+	private := 0
+	holders := append(append([]*request(nil), s.running...), s.waiting...)
+	if s.chunked != nil {
+		holders = append(holders, s.chunked)
+	}
+	for _, r := range holders {
+		if s.byID[r.id] != r {
+			return fmt.Errorf("sglang: request %d is not live", r.id)
+		}
+		if want := s.pagesFor(r.materialized); len(r.pages) != want {
+			return fmt.Errorf("sglang: request %d computed %d tokens but holds %d pages, want %d", r.id, r.materialized, len(r.pages), want)
+		}
+		if r.locked > len(r.pages) || r.generated > r.maxTokens || r.materialized > r.seq.Len() {
+			return fmt.Errorf("sglang: request %d locked %d of %d pages, generated %d of %d", r.id, r.locked, len(r.pages), r.generated, r.maxTokens)
+		}
+		private += len(r.pages) - r.locked
+	}
+	for _, r := range s.waiting {
+		if len(r.pages) != 0 || r.materialized != 0 {
+			return fmt.Errorf("sglang: waiting request %d holds %d pages", r.id, len(r.pages))
+		}
+	}
+	if private != s.private {
+		return fmt.Errorf("sglang: requests hold %d private pages, counted %d", private, s.private)
+	}
+	if got := s.cache.FreePages() + s.cache.CachedPages() + private; got != s.cache.Capacity() {
+		return fmt.Errorf("sglang: free %d + cached %d + private %d != capacity %d", s.cache.FreePages(), s.cache.CachedPages(), private, s.cache.Capacity())
+	}
+	return nil
+}

@@ -1,0 +1,564 @@
+package sglang
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/mocker-sim/mocker/radix"
+	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/timing"
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+// Policy orders the waiting queue.
+type Policy uint8
+
+const (
+	// FCFS serves requests in arrival order (SGLang's default).
+	FCFS Policy = iota
+	// LPM serves the longest cached prefix first.
+	LPM
+)
+
+// ParsePolicy parses "fcfs" (or "fifo") and "lpm".
+func ParsePolicy(s string) (Policy, error) {
+	switch s {
+	case "fcfs", "fifo", "":
+		return FCFS, nil
+	case "lpm":
+		return LPM, nil
+	}
+	return 0, fmt.Errorf("schedule policy %q: want fcfs or lpm", s)
+}
+
+// SGLang's constants (python/sglang/srt/managers/schedule_policy.py, scheduler.py).
+const (
+	lpmFallbackThreshold   = 128 // LPM only while at most this many wait
+	inBatchPrefixThreshold = 32  // tokens: a short tree match, and the prefix length compared in batch
+	decaySteps             = 600 // decode steps for new_token_ratio to fall from init to min
+)
+
+// Options configure a Scheduler. Zero MaxRunning or MaxModelLen mean unbounded; ChunkedPrefillSize <= 0
+// disables chunked prefill.
+type Options struct {
+	PageSize           int // tokens per KV page
+	NumPages           int // pages in the pool
+	MaxRunning         int // max_running_requests
+	MaxPrefillTokens   int // tokens per extend batch (a single request may exceed it)
+	ChunkedPrefillSize int
+	ClipMaxNewTokens   int     // cap on a request's remaining output when reserving room for it
+	Conservativeness   float64 // schedule_conservativeness
+	Policy             Policy
+	MixedChunk         bool // decode the running requests in the same pass as a prefill
+	PrefixCaching      bool // the radix cache (off: SGLang's --disable-radix-cache)
+	MaxModelLen        int
+	Events             bool
+}
+
+// Validate reports the first invalid option, naming it.
+func (o Options) Validate() error {
+	switch {
+	case o.PageSize < 1:
+		return fmt.Errorf("page-size %d: must be at least 1", o.PageSize)
+	case o.NumPages < 1:
+		return fmt.Errorf("num-gpu-blocks %d: must be at least 1", o.NumPages)
+	case o.MaxRunning < 0:
+		return fmt.Errorf("max-num-seqs %d: must not be negative", o.MaxRunning)
+	case o.MaxPrefillTokens < 1:
+		return fmt.Errorf("sglang-max-prefill-tokens %d: must be at least 1", o.MaxPrefillTokens)
+	case o.ChunkedPrefillSize > 0 && o.ChunkedPrefillSize < o.PageSize:
+		return fmt.Errorf("sglang-chunked-prefill-size %d: must be at least one page (%d)", o.ChunkedPrefillSize, o.PageSize)
+	case o.ClipMaxNewTokens < 1:
+		return fmt.Errorf("sglang-clip-max-new-tokens %d: must be at least 1", o.ClipMaxNewTokens)
+	case !(o.Conservativeness >= 0 && o.Conservativeness <= 1):
+		return fmt.Errorf("sglang-schedule-conservativeness %v: must be in [0, 1]", o.Conservativeness)
+	case o.Policy > LPM:
+		return fmt.Errorf("schedule policy %d: unknown", o.Policy)
+	case o.MaxModelLen < 0:
+		return fmt.Errorf("max-model-len %d: must not be negative", o.MaxModelLen)
+	}
+	return nil
+}
+
+type request struct {
+	id        uint64
+	order     uint64 // arrival order, for stable tie-breaks
+	seq       *tokens.Sequence
+	maxTokens int
+	planned   []uint32
+	generated int
+
+	materialized int            // tokens whose KV is computed
+	pages        []radix.PageID // KV pages in order: [0, locked) owned by the tree, the rest private
+	locked       int
+	node         *radix.Node // deepest locked tree node; nil when none
+	retractions  int
+
+	// The current pass.
+	passNew, passCached int
+	passPrefill         bool
+
+	// Policy scratch.
+	match  int
+	demote bool
+}
+
+// Scheduler is an SGLang scheduler with its radix cache. It is not safe for concurrent use.
+type Scheduler struct {
+	opt     Options
+	cache   *radix.Cache
+	waiting []*request // front first
+	chunked *request   // the one request whose prompt is being prefilled in chunks
+	running []*request
+	byID    map[uint64]*request
+	arrived uint64
+
+	ratio, initRatio, minRatio, decay float64
+
+	private int // pages held privately by requests
+
+	pass      sched.Pass
+	scheduled []*request
+	tokenBuf  []uint32
+	hits      []radix.PageID
+	seen      map[uint64]bool // LPM in-batch prefixes
+
+	preemptions   int64 // retractions
+	prefixQueries int64
+	prefixHits    int64
+}
+
+// New returns an idle scheduler with an empty cache.
+func New(o Options) (*Scheduler, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := radix.New(radix.Options{PageSize: o.PageSize, NumPages: o.NumPages, Events: o.Events && o.PrefixCaching})
+	if err != nil {
+		return nil, err
+	}
+	init := min(0.7*o.Conservativeness, 1)
+	s := &Scheduler{opt: o, cache: c, byID: make(map[uint64]*request), seen: make(map[uint64]bool),
+		ratio: init, initRatio: init, minRatio: 0.14 * init}
+	s.decay = (s.initRatio - s.minRatio) / decaySteps
+	return s, nil
+}
+
+// Cache exposes the radix cache, for inspection.
+func (s *Scheduler) Cache() *radix.Cache { return s.cache }
+
+// NewTokenRatio is the current new_token_ratio.
+func (s *Scheduler) NewTokenRatio() float64 { return s.ratio }
+
+func (s *Scheduler) pagesFor(tokens int) int { return (tokens + s.opt.PageSize - 1) / s.opt.PageSize }
+
+// Enqueue adds a request at the back of the waiting queue, or rejects one that can never be served.
+func (s *Scheduler) Enqueue(r *sched.Request) error {
+	reject := func(format string, a ...any) error {
+		return &sched.RejectError{ID: r.ID, Reason: fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case len(r.Prompt) == 0:
+		return reject("empty prompt")
+	case r.MaxTokens < 0:
+		return reject("max_tokens %d is negative", r.MaxTokens)
+	case s.byID[r.ID] != nil:
+		return reject("duplicate request id")
+	}
+	total := len(r.Prompt) + r.MaxTokens
+	if s.opt.MaxModelLen > 0 && total > s.opt.MaxModelLen {
+		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-model-len %d", len(r.Prompt), r.MaxTokens, s.opt.MaxModelLen)
+	}
+	if need := s.pagesFor(total); need > s.opt.NumPages {
+		return reject("needs %d KV pages for prompt (%d tokens) + max_tokens (%d), the pool has %d", need, len(r.Prompt), r.MaxTokens, s.opt.NumPages)
+	}
+	req := &request{id: r.ID, order: s.arrived, seq: tokens.NewSequence(s.opt.PageSize), maxTokens: r.MaxTokens, planned: r.OutputTokens}
+	s.arrived++
+	req.seq.Append(r.Prompt...)
+	s.byID[r.ID] = req
+	s.waiting = append(s.waiting, req)
+	return nil
+}
+
+// Cancel removes a request wherever it is; its computed pages stay cached. It reports whether it was found.
+func (s *Scheduler) Cancel(id uint64) bool {
+	r := s.byID[id]
+	if r == nil {
+		return false
+	}
+	delete(s.byID, id)
+	switch {
+	case r == s.chunked:
+		s.chunked = nil
+	case slices.Contains(s.running, r):
+		s.running = slices.DeleteFunc(s.running, func(x *request) bool { return x == r })
+	default:
+		s.waiting = slices.DeleteFunc(s.waiting, func(x *request) bool { return x == r })
+	}
+	s.release(r)
+	return true
+}
+
+// Idle reports whether the scheduler has no request.
+func (s *Scheduler) Idle() bool { return len(s.byID) == 0 }
+
+// Metrics reports the scheduler's state; blocks are pages.
+func (s *Scheduler) Metrics() sched.Metrics {
+	waiting := len(s.waiting)
+	if s.chunked != nil {
+		waiting++
+	}
+	return sched.Metrics{
+		Running:        len(s.running),
+		Waiting:        waiting,
+		ActiveBlocks:   s.cache.ProtectedPages() + s.private,
+		InactiveBlocks: s.cache.EvictablePages(),
+		TotalBlocks:    s.cache.Capacity(),
+		Preemptions:    s.preemptions,
+		PrefixQueries:  s.prefixQueries,
+		PrefixHits:     s.prefixHits,
+	}
+}
+
+// Step runs one iteration: an extend (prefill) pass if anything can be admitted, else a decode step. The
+// returned Pass is valid until the next Step.
+func (s *Scheduler) Step() *sched.Pass {
+	p := &s.pass
+	p.Reset()
+	s.scheduled = s.scheduled[:0]
+	s.tokenBuf = s.tokenBuf[:0]
+
+	s.order()
+	extended := s.admit()
+	if !extended || s.opt.MixedChunk {
+		s.decode()
+	}
+	s.finishPass()
+	return p
+}
+
+// order sorts the waiting queue by the policy.
+func (s *Scheduler) order() {
+	if s.opt.Policy != LPM || len(s.waiting) > lpmFallbackThreshold || len(s.waiting) < 2 {
+		return
+	}
+	clear(s.seen)
+	prefixPages := s.pagesFor(inBatchPrefixThreshold)
+	for _, r := range s.waiting {
+		r.match, r.demote = 0, false
+		if s.opt.PrefixCaching {
+			s.hits, _ = s.cache.Match(r.seq.Blocks(), s.hits[:0])
+			r.match = len(s.hits) * s.opt.PageSize
+		}
+		// A short tree match whose first tokens another waiting request already has: let that one compute
+		// them, so this one hits the cache later (SGLang's in-batch prefix caching).
+		if blocks := r.seq.Blocks(); r.match <= inBatchPrefixThreshold && len(blocks) >= prefixPages {
+			key := blocks[prefixPages-1].Hash
+			r.demote = s.seen[key]
+			s.seen[key] = true
+		}
+	}
+	slices.SortStableFunc(s.waiting, func(a, b *request) int {
+		if a.demote != b.demote {
+			if a.demote {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(b.match, a.match)
+	})
+}
+
+// admit builds the extend batch: the chunked request first, then waiting requests in order. It reports
+// whether anything was scheduled.
+func (s *Scheduler) admit() bool {
+	if len(s.waiting) == 0 && s.chunked == nil {
+		return false
+	}
+	page := s.opt.PageSize
+	remTotal := float64((s.cache.FreePages() + s.cache.EvictablePages()) * page)
+	for _, r := range s.running {
+		remTotal -= float64(min(r.maxTokens-r.generated, s.opt.ClipMaxNewTokens)) * s.ratio
+	}
+	remInput := s.opt.MaxPrefillTokens
+	remChunk := math.MaxInt
+	if s.opt.ChunkedPrefillSize > 0 {
+		remChunk = s.opt.ChunkedPrefillSize
+	}
+	// add tries to schedule the next chunk of r; it reports whether admission should go on.
+	add := func(r *request, first bool) (ok, goOn bool) {
+		prefix := r.materialized
+		var node *radix.Node
+		if first {
+			s.hits = s.hits[:0]
+			if s.opt.PrefixCaching {
+				// Match at most len−1 tokens: the last one is recomputed for its logits.
+				s.hits, node = s.cache.Match(r.seq.Blocks()[:(r.seq.Len()-1)/page], s.hits)
+			}
+			prefix = len(s.hits) * page
+		}
+		extend := r.seq.Len() - prefix
+		chunk := extend
+		if extend > remChunk {
+			chunk = remChunk / page * page
+			if chunk <= 0 {
+				return false, false
+			}
+		}
+		charged := s.pagesFor(prefix+chunk)*page - prefix
+		reserve := 0
+		if chunk == extend {
+			reserve = min(r.maxTokens-r.generated, s.opt.ClipMaxNewTokens)
+		}
+		// An engine with nothing running takes any request whose pages fit (Enqueue checked the pool),
+		// where SGLang's strict comparison could leave it waiting forever.
+		busy := len(s.running) > 0 || len(s.scheduled) > 0
+		if (float64(charged+reserve) >= remTotal && busy) || (charged > remInput && len(s.scheduled) > 0) {
+			return false, false
+		}
+		if node != nil {
+			s.cache.Lock(node) // before evicting, so the eviction cannot take the prefix
+		}
+		need := s.pagesFor(prefix+chunk) - len(s.hits)
+		if !first {
+			need = s.pagesFor(prefix+chunk) - len(r.pages)
+		}
+		if !s.reserve(need) {
+			if node != nil {
+				s.cache.Unlock(node)
+			}
+			s.ratio = s.initRatio // out of memory
+			return false, false
+		}
+		if first {
+			r.pages = append(r.pages[:0], s.hits...)
+			r.locked, r.node = len(s.hits), node
+			r.materialized = prefix
+			s.pass.Admitted = append(s.pass.Admitted, sched.Admission{ID: r.id, Cached: prefix, Resumed: r.retractions > 0})
+			s.prefixQueries += int64(r.seq.Len())
+			s.prefixHits += int64(prefix)
+		}
+		r.pages, _ = s.cache.Alloc(need, r.pages)
+		s.private += need
+		r.passCached, r.passNew, r.passPrefill = r.materialized, chunk, true
+		r.materialized += chunk
+		s.scheduled = append(s.scheduled, r)
+		remTotal -= float64(charged + reserve)
+		remInput -= charged
+		remChunk -= chunk
+		if chunk < extend {
+			s.chunked = r
+			return true, false
+		}
+		return true, remChunk > 0
+	}
+
+	if r := s.chunked; r != nil {
+		s.chunked = nil
+		ok, goOn := add(r, false)
+		if !ok {
+			s.chunked = r
+			return false
+		}
+		if !goOn {
+			return true
+		}
+	}
+	for len(s.waiting) > 0 && s.chunked == nil && (s.opt.MaxRunning == 0 || len(s.running)+len(s.scheduled) < s.opt.MaxRunning) {
+		r := s.waiting[0]
+		ok, goOn := add(r, true)
+		if ok {
+			s.waiting = s.waiting[1:]
+		}
+		if !goOn {
+			break
+		}
+	}
+	return len(s.scheduled) > 0
+}
+
+// reserve makes n pages free, evicting unlocked cached pages if needed.
+func (s *Scheduler) reserve(n int) bool {
+	if free := s.cache.FreePages(); free < n {
+		s.cache.Evict(n - free)
+	}
+	return s.cache.FreePages() >= n
+}
+
+// decode runs one decode step of the running requests, retracting some if their new pages do not fit.
+func (s *Scheduler) decode() {
+	need := func() int {
+		n := 0
+		for _, r := range s.running {
+			if r.materialized%s.opt.PageSize == 0 {
+				n++ // the dangling token starts a new page
+			}
+		}
+		return n
+	}
+	retracted := false
+	for len(s.running) > 1 && s.cache.FreePages()+s.cache.EvictablePages() < need() {
+		s.retract()
+		retracted = true
+	}
+	if r := s.chunked; r != nil && s.cache.FreePages()+s.cache.EvictablePages() < need() {
+		// The last running request cannot grow while a half-prefilled prompt holds the pages: send that
+		// one back instead (SGLang would run out of memory here).
+		s.chunked = nil
+		s.requeue(r)
+		retracted = true
+	}
+	if retracted {
+		s.ratio = s.initRatio
+	}
+	if len(s.running) == 0 {
+		return
+	}
+	s.reserve(need())
+	for _, r := range s.running {
+		if r.materialized%s.opt.PageSize == 0 {
+			r.pages, _ = s.cache.Alloc(1, r.pages)
+			s.private++
+		}
+		r.passCached, r.passNew, r.passPrefill = r.materialized, 1, false
+		r.materialized++
+		s.scheduled = append(s.scheduled, r)
+	}
+	s.ratio = max(s.minRatio, s.ratio-s.decay)
+}
+
+// retract sends the running request with the fewest output tokens (then the longest prompt, then the
+// newest) back to the front of the queue; it keeps its output, and its cached pages stay in the tree.
+func (s *Scheduler) retract() {
+	vi := 0
+	for i, r := range s.running {
+		v := s.running[vi]
+		if c := cmp.Or(cmp.Compare(r.generated, v.generated), cmp.Compare(v.seq.Len()-v.generated, r.seq.Len()-r.generated),
+			cmp.Compare(v.order, r.order)); c < 0 {
+			vi = i
+		}
+	}
+	v := s.running[vi]
+	s.running = slices.Delete(s.running, vi, vi+1)
+	s.requeue(v)
+}
+
+// requeue releases r's KV and puts it back at the front of the queue, keeping its output.
+func (s *Scheduler) requeue(r *request) {
+	s.release(r)
+	r.materialized = 0
+	r.retractions++
+	s.preemptions++
+	s.waiting = slices.Insert(s.waiting, 0, r)
+	s.pass.Preempted = append(s.pass.Preempted, r.id)
+}
+
+// cacheFull puts r's computed full pages into the tree, so they outlive it.
+func (s *Scheduler) cacheFull(r *request) {
+	full := min(r.materialized/s.opt.PageSize, len(r.seq.Blocks()))
+	if !s.opt.PrefixCaching || full <= r.locked {
+		return
+	}
+	blocks := r.seq.Blocks()[:full]
+	present := s.cache.Insert(blocks, r.pages[:full])
+	if present > r.locked {
+		// Someone put these pages in the tree first: ours are duplicates.
+		s.cache.Free(r.pages[r.locked:present])
+	}
+	ids, node := s.cache.Match(blocks, s.hits[:0])
+	s.hits = ids
+	copy(r.pages, ids)
+	s.cache.Lock(node)
+	if r.node != nil {
+		s.cache.Unlock(r.node)
+	}
+	s.private -= full - r.locked
+	r.locked, r.node = full, node
+}
+
+// release caches r's full pages, frees the rest and unlocks it: r holds nothing afterwards.
+func (s *Scheduler) release(r *request) {
+	s.cacheFull(r)
+	s.cache.Free(r.pages[r.locked:])
+	s.private -= len(r.pages) - r.locked
+	if r.node != nil {
+		s.cache.Unlock(r.node)
+	}
+	r.pages, r.locked, r.node = r.pages[:0], 0, nil
+}
+
+// finishPass samples tokens for the requests whose computed tokens reach their length, caches their
+// complete pages, finishes requests, and fills the batch, events and metrics.
+func (s *Scheduler) finishPass() {
+	p := &s.pass
+	sumCtx := 0
+	for _, r := range s.scheduled {
+		samples := r.materialized >= r.seq.Len() && r.generated < r.maxTokens
+		if samples {
+			sumCtx += r.materialized
+		}
+		p.Batch.Seqs = append(p.Batch.Seqs, timing.Seq{New: r.passNew, Cached: r.passCached, Prefill: r.passPrefill, Samples: samples})
+	}
+	total := s.cache.Capacity() * s.opt.PageSize
+	p.Batch.TotalKVTokens = total
+	p.Batch.ActiveKVTokens = min(sumCtx, total)
+
+	for _, r := range s.scheduled {
+		if r.materialized < r.seq.Len() {
+			s.cacheFull(r) // a chunk: its complete pages go into the tree now
+			continue
+		}
+		out := sched.Output{ID: r.id}
+		if r.generated < r.maxTokens {
+			tok := sched.TokenID(r.id, r.generated)
+			if r.generated < len(r.planned) {
+				tok = r.planned[r.generated]
+			}
+			r.seq.Append(tok)
+			r.generated++
+			start := len(s.tokenBuf)
+			s.tokenBuf = append(s.tokenBuf, tok)
+			out.Tokens = s.tokenBuf[start:len(s.tokenBuf):len(s.tokenBuf)]
+		}
+		if r.generated >= r.maxTokens {
+			out.Done = true
+			if !r.passPrefill { // one that finished in its extend pass never joined the running set
+				s.running = slices.DeleteFunc(s.running, func(x *request) bool { return x == r })
+			}
+			s.release(r)
+			delete(s.byID, r.id)
+		} else {
+			s.cacheFull(r)
+			if r.passPrefill {
+				s.running = append(s.running, r)
+			}
+		}
+		p.Outputs = append(p.Outputs, out)
+	}
+	fresh, retracted := s.queued()
+	p.FPM.Fill(&p.Batch, fresh, retracted)
+	if s.opt.PrefixCaching {
+		p.Events = s.cache.TakeEvents(p.Events)
+	}
+}
+
+// queued returns the waiting requests' statistics: fresh ones by prompt length, retracted ones by prompt
+// and generated tokens.
+func (s *Scheduler) queued() (fresh, retracted sched.Moments) {
+	count := func(r *request) {
+		if r.retractions > 0 {
+			retracted.Add(r.seq.Len())
+		} else {
+			fresh.Add(r.seq.Len())
+		}
+	}
+	for _, r := range s.waiting {
+		count(r)
+	}
+	if s.chunked != nil {
+		count(s.chunked)
+	}
+	return fresh, retracted
+}

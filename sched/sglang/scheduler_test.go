@@ -1,0 +1,379 @@
+package sglang
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/sched"
+)
+
+func opts(page, pages int) Options {
+	return Options{PageSize: page, NumPages: pages, MaxRunning: 8, MaxPrefillTokens: 16384, ChunkedPrefillSize: 8192,
+		ClipMaxNewTokens: 4096, Conservativeness: 1, PrefixCaching: true, Events: true}
+}
+
+type harness struct {
+	t *testing.T
+	s *Scheduler
+}
+
+func newHarness(t *testing.T, o Options) *harness {
+	t.Helper()
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t, s}
+}
+
+func prompt(base, n int) []uint32 {
+	p := make([]uint32, n)
+	for i := range p {
+		p[i] = uint32(base + i)
+	}
+	return p
+}
+
+func (h *harness) enqueue(id uint64, toks []uint32, maxTokens int) {
+	h.t.Helper()
+	if err := h.s.Enqueue(&sched.Request{ID: id, Prompt: toks, MaxTokens: maxTokens}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) step() *sched.Pass {
+	h.t.Helper()
+	p := h.s.Step()
+	if err := h.s.CheckInvariants(); err != nil {
+		h.t.Fatal(err)
+	}
+	return p
+}
+
+func outputs(p *sched.Pass) []string {
+	var s []string
+	for _, o := range p.Outputs {
+		x := fmt.Sprintf("%d:%d", o.ID, len(o.Tokens))
+		if o.Done {
+			x += ":done"
+		}
+		s = append(s, x)
+	}
+	return s
+}
+
+// TestDecodeAllocationIsPageAware ports test_decode_allocation_is_page_aware: with 4-token pages, a
+// 7-token prompt holds 8 slots, still 8 after its first decode, and 12 once its tokens cross into page 3.
+func TestDecodeAllocationIsPageAware(t *testing.T) {
+	h := newHarness(t, opts(4, 16))
+	h.enqueue(1, prompt(0, 7), 4)
+	var slots []int
+	for range 3 {
+		h.step()
+		slots = append(slots, len(h.s.byID[1].pages)*4)
+	}
+	if !slices.Equal(slots, []int{8, 8, 12}) {
+		t.Fatalf("allocated slots %v, want [8 8 12]", slots)
+	}
+}
+
+// TestActiveBlocksTrackPageOccupancy ports test_active_decode_blocks_tracks_page_reserved_occupancy: a
+// 6-token prompt on 4-token pages occupies 2 blocks.
+func TestActiveBlocksTrackPageOccupancy(t *testing.T) {
+	h := newHarness(t, opts(4, 16))
+	h.enqueue(1, prompt(0, 6), 4)
+	h.step()
+	if m := h.s.Metrics(); m.ActiveBlocks != 2 || m.TotalBlocks != 16 {
+		t.Fatalf("metrics %+v, want 2 active of 16", m)
+	}
+}
+
+// TestFinishedRequestStaysCached ports ordinary_completion_keeps_default_cleanup: the 8 tokens of a
+// finished request stay in the tree, and the same prompt hits them (all but the recomputed last page).
+func TestFinishedRequestStaysCached(t *testing.T) {
+	h := newHarness(t, opts(4, 16))
+	h.enqueue(1, prompt(0, 8), 1)
+	if p := h.step(); !slices.Equal(outputs(p), []string{"1:1:done"}) {
+		t.Fatalf("outputs %v", outputs(p))
+	}
+	if c := h.s.Cache(); c.CachedPages() != 2 || c.EvictablePages() != 2 || h.s.Metrics().ActiveBlocks != 0 {
+		t.Fatalf("cached %d evictable %d active %d, want 2, 2, 0", c.CachedPages(), c.EvictablePages(), h.s.Metrics().ActiveBlocks)
+	}
+	h.enqueue(2, prompt(0, 8), 1)
+	if p := h.step(); p.Admitted[0].Cached != 4 {
+		t.Fatalf("admission %+v, want 4 cached tokens", p.Admitted)
+	}
+}
+
+// TestUnfinishedDecodeRequestIsCached ports test_unfinished_decode_request_is_cached_after_output: the
+// pages a running request completes go into the tree while it runs.
+func TestUnfinishedDecodeRequestIsCached(t *testing.T) {
+	h := newHarness(t, opts(4, 16))
+	h.enqueue(1, prompt(0, 6), 10)
+	h.step() // prefill: 6 computed, 1 page full
+	if got := h.s.Cache().CachedPages(); got != 1 {
+		t.Fatalf("after prefill %d pages cached, want 1", got)
+	}
+	h.step()
+	h.step() // positions 6 and 7 computed: page 2 full
+	if got, r := h.s.Cache().CachedPages(), h.s.byID[1]; got != 2 || r.locked != 2 {
+		t.Fatalf("%d pages cached, request locks %d; want 2, 2", got, r.locked)
+	}
+}
+
+// TestRetractionKeepsOutput ports test_check_decode_mem_preserves_generated_output_on_retract: when the
+// pool cannot hold the running requests' next pages, the one with fewer output tokens is retracted, keeps
+// its output, and resumes later.
+func TestRetractionKeepsOutput(t *testing.T) {
+	o := opts(4, 6)
+	o.ClipMaxNewTokens = 1 // admit the second request despite both long outputs
+	h := newHarness(t, o)
+	tokens := map[uint64]int{}
+	step := func() *sched.Pass {
+		p := h.step()
+		for _, o := range p.Outputs {
+			tokens[o.ID] += len(o.Tokens)
+		}
+		return p
+	}
+	h.enqueue(1, prompt(0, 8), 10)
+	step()
+	step() // request 1 is one output ahead
+	h.enqueue(2, prompt(100, 8), 10)
+	if p := step(); len(p.Admitted) != 1 {
+		t.Fatalf("request 2 not admitted: %+v", p.Admitted)
+	}
+	var p *sched.Pass
+	for range 10 {
+		if p = step(); len(p.Preempted) > 0 {
+			break
+		}
+	}
+	if !slices.Equal(p.Preempted, []uint64{2}) {
+		t.Fatalf("retracted %v, want request 2 (fewer outputs)", p.Preempted)
+	}
+	r2 := h.s.byID[2]
+	if r2.generated == 0 || r2.generated != tokens[2] || r2.materialized != 0 || h.s.waiting[0] != r2 || h.s.NewTokenRatio() >= 0.7 {
+		t.Fatalf("retracted request: generated %d (delivered %d) materialized %d front %v ratio %v",
+			r2.generated, tokens[2], r2.materialized, h.s.waiting[0] == r2, h.s.NewTokenRatio())
+	}
+	for !h.s.Idle() {
+		step()
+	}
+	if tokens[1] != 10 || tokens[2] != 10 || h.s.Metrics().Preemptions == 0 {
+		t.Fatalf("tokens %v, want 10 each", tokens)
+	}
+}
+
+// TestPrefillHasPriority: in an extend pass the running requests do not decode, unless mixed chunk is on.
+func TestPrefillHasPriority(t *testing.T) {
+	for _, mixed := range []bool{false, true} {
+		o := opts(1, 256)
+		o.MixedChunk = mixed
+		h := newHarness(t, o)
+		h.enqueue(1, prompt(0, 10), 5)
+		h.step()
+		h.enqueue(2, prompt(100, 10), 5)
+		p := h.step()
+		want := []string{"2:1"}
+		if mixed {
+			want = []string{"1:1", "2:1"}
+		}
+		if got := outputs(p); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+			t.Errorf("mixed=%v: outputs %v, want %v", mixed, got, want)
+		}
+	}
+}
+
+// TestChunkedPrefillKeepsFIFOOrder: one chunked request at a time, continued first; requests behind it
+// wait their turn.
+func TestChunkedPrefillKeepsFIFOOrder(t *testing.T) {
+	o := opts(4, 256)
+	o.ChunkedPrefillSize = 16
+	h := newHarness(t, o)
+	h.enqueue(1, prompt(0, 40), 2)
+	h.enqueue(2, prompt(1000, 8), 2)
+	var order []string
+	for range 6 {
+		p := h.step()
+		for _, a := range p.Admitted {
+			order = append(order, fmt.Sprint("admit ", a.ID))
+		}
+		for _, q := range p.Batch.Seqs {
+			if q.Prefill {
+				order = append(order, fmt.Sprintf("chunk %d+%d", q.Cached, q.New))
+			}
+		}
+	}
+	// Pass 3 finishes request 1's prompt first, then admits request 2 with the chunk budget left.
+	want := []string{"admit 1", "chunk 0+16", "chunk 16+16", "admit 2", "chunk 32+8", "chunk 0+8"}
+	if !slices.Equal(order, want) {
+		t.Fatalf("order %v, want %v", order, want)
+	}
+}
+
+// TestLPMServesLongestPrefixFirst: lpm puts the request with the longest cached prefix first and
+// deprioritises one whose first 32 tokens repeat an earlier waiting request's.
+func TestLPMServesLongestPrefixFirst(t *testing.T) {
+	o := opts(1, 4096)
+	o.Policy = LPM
+	o.MaxRunning = 1
+	h := newHarness(t, o)
+	h.enqueue(1, prompt(0, 100), 1)
+	h.step()                          // prefix 0..99 cached
+	h.enqueue(2, prompt(5000, 40), 1) // no match
+	h.enqueue(3, prompt(5000, 50), 1) // same first 32 tokens as 2: demoted behind 4
+	h.enqueue(4, prompt(9000, 40), 1) // no match
+	h.enqueue(5, prompt(0, 120), 1)   // 99 tokens cached: first
+	var admitted []uint64
+	var cached []int
+	for !h.s.Idle() {
+		for _, a := range h.step().Admitted {
+			admitted = append(admitted, a.ID)
+			cached = append(cached, a.Cached)
+		}
+		if len(admitted) == 1 {
+			var order []uint64
+			for _, r := range h.s.waiting {
+				order = append(order, r.id)
+			}
+			if !slices.Equal(order, []uint64{2, 4, 3}) {
+				t.Fatalf("queue after the first pass %v, want [2 4 3]", order)
+			}
+		}
+	}
+	// Once 2 has computed the shared prefix, 3 matches 40 tokens and goes before 4.
+	if want := []uint64{5, 2, 3, 4}; !slices.Equal(admitted, want) || cached[2] != 40 {
+		t.Fatalf("admission order %v (cached %v), want %v with 40 cached for 3", admitted, cached, want)
+	}
+}
+
+func TestNewTokenRatioDecays(t *testing.T) {
+	o := opts(1, 4096)
+	o.Conservativeness = 0.5
+	h := newHarness(t, o)
+	init := 0.35
+	if h.s.NewTokenRatio() != init {
+		t.Fatalf("initial ratio %v, want 0.7 × 0.5", h.s.NewTokenRatio())
+	}
+	h.enqueue(1, prompt(0, 4), 700)
+	h.step() // extend pass: no decay
+	for range 10 {
+		h.step()
+	}
+	step := (init - 0.14*init) / 600
+	if got := h.s.NewTokenRatio(); math.Abs(got-(init-10*step)) > 1e-12 {
+		t.Fatalf("after 10 decode steps ratio %v, want %v", got, init-10*step)
+	}
+	for !h.s.Idle() {
+		h.step()
+	}
+	if got := h.s.NewTokenRatio(); math.Abs(got-0.14*init) > 1e-12 {
+		t.Fatalf("after 699 decode steps ratio %v, want the floor %v", got, 0.14*init)
+	}
+}
+
+// TestEventsAreConsistent: an indexer fed only the pass events holds exactly the cached pages.
+func TestEventsAreConsistent(t *testing.T) {
+	h := newHarness(t, opts(2, 40))
+	for i := range 10 {
+		h.enqueue(uint64(i), append(prompt(0, 6), prompt(100*i, 5)...), 6)
+	}
+	indexed := map[uint64]bool{}
+	for !h.s.Idle() {
+		for _, ev := range h.step().Events {
+			switch ev.Kind {
+			case kvcache.Stored:
+				for _, b := range ev.Blocks {
+					if indexed[b.Hash] {
+						t.Fatalf("%x stored twice", b.Hash)
+					}
+					indexed[b.Hash] = true
+				}
+			case kvcache.Removed:
+				for _, hash := range ev.Hashes {
+					if !indexed[hash] {
+						t.Fatalf("%x removed, never stored", hash)
+					}
+					delete(indexed, hash)
+				}
+			}
+		}
+	}
+	if len(indexed) != h.s.Cache().CachedPages() {
+		t.Fatalf("indexer holds %d pages, cache %d", len(indexed), h.s.Cache().CachedPages())
+	}
+}
+
+// TestTokenGenerationPatterns ports test_sglang_scheduler_token_generation_patterns: fcfs and lpm at page
+// sizes 1 and 4, with and without a shared prefix, emit exactly the tokens asked for and go idle.
+func TestTokenGenerationPatterns(t *testing.T) {
+	for _, policy := range []Policy{FCFS, LPM} {
+		for _, page := range []int{1, 4} {
+			for _, shared := range []bool{false, true} {
+				t.Run(fmt.Sprintf("policy%d/page%d/shared=%v", policy, page, shared), func(t *testing.T) {
+					o := opts(page, 6000/page)
+					o.Policy, o.MaxRunning, o.ChunkedPrefillSize, o.MaxPrefillTokens = policy, 32, 1024, 2048
+					h := newHarness(t, o)
+					for i := range 100 {
+						toks := prompt(i*1000, 200)
+						if shared {
+							copy(toks, prompt(1<<30, 120))
+						}
+						h.enqueue(uint64(i), toks, 40)
+					}
+					tokens, done := 0, 0
+					for passes := 0; !h.s.Idle(); passes++ {
+						if passes > 100000 {
+							t.Fatal("no progress")
+						}
+						for _, o := range h.step().Outputs {
+							tokens += len(o.Tokens)
+							if o.Done {
+								done++
+							}
+						}
+					}
+					if tokens != 4000 || done != 100 {
+						t.Fatalf("%d tokens, %d done; want 4000, 100", tokens, done)
+					}
+					if m := h.s.Metrics(); shared && m.PrefixHits == 0 {
+						t.Fatal("shared prefix never hit")
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestRejections(t *testing.T) {
+	h := newHarness(t, opts(4, 4))
+	for _, r := range []*sched.Request{
+		{ID: 1, Prompt: prompt(0, 14), MaxTokens: 3}, // 17 tokens > 16
+		{ID: 2, Prompt: nil, MaxTokens: 1},
+	} {
+		if err := h.s.Enqueue(r); err == nil {
+			t.Errorf("request %d accepted", r.ID)
+		}
+	}
+}
+
+func TestCancelReleasesPages(t *testing.T) {
+	h := newHarness(t, opts(4, 32))
+	h.enqueue(1, prompt(0, 10), 10)
+	h.enqueue(2, prompt(100, 10), 10)
+	h.step()
+	h.step()
+	if !h.s.Cancel(1) || !h.s.Cancel(2) || h.s.Cancel(3) {
+		t.Fatal("Cancel reported wrongly")
+	}
+	if err := h.s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if m := h.s.Metrics(); m.ActiveBlocks != 0 || !h.s.Idle() {
+		t.Fatalf("metrics %+v after cancelling everything", m)
+	}
+}
