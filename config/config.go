@@ -14,6 +14,7 @@ import (
 
 	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/sim"
 	"github.com/mocker-sim/mocker/timing"
@@ -33,6 +34,15 @@ type Config struct {
 	EnableChunkedPrefill bool   `yaml:"enable-chunked-prefill"`
 	PreemptionMode       string `yaml:"preemption-mode"`
 	DPSize               int    `yaml:"dp-size"`
+
+	// SGLang.
+	PageSize                       int     `yaml:"page-size"`
+	SGLangSchedulePolicy           string  `yaml:"sglang-schedule-policy"`
+	SGLangMaxPrefillTokens         int     `yaml:"sglang-max-prefill-tokens"`
+	SGLangChunkedPrefillSize       int     `yaml:"sglang-chunked-prefill-size"`
+	SGLangClipMaxNewTokens         int     `yaml:"sglang-clip-max-new-tokens"`
+	SGLangScheduleConservativeness float64 `yaml:"sglang-schedule-conservativeness"`
+	SGLangEnableMixedChunk         bool    `yaml:"sglang-enable-mixed-chunk"`
 
 	// Speculative decoding (MTP).
 	SpecNumTokens   int       `yaml:"spec-num-tokens"`
@@ -81,7 +91,7 @@ func Default() Config {
 	return Config{
 		Backend:              "vllm",
 		BlockSize:            0, // the backend's own default
-		NumGPUBlocks:         16384,
+		NumGPUBlocks:         0, // auto
 		MaxNumSeqs:           256,
 		MaxNumBatchedTokens:  8192,
 		EnablePrefixCaching:  true,
@@ -89,25 +99,31 @@ func Default() Config {
 		PreemptionMode:       "lifo",
 		DPSize:               1,
 		SpecAcceptRates:      []float64{0.85, 0.3},
-		Timing:               "polynomial",
-		SpeedupRatio:         1,
-		DecodeSpeedupRatio:   1,
-		Workers:              1,
-		TraceFormat:          "auto",
-		TraceBlockSize:       workload.DefaultTraceBlockSize,
-		ArrivalSpeedupRatio:  1,
-		NumRequests:          1000,
-		InputTokens:          1024,
-		InputTokensStddev:    256,
-		OutputTokens:         128,
-		OutputTokensStddev:   32,
-		RequestRate:          8,
-		Arrival:              "poisson",
-		Burstiness:           1,
-		SharedPrefixRatio:    0.25,
-		NumPrefixGroups:      8,
-		TurnsPerSession:      1,
-		InterTurnDelayDist:   "constant",
+
+		SGLangSchedulePolicy:           "fcfs",
+		SGLangMaxPrefillTokens:         16384,
+		SGLangChunkedPrefillSize:       8192,
+		SGLangClipMaxNewTokens:         4096,
+		SGLangScheduleConservativeness: 1,
+		Timing:                         "polynomial",
+		SpeedupRatio:                   1,
+		DecodeSpeedupRatio:             1,
+		Workers:                        1,
+		TraceFormat:                    "auto",
+		TraceBlockSize:                 workload.DefaultTraceBlockSize,
+		ArrivalSpeedupRatio:            1,
+		NumRequests:                    1000,
+		InputTokens:                    1024,
+		InputTokensStddev:              256,
+		OutputTokens:                   128,
+		OutputTokensStddev:             32,
+		RequestRate:                    8,
+		Arrival:                        "poisson",
+		Burstiness:                     1,
+		SharedPrefixRatio:              0.25,
+		NumPrefixGroups:                8,
+		TurnsPerSession:                1,
+		InterTurnDelayDist:             "constant",
 	}
 }
 
@@ -185,12 +201,26 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%s %v: %s", name, v, want)
 	}
 	switch {
-	case c.Backend != "vllm" && c.Backend != "trtllm":
-		return bad("backend", c.Backend, "unknown backend (want vllm or trtllm)")
+	case c.Backend != "vllm" && c.Backend != "trtllm" && c.Backend != "sglang":
+		return bad("backend", c.Backend, "unknown backend (want vllm, sglang or trtllm)")
+	case c.PageSize < 0:
+		return bad("page-size", c.PageSize, "must be at least 1 (0: --block-size, else 1)")
+	case c.Backend == "sglang" && c.PageSize > 0 && c.BlockSize > 0 && c.PageSize != c.BlockSize:
+		return fmt.Errorf("page-size %d and block-size %d: SGLang's block is its page; set one of them", c.PageSize, c.BlockSize)
+	case c.SGLangSchedulePolicy != "fcfs" && c.SGLangSchedulePolicy != "fifo" && c.SGLangSchedulePolicy != "lpm":
+		return bad("sglang-schedule-policy", c.SGLangSchedulePolicy, "want fcfs or lpm")
+	case c.SGLangMaxPrefillTokens < 1:
+		return bad("sglang-max-prefill-tokens", c.SGLangMaxPrefillTokens, "must be at least 1")
+	case c.Backend == "sglang" && c.SGLangChunkedPrefillSize > 0 && c.SGLangChunkedPrefillSize%c.BlockSizeOrDefault() != 0:
+		return bad("sglang-chunked-prefill-size", c.SGLangChunkedPrefillSize, fmt.Sprintf("must be a multiple of the page size %d (or <= 0: no chunking)", c.BlockSizeOrDefault()))
+	case c.SGLangClipMaxNewTokens < 1:
+		return bad("sglang-clip-max-new-tokens", c.SGLangClipMaxNewTokens, "must be at least 1")
+	case !(c.SGLangScheduleConservativeness >= 0 && c.SGLangScheduleConservativeness <= 1):
+		return bad("sglang-schedule-conservativeness", c.SGLangScheduleConservativeness, "must be in [0, 1]")
 	case c.BlockSize < 0:
 		return bad("block-size", c.BlockSize, "must be at least 1 (0: the backend's default)")
-	case c.NumGPUBlocks < 1:
-		return bad("num-gpu-blocks", c.NumGPUBlocks, "must be at least 1")
+	case c.NumGPUBlocks < 0:
+		return bad("num-gpu-blocks", c.NumGPUBlocks, "must be at least 1 (0: auto)")
 	case c.MaxNumSeqs < 1:
 		return bad("max-num-seqs", c.MaxNumSeqs, "must be at least 1")
 	case c.MaxNumBatchedTokens < 1:
@@ -234,20 +264,45 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// BlockSizeOrDefault is --block-size, or the backend's default when it is 0: vLLM 16, TensorRT-LLM 32.
+// defaultKVTokens is the KV capacity when nothing sizes it: the reference's 16,384 blocks of vLLM's 16
+// tokens, the same number of tokens whatever the backend's block or page size.
+const defaultKVTokens = 16384 * 16
+
+// KVBlocks is --num-gpu-blocks, or when it is 0 (auto) the blocks of defaultKVTokens.
+func (c *Config) KVBlocks() int {
+	if c.NumGPUBlocks > 0 {
+		return c.NumGPUBlocks
+	}
+	return defaultKVTokens / c.BlockSizeOrDefault()
+}
+
+// BlockSizeOrDefault is --block-size, or the backend's default when it is 0: vLLM 16, TensorRT-LLM 32,
+// SGLang its --page-size (default 1).
 func (c *Config) BlockSizeOrDefault() int {
 	switch {
+	case c.Backend == "sglang" && c.PageSize > 0:
+		return c.PageSize
 	case c.BlockSize > 0:
 		return c.BlockSize
 	case c.Backend == "trtllm":
 		return 32
+	case c.Backend == "sglang":
+		return 1
 	}
 	return 16
 }
 
 // EngineOptions builds the options of each worker's engine.
 func (c *Config) EngineOptions() (engine.Options, error) {
+	backend, err := engine.ParseBackend(c.Backend)
+	if err != nil {
+		return engine.Options{}, err
+	}
 	pre, err := vllm.ParsePreemption(c.PreemptionMode)
+	if err != nil {
+		return engine.Options{}, err
+	}
+	policy, err := sglang.ParsePolicy(c.SGLangSchedulePolicy)
 	if err != nil {
 		return engine.Options{}, err
 	}
@@ -255,25 +310,38 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 	if err != nil {
 		return engine.Options{}, err
 	}
-	capacity := vllm.MaxUtilization
-	if c.Backend == "trtllm" {
-		capacity = vllm.GuaranteedNoEvict
-	}
+	spec := sched.Spec{Tokens: c.SpecNumTokens, AcceptRates: c.SpecAcceptRates}
+	bs := c.BlockSizeOrDefault()
 	return engine.Options{
-		DPSize: c.DPSize,
+		Backend: backend,
+		DPSize:  c.DPSize,
 		VLLM: vllm.Options{
-			BlockSize:        c.BlockSizeOrDefault(),
-			NumBlocks:        c.NumGPUBlocks,
+			BlockSize:        bs,
+			NumBlocks:        c.KVBlocks(),
 			MaxNumSeqs:       c.MaxNumSeqs,
 			MaxBatchedTokens: c.MaxNumBatchedTokens,
 			MaxModelLen:      c.MaxModelLen,
 			ChunkedPrefill:   c.EnableChunkedPrefill,
 			PrefixCaching:    c.EnablePrefixCaching,
 			Preemption:       pre,
-			Capacity:         capacity,
-			Spec:             sched.Spec{Tokens: c.SpecNumTokens, AcceptRates: c.SpecAcceptRates, Seed: c.Seed},
+			Spec:             spec,
+		},
+		SGLang: sglang.Options{
+			PageSize:           bs,
+			NumPages:           c.KVBlocks(),
+			MaxRunning:         c.MaxNumSeqs,
+			MaxPrefillTokens:   c.SGLangMaxPrefillTokens,
+			ChunkedPrefillSize: c.SGLangChunkedPrefillSize,
+			ClipMaxNewTokens:   c.SGLangClipMaxNewTokens,
+			Conservativeness:   c.SGLangScheduleConservativeness,
+			Policy:             policy,
+			MixedChunk:         c.SGLangEnableMixedChunk,
+			PrefixCaching:      c.EnablePrefixCaching,
+			MaxModelLen:        c.MaxModelLen,
+			Spec:               spec,
 		},
 		Timing: m,
+		Seed:   c.Seed,
 	}, nil
 }
 

@@ -5,15 +5,47 @@ import (
 	"time"
 
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/timing"
 )
 
+// Backend is the engine being simulated.
+type Backend uint8
+
+const (
+	// VLLM is vLLM v1's scheduler and block pool.
+	VLLM Backend = iota
+	// TRTLLM is TensorRT-LLM: vLLM's scheduling core with the guaranteed_no_evict capacity policy.
+	TRTLLM
+	// SGLang is SGLang's scheduler over a radix prefix cache.
+	SGLang
+)
+
+// ParseBackend parses "vllm", "trtllm" or "sglang".
+func ParseBackend(s string) (Backend, error) {
+	switch s {
+	case "vllm", "":
+		return VLLM, nil
+	case "trtllm":
+		return TRTLLM, nil
+	case "sglang":
+		return SGLang, nil
+	}
+	return 0, fmt.Errorf("backend %q: want vllm, sglang or trtllm", s)
+}
+
+func (b Backend) String() string { return [...]string{"vllm", "trtllm", "sglang"}[b] }
+
 // Options configure an Engine.
 type Options struct {
-	DPSize int          // data-parallel ranks, each with its own scheduler and pool; 0 means 1
-	VLLM   vllm.Options // the vLLM scheduler of every rank (its Seed is mixed with the rank's index)
-	Timing timing.Model // prices each rank's pass
+	Backend Backend
+	DPSize  int            // data-parallel ranks, each with its own scheduler and pool; 0 means 1
+	VLLM    vllm.Options   // the scheduler of every rank for VLLM and TRTLLM
+	SGLang  sglang.Options // the scheduler of every rank for SGLang
+	Timing  timing.Model   // prices each rank's pass
+	// Seed drives the speculative-decoding draws; each rank gets its own stream.
+	Seed uint64
 }
 
 // scheduler is what the engine needs of one rank's scheduler.
@@ -28,9 +60,10 @@ type scheduler interface {
 
 // Engine is one worker. It is not safe for concurrent use.
 type Engine struct {
-	ranks []scheduler
-	model timing.Model
-	pass  Pass
+	backend Backend
+	ranks   []scheduler
+	model   timing.Model
+	pass    Pass
 }
 
 // RankPass is one rank's share of a pass.
@@ -57,11 +90,32 @@ func New(o Options) (*Engine, error) {
 	if o.Timing == nil {
 		return nil, fmt.Errorf("engine: no timing model")
 	}
-	e := &Engine{model: o.Timing}
-	for i := range max(o.DPSize, 1) {
-		vo := o.VLLM
-		vo.Spec.Seed = RankSeed(o.VLLM.Spec.Seed, i)
-		s, err := vllm.New(vo)
+	e := &Engine{backend: o.Backend, model: o.Timing}
+	dp := max(o.DPSize, 1)
+	for i := range dp {
+		var s scheduler
+		var err error
+		switch o.Backend {
+		case VLLM, TRTLLM:
+			vo := o.VLLM
+			vo.Spec.Seed = RankSeed(o.Seed, i)
+			if o.Backend == TRTLLM {
+				vo.Capacity = vllm.GuaranteedNoEvict
+			}
+			s, err = vllm.New(vo)
+		case SGLang:
+			so := o.SGLang
+			so.Spec.Seed = RankSeed(o.Seed, i)
+			if dp > 1 {
+				// SGLang's attention-DP mode splits the chunk budget over the ranks and schedules more
+				// conservatively (server_args: chunked_prefill_size //= dp_size, conservativeness × 0.3).
+				so.ChunkedPrefillSize /= dp
+				so.Conservativeness *= 0.3
+			}
+			s, err = sglang.New(so)
+		default:
+			err = fmt.Errorf("engine: backend %d unknown", o.Backend)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -69,6 +123,11 @@ func New(o Options) (*Engine, error) {
 	}
 	return e, nil
 }
+
+// EventsAtPassEnd reports when the engine's KV events become visible to the outside: at the end of the
+// pass for SGLang (it publishes after the forward pass), at its start for vLLM (the reference's default;
+// real vLLM publishes after the pass too, so drivers may choose the end instead).
+func (e *Engine) EventsAtPassEnd() bool { return e.backend == SGLang }
 
 // DPSize is the number of data-parallel ranks.
 func (e *Engine) DPSize() int { return len(e.ranks) }

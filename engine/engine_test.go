@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/timing"
 )
@@ -60,38 +63,63 @@ func TestDPBarrier(t *testing.T) {
 	}
 }
 
-// TestRandomWorkloadInvariants runs random workloads through engines of many shapes and checks after every
-// pass the block accounting, that every request ends exactly once, and that each emits exactly the tokens
-// it asked for.
+// TestRandomWorkloadInvariants runs random workloads through engines of many shapes — the three backends,
+// DP, speculative decoding — and checks after every pass the block accounting, that every request ends
+// exactly once, and that each emits exactly the tokens it asked for. MOCKER_SEEDS=600 runs more seeds.
 func TestRandomWorkloadInvariants(t *testing.T) {
-	for seed := uint64(1); seed <= 30; seed++ {
+	seeds := uint64(60)
+	if s := os.Getenv("MOCKER_SEEDS"); s != "" {
+		seeds, _ = strconv.ParseUint(s, 10, 64)
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 99))
-		o := vllm.Options{
-			BlockSize:        []int{1, 4, 16}[rng.IntN(3)],
-			NumBlocks:        40 + rng.IntN(200),
+		backend := Backend(seed % 3)
+		bs := []int{1, 4, 16}[rng.IntN(3)]
+		blocks := 40 + rng.IntN(200)
+		vo := vllm.Options{
+			BlockSize:        bs,
+			NumBlocks:        blocks,
 			MaxNumSeqs:       rng.IntN(8),
 			MaxBatchedTokens: []int{0, 16, 64, 512}[rng.IntN(4)],
 			ChunkedPrefill:   rng.IntN(4) > 0,
 			PrefixCaching:    rng.IntN(4) > 0,
 			Preemption:       vllm.Preemption(rng.IntN(2)),
-			Capacity:         vllm.Capacity(rng.IntN(2)),
 			Events:           true,
-			Spec:             sched.Spec{Seed: seed},
+		}
+		so := sglang.Options{
+			PageSize:           bs,
+			NumPages:           blocks,
+			MaxRunning:         vo.MaxNumSeqs,
+			MaxPrefillTokens:   []int{16, 128, 16384}[rng.IntN(3)],
+			ChunkedPrefillSize: []int{0, 64, 8192}[rng.IntN(3)] / bs * bs,
+			ClipMaxNewTokens:   []int{4, 4096}[rng.IntN(2)],
+			Conservativeness:   []float64{0.3, 1}[rng.IntN(2)],
+			Policy:             sglang.Policy(rng.IntN(2)),
+			MixedChunk:         rng.IntN(3) == 0,
+			PrefixCaching:      vo.PrefixCaching,
+			Events:             true,
 		}
 		if rng.IntN(3) == 0 {
-			o.Spec.Tokens = 1 + rng.IntN(3)
-			o.Spec.AcceptRates = []float64{0.8, 0.5}
+			spec := sched.Spec{Tokens: 1 + rng.IntN(3), AcceptRates: []float64{0.8, 0.5}}
+			vo.Spec, so.Spec = spec, spec
 		}
 		dp := 1 + rng.IntN(2)
-		t.Run(fmt.Sprintf("%d/%+v/dp%d", seed, o, dp), func(t *testing.T) {
-			e := newEngine(t, o, dp, timing.Polynomial{})
+		name := fmt.Sprintf("%d/%v/%+v/dp%d", seed, backend, vo, dp)
+		if backend == SGLang {
+			name = fmt.Sprintf("%d/%v/%+v/dp%d", seed, backend, so, dp)
+		}
+		t.Run(name, func(t *testing.T) {
+			e, err := New(Options{Backend: backend, DPSize: dp, VLLM: vo, SGLang: so, Timing: timing.Polynomial{}, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
 			asked := map[uint64]int{}
 			got := map[uint64]int{}
 			done := map[uint64]bool{}
 			next, now := uint64(0), time.Duration(0)
 			for pass := 0; pass < 3000 && (next < 120 || !e.Idle()); pass++ {
 				for k := rng.IntN(3); k > 0 && next < 120; k-- {
-					n := 1 + rng.IntN(o.BlockSize*12)
+					n := 1 + rng.IntN(bs*12)
 					toks := make([]uint32, n)
 					family := uint32(rng.IntN(4))
 					for i := range toks {
@@ -146,7 +174,7 @@ func TestRandomWorkloadInvariants(t *testing.T) {
 				t.Fatal("work left after 3000 passes")
 			}
 			for _, m := range e.Metrics() {
-				if o.Capacity == vllm.GuaranteedNoEvict && m.Preemptions != 0 {
+				if backend == TRTLLM && m.Preemptions != 0 {
 					t.Fatalf("%d preemptions under guaranteed_no_evict", m.Preemptions)
 				}
 			}

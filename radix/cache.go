@@ -173,6 +173,74 @@ func (c *Cache) Insert(pages []tokens.Block, ids []PageID) (present int) {
 	return i
 }
 
+// Extend caches more of a request's computed pages below node, the deepest node the request holds locked
+// (nil: none, the root), which must end exactly where pages begin. It is Insert started at node instead
+// of the root, so a request that caches its pages as it decodes pays for the new pages only, not for its
+// whole sequence every step. Pages already cached below node are not added again: for each of them whose
+// id in ids is the caller's own private duplicate, Extend frees it and writes the tree's page into ids,
+// so that afterwards every page of ids belongs to the tree. It returns how many pages were already cached
+// and the new deepest node of the path (ending after the last page), which the caller locks in place of
+// node. A leaf only the caller holds grows in place rather than gaining a one-page child per step.
+func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID) (present int, deepest *Node) {
+	if len(pages) != len(ids) {
+		panic(fmt.Sprintf("radix: extend by %d pages with %d ids", len(pages), len(ids)))
+	}
+	if node == nil {
+		node = c.root
+	}
+	c.checkLive(node, "extend")
+	c.clock++
+	n := node
+	for present < len(pages) {
+		next := c.child(n, pages[present].TokensHash)
+		if next == nil {
+			break
+		}
+		k := commonPrefix(next.blocks, pages[present:])
+		if k < next.pages() {
+			next = c.split(next, k)
+		}
+		c.touch(next)
+		for j, id := range next.ids[:k] {
+			if own := ids[present+j]; own != id {
+				c.Free([]PageID{own})
+				ids[present+j] = id
+			}
+		}
+		present += k
+		n = next
+	}
+	if present == len(pages) {
+		return present, n
+	}
+	for _, id := range ids[present:] {
+		if c.state[id] != pagePrivate {
+			panic(fmt.Sprintf("radix: extend with page %d in state %d, want private", id, c.state[id]))
+		}
+		c.state[id] = pageCached
+	}
+	if n == node && n != c.root && n.children == 0 && n.locks == 1 && n.lockRef == 1 {
+		n.blocks = append(n.blocks, pages[present:]...)
+		n.ids = append(n.ids, ids[present:]...)
+		c.cached += len(pages) - present // locked: not evictable
+		c.touch(n)
+		deepest = n
+	} else {
+		deepest = c.addChild(n, pages[present:], ids[present:], c.clock)
+	}
+	if c.events {
+		ev := kvcache.Event{Kind: kvcache.Stored, Blocks: slices.Clone(pages[present:])}
+		switch {
+		case present > 0:
+			ev.Parent, ev.HasParent = pages[present-1].Hash, true
+		case node != c.root:
+			ev.Parent, ev.HasParent = node.blocks[node.pages()-1].Hash, true
+		}
+		c.emit(ev)
+	}
+	return present, deepest
+}
+
 // Lock protects node and its path to the root from eviction until the matching Unlock. Locks nest.
 // Locking the root does nothing.
 func (c *Cache) Lock(node *Node) {

@@ -19,7 +19,9 @@
 //  1. Admission: ids, node := Match(seq.Blocks(), nil); Lock(node). The ids are the request's cached
 //     prefix, owned by the tree. Alloc the rest of its pages (Evict first when FreePages is short);
 //     pages from Alloc are private to the request.
-//  2. When a chunk of its prompt is computed and its first full pages are covered: present :=
+//  2. When a chunk of its prompt is computed (or decoding fills a page), Extend(node, blocks[locked:full],
+//     table[locked:full]) caches the new full pages below the request's node, frees its duplicates and
+//     returns the new deepest node: Lock it, Unlock the old one. Equivalently, from the root: present :=
 //     Insert(blocks[:full], table[:full]). Pages before present were already in the tree; those of
 //     table[locked:present] (locked = the length of the prefix the request holds locked) are the
 //     request's duplicates of them, and it must Free them. Then ids, node2 := Match(blocks[:full], ...)
@@ -33,11 +35,11 @@
 //
 // # Recency
 //
-// Access stamps come from a logical clock that ticks once per Match or Insert call; the call stamps every
-// node on the path it walks (the part of an edge it matched: a walk that stops inside an edge first
-// splits the node there, so a node's pages always share one stamp). Stamps therefore never increase
-// from parent to child, which makes eviction order well defined: the path of one call holds at most one
-// leaf, so two leaves never share a stamp (ties would be broken by node creation order).
+// Access stamps come from a logical clock that ticks once per Match, Insert or Extend call; the call stamps
+// every node on the path it walks (the part of an edge it matched: a walk that stops inside an edge first
+// splits the node there, so a node's pages always share one stamp). Extend walks from a request's own
+// node, so a node it adds may be newer than its ancestors; eviction takes the least recently stamped leaf
+// either way, ties going to the older node.
 //
 // # KV events
 //

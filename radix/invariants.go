@@ -3,8 +3,7 @@ package radix
 import "fmt"
 
 // CheckInvariants verifies the cache's bookkeeping by walking the whole tree and pool: parent, child and
-// index links agree; every node's lock count is its own locks plus its children's lock counts; stamps
-// never increase from parent to child; the heap holds exactly the unlocked leaves, in heap order; the
+// index links agree; every node's lock count is its own locks plus its children's lock counts; the heap holds exactly the unlocked leaves, in heap order; the
 // page counters match the tree; no page is both free and cached, or cached twice, or free twice. Pages
 // held privately by callers are invisible here: they are the ones neither free nor cached. It is
 // O(pages + nodes); tests call it after every operation.
@@ -30,9 +29,6 @@ func (c *Cache) CheckInvariants() error {
 			}
 			if got := c.index[childKey{n.serial, ch.blocks[0].TokensHash}]; got != ch {
 				return fmt.Errorf("radix: node %d is not indexed under its parent %d", ch.serial, n.serial)
-			}
-			if n != r && ch.stamp > n.stamp {
-				return fmt.Errorf("radix: node %d stamped %d after its parent %d (%d)", ch.serial, ch.stamp, n.serial, n.stamp)
 			}
 			kids++
 			lockSum += ch.lockRef

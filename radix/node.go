@@ -9,8 +9,8 @@ type Node struct {
 	first, prev, next *Node // first child; siblings in the parent's child list
 
 	// The edge: the identities of its pages (the key, compared by TokensHash) and their page ids (the
-	// value). A split leaves both halves as sub-slices of one array, each capped at its own end, so a
-	// recycled node appending into its slice never writes over the other half.
+	// value). A split copies the upper half out, so no node pins a larger array than its own edge once
+	// the other half is gone.
 	blocks []tokens.Block
 	ids    []PageID
 
@@ -21,6 +21,9 @@ type Node struct {
 	children int32
 	heapIdx  int32 // position in the evictable heap, or -1
 }
+
+// maxKeptPages bounds the edge capacity a recycled node keeps.
+const maxKeptPages = 64
 
 // childKey names a child in the cache-wide child index: one map for the whole tree instead of one per
 // node, so a node costs no map and a wide root (one child per distinct first page) is still O(1).
@@ -67,7 +70,8 @@ func (c *Cache) newNode() *Node {
 // and n's children stay indexed under n. The new node inherits n's locks, so no count changes.
 func (c *Cache) split(n *Node, k int) *Node {
 	p := c.newNode()
-	p.blocks, p.ids = n.blocks[:k:k], n.ids[:k:k]
+	p.blocks = append(p.blocks[:0], n.blocks[:k]...)
+	p.ids = append(p.ids[:0], n.ids[:k]...)
 	n.blocks, n.ids = n.blocks[k:], n.ids[k:]
 	p.stamp = n.stamp
 	p.lockRef = n.lockRef
@@ -134,7 +138,12 @@ func (c *Cache) removeLeaf(n *Node) {
 	c.cached -= len(n.ids)
 	c.evictable -= len(n.ids)
 
-	// Keep the slices' capacity for the next node; drop every pointer.
-	*n = Node{blocks: n.blocks[:0], ids: n.ids[:0], heapIdx: -1}
+	// Keep small slices for the next node; drop every pointer, and large arrays (a long request's whole
+	// edge) that would otherwise stay pinned by a recycled node.
+	blocks, ids := n.blocks[:0], n.ids[:0]
+	if cap(blocks) > maxKeptPages {
+		blocks, ids = nil, nil
+	}
+	*n = Node{blocks: blocks, ids: ids, heapIdx: -1}
 	c.spare = append(c.spare, n)
 }

@@ -82,7 +82,7 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	}
 	for i := range o.Workers {
 		eo := o.Engine
-		eo.VLLM.Spec.Seed = engine.RankSeed(o.Engine.VLLM.Spec.Seed, i)
+		eo.Seed = engine.RankSeed(o.Engine.Seed, i)
 		e, err := engine.New(eo)
 		if err != nil {
 			return nil, err

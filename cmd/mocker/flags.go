@@ -13,9 +13,9 @@ import (
 func bindFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.SortFlags = false
 
-	fs.StringVar(&c.Backend, "backend", c.Backend, "engine to simulate: vllm or trtllm (vLLM's scheduler with TensorRT-LLM's guaranteed_no_evict admission)")
-	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "tokens per KV block (0: the backend's default, vllm 16, trtllm 32)")
-	fs.IntVar(&c.NumGPUBlocks, "num-gpu-blocks", c.NumGPUBlocks, "KV blocks per worker (per data-parallel rank)")
+	fs.StringVar(&c.Backend, "backend", c.Backend, "engine to simulate: vllm, sglang or trtllm (vLLM's scheduler with TensorRT-LLM's guaranteed_no_evict admission)")
+	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "tokens per KV block (0: the backend's default, vllm 16, trtllm 32, sglang --page-size)")
+	fs.IntVar(&c.NumGPUBlocks, "num-gpu-blocks", c.NumGPUBlocks, "KV blocks per worker (per data-parallel rank); 0: auto (262,144 tokens' worth)")
 	fs.IntVar(&c.MaxNumSeqs, "max-num-seqs", c.MaxNumSeqs, "running requests per pass at most")
 	fs.IntVar(&c.MaxNumBatchedTokens, "max-num-batched-tokens", c.MaxNumBatchedTokens, "tokens per forward pass at most")
 	fs.IntVar(&c.MaxModelLen, "max-model-len", c.MaxModelLen, "prompt + output tokens per request at most; longer requests are rejected (0: unlimited)")
@@ -23,6 +23,13 @@ func bindFlags(fs *pflag.FlagSet, c *config.Config) {
 	boolPair(fs, &c.EnableChunkedPrefill, "enable-chunked-prefill", "split long prompts over several passes")
 	fs.StringVar(&c.PreemptionMode, "preemption-mode", c.PreemptionMode, "victim when the KV pool is full: lifo (newest running) or fifo (oldest)")
 	fs.IntVar(&c.DPSize, "dp-size", c.DPSize, "attention data-parallel ranks per worker, each with its own scheduler and KV pool")
+	fs.IntVar(&c.PageSize, "page-size", c.PageSize, "sglang: tokens per KV page (0: --block-size, else 1)")
+	fs.StringVar(&c.SGLangSchedulePolicy, "sglang-schedule-policy", c.SGLangSchedulePolicy, "sglang: waiting-queue policy fcfs or lpm (longest cached prefix first)")
+	fs.IntVar(&c.SGLangMaxPrefillTokens, "sglang-max-prefill-tokens", c.SGLangMaxPrefillTokens, "sglang: prompt tokens per prefill batch")
+	fs.IntVar(&c.SGLangChunkedPrefillSize, "sglang-chunked-prefill-size", c.SGLangChunkedPrefillSize, "sglang: chunk size of long prompts (<= 0: no chunking)")
+	fs.IntVar(&c.SGLangClipMaxNewTokens, "sglang-clip-max-new-tokens", c.SGLangClipMaxNewTokens, "sglang: cap on a running request's remaining output when reserving room")
+	fs.Float64Var(&c.SGLangScheduleConservativeness, "sglang-schedule-conservativeness", c.SGLangScheduleConservativeness, "sglang: scales the initial new_token_ratio (0.7 × this)")
+	fs.BoolVar(&c.SGLangEnableMixedChunk, "sglang-enable-mixed-chunk", c.SGLangEnableMixedChunk, "sglang: decode running requests in the same pass as a prefill")
 	fs.IntVar(&c.SpecNumTokens, "spec-num-tokens", c.SpecNumTokens, "speculative decoding (MTP): draft tokens verified per decode step (0: off)")
 	fs.Float64SliceVar(&c.SpecAcceptRates, "spec-accept-rates", c.SpecAcceptRates, "speculative decoding: conditional acceptance rate of each draft position")
 

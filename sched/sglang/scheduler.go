@@ -55,6 +55,7 @@ type Options struct {
 	PrefixCaching      bool // the radix cache (off: SGLang's --disable-radix-cache)
 	MaxModelLen        int
 	Events             bool
+	Spec               sched.Spec // speculative decoding; Spec.Tokens 0 is off
 }
 
 // Validate reports the first invalid option, naming it.
@@ -79,7 +80,7 @@ func (o Options) Validate() error {
 	case o.MaxModelLen < 0:
 		return fmt.Errorf("max-model-len %d: must not be negative", o.MaxModelLen)
 	}
-	return nil
+	return o.Spec.Validate()
 }
 
 type request struct {
@@ -99,6 +100,7 @@ type request struct {
 	// The current pass.
 	passNew, passCached int
 	passPrefill         bool
+	passDrafts          int
 
 	// Policy scratch.
 	match  int
@@ -125,9 +127,14 @@ type Scheduler struct {
 	hits      []radix.PageID
 	seen      map[uint64]bool // LPM in-batch prefixes
 
+	// Finished requests are reused for new ones from the next Step on (until then the Pass may still
+	// refer to them).
+	finished, spare []*request
+
 	preemptions   int64 // retractions
 	prefixQueries int64
 	prefixHits    int64
+	spec          *sched.Sampler
 }
 
 // New returns an idle scheduler with an empty cache.
@@ -141,7 +148,7 @@ func New(o Options) (*Scheduler, error) {
 	}
 	init := min(0.7*o.Conservativeness, 1)
 	s := &Scheduler{opt: o, cache: c, byID: make(map[uint64]*request), seen: make(map[uint64]bool),
-		ratio: init, initRatio: init, minRatio: 0.14 * init}
+		ratio: init, initRatio: init, minRatio: 0.14 * init, spec: sched.NewSampler(o.Spec)}
 	s.decay = (s.initRatio - s.minRatio) / decaySteps
 	return s, nil
 }
@@ -174,12 +181,33 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 	if need := s.pagesFor(total); need > s.opt.NumPages {
 		return reject("needs %d KV pages for prompt (%d tokens) + max_tokens (%d), the pool has %d", need, len(r.Prompt), r.MaxTokens, s.opt.NumPages)
 	}
-	req := &request{id: r.ID, order: s.arrived, seq: tokens.NewSequence(s.opt.PageSize), maxTokens: r.MaxTokens, planned: r.OutputTokens}
+	req := s.newRequest()
+	req.id, req.order, req.maxTokens, req.planned = r.ID, s.arrived, r.MaxTokens, r.OutputTokens
 	s.arrived++
 	req.seq.Append(r.Prompt...)
 	s.byID[r.ID] = req
 	s.waiting = append(s.waiting, req)
 	return nil
+}
+
+func (s *Scheduler) newRequest() *request {
+	n := len(s.spare)
+	if n == 0 {
+		return &request{seq: tokens.NewSequence(s.opt.PageSize)}
+	}
+	r := s.spare[n-1]
+	s.spare = s.spare[:n-1]
+	seq, pages := r.seq, r.pages[:0]
+	seq.Reset()
+	*r = request{seq: seq, pages: pages}
+	return r
+}
+
+// retire drops a request that has left the scheduler; its memory is reused after the next Step.
+func (s *Scheduler) retire(r *request) {
+	delete(s.byID, r.id)
+	r.planned, r.node = nil, nil
+	s.finished = append(s.finished, r)
 }
 
 // Cancel removes a request wherever it is; its computed pages stay cached. It reports whether it was found.
@@ -188,7 +216,7 @@ func (s *Scheduler) Cancel(id uint64) bool {
 	if r == nil {
 		return false
 	}
-	delete(s.byID, id)
+	defer s.retire(r)
 	switch {
 	case r == s.chunked:
 		s.chunked = nil
@@ -210,7 +238,7 @@ func (s *Scheduler) Metrics() sched.Metrics {
 	if s.chunked != nil {
 		waiting++
 	}
-	return sched.Metrics{
+	m := sched.Metrics{
 		Running:        len(s.running),
 		Waiting:        waiting,
 		ActiveBlocks:   s.cache.ProtectedPages() + s.private,
@@ -220,6 +248,8 @@ func (s *Scheduler) Metrics() sched.Metrics {
 		PrefixQueries:  s.prefixQueries,
 		PrefixHits:     s.prefixHits,
 	}
+	m.SpecSteps, m.SpecTokens = s.spec.Counts()
+	return m
 }
 
 // Step runs one iteration: an extend (prefill) pass if anything can be admitted, else a decode step. The
@@ -227,6 +257,9 @@ func (s *Scheduler) Metrics() sched.Metrics {
 func (s *Scheduler) Step() *sched.Pass {
 	p := &s.pass
 	p.Reset()
+	s.spare = append(s.spare, s.finished...)
+	clear(s.finished)
+	s.finished = s.finished[:0]
 	s.scheduled = s.scheduled[:0]
 	s.tokenBuf = s.tokenBuf[:0]
 
@@ -294,8 +327,13 @@ func (s *Scheduler) admit() bool {
 		if first {
 			s.hits = s.hits[:0]
 			if s.opt.PrefixCaching {
-				// Match at most len−1 tokens: the last one is recomputed for its logits.
-				s.hits, node = s.cache.Match(r.seq.Blocks()[:(r.seq.Len()-1)/page], s.hits)
+				// Match at most len−1 tokens: the last one is recomputed for its logits; with speculative
+				// decoding one more page, whose hidden states the draft head needs (reference §4).
+				n := (r.seq.Len() - 1) / page
+				if s.opt.Spec.Tokens > 0 {
+					n = max(n-1, 0)
+				}
+				s.hits, node = s.cache.Match(r.seq.Blocks()[:n], s.hits)
 			}
 			prefix = len(s.hits) * page
 		}
@@ -333,7 +371,7 @@ func (s *Scheduler) admit() bool {
 			return false, false
 		}
 		if first {
-			r.pages = append(r.pages[:0], s.hits...)
+			r.pages = append(slices.Grow(r.pages[:0], s.pagesFor(r.seq.Len()+r.maxTokens-r.generated)), s.hits...)
 			r.locked, r.node = len(s.hits), node
 			r.materialized = prefix
 			s.pass.Admitted = append(s.pass.Admitted, sched.Admission{ID: r.id, Cached: prefix, Resumed: r.retractions > 0})
@@ -342,7 +380,7 @@ func (s *Scheduler) admit() bool {
 		}
 		r.pages, _ = s.cache.Alloc(need, r.pages)
 		s.private += need
-		r.passCached, r.passNew, r.passPrefill = r.materialized, chunk, true
+		r.passCached, r.passNew, r.passPrefill, r.passDrafts = r.materialized, chunk, true, 0
 		r.materialized += chunk
 		s.scheduled = append(s.scheduled, r)
 		remTotal -= float64(charged + reserve)
@@ -389,12 +427,12 @@ func (s *Scheduler) reserve(n int) bool {
 
 // decode runs one decode step of the running requests, retracting some if their new pages do not fit.
 func (s *Scheduler) decode() {
+	drafts := s.opt.Spec.Tokens
+	// need is the pages the step adds: for the dangling token and the drafts verified after it.
 	need := func() int {
 		n := 0
 		for _, r := range s.running {
-			if r.materialized%s.opt.PageSize == 0 {
-				n++ // the dangling token starts a new page
-			}
+			n += s.pagesFor(r.materialized+1+drafts) - len(r.pages)
 		}
 		return n
 	}
@@ -418,11 +456,11 @@ func (s *Scheduler) decode() {
 	}
 	s.reserve(need())
 	for _, r := range s.running {
-		if r.materialized%s.opt.PageSize == 0 {
-			r.pages, _ = s.cache.Alloc(1, r.pages)
-			s.private++
+		if n := s.pagesFor(r.materialized+1+drafts) - len(r.pages); n > 0 {
+			r.pages, _ = s.cache.Alloc(n, r.pages)
+			s.private += n
 		}
-		r.passCached, r.passNew, r.passPrefill = r.materialized, 1, false
+		r.passCached, r.passNew, r.passPrefill, r.passDrafts = r.materialized, 1+drafts, false, drafts
 		r.materialized++
 		s.scheduled = append(s.scheduled, r)
 	}
@@ -461,15 +499,8 @@ func (s *Scheduler) cacheFull(r *request) {
 	if !s.opt.PrefixCaching || full <= r.locked {
 		return
 	}
-	blocks := r.seq.Blocks()[:full]
-	present := s.cache.Insert(blocks, r.pages[:full])
-	if present > r.locked {
-		// Someone put these pages in the tree first: ours are duplicates.
-		s.cache.Free(r.pages[r.locked:present])
-	}
-	ids, node := s.cache.Match(blocks, s.hits[:0])
-	s.hits = ids
-	copy(r.pages, ids)
+	// Extend takes over r's pages (freeing r's duplicates of pages someone cached first) below r's node.
+	_, node := s.cache.Extend(r.node, r.seq.Blocks()[r.locked:full], r.pages[r.locked:full])
 	s.cache.Lock(node)
 	if r.node != nil {
 		s.cache.Unlock(r.node)
@@ -512,15 +543,30 @@ func (s *Scheduler) finishPass() {
 		}
 		out := sched.Output{ID: r.id}
 		if r.generated < r.maxTokens {
-			tok := sched.TokenID(r.id, r.generated)
-			if r.generated < len(r.planned) {
-				tok = r.planned[r.generated]
+			n := 1
+			if r.passDrafts > 0 {
+				n = s.spec.Burst(r.passDrafts, r.maxTokens-r.generated)
 			}
-			r.seq.Append(tok)
-			r.generated++
 			start := len(s.tokenBuf)
-			s.tokenBuf = append(s.tokenBuf, tok)
+			for range n {
+				tok := sched.TokenID(r.id, r.generated)
+				if r.generated < len(r.planned) {
+					tok = r.planned[r.generated]
+				}
+				r.seq.Append(tok)
+				r.generated++
+				s.tokenBuf = append(s.tokenBuf, tok)
+			}
 			out.Tokens = s.tokenBuf[start:len(s.tokenBuf):len(s.tokenBuf)]
+			if r.passDrafts > 0 {
+				// The accepted drafts' KV is valid; the pages reserved for rejected ones go back.
+				r.materialized += n - 1
+				if keep := max(s.pagesFor(r.materialized), r.locked); keep < len(r.pages) {
+					s.cache.Free(r.pages[keep:])
+					s.private -= len(r.pages) - keep
+					r.pages = r.pages[:keep]
+				}
+			}
 		}
 		if r.generated >= r.maxTokens {
 			out.Done = true
@@ -528,7 +574,7 @@ func (s *Scheduler) finishPass() {
 				s.running = slices.DeleteFunc(s.running, func(x *request) bool { return x == r })
 			}
 			s.release(r)
-			delete(s.byID, r.id)
+			s.retire(r)
 		} else {
 			s.cacheFull(r)
 			if r.passPrefill {

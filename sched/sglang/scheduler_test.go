@@ -377,3 +377,30 @@ func TestCancelReleasesPages(t *testing.T) {
 		t.Fatalf("metrics %+v after cancelling everything", m)
 	}
 }
+
+func TestSpeculativeDecoding(t *testing.T) {
+	for _, tc := range []struct {
+		rates []float64
+		want  []int
+	}{
+		{[]float64{1, 1}, []int{1, 3, 3}},
+		{[]float64{0, 1}, []int{1, 1, 1, 1, 1, 1, 1}},
+	} {
+		o := opts(4, 64)
+		o.Spec = sched.Spec{Tokens: 2, AcceptRates: tc.rates, Seed: 1}
+		h := newHarness(t, o)
+		h.enqueue(1, prompt(0, 6), 7)
+		var got []int
+		for !h.s.Idle() {
+			for _, o := range h.step().Outputs {
+				got = append(got, len(o.Tokens))
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("rates %v: bursts %v, want %v", tc.rates, got, tc.want)
+		}
+		if m := h.s.Metrics(); m.ActiveBlocks != 0 || m.SpecSteps != int64(len(tc.want)-1) {
+			t.Errorf("rates %v: metrics %+v", tc.rates, m)
+		}
+	}
+}

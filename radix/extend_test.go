@@ -1,0 +1,202 @@
+package radix
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+// cachedHashes returns the sequence hash of every page in the tree.
+func cachedHashes(c *Cache) map[uint64]bool {
+	m := map[uint64]bool{}
+	stack := []*Node{c.root}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, b := range n.blocks {
+			m[b.Hash] = true
+		}
+		for ch := n.first; ch != nil; ch = ch.next {
+			stack = append(stack, ch)
+		}
+	}
+	return m
+}
+
+// TestExtendGrowsOwnLeaf: a request caching its pages as it decodes grows its own leaf in place, and the
+// result matches like one Insert of the whole sequence.
+func TestExtendGrowsOwnLeaf(t *testing.T) {
+	c := newCache(t, 1, 64)
+	s := tokens.NewSequence(1)
+	s.Append(toks(1, 2, 3)...)
+	table, _ := c.Alloc(3, nil)
+	present, node := c.Extend(nil, s.Blocks(), table)
+	c.Lock(node)
+	if present != 0 || c.Nodes() != 1 {
+		t.Fatalf("first extend: present %d, %d nodes", present, c.Nodes())
+	}
+	for i := range 5 {
+		s.Append(uint32(10 + i))
+		table, _ = c.Alloc(1, table)
+		_, next := c.Extend(node, s.Blocks()[len(table)-1:], table[len(table)-1:])
+		c.Lock(next)
+		c.Unlock(node)
+		node = next
+		if err := c.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.Nodes() != 1 || c.CachedPages() != 8 || c.ProtectedPages() != 8 {
+		t.Fatalf("%d nodes, %d cached, %d protected; want one node of 8 locked pages", c.Nodes(), c.CachedPages(), c.ProtectedPages())
+	}
+	c.Unlock(node)
+	ids, _ := c.Match(s.Blocks(), nil)
+	if len(ids) != 8 || c.EvictablePages() != 8 {
+		t.Fatalf("match %d pages, %d evictable", len(ids), c.EvictablePages())
+	}
+}
+
+// TestExtendFreesDuplicates: pages already cached below the node are taken from the tree and the caller's
+// copies freed.
+func TestExtendFreesDuplicates(t *testing.T) {
+	c := newCache(t, 1, 64)
+	a := tokens.NewSequence(1)
+	a.Append(toks(1, 2, 3, 4)...)
+	ta, _ := c.Alloc(4, nil)
+	c.Insert(a.Blocks(), ta)
+	b := tokens.NewSequence(1)
+	b.Append(toks(1, 2, 3, 4, 5)...)
+	tb, _ := c.Alloc(5, nil)
+	free := c.FreePages()
+	present, node := c.Extend(nil, b.Blocks(), tb)
+	if present != 4 || c.FreePages() != free+4 || tb[3] != ta[3] || node == nil {
+		t.Fatalf("present %d, free %d (was %d), ids %v vs %v", present, c.FreePages(), free, tb, ta)
+	}
+	if err := c.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExtendChurn drives requests that decode and cache page by page with Extend, under eviction
+// pressure, and checks the tree against an indexer fed only by the events after every step.
+func TestExtendChurn(t *testing.T) {
+	for _, ps := range []int{1, 4} {
+		for seed := uint64(1); seed <= 30; seed++ {
+			t.Run(fmt.Sprintf("page%d/seed%d", ps, seed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, uint64(ps)))
+				c, err := New(Options{PageSize: ps, NumPages: 48, Events: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				type req struct {
+					seq    *tokens.Sequence
+					table  []PageID
+					locked int
+					node   *Node
+				}
+				var live []*req
+				indexed := map[uint64]bool{}
+				release := func(r *req) {
+					c.Free(r.table[r.locked:])
+					if r.node != nil {
+						c.Unlock(r.node)
+					}
+				}
+				for step := 0; step < 400; step++ {
+					switch k := rng.IntN(10); {
+					case len(live) < 3 && k < 4:
+						r := &req{seq: tokens.NewSequence(ps)}
+						r.seq.Append(prefixFamily(rng)...)
+						ids, node := c.Match(r.seq.Blocks(), nil)
+						c.Lock(node)
+						r.table, r.locked, r.node = ids, len(ids), node
+						need := (r.seq.Len()+ps-1)/ps - len(ids) // the partial tail page too
+						if c.FreePages() < need {
+							c.Evict(need - c.FreePages())
+						}
+						var ok bool
+						if r.table, ok = c.Alloc(need, r.table); !ok {
+							release(r)
+							continue
+						}
+						live = append(live, r)
+					case len(live) > 0 && k < 8:
+						r := live[rng.IntN(len(live))]
+						if c.FreePages() < 1 {
+							c.Evict(1)
+						}
+						var ok bool
+						if r.table, ok = c.Alloc(1, r.table); !ok {
+							continue
+						}
+						// Decode one page's worth: the prompt's partial tail, if any, stays private.
+						for range ps {
+							r.seq.Append(uint32(rng.IntN(3)))
+						}
+						full := len(r.seq.Blocks())
+						if full <= r.locked {
+							continue
+						}
+						_, next := c.Extend(r.node, r.seq.Blocks()[r.locked:full], r.table[r.locked:full])
+						c.Lock(next)
+						if r.node != nil {
+							c.Unlock(r.node)
+						}
+						r.locked, r.node = full, next
+					case len(live) > 0:
+						i := rng.IntN(len(live))
+						release(live[i])
+						live = append(live[:i], live[i+1:]...)
+					}
+					if err := c.CheckInvariants(); err != nil {
+						t.Fatalf("step %d: %v", step, err)
+					}
+					for _, ev := range c.TakeEvents(nil) {
+						for _, b := range ev.Blocks {
+							if indexed[b.Hash] {
+								t.Fatalf("step %d: %x stored twice", step, b.Hash)
+							}
+							indexed[b.Hash] = true
+						}
+						if ev.Kind == kvcache.Removed {
+							for _, h := range ev.Hashes {
+								if !indexed[h] {
+									t.Fatalf("step %d: %x removed, never stored", step, h)
+								}
+								delete(indexed, h)
+							}
+						}
+					}
+					cached := cachedHashes(c)
+					if len(cached) != len(indexed) || len(cached) != c.CachedPages() {
+						t.Fatalf("step %d: tree %d pages, indexer %d, counter %d", step, len(cached), len(indexed), c.CachedPages())
+					}
+					for h := range cached {
+						if !indexed[h] {
+							t.Fatalf("step %d: cached %x never announced", step, h)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// prefixFamily returns a prompt from a few shared-prefix families.
+func prefixFamily(rng *rand.Rand) []uint32 {
+	n := 2 + rng.IntN(14)
+	p := make([]uint32, n)
+	fam := uint32(rng.IntN(3))
+	for i := range p {
+		p[i] = fam*100 + uint32(i)
+		if i > n/2 {
+			p[i] = uint32(rng.IntN(1000))
+		}
+	}
+	return p
+}
+
+func toks(t ...uint32) []uint32 { return t }
