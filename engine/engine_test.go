@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -184,5 +185,44 @@ func TestRandomWorkloadInvariants(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSGLangDecodeSpeedup ports test_decode_speedup_ratio_scales_sglang_decode_time: a decode speed-up
+// of 4 makes SGLang's decode passes 4 times shorter and leaves prefill alone.
+func TestSGLangDecodeSpeedup(t *testing.T) {
+	so := sglang.Options{PageSize: 4, NumPages: 64, MaxPrefillTokens: 16384, ChunkedPrefillSize: 8192, ClipMaxNewTokens: 4096, Conservativeness: 1, PrefixCaching: true}
+	var costs [2][2]time.Duration
+	for i, ratio := range []float64{1, 4} {
+		e, err := New(Options{Backend: SGLang, SGLang: so, Timing: timing.Scaled{Model: timing.Polynomial{}, DecodeSpeedup: ratio}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Enqueue(&sched.Request{ID: 1, Prompt: make([]uint32, 12), MaxTokens: 3})
+		p := e.Step(0)
+		costs[i][0] = p.Ranks[0].Cost.Prefill
+		p = e.Step(p.End)
+		costs[i][1] = p.Ranks[0].Cost.Decode
+	}
+	if costs[0][0] != costs[1][0] || costs[1][1] != time.Duration(math.Round(float64(costs[0][1])/4)) {
+		t.Fatalf("prefill %v vs %v, decode %v vs %v: want equal prefill and decode / 4", costs[0][0], costs[1][0], costs[0][1], costs[1][1])
+	}
+}
+
+// TestEventVisibility: SGLang's KV events are visible at the end of the pass, vLLM's (the reference's
+// default) at its start.
+func TestEventVisibility(t *testing.T) {
+	for _, tc := range []struct {
+		b   Backend
+		end bool
+	}{{VLLM, false}, {TRTLLM, false}, {SGLang, true}} {
+		e, err := New(Options{Backend: tc.b, VLLM: vllm.Options{BlockSize: 4, NumBlocks: 8}, Timing: timing.Polynomial{},
+			SGLang: sglang.Options{PageSize: 4, NumPages: 8, MaxPrefillTokens: 64, ClipMaxNewTokens: 8, Conservativeness: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.EventsAtPassEnd() != tc.end {
+			t.Errorf("%v: events at pass end = %v, want %v", tc.b, e.EventsAtPassEnd(), tc.end)
+		}
 	}
 }

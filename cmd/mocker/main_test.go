@@ -95,13 +95,21 @@ func TestReportIsByteIdenticalForASeed(t *testing.T) {
 	}
 }
 
+// TestMooncakeFirst20 replays Dynamo's 20-request fixture on every engine shape.
 func TestMooncakeFirst20(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "r.json")
-	if _, _, err := mocker(t, "predict", "--trace", sharedData(t, "mooncake", "mooncake_trace_first20.jsonl"), "--report-json", path); err != nil {
-		t.Fatal(err)
-	}
-	if r := readReport(t, path); r["completed_requests"] != 20 || r["rejected_requests"] != 0 {
-		t.Fatalf("completed %v rejected %v", r["completed_requests"], r["rejected_requests"])
+	trace := sharedData(t, "mooncake", "mooncake_trace_first20.jsonl")
+	for _, args := range [][]string{
+		{}, {"--backend", "sglang"}, {"--backend", "sglang", "--page-size", "16", "--sglang-schedule-policy", "lpm"},
+		{"--backend", "trtllm"}, {"--dp-size", "2"}, {"--backend", "sglang", "--dp-size", "2"},
+		{"--spec-num-tokens", "2"},
+	} {
+		path := filepath.Join(t.TempDir(), "r.json")
+		if _, _, err := mocker(t, append([]string{"predict", "--trace", trace, "--report-json", path, "--check-invariants"}, args...)...); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if r := readReport(t, path); r["completed_requests"] != 20 || r["rejected_requests"] != 0 {
+			t.Fatalf("%v: completed %v rejected %v", args, r["completed_requests"], r["rejected_requests"])
+		}
 	}
 }
 
