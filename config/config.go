@@ -12,12 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/mocker-sim/mocker/engine"
-	"github.com/mocker-sim/mocker/sched"
-	"github.com/mocker-sim/mocker/sched/sglang"
-	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/sim"
-	"github.com/mocker-sim/mocker/timing"
 	"github.com/mocker-sim/mocker/workload"
 )
 
@@ -48,8 +43,20 @@ type Config struct {
 	SpecNumTokens   int       `yaml:"spec-num-tokens"`
 	SpecAcceptRates []float64 `yaml:"spec-accept-rates"`
 
+	// Deployment: the model and GPUs, which size the KV cache and select measured timing.
+	Model                string  `yaml:"model"`
+	ModelConfig          string  `yaml:"model-config"`
+	System               string  `yaml:"system"`
+	TP                   int     `yaml:"tp"`
+	Quantization         string  `yaml:"quantization"`
+	KVCacheDtype         string  `yaml:"kv-cache-dtype"`
+	GPUMemoryUtilization float64 `yaml:"gpu-memory-utilization"`
+
 	// Timing.
 	Timing             string  `yaml:"timing"`
+	Profile            string  `yaml:"profile"`
+	PerfDB             string  `yaml:"perf-db"`
+	BackendVersion     string  `yaml:"backend-version"`
 	PrefillMs          float64 `yaml:"prefill-ms"`
 	DecodeMs           float64 `yaml:"decode-ms"`
 	SpeedupRatio       float64 `yaml:"speedup-ratio"`
@@ -105,7 +112,12 @@ func Default() Config {
 		SGLangChunkedPrefillSize:       8192,
 		SGLangClipMaxNewTokens:         4096,
 		SGLangScheduleConservativeness: 1,
-		Timing:                         "polynomial",
+		Model:                          "llama-3.1-8b",
+		System:                         "h200_sxm",
+		TP:                             1,
+		KVCacheDtype:                   "auto",
+		GPUMemoryUtilization:           0.9,
+		Timing:                         "profile",
 		SpeedupRatio:                   1,
 		DecodeSpeedupRatio:             1,
 		Workers:                        1,
@@ -235,8 +247,16 @@ func (c *Config) Validate() error {
 		return bad("spec-num-tokens", c.SpecNumTokens, "must be in [0, 8]")
 	case c.SpecNumTokens > 0 && c.DecodeSpeedupRatio != 1:
 		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, "must be 1 with speculative decoding (the accepted length already scales decode)")
-	case c.Timing != "polynomial" && c.Timing != "fixed":
-		return bad("timing", c.Timing, "want polynomial or fixed")
+	case c.Timing != "polynomial" && c.Timing != "fixed" && c.Timing != "profile":
+		return bad("timing", c.Timing, "want profile, polynomial or fixed")
+	case c.TP < 1:
+		return bad("tp", c.TP, "must be at least 1")
+	case c.Quantization != "" && c.Quantization != "bf16" && c.Quantization != "fp8" && c.Quantization != "fp8_block":
+		return bad("quantization", c.Quantization, "want bf16, fp8 or fp8_block (empty: the model's dtype)")
+	case c.KVCacheDtype != "auto" && c.KVCacheDtype != "bf16" && c.KVCacheDtype != "fp8":
+		return bad("kv-cache-dtype", c.KVCacheDtype, "want auto, bf16 or fp8")
+	case !(c.GPUMemoryUtilization > 0 && c.GPUMemoryUtilization <= 1):
+		return bad("gpu-memory-utilization", c.GPUMemoryUtilization, "must be in (0, 1]")
 	case c.PrefillMs < 0 || math.IsNaN(c.PrefillMs) || math.IsInf(c.PrefillMs, 0):
 		return bad("prefill-ms", c.PrefillMs, "must be a finite number >= 0")
 	case c.DecodeMs < 0 || math.IsNaN(c.DecodeMs) || math.IsInf(c.DecodeMs, 0):
@@ -264,18 +284,6 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// defaultKVTokens is the KV capacity when nothing sizes it: the reference's 16,384 blocks of vLLM's 16
-// tokens, the same number of tokens whatever the backend's block or page size.
-const defaultKVTokens = 16384 * 16
-
-// KVBlocks is --num-gpu-blocks, or when it is 0 (auto) the blocks of defaultKVTokens.
-func (c *Config) KVBlocks() int {
-	if c.NumGPUBlocks > 0 {
-		return c.NumGPUBlocks
-	}
-	return defaultKVTokens / c.BlockSizeOrDefault()
-}
-
 // BlockSizeOrDefault is --block-size, or the backend's default when it is 0: vLLM 16, TensorRT-LLM 32,
 // SGLang its --page-size (default 1).
 func (c *Config) BlockSizeOrDefault() int {
@@ -290,59 +298,6 @@ func (c *Config) BlockSizeOrDefault() int {
 		return 1
 	}
 	return 16
-}
-
-// EngineOptions builds the options of each worker's engine.
-func (c *Config) EngineOptions() (engine.Options, error) {
-	backend, err := engine.ParseBackend(c.Backend)
-	if err != nil {
-		return engine.Options{}, err
-	}
-	pre, err := vllm.ParsePreemption(c.PreemptionMode)
-	if err != nil {
-		return engine.Options{}, err
-	}
-	policy, err := sglang.ParsePolicy(c.SGLangSchedulePolicy)
-	if err != nil {
-		return engine.Options{}, err
-	}
-	m, err := timing.New(c.Timing, timing.Fixed{PrefillMs: c.PrefillMs, DecodeMs: c.DecodeMs}, c.SpeedupRatio, c.DecodeSpeedupRatio)
-	if err != nil {
-		return engine.Options{}, err
-	}
-	spec := sched.Spec{Tokens: c.SpecNumTokens, AcceptRates: c.SpecAcceptRates}
-	bs := c.BlockSizeOrDefault()
-	return engine.Options{
-		Backend: backend,
-		DPSize:  c.DPSize,
-		VLLM: vllm.Options{
-			BlockSize:        bs,
-			NumBlocks:        c.KVBlocks(),
-			MaxNumSeqs:       c.MaxNumSeqs,
-			MaxBatchedTokens: c.MaxNumBatchedTokens,
-			MaxModelLen:      c.MaxModelLen,
-			ChunkedPrefill:   c.EnableChunkedPrefill,
-			PrefixCaching:    c.EnablePrefixCaching,
-			Preemption:       pre,
-			Spec:             spec,
-		},
-		SGLang: sglang.Options{
-			PageSize:           bs,
-			NumPages:           c.KVBlocks(),
-			MaxRunning:         c.MaxNumSeqs,
-			MaxPrefillTokens:   c.SGLangMaxPrefillTokens,
-			ChunkedPrefillSize: c.SGLangChunkedPrefillSize,
-			ClipMaxNewTokens:   c.SGLangClipMaxNewTokens,
-			Conservativeness:   c.SGLangScheduleConservativeness,
-			Policy:             policy,
-			MixedChunk:         c.SGLangEnableMixedChunk,
-			PrefixCaching:      c.EnablePrefixCaching,
-			MaxModelLen:        c.MaxModelLen,
-			Spec:               spec,
-		},
-		Timing: m,
-		Seed:   c.Seed,
-	}, nil
 }
 
 // Source opens the workload: the trace if one is set, else the synthetic generator.

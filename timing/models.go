@@ -1,7 +1,6 @@
 package timing
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
@@ -81,21 +80,4 @@ func scale(d time.Duration, r float64) time.Duration {
 		return d
 	}
 	return time.Duration(math.Round(float64(d) / r))
-}
-
-// New builds a model by name ("fixed" or "polynomial") wrapped in Scaled.
-func New(name string, fixed Fixed, speedup, decodeSpeedup float64) (Model, error) {
-	var m Model
-	switch name {
-	case "fixed":
-		m = fixed
-	case "polynomial", "":
-		m = Polynomial{}
-	default:
-		return nil, fmt.Errorf("timing: unknown model %q (want fixed or polynomial)", name)
-	}
-	if ratio(speedup) == 1 && ratio(decodeSpeedup) == 1 {
-		return m, nil
-	}
-	return Scaled{Model: m, Speedup: speedup, DecodeSpeedup: decodeSpeedup}, nil
 }

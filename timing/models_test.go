@@ -81,17 +81,3 @@ func TestScaled(t *testing.T) {
 		}
 	}
 }
-
-func TestNew(t *testing.T) {
-	if _, err := New("roofline", Fixed{}, 1, 1); err == nil {
-		t.Fatal("unknown model accepted")
-	}
-	m, err := New("fixed", Fixed{PrefillMs: 10, DecodeMs: 10}, 10, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := Batch{Seqs: []Seq{{New: 1, Prefill: true, Samples: true}}}
-	if c := m.Cost(&b); c.Total() != 2*time.Millisecond {
-		t.Fatalf("fixed 10+10 at speedup 10 = %v, want 2ms", c.Total())
-	}
-}

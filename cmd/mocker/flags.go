@@ -3,10 +3,14 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/mocker-sim/mocker/config"
+	"github.com/mocker-sim/mocker/hardware"
+	"github.com/mocker-sim/mocker/model"
+	"github.com/mocker-sim/mocker/timing/profile"
 )
 
 // bindFlags registers every setting of c as a flag named like its YAML key, defaulting to c's value.
@@ -15,7 +19,7 @@ func bindFlags(fs *pflag.FlagSet, c *config.Config) {
 
 	fs.StringVar(&c.Backend, "backend", c.Backend, "engine to simulate: vllm, sglang or trtllm (vLLM's scheduler with TensorRT-LLM's guaranteed_no_evict admission)")
 	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "tokens per KV block (0: the backend's default, vllm 16, trtllm 32, sglang --page-size)")
-	fs.IntVar(&c.NumGPUBlocks, "num-gpu-blocks", c.NumGPUBlocks, "KV blocks per worker (per data-parallel rank); 0: auto (262,144 tokens' worth)")
+	fs.IntVar(&c.NumGPUBlocks, "num-gpu-blocks", c.NumGPUBlocks, "KV blocks per worker (per data-parallel rank); 0: auto, from --model, --system, --tp and --gpu-memory-utilization (262,144 tokens' worth without a model)")
 	fs.IntVar(&c.MaxNumSeqs, "max-num-seqs", c.MaxNumSeqs, "running requests per pass at most")
 	fs.IntVar(&c.MaxNumBatchedTokens, "max-num-batched-tokens", c.MaxNumBatchedTokens, "tokens per forward pass at most")
 	fs.IntVar(&c.MaxModelLen, "max-model-len", c.MaxModelLen, "prompt + output tokens per request at most; longer requests are rejected (0: unlimited)")
@@ -33,7 +37,18 @@ func bindFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.SpecNumTokens, "spec-num-tokens", c.SpecNumTokens, "speculative decoding (MTP): draft tokens verified per decode step (0: off)")
 	fs.Float64SliceVar(&c.SpecAcceptRates, "spec-accept-rates", c.SpecAcceptRates, "speculative decoding: conditional acceptance rate of each draft position")
 
-	fs.StringVar(&c.Timing, "timing", c.Timing, "pass timing model: polynomial (Dynamo's default) or fixed")
+	fs.StringVar(&c.Model, "model", c.Model, "model from the catalog ("+strings.Join(model.Names(), ", ")+") or a Hugging Face id of one")
+	fs.StringVar(&c.ModelConfig, "model-config", c.ModelConfig, "a Hugging Face config.json (file or checkpoint directory) instead of --model")
+	fs.StringVar(&c.System, "system", c.System, "GPU system ("+strings.Join(hardware.Names(), ", ")+")")
+	fs.IntVar(&c.TP, "tp", c.TP, "tensor parallelism: GPUs per worker (per data-parallel rank)")
+	fs.StringVar(&c.Quantization, "quantization", c.Quantization, "weight precision bf16, fp8 or fp8_block (empty: the model's dtype)")
+	fs.StringVar(&c.KVCacheDtype, "kv-cache-dtype", c.KVCacheDtype, "KV cache precision auto (the model's), bf16 or fp8")
+	fs.Float64Var(&c.GPUMemoryUtilization, "gpu-memory-utilization", c.GPUMemoryUtilization, "fraction of GPU memory for weights and KV cache when --num-gpu-blocks is auto")
+
+	fs.StringVar(&c.Timing, "timing", c.Timing, "pass timing model: profile (measured tables), polynomial (Dynamo's default) or fixed")
+	fs.StringVar(&c.Profile, "profile", c.Profile, "timing profile: a built-in one ("+strings.Join(profile.BuiltinNames(), ", ")+"), a profiler results directory (Dynamo planner), or a step-time CSV; empty: the built-in profile of --model on --system")
+	fs.StringVar(&c.PerfDB, "perf-db", c.PerfDB, "root of a performance database in AIConfigurator's layout (--timing default)")
+	fs.StringVar(&c.BackendVersion, "backend-version", c.BackendVersion, "version of the backend's tables in --perf-db (empty: the newest present)")
 	fs.Float64Var(&c.PrefillMs, "prefill-ms", c.PrefillMs, "fixed timing: milliseconds of a pass that computes prompt tokens")
 	fs.Float64Var(&c.DecodeMs, "decode-ms", c.DecodeMs, "fixed timing: milliseconds of a pass that samples tokens (at least 1)")
 	fs.Float64Var(&c.SpeedupRatio, "speedup-ratio", c.SpeedupRatio, "divide every modelled time by this")

@@ -1,0 +1,219 @@
+package config
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/hardware"
+	"github.com/mocker-sim/mocker/model"
+	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/sglang"
+	"github.com/mocker-sim/mocker/sched/vllm"
+	"github.com/mocker-sim/mocker/timing"
+	"github.com/mocker-sim/mocker/timing/profile"
+)
+
+// defaultKVTokens is the KV capacity when no model and GPU size it: the reference's 16,384 blocks of
+// vLLM's 16 tokens, the same number of tokens whatever the backend's block or page size.
+const defaultKVTokens = 16384 * 16
+
+// Deployment is what the settings describe, resolved: the model (nil when none is named), the GPU system
+// (nil when none), and the KV cache they leave room for.
+type Deployment struct {
+	Model       *model.Model
+	System      *hardware.System
+	BlockSize   int // tokens per KV block (page)
+	KVBlocks    int // per data-parallel rank
+	WeightBytes int64
+	KVBytes     int // KV bytes per token per GPU
+}
+
+// Deployment resolves the model, the GPU system and the KV cache size.
+func (c *Config) Deployment() (*Deployment, error) {
+	d := &Deployment{BlockSize: c.BlockSizeOrDefault()}
+	var err error
+	switch {
+	case c.ModelConfig != "":
+		d.Model, err = model.FromHFConfig(c.ModelConfig)
+	case c.Model != "":
+		d.Model, err = model.Lookup(c.Model)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if c.System != "" {
+		if d.System, err = hardware.Lookup(c.System); err != nil {
+			return nil, fmt.Errorf("system: %w", err)
+		}
+	}
+	if d.Model != nil {
+		if d.WeightBytes, err = c.weightBytes(d.Model); err != nil {
+			return nil, err
+		}
+		kv := c.KVCacheDtype
+		if kv == "auto" {
+			kv = d.Model.Dtype
+		}
+		b, err := model.DtypeBytes(kv)
+		if err != nil {
+			return nil, fmt.Errorf("kv-cache-dtype %q: %w", c.KVCacheDtype, err)
+		}
+		d.KVBytes = d.Model.KVBytesPerToken(b, c.TP)
+	}
+	switch {
+	case c.NumGPUBlocks > 0:
+		d.KVBlocks = c.NumGPUBlocks
+	case d.Model != nil && d.System != nil:
+		d.KVBlocks, err = hardware.KVBlocks(d.System, d.WeightBytes, d.KVBytes, d.BlockSize, c.GPUMemoryUtilization)
+		if err != nil {
+			return nil, fmt.Errorf("num-gpu-blocks auto (%s on %s, tp %d): %w", d.Model.Name, d.System.Name, c.TP, err)
+		}
+	default:
+		d.KVBlocks = defaultKVTokens / d.BlockSize
+	}
+	return d, nil
+}
+
+// weightBytes is the weight memory per GPU at the configured quantization.
+func (c *Config) weightBytes(m *model.Model) (int64, error) {
+	native, err := model.DtypeBytes(m.Dtype)
+	if err != nil {
+		return 0, fmt.Errorf("model %s dtype: %w", m.Name, err)
+	}
+	p := model.Precision{Linear: float64(native), Experts: float64(native), Other: float64(native)}
+	if c.Quantization == "fp8" || c.Quantization == "fp8_block" {
+		p.Linear, p.Experts = 1, 1 // embeddings, LM head and norms stay in the model's dtype
+	}
+	return m.QuantizedWeightBytes(p, c.TP), nil
+}
+
+// TimingModel builds the pass timing model, scaled by the speed-up ratios.
+func (c *Config) TimingModel(d *Deployment) (timing.Model, error) {
+	var m timing.Model
+	switch c.Timing {
+	case "fixed":
+		m = timing.Fixed{PrefillMs: c.PrefillMs, DecodeMs: c.DecodeMs}
+	case "polynomial":
+		m = timing.Polynomial{}
+	case "profile":
+		p, err := c.profile(d)
+		if err != nil {
+			return nil, err
+		}
+		m = p
+	default:
+		return nil, fmt.Errorf("timing %q: want profile, polynomial or fixed", c.Timing)
+	}
+	return timing.Scaled{Model: m, Speedup: c.SpeedupRatio, DecodeSpeedup: c.DecodeSpeedupRatio}, nil
+}
+
+// profile opens --profile: a built-in profile name, a profiler results directory (Dynamo's planner
+// profile), or a step-time CSV of ours. Unset, it is the built-in profile of the model on the system.
+func (c *Config) profile(d *Deployment) (timing.Model, error) {
+	name := c.Profile
+	if name == "" {
+		if d.Model == nil || d.System == nil {
+			return nil, fmt.Errorf("timing profile: no --profile, and no --model and --system to choose a built-in one")
+		}
+		name = fmt.Sprintf("%s-%s-%s", systemShort(d.System.Name), d.Model.Name, c.precision(d.Model))
+		if _, err := profile.Builtin(name); err != nil {
+			return nil, fmt.Errorf("timing profile: no built-in profile for %s on %s (%s); give --profile PATH, or --timing polynomial", d.Model.Name, d.System.Name, name)
+		}
+	}
+	if c.TP != 1 {
+		return nil, fmt.Errorf("timing profile: profiles are measured at tp 1, got --tp %d", c.TP)
+	}
+	if p, err := profile.Builtin(name); err == nil {
+		return p, nil
+	}
+	st, err := os.Stat(name)
+	if err != nil {
+		return nil, fmt.Errorf("profile %q: not a built-in profile (%v) nor a file: %w", name, profile.BuiltinNames(), err)
+	}
+	if st.IsDir() {
+		return profile.LoadPlanner(name)
+	}
+	modelName := ""
+	if d.Model != nil {
+		modelName = d.Model.Name
+	}
+	return profile.LoadSteps(name, modelName)
+}
+
+// precision names the weights' precision as profiles do: the quantization, else the model's dtype.
+func (c *Config) precision(m *model.Model) string {
+	if c.Quantization != "" {
+		return c.Quantization
+	}
+	if m.Dtype == "bfloat16" {
+		return "bf16"
+	}
+	return m.Dtype
+}
+
+// systemShort is the GPU's name in profile names: "h200" for "h200_sxm".
+func systemShort(s string) string {
+	for i := range len(s) {
+		if s[i] == '_' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// EngineOptions builds the options of each worker's engine.
+func (c *Config) EngineOptions() (engine.Options, error) {
+	d, err := c.Deployment()
+	if err != nil {
+		return engine.Options{}, err
+	}
+	backend, err := engine.ParseBackend(c.Backend)
+	if err != nil {
+		return engine.Options{}, err
+	}
+	pre, err := vllm.ParsePreemption(c.PreemptionMode)
+	if err != nil {
+		return engine.Options{}, err
+	}
+	policy, err := sglang.ParsePolicy(c.SGLangSchedulePolicy)
+	if err != nil {
+		return engine.Options{}, err
+	}
+	m, err := c.TimingModel(d)
+	if err != nil {
+		return engine.Options{}, err
+	}
+	spec := sched.Spec{Tokens: c.SpecNumTokens, AcceptRates: c.SpecAcceptRates}
+	return engine.Options{
+		Backend: backend,
+		DPSize:  c.DPSize,
+		VLLM: vllm.Options{
+			BlockSize:        d.BlockSize,
+			NumBlocks:        d.KVBlocks,
+			MaxNumSeqs:       c.MaxNumSeqs,
+			MaxBatchedTokens: c.MaxNumBatchedTokens,
+			MaxModelLen:      c.MaxModelLen,
+			ChunkedPrefill:   c.EnableChunkedPrefill,
+			PrefixCaching:    c.EnablePrefixCaching,
+			Preemption:       pre,
+			Spec:             spec,
+		},
+		SGLang: sglang.Options{
+			PageSize:           d.BlockSize,
+			NumPages:           d.KVBlocks,
+			MaxRunning:         c.MaxNumSeqs,
+			MaxPrefillTokens:   c.SGLangMaxPrefillTokens,
+			ChunkedPrefillSize: c.SGLangChunkedPrefillSize,
+			ClipMaxNewTokens:   c.SGLangClipMaxNewTokens,
+			Conservativeness:   c.SGLangScheduleConservativeness,
+			Policy:             policy,
+			MixedChunk:         c.SGLangEnableMixedChunk,
+			PrefixCaching:      c.EnablePrefixCaching,
+			MaxModelLen:        c.MaxModelLen,
+			Spec:               spec,
+		},
+		Timing: m,
+		Seed:   c.Seed,
+	}, nil
+}
