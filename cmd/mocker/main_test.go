@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -245,4 +246,34 @@ func TestFlagsMatchYAMLKeys(t *testing.T) {
 			t.Errorf("flag --%s has no YAML key", f.Name)
 		}
 	})
+}
+
+// TestEstimate prices passes with the reference's formulas: prefill of 1,000 new tokens =
+// 4.209989e-07·1000² + 1.518344e-02·1000 + 16.50142 ms; the decode part at KV usage 1000/16000.
+func TestEstimate(t *testing.T) {
+	out, _, err := mocker(t, "estimate", "--timing", "polynomial", "--num-gpu-blocks", "1000", "--block-size", "16", "--prefill-tokens", "1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]float64
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	x := 1000.0 / 16000
+	want := map[string]float64{
+		"prefill_ms": 4.209989e-07*1e6 + 1.518344e-02*1000 + 16.50142,
+		"decode_ms":  -25.74*x*x + 54.01*x + 5.74,
+	}
+	want["pass_ms"] = want["prefill_ms"] + want["decode_ms"]
+	for k, v := range want {
+		if math.Abs(got[k]-v) > 1e-5 {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if _, _, err := mocker(t, "estimate", "--decode-requests", "4"); err == nil || !strings.Contains(err.Error(), "decode-context") {
+		t.Errorf("decodes without a context: error %v", err)
+	}
+	if _, _, err := mocker(t, "estimate", "--model", "llama-3.1-70b", "--prefill-tokens", "10"); err == nil || !strings.Contains(err.Error(), "does not fit") {
+		t.Errorf("70B on one GPU: error %v", err)
+	}
 }

@@ -14,6 +14,6 @@ prefix caching, preempt under memory pressure and spend time per forward pass.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPredictCmd())
+	root.AddCommand(newPredictCmd(), newEstimateCmd())
 	return root
 }

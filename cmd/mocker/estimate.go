@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/mocker-sim/mocker/config"
+	"github.com/mocker-sim/mocker/timing"
+)
+
+// batchShape is the pass `mocker estimate` prices: one prefill chunk and a set of equal decodes.
+type batchShape struct {
+	prefillTokens, prefillCached int
+	decodeRequests, decodeCtx    int
+}
+
+func newEstimateCmd() *cobra.Command {
+	cfg := config.Default()
+	var configPath string
+	var shape batchShape
+	cmd := &cobra.Command{
+		Use:   "estimate",
+		Short: "Print the modelled time of one forward pass",
+		Long: `estimate prices one forward pass with the timing model the flags select, and prints
+{"pass_ms": ..., "prefill_ms": ..., "decode_ms": ...}. The pass holds one prompt chunk of
+--prefill-tokens new tokens over --prefill-cached cached ones (whose first token it samples), and
+--decode-requests decodes at context --decode-context.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if configPath != "" {
+				if err := loadConfigFile(cmd.Flags(), &cfg, configPath); err != nil {
+					return err
+				}
+			}
+			return estimate(&cfg, shape, cmd.OutOrStdout())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&configPath, "config", "", "YAML file of settings (keys as the flags)")
+	fs.IntVar(&shape.prefillTokens, "prefill-tokens", 0, "new prompt tokens computed in the pass")
+	fs.IntVar(&shape.prefillCached, "prefill-cached", 0, "tokens of that prompt already cached")
+	fs.IntVar(&shape.decodeRequests, "decode-requests", 0, "requests decoding one token each")
+	fs.IntVar(&shape.decodeCtx, "decode-context", 0, "context length of each decoding request")
+	bindFlags(fs, &cfg)
+	hideWorkloadFlags(fs)
+	return cmd
+}
+
+// hideWorkloadFlags hides the flags that do not bear on one pass's time; they stay accepted so that one
+// --config file serves predict and estimate.
+func hideWorkloadFlags(fs *pflag.FlagSet) {
+	keep := map[string]bool{}
+	for _, name := range []string{"config", "prefill-tokens", "prefill-cached", "decode-requests", "decode-context",
+		"backend", "block-size", "num-gpu-blocks", "page-size", "model", "model-config", "system", "tp", "quantization",
+		"kv-cache-dtype", "gpu-memory-utilization", "timing", "profile", "perf-db", "backend-version",
+		"prefill-ms", "decode-ms", "speedup-ratio", "decode-speedup-ratio"} {
+		keep[name] = true
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !keep[f.Name] {
+			f.Hidden = true
+		}
+	})
+}
+
+func estimate(cfg *config.Config, shape batchShape, w io.Writer) error {
+	switch {
+	case shape.prefillTokens < 0 || shape.prefillCached < 0 || shape.decodeRequests < 0 || shape.decodeCtx < 0:
+		return fmt.Errorf("estimate: --prefill-tokens, --prefill-cached, --decode-requests and --decode-context must not be negative")
+	case shape.decodeRequests > 0 && shape.decodeCtx < 1:
+		return fmt.Errorf("estimate: --decode-context must be at least 1 with --decode-requests")
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	d, err := cfg.Deployment()
+	if err != nil {
+		return err
+	}
+	m, err := cfg.TimingModel(d)
+	if err != nil {
+		return err
+	}
+	b := shape.batch(d.KVBlocks * d.BlockSize)
+	c := m.Cost(&b)
+	out := struct {
+		PassMs    float64 `json:"pass_ms"`
+		PrefillMs float64 `json:"prefill_ms"`
+		DecodeMs  float64 `json:"decode_ms"`
+	}{c.Total().Seconds() * 1e3, c.Prefill.Seconds() * 1e3, c.Decode.Seconds() * 1e3}
+	enc := json.NewEncoder(w)
+	return enc.Encode(out)
+}
+
+// batch is the timing.Batch of the shape on a pool of totalKV tokens; the KV in use is the shape's own.
+func (s batchShape) batch(totalKV int) timing.Batch {
+	var b timing.Batch
+	if s.prefillTokens > 0 {
+		b.Seqs = append(b.Seqs, timing.Seq{New: s.prefillTokens, Cached: s.prefillCached, Prefill: true, Samples: true})
+	}
+	for range s.decodeRequests {
+		b.Seqs = append(b.Seqs, timing.Seq{New: 1, Cached: s.decodeCtx - 1, Samples: true})
+	}
+	b.ActiveKVTokens = s.prefillTokens + s.prefillCached + s.decodeRequests*s.decodeCtx
+	b.TotalKVTokens = totalKV
+	return b
+}
