@@ -46,6 +46,8 @@ type Options struct {
 	Timing  timing.Model   // prices each rank's pass
 	// Seed drives the speculative-decoding draws; each rank gets its own stream.
 	Seed uint64
+	// Role is the worker's place in disaggregated serving (both schedulers' Role is set from it).
+	Role sched.Role
 }
 
 // scheduler is what the engine needs of one rank's scheduler.
@@ -56,6 +58,12 @@ type scheduler interface {
 	Idle() bool
 	Metrics() sched.Metrics
 	CheckInvariants() error
+
+	// Disaggregation.
+	Release(id uint64) bool
+	Reserve(*sched.Request) (missing int, ok bool, err error)
+	Activate(id uint64) bool
+	Unreserve(id uint64) bool
 }
 
 // Engine is one worker. It is not safe for concurrent use.
@@ -99,6 +107,7 @@ func New(o Options) (*Engine, error) {
 		case VLLM, TRTLLM:
 			vo := o.VLLM
 			vo.Spec.Seed = RankSeed(o.Seed, i)
+			vo.Role = o.Role
 			if o.Backend == TRTLLM {
 				vo.Capacity = vllm.GuaranteedNoEvict
 			}
@@ -106,6 +115,7 @@ func New(o Options) (*Engine, error) {
 		case SGLang:
 			so := o.SGLang
 			so.Spec.Seed = RankSeed(o.Seed, i)
+			so.Role = o.Role
 			if dp > 1 {
 				// SGLang's attention-DP mode splits the chunk budget over the ranks and schedules more
 				// conservatively (server_args: chunked_prefill_size //= dp_size, conservativeness × 0.3).
@@ -149,6 +159,24 @@ func (e *Engine) Cancel(id uint64) bool {
 	}
 	return false
 }
+
+// Release frees the KV a prefill worker kept for request id (of rank) after its transfer.
+func (e *Engine) Release(rank int, id uint64) bool { return e.ranks[rank].Release(id) }
+
+// Reserve makes room on a decode worker's rank for a request whose prompt KV is about to arrive, and
+// returns how many prompt tokens that rank lacks; ok is false when it cannot hold the prompt now.
+func (e *Engine) Reserve(r *sched.Request) (missing int, ok bool, err error) {
+	if r.Rank < 0 || r.Rank >= len(e.ranks) {
+		return 0, false, &sched.RejectError{ID: r.ID, Reason: fmt.Sprintf("dp rank %d out of range [0,%d)", r.Rank, len(e.ranks))}
+	}
+	return e.ranks[r.Rank].Reserve(r)
+}
+
+// Activate hands a reserved request whose KV has arrived to its rank's scheduler.
+func (e *Engine) Activate(rank int, id uint64) bool { return e.ranks[rank].Activate(id) }
+
+// Unreserve drops a reservation.
+func (e *Engine) Unreserve(rank int, id uint64) bool { return e.ranks[rank].Unreserve(id) }
 
 // Idle reports whether no rank has a request.
 func (e *Engine) Idle() bool {

@@ -18,6 +18,21 @@ type Request struct {
 	Rank         int // data-parallel rank that serves the request
 }
 
+// Role is a worker's place in disaggregated serving.
+type Role uint8
+
+const (
+	// Aggregated workers prefill and decode their requests.
+	Aggregated Role = iota
+	// Prefill workers compute prompts and keep their KV until it has been transferred: a request
+	// finishes with its prompt (its sampled token goes nowhere), and the worker holds its blocks until
+	// the driver releases them.
+	Prefill
+	// Decode workers receive requests whose prompt KV arrives from a prefill worker: the driver reserves
+	// the room, transfers, then activates the request, which decodes from its first token on.
+	Decode
+)
+
 // RejectError reports a request the engine can never serve; it is terminal.
 type RejectError struct {
 	ID     uint64

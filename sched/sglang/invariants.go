@@ -42,6 +42,14 @@ func (s *Scheduler) CheckInvariants() error {
 			return fmt.Errorf("sglang: waiting request %d holds %d pages", r.id, len(r.pages))
 		}
 	}
+	for _, m := range []map[uint64]*request{s.held, s.reserved} {
+		for _, r := range m {
+			if s.byID[r.id] != nil || r.locked > len(r.pages) {
+				return fmt.Errorf("sglang: held or reserved request %d is live, or locks %d of %d pages", r.id, r.locked, len(r.pages))
+			}
+			private += len(r.pages) - r.locked
+		}
+	}
 	if private != s.private {
 		return fmt.Errorf("sglang: requests hold %d private pages, counted %d", private, s.private)
 	}

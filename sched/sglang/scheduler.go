@@ -56,6 +56,7 @@ type Options struct {
 	MaxModelLen        int
 	Events             bool
 	Spec               sched.Spec // speculative decoding; Spec.Tokens 0 is off
+	Role               sched.Role // disaggregated serving
 }
 
 // Validate reports the first invalid option, naming it.
@@ -131,6 +132,10 @@ type Scheduler struct {
 	// refer to them).
 	finished, spare []*request
 
+	// Disaggregation: a prefill worker's finished requests whose KV awaits transfer, and a decode
+	// worker's requests whose KV room is reserved while it arrives.
+	held, reserved map[uint64]*request
+
 	preemptions   int64 // retractions
 	prefixQueries int64
 	prefixHits    int64
@@ -148,6 +153,7 @@ func New(o Options) (*Scheduler, error) {
 	}
 	init := min(0.7*o.Conservativeness, 1)
 	s := &Scheduler{opt: o, cache: c, byID: make(map[uint64]*request), seen: make(map[uint64]bool),
+		held: make(map[uint64]*request), reserved: make(map[uint64]*request),
 		ratio: init, initRatio: init, minRatio: 0.14 * init, spec: sched.NewSampler(o.Spec)}
 	s.decay = (s.initRatio - s.minRatio) / decaySteps
 	return s, nil
@@ -163,6 +169,20 @@ func (s *Scheduler) pagesFor(tokens int) int { return (tokens + s.opt.PageSize -
 
 // Enqueue adds a request at the back of the waiting queue, or rejects one that can never be served.
 func (s *Scheduler) Enqueue(r *sched.Request) error {
+	if err := s.check(r); err != nil {
+		return err
+	}
+	req := s.newRequest()
+	req.id, req.order, req.maxTokens, req.planned = r.ID, s.arrived, r.MaxTokens, r.OutputTokens
+	s.arrived++
+	req.seq.Append(r.Prompt...)
+	s.byID[r.ID] = req
+	s.waiting = append(s.waiting, req)
+	return nil
+}
+
+// check rejects a request the engine can never serve.
+func (s *Scheduler) check(r *sched.Request) error {
 	reject := func(format string, a ...any) error {
 		return &sched.RejectError{ID: r.ID, Reason: fmt.Sprintf(format, a...)}
 	}
@@ -171,7 +191,7 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 		return reject("empty prompt")
 	case r.MaxTokens < 0:
 		return reject("max_tokens %d is negative", r.MaxTokens)
-	case s.byID[r.ID] != nil:
+	case s.byID[r.ID] != nil || s.held[r.ID] != nil || s.reserved[r.ID] != nil:
 		return reject("duplicate request id")
 	}
 	total := len(r.Prompt) + r.MaxTokens
@@ -181,13 +201,92 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 	if need := s.pagesFor(total); need > s.opt.NumPages {
 		return reject("needs %d KV pages for prompt (%d tokens) + max_tokens (%d), the pool has %d", need, len(r.Prompt), r.MaxTokens, s.opt.NumPages)
 	}
+	return nil
+}
+
+// Release frees the KV a prefill worker kept for a finished request once it has been transferred (its
+// full pages stay cached). It reports whether the request was held.
+func (s *Scheduler) Release(id uint64) bool {
+	r := s.held[id]
+	if r == nil {
+		return false
+	}
+	delete(s.held, id)
+	s.release(r)
+	s.finished = append(s.finished, r)
+	return true
+}
+
+// Reserve makes room on a decode worker for a request whose prompt KV is about to arrive: it locks the
+// prompt's cached prefix and allocates pages for the rest. It returns how many prompt tokens the worker
+// lacks (what the transfer must carry), or ok false if the pool cannot hold the prompt now (the driver
+// retries when capacity frees).
+func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) {
+	if err := s.check(r); err != nil {
+		return 0, false, err
+	}
 	req := s.newRequest()
+	req.seq.Append(r.Prompt...)
+	var node *radix.Node
+	s.hits = s.hits[:0]
+	if s.opt.PrefixCaching {
+		s.hits, node = s.cache.Match(req.seq.Blocks(), s.hits)
+		s.cache.Lock(node)
+	}
+	need := s.pagesFor(req.seq.Len()) - len(s.hits)
+	if !s.reserve(need) {
+		if node != nil {
+			s.cache.Unlock(node)
+		}
+		req.seq.Reset()
+		s.spare = append(s.spare, req)
+		return 0, false, nil
+	}
 	req.id, req.order, req.maxTokens, req.planned = r.ID, s.arrived, r.MaxTokens, r.OutputTokens
 	s.arrived++
-	req.seq.Append(r.Prompt...)
-	s.byID[r.ID] = req
-	s.waiting = append(s.waiting, req)
-	return nil
+	req.pages = append(slices.Grow(req.pages[:0], s.pagesFor(req.seq.Len()+r.MaxTokens)), s.hits...)
+	req.locked, req.node = len(s.hits), node
+	req.pages, _ = s.cache.Alloc(need, req.pages)
+	s.private += need
+	s.reserved[r.ID] = req
+	return req.seq.Len() - len(s.hits)*s.opt.PageSize, true, nil
+}
+
+// Activate makes a reserved request whose prompt KV has arrived join the running requests: its next
+// decode step recomputes its last prompt token and samples its first output token.
+func (s *Scheduler) Activate(id uint64) bool {
+	r := s.reserved[id]
+	if r == nil {
+		return false
+	}
+	delete(s.reserved, id)
+	r.materialized = r.seq.Len() - 1
+	// The prompt's full pages arrived complete; only the tail page waits for the recomputed token.
+	keep := s.pagesFor(r.materialized)
+	s.cache.Free(r.pages[keep:])
+	s.private -= len(r.pages) - keep
+	r.pages = r.pages[:keep]
+	s.cacheFull(r)
+	s.byID[id] = r
+	s.running = append(s.running, r)
+	return true
+}
+
+// Unreserve drops a reservation (its transfer failed or the request was cancelled).
+func (s *Scheduler) Unreserve(id uint64) bool {
+	r := s.reserved[id]
+	if r == nil {
+		return false
+	}
+	delete(s.reserved, id)
+	s.cache.Free(r.pages[r.locked:])
+	s.private -= len(r.pages) - r.locked
+	if r.node != nil {
+		s.cache.Unlock(r.node)
+	}
+	r.pages, r.locked, r.node = r.pages[:0], 0, nil
+	s.finished = append(s.finished, r)
+	return true
 }
 
 func (s *Scheduler) newRequest() *request {
@@ -527,7 +626,10 @@ func (s *Scheduler) finishPass() {
 	sumCtx := 0
 	for _, r := range s.scheduled {
 		samples := r.materialized >= r.seq.Len() && r.generated < r.maxTokens
-		if samples {
+		if samples && s.opt.Role == sched.Prefill {
+			// A prefill worker's first token comes out of its prefill pass at no decode cost.
+			samples = false
+		} else if samples {
 			sumCtx += r.materialized
 		}
 		p.Batch.Seqs = append(p.Batch.Seqs, timing.Seq{New: r.passNew, Cached: r.passCached, Prefill: r.passPrefill, Samples: samples})
@@ -568,13 +670,19 @@ func (s *Scheduler) finishPass() {
 				}
 			}
 		}
-		if r.generated >= r.maxTokens {
+		if r.generated >= r.maxTokens || s.opt.Role == sched.Prefill {
 			out.Done = true
 			if !r.passPrefill { // one that finished in its extend pass never joined the running set
 				s.running = slices.DeleteFunc(s.running, func(x *request) bool { return x == r })
 			}
-			s.release(r)
-			s.retire(r)
+			if s.opt.Role == sched.Prefill {
+				s.cacheFull(r)
+				delete(s.byID, r.id)
+				s.held[r.id] = r // its KV stays until the transfer is done
+			} else {
+				s.release(r)
+				s.retire(r)
+			}
 		} else {
 			s.cacheFull(r)
 			if r.passPrefill {

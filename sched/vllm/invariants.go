@@ -8,7 +8,8 @@ import (
 
 // CheckInvariants verifies the pool's accounting and that requests and blocks agree: every live request
 // is either running or waiting, a running request holds exactly the blocks its computed tokens need, a
-// waiting one holds none, and the pool's active blocks are exactly those the running requests reference.
+// waiting one holds none (unless it is an activated transfer), and the pool's active blocks are exactly
+// those the running, held and reserved requests reference.
 func (s *Scheduler) CheckInvariants() error {
 	if err := s.pool.CheckInvariants(); err != nil {
 		return err
@@ -36,8 +37,21 @@ func (s *Scheduler) CheckInvariants() error {
 	}
 	for i := range s.waiting.len() {
 		r := s.waiting.at(i)
-		if s.byID[r.id] != r || len(r.table) != 0 || r.computed != 0 {
+		if s.byID[r.id] != r || (r.computed == 0) != (len(r.table) == 0) {
 			return fmt.Errorf("vllm: waiting request %d holds %d blocks, computed %d", r.id, len(r.table), r.computed)
+		}
+		for _, id := range r.table {
+			held[id] = true
+		}
+	}
+	for _, m := range []map[uint64]*request{s.held, s.reserved} {
+		for _, r := range m {
+			if s.byID[r.id] != nil {
+				return fmt.Errorf("vllm: request %d is both live and held or reserved", r.id)
+			}
+			for _, id := range r.table {
+				held[id] = true
+			}
 		}
 	}
 	if len(held) != s.pool.Active() {

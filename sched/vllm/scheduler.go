@@ -59,6 +59,7 @@ type Options struct {
 	Events           bool // record KV events (with prefix caching)
 
 	Spec sched.Spec // speculative decoding; Spec.Tokens 0 is off
+	Role sched.Role // disaggregated serving
 }
 
 // Validate reports the first invalid option, naming it.
@@ -124,6 +125,10 @@ type Scheduler struct {
 	// current Pass's events may still point into their sequences.
 	finished, spare []*request
 
+	// Disaggregation: a prefill worker's finished requests whose KV awaits transfer, and a decode
+	// worker's requests whose KV room is reserved while it arrives.
+	held, reserved map[uint64]*request
+
 	preemptions   int64
 	prefixQueries int64
 	prefixHits    int64
@@ -141,7 +146,7 @@ func New(o Options) (*Scheduler, error) {
 		return nil, err
 	}
 	return &Scheduler{opt: o, pool: pool, byID: make(map[uint64]*request),
-		spec: sched.NewSampler(o.Spec)}, nil
+		held: make(map[uint64]*request), reserved: make(map[uint64]*request), spec: sched.NewSampler(o.Spec)}, nil
 }
 
 // Pool exposes the KV block pool, for inspection.
@@ -155,6 +160,19 @@ func (s *Scheduler) blocksFor(tokens int) int {
 // than max-model-len, needing more blocks than the whole pool even alone, or (without chunked prefill)
 // longer than the token budget — is rejected with a *sched.RejectError, as is a malformed one.
 func (s *Scheduler) Enqueue(r *sched.Request) error {
+	if err := s.check(r); err != nil {
+		return err
+	}
+	req := s.newRequest()
+	req.id, req.maxTokens, req.planned = r.ID, r.MaxTokens, r.OutputTokens
+	req.seq.Append(r.Prompt...)
+	s.byID[r.ID] = req
+	s.waiting.pushBack(req)
+	return nil
+}
+
+// check rejects a request the engine can never serve.
+func (s *Scheduler) check(r *sched.Request) error {
 	reject := func(format string, a ...any) error {
 		return &sched.RejectError{ID: r.ID, Reason: fmt.Sprintf(format, a...)}
 	}
@@ -163,7 +181,7 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 		return reject("empty prompt")
 	case r.MaxTokens < 0:
 		return reject("max_tokens %d is negative", r.MaxTokens)
-	case s.byID[r.ID] != nil:
+	case s.byID[r.ID] != nil || s.held[r.ID] != nil || s.reserved[r.ID] != nil:
 		return reject("duplicate request id")
 	}
 	total := len(r.Prompt) + r.MaxTokens
@@ -178,12 +196,74 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 	if need := s.blocksFor(total); need > s.opt.NumBlocks {
 		return reject("needs %d KV blocks for prompt (%d tokens) + max_tokens (%d), the pool has %d", need, len(r.Prompt), r.MaxTokens, s.opt.NumBlocks)
 	}
-	req := s.newRequest()
-	req.id, req.maxTokens, req.planned = r.ID, r.MaxTokens, r.OutputTokens
-	req.seq.Append(r.Prompt...)
-	s.byID[r.ID] = req
-	s.waiting.pushBack(req)
 	return nil
+}
+
+// Release frees the KV a prefill worker kept for a finished request once it has been transferred. It
+// reports whether the request was held.
+func (s *Scheduler) Release(id uint64) bool {
+	r := s.held[id]
+	if r == nil {
+		return false
+	}
+	delete(s.held, id)
+	s.pool.Release(r.table)
+	s.finished = append(s.finished, r)
+	return true
+}
+
+// Reserve makes room on a decode worker for a request whose prompt KV is about to arrive: it shares the
+// prompt's cached prefix and allocates the rest. It returns how many prompt tokens the worker lacks (what
+// the transfer must carry), or ok false if the pool cannot hold the prompt now (the driver retries when
+// capacity frees). A request that can never run is rejected with a *sched.RejectError.
+func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) {
+	if err := s.check(r); err != nil {
+		return 0, false, err
+	}
+	req := s.newRequest()
+	req.seq.Append(r.Prompt...)
+	blocks := req.seq.Blocks()
+	s.hits, _ = s.pool.Match(blocks, s.hits[:0])
+	need := s.blocksFor(req.seq.Len())
+	fresh := need - len(s.hits)
+	if !s.pool.CanAllocate(s.hits, fresh) {
+		req.seq.Reset()
+		s.spare = append(s.spare, req)
+		return 0, false, nil
+	}
+	req.id, req.maxTokens, req.planned = r.ID, r.MaxTokens, r.OutputTokens
+	req.table = s.pool.Acquire(slices.Grow(req.table[:0], need), s.hits)
+	req.table = s.pool.Allocate(req.table, fresh)
+	req.committed = len(s.hits)
+	s.reserved[r.ID] = req
+	return req.seq.Len() - len(s.hits)*s.opt.BlockSize, true, nil
+}
+
+// Activate queues a reserved request whose prompt KV has arrived: it decodes its first token when
+// admitted (its prompt counts as computed but for the last token, which that decode step recomputes).
+func (s *Scheduler) Activate(id uint64) bool {
+	r := s.reserved[id]
+	if r == nil {
+		return false
+	}
+	delete(s.reserved, id)
+	r.computed = r.seq.Len() - 1
+	s.commit(r)
+	s.byID[id] = r
+	s.waiting.pushBack(r)
+	return true
+}
+
+// Unreserve drops a reservation (its transfer failed or the request was cancelled).
+func (s *Scheduler) Unreserve(id uint64) bool {
+	r := s.reserved[id]
+	if r == nil {
+		return false
+	}
+	delete(s.reserved, id)
+	s.pool.Release(r.table)
+	s.finished = append(s.finished, r)
+	return true
 }
 
 func (s *Scheduler) newRequest() *request {
@@ -351,6 +431,14 @@ func (s *Scheduler) admitWaiting(budget *int) {
 	}
 	for s.waiting.len() > 0 && *budget > 0 && (s.opt.MaxNumSeqs == 0 || len(s.running) < s.opt.MaxNumSeqs) {
 		r := s.waiting.front()
+		if r.computed > 0 {
+			// An activated transfer: its blocks are already reserved; it only decodes.
+			s.waiting.popFront()
+			s.running = append(s.running, r)
+			s.pass.Admitted = append(s.pass.Admitted, sched.Admission{ID: r.id, Cached: r.computed})
+			s.schedule(r, r.seq.Len()-r.computed, 0, budget)
+			continue
+		}
 		length := r.seq.Len()
 		blocks := r.seq.Blocks()
 		var activeHits int
@@ -443,7 +531,8 @@ func (s *Scheduler) finishPass() {
 			New:     r.passNew,
 			Cached:  r.passCached,
 			Prefill: r.passPrefill,
-			Samples: ready && r.generated < r.maxTokens,
+			// A prefill worker's first token comes out of its prefill pass at no decode cost (reference §4).
+			Samples: ready && r.generated < r.maxTokens && s.opt.Role != sched.Prefill,
 		})
 	}
 	p.FPM.Fill(&p.Batch, s.waiting.fresh, s.waiting.old)
@@ -484,10 +573,16 @@ func (s *Scheduler) finishPass() {
 				}
 			}
 		}
-		if r.generated >= r.maxTokens {
+		if r.generated >= r.maxTokens || s.opt.Role == sched.Prefill {
 			out.Done = true
-			s.pool.Release(r.table)
-			s.retire(r)
+			delete(s.byID, r.id)
+			if s.opt.Role == sched.Prefill {
+				s.held[r.id] = r // its KV stays until the transfer is done
+			} else {
+				s.pool.Release(r.table)
+				r.planned = nil
+				s.finished = append(s.finished, r)
+			}
 		} else {
 			kept = append(kept, r)
 		}
