@@ -1,0 +1,54 @@
+// Package aic is the op-level timing model (--timing default): it prices a forward pass from
+// per-kernel measurements in AIConfigurator's performance database (ai-dynamo/aiconfigurator,
+// ../shared/docs/reference/peers.md §5), the way AIConfigurator composes a model from ops.
+//
+// Start with Options, New and Model.Cost (model.go). New resolves the engine version, loads the
+// tables the configuration needs (db.go: layout, reuse.yaml, parquet reading, cached per process by
+// path; tables.go: GEMM, attention, MoE and all-reduce tables) and precomputes everything that does
+// not depend on the batch; Cost then only interpolates, allocation-free (≈0.5 µs for a 2048-token
+// chunk beside 64 decodes). interp.go holds the interpolation rules, roofline.go the speed-of-light
+// formulas used beyond the measured ranges.
+//
+// # The model
+//
+// One pass of one engine rank (tensor parallelism TP) with T new tokens costs, per layer, the QKV,
+// O and MLP GEMMs at m = T (MoE layers: the bf16 router GEMM, the fused-MoE table at T tokens with
+// moe_tp = TP, shared experts as GEMMs), two memory-bound norms and the activation (AIConfigurator's
+// ElementWise ops), two all-reduces of T·hidden bf16 elements when TP > 1; once per pass the
+// embedding lookup and its all-reduce; context attention for each prompt chunk, generation attention
+// for the decode requests, and the bf16 LM-head GEMM at m = number of sampling requests. All of it
+// that depends only on T is tabulated at construction on the union of the tables' own grid points,
+// so a pass costs one 1-D lookup for it. See Model.Cost for attention and for the split into
+// Prefill and Decode.
+//
+// # The data
+//
+//	<Root>/<system>/<op>/<backend>/<version>/<table>.parquet
+//
+// with latency in ms per call of one op in one layer. The newest engine version that has every
+// needed table (directly or through reuse.yaml) is used unless Options.Version names one. A
+// missing system, version, dtype, head configuration, MoE shape or TP group is an error naming the
+// file and the key; nothing is substituted silently. Two documented substitutions: 16-bit models use
+// the bfloat16 rows (the tables have no float16; Hopper runs both at the same rate), and with TP > 1
+// an engine version without a custom all-reduce table uses NCCL's all_reduce table (of the system
+// spec's misc.nccl_version).
+//
+// # Interpolation
+//
+// As AIConfigurator's perf_interp engine: measured points are returned exactly; between them GEMM
+// latency is interpolated linearly in m (the physics is near-linear in m, and the dense m sweep is
+// where wave-quantisation saw-teeth live, which a log-space blend would smear), context attention
+// in sqrt(latency) along the sequence (latency ~ s²), everything else linearly; GEMM shapes that
+// were not measured transfer the utilisation (roofline / latency) of the surrounding (n, k) sites,
+// bilinearly in log n and log k; beyond the measured ranges the boundary utilisation is held and
+// the roofline (tensor-core peak of the dtype, HBM bandwidth, NVLink for all-reduce) scales the
+// latency.
+//
+// # Not covered
+//
+// Multi-head latent attention (DeepSeek-V3/R1): the vLLM tables hold MLA as whole DeepSeek-V3
+// modules; New reports it. Expert parallelism, attention data parallelism, pipeline parallelism
+// and speculative decoding are not modelled. AIConfigurator's end-to-end corrections (vLLM's
+// per-request "prefill dispatch overhead" of 0.8 ms × layers on TTFT, queueing and mixed-step
+// factors) are not pass costs and are left out.
+package aic

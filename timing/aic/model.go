@@ -1,0 +1,548 @@
+package aic
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mocker-sim/mocker/hardware"
+	"github.com/mocker-sim/mocker/model"
+	"github.com/mocker-sim/mocker/timing"
+)
+
+// Options configure a Model: what runs (model, GPU system, engine and its version, parallelism,
+// precisions) and where the performance database is.
+type Options struct {
+	Model  *model.Model
+	System *hardware.System // its Name is the database's system directory (e.g. "h200_sxm")
+	Root   string           // database root holding <system>/<op>/<backend>/<version>/*.parquet
+
+	Backend string // "vllm" or "sglang"
+	Version string // engine version directory; "" = the newest that has every table needed
+	TP      int    // tensor parallelism: GPUs per engine rank; 0 means 1
+
+	// GEMMQuant is the linear layers' precision as vLLM names it: "bf16" (also "" and "auto"),
+	// "fp8" (per-tensor), "fp8_block" (128×128 block scales).
+	GEMMQuant string
+	// KVCacheDtype is the KV cache's element type: "auto" (or "": the model's dtype), "bf16", "fp8".
+	KVCacheDtype string
+	// MoEQuant is the routed experts' precision: "" = GEMMQuant; also "mxfp4" (gpt-oss) and
+	// "int4_wo", as the MoE table names them.
+	MoEQuant string
+	// MoEDistribution is the MoE table's token-to-expert distribution: "" = "power_law_1.2",
+	// AIConfigurator's default; also "power_law_1.01", "balanced".
+	MoEDistribution string
+	// NCCLVersion selects comm/nccl/<version> when the backend has no custom all-reduce table: ""
+	// = the system spec's misc.nccl_version (<root>/<system>.yaml), else the newest present.
+	NCCLVersion string
+}
+
+// Model is the op-level timing model; it implements timing.Model. Build it with New; it does not
+// change afterwards, so Cost may be called from several goroutines.
+type Model struct {
+	version string
+	sources []string
+
+	// perToken is the time of one pass's work that depends only on its token count T: for every
+	// layer the QKV, O, MLP (or router + MoE + shared-expert) GEMMs, norms and activations, the two
+	// tensor-parallel all-reduces, plus the embedding and its all-reduce; tabulated by T.
+	perToken table1
+	// lmHead is the LM-head GEMM by the number of requests that sample a token.
+	lmHead table1
+	// attn holds the attention ops by kind of layer (full attention, sliding window).
+	attn []attnLayers
+}
+
+type attnLayers struct {
+	layers   float64
+	window   float64 // 0: full attention
+	ctx, gen *attnOp
+	// rect prices the part of a chunk that attends cached tokens: the full-attention context op
+	// (ctx itself, or the full layers' op for sliding-window layers).
+	rect *attnOp
+}
+
+var _ timing.Model = (*Model)(nil)
+
+// Version is the engine version whose tables the model uses.
+func (m *Model) Version() string { return m.version }
+
+// Sources lists the parquet files the model was built from.
+func (m *Model) Sources() []string { return slices.Clone(m.sources) }
+
+// config is Options resolved and checked.
+type config struct {
+	Options
+	m                      *model.Model
+	tp                     int
+	gemmDtype, kvDtype     string
+	moeDtype, dist         string
+	heads, kvHeads, headDm int // per GPU
+}
+
+func resolve(o Options) (*config, error) {
+	c := &config{Options: o, m: o.Model, tp: max(o.TP, 1)}
+	switch {
+	case o.Model == nil:
+		return nil, errors.New("aic: no model")
+	case o.System == nil:
+		return nil, errors.New("aic: no system")
+	case o.Root == "":
+		return nil, errors.New("aic: no database root")
+	case o.TP < 0:
+		return nil, fmt.Errorf("aic: tensor parallelism %d is negative", o.TP)
+	}
+	if err := o.Model.Validate(); err != nil {
+		return nil, fmt.Errorf("aic: model %s: %w", o.Model.Name, err)
+	}
+	m := o.Model
+	if m.MLA() {
+		// AIConfigurator prices MLA with whole-module tables (mla_context_module_perf,
+		// mla_generation_module_perf) collected for DeepSeek-V3's exact geometry, which fold the
+		// latent projections into the measurement; the GQA op list here cannot express them.
+		return nil, fmt.Errorf("aic: model %s uses multi-head latent attention (kv_lora_rank %d), which this op-level model does not price: "+
+			"the %s/%s tables hold whole MLA modules, not the attention op", m.Name, m.KVLoRARank, mlaCtxTable.table, mlaGenTable.table)
+	}
+	c.Backend = strings.ToLower(strings.TrimSpace(o.Backend))
+	if c.Backend != "vllm" && c.Backend != "sglang" {
+		return nil, fmt.Errorf("aic: backend %q: want vllm or sglang", o.Backend)
+	}
+	if m.Heads%c.tp != 0 {
+		return nil, fmt.Errorf("aic: %d attention heads do not split over tensor parallelism %d", m.Heads, c.tp)
+	}
+	if m.Intermediate%c.tp != 0 || m.MoEIntermediate%c.tp != 0 {
+		return nil, fmt.Errorf("aic: MLP sizes %d/%d do not split over tensor parallelism %d", m.Intermediate, m.MoEIntermediate, c.tp)
+	}
+	c.heads, c.kvHeads, c.headDm = m.Heads/c.tp, max(1, m.KVHeads/c.tp), m.HeadDim
+
+	var err error
+	if c.gemmDtype, err = gemmDtype(o.GEMMQuant); err != nil {
+		return nil, err
+	}
+	if c.kvDtype, err = kvDtype(o.KVCacheDtype, m.Dtype); err != nil {
+		return nil, err
+	}
+	if m.MoE() {
+		c.moeDtype = c.gemmDtype
+		if o.MoEQuant != "" {
+			if c.moeDtype, err = moeDtype(o.MoEQuant); err != nil {
+				return nil, err
+			}
+		}
+		c.dist = o.MoEDistribution
+		if c.dist == "" {
+			c.dist = defaultMoEDst
+		}
+	}
+	return c, nil
+}
+
+// gemmDtype maps vLLM's quantization names to the GEMM table's gemm_dtype. The tables have no
+// float16 rows: 16-bit models use the bfloat16 rows (Hopper's fp16 and bf16 tensor-core rates are
+// equal).
+func gemmDtype(q string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(q)) {
+	case "", "auto", "bf16", "bfloat16", "fp16", "float16", "half":
+		return "bfloat16", nil
+	case "fp8":
+		return "fp8", nil
+	case "fp8_block":
+		return "fp8_block", nil
+	}
+	return "", fmt.Errorf("aic: GEMM quantization %q: want bf16, fp8 or fp8_block", q)
+}
+
+func kvDtype(q, modelDtype string) (string, error) {
+	s := strings.ToLower(strings.TrimSpace(q))
+	if s == "" || s == "auto" {
+		s = strings.ToLower(modelDtype)
+	}
+	switch s {
+	case "bf16", "bfloat16", "fp16", "float16", "half":
+		return "bfloat16", nil
+	case "fp8", "fp8_e4m3":
+		return "fp8", nil
+	}
+	return "", fmt.Errorf("aic: KV cache dtype %q: want auto, bf16 or fp8", q)
+}
+
+func moeDtype(q string) (string, error) {
+	s := strings.ToLower(strings.TrimSpace(q))
+	switch s {
+	case "mxfp4", "w4a16_mxfp4":
+		return "w4a16_mxfp4", nil
+	case "int4_wo":
+		return "int4_wo", nil
+	}
+	d, err := gemmDtype(s)
+	if err != nil {
+		return "", fmt.Errorf("aic: MoE quantization %q: want bf16, fp8, fp8_block, mxfp4 or int4_wo", q)
+	}
+	return d, nil
+}
+
+// New loads the tables the configuration needs and precomputes its curves. Every missing piece of
+// data is an error naming the file (or directory) and the key that is missing; nothing falls back
+// silently. The one documented substitution is communication: with TP > 1 and no custom
+// all-reduce table for the engine version, NCCL's all_reduce table is used.
+func New(o Options) (*Model, error) {
+	c, err := resolve(o)
+	if err != nil {
+		return nil, err
+	}
+	d := db{root: c.Root, system: c.System.Name}
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	rf, err := newRoofline(c.System)
+	if err != nil {
+		return nil, err
+	}
+	needed := []tableRef{gemmTable, ctxAttnTable, genAttnTable}
+	if c.m.MoE() {
+		needed = append(needed, moeTable)
+	}
+	for i := range needed {
+		needed[i].backend = c.Backend
+	}
+	version, src, err := pickVersion(d, c.Backend, c.Version, needed)
+	if err != nil {
+		return nil, err
+	}
+	mdl := &Model{version: version}
+	for _, ref := range needed {
+		mdl.sources = append(mdl.sources, src[ref]...)
+	}
+
+	gemmSrc, ctxSrc, genSrc := src[needed[0]], src[needed[1]], src[needed[2]]
+
+	// GEMMs: the linear layers at the chosen precision; router and LM head stay in bfloat16.
+	gemms := map[string]*gemmData{}
+	for _, dt := range []string{c.gemmDtype, "bfloat16"} {
+		if gemms[dt] == nil {
+			if gemms[dt], err = loadGEMM(gemmSrc, dt, rf); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	// Attention: one op per kind of layer (full attention; sliding window).
+	ctxRows, err := loadAttention(ctxSrc, false)
+	if err != nil {
+		return nil, err
+	}
+	genRows, err := loadAttention(genSrc, true)
+	if err != nil {
+		return nil, err
+	}
+	kinds := []struct{ layers, window int }{{c.m.Layers - c.m.SlidingLayers, 0}}
+	if c.m.SlidingLayers > 0 {
+		kinds = append(kinds, struct{ layers, window int }{c.m.SlidingLayers, c.m.SlidingWindow})
+	}
+	for _, k := range kinds {
+		key := attnKey{c.heads, c.kvHeads, c.headDm, k.window, "", c.kvDtype}
+		shape := attnShape{heads: float64(c.heads), kvHeads: float64(c.kvHeads), headDim: float64(c.headDm),
+			window: float64(k.window), kvBytes: bytesOf(c.kvDtype), memBW: rf.memBW}
+		ctx, err := newAttnOp(ctxRows, key, shape, false, ctxSrc, rf)
+		if err != nil {
+			return nil, err
+		}
+		gen, err := newAttnOp(genRows, key, shape, true, genSrc, rf)
+		if err != nil {
+			return nil, err
+		}
+		rect := ctx
+		if k.window > 0 {
+			rect = mdl.attn[0].ctx // kinds[0] is full attention
+		}
+		mdl.attn = append(mdl.attn, attnLayers{layers: float64(k.layers), window: float64(k.window), ctx: ctx, gen: gen, rect: rect})
+	}
+
+	// MoE.
+	var moe curve
+	var mk moeKey
+	if c.m.MoE() {
+		mk = moeKey{dtype: c.moeDtype, dist: c.dist, topk: c.m.ExpertsPerToken, experts: c.m.Experts,
+			hidden: c.m.Hidden, inter: c.m.MoEIntermediate, tp: c.tp, ep: 1}
+		if moe, err = loadMoE(src[needed[3]], mk, rf); err != nil {
+			return nil, err
+		}
+	}
+
+	// Tensor-parallel all-reduce.
+	var ar curve
+	if c.tp > 1 {
+		if ar, err = allReduce(d, c, version, rf, mdl); err != nil {
+			return nil, err
+		}
+	}
+
+	mdl.buildCurves(c, rf, gemms, moe, mk, ar)
+	return mdl, nil
+}
+
+// pickVersion returns the engine version to use and the source files of each needed table.
+func pickVersion(d db, backend, want string, needed []tableRef) (string, map[tableRef][]string, error) {
+	have := map[string]bool{}
+	for _, ref := range needed {
+		for _, v := range d.versions(ref.op, backend) {
+			have[v] = true
+		}
+	}
+	if len(have) == 0 {
+		return "", nil, fmt.Errorf("aic: no %s data for system %s: %s has none", backend, d.system, d.dir("{gemm,attention}", backend))
+	}
+	var cands []string
+	for v := range have {
+		cands = append(cands, v)
+	}
+	slices.SortFunc(cands, func(a, b string) int { return compareVersions(b, a) })
+	if want != "" {
+		if !have[want] {
+			return "", nil, fmt.Errorf("aic: %s version %q has no data for system %s (have %s)", backend, want, d.system, strings.Join(cands, ", "))
+		}
+		cands = []string{want}
+	}
+	var misses []string
+	for _, v := range cands {
+		src := map[tableRef][]string{}
+		var missing []string
+		for _, ref := range needed {
+			paths, err := d.sources(ref, v)
+			if err != nil {
+				return "", nil, err
+			}
+			if len(paths) == 0 {
+				missing = append(missing, missingPath(d, ref, v))
+			}
+			src[ref] = paths
+		}
+		if len(missing) == 0 {
+			return v, src, nil
+		}
+		misses = append(misses, fmt.Sprintf("%s lacks %s", v, strings.Join(missing, ", ")))
+	}
+	return "", nil, fmt.Errorf("aic: no %s version has every table needed: %s", backend, strings.Join(misses, "; "))
+}
+
+func missingPath(d db, ref tableRef, version string) string {
+	return d.dir(ref.op, ref.backend, version, ref.table+".parquet") + " (nor a reuse.yaml entry for it)"
+}
+
+// allReduce loads the engine version's custom all-reduce curve for the TP group, or NCCL's when the
+// version has no custom all-reduce table.
+func allReduce(d db, c *config, version string, rf *roofline, mdl *Model) (curve, error) {
+	ref := allReduceTab
+	ref.backend = c.Backend
+	paths, err := d.sources(ref, version)
+	if err != nil {
+		return curve{}, err
+	}
+	if len(paths) > 0 {
+		mdl.sources = append(mdl.sources, paths...)
+		return loadAllReduce(paths, c.tp, rf)
+	}
+	nv := c.NCCLVersion
+	if nv == "" {
+		if nv, err = d.ncclVersion(); err != nil {
+			return curve{}, err
+		}
+	}
+	if nv == "" {
+		if vs := d.versions(ncclTable.op, ncclTable.backend); len(vs) > 0 {
+			nv = vs[0]
+		}
+	}
+	if nv == "" {
+		return curve{}, fmt.Errorf("aic: no custom all-reduce table for %s %s (%s) and no NCCL data (%s)",
+			c.Backend, version, missingPath(d, ref, version), d.dir(ncclTable.op, ncclTable.backend))
+	}
+	paths, err = d.sources(ncclTable, nv)
+	if err != nil {
+		return curve{}, err
+	}
+	if len(paths) == 0 {
+		return curve{}, fmt.Errorf("aic: no custom all-reduce table for %s %s and no NCCL table: %s", c.Backend, version, missingPath(d, ncclTable, nv))
+	}
+	mdl.sources = append(mdl.sources, paths...)
+	return loadNCCL(paths, c.tp, rf)
+}
+
+// buildCurves tabulates the token-linear part of a pass and the LM head.
+func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmData, moe curve, mk moeKey, ar curve) {
+	m := c.m
+	tp := float64(c.tp)
+	h := float64(m.Hidden)
+	lin, bf16 := gemms[c.gemmDtype], gemms["bfloat16"]
+	qkvN := float64(c.heads*c.headDm + 2*c.kvHeads*c.headDm)
+	oK := float64(c.heads * c.headDm)
+	all := float64(m.Layers)
+	dense := float64(m.Layers - m.MoELayers())
+	moeLayers := float64(m.MoELayers())
+	in := float64(m.Intermediate) / tp
+	sh := float64(m.SharedExperts*m.MoEIntermediate) / tp
+	var moeFlops float64
+	if m.MoE() {
+		moeFlops, _ = rf.flopsOf(mk.dtype) // checked by loadMoE
+	}
+	arAt := func(T float64) float64 {
+		if c.tp == 1 {
+			return 0
+		}
+		size := T * h
+		return ar.at(size, rf.allReduceSOL(size, c.tp))
+	}
+	perToken := func(T float64) float64 {
+		// Every layer: norms before attention and MLP (AIConfigurator's add_norm ElementWise ops,
+		// (2h in + 2h out) bf16 per token), QKV and O projections, two all-reduces.
+		v := all * (2*rf.memOp(T*(2*h+2*h)*2) + lin.latency(T, qkvN, h) + lin.latency(T, h, oK) + 2*arAt(T))
+		if dense > 0 {
+			v += dense * (lin.latency(T, 2*in, h) + rf.memOp(T*(2*in+in)*2) + lin.latency(T, h, in))
+		}
+		if moeLayers > 0 {
+			v += moeLayers * (bf16.latency(T, float64(m.Experts), h) + moe.at(T, rf.moeSOL(T, mk, moeFlops)))
+			if sh > 0 {
+				v += moeLayers * (lin.latency(T, 2*sh, h) + rf.memOp(T*(2*sh+sh)*2) + lin.latency(T, h, sh))
+			}
+		}
+		// Embedding lookup (read the rows, write the activations) and its all-reduce over the
+		// vocabulary-parallel shards.
+		return v + rf.memOp(2*T*h*2) + arAt(T)
+	}
+
+	// Knots: every m the GEMM tables measured, every MoE token count and every all-reduce size
+	// (in tokens), so that interpolating the tabulated sum reproduces each component; then powers
+	// of two beyond the tables, where the roofline carries the growth.
+	knots := append(slices.Clone(lin.ms), bf16.ms...)
+	if m.MoE() {
+		knots = append(knots, moe.x...)
+	}
+	for _, s := range ar.x {
+		if t := s / h; t >= 1 {
+			knots = append(knots, t)
+		}
+	}
+	for t := 1.0; t <= 1<<21; t *= 2 {
+		knots = append(knots, t)
+	}
+	knots = unique(knots)
+	mdl.perToken = tabulate(knots, perToken)
+
+	vocab := float64(m.Vocab) / tp
+	smp := append(slices.Clone(bf16.ms), 1<<15, 1<<16, 1<<17, 1<<18, 1<<19, 1<<20)
+	mdl.lmHead = tabulate(unique(smp), func(s float64) float64 { return bf16.latency(s, vocab, h) })
+}
+
+func tabulate(xs []float64, f func(float64) float64) table1 {
+	t := table1{x: xs, y: make([]float64, len(xs))}
+	for i, x := range xs {
+		t.y[i] = f(x)
+	}
+	return t
+}
+
+// Cost implements timing.Model. A pass of T new tokens costs
+//
+//	perToken(T) + Σ_prefill context attention + generation attention + lmHead(#sampling)
+//
+// split by phase: the prefill requests' share (by tokens) of perToken plus their context
+// attention is Prefill; the rest of perToken, the decode requests' generation attention and the LM
+// head (every sampled token, the first one of a finishing prompt included) is Decode.
+//
+// Context attention of a chunk of N new tokens over C cached ones is the fresh prefill of its N
+// tokens (the measured curve L at N: the causal triangle and the kernel's fixed cost) plus the
+// N × C rectangle of new queries against cached keys, read off the convex minorant H of the
+// measured curve as H(C+N) − H(C) − H(N) + H(0), and never less than one decode step over the C
+// cached tokens (a chunk still reads the whole prefix; this is what a fully cached prompt that
+// recomputes its last token costs). Where attention is compute bound H is the data and the
+// rectangle is L(C+N) − L(C) − L(N) + L(0) = 2qNC for L = L0 + q·s²: the same as AIConfigurator's
+// prefix correction L(C+N)·((C+N)² − C²)/(C+N)² to first order, with the fixed cost counted once
+// instead of scaled away. Because H is convex the sum is nondecreasing in N and in C wherever the
+// measured curves are; AIConfigurator's scaling is not where the kernel is launch bound (short
+// sequences), where it dips by up to 7 %. Sliding-window layers use their windowed curves for the
+// fresh part and the decode floor and a rectangle of N × min(C, window) keys.
+//
+// With k prefill requests in the pass each is priced at batch size k and charged 1/k of it, so
+// batching amortises the fixed cost as measured. Decode requests are priced together: generation
+// attention at batch = their number and past length = their mean cached context.
+func (mdl *Model) Cost(b *timing.Batch) timing.Cost {
+	var T, tp, nPre, nDec, nSmp int
+	var decCtx float64
+	for i := range b.Seqs {
+		s := &b.Seqs[i]
+		T += s.New
+		if s.Samples {
+			nSmp++
+		}
+		if s.New <= 0 {
+			continue
+		}
+		if s.Prefill {
+			tp += s.New
+			nPre++
+		} else {
+			nDec++
+			decCtx += float64(s.Cached)
+		}
+	}
+	var pre, dec float64
+	if T > 0 {
+		lin := mdl.perToken.at(float64(T))
+		share := lin * float64(tp) / float64(T)
+		pre, dec = share, lin-share
+	}
+	if nPre > 0 {
+		batch := float64(nPre)
+		for i := range b.Seqs {
+			s := &b.Seqs[i]
+			if !s.Prefill || s.New <= 0 {
+				continue
+			}
+			n, c := float64(s.New), float64(s.Cached)
+			for j := range mdl.attn {
+				a := &mdl.attn[j]
+				pre += a.layers * chunkAttention(a, batch, n, c) / batch
+			}
+		}
+	}
+	if nDec > 0 {
+		batch := float64(nDec)
+		step := decCtx / batch
+		for j := range mdl.attn {
+			a := &mdl.attn[j]
+			dec += a.layers * a.gen.at(batch, step)
+		}
+	}
+	if nSmp > 0 {
+		dec += mdl.lmHead.at(float64(nSmp))
+	}
+	return timing.Cost{Prefill: msDuration(pre), Decode: msDuration(dec)}
+}
+
+// chunkAttention is one layer's context attention in ms for a batch of b chunks like this one: n
+// new tokens over c cached. See Cost.
+func chunkAttention(a *attnLayers, b, n, c float64) float64 {
+	fresh := a.ctx.at(b, n)
+	if c <= 0 {
+		return fresh
+	}
+	keys := c
+	if a.window > 0 {
+		keys = math.Min(c, a.window)
+	}
+	// The n × keys rectangle: H(keys+n) − H(keys) − H(n) + H(0) for the convex minorant H of the
+	// measured curve, ≥ 0 and nondecreasing in both n and keys because H is convex.
+	h := a.rect
+	rect := h.convexAt(b, keys+n) - h.convexAt(b, keys) - h.convexAt(b, n) + h.convexAt(b, 0)
+	return math.Max(fresh+math.Max(rect, 0), a.gen.at(b, c))
+}
+
+func msDuration(v float64) time.Duration {
+	if !(v > 0) {
+		return 0
+	}
+	return time.Duration(v*1e6 + 0.5)
+}

@@ -1,0 +1,613 @@
+package aic
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Table names (file stems) and the op directories that hold them.
+var (
+	gemmTable     = tableRef{op: "gemm", table: "gemm_perf"}
+	ctxAttnTable  = tableRef{op: "attention", table: "context_attention_perf"}
+	genAttnTable  = tableRef{op: "attention", table: "generation_attention_perf"}
+	moeTable      = tableRef{op: "moe", table: "moe_perf"}
+	allReduceTab  = tableRef{op: "comm", table: "custom_allreduce_perf"}
+	ncclTable     = tableRef{op: "comm", backend: "nccl", table: "nccl_perf"}
+	mlaCtxTable   = tableRef{op: "mla", table: "mla_context_module_perf"}
+	mlaGenTable   = tableRef{op: "mla", table: "mla_generation_module_perf"}
+	defaultMoEDst = "power_law_1.2" // AIConfigurator's default workload distribution for MoE models
+)
+
+// sourceList describes the files of a table for error messages.
+func sourceList(paths []string) string { return strings.Join(paths, " + ") }
+
+// ---- GEMM ----------------------------------------------------------------------------------------
+
+// gemmSite is one measured (n, k) shape: its latency curve over m.
+type gemmSite struct {
+	n, k float64
+	c    curve
+}
+
+// gemmData is the GEMM table of one dtype: scattered (n, k) sites, each with a dense m sweep
+// (AIConfigurator's ScatteredSites resolver). On H200 the sites nearly fill an n × k grid.
+type gemmData struct {
+	dtype  string
+	flops  float64
+	elem   float64
+	rf     *roofline
+	sites  map[[2]float64]*gemmSite
+	ns, ks []float64 // distinct n and k of the sites, ascending
+	ms     []float64 // distinct m, ascending
+}
+
+// loadGEMM reads the GEMM rows of one dtype (gemm_dtype, e.g. "bfloat16", "fp8", "fp8_block").
+// Measured latencies below the roofline are raised to it, as AIConfigurator's loader does.
+func loadGEMM(paths []string, dtype string, rf *roofline) (*gemmData, error) {
+	flops, err := rf.flopsOf(dtype)
+	if err != nil {
+		return nil, err
+	}
+	g := &gemmData{dtype: dtype, flops: flops, elem: bytesOf(dtype), rf: rf, sites: map[[2]float64]*gemmSite{}}
+	pts := map[[3]float64]float64{} // (m, n, k) → latency
+	have := map[string]bool{}
+	for _, p := range paths {
+		t, err := readTable(p)
+		if err != nil {
+			return nil, err
+		}
+		dt, err := t.s("gemm_dtype")
+		if err != nil {
+			return nil, err
+		}
+		ms, err1 := t.f("m")
+		ns, err2 := t.f("n")
+		ks, err3 := t.f("k")
+		lat, err4 := t.f("latency")
+		if err := firstErr(err1, err2, err3, err4); err != nil {
+			return nil, err
+		}
+		file := map[[3]float64]float64{}
+		for i := range t.rows {
+			have[dt[i]] = true
+			if dt[i] == dtype && lat[i] > 0 {
+				firstWins(file, [3]float64{ms[i], ns[i], ks[i]}, lat[i])
+			}
+		}
+		mergeInto(pts, file)
+	}
+	if len(pts) == 0 {
+		return nil, fmt.Errorf("aic: %s: no GEMM rows with gemm_dtype %q (have %s)", sourceList(paths), dtype, keys(have))
+	}
+	bySite := map[[2]float64]map[float64]float64{}
+	for s, lat := range pts {
+		key := [2]float64{s[1], s[2]}
+		if bySite[key] == nil {
+			bySite[key] = map[float64]float64{}
+		}
+		bySite[key][s[0]] = lat
+	}
+	var allM []float64
+	for key, byM := range bySite {
+		n, k := key[0], key[1]
+		ms := slices.Sorted(maps.Keys(byM))
+		lat := make([]float64, len(ms))
+		for i, m := range ms {
+			lat[i] = math.Max(byM[m], g.sol(m, n, k))
+		}
+		sol := func(m float64) float64 { return g.sol(m, n, k) }
+		// k_tail 3: the m sweep saw-tooths with wave quantisation, so the boundary util is a median.
+		g.sites[key] = &gemmSite{n: n, k: k, c: newCurve(ms, lat, sol, 3, false)}
+		g.ns = append(g.ns, n)
+		g.ks = append(g.ks, k)
+		allM = append(allM, ms...)
+	}
+	g.ns, g.ks, g.ms = unique(g.ns), unique(g.ks), unique(allM)
+	return g, nil
+}
+
+func (g *gemmData) sol(m, n, k float64) float64 { return g.rf.gemmSOL(m, n, k, g.flops, g.elem) }
+
+// latency is one GEMM call's time in ms. A measured (n, k) uses its own m curve; any other shape
+// blends the utilisation of the four surrounding sites bilinearly in (log n, log k), clamped at the
+// edges of the measured n and k ranges (beyond them the nearest edge sites' utilisation is held and
+// the roofline carries the growth), and missing corners are dropped with their weight renormalised.
+func (g *gemmData) latency(m, n, k float64) float64 {
+	if s := g.sites[[2]float64{n, k}]; s != nil {
+		return s.c.at(m, g.sol(m, n, k))
+	}
+	in, tn := logSeg(g.ns, n)
+	ik, tk := logSeg(g.ks, k)
+	var util, wsum float64
+	for _, cn := range [2]struct {
+		i int
+		w float64
+	}{{in, 1 - tn}, {in + 1, tn}} {
+		for _, ck := range [2]struct {
+			i int
+			w float64
+		}{{ik, 1 - tk}, {ik + 1, tk}} {
+			w := cn.w * ck.w
+			if w <= 0 || cn.i >= len(g.ns) || ck.i >= len(g.ks) {
+				continue
+			}
+			s := g.sites[[2]float64{g.ns[cn.i], g.ks[ck.i]}]
+			if s == nil {
+				continue
+			}
+			solS := g.sol(m, s.n, s.k)
+			util += w * solS / s.c.at(m, solS)
+			wsum += w
+		}
+	}
+	if wsum == 0 {
+		s := g.nearest(n, k)
+		solS := g.sol(m, s.n, s.k)
+		util, wsum = solS/s.c.at(m, solS), 1
+	}
+	return g.sol(m, n, k) / (util / wsum)
+}
+
+// logSeg is seg in log space, clamped to [0, 1] so that shapes beyond the measured range use the
+// edge sites.
+func logSeg(xs []float64, v float64) (int, float64) {
+	if len(xs) == 1 {
+		return 0, 0
+	}
+	i, _ := seg(xs, v)
+	t := (math.Log(v) - math.Log(xs[i])) / (math.Log(xs[i+1]) - math.Log(xs[i]))
+	return i, math.Min(1, math.Max(0, t))
+}
+
+func (g *gemmData) nearest(n, k float64) *gemmSite {
+	var best *gemmSite
+	bd := math.Inf(1)
+	for _, s := range g.sites {
+		d := math.Hypot(math.Log(s.n/n), math.Log(s.k/k))
+		if d < bd || d == bd && (s.n < best.n || s.n == best.n && s.k < best.k) {
+			best, bd = s, d
+		}
+	}
+	return best
+}
+
+// ---- attention -----------------------------------------------------------------------------------
+
+// attnKey selects one attention configuration in a context or generation table.
+type attnKey struct {
+	heads, kvHeads, headDim, window int
+	attnDtype, kvDtype              string
+}
+
+func (k attnKey) String() string {
+	return fmt.Sprintf("num_heads=%d num_key_value_heads=%d head_dim=%d window_size=%d attn_dtype=%s kv_cache_dtype=%s",
+		k.heads, k.kvHeads, k.headDim, k.window, k.attnDtype, k.kvDtype)
+}
+
+// attnGrid is the measured latency of one attention configuration over (batch, x), x the sequence
+// length (context) or past KV length (generation): one curve over x per measured batch size. Grids
+// are corner-truncated (large batch × long sequence was not collected); a row's curve holds its end
+// utilisation beyond its last point.
+type attnGrid struct {
+	shape   attnShape
+	gen     bool
+	batches []float64
+	rows    []curve
+}
+
+// perSeqSOL is the roofline of one sequence at x.
+func (g *attnGrid) perSeqSOL(x float64) float64 {
+	if g.gen {
+		return g.shape.genSOL(x)
+	}
+	return g.shape.ctxSOL(x)
+}
+
+// at is the latency in ms of one attention call over b sequences at x: each bracketing batch row is
+// evaluated at x and the rows are blended linearly in batch; beyond the largest measured batch the
+// latency grows with the roofline, linearly in b.
+func (g *attnGrid) at(b, x float64) float64 {
+	sol1 := g.perSeqSOL(x)
+	n := len(g.batches)
+	if b >= g.batches[n-1] {
+		r := &g.rows[n-1]
+		return r.at(x, g.batches[n-1]*sol1) * b / g.batches[n-1]
+	}
+	if b <= g.batches[0] {
+		r := &g.rows[0]
+		return r.at(x, g.batches[0]*sol1) * b / g.batches[0]
+	}
+	i, t := seg(g.batches, b)
+	lo := g.rows[i].at(x, g.batches[i]*sol1)
+	hi := g.rows[i+1].at(x, g.batches[i+1]*sol1)
+	return lerp(lo, hi, t)
+}
+
+// convexAt is at's convex minorant (curve.convexAt) along x, blended across batch rows the same way.
+func (g *attnGrid) convexAt(b, x float64) float64 {
+	sol1 := g.perSeqSOL(x)
+	n := len(g.batches)
+	if b >= g.batches[n-1] {
+		return g.rows[n-1].convexAt(x, g.batches[n-1]*sol1) * b / g.batches[n-1]
+	}
+	if b <= g.batches[0] {
+		return g.rows[0].convexAt(x, g.batches[0]*sol1) * b / g.batches[0]
+	}
+	i, t := seg(g.batches, b)
+	return lerp(g.rows[i].convexAt(x, g.batches[i]*sol1), g.rows[i+1].convexAt(x, g.batches[i+1]*sol1), t)
+}
+
+// attnRows is an attention table grouped by configuration: for each key, latency by (batch, x).
+type attnRows map[attnKey]map[[2]float64]float64
+
+// loadAttention reads a context (gen false) or generation attention table. Context rows are those
+// with step 0 (full prefill); generation rows are keyed by step, the past KV length.
+func loadAttention(paths []string, gen bool) (attnRows, error) {
+	rows := attnRows{}
+	for _, p := range paths {
+		t, err := readTable(p)
+		if err != nil {
+			return nil, err
+		}
+		b, e1 := t.f("batch_size")
+		isl, e2 := t.f("isl")
+		nh, e3 := t.f("num_heads")
+		nkv, e4 := t.f("num_key_value_heads")
+		hd, e5 := t.f("head_dim")
+		step, e6 := t.f("step")
+		lat, e7 := t.f("latency")
+		ad, e8 := t.s("attn_dtype")
+		kd, e9 := t.s("kv_cache_dtype")
+		if err := firstErr(e1, e2, e3, e4, e5, e6, e7, e8, e9); err != nil {
+			return nil, err
+		}
+		win := t.fOr("window_size") // absent before window-aware collection: full attention
+		file := attnRows{}
+		for i := range t.rows {
+			if !(lat[i] > 0) {
+				continue
+			}
+			x := isl[i]
+			if gen {
+				x = step[i]
+			} else if step[i] != 0 {
+				continue
+			}
+			w := win[i]
+			if math.IsNaN(w) {
+				w = 0
+			}
+			k := attnKey{int(nh[i]), int(nkv[i]), int(hd[i]), int(w), ad[i], kd[i]}
+			if file[k] == nil {
+				file[k] = map[[2]float64]float64{}
+			}
+			firstWins(file[k], [2]float64{b[i], x}, lat[i])
+		}
+		for k, pts := range file {
+			if rows[k] == nil {
+				rows[k] = map[[2]float64]float64{}
+			}
+			mergeInto(rows[k], pts)
+		}
+	}
+	return rows, nil
+}
+
+// grid builds the grid of one configuration.
+func (r attnRows) grid(k attnKey, shape attnShape, gen bool) *attnGrid {
+	pts := r[k]
+	if len(pts) == 0 {
+		return nil
+	}
+	byB := map[float64][][2]float64{}
+	for pt, lat := range pts {
+		byB[pt[0]] = append(byB[pt[0]], [2]float64{pt[1], lat})
+	}
+	g := &attnGrid{shape: shape, gen: gen}
+	for _, b := range slices.Sorted(maps.Keys(byB)) {
+		row := byB[b]
+		sort.Slice(row, func(i, j int) bool { return row[i][0] < row[j][0] })
+		x := make([]float64, len(row))
+		y := make([]float64, len(row))
+		for i, p := range row {
+			x[i], y[i] = p[0], p[1]
+		}
+		bb := b
+		sol := func(v float64) float64 { return bb * g.perSeqSOL(v) }
+		// Context latency grows ~s² along the sequence: blend in sqrt space (AIConfigurator's
+		// context_grid_config); decode is ~linear in the KV length: raw.
+		g.batches = append(g.batches, b)
+		g.rows = append(g.rows, newCurve(x, y, sol, 1, !gen))
+	}
+	return g
+}
+
+// headsFor lists the measured num_heads of configurations that match k in everything else.
+func (r attnRows) headsFor(k attnKey) []int {
+	var hs []int
+	for kk := range r {
+		if kk.kvHeads == k.kvHeads && kk.headDim == k.headDim && kk.window == k.window &&
+			kk.attnDtype == k.attnDtype && kk.kvDtype == k.kvDtype {
+			hs = append(hs, kk.heads)
+		}
+	}
+	slices.Sort(hs)
+	return hs
+}
+
+// describe summarises the configurations a table has, for errors.
+func (r attnRows) describe() string {
+	seen := map[string]bool{}
+	for k := range r {
+		seen[fmt.Sprintf("%d/%d/%d/w%d/%s/%s", k.heads, k.kvHeads, k.headDim, k.window, k.attnDtype, k.kvDtype)] = true
+	}
+	s := keys(seen)
+	if len(s) > 400 {
+		s = s[:400] + " ..."
+	}
+	return "heads/kv_heads/head_dim/window/attn_dtype/kv_dtype: " + s
+}
+
+// attnOp evaluates one attention op for a model whose heads per GPU may not be measured: the
+// bracketing measured head counts are blended linearly (attention work is linear in heads).
+type attnOp struct {
+	lo, hi *attnGrid
+	t      float64 // weight of hi
+	scale  float64 // beyond the measured heads: lat(lo) × scale
+}
+
+func (a *attnOp) at(b, x float64) float64 {
+	v := a.lo.at(b, x)
+	if a.hi != nil {
+		v = lerp(v, a.hi.at(b, x), a.t)
+	}
+	return v * a.scale
+}
+
+func (a *attnOp) convexAt(b, x float64) float64 {
+	v := a.lo.convexAt(b, x)
+	if a.hi != nil {
+		v = lerp(v, a.hi.convexAt(b, x), a.t)
+	}
+	return v * a.scale
+}
+
+// newAttnOp finds the configuration k (interpolating in heads if needed). The attention compute
+// dtype (k.attnDtype) is the one the table measured for k's KV-cache dtype: bfloat16 where there is
+// one, else the KV dtype itself (SGLang's FA3 runs an fp8 KV cache as fp8 attention in prefill).
+func newAttnOp(r attnRows, k attnKey, shape attnShape, gen bool, paths []string, rf *roofline) (*attnOp, error) {
+	var hs []int
+	for _, dt := range []string{"bfloat16", k.kvDtype} {
+		k.attnDtype = dt
+		if hs = r.headsFor(k); len(hs) > 0 {
+			break
+		}
+	}
+	if len(hs) == 0 {
+		k.attnDtype = "bfloat16"
+		return nil, fmt.Errorf("aic: %s: no rows for %s (have %s)", sourceList(paths), k, r.describe())
+	}
+	var err error
+	if shape.flops, err = rf.flopsOf(k.attnDtype); err != nil {
+		return nil, err
+	}
+	at := func(h int) *attnGrid {
+		kk, s := k, shape
+		kk.heads, s.heads = h, float64(h)
+		return r.grid(kk, s, gen)
+	}
+	i := sort.SearchInts(hs, k.heads)
+	switch {
+	case i < len(hs) && hs[i] == k.heads:
+		return &attnOp{lo: at(k.heads), scale: 1}, nil
+	case i == 0:
+		// Fewer heads than measured: the smallest configuration, scaled by heads (work is linear
+		// in heads).
+		return &attnOp{lo: at(hs[0]), scale: float64(k.heads) / float64(hs[0])}, nil
+	case i == len(hs):
+		return &attnOp{lo: at(hs[i-1]), scale: float64(k.heads) / float64(hs[i-1])}, nil
+	}
+	t := float64(k.heads-hs[i-1]) / float64(hs[i]-hs[i-1])
+	return &attnOp{lo: at(hs[i-1]), hi: at(hs[i]), t: t, scale: 1}, nil
+}
+
+// ---- MoE -----------------------------------------------------------------------------------------
+
+// moeKey selects one fused-MoE curve (latency by num_tokens) in the moe table.
+type moeKey struct {
+	dtype, dist                          string
+	topk, experts, hidden, inter, tp, ep int
+}
+
+func (k moeKey) String() string {
+	return fmt.Sprintf("moe_dtype=%s distribution=%s topk=%d num_experts=%d hidden_size=%d inter_size=%d moe_tp_size=%d moe_ep_size=%d",
+		k.dtype, k.dist, k.topk, k.experts, k.hidden, k.inter, k.tp, k.ep)
+}
+
+// loadMoE reads the num_tokens curve of one MoE configuration. As in AIConfigurator the MoE table is
+// keyed by the model's full per-expert intermediate size and the MoE tensor/expert parallel sizes,
+// and its latency covers the fused expert computation of one layer (routing, expert GEMMs,
+// activation and combine), not the router GEMM.
+func loadMoE(paths []string, k moeKey, rf *roofline) (curve, error) {
+	flops, err := rf.flopsOf(k.dtype)
+	if err != nil {
+		return curve{}, err
+	}
+	pts := map[float64]float64{}
+	// What the table has, at three depths, to say exactly what is missing.
+	dtypes, shapes, dists, parallel := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, p := range paths {
+		t, err := readTable(p)
+		if err != nil {
+			return curve{}, err
+		}
+		dt, e1 := t.s("moe_dtype")
+		dist, e2 := t.s("distribution")
+		tok, e3 := t.f("num_tokens")
+		h, e4 := t.f("hidden_size")
+		in, e5 := t.f("inter_size")
+		topk, e6 := t.f("topk")
+		ne, e7 := t.f("num_experts")
+		tp, e8 := t.f("moe_tp_size")
+		ep, e9 := t.f("moe_ep_size")
+		lat, e10 := t.f("latency")
+		if err := firstErr(e1, e2, e3, e4, e5, e6, e7, e8, e9, e10); err != nil {
+			return curve{}, err
+		}
+		file := map[float64]float64{}
+		for i := range t.rows {
+			dtypes[dt[i]] = true
+			if dt[i] != k.dtype {
+				continue
+			}
+			shapes[fmt.Sprintf("%g/%g/%g/%g", h[i], in[i], topk[i], ne[i])] = true
+			if int(h[i]) != k.hidden || int(in[i]) != k.inter || int(topk[i]) != k.topk || int(ne[i]) != k.experts {
+				continue
+			}
+			dists[dist[i]] = true
+			if dist[i] != k.dist {
+				continue
+			}
+			parallel[fmt.Sprintf("%g/%g", tp[i], ep[i])] = true
+			if int(tp[i]) == k.tp && int(ep[i]) == k.ep && lat[i] > 0 {
+				firstWins(file, tok[i], lat[i])
+			}
+		}
+		mergeInto(pts, file)
+	}
+	switch {
+	case len(pts) > 0:
+	case !dtypes[k.dtype]:
+		return curve{}, fmt.Errorf("aic: %s: no MoE rows with moe_dtype %s (have %s)", sourceList(paths), k.dtype, keys(dtypes))
+	case len(dists) == 0:
+		return curve{}, fmt.Errorf("aic: %s: no MoE rows for hidden_size=%d inter_size=%d topk=%d num_experts=%d with moe_dtype %s (have hidden/inter/topk/experts %s)",
+			sourceList(paths), k.hidden, k.inter, k.topk, k.experts, k.dtype, keys(shapes))
+	case len(parallel) == 0:
+		return curve{}, fmt.Errorf("aic: %s: no MoE rows for %s (that shape has distributions %s)", sourceList(paths), k, keys(dists))
+	default:
+		return curve{}, fmt.Errorf("aic: %s: no MoE rows for %s (that shape and distribution have moe_tp_size/moe_ep_size %s)", sourceList(paths), k, keys(parallel))
+	}
+	x := slices.Sorted(maps.Keys(pts))
+	y := make([]float64, len(x))
+	for i, v := range x {
+		y[i] = pts[v]
+	}
+	return newCurve(x, y, func(v float64) float64 { return rf.moeSOL(v, k, flops) }, 1, false), nil
+}
+
+// ---- communication -------------------------------------------------------------------------------
+
+// loadAllReduce reads the custom all-reduce curve (latency by message size in bf16 elements) on
+// gpus GPUs. vLLM and SGLang tables hold a CUDA-graph and an eager variant of each point; as in
+// AIConfigurator only the graph rows are kept (engines capture their all-reduces in CUDA graphs).
+func loadAllReduce(paths []string, gpus int, rf *roofline) (curve, error) {
+	pts := map[float64]float64{}
+	have := map[string]bool{}
+	for _, p := range paths {
+		t, err := readTable(p)
+		if err != nil {
+			return curve{}, err
+		}
+		dt, e1 := t.s("allreduce_dtype")
+		ng, e2 := t.f("num_gpus")
+		size, e3 := t.f("message_size")
+		lat, e4 := t.f("latency")
+		ks, e5 := t.s("kernel_source")
+		if err := firstErr(e1, e2, e3, e4, e5); err != nil {
+			return curve{}, err
+		}
+		graphOnly := slices.ContainsFunc(ks, func(s string) bool { return strings.HasSuffix(strings.ToLower(s), "_graph") })
+		file := map[float64]float64{}
+		for i := range t.rows {
+			have[dt[i]+"/"+strconv.Itoa(int(ng[i]))] = true
+			if dt[i] != "bfloat16" && dt[i] != "half" && dt[i] != "float16" || int(ng[i]) != gpus || !(lat[i] > 0) {
+				continue
+			}
+			if graphOnly && !strings.HasSuffix(strings.ToLower(ks[i]), "_graph") {
+				continue
+			}
+			firstWins(file, size[i], lat[i])
+		}
+		mergeInto(pts, file)
+	}
+	if len(pts) == 0 {
+		return curve{}, fmt.Errorf("aic: %s: no bfloat16 all-reduce rows for num_gpus=%d (have dtype/num_gpus %s)", sourceList(paths), gpus, keys(have))
+	}
+	return commCurve(pts, gpus, rf), nil
+}
+
+// loadNCCL reads NCCL's all_reduce curve (half precision, latency by message size in elements).
+func loadNCCL(paths []string, gpus int, rf *roofline) (curve, error) {
+	pts := map[float64]float64{}
+	have := map[string]bool{}
+	for _, p := range paths {
+		t, err := readTable(p)
+		if err != nil {
+			return curve{}, err
+		}
+		dt, e1 := t.s("nccl_dtype")
+		op, e2 := t.s("op_name")
+		ng, e3 := t.f("num_gpus")
+		size, e4 := t.f("message_size")
+		lat, e5 := t.f("latency")
+		if err := firstErr(e1, e2, e3, e4, e5); err != nil {
+			return curve{}, err
+		}
+		for i := range t.rows {
+			have[op[i]+"/"+dt[i]+"/"+strconv.Itoa(int(ng[i]))] = true
+			if op[i] != "all_reduce" || dt[i] != "half" || int(ng[i]) != gpus || !(lat[i] > 0) {
+				continue
+			}
+			firstWins(pts, size[i], lat[i])
+		}
+	}
+	if len(pts) == 0 {
+		return curve{}, fmt.Errorf("aic: %s: no all_reduce/half rows for num_gpus=%d (have %s)", sourceList(paths), gpus, keys(have))
+	}
+	return commCurve(pts, gpus, rf), nil
+}
+
+func commCurve(pts map[float64]float64, gpus int, rf *roofline) curve {
+	x := slices.Sorted(maps.Keys(pts))
+	y := make([]float64, len(x))
+	for i, v := range x {
+		y[i] = pts[v]
+	}
+	return newCurve(x, y, func(v float64) float64 { return rf.allReduceSOL(v, gpus) }, 1, false)
+}
+
+// ---- helpers -------------------------------------------------------------------------------------
+
+// firstWins records v at k unless k already has a value: the first row of a shape wins, as in
+// AIConfigurator's loaders.
+func firstWins[K comparable](m map[K]float64, k K, v float64) {
+	if _, ok := m[k]; !ok {
+		m[k] = v
+	}
+}
+
+// mergeInto adds one source's points to pts, keeping the points earlier sources gave: a reuse donor
+// only fills shapes the version's own file lacks.
+func mergeInto[K comparable](pts, src map[K]float64) {
+	for k, v := range src {
+		firstWins(pts, k, v)
+	}
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func keys(m map[string]bool) string {
+	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
+}
