@@ -1,0 +1,280 @@
+// Command accuracy compares mocker's predictions with measured end-to-end latencies of real deployments:
+// AIConfigurator's silicon measurements on H200 (shared/data/aiconfigurator/silicon_h200_dev.csv). For
+// every row the catalogs and the performance database cover, it runs `mocker predict` in closed loop
+// (concurrency = the row's batch_size, fixed ISL and OSL, the row's backend, TP and quantization, --timing
+// default) and prints, per backend and model, the median absolute percentage error of mean TTFT and mean
+// TPOT, and the rows it could not cover, with the reason.
+//
+//	go run ./bench/accuracy [-data ../shared/data] [-rows N] [-csv out.csv]
+package main
+
+import (
+	"cmp"
+	"encoding/csv"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mocker-sim/mocker/config"
+	"github.com/mocker-sim/mocker/model"
+	"github.com/mocker-sim/mocker/sim"
+)
+
+type row struct {
+	id, backend, version, modelPath, mode string
+	isl, osl, concurrency, tp, dp, ep     int
+	gemmQuant, moeQuant                   string
+	ttft, tpot                            float64 // measured, ms
+}
+
+type result struct {
+	row
+	ttft, tpot float64 // predicted, ms
+	moe        bool
+	model      string
+	err        string
+}
+
+func main() {
+	data := flag.String("data", filepath.Join("..", "shared", "data"), "the shared data directory")
+	limit := flag.Int("rows", 0, "only the first N rows (0: all)")
+	out := flag.String("csv", "", "write per-row results to this CSV file")
+	flag.Parse()
+	if err := run(*data, *limit, *out, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "accuracy:", err)
+		os.Exit(1)
+	}
+}
+
+func run(data string, limit int, out string, w io.Writer) error {
+	rows, err := readRows(filepath.Join(data, "aiconfigurator", "silicon_h200_dev.csv"))
+	if err != nil {
+		return err
+	}
+	if limit > 0 && limit < len(rows) {
+		rows = rows[:limit]
+	}
+	start := time.Now()
+	var results []result
+	for _, r := range rows {
+		results = append(results, predict(r, filepath.Join(data, "aiconfigurator")))
+	}
+	report(w, results, time.Since(start))
+	if out != "" {
+		return writeCSV(out, results)
+	}
+	return nil
+}
+
+func readRows(path string) ([]row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rd := csv.NewReader(f)
+	header, err := rd.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	col := map[string]int{}
+	for i, h := range header {
+		col[h] = i
+	}
+	var rows []row
+	for line := 2; ; line++ {
+		rec, err := rd.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, line, err)
+		}
+		get := func(k string) string { return rec[col[k]] }
+		num := func(k string, def int) int {
+			n, err := strconv.Atoi(get(k))
+			if err != nil {
+				return def
+			}
+			return n
+		}
+		flt := func(k string) float64 { v, _ := strconv.ParseFloat(get(k), 64); return v }
+		rows = append(rows, row{
+			id: get("id"), backend: get("backend"), version: get("backend_version"), modelPath: get("model_path"),
+			mode: get("mode"), isl: num("isl", 0), osl: num("osl", 0), concurrency: num("batch_size", 0),
+			tp: num("tp_size", 1), dp: num("attention_dp_size", 1), ep: num("moe_ep_size", 1),
+			gemmQuant: get("gemm_quant_mode"), moeQuant: get("moe_quant_mode"),
+			ttft: flt("silicon_ttft_ms"), tpot: flt("silicon_tpot_ms"),
+		})
+	}
+	return rows, nil
+}
+
+// predict runs one row's deployment and workload.
+func predict(r row, db string) result {
+	res := result{row: r}
+	fail := func(format string, a ...any) result { res.err = fmt.Sprintf(format, a...); return res }
+	switch {
+	case r.mode != "agg":
+		return fail("disaggregated deployment (prefill/decode pools are not in this benchmark)")
+	case r.dp > 1:
+		return fail("attention data parallelism over MoE tensor parallelism is not modelled by the op-level timing")
+	case r.ep > 1:
+		return fail("expert parallelism is not modelled by the op-level timing")
+	}
+	m, err := model.Lookup(r.modelPath)
+	if err != nil {
+		return fail("model not in the catalog")
+	}
+	res.model, res.moe = m.Name, m.MoE()
+
+	cfg := config.Default()
+	cfg.Backend = r.backend
+	cfg.Model = r.modelPath
+	cfg.System = "h200_sxm"
+	cfg.TP = r.tp
+	cfg.Timing = "default"
+	cfg.PerfDB = db
+	cfg.BackendVersion = versionIn(db, r.backend, r.version)
+	cfg.Quantization = quant(r.gemmQuant)
+	cfg.MoEQuantization = r.moeQuant
+	if cfg.MoEQuantization == r.gemmQuant {
+		cfg.MoEQuantization = ""
+	}
+	// The engines' own defaults on an H200: vLLM's API server allows 1,024 sequences; SGLang sizes
+	// its running set by memory, which the KV pool bounds here too.
+	cfg.MaxNumSeqs = 1024
+	cfg.Concurrency = r.concurrency
+	cfg.NumRequests = max(5*r.concurrency, 50)
+	cfg.InputTokens, cfg.InputTokensStddev = float64(r.isl), 0
+	cfg.OutputTokens, cfg.OutputTokensStddev = float64(r.osl), 0
+	cfg.SharedPrefixRatio = 0
+	cfg.RequestRate = math.Inf(1)
+	if err := cfg.Validate(); err != nil {
+		return fail("%v", err)
+	}
+	src, err := cfg.Source()
+	if err != nil {
+		return fail("%v", err)
+	}
+	opts, err := cfg.SimOptions()
+	if err != nil {
+		return fail("%v", err)
+	}
+	out, err := sim.Run(src, opts)
+	if err != nil {
+		return fail("%v", err)
+	}
+	res.ttft, res.tpot = out.Summary.TTFT.Mean, out.Summary.TPOT.Mean
+	return res
+}
+
+// quant maps the CSV's GEMM modes onto --quantization.
+func quant(q string) string {
+	switch q {
+	case "fp8", "fp8_block":
+		return q
+	case "bfloat16", "bf16", "float16":
+		return "bf16"
+	}
+	return q
+}
+
+// versionIn is the row's engine version if the database has it, else "" (the newest present).
+func versionIn(db, backend, version string) string {
+	if version == "" {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(db, "h200_sxm", "gemm", backend, version)); err == nil {
+		return version
+	}
+	return ""
+}
+
+func ape(pred, real float64) float64 { return math.Abs(pred-real) / real * 100 }
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
+
+func report(w io.Writer, results []result, took time.Duration) {
+	type key struct {
+		backend, model string
+		moe            bool
+	}
+	groups := map[key][]result{}
+	var keys []key
+	reasons := map[string]int{}
+	for _, r := range results {
+		if r.err != "" {
+			reasons[r.err]++
+			continue
+		}
+		k := key{r.backend, r.model, r.moe}
+		if groups[k] == nil {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(fmt.Sprint(a.moe), fmt.Sprint(b.moe)), cmp.Compare(a.backend, b.backend), cmp.Compare(a.model, b.model))
+	})
+	fmt.Fprintf(w, "%-8s %-18s %-6s %5s %14s %14s\n", "backend", "model", "kind", "rows", "TTFT MdAPE %", "TPOT MdAPE %")
+	var dense, moe [2][]float64
+	for _, k := range keys {
+		var t1, t2 []float64
+		for _, r := range groups[k] {
+			t1 = append(t1, ape(r.ttft, r.row.ttft))
+			t2 = append(t2, ape(r.tpot, r.row.tpot))
+		}
+		kind := "dense"
+		acc := &dense
+		if k.moe {
+			kind, acc = "MoE", &moe
+		}
+		acc[0], acc[1] = append(acc[0], t1...), append(acc[1], t2...)
+		fmt.Fprintf(w, "%-8s %-18s %-6s %5d %14.1f %14.1f\n", k.backend, k.model, kind, len(t1), median(t1), median(t2))
+	}
+	fmt.Fprintf(w, "%-8s %-18s %-6s %5d %14.1f %14.1f\n", "all", "dense", "dense", len(dense[0]), median(dense[0]), median(dense[1]))
+	fmt.Fprintf(w, "%-8s %-18s %-6s %5d %14.1f %14.1f\n", "all", "MoE", "MoE", len(moe[0]), median(moe[0]), median(moe[1]))
+	fmt.Fprintf(w, "\nnot covered (%d rows):\n", len(results)-len(dense[0])-len(moe[0]))
+	rs := slices.Sorted(func(yield func(string) bool) {
+		for r := range reasons {
+			if !yield(r) {
+				return
+			}
+		}
+	})
+	for _, r := range rs {
+		fmt.Fprintf(w, "  %3d  %s\n", reasons[r], r)
+	}
+	fmt.Fprintf(w, "\n%d rows in %.1f s\n", len(results), took.Seconds())
+}
+
+func writeCSV(path string, results []result) error {
+	var b strings.Builder
+	cw := csv.NewWriter(&b)
+	cw.Write([]string{"id", "backend", "model", "tp", "concurrency", "isl", "osl", "ttft_ms", "pred_ttft_ms", "tpot_ms", "pred_tpot_ms", "error"})
+	for _, r := range results {
+		cw.Write([]string{r.id, r.backend, r.modelPath, strconv.Itoa(r.tp), strconv.Itoa(r.concurrency), strconv.Itoa(r.isl), strconv.Itoa(r.osl),
+			fmt.Sprint(r.row.ttft), fmt.Sprint(r.ttft), fmt.Sprint(r.row.tpot), fmt.Sprint(r.tpot), r.err})
+	}
+	cw.Flush()
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
