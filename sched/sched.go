@@ -5,6 +5,7 @@ import (
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/timing"
+	"github.com/mocker-sim/mocker/tokens"
 )
 
 // Request is one request for an engine.
@@ -16,6 +17,19 @@ type Request struct {
 	// tokens are synthesised by TokenID.
 	OutputTokens []uint32
 	Rank         int // data-parallel rank that serves the request
+	// Blocks, if set, are the prompt's full blocks already hashed at the engine's block size (a router
+	// hashed them): the scheduler copies them instead of hashing the prompt again.
+	Blocks []tokens.Block
+}
+
+// AppendPrompt appends r's prompt to seq, reusing r.Blocks when they fit seq's block size.
+func (r *Request) AppendPrompt(seq *tokens.Sequence) {
+	bs := seq.BlockSize()
+	if n := len(r.Blocks); n > 0 && n == len(r.Prompt)/bs {
+		seq.AppendHashed(r.Blocks, r.Prompt)
+		return
+	}
+	seq.Append(r.Prompt...)
 }
 
 // Role is a worker's place in disaggregated serving.

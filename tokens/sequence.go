@@ -93,6 +93,22 @@ func (s *Sequence) Append(toks ...uint32) {
 	}
 }
 
+// AppendHashed adds toks to an empty sequence whose full blocks were already hashed: blocks are their
+// identities, as another Sequence of the same block size computed them. It costs a copy instead of hashing
+// every token again.
+func (s *Sequence) AppendHashed(blocks []Block, toks []uint32) {
+	full := len(blocks) * s.blockSize
+	if s.n != 0 || len(toks) < full || len(toks)-full >= s.blockSize {
+		panic(fmt.Sprintf("tokens: AppendHashed of %d blocks and %d tokens (block size %d) to %d tokens", len(blocks), len(toks), s.blockSize, s.n))
+	}
+	if s.keep {
+		s.all = append(s.all, toks[:full]...)
+	}
+	s.blocks = append(s.blocks, blocks...)
+	s.n = full
+	s.Append(toks[full:]...)
+}
+
 func (s *Sequence) push(block []uint32) {
 	th, uniform := uint64(0), true
 	for _, t := range block[1:] {

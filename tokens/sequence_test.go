@@ -105,3 +105,17 @@ func TestSequenceUniformBlocks(t *testing.T) {
 		t.Fatalf("after Reset: %#x, want %#x", got, want)
 	}
 }
+
+func TestAppendHashed(t *testing.T) {
+	toks := []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	a := NewSequence(4)
+	a.Append(toks...)
+	b := NewSequence(4)
+	b.KeepTokens()
+	b.AppendHashed(a.Blocks(), toks)
+	b.Append(11, 12, 13)
+	a.Append(11, 12, 13)
+	if !slices.Equal(a.Blocks(), b.Blocks()) || !slices.Equal(a.Tail(), b.Tail()) || a.Len() != b.Len() || len(b.Tokens()) != 13 {
+		t.Fatalf("AppendHashed differs: %x/%v vs %x/%v", a.Blocks(), a.Tail(), b.Blocks(), b.Tail())
+	}
+}

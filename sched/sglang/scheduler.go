@@ -175,7 +175,7 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 	req := s.newRequest()
 	req.id, req.order, req.maxTokens, req.planned = r.ID, s.arrived, r.MaxTokens, r.OutputTokens
 	s.arrived++
-	req.seq.Append(r.Prompt...)
+	r.AppendPrompt(req.seq)
 	s.byID[r.ID] = req
 	s.waiting = append(s.waiting, req)
 	return nil
@@ -226,7 +226,7 @@ func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) 
 		return 0, false, err
 	}
 	req := s.newRequest()
-	req.seq.Append(r.Prompt...)
+	r.AppendPrompt(req.seq)
 	var node *radix.Node
 	s.hits = s.hits[:0]
 	if s.opt.PrefixCaching {

@@ -165,7 +165,7 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 	}
 	req := s.newRequest()
 	req.id, req.maxTokens, req.planned = r.ID, r.MaxTokens, r.OutputTokens
-	req.seq.Append(r.Prompt...)
+	r.AppendPrompt(req.seq)
 	s.byID[r.ID] = req
 	s.waiting.pushBack(req)
 	return nil
@@ -221,7 +221,7 @@ func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) 
 		return 0, false, err
 	}
 	req := s.newRequest()
-	req.seq.Append(r.Prompt...)
+	r.AppendPrompt(req.seq)
 	blocks := req.seq.Blocks()
 	s.hits, _ = s.pool.Match(blocks, s.hits[:0])
 	need := s.blocksFor(req.seq.Len())
