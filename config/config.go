@@ -12,6 +12,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mocker-sim/mocker/disagg"
+	"github.com/mocker-sim/mocker/planner"
+	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sim"
 	"github.com/mocker-sim/mocker/workload"
 )
@@ -49,6 +52,7 @@ type Config struct {
 	System               string  `yaml:"system"`
 	TP                   int     `yaml:"tp"`
 	Quantization         string  `yaml:"quantization"`
+	MoEQuantization      string  `yaml:"moe-quantization"`
 	KVCacheDtype         string  `yaml:"kv-cache-dtype"`
 	GPUMemoryUtilization float64 `yaml:"gpu-memory-utilization"`
 
@@ -63,7 +67,20 @@ type Config struct {
 	DecodeSpeedupRatio float64 `yaml:"decode-speedup-ratio"`
 
 	// Cluster.
-	Workers int `yaml:"workers"`
+	Workers               int     `yaml:"workers"`
+	PrefillWorkers        int     `yaml:"prefill-workers"`
+	DecodeWorkers         int     `yaml:"decode-workers"`
+	Router                string  `yaml:"router"`
+	OverlapScoreWeight    float64 `yaml:"overlap-score-weight"`
+	RouterTemperature     float64 `yaml:"router-temperature"`
+	RouterQueueThreshold  float64 `yaml:"router-queue-threshold"`
+	RouterQueuePolicy     string  `yaml:"router-queue-policy"`
+	RouterEventDelayMs    float64 `yaml:"router-event-delay-ms"`
+	RouterEventsAtPassEnd bool    `yaml:"router-events-at-pass-end"`
+	KVTransferBandwidth   float64 `yaml:"kv-transfer-bandwidth"`
+	KVBytesPerToken       int     `yaml:"kv-bytes-per-token"`
+	KVTransferTimingMode  string  `yaml:"kv-transfer-timing-mode"`
+	PlannerConfig         string  `yaml:"planner-config"`
 
 	// Workload: a trace, or synthetic.
 	Trace               string  `yaml:"trace"`
@@ -121,6 +138,10 @@ func Default() Config {
 		SpeedupRatio:                   1,
 		DecodeSpeedupRatio:             1,
 		Workers:                        1,
+		Router:                         "round-robin",
+		OverlapScoreWeight:             1,
+		RouterQueuePolicy:              "fcfs",
+		KVTransferTimingMode:           "destination_missing",
 		TraceFormat:                    "auto",
 		TraceBlockSize:                 workload.DefaultTraceBlockSize,
 		ArrivalSpeedupRatio:            1,
@@ -247,8 +268,10 @@ func (c *Config) Validate() error {
 		return bad("spec-num-tokens", c.SpecNumTokens, "must be in [0, 8]")
 	case c.SpecNumTokens > 0 && c.DecodeSpeedupRatio != 1:
 		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, "must be 1 with speculative decoding (the accepted length already scales decode)")
-	case c.Timing != "polynomial" && c.Timing != "fixed" && c.Timing != "profile":
-		return bad("timing", c.Timing, "want profile, polynomial or fixed")
+	case c.Timing != "polynomial" && c.Timing != "fixed" && c.Timing != "profile" && c.Timing != "default":
+		return bad("timing", c.Timing, "want default, profile, polynomial or fixed")
+	case c.Timing == "default" && c.PerfDB == "":
+		return bad("perf-db", `""`, "--timing default needs a performance database (AIConfigurator's layout)")
 	case c.TP < 1:
 		return bad("tp", c.TP, "must be at least 1")
 	case c.Quantization != "" && c.Quantization != "bf16" && c.Quantization != "fp8" && c.Quantization != "fp8_block":
@@ -267,6 +290,22 @@ func (c *Config) Validate() error {
 		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, "must be > 0")
 	case c.Workers < 1:
 		return bad("workers", c.Workers, "must be at least 1")
+	case c.PrefillWorkers < 0 || c.DecodeWorkers < 0 || (c.PrefillWorkers > 0) != (c.DecodeWorkers > 0):
+		return fmt.Errorf("prefill-workers %d and decode-workers %d: disaggregated serving needs at least one of each (0 and 0: aggregated --workers)", c.PrefillWorkers, c.DecodeWorkers)
+	case c.PrefillWorkers > 0 && c.Backend == "trtllm":
+		return bad("backend", c.Backend, "TensorRT-LLM's guaranteed_no_evict has no disaggregated mode here (as in the reference)")
+	case c.OverlapScoreWeight < 0 || math.IsNaN(c.OverlapScoreWeight):
+		return bad("overlap-score-weight", c.OverlapScoreWeight, "must be >= 0")
+	case c.RouterTemperature < 0 || math.IsNaN(c.RouterTemperature):
+		return bad("router-temperature", c.RouterTemperature, "must be >= 0")
+	case c.RouterQueueThreshold < 0 || math.IsNaN(c.RouterQueueThreshold):
+		return bad("router-queue-threshold", c.RouterQueueThreshold, "must be >= 0 (0: no queue)")
+	case c.RouterEventDelayMs < 0 || math.IsNaN(c.RouterEventDelayMs):
+		return bad("router-event-delay-ms", c.RouterEventDelayMs, "must be >= 0")
+	case c.KVTransferBandwidth < 0 || math.IsNaN(c.KVTransferBandwidth) || math.IsInf(c.KVTransferBandwidth, 0):
+		return bad("kv-transfer-bandwidth", c.KVTransferBandwidth, "must be a finite number of GB/s >= 0 (0: no transfer delay)")
+	case c.KVBytesPerToken < 0:
+		return bad("kv-bytes-per-token", c.KVBytesPerToken, "must be >= 0 (0: auto from the model)")
 	case c.TraceBlockSize < 1:
 		return bad("trace-block-size", c.TraceBlockSize, "must be at least 1")
 	case !(c.ArrivalSpeedupRatio > 0) || math.IsInf(c.ArrivalSpeedupRatio, 0):
@@ -327,11 +366,70 @@ func (c *Config) SimOptions() (sim.Options, error) {
 	if err != nil {
 		return sim.Options{}, err
 	}
-	return sim.Options{
-		Workers:         c.Workers,
-		Engine:          eo,
-		Concurrency:     c.Concurrency,
-		ArrivalSpeedup:  c.ArrivalSpeedupRatio,
-		CheckInvariants: c.CheckInvariants,
-	}, nil
+	ro, err := c.RouterOptions()
+	if err != nil {
+		return sim.Options{}, err
+	}
+	o := sim.Options{
+		Workers:               c.Workers,
+		Engine:                eo,
+		Router:                ro,
+		RouterEventsAtPassEnd: c.RouterEventsAtPassEnd,
+		RouterEventDelay:      time.Duration(c.RouterEventDelayMs * float64(time.Millisecond)),
+		Concurrency:           c.Concurrency,
+		ArrivalSpeedup:        c.ArrivalSpeedupRatio,
+		CheckInvariants:       c.CheckInvariants,
+	}
+	if c.PrefillWorkers > 0 {
+		o.PrefillWorkers, o.DecodeWorkers = c.PrefillWorkers, c.DecodeWorkers
+		o.PrefillEngine, o.DecodeEngine = eo, eo
+		o.DecodeEngine.VLLM.Events = false // decode workers publish no KV events
+		o.DecodeEngine.SGLang.Events = false
+		// The decode router balances decode load: no overlap credit, no prefill tracking (reference §8).
+		o.DecodeRouter = ro
+		o.DecodeRouter.OverlapScoreWeight = 0
+		o.DecodeRouter.TrackPrefillTokens = false
+		o.DecodeRouter.QueueThreshold = 0
+		mode, err := disagg.ParseMode(c.KVTransferTimingMode)
+		if err != nil {
+			return sim.Options{}, err
+		}
+		o.Transfer = sim.Transfer{GBps: c.KVTransferBandwidth, BytesPerToken: c.KVBytesPerToken, Mode: mode}
+		if o.Transfer.BytesPerToken == 0 && o.Transfer.GBps > 0 {
+			d, err := c.Deployment()
+			if err != nil {
+				return sim.Options{}, err
+			}
+			if d.Model == nil {
+				return sim.Options{}, fmt.Errorf("kv-bytes-per-token auto: needs --model (or give the bytes)")
+			}
+			o.Transfer.BytesPerToken = d.TokenBytes
+		}
+	}
+	if c.PlannerConfig != "" {
+		pc, err := planner.LoadConfig(c.PlannerConfig)
+		if err != nil {
+			return sim.Options{}, err
+		}
+		o.Planner = pc
+	}
+	return o, nil
+}
+
+// RouterOptions builds the router of the aggregated (or prefill) pool.
+func (c *Config) RouterOptions() (router.Options, error) {
+	ro := router.DefaultOptions()
+	var err error
+	if ro.Policy, err = router.ParsePolicy(c.Router); err != nil {
+		return ro, err
+	}
+	if ro.QueuePolicy, err = router.ParseQueuePolicy(c.RouterQueuePolicy); err != nil {
+		return ro, err
+	}
+	ro.OverlapScoreWeight = c.OverlapScoreWeight
+	ro.Temperature = c.RouterTemperature
+	ro.QueueThreshold = c.RouterQueueThreshold
+	ro.MaxBatchedTokens = 0 // the engines' budget, filled in by the simulator
+	ro.Seed = c.Seed
+	return ro, nil
 }

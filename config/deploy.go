@@ -11,6 +11,7 @@ import (
 	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/timing"
+	"github.com/mocker-sim/mocker/timing/aic"
 	"github.com/mocker-sim/mocker/timing/profile"
 )
 
@@ -27,6 +28,7 @@ type Deployment struct {
 	KVBlocks    int // per data-parallel rank
 	WeightBytes int64
 	KVBytes     int // KV bytes per token per GPU
+	TokenBytes  int // KV bytes of one whole token, all shards: what a disaggregated handoff moves
 }
 
 // Deployment resolves the model, the GPU system and the KV cache size.
@@ -60,6 +62,7 @@ func (c *Config) Deployment() (*Deployment, error) {
 			return nil, fmt.Errorf("kv-cache-dtype %q: %w", c.KVCacheDtype, err)
 		}
 		d.KVBytes = d.Model.KVBytesPerToken(b, c.TP)
+		d.TokenBytes = d.Model.KVBytesPerToken(b, 1)
 	}
 	switch {
 	case c.NumGPUBlocks > 0:
@@ -102,8 +105,22 @@ func (c *Config) TimingModel(d *Deployment) (timing.Model, error) {
 			return nil, err
 		}
 		m = p
+	case "default":
+		if d.Model == nil || d.System == nil {
+			return nil, fmt.Errorf("timing default: needs --model (or --model-config) and --system")
+		}
+		backend := c.Backend
+		if backend == "trtllm" {
+			return nil, fmt.Errorf("timing default: no TensorRT-LLM tables are supported; use --backend vllm or sglang timing, or --timing profile")
+		}
+		a, err := aic.New(aic.Options{Model: d.Model, System: d.System, Root: c.PerfDB, Backend: backend, Version: c.BackendVersion,
+			TP: c.TP, GEMMQuant: c.Quantization, KVCacheDtype: c.KVCacheDtype, MoEQuant: c.MoEQuantization})
+		if err != nil {
+			return nil, fmt.Errorf("timing default: %w", err)
+		}
+		m = a
 	default:
-		return nil, fmt.Errorf("timing %q: want profile, polynomial or fixed", c.Timing)
+		return nil, fmt.Errorf("timing %q: want default, profile, polynomial or fixed", c.Timing)
 	}
 	return timing.Scaled{Model: m, Speedup: c.SpeedupRatio, DecodeSpeedup: c.DecodeSpeedupRatio}, nil
 }
@@ -198,6 +215,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			PrefixCaching:    c.EnablePrefixCaching,
 			Preemption:       pre,
 			Spec:             spec,
+			Events:           c.Router == "kv", // only a KV router reads them
 		},
 		SGLang: sglang.Options{
 			PageSize:           d.BlockSize,
@@ -212,6 +230,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			PrefixCaching:      c.EnablePrefixCaching,
 			MaxModelLen:        c.MaxModelLen,
 			Spec:               spec,
+			Events:             c.Router == "kv",
 		},
 		Timing: m,
 		Seed:   c.Seed,

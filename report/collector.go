@@ -63,8 +63,8 @@ func (r *request) completed() bool { return r.state&(finished|rejected) == finis
 func NewCollector() *Collector { return &Collector{} }
 
 // Arrived records that request id arrived at `at` with a prompt of inputTokens tokens, asking
-// for at most maxTokens output tokens, and was routed to worker.
-func (c *Collector) Arrived(id int, at time.Duration, inputTokens, maxTokens, worker int) {
+// for at most maxTokens output tokens.
+func (c *Collector) Arrived(id int, at time.Duration, inputTokens, maxTokens int) {
 	if id < 0 || id > math.MaxInt32 {
 		panic(fmt.Sprintf("report: Arrived: request id %d out of range", id))
 	}
@@ -82,9 +82,15 @@ func (c *Collector) Arrived(id int, at time.Duration, inputTokens, maxTokens, wo
 		last:        at,
 		inputTokens: count("Arrived", id, "inputTokens", inputTokens),
 		maxTokens:   count("Arrived", id, "maxTokens", maxTokens),
-		worker:      to32("Arrived", id, "worker", worker),
+		worker:      -1,
 		state:       arrived,
 	}
+}
+
+// Routed records the worker request id was sent to (any stable number the caller chooses).
+func (c *Collector) Routed(id int, worker uint64) {
+	r := c.live(id, c.reqs[id].last, "Routed")
+	r.worker = to32("Routed", id, "worker", int(worker))
 }
 
 // Admitted records that request id was scheduled at `at` with cachedTokens of its prompt

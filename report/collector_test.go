@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ func perSec(n, sec float64) float64 { return n / sec }
 // (reference §13): tokens at 10, 11, 12 and 110 ms.
 func TestReplayITLUsesPerTokenGaps(t *testing.T) {
 	c := NewCollector()
-	c.Arrived(0, 0, 100, 4, 0)
+	c.Arrived(0, 0, 100, 4)
+	c.Routed(0, uint64(0))
 	c.Admitted(0, 0, 0)
 	for _, at := range []time.Duration{10, 11, 12, 110} {
 		c.Tokens(0, at*msec, 1)
@@ -75,7 +77,8 @@ func TestBurstIsOneDelivery(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c := NewCollector()
-		c.Arrived(0, 0, 10, 10, 0)
+		c.Arrived(0, 0, 10, 10)
+		c.Routed(0, uint64(0))
 		c.Admitted(0, 0, 0)
 		for _, d := range tt.deliv {
 			c.Tokens(0, time.Duration(d[0])*msec, d[1])
@@ -112,20 +115,24 @@ func checkSample(t *testing.T, name string, st Stats, want float64) {
 func TestRejectedAndZeroToken(t *testing.T) {
 	c := NewCollector()
 	// 0: normal, two tokens.
-	c.Arrived(0, 0, 100, 2, 0)
+	c.Arrived(0, 0, 100, 2)
+	c.Routed(0, uint64(0))
 	c.Admitted(0, 0, 50)
 	c.Tokens(0, 10*msec, 1)
 	c.Tokens(0, 20*msec, 1)
 	c.Finished(0, 20*msec)
 	// 1: zero output tokens: counts toward E2E and input only.
-	c.Arrived(1, 5*msec, 40, 0, 0)
+	c.Arrived(1, 5*msec, 40, 0)
+	c.Routed(1, uint64(0))
 	c.Admitted(1, 5*msec, 0)
 	c.Finished(1, 35*msec)
 	// 2: rejected at once.
-	c.Arrived(2, 6*msec, 9999, 10, 1)
+	c.Arrived(2, 6*msec, 9999, 10)
+	c.Routed(2, uint64(1))
 	c.Rejected(2, 6*msec, "too long")
 	// 3: rejected after tokens (say, it outgrew the cache): excluded from everything.
-	c.Arrived(3, 7*msec, 60, 10, 1)
+	c.Arrived(3, 7*msec, 60, 10)
+	c.Routed(3, uint64(1))
 	c.Admitted(3, 7*msec, 60)
 	c.Tokens(3, 8*msec, 1)
 	c.Tokens(3, 1000*msec, 1)
@@ -148,14 +155,15 @@ func TestRejectedAndZeroToken(t *testing.T) {
 		ITL:                    Stats{Count: 1, Mean: 10, Min: 10, Max: 10, P50: 10, P75: 10, P90: 10, P95: 10, P99: 10},
 		E2E:                    Stats{Count: 2, Mean: 25, Min: 20, Max: 30, Std: 5, P50: 30, P75: 30, P90: 30, P95: 30, P99: 30},
 	}
-	if s != want {
+	if !reflect.DeepEqual(s, want) {
 		t.Errorf("Summary() =\n%+v\nwant\n%+v", s, want)
 	}
 }
 
 func TestFirstAdmissionOnly(t *testing.T) {
 	c := NewCollector()
-	c.Arrived(0, 0, 100, 3, 0)
+	c.Arrived(0, 0, 100, 3)
+	c.Routed(0, uint64(0))
 	c.Admitted(0, 4*msec, 20)
 	c.Tokens(0, 10*msec, 1)
 	// Preempted, then readmitted with more of its prompt cached: ignored.
@@ -184,10 +192,12 @@ func TestFirstAdmissionOnly(t *testing.T) {
 
 func TestIncompleteNotCompleted(t *testing.T) {
 	c := NewCollector()
-	c.Arrived(0, 0, 10, 5, 0)
+	c.Arrived(0, 0, 10, 5)
+	c.Routed(0, uint64(0))
 	c.Tokens(0, 10*msec, 1)
 	c.Tokens(0, 500*msec, 1) // its gap must not reach ITL
-	c.Arrived(1, 1*msec, 10, 1, 0)
+	c.Arrived(1, 1*msec, 10, 1)
+	c.Routed(1, uint64(0))
 	c.Tokens(1, 20*msec, 1)
 	c.Finished(1, 20*msec)
 	s := c.Summary()
@@ -206,7 +216,7 @@ func TestIncompleteNotCompleted(t *testing.T) {
 
 func TestEmpty(t *testing.T) {
 	s := NewCollector().Summary()
-	if s != (Summary{}) {
+	if !reflect.DeepEqual(s, Summary{}) {
 		t.Errorf("empty Summary() = %+v, want zero", s)
 	}
 	var b bytes.Buffer
@@ -230,7 +240,8 @@ func TestEmpty(t *testing.T) {
 func TestSparseIDs(t *testing.T) {
 	// A hole in the ids is skipped, not counted as a request.
 	c := NewCollector()
-	c.Arrived(2, 0, 10, 0, 0)
+	c.Arrived(2, 0, 10, 0)
+	c.Routed(2, uint64(0))
 	c.Finished(2, msec)
 	s := c.Summary()
 	if s.CompletedRequests != 1 || s.IncompleteRequests != 0 {
@@ -251,10 +262,10 @@ func TestMisusePanics(t *testing.T) {
 		f    func(c *Collector)
 	}{
 		{"tokens before arrival", func(c *Collector) { c.Tokens(5, 0, 1) }},
-		{"negative id", func(c *Collector) { c.Arrived(-1, 0, 1, 1, 0) }},
-		{"arrived twice", func(c *Collector) { c.Arrived(0, 0, 1, 1, 0) }},
+		{"negative id", func(c *Collector) { c.Arrived(-1, 0, 1, 1); c.Routed(-1, uint64(0)) }},
+		{"arrived twice", func(c *Collector) { c.Arrived(0, 0, 1, 1); c.Routed(0, uint64(0)) }},
 		{"zero tokens", func(c *Collector) { c.Tokens(0, msec, 0) }},
-		{"negative input", func(c *Collector) { c.Arrived(1, 0, -1, 1, 0) }},
+		{"negative input", func(c *Collector) { c.Arrived(1, 0, -1, 1); c.Routed(1, uint64(0)) }},
 		{"back in time", func(c *Collector) { c.Tokens(0, 2*msec, 1); c.Tokens(0, msec, 1) }},
 		{"before arrival", func(c *Collector) { c.Admitted(0, -msec, 0) }},
 		{"after finish", func(c *Collector) { c.Finished(0, msec); c.Tokens(0, msec, 1) }},
@@ -262,7 +273,8 @@ func TestMisusePanics(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c := NewCollector()
-		c.Arrived(0, 0, 10, 10, 0)
+		c.Arrived(0, 0, 10, 10)
+		c.Routed(0, uint64(0))
 		func() {
 			defer func() {
 				if recover() == nil {
@@ -282,7 +294,8 @@ func BenchmarkRecordAndSummary(b *testing.B) {
 		c := NewCollector()
 		for id := range requests {
 			at := time.Duration(id) * msec
-			c.Arrived(id, at, 1000, tokens, id%8)
+			c.Arrived(id, at, 1000, tokens)
+			c.Routed(id, uint64(id%8))
 			c.Admitted(id, at, 500)
 		}
 		for k := range tokens {

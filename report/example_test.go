@@ -10,7 +10,8 @@ import (
 func ExampleCollector() {
 	const ms = time.Millisecond
 	c := report.NewCollector()
-	c.Arrived(0, 0, 100, 4, 0)
+	c.Arrived(0, 0, 100, 4)
+	c.Routed(0, uint64(0))
 	c.Admitted(0, 2*ms, 64)
 	c.Tokens(0, 10*ms, 1)
 	c.Tokens(0, 11*ms, 1)

@@ -89,7 +89,8 @@ func play(reqs [][]event, interleave bool) *Collector {
 		at := e.at * msec
 		switch e.kind {
 		case 'a':
-			c.Arrived(id, at, e.n, e.m, e.worker)
+			c.Arrived(id, at, e.n, e.m)
+			c.Routed(id, uint64(e.worker))
 		case 'd':
 			c.Admitted(id, at, e.n)
 		case 't':

@@ -31,7 +31,11 @@ func (c *Collector) WriteRequestsJSONL(w io.Writer) error {
 		b = append(b[:0], `{"id":`...)
 		b = strconv.AppendInt(b, int64(id), 10)
 		b = append(b, `,"worker":`...)
-		b = strconv.AppendInt(b, int64(r.worker), 10)
+		if r.worker < 0 {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64(r.worker), 10)
+		}
 		b = appendMs(b, "arrival_ms", r.arrival, true)
 		b = appendMs(b, "first_admission_ms", r.admission, r.state&admitted != 0)
 		b = appendMs(b, "first_token_ms", r.firstToken, r.deliveries > 0)

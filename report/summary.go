@@ -37,6 +37,12 @@ type Summary struct {
 	// the caller; in the JSON only when speculative decoding ran).
 	SpecMeanAcceptedLength float64
 
+	// Pools are the caller's per-pool figures; in the JSON only when there is more than one pool
+	// (disaggregated serving), as keys prefixed with the pool's name.
+	Pools []PoolSummary
+	// GPUHours is ∫ GPUs in use dt when an autoscaler ran (in the JSON only then).
+	GPUHours float64
+
 	TTFT Stats // time to first token: first token − arrival
 	TTST Stats // time to second token: second delivery − first delivery
 	TPOT Stats // time per output token, excluding the first: (last − first)/(n−1)
@@ -144,15 +150,22 @@ func (s Summary) WriteJSON(w io.Writer) error {
 		{"itl", s.ITL},
 		{"e2e", s.E2E},
 	} {
-		o.float("mean_"+d.name+"_ms", d.st.Mean)
-		o.float("min_"+d.name+"_ms", d.st.Min)
-		o.float("max_"+d.name+"_ms", d.st.Max)
-		o.float("std_"+d.name+"_ms", d.st.Std)
-		o.float("p50_"+d.name+"_ms", d.st.P50)
-		o.float("p75_"+d.name+"_ms", d.st.P75)
-		o.float("p90_"+d.name+"_ms", d.st.P90)
-		o.float("p95_"+d.name+"_ms", d.st.P95)
-		o.float("p99_"+d.name+"_ms", d.st.P99)
+		o.stats(d.name, d.st)
+	}
+	if s.GPUHours > 0 {
+		o.float("gpu_hours", s.GPUHours)
+	}
+	if len(s.Pools) > 1 {
+		for _, p := range s.Pools {
+			o.int(p.Name+"_workers", p.Workers)
+			o.int(p.Name+"_passes", int(p.Passes))
+			o.float(p.Name+"_busy_ratio", p.BusyRatio(s.Duration))
+			o.int(p.Name+"_preemptions", p.Preemptions)
+			o.float(p.Name+"_prefix_hit_ratio", p.PrefixHitRatio())
+			for _, st := range p.Stages {
+				o.stats(st.Name, st.Stats)
+			}
+		}
 	}
 	b, err := o.close()
 	if err != nil {
@@ -191,6 +204,19 @@ func (o *object) float(k string, v float64) {
 	if err != nil && o.err == nil {
 		o.err = fmt.Errorf("report: %s: %w", k, err)
 	}
+}
+
+// stats writes one distribution: mean_X_ms, min_X_ms, ..., p99_X_ms.
+func (o *object) stats(name string, st Stats) {
+	o.float("mean_"+name+"_ms", st.Mean)
+	o.float("min_"+name+"_ms", st.Min)
+	o.float("max_"+name+"_ms", st.Max)
+	o.float("std_"+name+"_ms", st.Std)
+	o.float("p50_"+name+"_ms", st.P50)
+	o.float("p75_"+name+"_ms", st.P75)
+	o.float("p90_"+name+"_ms", st.P90)
+	o.float("p95_"+name+"_ms", st.P95)
+	o.float("p99_"+name+"_ms", st.P99)
 }
 
 func (o *object) close() ([]byte, error) {

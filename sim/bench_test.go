@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/timing"
 	"github.com/mocker-sim/mocker/workload"
@@ -19,7 +20,14 @@ func BenchmarkConversationTrace(b *testing.B) {
 		workers   int
 		blockSize int
 		blocks    int
-	}{{"bs16-16k-blocks", 1, 16, 16384}, {"bs64-never-evicts", 1, 64, 4000000}, {"8-workers", 8, 16, 16384}} {
+		policy    router.Policy
+	}{
+		{"1-worker", 1, 16, 16384, router.RoundRobin},
+		{"1-worker-never-evicts", 1, 64, 4000000, router.RoundRobin},
+		{"8-workers-round-robin", 8, 16, 16384, router.RoundRobin},
+		{"8-workers-kv", 8, 16, 16384, router.KV},
+		{"8-workers-kv-bs64", 8, 64, 4096, router.KV},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var simulated float64
 			for b.Loop() {
@@ -27,9 +35,11 @@ func BenchmarkConversationTrace(b *testing.B) {
 				if err != nil {
 					b.Skipf("shared data not available: %v", err)
 				}
-				res, err := Run(src, Options{Workers: bc.workers, Engine: engine.Options{
+				ro := router.DefaultOptions()
+				ro.Policy = bc.policy
+				res, err := Run(src, Options{Workers: bc.workers, Router: ro, Engine: engine.Options{
 					VLLM: vllm.Options{BlockSize: bc.blockSize, NumBlocks: bc.blocks, MaxNumSeqs: 256, MaxBatchedTokens: 8192,
-						ChunkedPrefill: true, PrefixCaching: true},
+						ChunkedPrefill: true, PrefixCaching: true, Events: bc.policy == router.KV},
 					Timing: timing.Polynomial{}}})
 				if err != nil {
 					b.Fatal(err)

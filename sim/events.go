@@ -1,22 +1,41 @@
 package sim
 
-import "time"
+import (
+	"time"
 
-// phase orders events that fall at the same instant: a pass that ends at t frees its worker before a
-// request arriving at t is queued, and both happen before new passes start at t.
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/router"
+)
+
+// phase orders events that fall at the same instant, as the reference's replay loop does (pass
+// completion, worker ready, transfer completion, admission, telemetry, scaling): a pass that ends at t
+// frees its worker and delivers its tokens before a request arriving at t is routed, and all of them
+// happen before new passes start at t.
 type phase uint8
 
 const (
-	phasePassEnd phase = iota
-	phaseArrival
+	phasePassEnd     phase = iota // a worker's forward pass ends
+	phaseWorkerReady              // a worker the planner started begins serving
+	phaseTransfer                 // KV transfers complete (disaggregated serving)
+	phaseArrival                  // a request arrives
+	phaseKVEvents                 // delayed KV events reach a router (--router-event-delay-ms)
+	phasePlanner                  // the planner ticks
 )
 
 type event struct {
-	at     time.Duration
-	phase  phase
-	key    uint64 // stable tie-break within a phase: worker index, or session sequence number
-	worker int
-	sess   *session
+	at    time.Duration
+	phase phase
+	key   uint64 // stable tie-break within a phase: worker serial, session number, generation
+	w     *worker
+	sess  *session
+	kv    *delayedEvents
+}
+
+// delayedEvents are KV events held back from a router.
+type delayedEvents struct {
+	pool   *pool
+	target router.Target
+	events []kvcache.Event
 }
 
 func (a *event) before(b *event) bool {

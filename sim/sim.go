@@ -7,36 +7,73 @@ import (
 	"math"
 	"time"
 
+	"github.com/mocker-sim/mocker/disagg"
 	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/planner"
 	"github.com/mocker-sim/mocker/report"
+	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/tokens"
 	"github.com/mocker-sim/mocker/workload"
 )
 
-// Options configure a run.
+// Options configure a run: aggregated workers, or prefill and decode pools.
 type Options struct {
-	Workers         int            // identical engines; at least 1
-	Engine          engine.Options // each worker's engine
-	Concurrency     int            // > 0: keep this many sessions in flight, ignoring arrival times
-	ArrivalSpeedup  float64        // divides arrival times and inter-turn delays; <= 0 means 1
-	CheckInvariants bool           // verify every engine's accounting after every pass (slow)
+	Workers int            // aggregated workers (ignored when PrefillWorkers > 0)
+	Engine  engine.Options // each aggregated worker's engine
+	Router  router.Options // routes arrivals over the aggregated (or prefill) workers' ranks
+
+	// Disaggregated serving: prefill workers compute prompts, then their KV moves to decode workers.
+	PrefillWorkers, DecodeWorkers int
+	PrefillEngine, DecodeEngine   engine.Options
+	DecodeRouter                  router.Options
+	Transfer                      Transfer
+
+	// RouterEventsAtPassEnd makes routers see a vLLM worker's KV events when its pass ends rather than
+	// when it starts (the reference's default; SGLang's are always seen at the end). RouterEventDelay
+	// holds every event back this much longer, to study stale routing.
+	RouterEventsAtPassEnd bool
+	RouterEventDelay      time.Duration
+
+	// Planner, if set, resizes the pools every adjustment interval.
+	Planner *planner.Config
+
+	Concurrency     int     // > 0: keep this many sessions in flight, ignoring arrival times
+	ArrivalSpeedup  float64 // divides arrival times and inter-turn delays; <= 0 means 1
+	CheckInvariants bool    // verify every engine's accounting after every pass (slow)
 	// Progress, if set, is called with the number of requests that have ended so far.
 	Progress func(ended int)
+}
+
+// Transfer configures the KV handoff from prefill to decode workers.
+type Transfer struct {
+	GBps          float64 // bandwidth of each worker's link, GB/s; 0: transfers take no time
+	BytesPerToken int     // KV bytes per token
+	Mode          disagg.Mode
 }
 
 // Result is what a run produced.
 type Result struct {
 	Collector *report.Collector
 	Summary   report.Summary
-	Passes    int64             // forward passes across all workers
-	End       time.Duration     // simulated time of the last event
-	Metrics   [][]sched.Metrics // final state of each worker's ranks
+	Passes    int64         // forward passes across all workers
+	End       time.Duration // simulated time of the last event
+	Pools     []PoolResult
+	Scaling   []ScalePoint // worker counts over time, when a planner ran
+	Decisions []string     // the planner's decisions, one line per tick
 }
 
-type worker struct {
-	eng  *engine.Engine
-	busy bool
-	pass *engine.Pass // in flight while busy
+// PoolResult is one pool's final state.
+type PoolResult struct {
+	Name    string
+	Metrics [][]sched.Metrics // per worker that ever served, per rank
+}
+
+// ScalePoint is a pool's worker count (starting, ready or draining: holding GPUs) from At on.
+type ScalePoint struct {
+	At      time.Duration
+	Pool    string
+	Workers int
 }
 
 // session is a workload session being replayed.
@@ -48,46 +85,69 @@ type session struct {
 	keep    bool // later turns continue this conversation: keep the prompt and output
 }
 
+// request is a request in flight.
+type request struct {
+	id      uint64
+	sess    *session
+	turn    *workload.Request
+	prompt  []uint32 // owned while the request may still need it (queued, or disaggregated)
+	seq     *tokens.Sequence
+	ingress *worker // where its prompt is (being) computed
+	rank    int
+	decode  *worker // disaggregated: where it decodes
+	drank   int
+
+	arrived, transferFrom, activated time.Duration
+	cached             int // prompt tokens found cached at the first admission
+	admitted, gotFirst bool
+}
+
 type runner struct {
-	o         Options
-	src       workload.Source
-	workers   []*worker
-	events    eventHeap
-	col       *report.Collector
-	now       time.Duration
-	speedup   float64
+	o       Options
+	src     workload.Source
+	col     *report.Collector
+	events  eventHeap
+	now     time.Duration
+	speedup float64
+
 	pulled    uint64
 	exhausted bool
-	nextID    int
-	route     int
-	inflight  map[uint64]*session // by request id
-	talkers   map[uint64]*session // in-flight requests whose output continues a conversation
+	nextID    uint64
 	ended     int
 	passes    int64
 	prompt    []uint32
+
+	reqs    map[uint64]*request
+	spare   []*tokens.Sequence // sequences of finished requests, for reuse
+	pools   []*pool
+	ingress *pool // where arrivals go: the aggregated or the prefill pool
+	decode  *pool // nil unless disaggregated
+	serial  uint64
+
+	network     *disagg.Network
+	transferGen uint64
+	doneIDs     []uint64
+	stages      stages
+
+	planner *plannerState
 }
 
-// Run replays src against o.Workers engines until every request has ended.
+// Run replays src until every request has ended.
 func Run(src workload.Source, o Options) (*Result, error) {
-	if o.Workers < 1 {
-		return nil, fmt.Errorf("workers %d: must be at least 1", o.Workers)
-	}
 	if o.Concurrency < 0 {
 		return nil, fmt.Errorf("concurrency %d: must not be negative", o.Concurrency)
 	}
-	r := &runner{o: o, src: src, col: report.NewCollector(), inflight: make(map[uint64]*session),
-		talkers: make(map[uint64]*session), speedup: o.ArrivalSpeedup}
+	r := &runner{o: o, src: src, col: report.NewCollector(), speedup: o.ArrivalSpeedup, reqs: make(map[uint64]*request)}
 	if r.speedup <= 0 || math.IsNaN(r.speedup) {
 		r.speedup = 1
 	}
-	for i := range o.Workers {
-		eo := o.Engine
-		eo.Seed = engine.RankSeed(o.Engine.Seed, i)
-		e, err := engine.New(eo)
-		if err != nil {
+	if err := r.buildPools(); err != nil {
+		return nil, err
+	}
+	if o.Planner != nil {
+		if err := r.startPlanner(); err != nil {
 			return nil, err
 		}
-		r.workers = append(r.workers, &worker{eng: e})
 	}
 	if err := r.start(); err != nil {
 		return nil, err
@@ -95,22 +155,38 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	if err := r.loop(); err != nil {
 		return nil, err
 	}
-	res := &Result{Collector: r.col, Passes: r.passes, End: r.now}
-	res.Summary = r.col.Summary()
-	var specSteps, specTokens int64
-	for _, w := range r.workers {
-		m := w.eng.Metrics()
-		for _, rm := range m {
-			res.Summary.Preemptions += int(rm.Preemptions)
-			specSteps += rm.SpecSteps
-			specTokens += rm.SpecTokens
+	return r.result(), nil
+}
+
+// buildPools creates the pools and their routers.
+func (r *runner) buildPools() error {
+	if r.o.PrefillWorkers > 0 || r.o.DecodeWorkers > 0 {
+		if r.o.PrefillWorkers < 1 || r.o.DecodeWorkers < 1 {
+			return fmt.Errorf("prefill-workers %d and decode-workers %d: disaggregated serving needs at least one of each", r.o.PrefillWorkers, r.o.DecodeWorkers)
 		}
-		res.Metrics = append(res.Metrics, m)
+		pe, de := r.o.PrefillEngine, r.o.DecodeEngine
+		pe.Role, de.Role = sched.Prefill, sched.Decode
+		p, err := r.newPool("prefill", pe, r.o.Router, r.o.PrefillWorkers)
+		if err != nil {
+			return err
+		}
+		d, err := r.newPool("decode", de, r.o.DecodeRouter, r.o.DecodeWorkers)
+		if err != nil {
+			return err
+		}
+		r.ingress, r.decode = p, d
+		r.network = disagg.NewNetwork(r.o.Transfer.GBps)
+		return nil
 	}
-	if specSteps > 0 {
-		res.Summary.SpecMeanAcceptedLength = float64(specTokens) / float64(specSteps)
+	if r.o.Workers < 1 {
+		return fmt.Errorf("workers %d: must be at least 1", r.o.Workers)
 	}
-	return res, nil
+	a, err := r.newPool("agg", r.o.Engine, r.o.Router, r.o.Workers)
+	if err != nil {
+		return err
+	}
+	r.ingress = a
+	return nil
 }
 
 // start schedules the first arrivals: one session ahead in trace mode, Concurrency sessions at time 0.
@@ -166,88 +242,52 @@ func (r *runner) scale(d time.Duration) time.Duration {
 func (r *runner) loop() error {
 	for {
 		if len(r.events) == 0 || r.events[0].at > r.now {
-			r.startPasses()
+			if err := r.startPasses(); err != nil {
+				return err
+			}
 		}
 		if len(r.events) == 0 {
 			break
 		}
 		ev := r.events.pop()
 		r.now = ev.at
+		var err error
 		switch ev.phase {
 		case phasePassEnd:
-			if err := r.passEnd(ev.worker); err != nil {
-				return err
+			err = r.passEnd(ev.w)
+		case phaseWorkerReady:
+			err = r.workerReady(ev.w)
+		case phaseTransfer:
+			if ev.key == r.transferGen {
+				err = r.transfersDone()
 			}
 		case phaseArrival:
-			if err := r.arrive(ev.sess); err != nil {
-				return err
+			err = r.arrive(ev.sess)
+		case phaseKVEvents:
+			r.applyKV(ev.kv.pool, ev.kv.target, ev.kv.events)
+		case phasePlanner:
+			err = r.plannerTick()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, p := range r.pools {
+		for _, w := range p.workers {
+			if !w.eng.Idle() {
+				return fmt.Errorf("simulation stalled at %v: %s worker %d still has requests it cannot schedule (%+v)", r.now, p.name, w.id, w.eng.Metrics())
 			}
 		}
 	}
-	for i, w := range r.workers {
-		if !w.eng.Idle() {
-			m := w.eng.Metrics()
-			return fmt.Errorf("simulation stalled at %v: worker %d still has requests it cannot schedule (%+v)", r.now, i, m)
-		}
+	if r.inFlight() > 0 {
+		return fmt.Errorf("simulation stalled at %v: %d requests never finished (routers queue %d)", r.now, r.inFlight(), r.ingress.router.Queued())
 	}
 	return nil
 }
 
-// startPasses starts a pass on every idle worker with work, in worker order.
-func (r *runner) startPasses() {
-	for i, w := range r.workers {
-		if w.busy || w.eng.Idle() {
-			continue
-		}
-		p := w.eng.Step(r.now)
-		if p.Empty() {
-			continue
-		}
-		r.passes++
-		for _, rp := range p.Ranks {
-			for _, a := range rp.Admitted {
-				r.col.Admitted(int(a.ID), r.now, a.Cached)
-			}
-		}
-		w.busy, w.pass = true, p
-		r.events.push(event{at: p.End, phase: phasePassEnd, key: uint64(i), worker: i})
-	}
-}
+func (r *runner) inFlight() int { return len(r.reqs) }
 
-// passEnd delivers a finished pass's tokens and completions.
-func (r *runner) passEnd(i int) error {
-	w := r.workers[i]
-	if r.o.CheckInvariants {
-		if err := w.eng.CheckInvariants(); err != nil {
-			return fmt.Errorf("worker %d, pass ending at %v: %w", i, r.now, err)
-		}
-	}
-	for _, rp := range w.pass.Ranks {
-		for _, out := range rp.Outputs {
-			if len(out.Tokens) > 0 {
-				r.col.Tokens(int(out.ID), r.now, len(out.Tokens))
-			}
-			if len(r.talkers) > 0 {
-				if s := r.talkers[out.ID]; s != nil {
-					s.history = append(s.history, out.Tokens...)
-				}
-			}
-			if out.Done {
-				s := r.inflight[out.ID]
-				delete(r.inflight, out.ID)
-				delete(r.talkers, out.ID)
-				r.col.Finished(int(out.ID), r.now)
-				if err := r.turnEnded(s); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	w.busy, w.pass = false, nil
-	return nil
-}
-
-// arrive sends a session's next turn to a worker.
+// arrive sends a session's next turn to the ingress pool's router.
 func (r *runner) arrive(s *session) error {
 	if s.next == 0 && r.o.Concurrency == 0 {
 		// Open loop: the following session arrives on its own schedule.
@@ -269,26 +309,85 @@ func (r *runner) arrive(s *session) error {
 		s.history = append(s.history[:0], r.prompt...)
 	}
 
-	slot := r.route
-	r.route++
-	wi := slot % len(r.workers)
-	eng := r.workers[wi].eng
-	rank := slot / len(r.workers) % eng.DPSize()
-	r.col.Arrived(id, r.now, len(r.prompt), t.OutputLen, wi)
-	req := sched.Request{ID: uint64(id), Prompt: r.prompt, MaxTokens: t.OutputLen, OutputTokens: t.OutputTokenIDs, Rank: rank}
-	if err := eng.Enqueue(&req); err != nil {
+	req := &request{id: id, sess: s, turn: t, seq: r.newSeq(), arrived: r.now}
+	req.seq.Append(r.prompt...)
+	r.reqs[id] = req
+	r.col.Arrived(int(id), r.now, len(r.prompt), t.OutputLen)
+
+	d, queued := r.ingress.router.Route(router.Request{ID: id, Blocks: req.seq.Blocks(), PromptTokens: len(r.prompt)})
+	if queued || r.decode != nil {
+		// The prompt is needed again later: when the router releases the request, or by the decode worker.
+		req.prompt = append([]uint32(nil), r.prompt...)
+	}
+	if queued {
+		return nil
+	}
+	return r.dispatch(req, d, r.prompt)
+}
+
+// newSeq returns an empty sequence at the engines' block size, reusing a finished request's.
+func (r *runner) newSeq() *tokens.Sequence {
+	if n := len(r.spare); n > 0 {
+		s := r.spare[n-1]
+		r.spare = r.spare[:n-1]
+		s.Reset()
+		return s
+	}
+	return tokens.NewSequence(r.ingress.blockSize)
+}
+
+// dispatch enqueues a routed request on its ingress worker.
+func (r *runner) dispatch(req *request, d router.Decision, prompt []uint32) error {
+	w := r.ingress.workers[d.Target.Worker]
+	req.ingress, req.rank = w, d.Target.Rank
+	maxTokens := req.turn.OutputLen
+	if r.decode != nil {
+		maxTokens = 1 // the prefill worker computes the prompt; the decode worker generates
+	}
+	err := w.eng.Enqueue(&sched.Request{ID: req.id, Prompt: prompt, MaxTokens: maxTokens, OutputTokens: req.turn.OutputTokenIDs,
+		Rank: d.Target.Rank, Blocks: req.seq.Blocks()})
+	if err != nil {
 		var rej *sched.RejectError
 		if !errors.As(err, &rej) {
 			return err
 		}
-		r.col.Rejected(id, r.now, rej.Reason)
-		return r.turnEnded(s)
+		r.ingress.router.Finished(req.id)
+		r.col.Rejected(int(req.id), r.now, rej.Reason)
+		return r.requestEnded(req)
 	}
-	r.inflight[uint64(id)] = s
-	if s.keep {
-		r.talkers[uint64(id)] = s
+	r.col.Routed(int(req.id), w.serial)
+	return nil
+}
+
+// drain dispatches what a pool's router releases from its queue.
+func (r *runner) drain(p *pool) error {
+	if p.router.Queued() == 0 {
+		return nil
+	}
+	p.ready = p.router.Ready(p.ready[:0])
+	for _, d := range p.ready {
+		req := r.reqs[d.ID]
+		if p == r.decode {
+			if err := r.reserve(req, d); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := r.dispatch(req, d, req.prompt); err != nil {
+			return err
+		}
+		if r.decode == nil {
+			req.prompt = nil
+		}
 	}
 	return nil
+}
+
+// requestEnded releases a finished (or rejected) request and moves its session on.
+func (r *runner) requestEnded(req *request) error {
+	delete(r.reqs, req.id)
+	r.spare = append(r.spare, req.seq)
+	return r.turnEnded(req.sess)
 }
 
 // turnEnded schedules the session's next turn, or ends the session.
@@ -305,4 +404,41 @@ func (r *runner) turnEnded(s *session) error {
 		return r.pullSession()
 	}
 	return nil
+}
+
+// result gathers the report.
+func (r *runner) result() *Result {
+	res := &Result{Collector: r.col, Passes: r.passes, End: r.now}
+	res.Summary = r.col.Summary()
+	var specSteps, specTokens int64
+	for _, p := range r.pools {
+		pr := PoolResult{Name: p.name}
+		var ps report.PoolSummary
+		ps.Name = p.name
+		for _, w := range p.workers {
+			m := w.eng.Metrics()
+			pr.Metrics = append(pr.Metrics, m)
+			for _, rm := range m {
+				res.Summary.Preemptions += int(rm.Preemptions)
+				specSteps += rm.SpecSteps
+				specTokens += rm.SpecTokens
+				ps.Preemptions += int(rm.Preemptions)
+				ps.PrefixQueries += rm.PrefixQueries
+				ps.PrefixHits += rm.PrefixHits
+			}
+			ps.Passes += w.passes
+			ps.Busy += w.busy
+		}
+		ps.Workers = len(p.workers)
+		res.Pools = append(res.Pools, pr)
+		res.Summary.Pools = append(res.Summary.Pools, ps)
+	}
+	if specSteps > 0 {
+		res.Summary.SpecMeanAcceptedLength = float64(specTokens) / float64(specSteps)
+	}
+	r.stages.fill(&res.Summary, r.decode != nil)
+	if r.planner != nil {
+		r.planner.result(res, r.now)
+	}
+	return res
 }

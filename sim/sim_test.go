@@ -43,7 +43,7 @@ func run(t *testing.T, src workload.Source, o Options) *Result {
 	return res
 }
 
-func ms(s report.Stats) []float64 { return []float64{s.Mean, s.Min, s.Max} }
+func trio(s report.Stats) []float64 { return []float64{s.Mean, s.Min, s.Max} }
 
 func eq(a, b []float64) bool {
 	for i := range a {
@@ -63,8 +63,8 @@ func TestEqualTimeOrder(t *testing.T) {
 	res := run(t, src, Options{Workers: 1, Engine: small()})
 	s := res.Summary
 	// r0: pass [0,15] prefill+decode, first token at 15; pass [15,30] decodes r0 and prefills r1.
-	if s.CompletedRequests != 2 || !eq(ms(s.TTFT), []float64{15, 15, 15}) || !eq(ms(s.E2E), []float64{22.5, 15, 30}) {
-		t.Fatalf("TTFT %v E2E %v", ms(s.TTFT), ms(s.E2E))
+	if s.CompletedRequests != 2 || !eq(trio(s.TTFT), []float64{15, 15, 15}) || !eq(trio(s.E2E), []float64{22.5, 15, 30}) {
+		t.Fatalf("TTFT %v E2E %v", trio(s.TTFT), trio(s.E2E))
 	}
 	if s.Duration != 30*time.Millisecond || res.Passes != 2 {
 		t.Fatalf("duration %v passes %d, want 30ms and 2", s.Duration, res.Passes)
@@ -78,8 +78,8 @@ func TestSessionsAreClosedLoop(t *testing.T) {
 `)
 	res := run(t, src, Options{Workers: 1, Engine: small()})
 	s := res.Summary
-	if s.Duration != 130*time.Millisecond || !eq(ms(s.E2E), []float64{15, 15, 15}) {
-		t.Fatalf("duration %v E2E %v, want 130ms and every request 15ms", s.Duration, ms(s.E2E))
+	if s.Duration != 130*time.Millisecond || !eq(trio(s.E2E), []float64{15, 15, 15}) {
+		t.Fatalf("duration %v E2E %v, want 130ms and every request 15ms", s.Duration, trio(s.E2E))
 	}
 	if want := 4.0 / 12; math.Abs(s.PrefixCacheReusedRatio-want) > 1e-12 {
 		t.Fatalf("reuse %v, want %v (turn 2 hits turn 1's block)", s.PrefixCacheReusedRatio, want)
@@ -97,8 +97,8 @@ func TestConcurrencyKeepsNInFlight(t *testing.T) {
 	jsonl := strings.Repeat(`{"timestamp": 5000, "input_length": 4, "output_length": 1}`+"\n", 3)
 	res := run(t, trace(t, jsonl), Options{Workers: 1, Engine: small(), Concurrency: 1})
 	// One at a time, timestamps ignored: each request runs alone for 15 ms.
-	if s := res.Summary; s.Duration != 45*time.Millisecond || !eq(ms(s.TTFT), []float64{15, 15, 15}) {
-		t.Fatalf("duration %v TTFT %v", s.Duration, ms(s.TTFT))
+	if s := res.Summary; s.Duration != 45*time.Millisecond || !eq(trio(s.TTFT), []float64{15, 15, 15}) {
+		t.Fatalf("duration %v TTFT %v", s.Duration, trio(s.TTFT))
 	}
 	res = run(t, trace(t, jsonl), Options{Workers: 1, Engine: small(), Concurrency: 3})
 	if d := res.Summary.Duration; d >= 45*time.Millisecond {

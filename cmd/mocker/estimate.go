@@ -56,7 +56,7 @@ func hideWorkloadFlags(fs *pflag.FlagSet) {
 	keep := map[string]bool{}
 	for _, name := range []string{"config", "prefill-tokens", "prefill-cached", "decode-requests", "decode-context",
 		"backend", "block-size", "num-gpu-blocks", "page-size", "model", "model-config", "system", "tp", "quantization",
-		"kv-cache-dtype", "gpu-memory-utilization", "timing", "profile", "perf-db", "backend-version",
+		"kv-cache-dtype", "moe-quantization", "gpu-memory-utilization", "timing", "profile", "perf-db", "backend-version",
 		"prefill-ms", "decode-ms", "speedup-ratio", "decode-speedup-ratio"} {
 		keep[name] = true
 	}

@@ -1,0 +1,257 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/planner"
+	"github.com/mocker-sim/mocker/router"
+	"github.com/mocker-sim/mocker/sched"
+)
+
+// pool is a set of identical workers behind one router: the aggregated workers, or the prefill or the
+// decode workers of disaggregated serving.
+type pool struct {
+	name      string
+	eng       engine.Options
+	router    *router.Router
+	workers   []*worker // every worker ever started, by id
+	blockSize int
+	atEnd     bool // the router sees KV events at the end of a pass
+	ready     []router.Decision
+}
+
+type workerState uint8
+
+const (
+	starting workerState = iota // ordered by the planner, not serving yet
+	serving
+	draining // no new requests; leaves once idle
+	gone
+)
+
+// worker is one engine of a pool.
+type worker struct {
+	pool   *pool
+	id     int    // index in pool.workers, the router's Target.Worker
+	serial uint64 // unique over all pools: event tie-breaks and the report
+	eng    *engine.Engine
+	state  workerState
+	pass   *engine.Pass // in flight, or nil
+
+	passes  int64
+	busy    time.Duration
+	samples [][]planner.PassSample // per rank, since the last planner tick
+	pending []*request             // decode worker: requests waiting for room to receive their KV (FIFO)
+}
+
+func (r *runner) newPool(name string, eo engine.Options, ro router.Options, n int) (*pool, error) {
+	p := &pool{name: name, eng: eo, blockSize: blockSize(eo)}
+	ro.BlockSize = p.blockSize
+	if ro.MaxBatchedTokens == 0 {
+		ro.MaxBatchedTokens = maxBatchedTokens(eo)
+	}
+	rt, err := router.New(ro)
+	if err != nil {
+		return nil, fmt.Errorf("%s router: %w", name, err)
+	}
+	p.router = rt
+	r.pools = append(r.pools, p)
+	for range n {
+		w, err := r.addWorker(p)
+		if err != nil {
+			return nil, err
+		}
+		r.serve(w)
+	}
+	p.atEnd = r.o.RouterEventsAtPassEnd || p.workers[0].eng.EventsAtPassEnd()
+	return p, nil
+}
+
+// blockSize is the engines' tokens per KV block (page).
+func blockSize(eo engine.Options) int {
+	if eo.Backend == engine.SGLang {
+		return eo.SGLang.PageSize
+	}
+	return eo.VLLM.BlockSize
+}
+
+// maxBatchedTokens is the engines' token budget per pass, the unit of the router's queue threshold.
+func maxBatchedTokens(eo engine.Options) int {
+	if eo.Backend == engine.SGLang {
+		return eo.SGLang.ChunkedPrefillSize
+	}
+	return eo.VLLM.MaxBatchedTokens
+}
+
+// addWorker creates a worker, not yet serving.
+func (r *runner) addWorker(p *pool) (*worker, error) {
+	eo := p.eng
+	eo.Seed = engine.RankSeed(p.eng.Seed, int(r.serial))
+	e, err := engine.New(eo)
+	if err != nil {
+		return nil, err
+	}
+	w := &worker{pool: p, id: len(p.workers), serial: r.serial, eng: e, samples: make([][]planner.PassSample, e.DPSize())}
+	r.serial++
+	p.workers = append(p.workers, w)
+	return w, nil
+}
+
+// serve makes a worker's ranks routing targets.
+func (r *runner) serve(w *worker) {
+	w.state = serving
+	for rank := range w.eng.DPSize() {
+		w.pool.router.AddTarget(router.Target{Worker: w.id, Rank: rank})
+	}
+}
+
+// startPasses starts a pass on every idle worker with work, in pool and worker order.
+func (r *runner) startPasses() error {
+	for _, p := range r.pools {
+		for _, w := range p.workers {
+			if w.pass != nil || w.eng.Idle() {
+				continue
+			}
+			pass := w.eng.Step(r.now)
+			if pass.Empty() {
+				continue
+			}
+			r.passes++
+			w.passes++
+			w.busy += pass.End - pass.Start
+			for _, rp := range pass.Ranks {
+				for _, a := range rp.Admitted {
+					if req := r.reqs[a.ID]; req != nil && !req.admitted {
+						// Only the first admission counts: a decode worker's, or a resumed one, does not.
+						req.admitted, req.cached = true, a.Cached
+						r.col.Admitted(int(a.ID), r.now, a.Cached)
+					}
+				}
+				if !p.atEnd {
+					r.publishKV(p, router.Target{Worker: w.id, Rank: rp.Rank}, rp.Events)
+				}
+				if r.planner != nil {
+					w.samples[rp.Rank] = append(w.samples[rp.Rank], planner.PassSample{FPM: rp.FPM, Wall: pass.End - pass.Start})
+				}
+			}
+			w.pass = pass
+			r.events.push(event{at: pass.End, phase: phasePassEnd, key: w.serial, w: w})
+		}
+	}
+	return nil
+}
+
+// publishKV hands a worker's KV events to its pool's router, now or after the configured delay.
+func (r *runner) publishKV(p *pool, t router.Target, evs []kvcache.Event) {
+	if len(evs) == 0 || p.name == "decode" {
+		return // decode workers publish no KV events (reference §8)
+	}
+	if r.o.RouterEventDelay <= 0 {
+		r.applyKV(p, t, evs)
+		return
+	}
+	// The pass's buffers are reused by the engine: keep a copy until the events are due.
+	held := make([]kvcache.Event, len(evs))
+	for i, ev := range evs {
+		held[i] = ev
+		held[i].Blocks = slices.Clone(ev.Blocks)
+		held[i].Hashes = slices.Clone(ev.Hashes)
+	}
+	r.events.push(event{at: r.now + r.o.RouterEventDelay, phase: phaseKVEvents, key: r.nextKV(), kv: &delayedEvents{pool: p, target: t, events: held}})
+}
+
+func (r *runner) nextKV() uint64 {
+	r.serial++ // shares the serial space: only order matters
+	return r.serial
+}
+
+func (r *runner) applyKV(p *pool, t router.Target, evs []kvcache.Event) {
+	if w := p.workers[t.Worker]; w.state == gone {
+		return
+	}
+	for _, ev := range evs {
+		p.router.Apply(t, ev)
+	}
+}
+
+// passEnd delivers a finished pass's tokens, completions and (at pass end) KV events.
+func (r *runner) passEnd(w *worker) error {
+	p := w.pool
+	if r.o.CheckInvariants {
+		if err := w.eng.CheckInvariants(); err != nil {
+			return fmt.Errorf("%s worker %d, pass ending at %v: %w", p.name, w.id, r.now, err)
+		}
+	}
+	pass := w.pass
+	w.pass = nil
+	for _, rp := range pass.Ranks {
+		if p.atEnd {
+			r.publishKV(p, router.Target{Worker: w.id, Rank: rp.Rank}, rp.Events)
+		}
+		for _, out := range rp.Outputs {
+			req := r.reqs[out.ID]
+			if req == nil {
+				continue // cancelled
+			}
+			var err error
+			switch {
+			case p == r.ingress && r.decode != nil:
+				err = r.prefilled(req)
+			default:
+				err = r.decoded(req, out)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if p == r.decode {
+		if err := r.retryReservations(w); err != nil {
+			return err
+		}
+	}
+	if w.state == draining && w.eng.Idle() && len(w.pending) == 0 {
+		r.retire(w)
+	}
+	if err := r.drain(p); err != nil {
+		return err
+	}
+	return nil
+}
+
+// decoded records tokens from the worker that generates them (aggregated or decode).
+func (r *runner) decoded(req *request, out sched.Output) error {
+	p := r.ingress
+	if r.decode != nil {
+		p = r.decode
+	}
+	if len(out.Tokens) > 0 {
+		if !req.gotFirst {
+			req.gotFirst = true
+			p.router.PrefillDone(req.id)
+			if r.decode != nil {
+				r.stages.decodeWait = append(r.stages.decodeWait, ms(r.now-req.activated))
+			}
+		}
+		r.col.Tokens(int(req.id), r.now, len(out.Tokens))
+		if req.sess.keep {
+			req.sess.history = append(req.sess.history, out.Tokens...)
+		}
+	}
+	if !out.Done {
+		return nil
+	}
+	p.router.PrefillDone(req.id)
+	p.router.Finished(req.id)
+	r.col.Finished(int(req.id), r.now)
+	if r.planner != nil {
+		r.planner.completed(req)
+	}
+	return r.requestEnded(req)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

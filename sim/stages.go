@@ -1,0 +1,27 @@
+package sim
+
+import "github.com/mocker-sim/mocker/report"
+
+// stages collects the pools' own latencies in disaggregated serving, in milliseconds: prefill (arrival
+// to prompt computed, queueing included), transfer (room reserved to KV arrived), and decode wait (KV
+// arrived to first token).
+type stages struct {
+	prefill, transfer, decodeWait []float64
+}
+
+// fill adds the stage latencies to the pools' summaries.
+func (s *stages) fill(sum *report.Summary, disaggregated bool) {
+	if !disaggregated {
+		return
+	}
+	for i := range sum.Pools {
+		p := &sum.Pools[i]
+		switch p.Name {
+		case "prefill":
+			p.Stages = append(p.Stages, report.Stage{Name: "prefill", Stats: report.Describe(s.prefill)},
+				report.Stage{Name: "transfer", Stats: report.Describe(s.transfer)})
+		case "decode":
+			p.Stages = append(p.Stages, report.Stage{Name: "decode_wait", Stats: report.Describe(s.decodeWait)})
+		}
+	}
+}
