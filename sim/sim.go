@@ -98,8 +98,8 @@ type request struct {
 	drank   int
 
 	arrived, transferFrom, activated time.Duration
-	cached             int // prompt tokens found cached at the first admission
-	admitted, gotFirst bool
+	cached                           int // prompt tokens found cached at the first admission
+	admitted, gotFirst               bool
 }
 
 type runner struct {
