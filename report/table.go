@@ -55,6 +55,22 @@ func (s Summary) WriteTable(w io.Writer, title string) error {
 		row(&b, "P90 "+sec.name+" (ms):", fixed(sec.st.P90))
 		row(&b, "P99 "+sec.name+" (ms):", fixed(sec.st.P99))
 	}
+	if len(s.Pools) > 1 {
+		for _, p := range s.Pools {
+			rule(&b, '-', strings.ToUpper(p.Name[:1])+p.Name[1:]+" pool")
+			row(&b, "Workers:", strconv.Itoa(p.Workers))
+			row(&b, "Busy ratio:", fixed(p.BusyRatio(s.Duration)))
+			row(&b, "Prefix cache hit ratio:", fixed(p.PrefixHitRatio()))
+			for _, st := range p.Stages {
+				row(&b, "Mean "+st.Name+" (ms):", fixed(st.Stats.Mean))
+				row(&b, "P99 "+st.Name+" (ms):", fixed(st.Stats.P99))
+			}
+		}
+	}
+	if s.GPUHours > 0 {
+		rule(&b, '-', "Autoscaling")
+		row(&b, "GPU-hours:", fixed(s.GPUHours))
+	}
 	b.WriteString(strings.Repeat("=", tableWidth))
 	b.WriteByte('\n')
 	_, err := io.WriteString(w, b.String())

@@ -249,6 +249,8 @@ func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) 
 	req.pages, _ = s.cache.Alloc(need, req.pages)
 	s.private += need
 	s.reserved[r.ID] = req
+	s.prefixQueries += int64(req.seq.Len())
+	s.prefixHits += int64(len(s.hits) * s.opt.PageSize)
 	return req.seq.Len() - len(s.hits)*s.opt.PageSize, true, nil
 }
 

@@ -236,6 +236,8 @@ func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) 
 	req.table = s.pool.Allocate(req.table, fresh)
 	req.committed = len(s.hits)
 	s.reserved[r.ID] = req
+	s.prefixQueries += int64(req.seq.Len())
+	s.prefixHits += int64(len(s.hits) * s.opt.BlockSize)
 	return req.seq.Len() - len(s.hits)*s.opt.BlockSize, true, nil
 }
 
