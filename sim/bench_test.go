@@ -36,7 +36,7 @@ func BenchmarkConversationTrace(b *testing.B) {
 					b.Skipf("shared data not available: %v", err)
 				}
 				ro := router.DefaultOptions()
-				ro.Policy = bc.policy
+				ro.Policy, ro.QueueThreshold = bc.policy, 0
 				res, err := Run(src, Options{Workers: bc.workers, Router: ro, Engine: engine.Options{
 					VLLM: vllm.Options{BlockSize: bc.blockSize, NumBlocks: bc.blocks, MaxNumSeqs: 256, MaxBatchedTokens: 8192,
 						ChunkedPrefill: true, PrefixCaching: true, Events: bc.policy == router.KV},
