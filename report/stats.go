@@ -32,7 +32,7 @@ func describe(xs []float64) Stats {
 	if n == 0 {
 		return Stats{}
 	}
-	slices.Sort(xs)
+	sortFloats(xs)
 	var sum float64
 	for _, x := range xs {
 		sum += x
@@ -69,3 +69,45 @@ func percentile(sorted []float64, p int) float64 {
 
 // ms converts a duration to float milliseconds, the unit of every reported time.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// sortFloats sorts xs ascending. Large slices of non-negative numbers (latencies: a run pools millions of
+// ITL samples) use an LSD radix sort on the IEEE bit patterns, whose order is the numbers' order for
+// non-negative values: linear time instead of n log n. Anything else takes slices.Sort.
+func sortFloats(xs []float64) {
+	if len(xs) < 1<<12 {
+		slices.Sort(xs)
+		return
+	}
+	for _, x := range xs {
+		if !(x >= 0) { // negative or NaN
+			slices.Sort(xs)
+			return
+		}
+	}
+	keys := make([]uint64, len(xs))
+	for i, x := range xs {
+		keys[i] = math.Float64bits(x)
+	}
+	tmp := make([]uint64, len(keys))
+	for shift := uint(0); shift < 64; shift += 8 {
+		var count [257]int
+		for _, k := range keys {
+			count[(k>>shift)&0xff+1]++
+		}
+		if count[(keys[0]>>shift)&0xff+1] == len(keys) {
+			continue // every key has the same digit here: nothing to move
+		}
+		for i := 1; i < 257; i++ {
+			count[i] += count[i-1]
+		}
+		for _, k := range keys {
+			d := (k >> shift) & 0xff
+			tmp[count[d]] = k
+			count[d]++
+		}
+		keys, tmp = tmp, keys
+	}
+	for i, k := range keys {
+		xs[i] = math.Float64frombits(k)
+	}
+}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -66,5 +67,35 @@ func TestDescribe(t *testing.T) {
 		if got := describe(in); got != tt.want {
 			t.Errorf("describe(%v) = %+v, want %+v", tt.in, got, tt.want)
 		}
+	}
+}
+
+func TestSortFloatsMatchesSlicesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 100, 5000, 100000} {
+		for _, gen := range []func() float64{
+			func() float64 { return rng.Float64() * 1000 },
+			func() float64 { return float64(rng.IntN(50)) / 7 }, // many ties
+			func() float64 { return rng.ExpFloat64() * 1e-3 },
+		} {
+			xs := make([]float64, n)
+			for i := range xs {
+				xs[i] = gen()
+			}
+			want := slices.Clone(xs)
+			slices.Sort(want)
+			sortFloats(xs)
+			if !slices.Equal(xs, want) {
+				t.Fatalf("n=%d: radix sort differs from slices.Sort", n)
+			}
+		}
+	}
+	xs := []float64{3, -1, 2}
+	for range 5000 {
+		xs = append(xs, 1)
+	}
+	sortFloats(xs)
+	if xs[0] != -1 || xs[len(xs)-1] != 3 {
+		t.Fatal("negative values not sorted")
 	}
 }

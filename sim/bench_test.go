@@ -26,7 +26,7 @@ func BenchmarkConversationTrace(b *testing.B) {
 		{"1-worker-never-evicts", 1, 64, 4000000, router.RoundRobin},
 		{"8-workers-round-robin", 8, 16, 16384, router.RoundRobin},
 		{"8-workers-kv", 8, 16, 16384, router.KV},
-		{"8-workers-kv-bs64", 8, 64, 4096, router.KV},
+		{"8-workers-kv-bs64", 8, 64, 16384, router.KV},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var simulated float64

@@ -93,7 +93,7 @@ func (r *runner) scheduleTransfer() {
 func (r *runner) transfersDone() error {
 	r.doneIDs = r.network.Done(r.now, r.doneIDs[:0])
 	for _, id := range r.doneIDs {
-		req := r.reqs[id]
+		req := r.req(id)
 		r.stages.transfer = append(r.stages.transfer, ms(r.now-req.transferFrom))
 		req.ingress.eng.Release(req.rank, id)
 		req.activated = r.now

@@ -125,7 +125,7 @@ func (r *runner) startPasses() error {
 			w.busy += pass.End - pass.Start
 			for _, rp := range pass.Ranks {
 				for _, a := range rp.Admitted {
-					if req := r.reqs[a.ID]; req != nil && !req.admitted {
+					if req := r.req(a.ID); req != nil && !req.admitted {
 						// Only the first admission counts: a decode worker's, or a resumed one, does not.
 						req.admitted, req.cached = true, a.Cached
 						r.col.Admitted(int(a.ID), r.now, a.Cached)
@@ -193,7 +193,7 @@ func (r *runner) passEnd(w *worker) error {
 			r.publishKV(p, router.Target{Worker: w.id, Rank: rp.Rank}, rp.Events)
 		}
 		for _, out := range rp.Outputs {
-			req := r.reqs[out.ID]
+			req := r.req(out.ID)
 			if req == nil {
 				continue // cancelled
 			}

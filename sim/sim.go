@@ -117,7 +117,8 @@ type runner struct {
 	passes    int64
 	prompt    []uint32
 
-	reqs    map[uint64]*request
+	reqs    []*request // by id (ids are dense); nil once ended
+	live    int        // requests in flight
 	spare   []*tokens.Sequence // sequences of finished requests, for reuse
 	pools   []*pool
 	ingress *pool // where arrivals go: the aggregated or the prefill pool
@@ -137,7 +138,7 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	if o.Concurrency < 0 {
 		return nil, fmt.Errorf("concurrency %d: must not be negative", o.Concurrency)
 	}
-	r := &runner{o: o, src: src, col: report.NewCollector(), speedup: o.ArrivalSpeedup, reqs: make(map[uint64]*request)}
+	r := &runner{o: o, src: src, col: report.NewCollector(), speedup: o.ArrivalSpeedup}
 	if r.speedup <= 0 || math.IsNaN(r.speedup) {
 		r.speedup = 1
 	}
@@ -285,7 +286,15 @@ func (r *runner) loop() error {
 	return nil
 }
 
-func (r *runner) inFlight() int { return len(r.reqs) }
+func (r *runner) inFlight() int { return r.live }
+
+// req returns the request in flight with id, or nil.
+func (r *runner) req(id uint64) *request {
+	if id < uint64(len(r.reqs)) {
+		return r.reqs[id]
+	}
+	return nil
+}
 
 // arrive sends a session's next turn to the ingress pool's router.
 func (r *runner) arrive(s *session) error {
@@ -311,7 +320,8 @@ func (r *runner) arrive(s *session) error {
 
 	req := &request{id: id, sess: s, turn: t, seq: r.newSeq(), arrived: r.now}
 	req.seq.Append(r.prompt...)
-	r.reqs[id] = req
+	r.reqs = append(r.reqs, req) // ids are dense: id == len(r.reqs)
+	r.live++
 	r.col.Arrived(int(id), r.now, len(r.prompt), t.OutputLen)
 
 	d, queued := r.ingress.router.Route(router.Request{ID: id, Blocks: req.seq.Blocks(), PromptTokens: len(r.prompt)})
@@ -366,7 +376,7 @@ func (r *runner) drain(p *pool) error {
 	}
 	p.ready = p.router.Ready(p.ready[:0])
 	for _, d := range p.ready {
-		req := r.reqs[d.ID]
+		req := r.req(d.ID)
 		if p == r.decode {
 			if err := r.reserve(req, d); err != nil {
 				return err
@@ -385,7 +395,8 @@ func (r *runner) drain(p *pool) error {
 
 // requestEnded releases a finished (or rejected) request and moves its session on.
 func (r *runner) requestEnded(req *request) error {
-	delete(r.reqs, req.id)
+	r.reqs[req.id] = nil
+	r.live--
 	r.spare = append(r.spare, req.seq)
 	return r.turnEnded(req.sess)
 }
