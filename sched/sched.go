@@ -17,17 +17,27 @@ type Request struct {
 	// tokens are synthesised by TokenID.
 	OutputTokens []uint32
 	Rank         int // data-parallel rank that serves the request
-	// Blocks, if set, are the prompt's full blocks already hashed at the engine's block size (a router
-	// hashed them): the scheduler copies them instead of hashing the prompt again.
-	Blocks []tokens.Block
+	// Seq, if set, is the prompt already hashed at the engine's block size (a router needed it): the
+	// scheduler copies its identities instead of hashing Prompt, which may then be nil.
+	Seq *tokens.Sequence
 }
 
-// AppendPrompt appends r's prompt to seq, reusing r.Blocks when they fit seq's block size.
+// PromptLen is the prompt's length in tokens.
+func (r *Request) PromptLen() int {
+	if r.Seq != nil {
+		return r.Seq.Len()
+	}
+	return len(r.Prompt)
+}
+
+// AppendPrompt appends r's prompt to the empty seq, copying r.Seq when it fits seq's block size.
 func (r *Request) AppendPrompt(seq *tokens.Sequence) {
-	bs := seq.BlockSize()
-	if n := len(r.Blocks); n > 0 && n == len(r.Prompt)/bs {
-		seq.AppendHashed(r.Blocks, r.Prompt)
+	if r.Seq != nil && r.Seq.BlockSize() == seq.BlockSize() && (r.Seq.Tokens() != nil || !seq.Keeping()) {
+		seq.AppendSequence(r.Seq)
 		return
+	}
+	if r.Seq != nil && r.Prompt == nil {
+		panic(fmt.Sprintf("sched: request %d: its Seq does not fit the engine (block size %d) and it has no Prompt", r.ID, seq.BlockSize()))
 	}
 	seq.Append(r.Prompt...)
 }

@@ -14,7 +14,7 @@ func (r *runner) prefilled(req *request) error {
 	r.stages.prefill = append(r.stages.prefill, ms(r.now-req.arrived))
 	r.ingress.router.PrefillDone(req.id)
 	r.ingress.router.Finished(req.id)
-	d, queued := r.decode.router.Route(router.Request{ID: req.id, Blocks: req.seq.Blocks(), PromptTokens: len(req.prompt)})
+	d, queued := r.decode.router.Route(router.Request{ID: req.id, Blocks: req.seq.Blocks(), PromptTokens: req.seq.Len()})
 	if queued {
 		return nil // drained when the decode pool frees capacity
 	}
@@ -53,8 +53,8 @@ func (r *runner) retryReservations(w *worker) error {
 // tryReserve reserves the request's KV room on its decode worker and starts the transfer of what that
 // worker lacks; false means no room yet.
 func (r *runner) tryReserve(w *worker, req *request) (bool, error) {
-	missing, ok, err := w.eng.Reserve(&sched.Request{ID: req.id, Prompt: req.prompt, MaxTokens: req.turn.OutputLen,
-		OutputTokens: req.turn.OutputTokenIDs, Rank: req.drank, Blocks: req.seq.Blocks()})
+	missing, ok, err := w.eng.Reserve(&sched.Request{ID: req.id, Seq: req.seq, MaxTokens: req.turn.OutputLen,
+		OutputTokens: req.turn.OutputTokenIDs, Rank: req.drank})
 	if err != nil {
 		var rej *sched.RejectError
 		if !errors.As(err, &rej) {
@@ -70,7 +70,7 @@ func (r *runner) tryReserve(w *worker, req *request) (bool, error) {
 	}
 	tokens := missing
 	if r.o.Transfer.Mode == disagg.FullPrompt {
-		tokens = len(req.prompt)
+		tokens = req.seq.Len()
 	}
 	req.transferFrom = r.now
 	r.network.Start(r.now, req.id, int(req.ingress.serial), int(w.serial), float64(tokens)*float64(r.o.Transfer.BytesPerToken))
@@ -98,7 +98,6 @@ func (r *runner) transfersDone() error {
 		req.ingress.eng.Release(req.rank, id)
 		req.activated = r.now
 		req.decode.eng.Activate(req.drank, id)
-		req.prompt = nil
 	}
 	r.scheduleTransfer()
 	return nil

@@ -90,8 +90,7 @@ type request struct {
 	id      uint64
 	sess    *session
 	turn    *workload.Request
-	prompt  []uint32 // owned while the request may still need it (queued, or disaggregated)
-	seq     *tokens.Sequence
+	seq     *tokens.Sequence // the prompt, hashed at the engines' block size
 	ingress *worker // where its prompt is (being) computed
 	rank    int
 	decode  *worker // disaggregated: where it decodes
@@ -309,30 +308,29 @@ func (r *runner) arrive(s *session) error {
 	id := r.nextID
 	r.nextID++
 
-	r.prompt = r.prompt[:0]
-	if t.History {
-		r.prompt = append(r.prompt, s.history...)
-	}
-	r.prompt = t.AppendTokens(r.prompt)
-	if s.keep {
-		s.history = append(s.history[:0], r.prompt...)
-	}
-
 	req := &request{id: id, sess: s, turn: t, seq: r.newSeq(), arrived: r.now}
-	req.seq.Append(r.prompt...)
+	if s.keep {
+		// A conversation: the prompt is the history so far plus the new turn, and it is the next history.
+		r.prompt = r.prompt[:0]
+		if t.History {
+			r.prompt = append(r.prompt, s.history...)
+		}
+		r.prompt = t.AppendTokens(r.prompt)
+		s.history = append(s.history[:0], r.prompt...)
+		req.seq.Append(r.prompt...)
+	} else {
+		// Only the prompt's block identities matter: no token ids are materialised.
+		t.AppendSequence(req.seq)
+	}
 	r.reqs = append(r.reqs, req) // ids are dense: id == len(r.reqs)
 	r.live++
-	r.col.Arrived(int(id), r.now, len(r.prompt), t.OutputLen)
+	r.col.Arrived(int(id), r.now, req.seq.Len(), t.OutputLen)
 
-	d, queued := r.ingress.router.Route(router.Request{ID: id, Blocks: req.seq.Blocks(), PromptTokens: len(r.prompt)})
-	if queued || r.decode != nil {
-		// The prompt is needed again later: when the router releases the request, or by the decode worker.
-		req.prompt = append([]uint32(nil), r.prompt...)
-	}
+	d, queued := r.ingress.router.Route(router.Request{ID: id, Blocks: req.seq.Blocks(), PromptTokens: req.seq.Len()})
 	if queued {
 		return nil
 	}
-	return r.dispatch(req, d, r.prompt)
+	return r.dispatch(req, d)
 }
 
 // newSeq returns an empty sequence at the engines' block size, reusing a finished request's.
@@ -347,15 +345,15 @@ func (r *runner) newSeq() *tokens.Sequence {
 }
 
 // dispatch enqueues a routed request on its ingress worker.
-func (r *runner) dispatch(req *request, d router.Decision, prompt []uint32) error {
+func (r *runner) dispatch(req *request, d router.Decision) error {
 	w := r.ingress.workers[d.Target.Worker]
 	req.ingress, req.rank = w, d.Target.Rank
 	maxTokens := req.turn.OutputLen
 	if r.decode != nil {
 		maxTokens = 1 // the prefill worker computes the prompt; the decode worker generates
 	}
-	err := w.eng.Enqueue(&sched.Request{ID: req.id, Prompt: prompt, MaxTokens: maxTokens, OutputTokens: req.turn.OutputTokenIDs,
-		Rank: d.Target.Rank, Blocks: req.seq.Blocks()})
+	err := w.eng.Enqueue(&sched.Request{ID: req.id, Seq: req.seq, MaxTokens: maxTokens, OutputTokens: req.turn.OutputTokenIDs,
+		Rank: d.Target.Rank})
 	if err != nil {
 		var rej *sched.RejectError
 		if !errors.As(err, &rej) {
@@ -383,11 +381,8 @@ func (r *runner) drain(p *pool) error {
 			}
 			continue
 		}
-		if err := r.dispatch(req, d, req.prompt); err != nil {
+		if err := r.dispatch(req, d); err != nil {
 			return err
-		}
-		if r.decode == nil {
-			req.prompt = nil
 		}
 	}
 	return nil

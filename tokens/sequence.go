@@ -26,6 +26,7 @@ type Sequence struct {
 	uniformTok  uint32
 	uniformHash uint64
 	uniformOK   bool
+	scratch     []uint32
 }
 
 // NewSequence returns an empty sequence cut into blocks of blockSize tokens.
@@ -48,6 +49,9 @@ func (s *Sequence) Reset() {
 	s.tail = s.tail[:0]
 	s.all = s.all[:0]
 }
+
+// Keeping reports whether the sequence keeps its token ids (KeepTokens).
+func (s *Sequence) Keeping() bool { return s.keep }
 
 // BlockSize is the number of tokens per block.
 func (s *Sequence) BlockSize() int { return s.blockSize }
@@ -93,42 +97,88 @@ func (s *Sequence) Append(toks ...uint32) {
 	}
 }
 
-// AppendHashed adds toks to an empty sequence whose full blocks were already hashed: blocks are their
-// identities, as another Sequence of the same block size computed them. It costs a copy instead of hashing
-// every token again.
-func (s *Sequence) AppendHashed(blocks []Block, toks []uint32) {
-	full := len(blocks) * s.blockSize
-	if s.n != 0 || len(toks) < full || len(toks)-full >= s.blockSize {
-		panic(fmt.Sprintf("tokens: AppendHashed of %d blocks and %d tokens (block size %d) to %d tokens", len(blocks), len(toks), s.blockSize, s.n))
-	}
-	if s.keep {
-		s.all = append(s.all, toks[:full]...)
-	}
-	s.blocks = append(s.blocks, blocks...)
-	s.n = full
-	s.Append(toks[full:]...)
-}
-
 func (s *Sequence) push(block []uint32) {
-	th, uniform := uint64(0), true
+	uniform := true
 	for _, t := range block[1:] {
 		if t != block[0] {
 			uniform = false
 			break
 		}
 	}
-	switch {
-	case uniform && s.uniformOK && s.uniformTok == block[0]:
-		th = s.uniformHash
-	case uniform:
-		th = BlockHash(block)
-		s.uniformTok, s.uniformHash, s.uniformOK = block[0], th, true
-	default:
-		th = BlockHash(block)
+	if uniform {
+		s.pushHash(s.uniformBlockHash(block[0]))
+		return
 	}
+	s.pushHash(BlockHash(block))
+}
+
+// uniformBlockHash is the tokens hash of a block of blockSize copies of tok, remembered for the next one.
+func (s *Sequence) uniformBlockHash(tok uint32) uint64 {
+	if !s.uniformOK || s.uniformTok != tok {
+		s.scratch = slices.Grow(s.scratch[:0], s.blockSize)[:s.blockSize]
+		for i := range s.scratch {
+			s.scratch[i] = tok
+		}
+		s.uniformTok, s.uniformHash, s.uniformOK = tok, BlockHash(s.scratch), true
+	}
+	return s.uniformHash
+}
+
+// pushHash appends a full block with tokens hash th, chaining its sequence hash.
+func (s *Sequence) pushHash(th uint64) {
 	h := th
 	if n := len(s.blocks); n > 0 {
 		h = SeqHash(s.blocks[n-1].Hash, th)
 	}
 	s.blocks = append(s.blocks, Block{Hash: h, TokensHash: th})
+}
+
+// AppendRun appends n copies of tok. Whole blocks inside the run are hashed without looking at their
+// tokens (their tokens hash is computed once): traces synthesise prompts as such runs, one per hash id.
+func (s *Sequence) AppendRun(tok uint32, n int) {
+	if s.keep {
+		for range n {
+			s.all = append(s.all, tok)
+		}
+	}
+	if s.tail == nil {
+		s.tail = make([]uint32, 0, s.blockSize)
+	}
+	s.n += n
+	if want := s.n / s.blockSize; want > cap(s.blocks) {
+		s.blocks = slices.Grow(s.blocks, want-len(s.blocks))
+	}
+	for n > 0 {
+		if len(s.tail) == 0 && n >= s.blockSize {
+			s.pushHash(s.uniformBlockHash(tok))
+			n -= s.blockSize
+			continue
+		}
+		s.tail = append(s.tail, tok)
+		n--
+		if len(s.tail) == s.blockSize {
+			s.push(s.tail)
+			s.tail = s.tail[:0]
+		}
+	}
+}
+
+// AppendSequence appends src to the empty s by copying src's identities: the same tokens, hashed once.
+// Both must have the same block size; s keeps tokens only if src does.
+func (s *Sequence) AppendSequence(src *Sequence) {
+	if s.n != 0 || s.blockSize != src.blockSize {
+		panic(fmt.Sprintf("tokens: AppendSequence of %d-token blocks to %d tokens in %d-token blocks", src.blockSize, s.n, s.blockSize))
+	}
+	if s.keep {
+		if src.all == nil && src.n > 0 {
+			panic("tokens: AppendSequence: the source does not keep its tokens")
+		}
+		s.all = append(s.all, src.all...)
+	}
+	s.blocks = append(s.blocks, src.blocks...)
+	if s.tail == nil {
+		s.tail = make([]uint32, 0, s.blockSize)
+	}
+	s.tail = append(s.tail, src.tail...)
+	s.n = src.n
 }

@@ -106,16 +106,37 @@ func TestSequenceUniformBlocks(t *testing.T) {
 	}
 }
 
-func TestAppendHashed(t *testing.T) {
-	toks := []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+func TestAppendRunAndSequence(t *testing.T) {
+	var toks []uint32
 	a := NewSequence(4)
-	a.Append(toks...)
+	for _, run := range []struct {
+		tok uint32
+		n   int
+	}{{7, 3}, {7, 6}, {9, 1}, {5, 12}, {5, 2}} {
+		a.AppendRun(run.tok, run.n)
+		for range run.n {
+			toks = append(toks, run.tok)
+		}
+	}
 	b := NewSequence(4)
-	b.KeepTokens()
-	b.AppendHashed(a.Blocks(), toks)
-	b.Append(11, 12, 13)
-	a.Append(11, 12, 13)
-	if !slices.Equal(a.Blocks(), b.Blocks()) || !slices.Equal(a.Tail(), b.Tail()) || a.Len() != b.Len() || len(b.Tokens()) != 13 {
-		t.Fatalf("AppendHashed differs: %x/%v vs %x/%v", a.Blocks(), a.Tail(), b.Blocks(), b.Tail())
+	b.Append(toks...)
+	if !slices.Equal(a.Blocks(), b.Blocks()) || !slices.Equal(a.Tail(), b.Tail()) || a.Len() != b.Len() {
+		t.Fatalf("AppendRun %x/%v, Append %x/%v", a.Blocks(), a.Tail(), b.Blocks(), b.Tail())
+	}
+	c := NewSequence(4)
+	c.AppendSequence(a)
+	c.Append(1, 2, 3)
+	b.Append(1, 2, 3)
+	if !slices.Equal(c.Blocks(), b.Blocks()) || !slices.Equal(c.Tail(), b.Tail()) || c.Len() != b.Len() {
+		t.Fatalf("AppendSequence then Append differs")
+	}
+	k := NewSequence(4)
+	k.KeepTokens()
+	k.AppendRun(3, 5)
+	kk := NewSequence(4)
+	kk.KeepTokens()
+	kk.AppendSequence(k)
+	if !slices.Equal(kk.Tokens(), []uint32{3, 3, 3, 3, 3}) {
+		t.Fatalf("kept tokens %v", kk.Tokens())
 	}
 }

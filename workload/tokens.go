@@ -1,6 +1,10 @@
 package workload
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/mocker-sim/mocker/tokens"
+)
 
 // Token spaces. Request-unique tokens have the top bit set and shared-prefix
 // tokens have it clear, so a synthetic prefix can never be matched by a
@@ -33,29 +37,51 @@ func (r *Request) AppendTokens(dst []uint32) []uint32 {
 	n := max(r.InputLen, 0)
 	start := len(dst)
 	dst = slices.Grow(dst, n)[:start+n]
-	out := dst[start:]
+	r.fill(dst[start:], 0)
+	return dst
+}
 
+// fill writes the prompt tokens at positions from, from+1, ... into out.
+func (r *Request) fill(out []uint32, from int) {
+	i, end := from, from+len(out)
+	if r.blockSize > 0 && i < len(r.hashes)*r.blockSize {
+		for ; i < end && i < len(r.hashes)*r.blockSize; i++ {
+			out[i-from] = r.hashes[i/r.blockSize]
+		}
+	}
+	for stop := min(r.prefixLen, end); i < stop; i++ {
+		out[i-from] = uint32(mix64(r.prefix+uint64(i)*golden)>>32) &^ uniqueBit
+	}
+	if i < end {
+		base := mix64(r.salt ^ (r.Key+1)*golden)
+		for ; i < end; i++ {
+			out[i-from] = uint32(mix64(base+uint64(i)*golden)>>32) | uniqueBit
+		}
+	}
+}
+
+// AppendSequence appends the request's prompt tokens — the same as AppendTokens — to seq, feeding a
+// trace's hash ids as runs of one token so that seq hashes their whole blocks without looking at the
+// tokens. It is the fast way to a request's block identities when the token ids themselves are not
+// needed.
+func (r *Request) AppendSequence(seq *tokens.Sequence) {
+	n := max(r.InputLen, 0)
 	i := 0
 	if r.blockSize > 0 {
 		for _, h := range r.hashes {
 			if i >= n {
 				break
 			}
-			end := min(i+r.blockSize, n)
-			for j := i; j < end; j++ {
-				out[j] = h
-			}
-			i = end
+			k := min(r.blockSize, n-i)
+			seq.AppendRun(h, k)
+			i += k
 		}
 	}
-	for end := min(r.prefixLen, n); i < end; i++ {
-		out[i] = uint32(mix64(r.prefix+uint64(i)*golden)>>32) &^ uniqueBit
+	var buf [512]uint32
+	for i < n {
+		k := min(len(buf), n-i)
+		r.fill(buf[:k], i)
+		seq.Append(buf[:k]...)
+		i += k
 	}
-	if i < n {
-		base := mix64(r.salt ^ (r.Key+1)*golden)
-		for ; i < n; i++ {
-			out[i] = uint32(mix64(base+uint64(i)*golden)>>32) | uniqueBit
-		}
-	}
-	return dst
 }

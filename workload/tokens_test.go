@@ -2,7 +2,10 @@ package workload
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/mocker-sim/mocker/tokens"
 )
 
 // The reference's loadgen rule (dynamo-mocker.md §9, §13): each hash id is
@@ -116,5 +119,39 @@ func BenchmarkAppendTokens(b *testing.B) {
 				dst = c.r.AppendTokens(dst[:0])
 			}
 		})
+	}
+}
+
+// TestAppendSequenceMatchesTokens: feeding a request's prompt as runs gives the same block identities as
+// hashing its tokens, for trace rows (with and without tokens beyond their hash ids) and synthetic ones.
+func TestAppendSequenceMatchesTokens(t *testing.T) {
+	src, err := ReadTrace(strings.NewReader(`{"timestamp": 0, "input_length": 1000, "output_length": 1, "hash_ids": [5, 6]}
+{"timestamp": 0, "input_length": 300, "output_length": 1, "hash_ids": [5]}
+{"timestamp": 0, "input_length": 77, "output_length": 1}
+`), "t.jsonl", TraceOptions{TraceBlockSize: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syn, err := NewSynthetic(SyntheticOptions{NumRequests: 3, Input: Length{Mean: 700}, Output: Length{Mean: 1}, RequestRate: 1,
+		SharedPrefixRatio: 0.5, NumPrefixGroups: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []Source{src, syn} {
+		for {
+			sess, err := s.Next()
+			if err != nil {
+				break
+			}
+			r := &sess.Turns[0]
+			for _, bs := range []int{1, 16, 64} {
+				a, b := tokens.NewSequence(bs), tokens.NewSequence(bs)
+				a.Append(r.AppendTokens(nil)...)
+				r.AppendSequence(b)
+				if !slices.Equal(a.Blocks(), b.Blocks()) || !slices.Equal(a.Tail(), b.Tail()) || a.Len() != b.Len() {
+					t.Fatalf("line %d key %d, block size %d: AppendSequence differs from AppendTokens", r.Line, r.Key, bs)
+				}
+			}
+		}
 	}
 }

@@ -187,19 +187,19 @@ func (s *Scheduler) check(r *sched.Request) error {
 		return &sched.RejectError{ID: r.ID, Reason: fmt.Sprintf(format, a...)}
 	}
 	switch {
-	case len(r.Prompt) == 0:
+	case r.PromptLen() == 0:
 		return reject("empty prompt")
 	case r.MaxTokens < 0:
 		return reject("max_tokens %d is negative", r.MaxTokens)
 	case s.byID[r.ID] != nil || s.held[r.ID] != nil || s.reserved[r.ID] != nil:
 		return reject("duplicate request id")
 	}
-	total := len(r.Prompt) + r.MaxTokens
+	total := r.PromptLen() + r.MaxTokens
 	if s.opt.MaxModelLen > 0 && total > s.opt.MaxModelLen {
-		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-model-len %d", len(r.Prompt), r.MaxTokens, s.opt.MaxModelLen)
+		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-model-len %d", r.PromptLen(), r.MaxTokens, s.opt.MaxModelLen)
 	}
 	if need := s.pagesFor(total); need > s.opt.NumPages {
-		return reject("needs %d KV pages for prompt (%d tokens) + max_tokens (%d), the pool has %d", need, len(r.Prompt), r.MaxTokens, s.opt.NumPages)
+		return reject("needs %d KV pages for prompt (%d tokens) + max_tokens (%d), the pool has %d", need, r.PromptLen(), r.MaxTokens, s.opt.NumPages)
 	}
 	return nil
 }
