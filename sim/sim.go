@@ -91,7 +91,7 @@ type request struct {
 	sess    *session
 	turn    *workload.Request
 	seq     *tokens.Sequence // the prompt, hashed at the engines' block size
-	ingress *worker // where its prompt is (being) computed
+	ingress *worker          // where its prompt is (being) computed
 	rank    int
 	decode  *worker // disaggregated: where it decodes
 	drank   int
@@ -116,8 +116,8 @@ type runner struct {
 	passes    int64
 	prompt    []uint32
 
-	reqs    []*request // by id (ids are dense); nil once ended
-	live    int        // requests in flight
+	reqs    []*request         // by id (ids are dense); nil once ended
+	live    int                // requests in flight
 	spare   []*tokens.Sequence // sequences of finished requests, for reuse
 	pools   []*pool
 	ingress *pool // where arrivals go: the aggregated or the prefill pool
