@@ -89,19 +89,20 @@ func sortFloats(xs []float64) {
 		keys[i] = math.Float64bits(x)
 	}
 	tmp := make([]uint64, len(keys))
-	for shift := uint(0); shift < 64; shift += 8 {
-		var count [257]int
+	count := make([]int, 1<<16+1)
+	for shift := uint(0); shift < 64; shift += 16 { // four passes of 16-bit digits
+		clear(count)
 		for _, k := range keys {
-			count[(k>>shift)&0xff+1]++
+			count[(k>>shift)&0xffff+1]++
 		}
-		if count[(keys[0]>>shift)&0xff+1] == len(keys) {
+		if count[(keys[0]>>shift)&0xffff+1] == len(keys) {
 			continue // every key has the same digit here: nothing to move
 		}
-		for i := 1; i < 257; i++ {
+		for i := 1; i < len(count); i++ {
 			count[i] += count[i-1]
 		}
 		for _, k := range keys {
-			d := (k >> shift) & 0xff
+			d := (k >> shift) & 0xffff
 			tmp[count[d]] = k
 			count[d]++
 		}

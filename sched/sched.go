@@ -98,7 +98,6 @@ func (p *Pass) Empty() bool {
 
 // Reset empties the pass, keeping its buffers.
 func (p *Pass) Reset() {
-	clear(p.Outputs) // drop references to token buffers
 	*p = Pass{
 		Batch:     timing.Batch{Seqs: p.Batch.Seqs[:0]},
 		Admitted:  p.Admitted[:0],

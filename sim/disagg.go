@@ -61,6 +61,7 @@ func (r *runner) tryReserve(w *worker, req *request) (bool, error) {
 			return false, err
 		}
 		req.ingress.eng.Release(req.rank, req.id)
+		r.wake(req.ingress)
 		r.decode.router.Finished(req.id)
 		r.col.Rejected(int(req.id), r.now, rej.Reason)
 		return true, r.requestEnded(req)
@@ -98,6 +99,8 @@ func (r *runner) transfersDone() error {
 		req.ingress.eng.Release(req.rank, id)
 		req.activated = r.now
 		req.decode.eng.Activate(req.drank, id)
+		r.wake(req.ingress)
+		r.wake(req.decode)
 	}
 	r.scheduleTransfer()
 	return nil

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -42,6 +43,7 @@ type worker struct {
 	state  workerState
 	pass   *engine.Pass // in flight, or nil
 
+	woken   bool // in runner.woken
 	passes  int64
 	busy    time.Duration
 	samples [][]planner.PassSample // per rank, since the last planner tick
@@ -109,40 +111,55 @@ func (r *runner) serve(w *worker) {
 	}
 }
 
-// startPasses starts a pass on every idle worker with work, in pool and worker order.
+// wake marks a worker that may have work to start: it got a request, freed memory, or finished a pass.
+func (r *runner) wake(w *worker) {
+	if !w.woken {
+		w.woken = true
+		r.woken = append(r.woken, w)
+	}
+}
+
+// startPasses starts a pass on every woken worker that is idle and has work, in creation order.
 func (r *runner) startPasses() error {
-	for _, p := range r.pools {
-		for _, w := range p.workers {
-			if w.pass != nil || w.eng.Idle() {
-				continue
-			}
-			pass := w.eng.Step(r.now)
-			if pass.Empty() {
-				continue
-			}
-			r.passes++
-			w.passes++
-			w.busy += pass.End - pass.Start
-			for _, rp := range pass.Ranks {
-				for _, a := range rp.Admitted {
-					if req := r.req(a.ID); req != nil && !req.admitted {
-						// Only the first admission counts: a decode worker's, or a resumed one, does not.
-						req.admitted, req.cached = true, a.Cached
-						r.col.Admitted(int(a.ID), r.now, a.Cached)
-					}
-				}
-				if !p.atEnd {
-					r.publishKV(p, router.Target{Worker: w.id, Rank: rp.Rank}, rp.Events)
-				}
-				if r.planner != nil {
-					w.samples[rp.Rank] = append(w.samples[rp.Rank], planner.PassSample{FPM: rp.FPM, Wall: pass.End - pass.Start})
-				}
-			}
-			w.pass = pass
-			r.events.push(event{at: pass.End, phase: phasePassEnd, key: w.serial, w: w})
+	slices.SortFunc(r.woken, func(a, b *worker) int { return cmp.Compare(a.serial, b.serial) })
+	for _, w := range r.woken {
+		w.woken = false
+		if w.pass == nil && !w.eng.Idle() {
+			r.step(w)
 		}
 	}
+	clear(r.woken)
+	r.woken = r.woken[:0]
 	return nil
+}
+
+// step starts one pass of w.
+func (r *runner) step(w *worker) {
+	p := w.pool
+	pass := w.eng.Step(r.now)
+	if pass.Empty() {
+		return // nothing can run until something changes; whatever changes it wakes w
+	}
+	r.passes++
+	w.passes++
+	w.busy += pass.End - pass.Start
+	for _, rp := range pass.Ranks {
+		for _, a := range rp.Admitted {
+			if req := r.req(a.ID); req != nil && !req.admitted {
+				// Only the first admission counts: a decode worker's, or a resumed one, does not.
+				req.admitted, req.cached = true, a.Cached
+				r.col.Admitted(int(a.ID), r.now, a.Cached)
+			}
+		}
+		if !p.atEnd {
+			r.publishKV(p, router.Target{Worker: w.id, Rank: rp.Rank}, rp.Events)
+		}
+		if r.planner != nil {
+			w.samples[rp.Rank] = append(w.samples[rp.Rank], planner.PassSample{FPM: rp.FPM, Wall: pass.End - pass.Start})
+		}
+	}
+	w.pass = pass
+	r.events.push(event{at: pass.End, phase: phasePassEnd, key: w.serial, w: w})
 }
 
 // publishKV hands a worker's KV events to its pool's router, now or after the configured delay.
@@ -188,6 +205,7 @@ func (r *runner) passEnd(w *worker) error {
 	}
 	pass := w.pass
 	w.pass = nil
+	r.wake(w)
 	for _, rp := range pass.Ranks {
 		if p.atEnd {
 			r.publishKV(p, router.Target{Worker: w.id, Rank: rp.Rank}, rp.Events)

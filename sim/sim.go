@@ -120,8 +120,9 @@ type runner struct {
 	live    int                // requests in flight
 	spare   []*tokens.Sequence // sequences of finished requests, for reuse
 	pools   []*pool
-	ingress *pool // where arrivals go: the aggregated or the prefill pool
-	decode  *pool // nil unless disaggregated
+	woken   []*worker // workers that may have a pass to start
+	ingress *pool     // where arrivals go: the aggregated or the prefill pool
+	decode  *pool     // nil unless disaggregated
 	serial  uint64
 
 	network     *disagg.Network
@@ -241,7 +242,7 @@ func (r *runner) scale(d time.Duration) time.Duration {
 
 func (r *runner) loop() error {
 	for {
-		if len(r.events) == 0 || r.events[0].at > r.now {
+		if len(r.woken) > 0 && (len(r.events) == 0 || r.events[0].at > r.now) {
 			if err := r.startPasses(); err != nil {
 				return err
 			}
@@ -364,6 +365,7 @@ func (r *runner) dispatch(req *request, d router.Decision) error {
 		return r.requestEnded(req)
 	}
 	r.col.Routed(int(req.id), w.serial)
+	r.wake(w)
 	return nil
 }
 
