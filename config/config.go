@@ -106,6 +106,7 @@ type Config struct {
 	// Output.
 	ReportJSON      string `yaml:"report-json"`
 	RequestsJSONL   string `yaml:"requests-jsonl"`
+	ScalingJSONL    string `yaml:"scaling-jsonl"`
 	CheckInvariants bool   `yaml:"check-invariants"`
 }
 

@@ -92,6 +92,7 @@ func bindFlags(fs *pflag.FlagSet, c *config.Config) {
 
 	fs.StringVar(&c.ReportJSON, "report-json", c.ReportJSON, "write the summary report as JSON to this file")
 	fs.StringVar(&c.RequestsJSONL, "requests-jsonl", c.RequestsJSONL, "write one JSON record per request to this file")
+	fs.StringVar(&c.ScalingJSONL, "scaling-jsonl", c.ScalingJSONL, "with --planner-config: write the worker counts over time and the planner's decisions to this file")
 	fs.BoolVar(&c.CheckInvariants, "check-invariants", c.CheckInvariants, "verify KV block accounting after every pass (slow)")
 }
 

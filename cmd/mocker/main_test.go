@@ -277,3 +277,54 @@ func TestEstimate(t *testing.T) {
 		t.Errorf("70B on one GPU: error %v", err)
 	}
 }
+
+// TestKVRouterBeatsRoundRobin: on the Mooncake conversation trace with 8 workers, routing by KV-cache
+// overlap reuses more of the prompts and answers sooner than round robin.
+func TestKVRouterBeatsRoundRobin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays 12,031 requests twice")
+	}
+	trace := sharedData(t, "mooncake", "conversation_trace.jsonl")
+	reports := map[string]map[string]float64{}
+	for _, router := range []string{"round-robin", "kv"} {
+		path := filepath.Join(t.TempDir(), router+".json")
+		if _, _, err := mocker(t, "predict", "--trace", trace, "--workers", "8", "--router", router, "--timing", "polynomial",
+			"--block-size", "64", "--num-gpu-blocks", "16384", "--report-json", path); err != nil {
+			t.Fatal(err)
+		}
+		reports[router] = readReport(t, path)
+	}
+	rr, kv := reports["round-robin"], reports["kv"]
+	t.Logf("reuse %.3f → %.3f, mean TTFT %.1f → %.1f ms", rr["prefix_cache_reused_ratio"], kv["prefix_cache_reused_ratio"], rr["mean_ttft_ms"], kv["mean_ttft_ms"])
+	if kv["prefix_cache_reused_ratio"] <= rr["prefix_cache_reused_ratio"] || kv["mean_ttft_ms"] >= rr["mean_ttft_ms"] || kv["completed_requests"] != 12031 {
+		t.Fatalf("kv router: reuse %v, TTFT %v; round robin: %v, %v", kv["prefix_cache_reused_ratio"], kv["mean_ttft_ms"], rr["prefix_cache_reused_ratio"], rr["mean_ttft_ms"])
+	}
+}
+
+func TestDisaggregatedAndPlannerCLI(t *testing.T) {
+	out, _, err := mocker(t, "predict", "--num-requests", "200", "--prefill-workers", "1", "--decode-workers", "2",
+		"--kv-transfer-bandwidth", "50", "--router", "kv", "--check-invariants")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Successful requests:                     200", "Prefill pool", "Mean transfer (ms):", "Decode pool"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("no %q in\n%s", want, out)
+		}
+	}
+	scaling := filepath.Join(t.TempDir(), "scaling.jsonl")
+	out, _, err = mocker(t, "predict", "--num-requests", "2000", "--request-rate", "40", "--planner-config", filepath.Join("..", "..", "docs", "examples", "planner.yaml"),
+		"--scaling-jsonl", scaling)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "GPU-hours:") || !strings.Contains(out, "Workers over time:") {
+		t.Fatalf("no autoscaling section in\n%s", out)
+	}
+	if data, err := os.ReadFile(scaling); err != nil || !bytes.Contains(data, []byte(`"decision"`)) {
+		t.Fatalf("scaling file: %v %q", err, data)
+	}
+	if _, _, err := mocker(t, "predict", "--prefill-workers", "1"); err == nil || !strings.Contains(err.Error(), "decode-workers") {
+		t.Fatalf("prefill without decode workers: %v", err)
+	}
+}

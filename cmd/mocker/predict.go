@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -74,12 +75,49 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if cfg.ScalingJSONL != "" {
+		if err := report.WriteFile(cfg.ScalingJSONL, func(w io.Writer) error { return writeScaling(w, res) }); err != nil {
+			return err
+		}
+	}
 	if err := res.Summary.WriteTable(stdout, ""); err != nil {
 		return err
+	}
+	if len(res.Scaling) > 0 {
+		fmt.Fprintln(stdout, "Workers over time:")
+		for i, p := range res.Scaling {
+			if i == 24 {
+				fmt.Fprintf(stdout, "  ... %d more changes (--scaling-jsonl has them all)\n", len(res.Scaling)-i)
+				break
+			}
+			fmt.Fprintf(stdout, "  %9.1fs  %-8s %d\n", p.At.Seconds(), p.Pool, p.Workers)
+		}
 	}
 	// Wall-clock figures vary from run to run, so they go to stderr, never into the report.
 	fmt.Fprintf(stderr, "simulated %.1f s in %.2f s of wall time (%.0fx real time), %d passes, peak RSS %s\n",
 		res.End.Seconds(), wall.Seconds(), res.End.Seconds()/wall.Seconds(), res.Passes, peakRSS())
+	return nil
+}
+
+// writeScaling writes one JSON object per worker-count change and per planner decision, in time order.
+func writeScaling(w io.Writer, res *sim.Result) error {
+	enc := json.NewEncoder(w)
+	for _, p := range res.Scaling {
+		if err := enc.Encode(struct {
+			TimeS   float64 `json:"time_s"`
+			Pool    string  `json:"pool"`
+			Workers int     `json:"workers"`
+		}{p.At.Seconds(), p.Pool, p.Workers}); err != nil {
+			return err
+		}
+	}
+	for _, d := range res.Decisions {
+		if err := enc.Encode(struct {
+			Decision string `json:"decision"`
+		}{d}); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
