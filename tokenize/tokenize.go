@@ -1,0 +1,70 @@
+// Package tokenize turns request text into token ids for the simulated engines, and token ids back into
+// text for the responses of the live server.
+//
+// Two implementations share the Tokenizer interface:
+//
+//   - Builtin, used when no tokenizer file is given: deterministic, allocation-free apart from its output,
+//     and local (it cuts text into pieces as a Llama-3 pre-tokenizer would and hashes each piece to an id),
+//     so identical prompt prefixes give identical leading ids and hence identical KV blocks. Its ids belong
+//     to no real model, and its Decode writes common English words, so Decode(Encode(s)) is not s.
+//   - FromFile, a Hugging Face tokenizer.json with a BPE model (GPT-2/Llama-3/Qwen byte-level BPE,
+//     Llama-2/Mistral SentencePiece-style BPE), giving the ids the real model would see.
+//
+// ChatPrompt renders a chat as one prompt string, the same for both.
+package tokenize
+
+import "strings"
+
+// Tokenizer turns text into token ids and back. Implementations are safe for concurrent use.
+type Tokenizer interface {
+	// Encode returns the token ids of text, including the special tokens the tokenizer adds to every
+	// sequence (none for Builtin; a tokenizer.json's post-processor, such as Llama's BOS).
+	Encode(text string) []uint32
+	// Decode returns the text of ids, leaving out special tokens.
+	Decode(ids []uint32) string
+	// VocabSize is one more than the largest id Encode can return.
+	VocabSize() int
+	// Name identifies the tokenizer in logs and reports.
+	Name() string
+}
+
+// Message is one turn of a chat.
+type Message struct {
+	Role    string // "system", "user", "assistant", or any other role, rendered as given
+	Content string
+}
+
+// ChatPrompt renders messages as one prompt in the shape of Llama-3's chat template, then opens the
+// assistant's turn:
+//
+//	<|start_header_id|>ROLE<|end_header_id|>\n\nCONTENT<|eot_id|>   (for each message)
+//	<|start_header_id|>assistant<|end_header_id|>\n\n
+//
+// Content is copied verbatim, so two chats that share their leading messages share a text prefix, and so
+// cached KV blocks. No BOS is written: Encode adds it where the tokenizer's post-processor does, exactly
+// once. A chat_template in tokenizer_config.json is not run (that needs Jinja); this generic template is
+// used for every model, and with a Llama-3 tokenizer.json its markers encode to Llama-3's special tokens.
+func ChatPrompt(messages []Message) string {
+	var b strings.Builder
+	n := len(assistantHeader)
+	for _, m := range messages {
+		n += len(headerStart) + len(m.Role) + len(headerEnd) + len(m.Content) + len(endOfTurn)
+	}
+	b.Grow(n)
+	for _, m := range messages {
+		b.WriteString(headerStart)
+		b.WriteString(m.Role)
+		b.WriteString(headerEnd)
+		b.WriteString(m.Content)
+		b.WriteString(endOfTurn)
+	}
+	b.WriteString(assistantHeader)
+	return b.String()
+}
+
+const (
+	headerStart     = "<|start_header_id|>"
+	headerEnd       = "<|end_header_id|>\n\n"
+	endOfTurn       = "<|eot_id|>"
+	assistantHeader = headerStart + "assistant" + headerEnd
+)

@@ -1,0 +1,37 @@
+package tokenize
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestChatPrompt(t *testing.T) {
+	got := ChatPrompt([]Message{{"system", "Be brief."}, {"user", "Hi!"}})
+	want := "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>" +
+		"<|start_header_id|>user<|end_header_id|>\n\nHi!<|eot_id|>" +
+		"<|start_header_id|>assistant<|end_header_id|>\n\n"
+	if got != want {
+		t.Errorf("ChatPrompt = %q, want %q", got, want)
+	}
+	if got := ChatPrompt(nil); got != assistantHeader {
+		t.Errorf("ChatPrompt(nil) = %q", got)
+	}
+}
+
+// TestChatPromptPrefix checks that each turn of a conversation starts with the text, and the built-in
+// ids, of the turns before it, so a follow-up request reuses the KV blocks of the previous one.
+func TestChatPromptPrefix(t *testing.T) {
+	b := Builtin()
+	chat := []Message{{"system", "You are helpful."}, {"user", "What is 2+2?"}, {"assistant", "4."}, {"user", "And 3+3?"}}
+	for n := 1; n < len(chat); n++ {
+		head := strings.TrimSuffix(ChatPrompt(chat[:n]), assistantHeader)
+		whole := ChatPrompt(chat[:n+1])
+		if !strings.HasPrefix(whole, head) {
+			t.Fatalf("%q does not start with %q", whole, head)
+		}
+		if h, w := b.Encode(head), b.Encode(whole); !slices.Equal(w[:len(h)], h) {
+			t.Errorf("%d messages: %v does not start with %v", n+1, w, h)
+		}
+	}
+}
