@@ -108,6 +108,24 @@ type Config struct {
 	RequestsJSONL   string `yaml:"requests-jsonl"`
 	ScalingJSONL    string `yaml:"scaling-jsonl"`
 	CheckInvariants bool   `yaml:"check-invariants"`
+
+	// Live serving (mocker serve).
+	Host              string  `yaml:"host"`
+	Port              int     `yaml:"port"`
+	ModelName         string  `yaml:"model-name"`
+	Tokenizer         string  `yaml:"tokenizer"`
+	DefaultMaxTokens  int     `yaml:"default-max-tokens"`
+	MaxWaiting        int     `yaml:"max-waiting"`
+	MaxRequestBodyMB  float64 `yaml:"max-request-body-mb"`
+	APIKey            string  `yaml:"api-key"`
+	NATS              string  `yaml:"nats"`
+	NATSPort          int     `yaml:"nats-port"`
+	ZMQKVEventsPort   int     `yaml:"zmq-kv-events-port"`
+	ZMQReplayPort     int     `yaml:"zmq-replay-port"`
+	KVEventsMapFormat bool    `yaml:"kv-events-map-format"`
+	KVHashSeed        string  `yaml:"kv-hash-seed"`
+	BootstrapPort     int     `yaml:"bootstrap-port"`
+	ShutdownTimeoutS  float64 `yaml:"shutdown-timeout"`
 }
 
 // Default is the configuration of `mocker predict` with no flags: one vLLM worker with vLLM's defaults and
@@ -158,6 +176,14 @@ func Default() Config {
 		NumPrefixGroups:                8,
 		TurnsPerSession:                1,
 		InterTurnDelayDist:             "constant",
+		Host:                           "127.0.0.1",
+		Port:                           8000,
+		DefaultMaxTokens:               16,
+		MaxRequestBodyMB:               16,
+		NATS:                           "embedded",
+		NATSPort:                       4222,
+		KVHashSeed:                     "0",
+		ShutdownTimeoutS:               30,
 	}
 }
 
@@ -315,6 +341,26 @@ func (c *Config) Validate() error {
 		return bad("concurrency", c.Concurrency, "must not be negative (0: follow arrival times)")
 	case c.InterTurnDelayMs < 0 || math.IsNaN(c.InterTurnDelayMs):
 		return bad("inter-turn-delay-ms", c.InterTurnDelayMs, "must be >= 0")
+	case c.Port < 0 || c.Port > 65535:
+		return bad("port", c.Port, "must be in [0, 65535] (0: any free port)")
+	case c.DefaultMaxTokens < 1:
+		return bad("default-max-tokens", c.DefaultMaxTokens, "must be at least 1")
+	case c.MaxWaiting < 0:
+		return bad("max-waiting", c.MaxWaiting, "must be >= 0 (0: unbounded)")
+	case !(c.MaxRequestBodyMB > 0) || math.IsInf(c.MaxRequestBodyMB, 0):
+		return bad("max-request-body-mb", c.MaxRequestBodyMB, "must be a finite number > 0")
+	case c.NATSPort < 0 || c.NATSPort > 65535:
+		return bad("nats-port", c.NATSPort, "must be in [0, 65535] (0: any free port)")
+	case c.ZMQKVEventsPort < 0 || c.ZMQKVEventsPort > 65535:
+		return bad("zmq-kv-events-port", c.ZMQKVEventsPort, "must be in [0, 65535] (0: off)")
+	case c.ZMQReplayPort < 0 || c.ZMQReplayPort > 65535:
+		return bad("zmq-replay-port", c.ZMQReplayPort, "must be in [0, 65535] (0: off)")
+	case c.ZMQReplayPort > 0 && c.ZMQKVEventsPort == 0:
+		return bad("zmq-replay-port", c.ZMQReplayPort, "needs --zmq-kv-events-port")
+	case c.BootstrapPort < 0 || c.BootstrapPort > 65535:
+		return bad("bootstrap-port", c.BootstrapPort, "must be in [0, 65535] (0: any free port)")
+	case !(c.ShutdownTimeoutS >= 0):
+		return bad("shutdown-timeout", c.ShutdownTimeoutS, "must be >= 0 seconds")
 	}
 	for _, r := range c.SpecAcceptRates {
 		if !(r >= 0 && r <= 1) {

@@ -13,9 +13,18 @@ import (
 	"github.com/mocker-sim/mocker/timing/profile"
 )
 
-// bindFlags registers every setting of c as a flag named like its YAML key, defaulting to c's value.
+// bindFlags registers every setting of predict as a flag named like its YAML key, defaulting to c's value.
 func bindFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.SortFlags = false
+	bindEngineFlags(fs, c)
+	bindWorkloadFlags(fs, c)
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of every random choice")
+	bindOutputFlags(fs, c)
+}
+
+// bindEngineFlags registers the engine, deployment, timing and cluster settings, which predict and serve
+// share.
+func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 
 	fs.StringVar(&c.Backend, "backend", c.Backend, "engine to simulate: vllm, sglang or trtllm (vLLM's scheduler with TensorRT-LLM's guaranteed_no_evict admission)")
 	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "tokens per KV block (0: the backend's default, vllm 16, trtllm 32, sglang --page-size)")
@@ -69,7 +78,10 @@ func bindFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.KVBytesPerToken, "kv-bytes-per-token", c.KVBytesPerToken, "KV bytes per token a transfer moves (0: auto, from --model)")
 	fs.StringVar(&c.KVTransferTimingMode, "kv-transfer-timing-mode", c.KVTransferTimingMode, "what a handoff moves: destination_missing (blocks the decode worker lacks) or full_prompt")
 	fs.StringVar(&c.PlannerConfig, "planner-config", c.PlannerConfig, "autoscale the pools with this planner configuration (YAML)")
+}
 
+// bindWorkloadFlags registers the settings of the workload predict replays.
+func bindWorkloadFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Trace, "trace", c.Trace, "replay this trace (Mooncake JSONL or Azure CSV) instead of the synthetic workload")
 	fs.StringVar(&c.TraceFormat, "trace-format", c.TraceFormat, "trace format: auto, mooncake or azure")
 	fs.IntVar(&c.TraceBlockSize, "trace-block-size", c.TraceBlockSize, "tokens per hash id in the trace (Mooncake: 512)")
@@ -88,8 +100,10 @@ func bindFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.TurnsPerSession, "turns-per-session", c.TurnsPerSession, "synthetic: turns per session; each turn's prompt carries the conversation so far")
 	fs.Float64Var(&c.InterTurnDelayMs, "inter-turn-delay-ms", c.InterTurnDelayMs, "synthetic: mean wait after a turn completes before the next")
 	fs.StringVar(&c.InterTurnDelayDist, "inter-turn-delay-dist", c.InterTurnDelayDist, "synthetic: inter-turn delay distribution constant or exponential")
-	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of every random choice")
+}
 
+// bindOutputFlags registers predict's report files.
+func bindOutputFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.ReportJSON, "report-json", c.ReportJSON, "write the summary report as JSON to this file")
 	fs.StringVar(&c.RequestsJSONL, "requests-jsonl", c.RequestsJSONL, "write one JSON record per request to this file")
 	fs.StringVar(&c.ScalingJSONL, "scaling-jsonl", c.ScalingJSONL, "with --planner-config: write the worker counts over time and the planner's decisions to this file")

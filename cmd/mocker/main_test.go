@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/mocker-sim/mocker/config"
@@ -225,27 +226,30 @@ func TestNoFlagNegates(t *testing.T) {
 	}
 }
 
-// TestFlagsMatchYAMLKeys: every setting is reachable both ways under one name.
+// TestFlagsMatchYAMLKeys: every setting is reachable both ways under one name, as a flag of predict or
+// of serve, and every flag of either is a setting.
 func TestFlagsMatchYAMLKeys(t *testing.T) {
 	cfg := config.Default()
-	cmd := newPredictCmd()
+	cmds := []*cobra.Command{newPredictCmd(), newServeCmd()}
 	keys := map[string]bool{}
 	typ := reflect.TypeOf(cfg)
 	for i := range typ.NumField() {
 		key := typ.Field(i).Tag.Get("yaml")
 		keys[key] = true
-		if cmd.Flags().Lookup(key) == nil {
+		if cmds[0].Flags().Lookup(key) == nil && cmds[1].Flags().Lookup(key) == nil {
 			t.Errorf("YAML key %q has no flag", key)
 		}
 	}
 	for _, name := range []string{"config", "help"} {
 		keys[name] = true
 	}
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if !keys[strings.TrimPrefix(f.Name, "no-")] {
-			t.Errorf("flag --%s has no YAML key", f.Name)
-		}
-	})
+	for _, cmd := range cmds {
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if !keys[strings.TrimPrefix(f.Name, "no-")] {
+				t.Errorf("%s: flag --%s has no YAML key", cmd.Name(), f.Name)
+			}
+		})
+	}
 }
 
 // TestEstimate prices passes with the reference's formulas: prefill of 1,000 new tokens =

@@ -10,10 +10,11 @@ func newRootCmd() *cobra.Command {
 prefix caching, preempt under memory pressure and spend time per forward pass.
 
   mocker predict                      replay the built-in demo workload and print a report
-  mocker predict --trace trace.jsonl  replay a Mooncake trace`,
+  mocker predict --trace trace.jsonl  replay a Mooncake trace
+  mocker serve                        run OpenAI-compatible simulated workers on the wall clock`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPredictCmd(), newEstimateCmd())
+	root.AddCommand(newPredictCmd(), newEstimateCmd(), newServeCmd())
 	return root
 }

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/mocker-sim/mocker/config"
+	"github.com/mocker-sim/mocker/disagg"
+	"github.com/mocker-sim/mocker/live"
+	"github.com/mocker-sim/mocker/live/metrics"
+	"github.com/mocker-sim/mocker/live/natsevents"
+	"github.com/mocker-sim/mocker/tokenize"
+)
+
+func newServeCmd() *cobra.Command {
+	cfg := config.Default()
+	cfg.Router = "kv" // a live fleet is routed by what its workers cache
+	var configPath string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run simulated workers behind an OpenAI-compatible API on the wall clock",
+		Long: `serve runs simulated engines on the wall clock behind an OpenAI-compatible HTTP API
+(/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics): requests stream tokens at
+the pace the timing model gives, workers publish KV events (NATS in Dynamo's format, ZMQ in vLLM's)
+and Prometheus metrics with vLLM's names. Use it to test routers, autoscalers and clients against a
+fleet of "GPUs" that costs nothing.
+
+  mocker serve                                   one worker on 127.0.0.1:8000
+  mocker serve --workers 4 --speedup-ratio 10    four workers behind the KV router, 10x faster
+  mocker serve --prefill-workers 2 --decode-workers 2 --kv-transfer-bandwidth 50
+
+SIGINT or SIGTERM stops accepting requests and waits up to --shutdown-timeout for those in flight.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if configPath != "" {
+				if err := loadConfigFile(cmd.Flags(), &cfg, configPath); err != nil {
+					return err
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return serve(ctx, &cfg, cmd.ErrOrStderr(), nil)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&configPath, "config", "", "YAML file of settings (keys as the flags)")
+	fs.SortFlags = false
+	bindServeFlags(fs, &cfg)
+	bindEngineFlags(fs, &cfg)
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random choice")
+	return cmd
+}
+
+func bindServeFlags(fs *pflag.FlagSet, c *config.Config) {
+	fs.StringVar(&c.Host, "host", c.Host, "address to listen on")
+	fs.IntVar(&c.Port, "port", c.Port, "HTTP port (0: any free port)")
+	fs.StringVar(&c.ModelName, "model-name", c.ModelName, "served model id (empty: the --model name, or mocker with --model-config)")
+	fs.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "a Hugging Face tokenizer.json (file or model directory) for prompt tokens (empty: a built-in deterministic tokenizer)")
+	fs.IntVar(&c.DefaultMaxTokens, "default-max-tokens", c.DefaultMaxTokens, "tokens a request generates when it sets no max_tokens")
+	fs.IntVar(&c.MaxWaiting, "max-waiting", c.MaxWaiting, "requests waiting to run at most; past it requests get 429 (0: unbounded)")
+	fs.Float64Var(&c.MaxRequestBodyMB, "max-request-body-mb", c.MaxRequestBodyMB, "request body size limit in MiB (413 past it)")
+	fs.StringVar(&c.APIKey, "api-key", c.APIKey, "require this key as 'Authorization: Bearer KEY' on /v1 routes")
+	fs.StringVar(&c.NATS, "nats", c.NATS, "KV events over NATS: embedded (a server in this process), none, or the URL of a NATS server")
+	fs.IntVar(&c.NATSPort, "nats-port", c.NATSPort, "client port of the embedded NATS server (0: any free port)")
+	fs.IntVar(&c.ZMQKVEventsPort, "zmq-kv-events-port", c.ZMQKVEventsPort, "publish vLLM-format KV events on ZMQ PUB sockets from this port: worker w, rank r on port + w×dp-size + r (0: off)")
+	fs.IntVar(&c.ZMQReplayPort, "zmq-replay-port", c.ZMQReplayPort, "serve replays of buffered vLLM-format KV events on ZMQ ROUTER sockets from this port, numbered as the PUB ports (0: off)")
+	fs.BoolVar(&c.KVEventsMapFormat, "kv-events-map-format", c.KVEventsMapFormat, "encode vLLM-format KV events as msgpack maps instead of arrays")
+	fs.StringVar(&c.KVHashSeed, "kv-hash-seed", c.KVHashSeed, "vLLM's PYTHONHASHSEED for the block hashes of vLLM-format KV events")
+	fs.IntVar(&c.BootstrapPort, "bootstrap-port", c.BootstrapPort, "disaggregated serving: prefill worker i's bootstrap rendezvous listens on port + i (0: any free port)")
+	fs.Float64Var(&c.ShutdownTimeoutS, "shutdown-timeout", c.ShutdownTimeoutS, "seconds to wait for requests in flight on SIGINT or SIGTERM")
+}
+
+// serving is what serve started; ready, when set, receives it once the server accepts requests.
+type serving struct {
+	Addr      string // HTTP address
+	NATSURL   string // "" without NATS
+	Subject   string // the NATS subject of KV events
+	Bootstrap []string
+	Server    *live.Server
+}
+
+// serve runs the server until ctx ends, then shuts it down gracefully.
+func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan<- *serving) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	d, err := cfg.Deployment()
+	if err != nil {
+		return err
+	}
+	eo, err := cfg.EngineOptions()
+	if err != nil {
+		return err
+	}
+	eo.VLLM.Events, eo.SGLang.Events = true, true // routers and subscribers read them
+	ro, err := cfg.RouterOptions()
+	if err != nil {
+		return err
+	}
+	ro.BlockSize, ro.MaxBatchedTokens = d.BlockSize, cfg.MaxNumBatchedTokens
+
+	name := cfg.ModelName
+	if name == "" {
+		name = "mocker"
+		if cfg.ModelConfig == "" && cfg.Model != "" {
+			name = cfg.Model
+		}
+	}
+	var tk tokenize.Tokenizer
+	if cfg.Tokenizer != "" {
+		if tk, err = tokenize.FromFile(cfg.Tokenizer); err != nil {
+			return err
+		}
+	} else {
+		tk = tokenize.Builtin()
+	}
+	maxLen := cfg.MaxModelLen
+	if maxLen == 0 {
+		maxLen = 1 << 17 // the token-count histograms' last bucket
+	}
+	mx := metrics.New(name, maxLen)
+
+	o := live.Options{
+		Engine:           eo,
+		Workers:          cfg.Workers,
+		Router:           ro,
+		ModelName:        name,
+		MaxModelLen:      cfg.MaxModelLen,
+		DefaultMaxTokens: cfg.DefaultMaxTokens,
+		MaxWaiting:       cfg.MaxWaiting,
+		MaxBodyBytes:     int64(cfg.MaxRequestBodyMB * (1 << 20)),
+		APIKey:           cfg.APIKey,
+		Tokenizer:        tk,
+		Metrics:          mx.Handler(),
+		Recorder:         func(w, r int) live.Recorder { return mx.Rank(w, r) },
+	}
+	workers := cfg.Workers
+	if cfg.PrefillWorkers > 0 {
+		o.Workers, workers = cfg.PrefillWorkers, cfg.PrefillWorkers
+		so, err := cfg.SimOptions()
+		if err != nil {
+			return err
+		}
+		mode, err := disagg.ParseMode(cfg.KVTransferTimingMode)
+		if err != nil {
+			return err
+		}
+		dr := so.DecodeRouter
+		dr.BlockSize, dr.MaxBatchedTokens = d.BlockSize, cfg.MaxNumBatchedTokens
+		o.Disagg = &live.Disagg{
+			DecodeWorkers: cfg.DecodeWorkers,
+			Router:        dr,
+			Transfer:      live.Transfer{GBps: cfg.KVTransferBandwidth, BytesPerToken: so.Transfer.BytesPerToken, Mode: mode, Speedup: cfg.SpeedupRatio},
+			BootstrapHost: cfg.Host,
+			BootstrapPort: cfg.BootstrapPort,
+		}
+	}
+
+	info := &serving{}
+	var cleanup []func()
+	defer func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}()
+	if cfg.NATS != "none" {
+		url := cfg.NATS
+		if url == "embedded" {
+			ns, u, err := natsevents.StartEmbedded(cfg.NATSPort)
+			if err != nil {
+				return fmt.Errorf("nats: %w (choose another --nats-port, or --nats none)", err)
+			}
+			cleanup = append(cleanup, func() { ns.Shutdown(); ns.WaitForShutdown() })
+			url = u
+		}
+		nc, err := nats.Connect(url, nats.Name("mocker serve"))
+		if err != nil {
+			return fmt.Errorf("nats %s: %w", url, err)
+		}
+		cleanup = append(cleanup, func() { nc.Flush(); nc.Close() })
+		info.NATSURL, info.Subject = url, natsevents.Subject(name)
+		o.Sinks = append(o.Sinks, live.NewNATSSink(nc, info.Subject, workers))
+	}
+	if cfg.ZMQKVEventsPort > 0 {
+		zs, err := live.NewZMQSink(live.ZMQOptions{
+			Host: cfg.Host, Port: cfg.ZMQKVEventsPort, ReplayPort: cfg.ZMQReplayPort, Workers: workers, DPSize: cfg.DPSize,
+			BlockSize: d.BlockSize, HashSeed: cfg.KVHashSeed, MapFormat: cfg.KVEventsMapFormat,
+		})
+		if err != nil {
+			return err
+		}
+		cleanup = append(cleanup, func() { zs.Close() })
+		o.Sinks = append(o.Sinks, zs)
+	}
+
+	srv, err := live.New(o)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		srv.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	info.Addr, info.Bootstrap, info.Server = ln.Addr().String(), srv.BootstrapAddrs(), srv
+	fmt.Fprintf(stderr, "mocker serve: model %s on http://%s (%s)\n", name, info.Addr, describeServe(cfg, workers))
+	if info.NATSURL != "" {
+		fmt.Fprintf(stderr, "mocker serve: KV events on NATS %s, subject %s\n", info.NATSURL, info.Subject)
+	}
+	if cfg.ZMQKVEventsPort > 0 {
+		fmt.Fprintf(stderr, "mocker serve: vLLM KV events on ZMQ tcp://%s:%d+\n", cfg.Host, cfg.ZMQKVEventsPort)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	if ready != nil {
+		ready <- info
+	}
+	select {
+	case err := <-errc:
+		srv.Close()
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stderr, "mocker serve: shutting down, draining requests in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.ShutdownTimeoutS*float64(time.Second)))
+	defer cancel()
+	err = srv.Shutdown(sctx, hs)
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return err
+}
+
+func describeServe(cfg *config.Config, workers int) string {
+	if cfg.PrefillWorkers > 0 {
+		return fmt.Sprintf("%s, %d prefill + %d decode workers, router %s", cfg.Backend, cfg.PrefillWorkers, cfg.DecodeWorkers, cfg.Router)
+	}
+	return fmt.Sprintf("%s, %d workers, router %s, speedup %g", cfg.Backend, workers, cfg.Router, cfg.SpeedupRatio)
+}

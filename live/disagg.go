@@ -1,0 +1,302 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/mocker-sim/mocker/disagg"
+	"github.com/mocker-sim/mocker/router"
+	"github.com/mocker-sim/mocker/sched"
+)
+
+// Disagg configures disaggregated serving: the server's Workers prefill, these decode.
+type Disagg struct {
+	DecodeWorkers int
+	// Router picks a request's decode worker once its prompt is computed (Dynamo's decode router: no
+	// overlap credit, no prefill tracking).
+	Router router.Options
+	// Transfer prices moving the prompt's KV from the prefill to the decode worker.
+	Transfer Transfer
+	// BootstrapHost and BootstrapPort are where prefill worker i listens for its decode peers' rendezvous
+	// (port + i; port 0: any free port).
+	BootstrapHost string
+	BootstrapPort int
+	// BootstrapTimeout bounds each rendezvous wait; 0: disagg.DefaultBootstrapTimeout.
+	BootstrapTimeout time.Duration
+}
+
+// Transfer is the KV-transfer delay model of reference §8: tokens × bytes per token / bandwidth, for
+// the blocks the decode worker lacks (or the whole prompt), divided by the speedup ratio.
+type Transfer struct {
+	GBps          float64 // 0: transfers take no time
+	BytesPerToken int
+	Mode          disagg.Mode
+	Speedup       float64 // 0 means 1
+}
+
+func (t Transfer) delay(missing, prompt int) time.Duration {
+	tokens := missing
+	if t.Mode == disagg.FullPrompt {
+		tokens = prompt
+	}
+	d := disagg.Delay(tokens, t.BytesPerToken, t.GBps)
+	if t.Speedup > 0 {
+		d = time.Duration(float64(d) / t.Speedup)
+	}
+	return d
+}
+
+// handoff is a disaggregated request after its prefill: waiting for a decode worker's room, then
+// moving its KV, then decoding.
+type handoff struct {
+	req     *sched.Request
+	st      *Stream
+	prefill *Worker
+	prank   int
+	decode  *Worker // nil until routed
+	drank   int
+	state   handoffState
+	cancel  context.CancelFunc // stops the rendezvous and transfer
+}
+
+type handoffState uint8
+
+const (
+	prefilling handoffState = iota
+	routing                 // queued in the decode router
+	reserving               // waiting for room on its decode worker
+	transferring
+	decoding
+)
+
+// decodePool is the decode side of a disaggregated server.
+type decodePool struct {
+	o         Disagg
+	workers   []*Worker
+	router    *router.Router
+	pending   [][]*handoff // per decode worker: reservations waiting for room, in order
+	bootstrap []*disagg.BootstrapServer
+	ready     []router.Decision
+}
+
+// startDisagg builds the decode pool and the prefill workers' bootstrap servers; s.mu need not be held
+// (nothing runs yet).
+func (s *Server) startDisagg(hooks func(decode bool) Hooks) error {
+	d := s.o.Disagg
+	rt, err := router.New(d.Router)
+	if err != nil {
+		return fmt.Errorf("live: decode router: %w", err)
+	}
+	p := &decodePool{o: *d, router: rt, pending: make([][]*handoff, d.DecodeWorkers)}
+	s.decode = p
+	for i := range s.workers {
+		port := 0
+		if d.BootstrapPort > 0 {
+			port = d.BootstrapPort + i
+		}
+		bs, err := disagg.ListenBootstrap(net.JoinHostPort(d.BootstrapHost, strconv.Itoa(port)), d.BootstrapTimeout)
+		if err != nil {
+			return fmt.Errorf("live: prefill worker %d: %w", i, err)
+		}
+		p.bootstrap = append(p.bootstrap, bs)
+	}
+	eo := s.o.Engine
+	eo.Role = sched.Decode
+	eo.VLLM.Events, eo.SGLang.Events = false, false // decode workers publish no KV events
+	for i := range d.DecodeWorkers {
+		w, err := s.newWorker(len(s.workers)+i, eo, hooks(true))
+		if err != nil {
+			return err
+		}
+		p.workers = append(p.workers, w)
+		for r := range w.eng.DPSize() {
+			rt.AddTarget(router.Target{Worker: i, Rank: r})
+		}
+	}
+	return nil
+}
+
+// BootstrapAddrs are the prefill workers' rendezvous addresses, in order (disaggregated serving).
+func (s *Server) BootstrapAddrs() []string {
+	if s.decode == nil {
+		return nil
+	}
+	out := make([]string, len(s.decode.bootstrap))
+	for i, b := range s.decode.bootstrap {
+		out[i] = b.Addr().String()
+	}
+	return out
+}
+
+// prefilled starts a request's handoff once its prefill worker has computed the prompt and holds its KV.
+func (s *Server) prefilled(worker, rank int, id uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.router.PrefillDone(id)
+	s.router.Finished(id)
+	s.drain()
+	h := s.handoffs[id]
+	if h == nil { // cancelled meanwhile
+		s.workers[worker].Release(rank, id)
+		return
+	}
+	h.prefill, h.prank = s.workers[worker], rank
+	h.state = routing
+	d, queued := s.decode.router.Route(router.Request{ID: id, Blocks: h.req.Seq.Blocks(), PromptTokens: h.req.PromptLen()})
+	if !queued {
+		s.reserve(h, d)
+	}
+}
+
+// reserve asks the chosen decode worker for room, behind any request already waiting there; s.mu is
+// held.
+func (s *Server) reserve(h *handoff, d router.Decision) {
+	p := s.decode
+	h.decode, h.drank = p.workers[d.Target.Worker], d.Target.Rank
+	h.state = reserving
+	if len(p.pending[d.Target.Worker]) == 0 && s.tryReserve(h) {
+		return
+	}
+	p.pending[d.Target.Worker] = append(p.pending[d.Target.Worker], h)
+}
+
+// tryReserve reserves room for h and starts its transfer; false means no room yet. s.mu is held.
+func (s *Server) tryReserve(h *handoff) bool {
+	missing, ok, err := h.decode.Reserve(&sched.Request{ID: h.req.ID, Seq: h.req.Seq, MaxTokens: h.req.MaxTokens, Rank: h.drank})
+	if err != nil {
+		s.dropHandoff(h)
+		h.st.fail(err)
+		return true
+	}
+	if !ok {
+		return false
+	}
+	h.state = transferring
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	bs := s.decode.bootstrap[h.prefill.id]
+	addr := bs.Addr().String()
+	delay := s.decode.o.Transfer.delay(missing, h.req.PromptLen())
+	id := h.req.ID
+	// Reference §8: the prefill side waits for its decode peer before releasing its output and
+	// completes the room after it; the decode side connects and waits for the ACK; then the KV moves.
+	go func() {
+		if bs.WaitForDecodeReady(ctx, id) == nil {
+			bs.CompleteRoom(id)
+		}
+	}()
+	go func() {
+		err := disagg.ConnectBootstrap(ctx, addr, id)
+		if err == nil && delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				err = ctx.Err()
+			}
+		}
+		s.transferred(id, err)
+	}()
+	return true
+}
+
+// transferred ends a request's KV transfer: the prefill worker frees its copy and the decode worker
+// takes the request.
+func (s *Server) transferred(id uint64, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.handoffs[id]
+	if h == nil || h.state != transferring { // cancelled
+		return
+	}
+	h.cancel()
+	if err != nil {
+		s.dropHandoff(h)
+		h.st.fail(fmt.Errorf("KV transfer: %w", err))
+		return
+	}
+	h.prefill.Release(h.prank, id)
+	h.state = decoding
+	if !h.decode.Activate(h.drank, id, h.st) {
+		s.dropHandoff(h)
+		h.st.fail(errClosed)
+	}
+}
+
+// dropHandoff abandons a handoff in any state before decoding: it frees what each side holds. s.mu is
+// held.
+func (s *Server) dropHandoff(h *handoff) {
+	id := h.req.ID
+	delete(s.handoffs, id)
+	s.sinksEnded(-1, id)
+	if h.cancel != nil {
+		h.cancel()
+	}
+	switch h.state {
+	case routing, reserving, transferring:
+		h.prefill.Release(h.prank, id)
+		s.decode.router.Finished(id)
+	}
+	if h.state == reserving {
+		for i, q := range s.decode.pending {
+			for j, x := range q {
+				if x == h {
+					s.decode.pending[i] = append(q[:j], q[j+1:]...)
+					break
+				}
+			}
+		}
+	}
+	if h.state == transferring {
+		h.decode.Unreserve(h.drank, id)
+	}
+}
+
+// decodePassEnded gives a decode worker's waiting reservations the room its pass may have freed, in
+// order.
+func (s *Server) decodePassEnded(worker int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.decode.pending[worker]
+	for len(q) > 0 && s.tryReserve(q[0]) {
+		q[0] = nil
+		q = q[1:]
+	}
+	s.decode.pending[worker] = q
+}
+
+// decodeEnded forgets a request that left its decode worker.
+func (s *Server) decodeEnded(worker int, id uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.handoffs, id)
+	s.sinksEnded(worker, id)
+	s.decode.router.Finished(id)
+	s.decode.ready = s.decode.router.Ready(s.decode.ready[:0])
+	for _, d := range s.decode.ready {
+		if h := s.handoffs[d.ID]; h != nil && h.state == routing {
+			s.reserve(h, d)
+		} else {
+			s.decode.router.Finished(d.ID)
+		}
+	}
+}
+
+// cancelHandoff drops a disaggregated request between prefill and decode; false means it is not in a
+// handoff (it is prefilling or decoding, and its worker cancels it).
+func (s *Server) cancelHandoff(id uint64) bool {
+	s.mu.Lock()
+	h := s.handoffs[id]
+	if h == nil || h.state == prefilling || h.state == decoding {
+		s.mu.Unlock()
+		return false
+	}
+	s.dropHandoff(h)
+	s.mu.Unlock()
+	h.st.fail(errCancelled)
+	return true
+}

@@ -1,0 +1,580 @@
+package live
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/tokenize"
+)
+
+var errBusy = errors.New("too many requests waiting")
+
+// apiError is an error answered with an HTTP status and OpenAI's error JSON.
+type apiError struct {
+	status  int
+	typ     string // OpenAI's error type
+	code    string // OpenAI's error code; "" is null
+	param   string // the offending field; "" is null
+	message string
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func badRequest(param, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: param, message: fmt.Sprintf(format, args...)}
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"error":{"message":`...)
+	b = appendJSONString(b, e.message)
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, e.typ)
+	b = appendNullable(append(b, `,"param":`...), e.param)
+	b = appendNullable(append(b, `,"code":`...), e.code)
+	b = append(b, "}}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	if e.status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.WriteHeader(e.status)
+	w.Write(b)
+}
+
+func appendNullable(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, s)
+}
+
+func (s *Server) routes() {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/completions", s.auth(s.completions))
+	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chatCompletions))
+	mux.HandleFunc("GET /v1/models", s.auth(s.models))
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	if s.o.Metrics != nil {
+		mux.Handle("GET /metrics", s.o.Metrics)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{status: http.StatusNotFound, typ: "not_found_error", message: "no route " + r.Method + " " + r.URL.Path})
+	})
+	s.mux = mux
+}
+
+// Handler is the server's HTTP API.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+	if s.o.APIKey == "" {
+		return h
+	}
+	want := []byte("Bearer " + s.o.APIKey)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			writeError(w, &apiError{status: http.StatusUnauthorized, typ: "authentication_error", code: "invalid_api_key", message: "invalid or missing API key"})
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	b := []byte(`{"object":"list","data":[{"id":`)
+	b = appendJSONString(b, s.o.ModelName)
+	b = append(b, `,"object":"model","created":`...)
+	b = strconv.AppendInt(b, s.created, 10)
+	b = append(b, `,"owned_by":"mocker","root":`...)
+	b = appendJSONString(b, s.o.ModelName)
+	b = append(b, `,"parent":null,"max_model_len":`...)
+	if s.o.MaxModelLen > 0 {
+		b = strconv.AppendInt(b, int64(s.o.MaxModelLen), 10)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, "}]}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// common are the fields both generation APIs share.
+type common struct {
+	Model         *string        `json:"model"`
+	MaxTokens     *int           `json:"max_tokens"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options"`
+	IgnoreEOS     bool           `json:"ignore_eos"` // accepted: a request always generates max_tokens
+	N             *int           `json:"n"`
+}
+
+type completionRequest struct {
+	common
+	Prompt json.RawMessage `json:"prompt"`
+}
+
+type chatRequest struct {
+	common
+	MaxCompletionTokens *int `json:"max_completion_tokens"`
+	Messages            []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
+// decode reads a JSON body into v, turning every failure into a 400 (or 413) that says what is wrong.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	body, err := readBody(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error",
+				message: fmt.Sprintf("request body over %d bytes", tooBig.Limit)}
+		}
+		return badRequest("", "reading the request body: %v", err)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te):
+			field := strings.TrimPrefix(te.Field, "common.")
+			return badRequest(field, "field %q: expected %s, got JSON %s", field, te.Type, te.Value)
+		case errors.As(err, &se):
+			return badRequest("", "malformed JSON at byte %d: %v", se.Offset, err)
+		}
+		return badRequest("", "malformed JSON: %v", err)
+	}
+	return nil
+}
+
+func readBody(r interface{ Read([]byte) (int, error) }) ([]byte, error) {
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
+}
+
+// check validates the shared fields; max is the max_tokens field to use (chat prefers
+// max_completion_tokens).
+func (s *Server) check(c *common, max *int, maxName string) (int, *apiError) {
+	switch {
+	case c.Model == nil || *c.Model == "":
+		return 0, badRequest("model", "field \"model\" is required")
+	case *c.Model != s.o.ModelName:
+		return 0, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found",
+			message: fmt.Sprintf("The model `%s` does not exist.", *c.Model)}
+	case c.N != nil && *c.N != 1:
+		return 0, badRequest("n", "n = %d: only n = 1 is supported", *c.N)
+	}
+	if max == nil {
+		return s.o.DefaultMaxTokens, nil
+	}
+	if *max < 1 {
+		return 0, badRequest(maxName, "%s must be at least 1, got %d", maxName, *max)
+	}
+	return *max, nil
+}
+
+// admit checks a prompt's length and submits it; the stream carries its output.
+func (s *Server) admit(prompt []uint32, maxTokens int) (*Stream, *apiError) {
+	if len(prompt) == 0 {
+		return nil, badRequest("prompt", "the prompt is empty")
+	}
+	if s.o.MaxModelLen > 0 && len(prompt)+maxTokens > s.o.MaxModelLen {
+		return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "context_length_exceeded",
+			message: fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the prompt, %d in the completion). Please reduce the length of the prompt or completion.",
+				s.o.MaxModelLen, len(prompt)+maxTokens, len(prompt), maxTokens)}
+	}
+	req := s.newRequest(prompt, maxTokens)
+	st := newStream(req.ID, len(prompt), time.Now())
+	if err := s.submit(req, st); err != nil {
+		return nil, submitError(err)
+	}
+	return st, nil
+}
+
+func submitError(err error) *apiError {
+	var rej *sched.RejectError
+	switch {
+	case errors.As(err, &rej):
+		return badRequest("", "the request can never be served: %s", rej.Reason)
+	case errors.Is(err, errBusy):
+		return &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", message: "too many requests waiting; retry later"}
+	case errors.Is(err, errClosed):
+		return &apiError{status: http.StatusServiceUnavailable, typ: "service_unavailable", message: "the server is shutting down"}
+	}
+	return &apiError{status: http.StatusInternalServerError, typ: "internal_error", message: err.Error()}
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	var req completionRequest
+	if e := s.decodeBody(w, r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	maxTokens, e := s.check(&req.common, req.MaxTokens, "max_tokens")
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	prompt, e := s.completionPrompt(req.Prompt)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	s.generate(w, r, &req.common, false, prompt, maxTokens)
+}
+
+// completionPrompt accepts what vLLM accepts for one prompt: a string, a list of token ids, or a list
+// holding one of those.
+func (s *Server) completionPrompt(raw json.RawMessage) ([]uint32, *apiError) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, badRequest("prompt", "field \"prompt\" is required")
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return s.o.Tokenizer.Encode(text), nil
+	}
+	var ids []int64
+	if json.Unmarshal(raw, &ids) == nil {
+		return tokenIDs(ids)
+	}
+	var texts []string
+	if json.Unmarshal(raw, &texts) == nil {
+		if len(texts) != 1 {
+			return nil, badRequest("prompt", "%d prompts: exactly one is supported", len(texts))
+		}
+		return s.o.Tokenizer.Encode(texts[0]), nil
+	}
+	var idLists [][]int64
+	if json.Unmarshal(raw, &idLists) == nil {
+		if len(idLists) != 1 {
+			return nil, badRequest("prompt", "%d prompts: exactly one is supported", len(idLists))
+		}
+		return tokenIDs(idLists[0])
+	}
+	return nil, badRequest("prompt", "field \"prompt\": expected a string, a list of token ids, or a list of one of those")
+}
+
+func tokenIDs(ids []int64) ([]uint32, *apiError) {
+	out := make([]uint32, len(ids))
+	for i, id := range ids {
+		if id < 0 || id > 1<<32-1 {
+			return nil, badRequest("prompt", "token id %d at position %d is out of range", id, i)
+		}
+		out[i] = uint32(id)
+	}
+	return out, nil
+}
+
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if e := s.decodeBody(w, r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	max, name := req.MaxCompletionTokens, "max_completion_tokens"
+	if max == nil {
+		max, name = req.MaxTokens, "max_tokens"
+	}
+	maxTokens, e := s.check(&req.common, max, name)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if len(req.Messages) == 0 {
+		writeError(w, badRequest("messages", "field \"messages\" must hold at least one message"))
+		return
+	}
+	msgs := make([]tokenize.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		if m.Role == "" {
+			writeError(w, badRequest("messages", "messages[%d]: field \"role\" is required", i))
+			return
+		}
+		text, err := messageText(m.Content)
+		if err != nil {
+			writeError(w, badRequest("messages", "messages[%d].content: %v", i, err))
+			return
+		}
+		msgs[i] = tokenize.Message{Role: m.Role, Content: text}
+	}
+	prompt := s.o.Tokenizer.Encode(tokenize.ChatPrompt(msgs))
+	s.generate(w, r, &req.common, true, prompt, maxTokens)
+}
+
+// messageText reads a message's content: a string, or a list of parts of which the text ones count.
+func messageText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil // an assistant message with tool calls has no content
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return text, nil
+	}
+	var parts []struct {
+		Type string  `json:"type"`
+		Text *string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("expected a string or a list of content parts")
+	}
+	var b strings.Builder
+	for j, p := range parts {
+		if p.Type != "text" || p.Text == nil {
+			return "", fmt.Errorf("part %d: only text parts are supported, got type %q", j, p.Type)
+		}
+		b.WriteString(*p.Text)
+	}
+	return b.String(), nil
+}
+
+// generate runs a request and answers it, streamed or whole.
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, c *common, chat bool, prompt []uint32, maxTokens int) {
+	st, e := s.admit(prompt, maxTokens)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	rs := &response{s: s, chat: chat, id: st.ID, prompt: len(prompt), created: time.Now().Unix()}
+	if c.Stream {
+		rs.usage = c.StreamOptions != nil && c.StreamOptions.IncludeUsage
+		s.stream(w, r, st, rs)
+		return
+	}
+	s.whole(w, r, st, rs)
+}
+
+// wait returns the tokens published since the last call and where each pass's share ends, blocking
+// until there are some or the request ends; ok is false when the client went away (the request is
+// then cancelled).
+func (s *Server) wait(r *http.Request, st *Stream, toks []uint32, ends []int) ([]uint32, []int, bool, error, bool) {
+	for {
+		toks, ends, done, err := st.Next(toks[:0], ends[:0])
+		if len(toks) > 0 || done {
+			return toks, ends, done, err, true
+		}
+		select {
+		case <-st.Ready():
+		case <-r.Context().Done():
+			s.cancel(st.ID)
+			return nil, nil, false, nil, false
+		}
+	}
+}
+
+func (s *Server) whole(w http.ResponseWriter, r *http.Request, st *Stream, rs *response) {
+	var text []byte
+	var toks []uint32
+	var ends []int
+	for {
+		var done, ok bool
+		var err error
+		toks, ends, done, err, ok = s.wait(r, st, toks, ends)
+		if !ok {
+			return
+		}
+		if err != nil {
+			writeError(w, submitError(err))
+			return
+		}
+		rs.generated += len(toks)
+		text = s.appendText(text, toks)
+		if done {
+			break
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(rs.whole(text, st.Cached()))
+}
+
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *Stream, rs *response) {
+	fl, _ := w.(http.Flusher)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	w.WriteHeader(http.StatusOK)
+	var out, text []byte
+	var toks []uint32
+	var ends []int
+	if rs.chat { // the role comes first, as vLLM sends it
+		out = rs.chunk(out[:0], nil, true, false)
+		if _, err := w.Write(out); err != nil {
+			s.cancel(st.ID)
+			return
+		}
+	}
+	for {
+		var done, ok bool
+		var err error
+		toks, ends, done, err, ok = s.wait(r, st, toks, ends)
+		if !ok {
+			return
+		}
+		if err != nil {
+			out = append(out[:0], "data: "...)
+			e := submitError(err)
+			out = append(out, `{"error":{"message":`...)
+			out = appendJSONString(out, e.message)
+			out = append(out, `,"type":`...)
+			out = appendJSONString(out, e.typ)
+			out = append(out, "}}\n\ndata: [DONE]\n\n"...)
+			w.Write(out)
+			return
+		}
+		// One chunk per pass, as vLLM streams one per engine step; the last carries finish_reason.
+		out = out[:0]
+		from := 0
+		for i, end := range ends {
+			rs.generated += end - from
+			text = s.appendText(text[:0], toks[from:end])
+			out = rs.chunk(out, text, false, done && i == len(ends)-1)
+			from = end
+		}
+		if done {
+			if len(ends) == 0 { // finished with no new token
+				out = rs.chunk(out, nil, false, true)
+			}
+			if rs.usage {
+				out = rs.usageChunk(out, st.Cached())
+			}
+			out = append(out, "data: [DONE]\n\n"...)
+		}
+		if _, err := w.Write(out); err != nil {
+			s.cancel(st.ID)
+			return
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		if done {
+			return
+		}
+	}
+}
+
+// appendText appends the text of generated tokens. Output ids are hashes of (request, index) over the
+// whole uint32 range; they are folded into the tokenizer's vocabulary first.
+func (s *Server) appendText(b []byte, toks []uint32) []byte {
+	one := make([]uint32, 1)
+	vocab := uint32(max(s.o.Tokenizer.VocabSize(), 1))
+	for _, t := range toks {
+		one[0] = t % vocab
+		b = append(b, s.o.Tokenizer.Decode(one)...)
+	}
+	return b
+}
+
+// response writes one request's OpenAI response objects.
+type response struct {
+	s         *Server
+	chat      bool
+	id        uint64
+	prompt    int
+	generated int
+	created   int64
+	usage     bool // stream: send a usage chunk
+}
+
+func (rs *response) head(b []byte, object string) []byte {
+	b = append(b, `{"id":"`...)
+	if rs.chat {
+		b = append(b, "chatcmpl-"...)
+	} else {
+		b = append(b, "cmpl-"...)
+	}
+	b = strconv.AppendUint(b, rs.id, 10)
+	b = append(b, `","object":"`...)
+	b = append(b, object...)
+	b = append(b, `","created":`...)
+	b = strconv.AppendInt(b, rs.created, 10)
+	b = append(b, `,"model":`...)
+	return appendJSONString(b, rs.s.o.ModelName)
+}
+
+func (rs *response) appendUsage(b []byte, cached int) []byte {
+	b = append(b, `"usage":{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(rs.prompt), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(rs.generated), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(rs.prompt+rs.generated), 10)
+	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+	b = strconv.AppendInt(b, int64(cached), 10)
+	return append(b, "}}"...)
+}
+
+func (rs *response) whole(text []byte, cached int) []byte {
+	b := make([]byte, 0, len(text)+384)
+	if rs.chat {
+		b = rs.head(b, "chat.completion")
+		b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+		b = appendJSONBytes(b, text)
+		b = append(b, `},"logprobs":null,"finish_reason":"length"}],`...)
+	} else {
+		b = rs.head(b, "text_completion")
+		b = append(b, `,"choices":[{"index":0,"text":`...)
+		b = appendJSONBytes(b, text)
+		b = append(b, `,"logprobs":null,"finish_reason":"length"}],`...)
+	}
+	b = rs.appendUsage(b, cached)
+	return append(b, "}\n"...)
+}
+
+// chunk appends one SSE event carrying text; role announces the assistant (chat's first chunk).
+func (rs *response) chunk(b []byte, text []byte, role, done bool) []byte {
+	b = append(b, "data: "...)
+	if rs.chat {
+		b = rs.head(b, "chat.completion.chunk")
+		b = append(b, `,"choices":[{"index":0,"delta":{`...)
+		if role {
+			b = append(b, `"role":"assistant","content":""`...)
+		} else {
+			b = append(b, `"content":`...)
+			b = appendJSONBytes(b, text)
+		}
+		b = append(b, `},"logprobs":null,"finish_reason":`...)
+	} else {
+		b = rs.head(b, "text_completion")
+		b = append(b, `,"choices":[{"index":0,"text":`...)
+		b = appendJSONBytes(b, text)
+		b = append(b, `,"logprobs":null,"finish_reason":`...)
+	}
+	if done {
+		b = append(b, `"length"`...)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, "}]"...)
+	if rs.usage { // with include_usage every chunk carries "usage": null, as OpenAI's do
+		b = append(b, `,"usage":null`...)
+	}
+	return append(b, "}\n\n"...)
+}
+
+func (rs *response) usageChunk(b []byte, cached int) []byte {
+	b = append(b, "data: "...)
+	if rs.chat {
+		b = rs.head(b, "chat.completion.chunk")
+	} else {
+		b = rs.head(b, "text_completion")
+	}
+	b = append(b, `,"choices":[],`...)
+	b = rs.appendUsage(b, cached)
+	return append(b, "}\n\n"...)
+}

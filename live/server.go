@@ -1,0 +1,352 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/router"
+	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/tokenize"
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+var (
+	errClosed    = errors.New("server is shutting down")
+	errCancelled = errors.New("request cancelled")
+)
+
+// Options configure a Server.
+type Options struct {
+	Engine  engine.Options // every worker's engine
+	Workers int            // aggregated workers; 0 means 1
+
+	// Router spreads requests over workers and data-parallel ranks; its BlockSize must be the engines'.
+	Router router.Options
+
+	ModelName   string // the served model id
+	MaxModelLen int    // prompt + max_tokens at most; 0: unlimited
+	// DefaultMaxTokens is what a request that sets no max_tokens generates.
+	DefaultMaxTokens int
+	// MaxWaiting bounds the requests waiting to run (in the router's queue and the engines' waiting
+	// queues); past it requests get 429. 0: unbounded.
+	MaxWaiting int
+	// MaxBodyBytes bounds a request body (413 past it); 0 means 16 MiB.
+	MaxBodyBytes int64
+	// APIKey, when set, is required as "Authorization: Bearer KEY".
+	APIKey string
+
+	// Tokenizer encodes prompts (chats rendered by tokenize.ChatPrompt) and decodes outputs.
+	Tokenizer tokenize.Tokenizer
+
+	// Metrics serves /metrics; nil: no metrics endpoint.
+	Metrics http.Handler
+	// Recorder returns the metrics recorder of one rank of one worker (nil: none).
+	Recorder func(worker, rank int) Recorder
+	// Sinks publish KV events and follow requests (NATS, ZMQ); called on worker goroutines.
+	Sinks []Sink
+
+	// Disagg, when set, makes the Workers prefill workers and adds decode workers.
+	Disagg *Disagg
+}
+
+// A Sink publishes KV events outside the process. Its methods are called on worker goroutines
+// (several at once when there are several workers) and must not keep the slices they are given.
+type Sink interface {
+	// Prompt announces a request's prompt before it is routed.
+	Prompt(id uint64, prompt []uint32)
+	// Events publishes a rank's KV events.
+	Events(worker, rank int, evs []kvcache.Event)
+	// Tokens reports a request's new output tokens.
+	Tokens(worker int, id uint64, toks []uint32)
+	// Ended reports that a request left its worker.
+	Ended(worker int, id uint64)
+}
+
+// Server is a set of simulated workers behind a router, answering the OpenAI API.
+type Server struct {
+	o       Options
+	workers []*Worker
+	t0      time.Time
+	nextID  atomic.Uint64
+	created int64
+
+	mu       sync.Mutex // guards router, pending, closed, decode's state and handoffs
+	router   *router.Router
+	pending  map[uint64]*pendingReq // queued in the router
+	closed   bool
+	ready    []router.Decision
+	decode   *decodePool         // disaggregated serving
+	handoffs map[uint64]*handoff // disaggregated requests, from submission to their end
+
+	mux *http.ServeMux
+}
+
+type pendingReq struct {
+	req    *sched.Request
+	stream *Stream
+}
+
+// New starts the workers of a server. Close stops them.
+func New(o Options) (*Server, error) {
+	if o.Workers <= 0 {
+		o.Workers = 1
+	}
+	if o.DefaultMaxTokens <= 0 {
+		o.DefaultMaxTokens = 16
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 16 << 20
+	}
+	if o.Tokenizer == nil {
+		o.Tokenizer = tokenize.Builtin()
+	}
+	if o.ModelName == "" {
+		o.ModelName = "mocker"
+	}
+	rt, err := router.New(o.Router)
+	if err != nil {
+		return nil, fmt.Errorf("live: %w", err)
+	}
+	s := &Server{o: o, t0: time.Now(), router: rt, pending: make(map[uint64]*pendingReq), handoffs: make(map[uint64]*handoff)}
+	s.created = s.t0.Unix()
+	hooks := func(decode bool) Hooks {
+		if decode {
+			return Hooks{Tokens: s.tokens, Ended: s.decodeEnded, PassEnded: s.decodePassEnded, Recorder: o.Recorder}
+		}
+		h := Hooks{Events: s.events, Tokens: s.tokens, Ended: s.ended, Recorder: o.Recorder}
+		if o.Disagg != nil {
+			h.Prefilled = s.prefilled
+		}
+		return h
+	}
+	eo := o.Engine
+	if o.Disagg != nil {
+		eo.Role = sched.Prefill
+	}
+	for i := range o.Workers {
+		w, err := s.newWorker(i, eo, hooks(false))
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.workers = append(s.workers, w)
+		for r := range w.eng.DPSize() {
+			rt.AddTarget(router.Target{Worker: i, Rank: r})
+		}
+	}
+	if o.Disagg != nil {
+		if err := s.startDisagg(hooks); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	s.routes()
+	return s, nil
+}
+
+// newWorker starts worker i (its index among all the server's workers, which seeds it).
+func (s *Server) newWorker(i int, eo engine.Options, hooks Hooks) (*Worker, error) {
+	eo.Seed = engine.RankSeed(s.o.Engine.Seed, i)
+	eng, err := engine.New(eo)
+	if err != nil {
+		return nil, fmt.Errorf("live: worker %d: %w", i, err)
+	}
+	return newWorker(i, eng, eo.Role, hooks, s.t0), nil
+}
+
+// Close stops every worker; requests still running fail.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	pend := s.pending
+	s.pending = make(map[uint64]*pendingReq)
+	s.mu.Unlock()
+	for _, p := range pend {
+		p.stream.fail(errClosed)
+	}
+	for _, w := range s.workers {
+		w.close()
+	}
+	if s.decode != nil {
+		for _, w := range s.decode.workers {
+			w.close()
+		}
+		for _, b := range s.decode.bootstrap {
+			b.Close()
+		}
+	}
+}
+
+// Workers are the server's workers, in order.
+func (s *Server) Workers() []*Worker { return s.workers }
+
+// submit routes a request to a worker, or queues it in the router. The stream it returns carries the
+// output; an error means the request was refused: *sched.RejectError (it can never run), errBusy (too
+// many requests waiting), errClosed.
+func (s *Server) submit(req *sched.Request, st *Stream) error {
+	// Sinks learn the prompt before any worker can store its blocks.
+	for _, sk := range s.o.Sinks {
+		sk.Prompt(req.ID, req.Prompt)
+	}
+	err := s.route(req, st)
+	if err != nil {
+		s.sinksEnded(-1, req.ID)
+	}
+	return err
+}
+
+// sinksEnded tells the sinks a request is gone, once, from whichever path ended it.
+func (s *Server) sinksEnded(worker int, id uint64) {
+	for _, sk := range s.o.Sinks {
+		sk.Ended(worker, id)
+	}
+}
+
+func (s *Server) route(req *sched.Request, st *Stream) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	if s.o.MaxWaiting > 0 && s.waiting() >= s.o.MaxWaiting {
+		return errBusy
+	}
+	if s.decode != nil {
+		s.handoffs[req.ID] = &handoff{req: req, st: st}
+	}
+	d, queued := s.router.Route(router.Request{ID: req.ID, Blocks: req.Seq.Blocks(), PromptTokens: req.PromptLen()})
+	if queued {
+		s.pending[req.ID] = &pendingReq{req: req, stream: st}
+		return nil
+	}
+	return s.dispatch(d, req, st)
+}
+
+// waiting counts the requests not yet running: queued in the router or waiting in an engine.
+func (s *Server) waiting() int {
+	n := len(s.pending)
+	for _, w := range s.workers {
+		for _, m := range w.State() {
+			n += m.Waiting
+		}
+	}
+	return n
+}
+
+// dispatch hands a routed request to its worker; s.mu is held.
+func (s *Server) dispatch(d router.Decision, req *sched.Request, st *Stream) error {
+	req.Rank = d.Target.Rank
+	err := s.workers[d.Target.Worker].Submit(req, st)
+	if err != nil {
+		s.router.Finished(req.ID)
+		delete(s.handoffs, req.ID)
+	}
+	return err
+}
+
+// cancel drops a request wherever it is: queued in the router, running on a worker, or between a
+// prefill and a decode worker.
+func (s *Server) cancel(id uint64) {
+	s.mu.Lock()
+	if p := s.pending[id]; p != nil {
+		delete(s.pending, id)
+		delete(s.handoffs, id)
+		s.router.Finished(id)
+		s.mu.Unlock()
+		s.sinksEnded(-1, id)
+		p.stream.fail(errCancelled)
+		return
+	}
+	s.mu.Unlock()
+	if s.decode != nil && s.cancelHandoff(id) {
+		return
+	}
+	for _, w := range s.workers {
+		if w.Cancel(id) {
+			return
+		}
+	}
+	if s.decode != nil {
+		for _, w := range s.decode.workers {
+			if w.Cancel(id) {
+				return
+			}
+		}
+	}
+}
+
+func (s *Server) events(worker, rank int, evs []kvcache.Event) {
+	s.mu.Lock()
+	t := router.Target{Worker: worker, Rank: rank}
+	for _, e := range evs {
+		s.router.Apply(t, e)
+	}
+	s.mu.Unlock()
+	for _, sk := range s.o.Sinks {
+		sk.Events(worker, rank, evs)
+	}
+}
+
+func (s *Server) tokens(worker int, id uint64, toks []uint32, done bool) {
+	if len(toks) > 0 {
+		s.mu.Lock()
+		s.router.PrefillDone(id)
+		s.drain()
+		s.mu.Unlock()
+	}
+	for _, sk := range s.o.Sinks {
+		sk.Tokens(worker, id, toks)
+	}
+}
+
+func (s *Server) ended(worker int, id uint64) {
+	s.mu.Lock()
+	delete(s.handoffs, id)
+	s.router.Finished(id)
+	s.drain()
+	s.mu.Unlock()
+	s.sinksEnded(worker, id)
+}
+
+// drain dispatches the queued requests the router now lets through; s.mu is held.
+func (s *Server) drain() {
+	if len(s.pending) == 0 {
+		return
+	}
+	s.ready = s.router.Ready(s.ready[:0])
+	for _, d := range s.ready {
+		p := s.pending[d.ID]
+		delete(s.pending, d.ID)
+		if p == nil {
+			s.router.Finished(d.ID)
+			continue
+		}
+		if err := s.dispatch(d, p.req, p.stream); err != nil {
+			s.sinksEnded(-1, d.ID)
+			p.stream.fail(err)
+		}
+	}
+}
+
+// newRequest builds the engine request of a prompt, hashing its blocks once for the router and the
+// engine.
+func (s *Server) newRequest(prompt []uint32, maxTokens int) *sched.Request {
+	seq := tokens.NewSequence(s.o.Router.BlockSize)
+	seq.Append(prompt...)
+	return &sched.Request{ID: s.nextID.Add(1), Prompt: prompt, MaxTokens: maxTokens, Seq: seq}
+}
+
+// Shutdown stops accepting requests through srv, waits (until ctx ends) for the requests in flight to
+// finish, then stops the workers.
+func (s *Server) Shutdown(ctx context.Context, srv *http.Server) error {
+	err := srv.Shutdown(ctx)
+	s.Close()
+	return err
+}

@@ -1,0 +1,497 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/router"
+	"github.com/mocker-sim/mocker/sched/vllm"
+	"github.com/mocker-sim/mocker/timing"
+	"github.com/mocker-sim/mocker/tokenize"
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+const testModel = "test-model"
+
+// testOptions is a one-worker vLLM server with fixed timing, scaled by speedup (math.Inf(1): passes take
+// no time).
+func testOptions(prefillMs, decodeMs, speedup float64) Options {
+	ro := router.DefaultOptions()
+	ro.BlockSize = 16
+	ro.QueueThreshold = 0
+	return Options{
+		Engine: engine.Options{
+			VLLM: vllm.Options{BlockSize: 16, NumBlocks: 1024, MaxNumSeqs: 64, MaxBatchedTokens: 2048,
+				ChunkedPrefill: true, PrefixCaching: true, Events: true},
+			Timing: timing.Scaled{Model: timing.Fixed{PrefillMs: prefillMs, DecodeMs: decodeMs}, Speedup: speedup, DecodeSpeedup: 1},
+		},
+		Router:    ro,
+		ModelName: testModel,
+		Tokenizer: tokenize.Builtin(),
+	}
+}
+
+// start runs a server on a loopback port and returns it with an OpenAI client for it.
+func start(t *testing.T, o Options) (*Server, *httptest.Server, openai.Client) {
+	t.Helper()
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		s.Close()
+	})
+	c := openai.NewClient(option.WithBaseURL(hs.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	return s, hs, c
+}
+
+const longPrompt = "The quick brown fox jumps over the lazy dog while the cat watches from the warm windowsill, " +
+	"and the farmer counts his sheep in the early morning light before the rain begins to fall on the hills."
+
+func TestCompletionUsageAndPrefixCache(t *testing.T) {
+	_, _, c := start(t, testOptions(5, 1, math.Inf(1)))
+	ctx := context.Background()
+	n := len(tokenize.Builtin().Encode(longPrompt))
+	params := openai.CompletionNewParams{
+		Model:     testModel,
+		Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(longPrompt)},
+		MaxTokens: openai.Int(7),
+	}
+	first, err := c.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := first.Usage.CompletionTokens; got != 7 {
+		t.Errorf("completion_tokens = %d, want 7", got)
+	}
+	if got := first.Usage.PromptTokens; got != int64(n) {
+		t.Errorf("prompt_tokens = %d, want %d", got, n)
+	}
+	if got := first.Usage.PromptTokensDetails.CachedTokens; got != 0 {
+		t.Errorf("first request: cached_tokens = %d, want 0", got)
+	}
+	if len(first.Choices) != 1 || first.Choices[0].FinishReason != "length" || first.Choices[0].Text == "" {
+		t.Fatalf("choices = %+v", first.Choices)
+	}
+	second, err := c.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := second.Usage.PromptTokensDetails.CachedTokens, int64(n/16*16); got != want {
+		t.Errorf("repeated prompt: cached_tokens = %d, want %d (its full blocks)", got, want)
+	}
+}
+
+func TestCompletionTokenIDPrompt(t *testing.T) {
+	_, _, c := start(t, testOptions(5, 1, math.Inf(1)))
+	ids := make([]int64, 40)
+	for i := range ids {
+		ids[i] = int64(1000 + i)
+	}
+	res, err := c.Completions.New(context.Background(), openai.CompletionNewParams{
+		Model:     testModel,
+		Prompt:    openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: ids},
+		MaxTokens: openai.Int(3),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Usage.PromptTokens != 40 || res.Usage.CompletionTokens != 3 {
+		t.Errorf("usage = %+v, want 40 prompt and 3 completion tokens", res.Usage)
+	}
+}
+
+func TestCompletionStreaming(t *testing.T) {
+	_, _, c := start(t, testOptions(5, 1, math.Inf(1)))
+	st := c.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
+		Model:         testModel,
+		Prompt:        openai.CompletionNewParamsPromptUnion{OfString: openai.String(longPrompt)},
+		MaxTokens:     openai.Int(12),
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	})
+	var chunks, finished int
+	var usage *openai.CompletionUsage
+	for st.Next() {
+		ch := st.Current()
+		if len(ch.Choices) == 0 {
+			u := ch.Usage
+			usage = &u
+			continue
+		}
+		chunks++
+		if ch.Choices[0].FinishReason == "length" {
+			finished++
+		}
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if chunks != 12 || finished != 1 {
+		t.Errorf("%d chunks, %d finished, want 12 and 1", chunks, finished)
+	}
+	if usage == nil || usage.CompletionTokens != 12 {
+		t.Errorf("usage = %+v, want 12 completion tokens", usage)
+	}
+}
+
+func TestChatStreamingAndWhole(t *testing.T) {
+	_, _, c := start(t, testOptions(5, 1, math.Inf(1)))
+	ctx := context.Background()
+	params := openai.ChatCompletionNewParams{
+		Model:               testModel,
+		Messages:            []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("You are terse."), openai.UserMessage(longPrompt)},
+		MaxCompletionTokens: openai.Int(9),
+	}
+	whole, err := c.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.Usage.CompletionTokens != 9 || whole.Choices[0].Message.Role != "assistant" || whole.Choices[0].Message.Content == "" {
+		t.Fatalf("chat completion = %+v", whole)
+	}
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	st := c.Chat.Completions.NewStreaming(ctx, params)
+	var acc openai.ChatCompletionAccumulator
+	var content int
+	for st.Next() {
+		ch := st.Current()
+		acc.AddChunk(ch)
+		if len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != "" {
+			content++
+		}
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if content != 9 {
+		t.Errorf("%d content chunks, want 9", content)
+	}
+	if acc.Usage.CompletionTokens != 9 || acc.Usage.PromptTokens != whole.Usage.PromptTokens {
+		t.Errorf("streamed usage = %+v, want 9 completion and %d prompt tokens", acc.Usage, whole.Usage.PromptTokens)
+	}
+	// Same seed, same request order within the worker: the streamed text equals the whole one's only
+	// if ids match, which they do not (ids differ); what must hold is that it is non-empty.
+	if acc.Choices[0].Message.Content == "" {
+		t.Error("streamed content is empty")
+	}
+	if got := acc.Usage.PromptTokensDetails.CachedTokens; got == 0 {
+		t.Error("the repeated chat found nothing in the prefix cache")
+	}
+}
+
+func TestModelsAndHealth(t *testing.T) {
+	_, hs, c := start(t, testOptions(5, 1, math.Inf(1)))
+	page, err := c.Models.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Data) != 1 || page.Data[0].ID != testModel {
+		t.Errorf("models = %+v", page.Data)
+	}
+	res, err := http.Get(hs.URL + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Errorf("/health: %d", res.StatusCode)
+	}
+}
+
+// post sends a raw body and returns the status and the decoded error object.
+func post(t *testing.T, url, body string, header ...string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	var v map[string]any
+	if res.StatusCode != 200 {
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatalf("status %d with a body that is not JSON: %q", res.StatusCode, data)
+		}
+		e, ok := v["error"].(map[string]any)
+		if !ok || e["message"] == "" || e["type"] == "" {
+			t.Fatalf("status %d: error body %q is not OpenAI-shaped", res.StatusCode, data)
+		}
+		return res.StatusCode, e
+	}
+	return res.StatusCode, nil
+}
+
+func TestBadInput(t *testing.T) {
+	o := testOptions(5, 1, math.Inf(1))
+	o.MaxModelLen = 64
+	o.MaxBodyBytes = 4096
+	_, hs, c := start(t, o)
+	comp, chat := hs.URL+"/v1/completions", hs.URL+"/v1/chat/completions"
+	cases := []struct {
+		name, url, body string
+		status          int
+		param           string
+	}{
+		{"malformed JSON", comp, `{"model": "test-model", "prompt": "hi"`, 400, ""},
+		{"not an object", comp, `[1, 2]`, 400, ""},
+		{"missing model", comp, `{"prompt": "hi"}`, 400, "model"},
+		{"unknown model", comp, `{"model": "gpt-5", "prompt": "hi"}`, 404, "model"},
+		{"missing prompt", comp, `{"model": "test-model"}`, 400, "prompt"},
+		{"empty prompt", comp, `{"model": "test-model", "prompt": ""}`, 400, "prompt"},
+		{"prompt wrong type", comp, `{"model": "test-model", "prompt": {"a": 1}}`, 400, "prompt"},
+		{"negative token id", comp, `{"model": "test-model", "prompt": [1, -2]}`, 400, "prompt"},
+		{"two prompts", comp, `{"model": "test-model", "prompt": ["a", "b"]}`, 400, "prompt"},
+		{"max_tokens wrong type", comp, `{"model": "test-model", "prompt": "hi", "max_tokens": "ten"}`, 400, "max_tokens"},
+		{"negative max_tokens", comp, `{"model": "test-model", "prompt": "hi", "max_tokens": -1}`, 400, "max_tokens"},
+		{"zero max_tokens", comp, `{"model": "test-model", "prompt": "hi", "max_tokens": 0}`, 400, "max_tokens"},
+		{"n = 2", comp, `{"model": "test-model", "prompt": "hi", "n": 2}`, 400, "n"},
+		{"stream wrong type", comp, `{"model": "test-model", "prompt": "hi", "stream": "yes"}`, 400, "stream"},
+		{"over max-model-len", comp, `{"model": "test-model", "prompt": "hi", "max_tokens": 100}`, 400, ""},
+		{"body too large", comp, `{"model": "test-model", "prompt": "` + strings.Repeat("x", 5000) + `"}`, 413, ""},
+		{"no messages", chat, `{"model": "test-model", "messages": []}`, 400, "messages"},
+		{"message without role", chat, `{"model": "test-model", "messages": [{"content": "hi"}]}`, 400, "messages"},
+		{"image part", chat, `{"model": "test-model", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}`, 400, "messages"},
+		{"messages wrong type", chat, `{"model": "test-model", "messages": "hi"}`, 400, "messages"},
+		{"max_completion_tokens negative", chat, `{"model": "test-model", "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": -5}`, 400, "max_completion_tokens"},
+		{"unknown route", hs.URL + "/v1/embeddings", `{}`, 404, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, e := post(t, tc.url, tc.body)
+			if status != tc.status {
+				t.Fatalf("status %d, want %d (error %v)", status, tc.status, e)
+			}
+			if tc.param != "" && e["param"] != tc.param {
+				t.Errorf("param = %v, want %q (message %q)", e["param"], tc.param, e["message"])
+			}
+		})
+	}
+	// Still serving.
+	res, err := c.Completions.New(context.Background(), openai.CompletionNewParams{
+		Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("hello there")}, MaxTokens: openai.Int(2)})
+	if err != nil || res.Usage.CompletionTokens != 2 {
+		t.Fatalf("after bad input: %v, %+v", err, res)
+	}
+}
+
+func TestAPIKey(t *testing.T) {
+	o := testOptions(5, 1, math.Inf(1))
+	o.APIKey = "sesame"
+	_, hs, _ := start(t, o)
+	body := `{"model": "test-model", "prompt": "hi", "max_tokens": 1}`
+	if status, _ := post(t, hs.URL+"/v1/completions", body); status != 401 {
+		t.Errorf("no key: status %d, want 401", status)
+	}
+	if status, _ := post(t, hs.URL+"/v1/completions", body, "Authorization", "Bearer wrong"); status != 401 {
+		t.Errorf("wrong key: status %d, want 401", status)
+	}
+	if status, _ := post(t, hs.URL+"/v1/completions", body, "Authorization", "Bearer sesame"); status != 200 {
+		t.Errorf("right key: status %d, want 200", status)
+	}
+}
+
+// TestMaxWaiting: with one request running for a long time and one waiting, a third is refused with 429
+// and Retry-After.
+func TestMaxWaiting(t *testing.T) {
+	o := testOptions(5, 50, 1)
+	o.Engine.VLLM.MaxNumSeqs = 1
+	o.MaxWaiting = 1
+	s, hs, _ := start(t, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, "POST", hs.URL+"/v1/completions",
+				strings.NewReader(`{"model": "test-model", "prompt": "a long story", "max_tokens": 1000}`))
+			if res, err := http.DefaultClient.Do(req); err == nil {
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+			}
+		}()
+	}
+	waitFor(t, "one running and one waiting", func() bool {
+		m := s.Workers()[0].State()[0]
+		return m.Running == 1 && m.Waiting == 1
+	})
+	req, _ := http.NewRequest("POST", hs.URL+"/v1/completions", strings.NewReader(`{"model": "test-model", "prompt": "hi"}`))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 429 || res.Header.Get("Retry-After") == "" {
+		t.Errorf("status %d, Retry-After %q; want 429 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	cancel()
+	wg.Wait()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestCancelledStreamsFreeBlocks: after a burst of streams that clients abandon, every KV block is
+// released and the goroutines return to their idle count.
+func TestCancelledStreamsFreeBlocks(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s, _, c := start(t, testOptions(2, 5, 1))
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			st := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{
+				Model:     testModel,
+				Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(strings.Repeat("word ", 40+i))},
+				MaxTokens: openai.Int(10000),
+			})
+			for n := 0; st.Next() && n < 3; n++ {
+			}
+			cancel()
+			st.Close()
+		}()
+	}
+	wg.Wait()
+	w := s.Workers()[0]
+	waitFor(t, "every request to leave", func() bool { return w.InFlight() == 0 })
+	m := w.State()[0]
+	if m.ActiveBlocks != 0 || m.Running != 0 || m.Waiting != 0 {
+		t.Errorf("after cancelling: %+v, want no active blocks and no requests", m)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	waitFor(t, "goroutines to return", func() bool { return runtime.NumGoroutine() <= before+4 })
+}
+
+// TestWallClock: at speedup 1 a lone request's TTFT is one prefill pass (prefill + decode ms, as the
+// fixed model prices a pass that prefills and samples) and its ITL the decode ms, within 10 %.
+func TestWallClock(t *testing.T) {
+	const prefill, decode = 40.0, 10.0
+	_, _, c := start(t, testOptions(prefill, decode, 1))
+	start := time.Now()
+	st := c.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
+		Model:     testModel,
+		Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(longPrompt)},
+		MaxTokens: openai.Int(21),
+	})
+	var times []time.Time
+	for st.Next() {
+		times = append(times, time.Now())
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(times) != 21 {
+		t.Fatalf("%d chunks, want 21", len(times))
+	}
+	ttft := times[0].Sub(start).Seconds() * 1000
+	itl := times[20].Sub(times[0]).Seconds() * 1000 / 20
+	if want := prefill + decode; math.Abs(ttft-want) > 0.1*want {
+		t.Errorf("TTFT %.1f ms, want %.0f ± 10 %%", ttft, want)
+	}
+	if math.Abs(itl-decode) > 0.1*decode {
+		t.Errorf("ITL %.2f ms, want %.0f ± 10 %%", itl, decode)
+	}
+}
+
+// TestEventsReachSinks: a sink sees Stored events for the prompt's blocks with the hashes the tokens
+// package computes, before the request ends.
+func TestEventsReachSinks(t *testing.T) {
+	o := testOptions(5, 1, math.Inf(1))
+	sk := &recordingSink{}
+	o.Sinks = []Sink{sk}
+	_, _, c := start(t, o)
+	if _, err := c.Completions.New(context.Background(), openai.CompletionNewParams{
+		Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(longPrompt)}, MaxTokens: openai.Int(2)}); err != nil {
+		t.Fatal(err)
+	}
+	prompt := tokenize.Builtin().Encode(longPrompt)
+	want := hashesOf(prompt, 16)
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	var got []uint64
+	for _, e := range sk.events {
+		if e.Kind == kvcache.Stored {
+			for _, b := range e.Blocks {
+				got = append(got, b.Hash)
+			}
+		}
+	}
+	if len(got) < len(want) {
+		t.Fatalf("stored %d blocks, want at least the prompt's %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("stored block %d hash %x, want %x", i, got[i], want[i])
+		}
+	}
+	if sk.prompts != 1 || sk.ended != 1 {
+		t.Errorf("sink saw %d prompts and %d ends, want 1 and 1", sk.prompts, sk.ended)
+	}
+}
+
+func hashesOf(prompt []uint32, blockSize int) []uint64 {
+	seq := tokens.NewSequence(blockSize)
+	seq.Append(prompt...)
+	var out []uint64
+	for _, b := range seq.Blocks() {
+		out = append(out, b.Hash)
+	}
+	return out
+}
+
+type recordingSink struct {
+	mu             sync.Mutex
+	events         []kvcache.Event
+	prompts, ended int
+	tokens         int
+}
+
+func (r *recordingSink) Prompt(id uint64, prompt []uint32) { r.mu.Lock(); r.prompts++; r.mu.Unlock() }
+func (r *recordingSink) Events(worker, rank int, evs []kvcache.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range evs {
+		e.Blocks = append([]tokens.Block(nil), e.Blocks...)
+		e.Hashes = append([]uint64(nil), e.Hashes...)
+		r.events = append(r.events, e)
+	}
+}
+func (r *recordingSink) Tokens(worker int, id uint64, toks []uint32) {
+	r.mu.Lock()
+	r.tokens += len(toks)
+	r.mu.Unlock()
+}
+func (r *recordingSink) Ended(worker int, id uint64) { r.mu.Lock(); r.ended++; r.mu.Unlock() }

@@ -1,0 +1,93 @@
+package live
+
+import (
+	"sync"
+	"time"
+)
+
+// Stream carries one request's output from the worker that runs it to the HTTP handler that answers
+// it. The worker appends and never blocks, however slow the client: tokens wait here until the handler
+// takes them (at most the request's max_tokens, so the buffer is bounded).
+type Stream struct {
+	ID uint64
+
+	mu      sync.Mutex
+	pending []uint32
+	ends    []int // where each pass's tokens end in pending: one streamed chunk each
+	cached  int   // prompt tokens served from the prefix cache
+	done    bool
+	err     error
+	ready   chan struct{} // signalled (without blocking) whenever something changes
+
+	// Written by the worker's loop only.
+	enqueued  time.Time // handed to the engine
+	arrived   time.Time // accepted by the server
+	last      time.Time // last token's publication
+	prompt    int
+	generated int
+	admitted  bool
+}
+
+func newStream(id uint64, promptTokens int, arrived time.Time) *Stream {
+	return &Stream{ID: id, prompt: promptTokens, arrived: arrived, ready: make(chan struct{}, 1)}
+}
+
+// Ready is signalled whenever Next has something new to say.
+func (s *Stream) Ready() <-chan struct{} { return s.ready }
+
+// Next appends to toks the tokens published since the last call, and to ends where each pass's share
+// of them ends (a pass is one chunk of a streamed response), and reports whether the request has
+// finished (err is set when it failed).
+func (s *Stream) Next(toks []uint32, ends []int) ([]uint32, []int, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	base := len(toks)
+	toks = append(toks, s.pending...)
+	for _, e := range s.ends {
+		ends = append(ends, base+e)
+	}
+	s.pending, s.ends = s.pending[:0], s.ends[:0]
+	return toks, ends, s.done, s.err
+}
+
+// Cached is the number of prompt tokens the engine found in its prefix cache when it admitted the
+// request (0 until then).
+func (s *Stream) Cached() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cached
+}
+
+func (s *Stream) signal() {
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Stream) push(toks []uint32, done bool) {
+	s.mu.Lock()
+	if len(toks) > 0 {
+		s.pending = append(s.pending, toks...)
+		s.ends = append(s.ends, len(s.pending))
+	}
+	s.done = s.done || done
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *Stream) setCached(n int) {
+	s.mu.Lock()
+	s.cached = n
+	s.mu.Unlock()
+}
+
+// fail ends the stream with err, unless it has already ended.
+func (s *Stream) fail(err error) {
+	s.mu.Lock()
+	if !s.done {
+		s.done, s.err = true, err
+	}
+	s.mu.Unlock()
+	s.signal()
+}

@@ -1,0 +1,430 @@
+package live
+
+import (
+	"sync"
+	"time"
+
+	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+// Recorder receives one data-parallel rank's request metrics; *metrics.Rank implements it.
+type Recorder interface {
+	SetState(m sched.Metrics)
+	Prompt(tokens int)
+	Generated(tokens int)
+	QueueTime(d time.Duration)
+	FirstToken(ttft time.Duration)
+	InterToken(d time.Duration)
+	Finished(reason string, e2e time.Duration, promptTokens, outputTokens int)
+}
+
+// Hooks connect a worker to the rest of the server. Each is called on the worker's own goroutine, never
+// while the worker's lock is held, and must not keep the slices it is given.
+type Hooks struct {
+	// Events receives a rank's KV events when they become visible: at the start of a pass for vLLM and
+	// TensorRT-LLM (the reference's default), at its end for SGLang.
+	Events func(worker, rank int, evs []kvcache.Event)
+	// Tokens receives every request's new output tokens when the pass that produced them ends.
+	Tokens func(worker int, id uint64, toks []uint32, done bool)
+	// Ended is called once for every request that leaves the worker: finished, failed or cancelled.
+	Ended func(worker int, id uint64)
+	// Recorder returns the metrics of one rank (nil: none).
+	Recorder func(worker, rank int) Recorder
+	// Prefilled is called, instead of Ended, when a prefill worker has computed a request's prompt: its
+	// KV stays held on the worker until Release.
+	Prefilled func(worker, rank int, id uint64)
+	// PassEnded is called after every pass, once its outputs are published: capacity may have freed.
+	PassEnded func(worker int)
+}
+
+// Worker runs one engine on the wall clock, as the reference's live scheduler does: it computes a pass
+// at once, publishes what is visible when the pass starts, sleeps until the pass would end on the GPU,
+// then publishes the outputs, the remaining KV events and the metrics. An idle worker blocks.
+type Worker struct {
+	id      int
+	atEnd   bool // KV events become visible at the end of a pass
+	prefill bool // a disaggregated prefill worker: requests end at Prefilled
+	hooks   Hooks
+	recs    []Recorder // by rank; nil entries record nothing
+	t0      time.Time
+
+	mu      sync.Mutex // guards eng, streams and closed
+	eng     *engine.Engine
+	streams map[uint64]*Stream
+	closed  bool
+	wake    chan struct{} // capacity 1: a request arrived or was cancelled
+	quit    chan struct{}
+	exited  chan struct{}
+
+	// The current pass, copied out of the engine under the lock (Cancel and Enqueue may run while the
+	// loop publishes it). Reused by every pass.
+	admitted []rankAdmission
+	outs     []output
+	toks     []uint32
+	evs      []rankEvents
+	blocks   []tokens.Block
+	hashes   []uint64
+	state    []sched.Metrics
+	end      time.Duration
+}
+
+type rankAdmission struct {
+	rank int
+	sched.Admission
+}
+
+type output struct {
+	rank       int
+	id         uint64
+	start, end int // in toks
+	done       bool
+}
+
+type rankEvents struct {
+	rank int
+	evs  []kvcache.Event
+}
+
+func newWorker(id int, eng *engine.Engine, role sched.Role, hooks Hooks, t0 time.Time) *Worker {
+	w := &Worker{
+		id:      id,
+		eng:     eng,
+		atEnd:   eng.EventsAtPassEnd(),
+		prefill: role == sched.Prefill,
+		hooks:   hooks,
+		t0:      t0,
+		streams: make(map[uint64]*Stream),
+		wake:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+		exited:  make(chan struct{}),
+	}
+	w.recs = make([]Recorder, eng.DPSize())
+	if hooks.Recorder != nil {
+		for r := range w.recs {
+			w.recs[r] = hooks.Recorder(id, r)
+		}
+	}
+	go w.run()
+	return w
+}
+
+// Submit hands r to the engine; s receives its output. An error (a *sched.RejectError) means the engine
+// can never serve r; errClosed that the worker is shutting down.
+func (w *Worker) Submit(r *sched.Request, s *Stream) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return errClosed
+	}
+	if err := w.eng.Enqueue(r); err != nil {
+		w.mu.Unlock()
+		return err
+	}
+	s.enqueued = time.Now()
+	w.streams[r.ID] = s
+	w.mu.Unlock()
+	w.poke()
+	return nil
+}
+
+// Cancel drops request id and frees its KV blocks; it reports whether the worker had it.
+func (w *Worker) Cancel(id uint64) bool {
+	w.mu.Lock()
+	s := w.streams[id]
+	if s == nil {
+		w.mu.Unlock()
+		return false
+	}
+	delete(w.streams, id)
+	w.eng.Cancel(id)
+	w.mu.Unlock()
+	s.fail(errCancelled)
+	w.poke()
+	if w.hooks.Ended != nil {
+		w.hooks.Ended(w.id, id)
+	}
+	return true
+}
+
+// Reserve makes room on a decode worker for a request whose KV is about to arrive; see
+// engine.Engine.Reserve.
+func (w *Worker) Reserve(r *sched.Request) (missing int, ok bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return 0, false, errClosed
+	}
+	return w.eng.Reserve(r)
+}
+
+// Activate hands a reserved request whose KV has arrived to the engine; s receives its output.
+func (w *Worker) Activate(rank int, id uint64, s *Stream) bool {
+	w.mu.Lock()
+	ok := !w.closed && w.eng.Activate(rank, id)
+	if ok {
+		s.enqueued = time.Now()
+		w.streams[id] = s
+	}
+	w.mu.Unlock()
+	w.poke()
+	return ok
+}
+
+// Unreserve drops a reservation.
+func (w *Worker) Unreserve(rank int, id uint64) {
+	w.mu.Lock()
+	w.eng.Unreserve(rank, id)
+	w.mu.Unlock()
+	w.poke()
+}
+
+// Release frees the KV a prefill worker held for a request after its transfer.
+func (w *Worker) Release(rank int, id uint64) {
+	w.mu.Lock()
+	w.eng.Release(rank, id)
+	w.mu.Unlock()
+	w.poke()
+}
+
+// State reports each rank's scheduler state.
+func (w *Worker) State() []sched.Metrics {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.eng.Metrics()
+}
+
+// InFlight is the number of requests the worker holds.
+func (w *Worker) InFlight() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.streams)
+}
+
+// close stops the loop after the current pass; requests still held fail with errClosed.
+func (w *Worker) close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		<-w.exited
+		return
+	}
+	w.closed = true
+	w.mu.Unlock()
+	close(w.quit)
+	<-w.exited
+	w.mu.Lock()
+	ended := make([]uint64, 0, len(w.streams))
+	for id, s := range w.streams {
+		w.eng.Cancel(id)
+		s.fail(errClosed)
+		ended = append(ended, id)
+	}
+	clear(w.streams)
+	w.mu.Unlock()
+	if w.hooks.Ended != nil {
+		for _, id := range ended {
+			w.hooks.Ended(w.id, id)
+		}
+	}
+}
+
+func (w *Worker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// now is the engine's clock: wall time since the server started, never behind the last pass's end (the
+// engine's time is monotone even when publishing ran late).
+func (w *Worker) now() time.Duration { return max(time.Since(w.t0), w.end) }
+
+func (w *Worker) run() {
+	defer close(w.exited)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		if !w.step() {
+			select { // nothing to do until a request arrives or leaves
+			case <-w.wake:
+				continue
+			case <-w.quit:
+				return
+			}
+		}
+		w.publishStart()
+		if d := time.Until(w.t0.Add(w.end)); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-w.quit:
+				timer.Stop()
+				return
+			}
+		}
+		w.publishEnd()
+	}
+}
+
+// step plans the next pass and copies what the loop will publish; false means there is no pass to run.
+func (w *Worker) step() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.eng.Idle() {
+		return false
+	}
+	p := w.eng.Step(w.now())
+	if p.Empty() {
+		return false
+	}
+	w.end = p.End
+	w.admitted, w.outs, w.toks, w.evs = w.admitted[:0], w.outs[:0], w.toks[:0], w.evs[:0]
+	w.blocks, w.hashes = w.blocks[:0], w.hashes[:0]
+	for i := range p.Ranks {
+		rp := &p.Ranks[i]
+		for _, a := range rp.Admitted {
+			w.admitted = append(w.admitted, rankAdmission{rp.Rank, a})
+		}
+		for _, o := range rp.Outputs {
+			start := len(w.toks)
+			w.toks = append(w.toks, o.Tokens...)
+			w.outs = append(w.outs, output{rank: rp.Rank, id: o.ID, start: start, end: len(w.toks), done: o.Done})
+		}
+		if len(rp.Events) > 0 {
+			w.evs = append(w.evs, rankEvents{rank: rp.Rank, evs: w.copyEvents(rp.Events)})
+		}
+	}
+	w.state = append(w.state[:0], w.eng.Metrics()...)
+	return true
+}
+
+// copyEvents copies evs, whose slices the engine reuses, into the worker's buffers.
+func (w *Worker) copyEvents(evs []kvcache.Event) []kvcache.Event {
+	out := make([]kvcache.Event, len(evs))
+	for i, e := range evs {
+		out[i] = e
+		if len(e.Blocks) > 0 {
+			at := len(w.blocks)
+			w.blocks = append(w.blocks, e.Blocks...)
+			out[i].Blocks = w.blocks[at:len(w.blocks):len(w.blocks)]
+		}
+		if len(e.Hashes) > 0 {
+			at := len(w.hashes)
+			w.hashes = append(w.hashes, e.Hashes...)
+			out[i].Hashes = w.hashes[at:len(w.hashes):len(w.hashes)]
+		}
+	}
+	return out
+}
+
+// publishStart publishes what is visible as the pass starts: admissions, and KV events unless the
+// backend publishes them at the end.
+func (w *Worker) publishStart() {
+	now := time.Now()
+	w.mu.Lock()
+	for _, a := range w.admitted {
+		s := w.streams[a.ID]
+		if s == nil || s.admitted {
+			continue
+		}
+		s.admitted = true
+		s.setCached(a.Cached)
+		if rec := w.recs[a.rank]; rec != nil {
+			rec.QueueTime(now.Sub(s.enqueued))
+		}
+	}
+	w.mu.Unlock()
+	if !w.atEnd {
+		w.publishEvents()
+	}
+}
+
+func (w *Worker) publishEvents() {
+	if w.hooks.Events == nil {
+		return
+	}
+	for _, re := range w.evs {
+		w.hooks.Events(w.id, re.rank, re.evs)
+	}
+}
+
+// publishEnd publishes the end of a pass in the reference's order: KV events (SGLang), output tokens,
+// request accounting, metrics.
+func (w *Worker) publishEnd() {
+	if w.atEnd {
+		w.publishEvents()
+	}
+	now := time.Now()
+	var ended []uint64
+	var prefilled []rankID
+	w.mu.Lock()
+	for _, o := range w.outs {
+		s := w.streams[o.id]
+		if s == nil { // cancelled while the pass ran
+			continue
+		}
+		toks := w.toks[o.start:o.end]
+		rec := w.recs[o.rank]
+		if rec != nil && len(toks) > 0 {
+			if s.last.IsZero() {
+				rec.FirstToken(now.Sub(s.arrived))
+				rec.Prompt(s.prompt)
+			} else {
+				gap := now.Sub(s.last) / time.Duration(len(toks))
+				for range toks {
+					rec.InterToken(gap)
+				}
+			}
+			rec.Generated(len(toks))
+		}
+		if len(toks) > 0 {
+			s.last = now
+			s.generated += len(toks)
+		}
+		if o.done && w.prefill {
+			delete(w.streams, o.id)
+			prefilled = append(prefilled, rankID{o.rank, o.id})
+			continue
+		}
+		s.push(toks, o.done)
+		if o.done {
+			delete(w.streams, o.id)
+			ended = append(ended, o.id)
+			if rec != nil {
+				rec.Finished("length", now.Sub(s.arrived), s.prompt, s.generated)
+			}
+		}
+	}
+	w.mu.Unlock()
+	if w.hooks.Tokens != nil {
+		for _, o := range w.outs {
+			w.hooks.Tokens(w.id, o.id, w.toks[o.start:o.end], o.done)
+		}
+	}
+	if w.hooks.Ended != nil {
+		for _, id := range ended {
+			w.hooks.Ended(w.id, id)
+		}
+	}
+	if w.hooks.Prefilled != nil {
+		for _, p := range prefilled {
+			w.hooks.Prefilled(w.id, p.rank, p.id)
+		}
+	}
+	for r, rec := range w.recs {
+		if rec != nil && r < len(w.state) {
+			rec.SetState(w.state[r])
+		}
+	}
+	if w.hooks.PassEnded != nil {
+		w.hooks.PassEnded(w.id)
+	}
+}
+
+type rankID struct {
+	rank int
+	id   uint64
+}

@@ -1,0 +1,229 @@
+package live
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/live/vllmevents"
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+// ZMQOptions configure a ZMQSink.
+type ZMQOptions struct {
+	Host string
+	// Port is the PUB port of worker 0, rank 0; worker w's rank r publishes on Port + w×DPSize + r, as
+	// vLLM offsets its port by the data-parallel rank. ReplayPort numbers the ROUTER sockets the same
+	// way (0: no replay).
+	Port, ReplayPort int
+	Workers, DPSize  int
+	BlockSize        int
+	HashSeed         string // vLLM's PYTHONHASHSEED
+	MapFormat        bool   // msgpack maps instead of arrays
+	Topic            string
+}
+
+// ZMQSink publishes KV events in vLLM's own format, so that an indexer written for vLLM (one that
+// hashes prompt tokens with sha256_cbor) finds the blocks of mocker's workers. Our events name blocks
+// by XXH3 sequence hashes; the sink follows every request's tokens to translate them into vLLM's
+// hashes and to fill in each stored block's token ids.
+type ZMQSink struct {
+	o    ZMQOptions
+	pubs []*vllmevents.Publisher // by worker × DPSize + rank
+
+	mu     sync.Mutex
+	hasher *vllmevents.Hasher
+	blocks map[uint64]*vblock // by our sequence hash: blocks some request or the cache holds
+	reqs   map[uint64]*vreq
+	evs    []vllmevents.Event
+}
+
+// vblock is one block as vLLM names it.
+type vblock struct {
+	hash     [32]byte
+	tokens   []uint32
+	refs     int // requests whose token sequence contains it
+	resident int // pools (worker ranks) that store it
+}
+
+// vreq follows one request's tokens.
+type vreq struct {
+	seq    *tokens.Sequence
+	tail   []uint32 // tokens after the last full block
+	parent [32]byte // vLLM hash of the last full block (NONE_HASH before the first)
+	held   []uint64 // our hashes of the blocks it references
+}
+
+// NewZMQSink binds every worker's and rank's PUB (and replay) sockets.
+func NewZMQSink(o ZMQOptions) (*ZMQSink, error) {
+	if o.DPSize < 1 {
+		o.DPSize = 1
+	}
+	s := &ZMQSink{o: o, hasher: vllmevents.NewHasher(o.HashSeed), blocks: make(map[uint64]*vblock), reqs: make(map[uint64]*vreq)}
+	for w := range o.Workers {
+		for r := range o.DPSize {
+			// The publisher adds its rank to the ports, as vLLM does; the worker's offset is ours.
+			base := w * o.DPSize
+			po := vllmevents.Options{Endpoint: endpoint(o.Host, o.Port+base), Topic: o.Topic, MapFormat: o.MapFormat, DPRank: r}
+			if o.ReplayPort > 0 {
+				po.ReplayEndpoint = endpoint(o.Host, o.ReplayPort+base)
+			}
+			p, err := vllmevents.Listen(po)
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("zmq kv events of worker %d rank %d: %w", w, r, err)
+			}
+			s.pubs = append(s.pubs, p)
+		}
+	}
+	return s, nil
+}
+
+func endpoint(host string, port int) string {
+	return "tcp://" + net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// Close closes every socket.
+func (s *ZMQSink) Close() error {
+	var first error
+	for _, p := range s.pubs {
+		if err := p.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Prompt implements Sink: it hashes the prompt's full blocks the way vLLM does.
+func (s *ZMQSink) Prompt(id uint64, prompt []uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := &vreq{seq: tokens.NewSequence(s.o.BlockSize), parent: s.hasher.NoneHash()}
+	s.reqs[id] = r
+	s.extend(r, prompt)
+}
+
+// Tokens implements Sink: generated tokens complete blocks too.
+func (s *ZMQSink) Tokens(_ int, id uint64, toks []uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.reqs[id]; r != nil {
+		s.extend(r, toks)
+	}
+}
+
+// Ended implements Sink.
+func (s *ZMQSink) Ended(_ int, id uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.reqs[id]
+	if r == nil {
+		return
+	}
+	delete(s.reqs, id)
+	for _, h := range r.held {
+		if b := s.blocks[h]; b != nil {
+			b.refs--
+			if b.refs == 0 && b.resident == 0 {
+				delete(s.blocks, h)
+			}
+		}
+	}
+}
+
+// extend appends toks to r and registers the blocks they complete.
+func (s *ZMQSink) extend(r *vreq, toks []uint32) {
+	bs := s.o.BlockSize
+	before := len(r.seq.Blocks())
+	r.seq.Append(toks...)
+	r.tail = append(r.tail, toks...)
+	for i, blk := range r.seq.Blocks()[before:] {
+		part := r.tail[i*bs : (i+1)*bs]
+		b := s.blocks[blk.Hash]
+		if b == nil {
+			b = &vblock{hash: s.hasher.Block(r.parent, part), tokens: append([]uint32(nil), part...)}
+			s.blocks[blk.Hash] = b
+		}
+		b.refs++
+		r.held = append(r.held, blk.Hash)
+		r.parent = b.hash
+	}
+	if n := len(r.seq.Blocks()) - before; n > 0 {
+		r.tail = append(r.tail[:0], r.tail[n*bs:]...)
+	}
+}
+
+// Events implements Sink: one vLLM event batch per call.
+func (s *ZMQSink) Events(worker, rank int, evs []kvcache.Event) {
+	i := worker*s.o.DPSize + rank
+	if i >= len(s.pubs) {
+		return
+	}
+	s.mu.Lock()
+	s.evs = s.evs[:0]
+	for _, e := range evs {
+		if ve := s.translate(e); ve != nil {
+			s.evs = append(s.evs, ve)
+		}
+	}
+	batch := vllmevents.Batch{TS: float64(time.Now().UnixNano()) / 1e9, Events: s.evs}
+	var err error
+	if len(batch.Events) > 0 {
+		err = s.pubs[i].Publish(batch)
+	}
+	s.mu.Unlock()
+	_ = err // a closed publisher drops events; the server keeps serving
+}
+
+// translate turns one of our events into vLLM's; nil when none of its blocks is known (it cannot
+// happen for blocks of requests the sink followed).
+func (s *ZMQSink) translate(e kvcache.Event) vllmevents.Event {
+	switch e.Kind {
+	case kvcache.Stored:
+		out := vllmevents.BlockStored{BlockSize: s.o.BlockSize, Medium: vllmevents.MediumGPU}
+		if e.HasParent {
+			if p := s.blocks[e.Parent]; p != nil {
+				h := vllmevents.External(p.hash)
+				out.ParentBlockHash = &h
+			}
+		}
+		for _, blk := range e.Blocks {
+			b := s.blocks[blk.Hash]
+			if b == nil {
+				break // the rest would not chain
+			}
+			b.resident++
+			out.BlockHashes = append(out.BlockHashes, vllmevents.External(b.hash))
+			out.TokenIDs = append(out.TokenIDs, b.tokens...)
+		}
+		if len(out.BlockHashes) == 0 {
+			return nil
+		}
+		return out
+	case kvcache.Removed:
+		out := vllmevents.BlockRemoved{Medium: vllmevents.MediumGPU}
+		for _, h := range e.Hashes {
+			b := s.blocks[h]
+			if b == nil {
+				continue
+			}
+			out.BlockHashes = append(out.BlockHashes, vllmevents.External(b.hash))
+			b.resident = max(b.resident-1, 0)
+			if b.refs == 0 && b.resident == 0 {
+				delete(s.blocks, h)
+			}
+		}
+		if len(out.BlockHashes) == 0 {
+			return nil
+		}
+		return out
+	case kvcache.Cleared:
+		// Which blocks the pool held is not tracked per pool; blocks other pools still hold must keep
+		// their names, so none is forgotten here.
+		return vllmevents.AllBlocksCleared{}
+	}
+	return nil
+}
