@@ -29,12 +29,12 @@ type Disagg struct {
 }
 
 // Transfer is the KV-transfer delay model of reference §8: tokens × bytes per token / bandwidth, for
-// the blocks the decode worker lacks (or the whole prompt), divided by the speedup ratio.
+// the blocks the decode worker lacks (or the whole prompt). Like the simulator's, it is not divided by
+// the speedup ratio, which scales compute.
 type Transfer struct {
 	GBps          float64 // 0: transfers take no time
 	BytesPerToken int
 	Mode          disagg.Mode
-	Speedup       float64 // 0 means 1
 }
 
 func (t Transfer) delay(missing, prompt int) time.Duration {
@@ -42,11 +42,7 @@ func (t Transfer) delay(missing, prompt int) time.Duration {
 	if t.Mode == disagg.FullPrompt {
 		tokens = prompt
 	}
-	d := disagg.Delay(tokens, t.BytesPerToken, t.GBps)
-	if t.Speedup > 0 {
-		d = time.Duration(float64(d) / t.Speedup)
-	}
-	return d
+	return disagg.Delay(tokens, t.BytesPerToken, t.GBps)
 }
 
 // handoff is a disaggregated request after its prefill: waiting for a decode worker's room, then
@@ -107,7 +103,7 @@ func (s *Server) startDisagg(hooks func(decode bool) Hooks) error {
 	eo.Role = sched.Decode
 	eo.VLLM.Events, eo.SGLang.Events = false, false // decode workers publish no KV events
 	for i := range d.DecodeWorkers {
-		w, err := s.newWorker(len(s.workers)+i, eo, hooks(true))
+		w, err := s.newWorker(i, len(s.workers)+i, eo, hooks(true))
 		if err != nil {
 			return err
 		}

@@ -131,7 +131,7 @@ func New(o Options) (*Server, error) {
 		eo.Role = sched.Prefill
 	}
 	for i := range o.Workers {
-		w, err := s.newWorker(i, eo, hooks(false))
+		w, err := s.newWorker(i, i, eo, hooks(false))
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -151,14 +151,15 @@ func New(o Options) (*Server, error) {
 	return s, nil
 }
 
-// newWorker starts worker i (its index among all the server's workers, which seeds it).
-func (s *Server) newWorker(i int, eo engine.Options, hooks Hooks) (*Worker, error) {
-	eo.Seed = engine.RankSeed(s.o.Engine.Seed, i)
+// newWorker starts worker id of its pool; global, its index among all the server's workers, seeds it
+// and labels its metrics.
+func (s *Server) newWorker(id, global int, eo engine.Options, hooks Hooks) (*Worker, error) {
+	eo.Seed = engine.RankSeed(s.o.Engine.Seed, global)
 	eng, err := engine.New(eo)
 	if err != nil {
-		return nil, fmt.Errorf("live: worker %d: %w", i, err)
+		return nil, fmt.Errorf("live: worker %d: %w", global, err)
 	}
-	return newWorker(i, eng, eo.Role, hooks, s.t0), nil
+	return newWorker(id, global, eng, eo.Role, hooks, s.t0), nil
 }
 
 // Close stops every worker; requests still running fail.

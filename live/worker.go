@@ -88,7 +88,9 @@ type rankEvents struct {
 	evs  []kvcache.Event
 }
 
-func newWorker(id int, eng *engine.Engine, role sched.Role, hooks Hooks, t0 time.Time) *Worker {
+// newWorker starts worker id of its pool; global numbers it among all the server's workers, for its
+// metrics.
+func newWorker(id, global int, eng *engine.Engine, role sched.Role, hooks Hooks, t0 time.Time) *Worker {
 	w := &Worker{
 		id:      id,
 		eng:     eng,
@@ -104,7 +106,7 @@ func newWorker(id int, eng *engine.Engine, role sched.Role, hooks Hooks, t0 time
 	w.recs = make([]Recorder, eng.DPSize())
 	if hooks.Recorder != nil {
 		for r := range w.recs {
-			w.recs[r] = hooks.Recorder(id, r)
+			w.recs[r] = hooks.Recorder(global, r)
 		}
 	}
 	go w.run()

@@ -162,7 +162,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		o.Disagg = &live.Disagg{
 			DecodeWorkers: cfg.DecodeWorkers,
 			Router:        dr,
-			Transfer:      live.Transfer{GBps: cfg.KVTransferBandwidth, BytesPerToken: so.Transfer.BytesPerToken, Mode: mode, Speedup: cfg.SpeedupRatio},
+			Transfer:      live.Transfer{GBps: cfg.KVTransferBandwidth, BytesPerToken: so.Transfer.BytesPerToken, Mode: mode},
 			BootstrapHost: cfg.Host,
 			BootstrapPort: cfg.BootstrapPort,
 		}

@@ -1,0 +1,354 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/nats-io/nats.go"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/mocker-sim/mocker/config"
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/live/natsevents"
+	"github.com/mocker-sim/mocker/live/vllmevents"
+	"github.com/mocker-sim/mocker/tokenize"
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+// startServe runs `mocker serve` in-process with cfg (free ports) and returns what it started and a
+// client; the server stops when the test ends.
+func startServe(t *testing.T, cfg config.Config) (*serving, openai.Client) {
+	t.Helper()
+	cfg.Port, cfg.NATSPort = 0, 0
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan *serving, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, &cfg, io.Discard, ready) }()
+	var info *serving
+	select {
+	case info = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve ended with %v", err)
+		}
+	})
+	c := openai.NewClient(option.WithBaseURL("http://"+info.Addr+"/v1/"), option.WithAPIKey("x"), option.WithMaxRetries(0))
+	return info, c
+}
+
+// serveConfig is a fast server: built-in timing profile scaled far above real time.
+func serveConfig() config.Config {
+	cfg := config.Default()
+	cfg.Router = "kv"
+	cfg.SpeedupRatio = 1000
+	return cfg
+}
+
+func complete(t *testing.T, c openai.Client, prompt string, maxTokens int64) *openai.Completion {
+	t.Helper()
+	res, err := c.Completions.New(context.Background(), openai.CompletionNewParams{
+		Model:     "llama-3.1-8b",
+		Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)},
+		MaxTokens: openai.Int(maxTokens),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+const servePrompt = "In the beginning the simulator had no GPU, and the requests were without form; and the " +
+	"scheduler moved upon the face of the queue, and said: let there be tokens."
+
+// TestServeNATSEvents: a NATS subscriber receives Stored events whose hashes are those of the prompt's
+// blocks, computed from its tokens.
+func TestServeNATSEvents(t *testing.T) {
+	info, c := startServe(t, serveConfig())
+	nc, err := nats.Connect(info.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sub, err := nc.SubscribeSync(info.Subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	complete(t, c, servePrompt, 4)
+
+	seq := tokens.NewSequence(16)
+	seq.Append(tokenize.Builtin().Encode(servePrompt)...)
+	want := seq.Blocks()
+	var got []tokens.Block
+	for len(got) < len(want) {
+		m, err := sub.NextMsg(2 * time.Second)
+		if err != nil {
+			t.Fatalf("after %d of %d blocks: %v", len(got), len(want), err)
+		}
+		ev, err := natsevents.Decode(m.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Worker != 0 || ev.Rank != 0 || ev.Event.Kind != kvcache.Stored {
+			t.Fatalf("event %+v", ev)
+		}
+		got = append(got, ev.Event.Blocks...)
+	}
+	for i, b := range want {
+		if got[i] != b {
+			t.Fatalf("block %d: got %+v, want %+v", i, got[i], b)
+		}
+	}
+}
+
+// TestServeZMQEvents: a ZMQ SUB socket decodes vLLM-format batches whose block hashes are vLLM's
+// sha256_cbor hashes of the prompt's tokens (with the configured PYTHONHASHSEED), with their token ids.
+func TestServeZMQEvents(t *testing.T) {
+	cfg := serveConfig()
+	cfg.NATS = "none"
+	cfg.ZMQKVEventsPort = freePort(t)
+	cfg.KVHashSeed = "42"
+	_, c := startServe(t, cfg)
+
+	sub := zmq4.NewSub(context.Background())
+	defer sub.Close()
+	if err := sub.Dial(fmt.Sprintf("tcp://127.0.0.1:%d", cfg.ZMQKVEventsPort)); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.SetOption(zmq4.OptionSubscribe, ""); err != nil {
+		t.Fatal(err)
+	}
+	msgs := make(chan zmq4.Msg, 64)
+	go func() {
+		for {
+			m, err := sub.Recv()
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- m
+		}
+	}()
+
+	// The subscription reaches the publisher asynchronously and PUB drops what nobody subscribed to:
+	// send distinct prompts until one's events arrive, then check that one.
+	hasher := vllmevents.NewHasher("42")
+	var stored vllmevents.BlockStored
+	var prompt []uint32
+	for try := 0; stored.BlockHashes == nil; try++ {
+		if try == 20 {
+			t.Fatal("no vLLM-format events arrived")
+		}
+		text := fmt.Sprintf("attempt %d: %s", try, servePrompt)
+		complete(t, c, text, 2)
+		select {
+		case m := <-msgs:
+			if len(m.Frames) != 3 || len(m.Frames[1]) != 8 {
+				t.Fatalf("frames %q: want topic, 8-byte sequence, payload", m.Frames)
+			}
+			b, err := vllmevents.DecodeBatch(m.Frames[2])
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, ok := b.Events[0].(vllmevents.BlockStored)
+			if !ok {
+				t.Fatalf("first event %T, want BlockStored", b.Events[0])
+			}
+			stored, prompt = s, tokenize.Builtin().Encode(text)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	chain := hasher.AppendChain(nil, prompt, 16)
+	if len(stored.BlockHashes) != len(chain) {
+		t.Fatalf("stored %d blocks, want the prompt's %d", len(stored.BlockHashes), len(chain))
+	}
+	for i, h := range chain {
+		if stored.BlockHashes[i] != vllmevents.External(h) {
+			t.Fatalf("block %d: hash %x, want vLLM's %x", i, stored.BlockHashes[i], vllmevents.External(h))
+		}
+	}
+	if stored.ParentBlockHash != nil || stored.BlockSize != 16 {
+		t.Errorf("parent %v, block size %d: want none and 16", stored.ParentBlockHash, stored.BlockSize)
+	}
+	if n := len(chain) * 16; len(stored.TokenIDs) != n || fmt.Sprint(stored.TokenIDs) != fmt.Sprint(prompt[:n]) {
+		t.Errorf("token ids %v, want the prompt's first %d", stored.TokenIDs, n)
+	}
+}
+
+// freePort returns a port that was free a moment ago: the ZMQ sockets are numbered from a flag, so
+// the test cannot let them pick their own.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestServeMetrics: /metrics parses with the Prometheus text parser and its counts match the requests.
+func TestServeMetrics(t *testing.T) {
+	info, c := startServe(t, serveConfig())
+	var promptTokens int64
+	for i := range 3 {
+		res := complete(t, c, fmt.Sprintf("%d %s", i, servePrompt), 5)
+		promptTokens += res.Usage.PromptTokens
+	}
+	res, err := http.Get("http://" + info.Addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(name string, labels ...string) float64 {
+		t.Helper()
+		f := fams[name]
+		if f == nil {
+			t.Fatalf("no metric %s", name)
+		}
+		var sum float64
+		for _, m := range f.GetMetric() {
+			if !hasLabels(m, labels) {
+				continue
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.Histogram.GetSampleCount())
+			}
+		}
+		return sum
+	}
+	checks := []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"vllm:request_success_total", []string{"finished_reason", "length"}, 3},
+		{"vllm:prompt_tokens_total", nil, float64(promptTokens)},
+		{"vllm:generation_tokens_total", nil, 15},
+		{"vllm:time_to_first_token_seconds", nil, 3},
+		{"vllm:e2e_request_latency_seconds", nil, 3},
+		{"vllm:inter_token_latency_seconds", nil, 12},
+		{"vllm:num_requests_running", nil, 0},
+		{"vllm:num_requests_waiting", nil, 0},
+		{"vllm:prefix_cache_queries_total", nil, float64(promptTokens)},
+	}
+	for _, ck := range checks {
+		if got := value(ck.name, ck.labels...); got != ck.want {
+			t.Errorf("%s%v = %v, want %v", ck.name, ck.labels, got, ck.want)
+		}
+	}
+	for _, m := range fams["vllm:num_requests_running"].GetMetric() {
+		if !hasLabels(m, []string{"model_name", "llama-3.1-8b", "engine", "0", "worker", "0"}) {
+			t.Errorf("series labels %v", m.GetLabel())
+		}
+	}
+}
+
+func hasLabels(m *dto.Metric, kv []string) bool {
+	for i := 0; i+1 < len(kv); i += 2 {
+		found := false
+		for _, l := range m.GetLabel() {
+			if l.GetName() == kv[i] && l.GetValue() == kv[i+1] {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// TestServeDisaggregated: prefill and decode workers hand requests over through the bootstrap
+// rendezvous; a decode worker's first token comes after the transfer, whose delay the bandwidth sets.
+func TestServeDisaggregated(t *testing.T) {
+	cfg := serveConfig()
+	cfg.SpeedupRatio = math.Inf(1) // passes take no time: TTFT is the transfer
+	cfg.PrefillWorkers, cfg.DecodeWorkers = 2, 2
+	cfg.KVTransferTimingMode = "full_prompt"
+	// llama-3.1-8b holds 131,072 bytes of KV per token: 0.131072 GB/s moves a token per ms.
+	cfg.KVTransferBandwidth = 0.131072
+	info, c := startServe(t, cfg)
+	if len(info.Bootstrap) != 2 {
+		t.Fatalf("bootstrap addresses %v, want one per prefill worker", info.Bootstrap)
+	}
+	prompt := strings.Repeat("token ", 100)
+	n := len(tokenize.Builtin().Encode(prompt))
+	start := time.Now()
+	st := c.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
+		Model:         "llama-3.1-8b",
+		Prompt:        openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)},
+		MaxTokens:     openai.Int(6),
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	})
+	var ttft time.Duration
+	var chunks int
+	var usage openai.CompletionUsage
+	for st.Next() {
+		ch := st.Current()
+		if len(ch.Choices) == 0 {
+			usage = ch.Usage
+			continue
+		}
+		if chunks == 0 {
+			ttft = time.Since(start)
+		}
+		chunks++
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if chunks != 6 || usage.CompletionTokens != 6 || usage.PromptTokens != int64(n) {
+		t.Fatalf("%d chunks, usage %+v; want 6 tokens of a %d-token prompt", chunks, usage, n)
+	}
+	want := time.Duration(n) * time.Millisecond
+	if ttft < want || ttft > want+want/2+50*time.Millisecond {
+		t.Errorf("TTFT %v, want the %v transfer of %d tokens (plus little)", ttft, want, n)
+	}
+	// Many requests at once all complete.
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			_, err := c.Completions.New(context.Background(), openai.CompletionNewParams{
+				Model:     "llama-3.1-8b",
+				Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(fmt.Sprintf("%d %s", i, prompt))},
+				MaxTokens: openai.Int(3),
+			})
+			errs <- err
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
