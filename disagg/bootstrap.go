@@ -30,6 +30,8 @@ var (
 	ErrBootstrapTimeout = errors.New("bootstrap room timed out")
 	// ErrBootstrapClosed is returned after the bootstrap server is closed.
 	ErrBootstrapClosed = errors.New("bootstrap server closed")
+	// ErrBootstrapCancelled is returned by the waits of a room that CancelRoom failed.
+	ErrBootstrapCancelled = errors.New("bootstrap room cancelled")
 )
 
 // BootstrapServer is the prefill side of the rendezvous. A room is created by whichever comes first of
@@ -123,6 +125,17 @@ func (s *BootstrapServer) CompleteRoom(room uint64) error {
 		s.finish(room, r, nil)
 	}
 	return nil
+}
+
+// CancelRoom fails room at once, if it exists, with ErrBootstrapCancelled: its waiters return and its
+// decode connection is closed without an ACK. The prefill worker calls it when the request is cancelled,
+// so neither side waits out the timeout.
+func (s *BootstrapServer) CancelRoom(room uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.rooms[room]; r != nil {
+		s.finish(room, r, ErrBootstrapCancelled)
+	}
 }
 
 // Close stops accepting connections, fails every room with ErrBootstrapClosed, closes every connection

@@ -176,6 +176,27 @@ func TestBootstrapTimeout(t *testing.T) {
 	succeeds(t, "decode", decode)
 }
 
+// TestBootstrapCancelRoom: a cancelled room fails both sides at once, long before its timeout.
+func TestBootstrapCancelRoom(t *testing.T) {
+	s := startBootstrap(t, 5*time.Second)
+	decode := connect(s, 7)
+	succeeds(t, "WaitForDecodeReady", waitReady(s, 7))
+	prefill := waitReady(s, 8) // no decode peer yet
+	stillBlocked(t, "WaitForDecodeReady", prefill)
+	s.CancelRoom(7)
+	s.CancelRoom(8)
+	s.CancelRoom(9) // unknown: nothing happens
+	if err := result(t, "decode", decode); err == nil {
+		t.Fatal("decode of a cancelled room was acknowledged")
+	}
+	if err := result(t, "WaitForDecodeReady", prefill); !errors.Is(err, ErrBootstrapCancelled) {
+		t.Fatalf("WaitForDecodeReady: %v, want ErrBootstrapCancelled", err)
+	}
+	if n := roomCount(s); n != 0 {
+		t.Fatalf("%d rooms left after cancelling", n)
+	}
+}
+
 // TestBootstrapContext: both sides give up when their context ends.
 func TestBootstrapContext(t *testing.T) {
 	s := startBootstrap(t, 5*time.Second)

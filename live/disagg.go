@@ -231,6 +231,7 @@ func (s *Server) dropHandoff(h *handoff) {
 	s.sinksEnded(-1, id)
 	if h.cancel != nil {
 		h.cancel()
+		s.decode.bootstrap[h.prefill.id].CancelRoom(id) // the decode side's connection ends now
 	}
 	switch h.state {
 	case routing, reserving, transferring:

@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/mocker-sim/mocker/disagg"
 	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/router"
@@ -495,3 +496,98 @@ func (r *recordingSink) Tokens(worker int, id uint64, toks []uint32) {
 	r.mu.Unlock()
 }
 func (r *recordingSink) Ended(worker int, id uint64) { r.mu.Lock(); r.ended++; r.mu.Unlock() }
+
+// disaggOptions is two prefill and two decode workers whose transfers take 20 ms.
+func disaggOptions(prefillMs, decodeMs, speedup float64) Options {
+	o := testOptions(prefillMs, decodeMs, speedup)
+	o.Workers = 2
+	dr := o.Router
+	dr.OverlapScoreWeight, dr.TrackPrefillTokens = 0, false
+	o.Disagg = &Disagg{DecodeWorkers: 2, Router: dr, BootstrapHost: "127.0.0.1",
+		Transfer: Transfer{GBps: 1, BytesPerToken: 1e6, Mode: disagg.FullPrompt}} // 1 ms per token
+	return o
+}
+
+// TestDisaggCancelFreesBlocks: streams abandoned while prefilling, in their KV transfer or decoding
+// leave no block held or reserved on either side, and no request anywhere.
+func TestDisaggCancelFreesBlocks(t *testing.T) {
+	s, _, c := start(t, disaggOptions(3, 5, 1))
+	before := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	for i := range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			st := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{
+				Model:     testModel,
+				Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(strings.Repeat("word ", 10+i))},
+				MaxTokens: openai.Int(10000),
+			})
+			// A third leave at once (prefill or transfer), the rest after a few tokens (decode).
+			if i%3 != 0 {
+				for n := 0; st.Next() && n < 2; n++ {
+				}
+			} else {
+				time.Sleep(time.Duration(i) * time.Millisecond)
+			}
+			cancel()
+			st.Close()
+		}()
+	}
+	wg.Wait()
+	all := append(append([]*Worker(nil), s.Workers()...), s.decode.workers...)
+	waitFor(t, "every request to leave", func() bool {
+		for _, w := range all {
+			if w.InFlight() > 0 {
+				return false
+			}
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.handoffs) == 0
+	})
+	waitFor(t, "every block to be freed", func() bool {
+		for _, w := range all {
+			m := w.State()[0]
+			if m.ActiveBlocks != 0 || m.Running != 0 || m.Waiting != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for i, w := range all {
+		if err := w.checkInvariants(); err != nil {
+			t.Errorf("worker %d: %v", i, err)
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+	waitFor(t, "goroutines to return", func() bool { return runtime.NumGoroutine() <= before+4 })
+}
+
+// TestDisaggTTFT: a disaggregated request's first token comes after its prefill pass and its transfer.
+func TestDisaggTTFT(t *testing.T) {
+	_, _, c := start(t, disaggOptions(30, 5, 1))
+	prompt := strings.Repeat("word ", 50)
+	n := len(tokenize.Builtin().Encode(prompt))
+	begin := time.Now()
+	st := c.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
+		Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)}, MaxTokens: openai.Int(4)})
+	var first time.Duration
+	var chunks int
+	for st.Next() {
+		if chunks == 0 {
+			first = time.Since(begin)
+		}
+		chunks++
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Prefill pass 30 ms (the prefill worker samples nothing), transfer n ms, decode pass 5 ms.
+	want := 30*time.Millisecond + time.Duration(n)*time.Millisecond + 5*time.Millisecond
+	if chunks != 4 || first < want || first > want+want/10 {
+		t.Errorf("%d chunks, TTFT %v; want 4 and %v + 10 %%", chunks, first, want)
+	}
+}

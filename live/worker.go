@@ -205,6 +205,12 @@ func (w *Worker) InFlight() int {
 	return len(w.streams)
 }
 
+func (w *Worker) checkInvariants() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.eng.CheckInvariants()
+}
+
 // close stops the loop after the current pass; requests still held fail with errClosed.
 func (w *Worker) close() {
 	w.mu.Lock()
