@@ -352,3 +352,41 @@ func TestServeDisaggregated(t *testing.T) {
 		}
 	}
 }
+
+// TestServeGracefulShutdown: on shutdown the server stops accepting connections but finishes the
+// streams in flight.
+func TestServeGracefulShutdown(t *testing.T) {
+	cfg := serveConfig()
+	cfg.NATS = "none"
+	cfg.Timing, cfg.PrefillMs, cfg.DecodeMs, cfg.SpeedupRatio = "fixed", 5, 10, 1
+	cfg.Port = 0
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan *serving, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, &cfg, io.Discard, ready) }()
+	info := <-ready
+	c := openai.NewClient(option.WithBaseURL("http://"+info.Addr+"/v1/"), option.WithAPIKey("x"), option.WithMaxRetries(0))
+	st := c.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
+		Model:     "llama-3.1-8b",
+		Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(servePrompt)},
+		MaxTokens: openai.Int(30), // about 300 ms
+	})
+	if !st.Next() {
+		t.Fatalf("no first chunk: %v", st.Err())
+	}
+	cancel() // as SIGTERM does
+	chunks := 1
+	for st.Next() {
+		chunks++
+	}
+	if err := st.Err(); err != nil || chunks != 30 {
+		t.Fatalf("the stream in flight got %d of 30 chunks (%v)", chunks, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if _, err := http.Get("http://" + info.Addr + "/health"); err == nil {
+		t.Error("the server still accepts connections after shutting down")
+	}
+}
