@@ -591,3 +591,38 @@ func TestDisaggTTFT(t *testing.T) {
 		t.Errorf("%d chunks, TTFT %v; want 4 and %v + 10 %%", chunks, first, want)
 	}
 }
+
+// TestRoutingAcrossWorkers: behind the KV router a repeated prompt goes back to the worker (and rank)
+// that cached it; round-robin sends it elsewhere and finds nothing cached.
+func TestRoutingAcrossWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		policy router.Policy
+		cached bool
+	}{{router.KV, true}, {router.RoundRobin, false}} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			o := testOptions(5, 1, math.Inf(1))
+			o.Workers, o.Engine.DPSize = 3, 2
+			o.Router.Policy = tc.policy
+			s, _, c := start(t, o)
+			params := openai.CompletionNewParams{Model: testModel,
+				Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(longPrompt)}, MaxTokens: openai.Int(2)}
+			if _, err := c.Completions.New(context.Background(), params); err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.Completions.New(context.Background(), params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Usage.PromptTokensDetails.CachedTokens > 0; got != tc.cached {
+				t.Errorf("repeated prompt: cached_tokens = %d, want cached = %v", res.Usage.PromptTokensDetails.CachedTokens, tc.cached)
+			}
+			// Every rank of every worker is a target.
+			s.mu.Lock()
+			n := len(s.router.Targets())
+			s.mu.Unlock()
+			if n != 6 {
+				t.Errorf("%d router targets, want 3 workers × 2 ranks", n)
+			}
+		})
+	}
+}
