@@ -586,9 +586,10 @@ func TestDisaggTTFT(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Prefill pass 30 ms (the prefill worker samples nothing), transfer n ms, decode pass 5 ms.
+	// The rendezvous and two handoffs between goroutines add a few milliseconds (more under -race).
 	want := 30*time.Millisecond + time.Duration(n)*time.Millisecond + 5*time.Millisecond
-	if chunks != 4 || first < want || first > want+want/10 {
-		t.Errorf("%d chunks, TTFT %v; want 4 and %v + 10 %%", chunks, first, want)
+	if chunks != 4 || first < want || first > want+want/5 {
+		t.Errorf("%d chunks, TTFT %v; want 4 and %v + 20 %%", chunks, first, want)
 	}
 }
 
