@@ -20,6 +20,7 @@ import (
 	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/router"
+	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/timing"
 	"github.com/mocker-sim/mocker/tokenize"
@@ -322,7 +323,7 @@ func TestMaxWaiting(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
-	for range 2 {
+	send := func() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -334,10 +335,11 @@ func TestMaxWaiting(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, "one running and one waiting", func() bool {
-		m := s.Workers()[0].State()[0]
-		return m.Running == 1 && m.Waiting == 1
-	})
+	state := func() sched.Metrics { return s.Workers()[0].State()[0] }
+	send()
+	waitFor(t, "one running", func() bool { return state().Running == 1 })
+	send()
+	waitFor(t, "one running and one waiting", func() bool { m := state(); return m.Running == 1 && m.Waiting == 1 })
 	req, _ := http.NewRequest("POST", hs.URL+"/v1/completions", strings.NewReader(`{"model": "test-model", "prompt": "hi"}`))
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
