@@ -68,7 +68,8 @@ type Worker struct {
 	blocks   []tokens.Block
 	hashes   []uint64
 	state    []sched.Metrics
-	end      time.Duration
+	end      time.Duration // the last pass's end on the engine's clock
+	busy     bool          // the last pass followed another without an idle wait
 }
 
 type rankAdmission struct {
@@ -248,7 +249,19 @@ func (w *Worker) poke() {
 
 // now is the engine's clock: wall time since the server started, never behind the last pass's end (the
 // engine's time is monotone even when publishing ran late).
-func (w *Worker) now() time.Duration { return max(time.Since(w.t0), w.end) }
+func (w *Worker) now() time.Duration {
+	wall := time.Since(w.t0)
+	if w.busy && wall-w.end < maxLag {
+		// Back-to-back passes: the GPU starts the next one when the last ends; the time spent publishing
+		// is the host's, not the model's, so it does not delay the schedule.
+		return w.end
+	}
+	return max(wall, w.end)
+}
+
+// maxLag is how far behind the wall clock a busy worker may fall (a stalled process, a slow host)
+// before it stops catching up and resumes from the present.
+const maxLag = 50 * time.Millisecond
 
 func (w *Worker) run() {
 	defer close(w.exited)
@@ -256,6 +269,7 @@ func (w *Worker) run() {
 	timer.Stop()
 	for {
 		if !w.step() {
+			w.busy = false
 			select { // nothing to do until a request arrives or leaves
 			case <-w.wake:
 				continue
@@ -263,6 +277,7 @@ func (w *Worker) run() {
 				return
 			}
 		}
+		w.busy = true
 		w.publishStart()
 		if d := time.Until(w.t0.Add(w.end)); d > 0 {
 			timer.Reset(d)
