@@ -48,7 +48,7 @@ func testOptions(prefillMs, decodeMs, speedup float64) Options {
 }
 
 // start runs a server on a loopback port and returns it with an OpenAI client for it.
-func start(t *testing.T, o Options) (*Server, *httptest.Server, openai.Client) {
+func start(t testing.TB, o Options) (*Server, *httptest.Server, openai.Client) {
 	t.Helper()
 	s, err := New(o)
 	if err != nil {
