@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"unicode"
@@ -36,6 +37,9 @@ import (
 // drops text around repeated special tokens, ignores byte_fallback, ignore_merges, use_regex and
 // Metaspace's split flag, and panics on Llama-3's pattern.
 func FromFile(path string) (Tokenizer, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, "tokenizer.json") // a model checkpoint directory
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokenize: %w", err)

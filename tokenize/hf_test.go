@@ -2,6 +2,7 @@ package tokenize
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -188,5 +189,28 @@ func BenchmarkFromFileEncode4K(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		tok.Encode(text)
+	}
+}
+
+// TestFromFileDirectory: a model directory stands for its tokenizer.json, as vLLM's --tokenizer takes
+// one.
+func TestFromFileDirectory(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("testdata", "bytelevel.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := FromFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(tok.Encode("hello world")), fmt.Sprint(load(t, "bytelevel.json").Encode("hello world")); got != want {
+		t.Errorf("directory: %s, file: %s", got, want)
+	}
+	if _, err := FromFile(t.TempDir()); err == nil || !strings.Contains(err.Error(), "tokenizer.json") {
+		t.Errorf("empty directory: %v, want an error naming tokenizer.json", err)
 	}
 }
