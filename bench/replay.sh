@@ -14,7 +14,8 @@ run() {
 	echo "== $*"
 	GOMAXPROCS=1 taskset -c 0 bench/mocker predict --trace "$trace" "$@" >/dev/null
 }
-run                                                    # vLLM defaults: block 16, 16,384 blocks
+run                                                    # defaults: Llama-3.1-8B on an H200 (55,522 blocks of 16), measured profile timing
 run --block-size 64 --num-gpu-blocks 4000000           # a pool that never evicts
 run --workers 8                                        # eight workers, round robin
+run --workers 8 --router kv                            # eight workers behind the KV-aware router
 rm -f bench/mocker
