@@ -364,13 +364,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestCancelledStreamsFreeBlocks: after a burst of streams that clients abandon, every KV block is
-// released and the goroutines return to their idle count.
-func TestCancelledStreamsFreeBlocks(t *testing.T) {
-	before := runtime.NumGoroutine()
-	s, _, c := start(t, testOptions(2, 5, 1))
+// abandonStreams opens n streams at once, stream i with a prompt of words+i words, and has each client
+// go away after reading chunks(i) chunks (0: after i ms without reading).
+func abandonStreams(c openai.Client, n, words int, chunks func(i int) int) {
 	var wg sync.WaitGroup
-	for i := range 32 {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -378,16 +376,28 @@ func TestCancelledStreamsFreeBlocks(t *testing.T) {
 			defer cancel()
 			st := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{
 				Model:     testModel,
-				Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(strings.Repeat("word ", 40+i))},
+				Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(strings.Repeat("word ", words+i))},
 				MaxTokens: openai.Int(10000),
 			})
-			for n := 0; st.Next() && n < 3; n++ {
+			if k := chunks(i); k > 0 {
+				for n := 0; n < k && st.Next(); n++ {
+				}
+			} else {
+				time.Sleep(time.Duration(i) * time.Millisecond)
 			}
 			cancel()
 			st.Close()
 		}()
 	}
 	wg.Wait()
+}
+
+// TestCancelledStreamsFreeBlocks: after a burst of streams that clients abandon, every KV block is
+// released and the goroutines return to their idle count.
+func TestCancelledStreamsFreeBlocks(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s, _, c := start(t, testOptions(2, 5, 1))
+	abandonStreams(c, 32, 40, func(int) int { return 3 })
 	w := s.Workers()[0]
 	waitFor(t, "every request to leave", func() bool { return w.InFlight() == 0 })
 	m := w.State()[0]
@@ -515,30 +525,8 @@ func disaggOptions(prefillMs, decodeMs, speedup float64) Options {
 func TestDisaggCancelFreesBlocks(t *testing.T) {
 	s, _, c := start(t, disaggOptions(3, 5, 1))
 	before := runtime.NumGoroutine()
-	var wg sync.WaitGroup
-	for i := range 24 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			st := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{
-				Model:     testModel,
-				Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(strings.Repeat("word ", 10+i))},
-				MaxTokens: openai.Int(10000),
-			})
-			// A third leave at once (prefill or transfer), the rest after a few tokens (decode).
-			if i%3 != 0 {
-				for n := 0; st.Next() && n < 2; n++ {
-				}
-			} else {
-				time.Sleep(time.Duration(i) * time.Millisecond)
-			}
-			cancel()
-			st.Close()
-		}()
-	}
-	wg.Wait()
+	// A third leave at once (while prefilling or transferring), the rest after two tokens (decoding).
+	abandonStreams(c, 24, 10, func(i int) int { return min(i%3, 1) * 2 })
 	all := append(append([]*Worker(nil), s.Workers()...), s.decode.workers...)
 	waitFor(t, "every request to leave", func() bool {
 		for _, w := range all {
