@@ -248,5 +248,9 @@ func describeServe(cfg *config.Config, workers int) string {
 	if cfg.PrefillWorkers > 0 {
 		return fmt.Sprintf("%s, %d prefill + %d decode workers, router %s", cfg.Backend, cfg.PrefillWorkers, cfg.DecodeWorkers, cfg.Router)
 	}
-	return fmt.Sprintf("%s, %d workers, router %s, speedup %g", cfg.Backend, workers, cfg.Router, cfg.SpeedupRatio)
+	noun := "workers"
+	if workers == 1 {
+		noun = "worker"
+	}
+	return fmt.Sprintf("%s, %d %s, router %s, speedup %g", cfg.Backend, workers, noun, cfg.Router, cfg.SpeedupRatio)
 }
