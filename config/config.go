@@ -441,7 +441,7 @@ func (c *Config) SimOptions() (sim.Options, error) {
 		if err != nil {
 			return sim.Options{}, err
 		}
-		o.Transfer = sim.Transfer{GBps: c.KVTransferBandwidth, BytesPerToken: c.KVBytesPerToken, Mode: mode}
+		o.Transfer = disagg.Transfer{GBps: c.KVTransferBandwidth, BytesPerToken: c.KVBytesPerToken, Mode: mode}
 		if o.Transfer.BytesPerToken == 0 && o.Transfer.GBps > 0 {
 			d, err := c.Deployment()
 			if err != nil {

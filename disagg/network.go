@@ -27,6 +27,27 @@ func ParseMode(s string) (Mode, error) {
 	return 0, fmt.Errorf("kv-transfer-timing-mode %q: want destination_missing or full_prompt", s)
 }
 
+// Transfer configures the KV handoff from prefill to decode workers (reference §8).
+type Transfer struct {
+	GBps          float64 // bandwidth of each worker's link, GB/s; 0: transfers take no time
+	BytesPerToken int     // KV bytes per token
+	Mode          Mode
+}
+
+// Tokens is how many prompt tokens a handoff moves: those the destination lacks (missing), or the whole
+// prompt.
+func (t Transfer) Tokens(missing, prompt int) int {
+	if t.Mode == FullPrompt {
+		return prompt
+	}
+	return missing
+}
+
+// Bytes is the size of a handoff.
+func (t Transfer) Bytes(missing, prompt int) float64 {
+	return float64(t.Tokens(missing, prompt)) * float64(t.BytesPerToken)
+}
+
 // Delay is the reference's transfer time of tokens at bytesPerToken over one link of gbps GB/s (10^9
 // bytes per second): 0 when gbps <= 0 (no modelled delay).
 func Delay(tokens, bytesPerToken int, gbps float64) time.Duration {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,31 +19,16 @@ type Disagg struct {
 	// Router picks a request's decode worker once its prompt is computed (Dynamo's decode router: no
 	// overlap credit, no prefill tracking).
 	Router router.Options
-	// Transfer prices moving the prompt's KV from the prefill to the decode worker.
-	Transfer Transfer
+	// Transfer prices moving the prompt's KV from the prefill to the decode worker: one transfer alone
+	// on its link (no contention, as in the reference's live mocker), and, like the simulator's, not
+	// divided by the speedup ratio, which scales compute.
+	Transfer disagg.Transfer
 	// BootstrapHost and BootstrapPort are where prefill worker i listens for its decode peers' rendezvous
 	// (port + i; port 0: any free port).
 	BootstrapHost string
 	BootstrapPort int
 	// BootstrapTimeout bounds each rendezvous wait; 0: disagg.DefaultBootstrapTimeout.
 	BootstrapTimeout time.Duration
-}
-
-// Transfer is the KV-transfer delay model of reference §8: tokens × bytes per token / bandwidth, for
-// the blocks the decode worker lacks (or the whole prompt). Like the simulator's, it is not divided by
-// the speedup ratio, which scales compute.
-type Transfer struct {
-	GBps          float64 // 0: transfers take no time
-	BytesPerToken int
-	Mode          disagg.Mode
-}
-
-func (t Transfer) delay(missing, prompt int) time.Duration {
-	tokens := missing
-	if t.Mode == disagg.FullPrompt {
-		tokens = prompt
-	}
-	return disagg.Delay(tokens, t.BytesPerToken, t.GBps)
 }
 
 // handoff is a disaggregated request after its prefill: waiting for a decode worker's room, then
@@ -175,7 +161,8 @@ func (s *Server) tryReserve(h *handoff) bool {
 	h.cancel = cancel
 	bs := s.decode.bootstrap[h.prefill.id]
 	addr := bs.Addr().String()
-	delay := s.decode.o.Transfer.delay(missing, h.req.PromptLen())
+	t := s.decode.o.Transfer
+	delay := disagg.Delay(t.Tokens(missing, h.req.PromptLen()), t.BytesPerToken, t.GBps)
 	id := h.req.ID
 	// Reference §8: the prefill side waits for its decode peer before releasing its output and
 	// completes the room after it; the decode side connects and waits for the ACK; then the KV moves.
@@ -223,8 +210,8 @@ func (s *Server) transferred(id uint64, err error) {
 	}
 }
 
-// dropHandoff abandons a handoff in any state before decoding: it frees what each side holds. s.mu is
-// held.
+// dropHandoff abandons a handoff in any state before decoding: it frees what each side holds. A
+// reserving handoff must already be out of its decode worker's queue. s.mu is held.
 func (s *Server) dropHandoff(h *handoff) {
 	id := h.req.ID
 	delete(s.handoffs, id)
@@ -237,16 +224,6 @@ func (s *Server) dropHandoff(h *handoff) {
 	case routing, reserving, transferring:
 		h.prefill.Release(h.prank, id)
 		s.decode.router.Finished(id)
-	}
-	if h.state == reserving {
-		for i, q := range s.decode.pending {
-			for j, x := range q {
-				if x == h {
-					s.decode.pending[i] = append(q[:j], q[j+1:]...)
-					break
-				}
-			}
-		}
 	}
 	if h.state == transferring {
 		h.decode.Unreserve(h.drank, id)
@@ -291,6 +268,10 @@ func (s *Server) cancelHandoff(id uint64) bool {
 	if h == nil || h.state == prefilling || h.state == decoding {
 		s.mu.Unlock()
 		return false
+	}
+	if h.state == reserving {
+		q := s.decode.pending[h.decode.id]
+		s.decode.pending[h.decode.id] = slices.DeleteFunc(q, func(x *handoff) bool { return x == h })
 	}
 	s.dropHandoff(h)
 	s.mu.Unlock()

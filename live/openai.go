@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -136,7 +137,7 @@ type chatRequest struct {
 
 // decode reads a JSON body into v, turning every failure into a 400 (or 413) that says what is wrong.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *apiError {
-	body, err := readBody(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -158,12 +159,6 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *apiE
 		return badRequest("", "malformed JSON: %v", err)
 	}
 	return nil
-}
-
-func readBody(r interface{ Read([]byte) (int, error) }) ([]byte, error) {
-	var buf bytes.Buffer
-	_, err := buf.ReadFrom(r)
-	return buf.Bytes(), err
 }
 
 // check validates the shared fields; max is the max_tokens field to use (chat prefers
@@ -359,44 +354,48 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, c *common, cha
 	s.whole(w, r, st, rs)
 }
 
-// wait returns the tokens published since the last call and where each pass's share ends, blocking
-// until there are some or the request ends; ok is false when the client went away (the request is
-// then cancelled).
-func (s *Server) wait(r *http.Request, st *Stream, toks []uint32, ends []int) ([]uint32, []int, bool, error, bool) {
+// errGone reports that the client went away; the request has been cancelled.
+var errGone = errors.New("client went away")
+
+// reader reads one request's output for its HTTP handler.
+type reader struct {
+	s    *Server
+	r    *http.Request
+	st   *Stream
+	toks []uint32 // the tokens of the last next
+	ends []int    // where each pass's share of toks ends
+}
+
+// next waits until the stream has new tokens or the request has ended, and takes them. Its error is
+// the request's failure, or errGone when the client went away (the request is then cancelled).
+func (rd *reader) next() (done bool, err error) {
 	for {
-		toks, ends, done, err := st.Next(toks[:0], ends[:0])
-		if len(toks) > 0 || done {
-			return toks, ends, done, err, true
+		rd.toks, rd.ends, done, err = rd.st.Next(rd.toks[:0], rd.ends[:0])
+		if len(rd.toks) > 0 || done {
+			return done, err
 		}
 		select {
-		case <-st.Ready():
-		case <-r.Context().Done():
-			s.cancel(st.ID)
-			return nil, nil, false, nil, false
+		case <-rd.st.Ready():
+		case <-rd.r.Context().Done():
+			rd.s.cancel(rd.st.ID)
+			return false, errGone
 		}
 	}
 }
 
 func (s *Server) whole(w http.ResponseWriter, r *http.Request, st *Stream, rs *response) {
+	rd := reader{s: s, r: r, st: st}
 	var text []byte
-	var toks []uint32
-	var ends []int
-	for {
-		var done, ok bool
+	for done := false; !done; {
 		var err error
-		toks, ends, done, err, ok = s.wait(r, st, toks, ends)
-		if !ok {
+		if done, err = rd.next(); err != nil {
+			if err != errGone {
+				writeError(w, submitError(err))
+			}
 			return
 		}
-		if err != nil {
-			writeError(w, submitError(err))
-			return
-		}
-		rs.generated += len(toks)
-		text = s.appendText(text, toks)
-		if done {
-			break
-		}
+		rs.generated += len(rd.toks)
+		text = s.appendText(text, rd.toks)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(rs.whole(text, st.Cached()))
@@ -409,9 +408,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *Stream, rs *
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
+	rd := reader{s: s, r: r, st: st}
 	var out, text []byte
-	var toks []uint32
-	var ends []int
 	if rs.chat { // the role comes first, as vLLM sends it
 		out = rs.chunk(out[:0], nil, true, false)
 		if _, err := w.Write(out); err != nil {
@@ -419,17 +417,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *Stream, rs *
 			return
 		}
 	}
-	for {
-		var done, ok bool
+	for done := false; !done; {
 		var err error
-		toks, ends, done, err, ok = s.wait(r, st, toks, ends)
-		if !ok {
+		done, err = rd.next()
+		if err == errGone {
 			return
 		}
 		if err != nil {
-			out = append(out[:0], "data: "...)
 			e := submitError(err)
-			out = append(out, `{"error":{"message":`...)
+			out = append(out[:0], `data: {"error":{"message":`...)
 			out = appendJSONString(out, e.message)
 			out = append(out, `,"type":`...)
 			out = appendJSONString(out, e.typ)
@@ -440,14 +436,14 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *Stream, rs *
 		// One chunk per pass, as vLLM streams one per engine step; the last carries finish_reason.
 		out = out[:0]
 		from := 0
-		for i, end := range ends {
+		for i, end := range rd.ends {
 			rs.generated += end - from
-			text = s.appendText(text[:0], toks[from:end])
-			out = rs.chunk(out, text, false, done && i == len(ends)-1)
+			text = s.appendText(text[:0], rd.toks[from:end])
+			out = rs.chunk(out, text, false, done && i == len(rd.ends)-1)
 			from = end
 		}
 		if done {
-			if len(ends) == 0 { // finished with no new token
+			if len(rd.ends) == 0 { // finished with no new token
 				out = rs.chunk(out, nil, false, true)
 			}
 			if rs.usage {
@@ -461,9 +457,6 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *Stream, rs *
 		}
 		if fl != nil {
 			fl.Flush()
-		}
-		if done {
-			return
 		}
 	}
 }

@@ -295,8 +295,8 @@ func (s *Server) events(worker, rank int, evs []kvcache.Event) {
 	}
 }
 
-func (s *Server) tokens(worker int, id uint64, toks []uint32, done bool) {
-	if len(toks) > 0 {
+func (s *Server) tokens(worker int, id uint64, toks []uint32, first bool) {
+	if first { // its prompt is computed: the router stops counting it as prefill load
 		s.mu.Lock()
 		s.router.PrefillDone(id)
 		s.drain()

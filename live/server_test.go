@@ -450,6 +450,8 @@ func TestEventsReachSinks(t *testing.T) {
 		Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(longPrompt)}, MaxTokens: openai.Int(2)}); err != nil {
 		t.Fatal(err)
 	}
+	// The response leaves before the worker reports the request's end to the sinks.
+	waitFor(t, "the sink to see the request end", func() bool { sk.mu.Lock(); defer sk.mu.Unlock(); return sk.ended > 0 })
 	prompt := tokenize.Builtin().Encode(longPrompt)
 	want := hashesOf(prompt, 16)
 	sk.mu.Lock()
@@ -516,7 +518,7 @@ func disaggOptions(prefillMs, decodeMs, speedup float64) Options {
 	dr := o.Router
 	dr.OverlapScoreWeight, dr.TrackPrefillTokens = 0, false
 	o.Disagg = &Disagg{DecodeWorkers: 2, Router: dr, BootstrapHost: "127.0.0.1",
-		Transfer: Transfer{GBps: 1, BytesPerToken: 1e6, Mode: disagg.FullPrompt}} // 1 ms per token
+		Transfer: disagg.Transfer{GBps: 1, BytesPerToken: 1e6, Mode: disagg.FullPrompt}} // 1 ms per token
 	return o
 }
 

@@ -27,8 +27,9 @@ type Hooks struct {
 	// Events receives a rank's KV events when they become visible: at the start of a pass for vLLM and
 	// TensorRT-LLM (the reference's default), at its end for SGLang.
 	Events func(worker, rank int, evs []kvcache.Event)
-	// Tokens receives every request's new output tokens when the pass that produced them ends.
-	Tokens func(worker int, id uint64, toks []uint32, done bool)
+	// Tokens receives every request's new output tokens when the pass that produced them ends; first
+	// marks a request's first tokens.
+	Tokens func(worker int, id uint64, toks []uint32, first bool)
 	// Ended is called once for every request that leaves the worker: finished, failed or cancelled.
 	Ended func(worker int, id uint64)
 	// Recorder returns the metrics of one rank (nil: none).
@@ -65,6 +66,7 @@ type Worker struct {
 	outs     []output
 	toks     []uint32
 	evs      []rankEvents
+	events   []kvcache.Event
 	blocks   []tokens.Block
 	hashes   []uint64
 	state    []sched.Metrics
@@ -82,11 +84,12 @@ type output struct {
 	id         uint64
 	start, end int // in toks
 	done       bool
+	first      bool // the request's first tokens (set when published)
 }
 
 type rankEvents struct {
-	rank int
-	evs  []kvcache.Event
+	rank       int
+	start, end int // in events
 }
 
 // newWorker starts worker id of its pool; global numbers it among all the server's workers, for its
@@ -305,7 +308,7 @@ func (w *Worker) step() bool {
 	}
 	w.end = p.End
 	w.admitted, w.outs, w.toks, w.evs = w.admitted[:0], w.outs[:0], w.toks[:0], w.evs[:0]
-	w.blocks, w.hashes = w.blocks[:0], w.hashes[:0]
+	w.events, w.blocks, w.hashes = w.events[:0], w.blocks[:0], w.hashes[:0]
 	for i := range p.Ranks {
 		rp := &p.Ranks[i]
 		for _, a := range rp.Admitted {
@@ -317,30 +320,30 @@ func (w *Worker) step() bool {
 			w.outs = append(w.outs, output{rank: rp.Rank, id: o.ID, start: start, end: len(w.toks), done: o.Done})
 		}
 		if len(rp.Events) > 0 {
-			w.evs = append(w.evs, rankEvents{rank: rp.Rank, evs: w.copyEvents(rp.Events)})
+			start := len(w.events)
+			w.copyEvents(rp.Events)
+			w.evs = append(w.evs, rankEvents{rank: rp.Rank, start: start, end: len(w.events)})
 		}
 	}
 	w.state = append(w.state[:0], w.eng.Metrics()...)
 	return true
 }
 
-// copyEvents copies evs, whose slices the engine reuses, into the worker's buffers.
-func (w *Worker) copyEvents(evs []kvcache.Event) []kvcache.Event {
-	out := make([]kvcache.Event, len(evs))
-	for i, e := range evs {
-		out[i] = e
+// copyEvents appends evs, whose slices the engine reuses, to the worker's buffers.
+func (w *Worker) copyEvents(evs []kvcache.Event) {
+	for _, e := range evs {
 		if len(e.Blocks) > 0 {
 			at := len(w.blocks)
 			w.blocks = append(w.blocks, e.Blocks...)
-			out[i].Blocks = w.blocks[at:len(w.blocks):len(w.blocks)]
+			e.Blocks = w.blocks[at:len(w.blocks):len(w.blocks)]
 		}
 		if len(e.Hashes) > 0 {
 			at := len(w.hashes)
 			w.hashes = append(w.hashes, e.Hashes...)
-			out[i].Hashes = w.hashes[at:len(w.hashes):len(w.hashes)]
+			e.Hashes = w.hashes[at:len(w.hashes):len(w.hashes)]
 		}
+		w.events = append(w.events, e)
 	}
-	return out
 }
 
 // publishStart publishes what is visible as the pass starts: admissions, and KV events unless the
@@ -370,7 +373,7 @@ func (w *Worker) publishEvents() {
 		return
 	}
 	for _, re := range w.evs {
-		w.hooks.Events(w.id, re.rank, re.evs)
+		w.hooks.Events(w.id, re.rank, w.events[re.start:re.end])
 	}
 }
 
@@ -384,15 +387,17 @@ func (w *Worker) publishEnd() {
 	var ended []uint64
 	var prefilled []rankID
 	w.mu.Lock()
-	for _, o := range w.outs {
+	for i := range w.outs {
+		o := &w.outs[i]
 		s := w.streams[o.id]
 		if s == nil { // cancelled while the pass ran
 			continue
 		}
+		o.first = s.last.IsZero() && o.end > o.start
 		toks := w.toks[o.start:o.end]
 		rec := w.recs[o.rank]
 		if rec != nil && len(toks) > 0 {
-			if s.last.IsZero() {
+			if o.first {
 				rec.FirstToken(now.Sub(s.arrived))
 				rec.Prompt(s.prompt)
 			} else {
@@ -424,7 +429,7 @@ func (w *Worker) publishEnd() {
 	w.mu.Unlock()
 	if w.hooks.Tokens != nil {
 		for _, o := range w.outs {
-			w.hooks.Tokens(w.id, o.id, w.toks[o.start:o.end], o.done)
+			w.hooks.Tokens(w.id, o.id, w.toks[o.start:o.end], o.first)
 		}
 	}
 	if w.hooks.Ended != nil {

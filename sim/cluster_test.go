@@ -33,7 +33,7 @@ func disaggOptions(prefill, decode int) Options {
 	dr.OverlapScoreWeight, dr.TrackPrefillTokens = 0, false
 	return Options{PrefillWorkers: prefill, DecodeWorkers: decode, PrefillEngine: e, DecodeEngine: e,
 		Router: router.DefaultOptions(), DecodeRouter: dr,
-		Transfer: Transfer{GBps: 1, BytesPerToken: 1e6, Mode: disagg.DestinationMissing}}
+		Transfer: disagg.Transfer{GBps: 1, BytesPerToken: 1e6, Mode: disagg.DestinationMissing}}
 }
 
 // TestDisaggTTFT: TTFT covers the prefill pass, the transfer of the KV, and the decode worker's first

@@ -3,7 +3,6 @@ package sim
 import (
 	"errors"
 
-	"github.com/mocker-sim/mocker/disagg"
 	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sched"
 )
@@ -69,12 +68,8 @@ func (r *runner) tryReserve(w *worker, req *request) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	tokens := missing
-	if r.o.Transfer.Mode == disagg.FullPrompt {
-		tokens = req.seq.Len()
-	}
 	req.transferFrom = r.now
-	r.network.Start(r.now, req.id, int(req.ingress.serial), int(w.serial), float64(tokens)*float64(r.o.Transfer.BytesPerToken))
+	r.network.Start(r.now, req.id, int(req.ingress.serial), int(w.serial), r.o.Transfer.Bytes(missing, req.seq.Len()))
 	r.scheduleTransfer()
 	return true, nil
 }

@@ -27,7 +27,7 @@ type Options struct {
 	PrefillWorkers, DecodeWorkers int
 	PrefillEngine, DecodeEngine   engine.Options
 	DecodeRouter                  router.Options
-	Transfer                      Transfer
+	Transfer                      disagg.Transfer
 
 	// RouterEventsAtPassEnd makes routers see a vLLM worker's KV events when its pass ends rather than
 	// when it starts (the reference's default; SGLang's are always seen at the end). RouterEventDelay
@@ -43,13 +43,6 @@ type Options struct {
 	CheckInvariants bool    // verify every engine's accounting after every pass (slow)
 	// Progress, if set, is called with the number of requests that have ended so far.
 	Progress func(ended int)
-}
-
-// Transfer configures the KV handoff from prefill to decode workers.
-type Transfer struct {
-	GBps          float64 // bandwidth of each worker's link, GB/s; 0: transfers take no time
-	BytesPerToken int     // KV bytes per token
-	Mode          disagg.Mode
 }
 
 // Result is what a run produced.

@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mocker-sim/mocker/config"
-	"github.com/mocker-sim/mocker/disagg"
 	"github.com/mocker-sim/mocker/live"
 	"github.com/mocker-sim/mocker/live/metrics"
 	"github.com/mocker-sim/mocker/live/natsevents"
@@ -153,16 +152,12 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		if err != nil {
 			return err
 		}
-		mode, err := disagg.ParseMode(cfg.KVTransferTimingMode)
-		if err != nil {
-			return err
-		}
 		dr := so.DecodeRouter
 		dr.BlockSize, dr.MaxBatchedTokens = d.BlockSize, cfg.MaxNumBatchedTokens
 		o.Disagg = &live.Disagg{
 			DecodeWorkers: cfg.DecodeWorkers,
 			Router:        dr,
-			Transfer:      live.Transfer{GBps: cfg.KVTransferBandwidth, BytesPerToken: so.Transfer.BytesPerToken, Mode: mode},
+			Transfer:      so.Transfer,
 			BootstrapHost: cfg.Host,
 			BootstrapPort: cfg.BootstrapPort,
 		}

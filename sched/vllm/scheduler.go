@@ -201,12 +201,15 @@ func (s *Scheduler) check(r *sched.Request) error {
 
 // Release frees the KV a prefill worker kept for a finished request once it has been transferred. It
 // reports whether the request was held.
-func (s *Scheduler) Release(id uint64) bool {
-	r := s.held[id]
+func (s *Scheduler) Release(id uint64) bool { return s.drop(s.held, id) }
+
+// drop removes request id from m (held or reserved requests) and frees its blocks.
+func (s *Scheduler) drop(m map[uint64]*request, id uint64) bool {
+	r := m[id]
 	if r == nil {
 		return false
 	}
-	delete(s.held, id)
+	delete(m, id)
 	s.pool.Release(r.table)
 	s.finished = append(s.finished, r)
 	return true
@@ -257,16 +260,7 @@ func (s *Scheduler) Activate(id uint64) bool {
 }
 
 // Unreserve drops a reservation (its transfer failed or the request was cancelled).
-func (s *Scheduler) Unreserve(id uint64) bool {
-	r := s.reserved[id]
-	if r == nil {
-		return false
-	}
-	delete(s.reserved, id)
-	s.pool.Release(r.table)
-	s.finished = append(s.finished, r)
-	return true
-}
+func (s *Scheduler) Unreserve(id uint64) bool { return s.drop(s.reserved, id) }
 
 func (s *Scheduler) newRequest() *request {
 	n := len(s.spare)

@@ -492,11 +492,7 @@ func loadMoE(paths []string, k moeKey, rf *roofline) (curve, error) {
 	default:
 		return curve{}, fmt.Errorf("aic: %s: no MoE rows for %s (that shape and distribution have moe_tp_size/moe_ep_size %s)", sourceList(paths), k, keys(parallel))
 	}
-	x := slices.Sorted(maps.Keys(pts))
-	y := make([]float64, len(x))
-	for i, v := range x {
-		y[i] = pts[v]
-	}
+	x, y := sortedPoints(pts)
 	return newCurve(x, y, func(v float64) float64 { return rf.moeSOL(v, k, flops) }, 1, false), nil
 }
 
@@ -573,11 +569,7 @@ func loadNCCL(paths []string, gpus int, rf *roofline) (curve, error) {
 }
 
 func commCurve(pts map[float64]float64, gpus int, rf *roofline) curve {
-	x := slices.Sorted(maps.Keys(pts))
-	y := make([]float64, len(x))
-	for i, v := range x {
-		y[i] = pts[v]
-	}
+	x, y := sortedPoints(pts)
 	return newCurve(x, y, func(v float64) float64 { return rf.allReduceSOL(v, gpus) }, 1, false)
 }
 
@@ -610,4 +602,14 @@ func firstErr(errs ...error) error {
 
 func keys(m map[string]bool) string {
 	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
+}
+
+// sortedPoints lays a map of x → y out as a curve's points, by increasing x.
+func sortedPoints(pts map[float64]float64) (x, y []float64) {
+	x = slices.Sorted(maps.Keys(pts))
+	y = make([]float64, len(x))
+	for i, v := range x {
+		y[i] = pts[v]
+	}
+	return x, y
 }
