@@ -26,6 +26,7 @@ import (
 	"github.com/mocker-sim/mocker/config"
 	"github.com/mocker-sim/mocker/model"
 	"github.com/mocker-sim/mocker/sim"
+	"github.com/mocker-sim/mocker/timing/aic"
 )
 
 type row struct {
@@ -188,15 +189,15 @@ func quant(q string) string {
 	return q
 }
 
-// versionIn is the row's engine version if the database has it, else "" (the newest present).
+// versionIn is the database version that stands in for the row's engine version: the version itself
+// if present, else the oldest newer one, else the newest (aic.NearestVersion); "" (the newest with
+// every table) when the row does not record its version.
 func versionIn(db, backend, version string) string {
-	if version == "" {
+	v, err := aic.NearestVersion(db, "h200_sxm", backend, version)
+	if err != nil {
 		return ""
 	}
-	if _, err := os.Stat(filepath.Join(db, "h200_sxm", "gemm", backend, version)); err == nil {
-		return version
-	}
-	return ""
+	return v
 }
 
 func ape(pred, real float64) float64 { return math.Abs(pred-real) / real * 100 }

@@ -427,3 +427,33 @@ func readColumn(chunk parquet.ColumnChunk, add func(parquet.Value)) error {
 		parquet.Release(p)
 	}
 }
+
+// NearestVersion returns the version directory of backend's GEMM tables for system under root that
+// stands in best for engine version want: want itself if present, else the oldest version newer
+// than want (the first release whose kernels the database measured after it), else the newest
+// present. It is for replaying measurements of an engine release the database does not hold
+// (AIConfigurator's silicon rows name vLLM 0.12.0, whose kernels 0.14.0 is the closest measured
+// release of); the model itself takes Options.Version literally. An empty want returns "" (the
+// model's own default: the newest version with every table). It is an error when the backend has
+// no versions at all.
+func NearestVersion(root, system, backend, want string) (string, error) {
+	if want == "" {
+		return "", nil
+	}
+	d := db{root: root, system: system}
+	vs := d.versions(gemmTable.op, strings.ToLower(backend)) // newest first
+	if len(vs) == 0 {
+		return "", fmt.Errorf("aic: no %s versions for system %s: %s has none", backend, system, d.dir(gemmTable.op, backend))
+	}
+	best := vs[0]
+	for _, v := range vs {
+		c := compareVersions(v, want)
+		if c == 0 {
+			return v, nil
+		}
+		if c > 0 {
+			best = v // newer than want: keep the oldest such
+		}
+	}
+	return best, nil
+}

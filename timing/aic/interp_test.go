@@ -2,6 +2,8 @@ package aic
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -162,5 +164,30 @@ func TestCompareVersions(t *testing.T) {
 	}
 	if c := compareVersions("0.24.0", "0.24.0"); c != 0 {
 		t.Errorf("compareVersions of equal versions = %d", c)
+	}
+}
+
+func TestNearestVersion(t *testing.T) {
+	root := t.TempDir()
+	for _, v := range []string{"0.14.0", "0.18.0", "0.24.0", ".cache"} {
+		if err := os.MkdirAll(filepath.Join(root, "h200_sxm", "gemm", "vllm", v), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for want, exp := range map[string]string{
+		"":       "",       // the model's default
+		"0.18.0": "0.18.0", // present
+		"0.12.0": "0.14.0", // older than all: the oldest newer one
+		"0.16.0": "0.18.0", // between: the next newer one
+		"0.19.0": "0.24.0",
+		"0.30.0": "0.24.0", // newer than all: the newest
+	} {
+		got, err := NearestVersion(root, "h200_sxm", "vllm", want)
+		if err != nil || got != exp {
+			t.Errorf("NearestVersion(%q) = %q, %v; want %q", want, got, err, exp)
+		}
+	}
+	if _, err := NearestVersion(root, "h200_sxm", "sglang", "0.5.6"); err == nil {
+		t.Error("NearestVersion for a backend with no versions: no error")
 	}
 }
