@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -122,10 +123,13 @@ func (r *runner) wake(w *worker) {
 // startPasses starts a pass on every woken worker that is idle and has work, in creation order.
 func (r *runner) startPasses() error {
 	slices.SortFunc(r.woken, func(a, b *worker) int { return cmp.Compare(a.serial, b.serial) })
+	bound, ahead := r.lookahead()
 	for _, w := range r.woken {
 		w.woken = false
 		if w.pass == nil && !w.eng.Idle() {
-			r.step(w)
+			if err := r.run(w, bound, ahead); err != nil {
+				return err
+			}
 		}
 	}
 	clear(r.woken)
@@ -133,7 +137,58 @@ func (r *runner) startPasses() error {
 	return nil
 }
 
-// step starts one pass of w.
+// lookahead reports whether workers may run ahead of the event heap, and until when.
+//
+// Workers interact only through arrivals: an aggregated worker's passes change nothing another worker
+// reads, and what they tell the router (KV events, first tokens, completions) is read only when a request
+// is routed. So while no request can be routed, a worker can deliver pass after pass without waiting for
+// the other workers' earlier pass ends, and its pool stays in the CPU's caches for the whole run; the
+// results are those of strict time order. A request is routed only at an arrival, or when the router's
+// queue drains at a pass end; an arrival is either in the heap already (the next session of a trace) or
+// the next turn of a session that has one, or a closed-loop client's next request. Lookahead is on when
+// the router queues nothing and no request in flight has a next turn, up to the next event that is not a
+// pass end: an arrival, or the planner's and the disaggregated pools' events (which it leaves alone).
+func (r *runner) lookahead() (bound time.Duration, ok bool) {
+	if r.o.noLookahead || r.decode != nil || r.planner != nil || r.o.Concurrency > 0 || r.turnsOn > 0 ||
+		r.ingress.router.Queued() > 0 {
+		return 0, false
+	}
+	bound = time.Duration(math.MaxInt64)
+	for i := range r.events {
+		if ev := &r.events[i]; ev.phase != phasePassEnd && ev.phase != phaseKVEvents {
+			bound = min(bound, ev.at)
+		}
+	}
+	return bound, true
+}
+
+// run starts a pass of w and, while lookahead allows, delivers it at once and starts the next, until a
+// pass ends at or after bound: that one's end goes through the heap.
+func (r *runner) run(w *worker, bound time.Duration, ahead bool) error {
+	now := r.now
+	defer func() { r.now = now }()
+	for {
+		r.step(w)
+		if w.pass == nil {
+			return nil
+		}
+		if !ahead || w.pass.End >= bound {
+			r.events.push(event{at: w.pass.End, phase: phasePassEnd, key: w.serial, w: w})
+			return nil
+		}
+		// Nothing reaches w before bound: its pass ends now as far as anyone can tell.
+		r.now = w.pass.End
+		r.ahead++
+		if err := r.deliver(w); err != nil {
+			return err
+		}
+		if w.eng.Idle() {
+			return nil
+		}
+	}
+}
+
+// step starts one pass of w; w.pass stays nil if nothing can run.
 func (r *runner) step(w *worker) {
 	p := w.pool
 	pass := w.eng.Step(r.now)
@@ -159,7 +214,6 @@ func (r *runner) step(w *worker) {
 		}
 	}
 	w.pass = pass
-	r.events.push(event{at: pass.End, phase: phasePassEnd, key: w.serial, w: w})
 }
 
 // publishKV hands a worker's KV events to its pool's router, now or after the configured delay.
@@ -195,9 +249,16 @@ func (r *runner) applyKV(p *pool, t router.Target, evs []kvcache.Event) {
 	}
 }
 
-// passEnd delivers a finished pass's tokens, completions and (at pass end) KV events.
+// passEnd ends w's pass at its end time, as the heap orders it, and wakes w for its next one.
 func (r *runner) passEnd(w *worker) error {
+	r.wake(w)
+	return r.deliver(w)
+}
+
+// deliver delivers w's finished pass: its tokens, completions and (at pass end) KV events.
+func (r *runner) deliver(w *worker) error {
 	p := w.pool
+	r.end = max(r.end, r.now)
 	if r.o.CheckInvariants {
 		if err := w.eng.CheckInvariants(); err != nil {
 			return fmt.Errorf("%s worker %d, pass ending at %v: %w", p.name, w.id, r.now, err)
@@ -205,7 +266,6 @@ func (r *runner) passEnd(w *worker) error {
 	}
 	pass := w.pass
 	w.pass = nil
-	r.wake(w)
 	for _, rp := range pass.Ranks {
 		if p.atEnd {
 			r.publishKV(p, router.Target{Worker: w.id, Rank: rp.Rank}, rp.Events)

@@ -43,6 +43,8 @@ type Options struct {
 	CheckInvariants bool    // verify every engine's accounting after every pass (slow)
 	// Progress, if set, is called with the number of requests that have ended so far.
 	Progress func(ended int)
+
+	noLookahead bool // tests: every pass goes through the event heap
 }
 
 // Result is what a run produced.
@@ -54,6 +56,8 @@ type Result struct {
 	Pools     []PoolResult
 	Scaling   []ScalePoint // worker counts over time, when a planner ran
 	Decisions []string     // the planner's decisions, one line per tick
+
+	ahead int64 // passes delivered ahead of the event heap (lookahead)
 }
 
 // PoolResult is one pool's final state.
@@ -100,6 +104,7 @@ type runner struct {
 	col     *report.Collector
 	events  eventHeap
 	now     time.Duration
+	end     time.Duration // latest pass end delivered (lookahead delivers passes out of time order)
 	speedup float64
 
 	pulled    uint64
@@ -107,10 +112,12 @@ type runner struct {
 	nextID    uint64
 	ended     int
 	passes    int64
+	ahead     int64
 	prompt    []uint32
 
 	reqs    []*request         // by id (ids are dense); nil once ended
 	live    int                // requests in flight
+	turnsOn int                // requests in flight whose session has a later turn
 	spare   []*tokens.Sequence // sequences of finished requests, for reuse
 	pools   []*pool
 	woken   []*worker // workers that may have a pass to start
@@ -299,6 +306,9 @@ func (r *runner) arrive(s *session) error {
 	}
 	t := &s.w.Turns[s.next]
 	s.next++
+	if s.next < len(s.w.Turns) {
+		r.turnsOn++
+	}
 	id := r.nextID
 	r.nextID++
 
@@ -387,6 +397,9 @@ func (r *runner) drain(p *pool) error {
 func (r *runner) requestEnded(req *request) error {
 	r.reqs[req.id] = nil
 	r.live--
+	if req.sess.next < len(req.sess.w.Turns) {
+		r.turnsOn--
+	}
 	r.spare = append(r.spare, req.seq)
 	return r.turnEnded(req.sess)
 }
@@ -409,7 +422,7 @@ func (r *runner) turnEnded(s *session) error {
 
 // result gathers the report.
 func (r *runner) result() *Result {
-	res := &Result{Collector: r.col, Passes: r.passes, End: r.now}
+	res := &Result{Collector: r.col, Passes: r.passes, End: max(r.now, r.end), ahead: r.ahead}
 	res.Summary = r.col.Summary()
 	var specSteps, specTokens int64
 	for _, p := range r.pools {
