@@ -88,6 +88,7 @@ type Config struct {
 	TraceBlockSize      int     `yaml:"trace-block-size"`
 	ArrivalSpeedupRatio float64 `yaml:"arrival-speedup-ratio"`
 	Concurrency         int     `yaml:"concurrency"`
+	ConcurrencyRampMs   float64 `yaml:"concurrency-ramp-ms"`
 	NumRequests         int     `yaml:"num-requests"`
 	InputTokens         float64 `yaml:"input-tokens"`
 	InputTokensStddev   float64 `yaml:"input-tokens-stddev"`
@@ -339,6 +340,14 @@ func (c *Config) Validate() error {
 		return bad("arrival-speedup-ratio", c.ArrivalSpeedupRatio, "must be a finite number > 0")
 	case c.Concurrency < 0:
 		return bad("concurrency", c.Concurrency, "must not be negative (0: follow arrival times)")
+	case !(c.ConcurrencyRampMs >= 0) || math.IsInf(c.ConcurrencyRampMs, 0):
+		return bad("concurrency-ramp-ms", c.ConcurrencyRampMs, "must be a finite number >= 0")
+	case c.ConcurrencyRampMs > 0 && c.Concurrency == 0:
+		return bad("concurrency-ramp-ms", c.ConcurrencyRampMs, "staggers the clients of --concurrency, which is 0")
+	case c.ConcurrencyRampMs > 0 && c.Trace != "":
+		return bad("concurrency-ramp-ms", c.ConcurrencyRampMs, "applies to the synthetic workload, not to a trace")
+	case c.ConcurrencyRampMs > 0 && c.TurnsPerSession > 1:
+		return bad("concurrency-ramp-ms", c.ConcurrencyRampMs, "does not combine with multi-turn sessions (each client's requests are independent)")
 	case c.InterTurnDelayMs < 0 || math.IsNaN(c.InterTurnDelayMs):
 		return bad("inter-turn-delay-ms", c.InterTurnDelayMs, "must be >= 0")
 	case c.Port < 0 || c.Port > 65535:
@@ -403,8 +412,20 @@ func (c *Config) Source() (workload.Source, error) {
 		TurnsPerSession:   c.TurnsPerSession,
 		InterTurnDelay:    time.Duration(c.InterTurnDelayMs * float64(time.Millisecond)),
 		InterTurnDist:     c.InterTurnDelayDist,
+		Clients:           c.rampClients(),
+		Ramp:              time.Duration(c.ConcurrencyRampMs * float64(time.Millisecond)),
 		Seed:              c.Seed,
 	})
+}
+
+// rampClients is the number of closed-loop clients the synthetic workload is made of: --concurrency
+// when --concurrency-ramp-ms staggers them, else 0 (the simulator keeps --concurrency sessions in
+// flight itself, all starting at time 0).
+func (c *Config) rampClients() int {
+	if c.ConcurrencyRampMs > 0 && c.Trace == "" {
+		return c.Concurrency
+	}
+	return 0
 }
 
 // SimOptions builds the simulation's options.
@@ -426,6 +447,11 @@ func (c *Config) SimOptions() (sim.Options, error) {
 		Concurrency:           c.Concurrency,
 		ArrivalSpeedup:        c.ArrivalSpeedupRatio,
 		CheckInvariants:       c.CheckInvariants,
+	}
+	if c.rampClients() > 0 {
+		// The workload's sessions are the clients themselves (Source): each sends its requests back
+		// to back from its staggered start, so the simulator follows their arrival times.
+		o.Concurrency = 0
 	}
 	if c.PrefillWorkers > 0 {
 		o.PrefillWorkers, o.DecodeWorkers = c.PrefillWorkers, c.DecodeWorkers

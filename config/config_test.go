@@ -1,11 +1,15 @@
 package config
 
 import (
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/mocker-sim/mocker/sim"
 )
 
 func TestDefaultIsValidAndBuilds(t *testing.T) {
@@ -76,5 +80,80 @@ func TestLoadKeepsUnsetKeys(t *testing.T) {
 	os.WriteFile(two, []byte("seed: 1\n---\nseed: 2\n"), 0o644)
 	if err := c.Load(two); err == nil || !strings.Contains(err.Error(), "more than one YAML document") {
 		t.Fatalf("two documents: %v", err)
+	}
+}
+
+func TestConcurrencyRamp(t *testing.T) {
+	c := Default()
+	c.Timing, c.PrefillMs, c.DecodeMs = "fixed", 10, 2
+	c.Concurrency, c.NumRequests = 2, 4
+	c.InputTokens, c.InputTokensStddev, c.OutputTokens, c.OutputTokensStddev = 16, 0, 3, 0
+	c.SharedPrefixRatio, c.RequestRate = 0, math.Inf(1)
+	run := func(rampMs float64) []float64 {
+		t.Helper()
+		c.ConcurrencyRampMs = rampMs
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		src, err := c.Source()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := c.SimOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 0, false: 2}[rampMs > 0]; o.Concurrency != want {
+			t.Errorf("ramp %v ms: sim concurrency %d, want %d", rampMs, o.Concurrency, want)
+		}
+		res, err := sim.Run(src, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := res.Collector.WriteRequestsJSONL(&b); err != nil {
+			t.Fatal(err)
+		}
+		var ttft []float64
+		for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+			var r struct {
+				Arrival float64 `json:"arrival_ms"`
+				TTFT    float64 `json:"ttft_ms"`
+			}
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatal(err)
+			}
+			ttft = append(ttft, r.Arrival, r.TTFT)
+		}
+		return ttft
+	}
+	// All at 0: both prompts share one 12 ms pass (10 prefill + 2 sampling), finish together after
+	// two 2 ms decode passes at 16 ms, and the next two do the same.
+	if got, want := run(0), []float64{0, 12, 0, 12, 16, 12, 16, 12}; !reflect.DeepEqual(got, want) {
+		t.Errorf("no ramp: (arrival, TTFT) = %v, want %v", got, want)
+	}
+	// Ramp 100 ms: client 1 starts at 50 ms, after client 0's first request ended (16 ms): every
+	// prompt is prefilled alone; client 0's second request arrives at 16, client 1's at 66.
+	if got, want := run(100), []float64{0, 12, 16, 12, 50, 12, 66, 12}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ramp 100 ms: (arrival, TTFT) = %v, want %v", got, want)
+	}
+}
+
+func TestConcurrencyRampInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs = 4, -1 }, "concurrency-ramp-ms -1"},
+		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs = 4, math.Inf(1) }, "concurrency-ramp-ms +Inf"},
+		{func(c *Config) { c.ConcurrencyRampMs = 100 }, "concurrency-ramp-ms 100: staggers the clients of --concurrency"},
+		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs, c.Trace = 4, 100, "t.jsonl" }, "concurrency-ramp-ms 100: applies to the synthetic"},
+		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs, c.TurnsPerSession = 4, 100, 2 }, "concurrency-ramp-ms 100: does not combine"},
+	} {
+		c := Default()
+		tc.edit(&c)
+		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("Validate() = %v, want it to start with %q", err, tc.want)
+		}
 	}
 }

@@ -27,6 +27,16 @@ type SyntheticOptions struct {
 	InterTurnDelay  time.Duration // mean wait after a turn completes before the next (turns > 1)
 	InterTurnDist   string        // "constant" (default) or "exponential"
 
+	// Clients > 0 makes the workload the clients of a closed-loop benchmark (vllm bench serve
+	// --max-concurrency, genai-perf --concurrency): the NumRequests requests are dealt round-robin to
+	// Clients sessions (client k sends requests k, k+Clients, k+2·Clients, ...), each client sends its
+	// requests back to back (turns without History, Delay 0, every prompt drawn and grouped on its
+	// own), and client k starts at k × Ramp / Clients. Arrival and RequestRate do not apply;
+	// TurnsPerSession must be 1. Replayed following arrival times, this is a closed loop of Clients
+	// requests in flight whose clients start staggered instead of all at time 0.
+	Clients int
+	Ramp    time.Duration // with Clients: client k starts at k × Ramp / Clients; 0 = all at time 0
+
 	Seed uint64
 }
 
@@ -111,6 +121,16 @@ func (o *SyntheticOptions) normalize() error {
 	case o.NumRequests > math.MaxInt32/o.TurnsPerSession:
 		return fmt.Errorf("num-requests: %d sessions of %d turns are too many requests", o.NumRequests, o.TurnsPerSession)
 	}
+	switch {
+	case o.Clients < 0:
+		return fmt.Errorf("concurrency: must be >= 0, got %d clients", o.Clients)
+	case o.Ramp < 0:
+		return fmt.Errorf("concurrency-ramp: must be >= 0, got %v", o.Ramp)
+	case o.Ramp > 0 && o.Clients == 0:
+		return fmt.Errorf("concurrency-ramp: %v needs closed-loop clients (concurrency > 0)", o.Ramp)
+	case o.Clients > 0 && o.TurnsPerSession > 1:
+		return fmt.Errorf("turns-per-session: %d turns do not combine with closed-loop clients (each client's requests are independent)", o.TurnsPerSession)
+	}
 	if o.InterTurnDelay < 0 {
 		return fmt.Errorf("inter-turn-delay: must be >= 0, got %v", o.InterTurnDelay)
 	}
@@ -165,6 +185,9 @@ var errArrivalOverflow = errors.New("synthetic: arrival time overflows time.Dura
 func (g *synthetic) Requests() int { return g.o.NumRequests * g.o.TurnsPerSession }
 
 func (g *synthetic) Next() (*Session, error) {
+	if g.o.Clients > 0 {
+		return g.nextClient()
+	}
 	if g.next >= g.o.NumRequests {
 		return nil, io.EOF
 	}
@@ -198,6 +221,35 @@ func (g *synthetic) Next() (*Session, error) {
 		r.Delay = g.o.InterTurnDelay
 		if g.o.InterTurnDist == "exponential" {
 			r.Delay = time.Duration(math.Round(g.delays.ExpFloat64() * float64(g.o.InterTurnDelay)))
+		}
+	}
+	return &Session{Turns: turns}, nil
+}
+
+// nextClient returns the next closed-loop client (SyntheticOptions.Clients): client k sends requests
+// k, k+Clients, ... back to back from k × Ramp / Clients.
+func (g *synthetic) nextClient() (*Session, error) {
+	c, total := g.o.Clients, g.o.NumRequests
+	k := g.next
+	if k >= c || k >= total {
+		return nil, io.EOF
+	}
+	g.next++
+	// k × Ramp / c without overflow: whole steps of Ramp/c, then the remainder's share.
+	at := g.o.Ramp/time.Duration(c)*time.Duration(k) + g.o.Ramp%time.Duration(c)*time.Duration(k)/time.Duration(c)
+	turns := make([]Request, (total-k+c-1)/c)
+	for j := range turns {
+		r := &turns[j]
+		r.Key = uint64(k + j*c)
+		r.Turn = j
+		r.At = at
+		r.InputLen = g.o.Input.draw(g.inputs, 1)
+		r.OutputLen = g.o.Output.draw(g.outputs, 0)
+		r.salt = g.salt
+		if g.o.SharedPrefixRatio > 0 {
+			group := g.groups.IntN(g.o.NumPrefixGroups)
+			r.prefix = mix64(g.prefix + uint64(group+1)*golden)
+			r.prefixLen = min(g.prefixLen, r.InputLen)
 		}
 	}
 	return &Session{Turns: turns}, nil

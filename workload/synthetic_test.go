@@ -351,3 +351,82 @@ func TestSyntheticValidation(t *testing.T) {
 		t.Errorf("burst without a rate: %v", err)
 	}
 }
+
+func TestSyntheticClients(t *testing.T) {
+	o := SyntheticOptions{
+		NumRequests: 7,
+		Input:       Length{Mean: 100},
+		Output:      Length{Mean: 10},
+		RequestRate: math.Inf(1),
+		Clients:     3,
+		Ramp:        300 * time.Millisecond,
+		Seed:        1,
+	}
+	src := newSynthetic(t, o)
+	if n := src.Requests(); n != 7 {
+		t.Errorf("Requests() = %d, want 7", n)
+	}
+	sessions := collect(t, src)
+	// Client k sends requests k, k+3, k+6, ... back to back from k × 100 ms.
+	wantKeys := [][]uint64{{0, 3, 6}, {1, 4}, {2, 5}}
+	wantAt := []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}
+	if len(sessions) != 3 {
+		t.Fatalf("%d sessions, want 3", len(sessions))
+	}
+	for k, s := range sessions {
+		var keys []uint64
+		for j, r := range s.Turns {
+			keys = append(keys, r.Key)
+			if r.Turn != j || r.At != wantAt[k] || r.Delay != 0 || r.History || r.InputLen != 100 || r.OutputLen != 10 {
+				t.Errorf("client %d request %d = %+v, want turn %d at %v, no delay, no history, 100 in, 10 out", k, j, r, j, wantAt[k])
+			}
+		}
+		if !slices.Equal(keys, wantKeys[k]) {
+			t.Errorf("client %d keys %v, want %v", k, keys, wantKeys[k])
+		}
+	}
+
+	// More clients than requests: one session per request; the ramp is still per client.
+	o.NumRequests, o.Ramp = 2, 7*time.Nanosecond
+	sessions = collect(t, newSynthetic(t, o))
+	if len(sessions) != 2 || sessions[1].Turns[0].At != 2 || len(sessions[0].Turns) != 1 {
+		t.Errorf("2 requests over 3 clients: %d sessions, second at %v", len(sessions), sessions[1].Turns[0].At)
+	}
+
+	// Each request of a client is its own prompt: request-unique tokens, its own prefix group.
+	o = SyntheticOptions{NumRequests: 4, Input: Length{Mean: 8}, Output: Length{Mean: 1}, RequestRate: math.Inf(1),
+		Clients: 2, SharedPrefixRatio: 0.5, NumPrefixGroups: 1, Seed: 3}
+	reqs, toks := tokensOf(t, o)
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4", len(reqs))
+	}
+	for i := range toks {
+		if !slices.Equal(toks[i][:4], toks[0][:4]) {
+			t.Errorf("request %d prefix %v, want the group's %v", i, toks[i][:4], toks[0][:4])
+		}
+		for j := range i {
+			if slices.Equal(toks[i][4:], toks[j][4:]) {
+				t.Errorf("requests %d and %d share their unique tokens", i, j)
+			}
+		}
+	}
+}
+
+func TestSyntheticClientsInvalid(t *testing.T) {
+	base := SyntheticOptions{NumRequests: 4, Input: Length{Mean: 8}, RequestRate: math.Inf(1)}
+	for _, c := range []struct {
+		edit func(*SyntheticOptions)
+		want string
+	}{
+		{func(o *SyntheticOptions) { o.Clients = -1 }, "concurrency: must be >= 0"},
+		{func(o *SyntheticOptions) { o.Clients, o.Ramp = 2, -time.Second }, "concurrency-ramp: must be >= 0"},
+		{func(o *SyntheticOptions) { o.Ramp = time.Second }, "needs closed-loop clients"},
+		{func(o *SyntheticOptions) { o.Clients, o.TurnsPerSession = 2, 2 }, "turns-per-session: 2 turns do not combine"},
+	} {
+		o := base
+		c.edit(&o)
+		if _, err := NewSynthetic(o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("NewSynthetic(%+v) = %v, want an error containing %q", o, err, c.want)
+		}
+	}
+}
