@@ -92,7 +92,12 @@ func (p *Pool) Match(blocks []tokens.Block, dst []BlockID) (hits []BlockID, acti
 	if !p.caching {
 		return dst, 0
 	}
-	for _, b := range blocks {
+	for i, b := range blocks {
+		if i%matchBatch == 0 {
+			for _, a := range blocks[i:min(i+matchBatch, len(blocks))] {
+				p.byHash.prefetch(a.Hash) // see index.prefetch
+			}
+		}
 		first := p.byHash.get(p.blocks, b.Hash)
 		if first == none {
 			break
@@ -107,6 +112,10 @@ func (p *Pool) Match(blocks []tokens.Block, dst []BlockID) (hits []BlockID, acti
 	}
 	return dst, active
 }
+
+// matchBatch is how many blocks' index slots Match loads at a time: enough misses in flight to hide most
+// of the latency, few wasted loads past a prompt's first missing block.
+const matchBatch = 16
 
 // Referenced reports whether some request holds block id.
 func (p *Pool) Referenced(id BlockID) bool { return p.blocks[id].refs > 0 }
@@ -159,6 +168,12 @@ func (p *Pool) Allocate(table []BlockID, n int) []BlockID {
 		panic(fmt.Sprintf("kvcache: allocate %d blocks with %d free and %d inactive", n, p.Free(), p.inactive))
 	}
 	p.removed = p.removed[:0]
+	// Load the index slots of the blocks about to be evicted first (see index.prefetch).
+	evict := n - len(p.freeList) - (p.capacity - len(p.blocks))
+	for id := p.lruHead; evict > 0 && id != none; id = p.blocks[id].next {
+		p.byHash.prefetch(p.blocks[id].hash)
+		evict--
+	}
 	for range n {
 		id := p.take()
 		b := &p.blocks[id]
@@ -219,6 +234,9 @@ func (p *Pool) forget(id BlockID) {
 func (p *Pool) Commit(table []BlockID, blocks []tokens.Block, from, to int) {
 	if !p.caching {
 		return
+	}
+	for _, b := range blocks[from:to] {
+		p.byHash.prefetch(b.Hash) // see index.prefetch
 	}
 	runStart := -1
 	for i := from; i < to; i++ {
