@@ -20,9 +20,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mocker-sim/mocker/config"
@@ -70,10 +72,22 @@ func run(data string, limit int, out, schedule string, w io.Writer) error {
 		rows = rows[:limit]
 	}
 	start := time.Now()
-	var results []result
-	for _, r := range rows {
-		results = append(results, predict(r, filepath.Join(data, "aiconfigurator"), schedule))
+	// Rows are independent replays: run them on every core, results in row order.
+	results := make([]result, len(rows))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := range next {
+				results[i] = predict(rows[i], filepath.Join(data, "aiconfigurator"), schedule)
+			}
+		})
 	}
+	for i := range rows {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	report(w, results, time.Since(start))
 	if out != "" {
 		return writeCSV(out, results)
