@@ -28,11 +28,38 @@ type Stats struct {
 // Sums run over the sorted samples, so the result does not depend on the order the samples
 // were recorded in.
 func describe(xs []float64) Stats {
+	sortFloats(xs)
+	return describeSorted(xs)
+}
+
+// describeDurations computes Stats over ds, sorting ds in place. Durations sort as integers, and their
+// millisecond values in the same order, so this equals describe over those values.
+func describeDurations(ds []time.Duration) Stats {
+	keys := make([]uint64, len(ds))
+	for i, d := range ds {
+		if d < 0 {
+			xs := make([]float64, len(ds))
+			for i, d := range ds {
+				xs[i] = ms(d)
+			}
+			return describe(xs)
+		}
+		keys[i] = uint64(d)
+	}
+	keys = radixSort(keys)
+	xs := make([]float64, len(keys))
+	for i, k := range keys {
+		xs[i] = ms(time.Duration(k))
+	}
+	return describeSorted(xs)
+}
+
+// describeSorted computes Stats over sorted xs.
+func describeSorted(xs []float64) Stats {
 	n := len(xs)
 	if n == 0 {
 		return Stats{}
 	}
-	sortFloats(xs)
 	var sum float64
 	for _, x := range xs {
 		sum += x
@@ -88,9 +115,20 @@ func sortFloats(xs []float64) {
 	for i, x := range xs {
 		keys[i] = math.Float64bits(x)
 	}
+	for i, k := range radixSort(keys) {
+		xs[i] = math.Float64frombits(k)
+	}
+}
+
+// radixSort sorts keys ascending with an LSD radix sort of 16-bit digits, skipping the digits every key
+// shares (the high ones of small numbers). It returns the sorted keys, in keys or in a buffer of its own.
+func radixSort(keys []uint64) []uint64 {
+	if len(keys) < 2 {
+		return keys
+	}
 	tmp := make([]uint64, len(keys))
 	count := make([]int, 1<<16+1)
-	for shift := uint(0); shift < 64; shift += 16 { // four passes of 16-bit digits
+	for shift := uint(0); shift < 64; shift += 16 {
 		clear(count)
 		for _, k := range keys {
 			count[(k>>shift)&0xffff+1]++
@@ -108,7 +146,5 @@ func sortFloats(xs []float64) {
 		}
 		keys, tmp = tmp, keys
 	}
-	for i, k := range keys {
-		xs[i] = math.Float64frombits(k)
-	}
+	return keys
 }

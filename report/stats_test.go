@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 // seq returns 0, 10, 20, ... so a percentile's value names its index.
@@ -97,5 +98,31 @@ func TestSortFloatsMatchesSlicesSort(t *testing.T) {
 	sortFloats(xs)
 	if xs[0] != -1 || xs[len(xs)-1] != 3 {
 		t.Fatal("negative values not sorted")
+	}
+}
+
+// TestDescribeDurationsMatchesDescribe: sorting durations as integers gives the Stats of their
+// millisecond values, whatever their range (digits shared by every key are skipped).
+func TestDescribeDurationsMatchesDescribe(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 1, 2, 100, 70000} {
+		for _, gen := range []func() time.Duration{
+			func() time.Duration { return time.Duration(rng.Int64N(int64(50 * time.Millisecond))) },
+			func() time.Duration { return time.Duration(rng.Int64N(1 << 62)) },
+			func() time.Duration { return time.Duration(rng.IntN(3)) * time.Second }, // ties, low digits equal
+		} {
+			ds := make([]time.Duration, n)
+			xs := make([]float64, n)
+			for i := range ds {
+				ds[i] = gen()
+				xs[i] = ms(ds[i])
+			}
+			if got, want := describeDurations(ds), describe(xs); got != want {
+				t.Fatalf("n=%d: %+v, want %+v", n, got, want)
+			}
+		}
+	}
+	if got := describeDurations([]time.Duration{-time.Millisecond, 2 * time.Millisecond}); got.Min != -1 || got.Max != 2 {
+		t.Fatalf("negative durations: %+v", got)
 	}
 }

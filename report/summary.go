@@ -101,11 +101,11 @@ func (c *Collector) Summary() Summary {
 		s.OutputTokenThroughput = float64(s.TotalOutputTokens) / sec
 	}
 
-	itl := make([]float64, 0, len(c.gaps)*gapChunk)
+	itl := make([]time.Duration, 0, len(c.gaps)*gapChunk)
 	for _, chunk := range c.gaps {
 		for _, g := range chunk {
 			if c.reqs[g.owner].completed() {
-				itl = append(itl, ms(g.d))
+				itl = append(itl, g.d)
 			}
 		}
 	}
@@ -113,7 +113,7 @@ func (c *Collector) Summary() Summary {
 	s.TTFT = describe(ttft)
 	s.TTST = describe(ttst)
 	s.TPOT = describe(tpot)
-	s.ITL = describe(itl)
+	s.ITL = describeDurations(itl)
 	s.E2E = describe(e2e)
 	return s
 }
