@@ -136,7 +136,7 @@ func benchRouteApply(b *testing.B, prompts []Request, capacity int) {
 	b.ReportMetric(float64(overlap)/float64(n), "hit-blocks/op")
 	b.ReportMetric(float64(fresh)/float64(n), "stored-blocks/op")
 	b.ReportMetric(float64(evicted)/float64(n), "removed-blocks/op")
-	b.ReportMetric(float64(r.ix.n), "indexed-hashes")
+	b.ReportMetric(float64(r.ix.size()), "indexed-hashes")
 }
 
 // BenchmarkOverlap is the indexer walk alone over a 750-block prompt cached on every target.

@@ -18,12 +18,11 @@
 // picked), indexer.go (the cached blocks of every target, fed by KV events), active.go (the blocks of the
 // requests in flight) and queue.go.
 //
-// The indexer. Dynamo's router keeps a radix tree of cached blocks. Since a block's sequence hash already
-// names its whole prefix (see package tokens), that tree is equivalent to a map from sequence hash to the
-// set of targets holding the block: finding a request's cached prefix on each target is a walk down its
-// blocks that stops, for each target, at its first missing block. The map is one open-addressing table
-// whose entries carry a bitset of targets, so the walk answers for all targets at once, costs one lookup
-// per block of the longest overlap, and allocates nothing.
+// The indexer. Dynamo's router keeps a radix tree of cached blocks per worker. Since a block's sequence
+// hash already names its whole prefix (see package tokens), such a tree is equivalent to the set of its
+// blocks' sequence hashes: finding a request's cached prefix on a target is a walk down its blocks that
+// stops at the target's first missing block. Each target's set is an open-addressing table of hashes, so
+// a KV event touches only its own target's table, and a walk allocates nothing.
 //
 // Active sequences. For each target the router counts, like Dynamo's ActiveSequences, the uncached prompt
 // tokens of its requests still in prefill and the distinct blocks its active requests hold (requests that

@@ -168,8 +168,8 @@ func TestIndexerMatchesPools(t *testing.T) {
 	}
 }
 
-// TestIndexerTable exercises the table itself against a map: random stores and removes over a small key
-// space (with collisions in the probe runs, the hash 0, and growth), then clearing a slot.
+// TestIndexerTable exercises the tables themselves against a map: random stores and removes over a small
+// key space (with collisions in the probe runs, the hash 0, and growth), then clearing a slot.
 func TestIndexerTable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	ix := newIndexer()
@@ -205,17 +205,19 @@ func TestIndexerTable(t *testing.T) {
 				t.Fatalf("%s: slot %d counts %d, want %d", when, s, ix.counts[s], counts[s])
 			}
 		}
-		occupied := 0
-		for e := 0; e < len(ix.table); e += ix.stride {
-			if ix.table[e] != 0 {
-				occupied++
-				if isZero(ix.table[e+1 : e+ix.stride]) {
-					t.Fatalf("%s: entry %#x with no target", when, ix.table[e])
+		for s := range slots {
+			set, occupied := &ix.sets[s], 0
+			for _, k := range set.keys {
+				if k != 0 {
+					occupied++
+					if !set.has(k) {
+						t.Fatalf("%s: slot %d: key %#x held but not found from its home", when, s, k)
+					}
 				}
 			}
-		}
-		if occupied != ix.n {
-			t.Fatalf("%s: %d occupied entries, n = %d", when, occupied, ix.n)
+			if occupied != set.n {
+				t.Fatalf("%s: slot %d: %d occupied entries, n = %d", when, s, occupied, set.n)
+			}
 		}
 	}
 	for i := range 20000 {

@@ -400,7 +400,7 @@ func TestRouteRejectsBadRequests(t *testing.T) {
 	r.Route(prompt(2, 4, 1))
 }
 
-// TestManyTargets crosses the one-word bitset: the indexer widens and every target keeps its blocks.
+// TestManyTargets: 70 targets, one replaced, each keeping its own blocks.
 func TestManyTargets(t *testing.T) {
 	r := newRouter(t, kvOptions(2))
 	var ts []Target
