@@ -77,6 +77,7 @@ type Config struct {
 	RouterQueuePolicy     string  `yaml:"router-queue-policy"`
 	RouterEventDelayMs    float64 `yaml:"router-event-delay-ms"`
 	RouterEventsAtPassEnd bool    `yaml:"router-events-at-pass-end"`
+	FrontendLatencyMs     float64 `yaml:"frontend-latency-ms"`
 	KVTransferBandwidth   float64 `yaml:"kv-transfer-bandwidth"`
 	KVBytesPerToken       int     `yaml:"kv-bytes-per-token"`
 	KVTransferTimingMode  string  `yaml:"kv-transfer-timing-mode"`
@@ -330,6 +331,8 @@ func (c *Config) Validate() error {
 		return bad("router-queue-threshold", c.RouterQueueThreshold, "must be >= 0 (0: no queue)")
 	case c.RouterEventDelayMs < 0 || math.IsNaN(c.RouterEventDelayMs):
 		return bad("router-event-delay-ms", c.RouterEventDelayMs, "must be >= 0")
+	case !(c.FrontendLatencyMs >= 0) || math.IsInf(c.FrontendLatencyMs, 0):
+		return bad("frontend-latency-ms", c.FrontendLatencyMs, "must be a finite number >= 0")
 	case c.KVTransferBandwidth < 0 || math.IsNaN(c.KVTransferBandwidth) || math.IsInf(c.KVTransferBandwidth, 0):
 		return bad("kv-transfer-bandwidth", c.KVTransferBandwidth, "must be a finite number of GB/s >= 0 (0: no transfer delay)")
 	case c.KVBytesPerToken < 0:
@@ -444,6 +447,7 @@ func (c *Config) SimOptions() (sim.Options, error) {
 		Router:                ro,
 		RouterEventsAtPassEnd: c.RouterEventsAtPassEnd,
 		RouterEventDelay:      time.Duration(c.RouterEventDelayMs * float64(time.Millisecond)),
+		FrontendLatency:       time.Duration(math.Round(c.FrontendLatencyMs * float64(time.Millisecond))),
 		Concurrency:           c.Concurrency,
 		ArrivalSpeedup:        c.ArrivalSpeedupRatio,
 		CheckInvariants:       c.CheckInvariants,

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mocker-sim/mocker/sim"
 )
@@ -50,6 +51,9 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.Workers = 0 }, "workers"},
 		{func(c *Config) { c.TraceBlockSize = 0 }, "trace-block-size"},
 		{func(c *Config) { c.Concurrency = -1 }, "concurrency"},
+		{func(c *Config) { c.FrontendLatencyMs = -1 }, "frontend-latency-ms -1"},
+		{func(c *Config) { c.FrontendLatencyMs = math.Inf(1) }, "frontend-latency-ms"},
+		{func(c *Config) { c.FrontendLatencyMs = math.NaN() }, "frontend-latency-ms"},
 	} {
 		c := Default()
 		tc.edit(&c)
@@ -155,5 +159,22 @@ func TestConcurrencyRampInvalid(t *testing.T) {
 		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("Validate() = %v, want it to start with %q", err, tc.want)
 		}
+	}
+}
+
+// TestFrontendLatency: the YAML key reaches the simulation as a duration, rounded to the nanosecond.
+func TestFrontendLatency(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(path, []byte("frontend-latency-ms: 14.25\n"), 0o644)
+	c := Default()
+	if err := c.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	o, err := c.SimOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.FrontendLatency != 14250*time.Microsecond {
+		t.Fatalf("frontend latency %v, want 14.25ms", o.FrontendLatency)
 	}
 }

@@ -10,13 +10,15 @@ import (
 // phase orders events that fall at the same instant, as the reference's replay loop does (pass
 // completion, worker ready, transfer completion, admission, telemetry, scaling): a pass that ends at t
 // frees its worker and delivers its tokens before a request arriving at t is routed, and all of them
-// happen before new passes start at t.
+// happen before new passes start at t. With a frontend latency, a request that arrived earlier and
+// leaves the frontend at t is routed before one arriving at t (which only enters the frontend).
 type phase uint8
 
 const (
 	phasePassEnd     phase = iota // a worker's forward pass ends
 	phaseWorkerReady              // a worker the planner started begins serving
 	phaseTransfer                 // KV transfers complete (disaggregated serving)
+	phaseRoute                    // a request leaves the frontend and is routed (Options.FrontendLatency)
 	phaseArrival                  // a request arrives
 	phaseKVEvents                 // delayed KV events reach a router (--router-event-delay-ms)
 	phasePlanner                  // the planner ticks
@@ -25,7 +27,7 @@ const (
 type event struct {
 	at    time.Duration
 	phase phase
-	key   uint64 // stable tie-break within a phase: worker serial, session number, generation
+	key   uint64 // stable tie-break within a phase: worker serial, request id, session number, generation
 	w     *worker
 	sess  *session
 	kv    *delayedEvents

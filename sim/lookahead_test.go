@@ -14,7 +14,8 @@ import (
 )
 
 // TestLookaheadChangesNothing: workers that run ahead of the event heap between arrivals produce the
-// report, byte for byte, of strict time order, across backends, routers, visibility and queueing.
+// report, byte for byte, of strict time order, across backends, routers, visibility, queueing and a
+// frontend latency (whose route events bound the lookahead as arrivals do).
 func TestLookaheadChangesNothing(t *testing.T) {
 	vllmEngine := engine.Options{
 		VLLM:   vllm.Options{BlockSize: 16, NumBlocks: 150, MaxNumSeqs: 16, MaxBatchedTokens: 512, ChunkedPrefill: true, PrefixCaching: true, Events: true},
@@ -52,6 +53,9 @@ func TestLookaheadChangesNothing(t *testing.T) {
 		{"sglang-kv", Options{Workers: 3, Engine: sglangEngine, Router: kv}, single},
 		{"trtllm-dp2-round-robin", Options{Workers: 2, Engine: trtEngine, Router: rr}, single},
 		{"vllm-multi-turn", Options{Workers: 3, Engine: vllmEngine, Router: kv}, func(seed uint64) workload.Source { return synthetic(t, seed) }},
+		{"vllm-kv-frontend", Options{Workers: 4, Engine: vllmEngine, Router: kv, FrontendLatency: 14 * time.Millisecond}, single},
+		{"vllm-kv-queueing-frontend", Options{Workers: 4, Engine: vllmEngine, Router: queueing, FrontendLatency: 7300 * time.Microsecond}, single},
+		{"sglang-multi-turn-frontend", Options{Workers: 3, Engine: sglangEngine, Router: kv, FrontendLatency: 14 * time.Millisecond}, func(seed uint64) workload.Source { return synthetic(t, seed) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ahead := run(t, tc.src(3), tc.o)

@@ -143,11 +143,13 @@ func (r *runner) startPasses() error {
 // reads, and what they tell the router (KV events, first tokens, completions) is read only when a request
 // is routed. So while no request can be routed, a worker can deliver pass after pass without waiting for
 // the other workers' earlier pass ends, and its pool stays in the CPU's caches for the whole run; the
-// results are those of strict time order. A request is routed only at an arrival, or when the router's
-// queue drains at a pass end; an arrival is either in the heap already (the next session of a trace) or
-// the next turn of a session that has one, or a closed-loop client's next request. Lookahead is on when
-// the router queues nothing and no request in flight has a next turn, up to the next event that is not a
-// pass end: an arrival, or the planner's and the disaggregated pools' events (which it leaves alone).
+// results are those of strict time order. A request is routed only at an arrival, when it leaves the
+// frontend (a route event, with a frontend latency), or when the router's queue drains at a pass end; an
+// arrival is either in the heap already (the next session of a trace) or the next turn of a session that
+// has one, or a closed-loop client's next request. Lookahead is on when the router queues nothing and no
+// request in flight has a next turn, up to the next event that is neither a pass end nor delayed KV
+// events: an arrival, a route, or the planner's and the disaggregated pools' events (which it leaves
+// alone).
 func (r *runner) lookahead() (bound time.Duration, ok bool) {
 	if r.o.noLookahead || r.decode != nil || r.planner != nil || r.o.Concurrency > 0 || r.turnsOn > 0 ||
 		r.ingress.router.Queued() > 0 {

@@ -35,6 +35,11 @@ type Options struct {
 	RouterEventsAtPassEnd bool
 	RouterEventDelay      time.Duration
 
+	// FrontendLatency is the time between a request's arrival and its routing: the API server's request
+	// parsing, tokenisation and hand-off to the engine. The request's arrival time stays the client's
+	// send, so TTFT and E2E include it.
+	FrontendLatency time.Duration
+
 	// Planner, if set, resizes the pools every adjustment interval.
 	Planner *planner.Config
 
@@ -262,6 +267,8 @@ func (r *runner) loop() error {
 			if ev.key == r.transferGen {
 				err = r.transfersDone()
 			}
+		case phaseRoute:
+			err = r.route(r.req(ev.key))
 		case phaseArrival:
 			err = r.arrive(ev.sess)
 		case phaseKVEvents:
@@ -296,7 +303,7 @@ func (r *runner) req(id uint64) *request {
 	return nil
 }
 
-// arrive sends a session's next turn to the ingress pool's router.
+// arrive sends a session's next turn to the ingress pool's router, at once or through the frontend.
 func (r *runner) arrive(s *session) error {
 	if s.next == 0 && r.o.Concurrency == 0 {
 		// Open loop: the following session arrives on its own schedule.
@@ -330,7 +337,17 @@ func (r *runner) arrive(s *session) error {
 	r.live++
 	r.col.Arrived(int(id), r.now, req.seq.Len(), t.OutputLen)
 
-	d, queued := r.ingress.router.Route(router.Request{ID: id, Blocks: req.seq.Blocks(), PromptTokens: req.seq.Len()})
+	if r.o.FrontendLatency > 0 {
+		// Routed when it leaves the frontend; requests leaving together go in arrival (id) order.
+		r.events.push(event{at: r.now + r.o.FrontendLatency, phase: phaseRoute, key: id})
+		return nil
+	}
+	return r.route(req)
+}
+
+// route hands a request to the ingress pool's router, which dispatches it or queues it.
+func (r *runner) route(req *request) error {
+	d, queued := r.ingress.router.Route(router.Request{ID: req.id, Blocks: req.seq.Blocks(), PromptTokens: req.seq.Len()})
 	if queued {
 		return nil
 	}

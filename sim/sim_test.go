@@ -71,6 +71,29 @@ func TestEqualTimeOrder(t *testing.T) {
 	}
 }
 
+// TestFrontendLatency: a request is routed FrontendLatency after it arrives, and its TTFT and E2E still
+// run from its arrival. TestEqualTimeOrder's trace with 2.5 ms of frontend: r0 is routed at 2.5, its pass
+// [2.5,17.5] gives its first token; r1 arrives at 15, is routed at 17.5 as r0's pass ends, and joins the
+// pass [17.5,32.5]. Every TTFT and E2E is 2.5 ms longer than without a frontend.
+func TestFrontendLatency(t *testing.T) {
+	const jsonl = `{"timestamp": 0, "input_length": 8, "output_length": 2, "hash_ids": [1, 2]}
+{"timestamp": 15, "input_length": 4, "output_length": 1, "hash_ids": [3]}
+`
+	res := run(t, trace(t, jsonl), Options{Workers: 1, Engine: small(), FrontendLatency: 2500 * time.Microsecond})
+	s := res.Summary
+	if s.CompletedRequests != 2 || !eq(trio(s.TTFT), []float64{17.5, 17.5, 17.5}) || !eq(trio(s.E2E), []float64{25, 17.5, 32.5}) {
+		t.Fatalf("TTFT %v E2E %v", trio(s.TTFT), trio(s.E2E))
+	}
+	if res.End != 32500*time.Microsecond || res.Passes != 2 {
+		t.Fatalf("end %v passes %d, want 32.5ms and 2", res.End, res.Passes)
+	}
+	// Zero latency is the path without a frontend.
+	res = run(t, trace(t, jsonl), Options{Workers: 1, Engine: small()})
+	if s := res.Summary; !eq(trio(s.TTFT), []float64{15, 15, 15}) || !eq(trio(s.E2E), []float64{22.5, 15, 30}) {
+		t.Fatalf("no frontend: TTFT %v E2E %v", trio(s.TTFT), trio(s.E2E))
+	}
+}
+
 // TestSessionsAreClosedLoop: turn 2 arrives its delay after turn 1 completes and reuses its KV.
 func TestSessionsAreClosedLoop(t *testing.T) {
 	src := trace(t, `{"session_id": "a", "timestamp": 0, "input_length": 4, "output_length": 1, "hash_ids": [1]}

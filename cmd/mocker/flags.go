@@ -17,6 +17,8 @@ import (
 func bindFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.SortFlags = false
 	bindEngineFlags(fs, c)
+	// The simulated API server; serve has a real one.
+	fs.Float64Var(&c.FrontendLatencyMs, "frontend-latency-ms", c.FrontendLatencyMs, "milliseconds between a request's arrival and its routing (API server: parsing, tokenisation, hand-off); TTFT and E2E include them")
 	bindWorkloadFlags(fs, c)
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of every random choice")
 	bindOutputFlags(fs, c)
