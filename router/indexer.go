@@ -128,16 +128,16 @@ const overlapBatch = 16
 // overlapOf is overlap for slot s alone.
 func (ix *indexer) overlapOf(s int, blocks []tokens.Block) int {
 	set := &ix.sets[s]
-	if set.n == 0 && !set.zero {
-		return 0
+	if len(blocks) == 0 || !set.has(blocks[0].Hash) {
+		return 0 // most targets lack most prompts: no batch of loads for them
 	}
-	for i, b := range blocks {
-		if i%overlapBatch == 0 {
+	for i := 1; i < len(blocks); i++ {
+		if i%overlapBatch == 1 {
 			for _, a := range blocks[i:min(i+overlapBatch, len(blocks))] {
 				set.prefetch(a.Hash)
 			}
 		}
-		if !set.has(b.Hash) {
+		if !set.has(blocks[i].Hash) {
 			return i
 		}
 	}
