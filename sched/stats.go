@@ -23,8 +23,8 @@ func (m *Moments) Remove(x int) {
 
 // Var is the population variance.
 func (m Moments) Var() float64 {
-	if m.N <= 0 {
-		return 0
+	if m.N <= 1 {
+		return 0 // one sample has none (most decode passes of a lightly loaded worker)
 	}
 	n := float64(m.N)
 	mean := float64(m.Sum) / n

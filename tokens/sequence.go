@@ -74,8 +74,10 @@ func (s *Sequence) Append(toks ...uint32) {
 		s.all = append(s.all, toks...)
 	}
 	s.n += len(toks)
-	if want := s.n / s.blockSize; want > cap(s.blocks) {
-		s.blocks = slices.Grow(s.blocks, want-len(s.blocks))
+	if len(s.tail)+len(toks) >= s.blockSize { // some block completes (a division per token shows in profiles)
+		if want := s.n / s.blockSize; want > cap(s.blocks) {
+			s.blocks = slices.Grow(s.blocks, want-len(s.blocks))
+		}
 	}
 	if s.tail == nil {
 		s.tail = make([]uint32, 0, s.blockSize)
