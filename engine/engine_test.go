@@ -75,7 +75,7 @@ func TestRandomWorkloadInvariants(t *testing.T) {
 	for seed := uint64(1); seed <= seeds; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		backend := Backend(seed % 3)
-		bs := []int{1, 4, 16}[rng.IntN(3)]
+		bs := []int{1, 4, 6, 16}[rng.IntN(4)]
 		blocks := 40 + rng.IntN(200)
 		vo := vllm.Options{
 			BlockSize:        bs,
