@@ -18,4 +18,5 @@ run                                                    # defaults: Llama-3.1-8B 
 run --block-size 64 --num-gpu-blocks 4000000           # a pool that never evicts
 run --workers 8                                        # eight workers, round robin
 run --workers 8 --router kv                            # eight workers behind the KV-aware router
+run --workers 8 --router kv --block-size 64 --num-gpu-blocks 16384 --timing polynomial # the same on the reference's defaults
 rm -f bench/mocker
