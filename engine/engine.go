@@ -66,12 +66,20 @@ type scheduler interface {
 	Unreserve(id uint64) bool
 }
 
+// coaster is a scheduler that can tell and apply plain decode passes (see Engine.Coast).
+type coaster interface {
+	PlainDecode() bool
+	PlainBatch(*timing.Batch)
+	PlainStep([]sched.Sample) []sched.Sample
+}
+
 // Engine is one worker. It is not safe for concurrent use.
 type Engine struct {
 	backend Backend
 	ranks   []scheduler
 	model   timing.Model
 	pass    Pass
+	batch   timing.Batch // Coast's
 }
 
 // RankPass is one rank's share of a pass.
@@ -228,6 +236,41 @@ func (e *Engine) Step(now time.Duration) *Pass {
 	}
 	p.End = now + longest
 	return p
+}
+
+// Run is what Coast did: plain decode passes, back to back.
+type Run struct {
+	Ends []time.Duration // each pass's end; the first started at Coast's now, each next one at the previous end
+	// Samples holds, pass after pass, one token per running request: the same requests in the same order
+	// in every pass, len(Samples)/len(Ends) of them.
+	Samples []sched.Sample
+}
+
+// Coast runs plain decode passes back to back from now, as long as the next pass is one and ends before
+// until, and records them in run. A plain decode pass is one in which every running request computes its
+// next token and nothing else happens: nothing waits, and no block is allocated or completed (no KV event)
+// and no request finishes. Coast is Step repeated without the per-pass work such passes do not need; a
+// driver uses it when nobody observes the engine before until. Engines with one vLLM or TensorRT-LLM rank
+// coast; others, and any engine whose next pass is not plain, return an empty run.
+func (e *Engine) Coast(now, until time.Duration, run *Run) {
+	run.Ends, run.Samples = run.Ends[:0], run.Samples[:0]
+	if len(e.ranks) != 1 {
+		return
+	}
+	s, ok := e.ranks[0].(coaster)
+	if !ok {
+		return
+	}
+	for s.PlainDecode() {
+		s.PlainBatch(&e.batch)
+		end := now + e.model.Cost(&e.batch).Total()
+		if end >= until {
+			return
+		}
+		run.Samples = s.PlainStep(run.Samples)
+		run.Ends = append(run.Ends, end)
+		now = end
+	}
 }
 
 // RankSeed derives the seed of one stream (a rank, a worker) from a base seed, so streams differ and a new

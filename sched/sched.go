@@ -79,6 +79,12 @@ type Output struct {
 	Done   bool     // the request finished; its blocks are released
 }
 
+// Sample is the one token a request sampled in a plain decode pass (see engine.Engine.Coast).
+type Sample struct {
+	ID    uint64
+	Token uint32
+}
+
 // Pass is one scheduler's share of a forward pass. It is owned by the scheduler and valid until its next
 // Step. Consumers act on it in field order: admissions and preemptions happen at the pass start, events
 // describe cache changes made while planning, outputs appear at the pass end.

@@ -58,20 +58,28 @@ func TestLookaheadChangesNothing(t *testing.T) {
 		{"sglang-multi-turn-frontend", Options{Workers: 3, Engine: sglangEngine, Router: kv, FrontendLatency: 14 * time.Millisecond}, func(seed uint64) workload.Source { return synthetic(t, seed) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ahead := run(t, tc.src(3), tc.o)
 			o := tc.o
 			o.noLookahead = true
-			strict := run(t, tc.src(3), o)
-			if a, b := reportBytes(t, ahead), reportBytes(t, strict); !bytes.Equal(a, b) {
-				t.Fatalf("reports differ:\n%s\n---\n%s", a[:min(len(a), 2000)], b[:min(len(b), 2000)])
-			}
-			if ahead.End != strict.End || ahead.Passes != strict.Passes {
-				t.Fatalf("end %v / %v, passes %d / %d", ahead.End, strict.End, ahead.Passes, strict.Passes)
+			strict := run(t, tc.src(3), o) // with invariant checks after every pass
+			// Lookahead with invariant checks, then without: then plain decode passes coast too.
+			for _, check := range []bool{true, false} {
+				o := tc.o
+				o.CheckInvariants = check
+				ahead, err := Run(tc.src(3), o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a, b := reportBytes(t, ahead), reportBytes(t, strict); !bytes.Equal(a, b) {
+					t.Fatalf("checks %v: reports differ:\n%s\n---\n%s", check, a[:min(len(a), 2000)], b[:min(len(b), 2000)])
+				}
+				if ahead.End != strict.End || ahead.Passes != strict.Passes {
+					t.Fatalf("checks %v: end %v / %v, passes %d / %d", check, ahead.End, strict.End, ahead.Passes, strict.Passes)
+				}
+				t.Logf("checks %v: %d of %d passes delivered ahead, %d coasted; %d preemptions", check, ahead.ahead, ahead.Passes, ahead.coasted, ahead.Summary.Preemptions)
 			}
 			if strict.ahead != 0 {
 				t.Fatalf("%d passes delivered ahead with lookahead off", strict.ahead)
 			}
-			t.Logf("%d of %d passes delivered ahead; %d preemptions", ahead.ahead, ahead.Passes, ahead.Summary.Preemptions)
 		})
 	}
 }

@@ -49,6 +49,7 @@ type worker struct {
 	busy    time.Duration
 	samples [][]planner.PassSample // per rank, since the last planner tick
 	pending []*request             // decode worker: requests waiting for room to receive their KV (FIFO)
+	run     engine.Run             // coast's
 }
 
 func (r *runner) newPool(name string, eo engine.Options, ro router.Options, n int) (*pool, error) {
@@ -170,6 +171,9 @@ func (r *runner) run(w *worker, bound time.Duration, ahead bool) error {
 	now := r.now
 	defer func() { r.now = now }()
 	for {
+		if ahead && !r.o.CheckInvariants {
+			r.coast(w, bound)
+		}
 		r.step(w)
 		if w.pass == nil {
 			return nil
@@ -188,6 +192,36 @@ func (r *runner) run(w *worker, bound time.Duration, ahead bool) error {
 			return nil
 		}
 	}
+}
+
+// coast runs w's plain decode passes that end before bound (engine.Coast: every running request computes
+// its next token and nothing else happens) and delivers their tokens, skipping what such passes do not
+// need of step and deliver.
+func (r *runner) coast(w *worker, bound time.Duration) {
+	w.eng.Coast(r.now, bound, &w.run)
+	if len(w.run.Ends) == 0 {
+		return
+	}
+	k := len(w.run.Samples) / len(w.run.Ends)
+	for j, end := range w.run.Ends {
+		r.passes++
+		w.passes++
+		r.ahead++
+		r.coasted++
+		w.busy += end - r.now
+		r.now = end
+		for _, sm := range w.run.Samples[j*k : (j+1)*k] {
+			req := r.reqs[sm.ID]
+			if !req.gotFirst {
+				r.first(req, w.pool)
+			}
+			r.col.Tokens(int(sm.ID), end, 1)
+			if req.sess.keep {
+				req.sess.history = append(req.sess.history, sm.Token)
+			}
+		}
+	}
+	r.end = max(r.end, r.now)
 }
 
 // step starts one pass of w; w.pass stays nil if nothing can run.
@@ -311,11 +345,7 @@ func (r *runner) decoded(req *request, out sched.Output) error {
 	}
 	if len(out.Tokens) > 0 {
 		if !req.gotFirst {
-			req.gotFirst = true
-			p.router.PrefillDone(req.id)
-			if r.decode != nil {
-				r.stages.decodeWait = append(r.stages.decodeWait, ms(r.now-req.activated))
-			}
+			r.first(req, p)
 		}
 		r.col.Tokens(int(req.id), r.now, len(out.Tokens))
 		if req.sess.keep {
@@ -332,6 +362,15 @@ func (r *runner) decoded(req *request, out sched.Output) error {
 		r.planner.completed(req)
 	}
 	return r.requestEnded(req)
+}
+
+// first notes a request's first token: its prompt no longer loads its worker in the router's eyes.
+func (r *runner) first(req *request, p *pool) {
+	req.gotFirst = true
+	p.router.PrefillDone(req.id)
+	if r.decode != nil {
+		r.stages.decodeWait = append(r.stages.decodeWait, ms(r.now-req.activated))
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -62,7 +62,8 @@ type Result struct {
 	Scaling   []ScalePoint // worker counts over time, when a planner ran
 	Decisions []string     // the planner's decisions, one line per tick
 
-	ahead int64 // passes delivered ahead of the event heap (lookahead)
+	ahead   int64 // passes delivered ahead of the event heap (lookahead)
+	coasted int64 // of those, plain decode passes (engine.Coast)
 }
 
 // PoolResult is one pool's final state.
@@ -118,6 +119,7 @@ type runner struct {
 	ended     int
 	passes    int64
 	ahead     int64
+	coasted   int64
 	prompt    []uint32
 
 	reqs    []*request         // by id (ids are dense); nil once ended
@@ -439,7 +441,7 @@ func (r *runner) turnEnded(s *session) error {
 
 // result gathers the report.
 func (r *runner) result() *Result {
-	res := &Result{Collector: r.col, Passes: r.passes, End: max(r.now, r.end), ahead: r.ahead}
+	res := &Result{Collector: r.col, Passes: r.passes, End: max(r.now, r.end), ahead: r.ahead, coasted: r.coasted}
 	res.Summary = r.col.Summary()
 	var specSteps, specTokens int64
 	for _, p := range r.pools {

@@ -359,6 +359,50 @@ func (s *Scheduler) Step() *sched.Pass {
 	return p
 }
 
+// PlainDecode reports whether the next pass is a plain decode step: nothing waits, and every running
+// request computes exactly its next token with no block to allocate or complete and without finishing.
+// Such a pass changes nothing but the requests' tokens: no admission, KV event or completion.
+func (s *Scheduler) PlainDecode() bool {
+	if s.waiting.len() > 0 || len(s.running) == 0 || s.opt.Spec.Tokens > 0 || s.opt.Role != sched.Aggregated ||
+		s.opt.MaxBatchedTokens > 0 && len(s.running) > s.opt.MaxBatchedTokens {
+		return false
+	}
+	for _, r := range s.running {
+		next := r.computed + 1
+		if r.prefilling || next != r.seq.Len() || r.generated+1 >= r.maxTokens ||
+			s.blocksFor(next) > len(r.table) || s.fullBlocks(next) > r.committed {
+			return false
+		}
+	}
+	return true
+}
+
+// PlainBatch fills b with the next pass when PlainDecode holds, without applying it.
+func (s *Scheduler) PlainBatch(b *timing.Batch) {
+	b.Seqs = b.Seqs[:0]
+	for _, r := range s.running {
+		b.Seqs = append(b.Seqs, timing.Seq{New: 1, Cached: r.computed, Samples: true})
+	}
+	b.ActiveKVTokens = s.pool.Active() * s.opt.BlockSize
+	b.TotalKVTokens = s.pool.Capacity() * s.opt.BlockSize
+}
+
+// PlainStep applies the pass PlainBatch described, as Step would, appending to dst each running request's
+// id and sampled token, in running order, and returns dst.
+func (s *Scheduler) PlainStep(dst []sched.Sample) []sched.Sample {
+	for _, r := range s.running {
+		r.computed++
+		tok := sched.TokenID(r.id, r.generated)
+		if r.generated < len(r.planned) {
+			tok = r.planned[r.generated]
+		}
+		r.seq.Append(tok)
+		r.generated++
+		dst = append(dst, sched.Sample{ID: r.id, Token: tok})
+	}
+	return dst
+}
+
 // scheduleRunning gives the budget to running requests in order, preempting when the pool is full. It
 // reports whether anything was preempted.
 func (s *Scheduler) scheduleRunning(budget *int) (preempted bool) {

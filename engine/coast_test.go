@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/vllm"
+	"github.com/mocker-sim/mocker/timing"
+)
+
+// TestCoastIsStepRepeated drives two engines with the same random arrivals, one with Step alone and one
+// coasting until each next arrival before stepping: both must emit the same tokens and KV events at the
+// same times and end in the same state.
+func TestCoastIsStepRepeated(t *testing.T) {
+	coasted := 0
+	for seed := uint64(1); seed <= 40; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		backend := []Backend{VLLM, TRTLLM}[seed%2]
+		bs := []int{1, 4, 6, 16}[rng.IntN(4)]
+		vo := vllm.Options{
+			BlockSize:        bs,
+			NumBlocks:        40 + rng.IntN(200),
+			MaxNumSeqs:       rng.IntN(8),
+			MaxBatchedTokens: []int{0, 3, 64, 512}[rng.IntN(4)],
+			ChunkedPrefill:   rng.IntN(4) > 0,
+			PrefixCaching:    rng.IntN(4) > 0,
+			Events:           true,
+		}
+		type arrival struct {
+			at  time.Duration
+			req sched.Request
+		}
+		var arrivals []arrival
+		at := time.Duration(0)
+		for id := range uint64(60) {
+			at += time.Duration(rng.ExpFloat64() * float64(300*time.Millisecond))
+			toks := make([]uint32, 1+rng.IntN(bs*10))
+			for i := range toks {
+				toks[i] = uint32(id%3)*1000 + uint32(i)
+			}
+			arrivals = append(arrivals, arrival{at, sched.Request{ID: id, Prompt: toks, MaxTokens: rng.IntN(150)}})
+		}
+		replay := func(coast bool) (log []string, m []sched.Metrics, n int) {
+			e, err := New(Options{Backend: backend, VLLM: vo, Timing: timing.Polynomial{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var run Run
+			now, next := time.Duration(0), 0
+			for next < len(arrivals) || !e.Idle() {
+				for next < len(arrivals) && arrivals[next].at <= now {
+					r := arrivals[next].req
+					if err := e.Enqueue(&r); err != nil {
+						log = append(log, fmt.Sprintf("rejected %d", r.ID))
+					}
+					next++
+				}
+				until := time.Duration(1 << 62)
+				if next < len(arrivals) {
+					until = arrivals[next].at
+				}
+				if e.Idle() {
+					now = until
+					continue
+				}
+				if coast {
+					e.Coast(now, until, &run)
+					k := 0
+					if len(run.Ends) > 0 {
+						k = len(run.Samples) / len(run.Ends)
+					}
+					for j, end := range run.Ends {
+						for _, s := range run.Samples[j*k : (j+1)*k] {
+							log = append(log, fmt.Sprintf("%v %d %d", end, s.ID, s.Token))
+						}
+						now = end
+					}
+					n += len(run.Ends)
+				}
+				p := e.Step(now)
+				if p.Empty() {
+					now = until // blocked until something arrives
+					continue
+				}
+				for _, rp := range p.Ranks {
+					for _, ev := range rp.Events {
+						log = append(log, fmt.Sprintf("%v event %d %d %v", p.Start, ev.Kind, len(ev.Blocks), ev.Hashes))
+					}
+					for _, out := range rp.Outputs {
+						for _, tok := range out.Tokens {
+							log = append(log, fmt.Sprintf("%v %d %d", p.End, out.ID, tok))
+						}
+						if out.Done {
+							log = append(log, fmt.Sprintf("%v %d done", p.End, out.ID))
+						}
+					}
+				}
+				now = p.End
+				if err := e.CheckInvariants(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return log, e.Metrics(), n
+		}
+		want, wantM, _ := replay(false)
+		got, gotM, n := replay(true)
+		if !slices.Equal(got, want) || !slices.Equal(gotM, wantM) {
+			i := 0
+			for i < min(len(got), len(want)) && got[i] == want[i] {
+				i++
+			}
+			t.Fatalf("seed %d (%v %+v): coasting diverges at line %d of %d/%d:\n%q\n%q\nmetrics %+v / %+v", seed, backend, vo, i, len(got), len(want),
+				got[i:min(i+3, len(got))], want[i:min(i+3, len(want))], gotM, wantM)
+		}
+		coasted += n
+	}
+	if coasted < 5000 {
+		t.Fatalf("only %d passes coasted: the test does not exercise Coast", coasted)
+	}
+	t.Logf("%d passes coasted", coasted)
+}
