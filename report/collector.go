@@ -128,6 +128,33 @@ func (c *Collector) Tokens(id int, at time.Duration, n int) {
 	r.outputTokens = count("Tokens", id, "output tokens", int(r.outputTokens)+n)
 }
 
+// TokenRun records deliveries of one token each for request id, at each of ats in turn (ascending): a
+// run of decode passes. It is Tokens(id, at, 1) for each at.
+func (c *Collector) TokenRun(id int, ats []time.Duration) {
+	if len(ats) == 0 {
+		return
+	}
+	r := c.live(id, ats[0], "TokenRun")
+	for _, at := range ats {
+		if at < r.last {
+			panic(fmt.Sprintf("report: TokenRun: request %d at %v, before its previous event at %v", id, at, r.last))
+		}
+		r.last = at
+		switch r.deliveries {
+		case 0:
+			r.firstToken = at
+		case 1:
+			r.secondToken = at
+			fallthrough
+		default:
+			c.addGap(gap{at - r.lastToken, int32(id)})
+		}
+		r.lastToken = at
+		r.deliveries++
+	}
+	r.outputTokens = count("TokenRun", id, "output tokens", int(r.outputTokens)+len(ats))
+}
+
 // Finished records that request id completed at `at`. A request that produced no output
 // tokens finishes without any Tokens call.
 func (c *Collector) Finished(id int, at time.Duration) {

@@ -309,3 +309,51 @@ func BenchmarkRecordAndSummary(b *testing.B) {
 		_ = c.Summary()
 	}
 }
+
+// TestTokenRunIsTokensRepeated: a run of one-token deliveries records what one Tokens call per token
+// does, from the first token on and after earlier ones.
+func TestTokenRunIsTokensRepeated(t *testing.T) {
+	record := func(run bool) []byte {
+		c := NewCollector()
+		for id := range 2 {
+			c.Arrived(id, 0, 100, 6)
+			c.Admitted(id, msec, 0)
+		}
+		ats := []time.Duration{10 * msec, 12 * msec, 15 * msec}
+		later := []time.Duration{30 * msec, 40 * msec, 41 * msec}
+		for id := range 2 {
+			if id == 1 {
+				c.Tokens(id, 5*msec, 2) // a burst before the run
+			}
+			for _, part := range [][]time.Duration{ats, later} {
+				if run {
+					c.TokenRun(id, part)
+				} else {
+					for _, at := range part {
+						c.Tokens(id, at, 1)
+					}
+				}
+			}
+			c.Finished(id, 41*msec)
+		}
+		var b bytes.Buffer
+		if err := c.Summary().WriteJSON(&b); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WriteRequestsJSONL(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	if got, want := record(true), record(false); !bytes.Equal(got, want) {
+		t.Fatalf("TokenRun:\n%s\nTokens:\n%s", got, want)
+	}
+	c := NewCollector()
+	c.Arrived(0, 0, 1, 2)
+	defer func() {
+		if recover() == nil {
+			t.Error("TokenRun going back in time: no panic")
+		}
+	}()
+	c.TokenRun(0, []time.Duration{2 * msec, msec})
+}

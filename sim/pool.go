@@ -202,25 +202,27 @@ func (r *runner) coast(w *worker, bound time.Duration) {
 	if len(w.run.Ends) == 0 {
 		return
 	}
-	k := len(w.run.Samples) / len(w.run.Ends)
-	for j, end := range w.run.Ends {
-		r.passes++
-		w.passes++
-		r.ahead++
-		r.coasted++
-		w.busy += end - r.now
-		r.now = end
-		for _, sm := range w.run.Samples[j*k : (j+1)*k] {
-			req := r.reqs[sm.ID]
-			if !req.gotFirst {
-				r.first(req, w.pool)
-			}
-			r.col.Tokens(int(sm.ID), end, 1)
-			if req.sess.keep {
-				req.sess.history = append(req.sess.history, sm.Token)
+	passes := len(w.run.Ends)
+	k := len(w.run.Samples) / passes
+	for i, sm := range w.run.Samples[:k] {
+		req := r.reqs[sm.ID]
+		if !req.gotFirst {
+			r.first(req, w.pool)
+		}
+		r.col.TokenRun(int(sm.ID), w.run.Ends)
+		if req.sess.keep {
+			for j := range passes {
+				req.sess.history = append(req.sess.history, w.run.Samples[j*k+i].Token)
 			}
 		}
 	}
+	end := w.run.Ends[passes-1]
+	r.passes += int64(passes)
+	w.passes += int64(passes)
+	r.ahead += int64(passes)
+	r.coasted += int64(passes)
+	w.busy += end - r.now
+	r.now = end
 	r.end = max(r.end, r.now)
 }
 
