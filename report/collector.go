@@ -18,8 +18,10 @@ type Collector struct {
 
 	// gaps holds the ITL samples: the gap before every delivery except a request's first,
 	// pooled over all requests in call order, with the id each belongs to, so Summary can leave
-	// out requests that did not complete without per-request slices. Fixed-size chunks keep a
-	// run of millions of tokens from copying the samples over and over as one slice grows.
+	// out requests that did not complete without per-request slices. Equal gaps of one request
+	// in a row (a run of decode passes of one length) share an entry with their count. Fixed-size
+	// chunks keep a run of millions of tokens from copying the samples over and over as one
+	// slice grows.
 	gaps [][]gap
 
 	// reasons holds Rejected's reason by id; rejections are rare, so a map beats a
@@ -121,7 +123,7 @@ func (c *Collector) Tokens(id int, at time.Duration, n int) {
 		r.secondToken = at
 		fallthrough
 	default:
-		c.addGap(gap{at - r.lastToken, int32(id)})
+		c.addGap(at-r.lastToken, int32(id))
 	}
 	r.lastToken = at
 	r.deliveries++
@@ -147,7 +149,7 @@ func (c *Collector) TokenRun(id int, ats []time.Duration) {
 			r.secondToken = at
 			fallthrough
 		default:
-			c.addGap(gap{at - r.lastToken, int32(id)})
+			c.addGap(at-r.lastToken, int32(id))
 		}
 		r.lastToken = at
 		r.deliveries++
@@ -215,12 +217,24 @@ const gapChunk = 1 << 16
 type gap struct {
 	d     time.Duration
 	owner int32
+	n     int32 // samples of this gap in a row (at least 1)
 }
 
-func (c *Collector) addGap(g gap) {
-	if n := len(c.gaps); n == 0 || len(c.gaps[n-1]) == gapChunk {
+// addGap records one sample of d for request owner.
+func (c *Collector) addGap(d time.Duration, owner int32) {
+	n := len(c.gaps)
+	if n > 0 {
+		chunk := c.gaps[n-1]
+		if k := len(chunk); k > 0 {
+			if g := &chunk[k-1]; g.d == d && g.owner == owner && g.n < math.MaxInt32 {
+				g.n++
+				return
+			}
+		}
+	}
+	if n == 0 || len(c.gaps[n-1]) == gapChunk {
 		c.gaps = append(c.gaps, make([]gap, 0, gapChunk))
 	}
 	last := &c.gaps[len(c.gaps)-1]
-	*last = append(*last, g)
+	*last = append(*last, gap{d, owner, 1})
 }

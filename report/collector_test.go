@@ -357,3 +357,27 @@ func TestTokenRunIsTokensRepeated(t *testing.T) {
 	}()
 	c.TokenRun(0, []time.Duration{2 * msec, msec})
 }
+
+// TestEqualGapsShareAnEntry: a request's equal gaps in a row take one entry; another request's or another
+// length's start a new one.
+func TestEqualGapsShareAnEntry(t *testing.T) {
+	c := NewCollector()
+	c.Arrived(0, 0, 1, 2000)
+	c.Arrived(1, 0, 1, 10)
+	ats := make([]time.Duration, 1001)
+	for i := range ats {
+		ats[i] = time.Duration(i) * 7 * msec
+	}
+	c.TokenRun(0, ats)
+	c.Tokens(1, msec, 1)
+	c.Tokens(1, 8*msec, 1)      // gap 7 ms, but another request's
+	c.Tokens(0, 7007*msec+3, 1) // 7 ms + 3 ns: another length
+	if got := len(c.gaps[0]); got != 3 || c.gaps[0][0].n != 1000 {
+		t.Fatalf("%d entries, first counts %d: want 3 and 1000", got, c.gaps[0][0].n)
+	}
+	c.Finished(0, 8*time.Second)
+	c.Finished(1, 8*time.Second)
+	if s := c.Summary(); s.ITL.Count != 1002 || s.ITL.P50 != 7 || s.ITL.Max != 7.000003 {
+		t.Fatalf("ITL %+v", s.ITL)
+	}
+}

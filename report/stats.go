@@ -32,26 +32,68 @@ func describe(xs []float64) Stats {
 	return describeSorted(xs)
 }
 
-// describeDurations computes Stats over ds, sorting ds in place. Durations sort as integers, and their
-// millisecond values in the same order, so this equals describe over those values.
-func describeDurations(ds []time.Duration) Stats {
-	keys := make([]uint64, len(ds))
-	for i, d := range ds {
-		if d < 0 {
-			xs := make([]float64, len(ds))
-			for i, d := range ds {
-				xs[i] = ms(d)
-			}
-			return describe(xs)
-		}
-		keys[i] = uint64(d)
+// samples is a distribution of durations held as runs: a value and how many times it occurs.
+type samples struct {
+	keys   []uint64 // durations, non-negative
+	counts []uint32
+	n      int
+}
+
+func (s *samples) add(d time.Duration, n int32) {
+	s.keys = append(s.keys, uint64(d))
+	s.counts = append(s.counts, uint32(n))
+	s.n += int(n)
+}
+
+// describe computes the Stats of the durations' millisecond values. They sort as integers, in the
+// millisecond values' order, and the sums run over the samples in that order, a run's value repeated, so
+// this equals describe over every sample.
+func (s *samples) describe() Stats {
+	if s.n == 0 {
+		return Stats{}
 	}
-	keys = radixSort(keys)
+	keys, counts := radixSortPairs(s.keys, s.counts)
 	xs := make([]float64, len(keys))
 	for i, k := range keys {
 		xs[i] = ms(time.Duration(k))
 	}
-	return describeSorted(xs)
+	var sum float64
+	for i, x := range xs {
+		for range counts[i] {
+			sum += x
+		}
+	}
+	mean := sum / float64(s.n)
+	var sq float64
+	for i, x := range xs {
+		d := x - mean
+		for range counts[i] {
+			sq += float64(d * d) // no FMA: see describeSorted
+		}
+	}
+	// The nearest-rank percentiles of percentile, located by cumulative counts.
+	at := func(p int) float64 {
+		rank := ((s.n-1)*p + 50) / 100
+		for i, c := range counts {
+			if rank < int(c) {
+				return xs[i]
+			}
+			rank -= int(c)
+		}
+		return xs[len(xs)-1]
+	}
+	return Stats{
+		Count: s.n,
+		Mean:  mean,
+		Min:   xs[0],
+		Max:   xs[len(xs)-1],
+		Std:   math.Sqrt(sq / float64(s.n)),
+		P50:   at(50),
+		P75:   at(75),
+		P90:   at(90),
+		P95:   at(95),
+		P99:   at(99),
+	}
 }
 
 // describeSorted computes Stats over sorted xs.
@@ -123,10 +165,20 @@ func sortFloats(xs []float64) {
 // radixSort sorts keys ascending with an LSD radix sort of 16-bit digits, skipping the digits every key
 // shares (the high ones of small numbers). It returns the sorted keys, in keys or in a buffer of its own.
 func radixSort(keys []uint64) []uint64 {
+	keys, _ = radixSortPairs(keys, nil)
+	return keys
+}
+
+// radixSortPairs is radixSort moving vals (nil, or one per key) along with their keys.
+func radixSortPairs(keys []uint64, vals []uint32) ([]uint64, []uint32) {
 	if len(keys) < 2 {
-		return keys
+		return keys, vals
 	}
 	tmp := make([]uint64, len(keys))
+	var tmpVals []uint32
+	if vals != nil {
+		tmpVals = make([]uint32, len(vals))
+	}
 	count := make([]int, 1<<16+1)
 	for shift := uint(0); shift < 64; shift += 16 {
 		clear(count)
@@ -139,12 +191,16 @@ func radixSort(keys []uint64) []uint64 {
 		for i := 1; i < len(count); i++ {
 			count[i] += count[i-1]
 		}
-		for _, k := range keys {
+		for i, k := range keys {
 			d := (k >> shift) & 0xffff
 			tmp[count[d]] = k
+			if vals != nil {
+				tmpVals[count[d]] = vals[i]
+			}
 			count[d]++
 		}
 		keys, tmp = tmp, keys
+		vals, tmpVals = tmpVals, vals
 	}
-	return keys
+	return keys, vals
 }

@@ -101,9 +101,9 @@ func TestSortFloatsMatchesSlicesSort(t *testing.T) {
 	}
 }
 
-// TestDescribeDurationsMatchesDescribe: sorting durations as integers gives the Stats of their
-// millisecond values, whatever their range (digits shared by every key are skipped).
-func TestDescribeDurationsMatchesDescribe(t *testing.T) {
+// TestSamplesMatchDescribe: durations held as runs, sorted as integers, give the Stats of every sample's
+// millisecond value, whatever their range (digits shared by every key are skipped) and run lengths.
+func TestSamplesMatchDescribe(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{0, 1, 2, 100, 70000} {
 		for _, gen := range []func() time.Duration{
@@ -111,18 +111,18 @@ func TestDescribeDurationsMatchesDescribe(t *testing.T) {
 			func() time.Duration { return time.Duration(rng.Int64N(1 << 62)) },
 			func() time.Duration { return time.Duration(rng.IntN(3)) * time.Second }, // ties, low digits equal
 		} {
-			ds := make([]time.Duration, n)
-			xs := make([]float64, n)
-			for i := range ds {
-				ds[i] = gen()
-				xs[i] = ms(ds[i])
+			var s samples
+			var xs []float64
+			for range n {
+				d, c := gen(), 1+rng.IntN(3)
+				s.add(d, int32(c))
+				for range c {
+					xs = append(xs, ms(d))
+				}
 			}
-			if got, want := describeDurations(ds), describe(xs); got != want {
+			if got, want := s.describe(), describe(xs); got != want {
 				t.Fatalf("n=%d: %+v, want %+v", n, got, want)
 			}
 		}
-	}
-	if got := describeDurations([]time.Duration{-time.Millisecond, 2 * time.Millisecond}); got.Min != -1 || got.Max != 2 {
-		t.Fatalf("negative durations: %+v", got)
 	}
 }

@@ -101,11 +101,11 @@ func (c *Collector) Summary() Summary {
 		s.OutputTokenThroughput = float64(s.TotalOutputTokens) / sec
 	}
 
-	itl := make([]time.Duration, 0, len(c.gaps)*gapChunk)
+	var itl samples
 	for _, chunk := range c.gaps {
 		for _, g := range chunk {
 			if c.reqs[g.owner].completed() {
-				itl = append(itl, g.d)
+				itl.add(g.d, g.n)
 			}
 		}
 	}
@@ -113,7 +113,7 @@ func (c *Collector) Summary() Summary {
 	s.TTFT = describe(ttft)
 	s.TTST = describe(ttst)
 	s.TPOT = describe(tpot)
-	s.ITL = describeDurations(itl)
+	s.ITL = itl.describe()
 	s.E2E = describe(e2e)
 	return s
 }
