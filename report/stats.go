@@ -39,6 +39,11 @@ type samples struct {
 	n      int
 }
 
+// newSamples returns samples with room for size runs.
+func newSamples(size int) *samples {
+	return &samples{keys: make([]uint64, 0, size), counts: make([]uint32, 0, size)}
+}
+
 func (s *samples) add(d time.Duration, n int32) {
 	s.keys = append(s.keys, uint64(d))
 	s.counts = append(s.counts, uint32(n))

@@ -101,7 +101,7 @@ func (c *Collector) Summary() Summary {
 		s.OutputTokenThroughput = float64(s.TotalOutputTokens) / sec
 	}
 
-	var itl samples
+	itl := newSamples(len(c.gaps) * gapChunk)
 	for _, chunk := range c.gaps {
 		for _, g := range chunk {
 			if c.reqs[g.owner].completed() {
