@@ -165,13 +165,14 @@ func (r *runner) lookahead() (bound time.Duration, ok bool) {
 	return bound, true
 }
 
-// run starts a pass of w and, while lookahead allows, delivers it at once and starts the next, until a
-// pass ends at or after bound: that one's end goes through the heap.
+// run starts a pass of w and, while lookahead allows, coasts through plain decode passes, delivers each
+// other pass at once and starts the next, until a pass ends at or after bound: that one's end goes through
+// the heap.
 func (r *runner) run(w *worker, bound time.Duration, ahead bool) error {
 	now := r.now
 	defer func() { r.now = now }()
 	for {
-		if ahead && !r.o.CheckInvariants {
+		if ahead && !r.o.CheckInvariants { // invariant checks want every pass through deliver
 			r.coast(w, bound)
 		}
 		r.step(w)
