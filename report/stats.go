@@ -57,6 +57,14 @@ func (s *samples) describe() Stats {
 	if s.n == 0 {
 		return Stats{}
 	}
+	if s.n == len(s.keys) { // no run longer than one sample: sorting the counts along is wasted
+		keys := radixSort(s.keys)
+		xs := make([]float64, len(keys))
+		for i, k := range keys {
+			xs[i] = ms(time.Duration(k))
+		}
+		return describeSorted(xs)
+	}
 	keys, counts := radixSortPairs(s.keys, s.counts)
 	xs := make([]float64, len(keys))
 	for i, k := range keys {

@@ -111,17 +111,19 @@ func TestSamplesMatchDescribe(t *testing.T) {
 			func() time.Duration { return time.Duration(rng.Int64N(1 << 62)) },
 			func() time.Duration { return time.Duration(rng.IntN(3)) * time.Second }, // ties, low digits equal
 		} {
-			var s samples
-			var xs []float64
-			for range n {
-				d, c := gen(), 1+rng.IntN(3)
-				s.add(d, int32(c))
-				for range c {
-					xs = append(xs, ms(d))
+			for _, runs := range []int{1, 3} { // single samples only, or runs of 1 to 3
+				var s samples
+				var xs []float64
+				for range n {
+					d, c := gen(), 1+rng.IntN(runs)
+					s.add(d, int32(c))
+					for range c {
+						xs = append(xs, ms(d))
+					}
 				}
-			}
-			if got, want := s.describe(), describe(xs); got != want {
-				t.Fatalf("n=%d: %+v, want %+v", n, got, want)
+				if got, want := s.describe(), describe(xs); got != want {
+					t.Fatalf("n=%d, runs up to %d: %+v, want %+v", n, runs, got, want)
+				}
 			}
 		}
 	}
