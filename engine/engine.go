@@ -79,7 +79,10 @@ type Engine struct {
 	ranks   []scheduler
 	model   timing.Model
 	pass    Pass
-	batch   timing.Batch // Coast's
+
+	// Coast's scratch.
+	batch    timing.Batch
+	coasting []coaster
 }
 
 // RankPass is one rank's share of a pass.
@@ -249,25 +252,42 @@ type Run struct {
 // Coast runs plain decode passes back to back from now, as long as the next pass is one and ends before
 // until, and records them in run. A plain decode pass is one in which every running request computes its
 // next token and nothing else happens: nothing waits, and no block is allocated or completed (no KV event)
-// and no request finishes. Coast is Step repeated without the per-pass work such passes do not need; a
-// driver uses it when nobody observes the engine before until. Engines with one vLLM or TensorRT-LLM rank
-// coast; others, and any engine whose next pass is not plain, return an empty run.
+// and no request finishes; with data parallelism, every rank with requests is in that state, and the pass
+// ends with the slowest. Coast is Step repeated without the per-pass work such passes do not need; a
+// driver uses it when nobody observes the engine before until. vLLM and TensorRT-LLM engines coast; others,
+// and any engine whose next pass is not plain, return an empty run.
 func (e *Engine) Coast(now, until time.Duration, run *Run) {
 	run.Ends, run.Samples = run.Ends[:0], run.Samples[:0]
-	if len(e.ranks) != 1 {
+	e.coasting = e.coasting[:0]
+	for _, s := range e.ranks {
+		if s.Idle() {
+			continue // stays idle: nothing arrives while coasting
+		}
+		c, ok := s.(coaster)
+		if !ok {
+			return
+		}
+		e.coasting = append(e.coasting, c)
+	}
+	if len(e.coasting) == 0 {
 		return
 	}
-	s, ok := e.ranks[0].(coaster)
-	if !ok {
-		return
-	}
-	for s.PlainDecode() {
-		s.PlainBatch(&e.batch)
-		end := now + e.model.Cost(&e.batch).Total()
+	for {
+		var longest time.Duration
+		for _, c := range e.coasting {
+			if !c.PlainDecode() {
+				return
+			}
+			c.PlainBatch(&e.batch)
+			longest = max(longest, e.model.Cost(&e.batch).Total())
+		}
+		end := now + longest
 		if end >= until {
 			return
 		}
-		run.Samples = s.PlainStep(run.Samples)
+		for _, c := range e.coasting {
+			run.Samples = c.PlainStep(run.Samples)
+		}
 		run.Ends = append(run.Ends, end)
 		now = end
 	}
