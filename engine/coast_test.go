@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/timing"
 )
@@ -16,10 +17,10 @@ import (
 // coasting until each next arrival before stepping: both must emit the same tokens and KV events at the
 // same times and end in the same state.
 func TestCoastIsStepRepeated(t *testing.T) {
-	coasted := map[int]int{} // by dp size
-	for seed := uint64(1); seed <= 40; seed++ {
+	coasted := map[string]int{} // by backend and dp size
+	for seed := uint64(1); seed <= 60; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		backend := []Backend{VLLM, TRTLLM}[seed%2]
+		backend := []Backend{VLLM, TRTLLM, SGLang}[seed%3]
 		dp := 1 + rng.IntN(2)
 		bs := []int{1, 4, 6, 16}[rng.IntN(4)]
 		vo := vllm.Options{
@@ -30,6 +31,18 @@ func TestCoastIsStepRepeated(t *testing.T) {
 			ChunkedPrefill:   rng.IntN(4) > 0,
 			PrefixCaching:    rng.IntN(4) > 0,
 			Events:           true,
+		}
+		so := sglang.Options{
+			PageSize:           bs,
+			NumPages:           vo.NumBlocks,
+			MaxRunning:         vo.MaxNumSeqs,
+			MaxPrefillTokens:   []int{16, 128, 16384}[rng.IntN(3)],
+			ChunkedPrefillSize: []int{0, 64, 8192}[rng.IntN(3)] / bs * bs,
+			ClipMaxNewTokens:   []int{16, 4096}[rng.IntN(2)],
+			Conservativeness:   []float64{0.3, 1}[rng.IntN(2)],
+			MixedChunk:         rng.IntN(3) == 0,
+			PrefixCaching:      vo.PrefixCaching,
+			Events:             true,
 		}
 		type arrival struct {
 			at  time.Duration
@@ -46,7 +59,7 @@ func TestCoastIsStepRepeated(t *testing.T) {
 			arrivals = append(arrivals, arrival{at, sched.Request{ID: id, Prompt: toks, MaxTokens: rng.IntN(150), Rank: rng.IntN(dp)}})
 		}
 		replay := func(coast bool) (log []string, m []sched.Metrics, n int) {
-			e, err := New(Options{Backend: backend, DPSize: dp, VLLM: vo, Timing: timing.Polynomial{}})
+			e, err := New(Options{Backend: backend, DPSize: dp, VLLM: vo, SGLang: so, Timing: timing.Polynomial{}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,10 +130,12 @@ func TestCoastIsStepRepeated(t *testing.T) {
 			t.Fatalf("seed %d (%v dp %d %+v): coasting diverges at line %d of %d/%d:\n%q\n%q\nmetrics %+v / %+v", seed, backend, dp, vo, i, len(got), len(want),
 				got[i:min(i+3, len(got))], want[i:min(i+3, len(want))], gotM, wantM)
 		}
-		coasted[dp] += n
+		coasted[fmt.Sprintf("%v/dp%d", backend, dp)] += n
 	}
-	if coasted[1] < 1000 || coasted[2] < 1000 {
-		t.Fatalf("passes coasted by dp size: %v: the test does not exercise Coast", coasted)
+	for _, k := range []string{"vllm/dp1", "vllm/dp2", "trtllm/dp1", "trtllm/dp2", "sglang/dp1", "sglang/dp2"} {
+		if coasted[k] < 200 {
+			t.Fatalf("passes coasted by backend and dp size: %v: the test does not exercise Coast on %s", coasted, k)
+		}
 	}
-	t.Logf("passes coasted by dp size: %v", coasted)
+	t.Logf("passes coasted by backend and dp size: %v", coasted)
 }

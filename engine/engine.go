@@ -59,18 +59,16 @@ type scheduler interface {
 	Metrics() sched.Metrics
 	CheckInvariants() error
 
+	// Plain decode passes (Coast).
+	PlainDecode() bool
+	PlainBatch(*timing.Batch)
+	PlainStep([]sched.Sample) []sched.Sample
+
 	// Disaggregation.
 	Release(id uint64) bool
 	Reserve(*sched.Request) (missing int, ok bool, err error)
 	Activate(id uint64) bool
 	Unreserve(id uint64) bool
-}
-
-// coaster is a scheduler that can tell and apply plain decode passes (see Engine.Coast).
-type coaster interface {
-	PlainDecode() bool
-	PlainBatch(*timing.Batch)
-	PlainStep([]sched.Sample) []sched.Sample
 }
 
 // Engine is one worker. It is not safe for concurrent use.
@@ -82,7 +80,7 @@ type Engine struct {
 
 	// Coast's scratch.
 	batch    timing.Batch
-	coasting []coaster
+	coasting []scheduler
 }
 
 // RankPass is one rank's share of a pass.
@@ -254,8 +252,8 @@ type Run struct {
 // next token and nothing else happens: nothing waits, and no block is allocated or completed (no KV event)
 // and no request finishes; with data parallelism, every rank with requests is in that state, and the pass
 // ends with the slowest. Coast is Step repeated without the per-pass work such passes do not need; a
-// driver uses it when nobody observes the engine before until. vLLM and TensorRT-LLM engines coast; others,
-// and any engine whose next pass is not plain, return an empty run.
+// driver uses it when nobody observes the engine before until. An engine whose next pass is not plain
+// returns an empty run.
 func (e *Engine) Coast(now, until time.Duration, run *Run) {
 	run.Ends, run.Samples = run.Ends[:0], run.Samples[:0]
 	e.coasting = e.coasting[:0]
@@ -263,11 +261,7 @@ func (e *Engine) Coast(now, until time.Duration, run *Run) {
 		if s.Idle() {
 			continue // stays idle: nothing arrives while coasting
 		}
-		c, ok := s.(coaster)
-		if !ok {
-			return
-		}
-		e.coasting = append(e.coasting, c)
+		e.coasting = append(e.coasting, s)
 	}
 	if len(e.coasting) == 0 {
 		return

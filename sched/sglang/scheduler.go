@@ -568,6 +568,53 @@ func (s *Scheduler) decode() {
 	s.ratio = max(s.minRatio, s.ratio-s.decay)
 }
 
+// PlainDecode reports whether the next Step is a plain decode step: nothing waits or is half prefilled,
+// and every running request computes exactly its next token with no page to allocate or cache and without
+// finishing. Such a step changes nothing but the requests' tokens and new_token_ratio.
+func (s *Scheduler) PlainDecode() bool {
+	if len(s.waiting) > 0 || s.chunked != nil || len(s.running) == 0 || s.opt.Spec.Tokens > 0 || s.opt.Role != sched.Aggregated {
+		return false
+	}
+	page := s.opt.PageSize
+	for _, r := range s.running {
+		next := r.materialized + 1
+		if next != r.seq.Len() || r.generated+1 >= r.maxTokens || s.pagesFor(next) > len(r.pages) ||
+			s.opt.PrefixCaching && next/page > r.locked {
+			return false
+		}
+	}
+	return true
+}
+
+// PlainBatch fills b with the next step when PlainDecode holds, without applying it.
+func (s *Scheduler) PlainBatch(b *timing.Batch) {
+	b.Seqs = b.Seqs[:0]
+	sumCtx := 0
+	for _, r := range s.running {
+		b.Seqs = append(b.Seqs, timing.Seq{New: 1, Cached: r.materialized, Samples: true})
+		sumCtx += r.materialized + 1
+	}
+	b.TotalKVTokens = s.cache.Capacity() * s.opt.PageSize
+	b.ActiveKVTokens = min(sumCtx, b.TotalKVTokens)
+}
+
+// PlainStep applies the step PlainBatch described, as Step would, appending to dst each running request's
+// id and sampled token, in running order, and returns dst.
+func (s *Scheduler) PlainStep(dst []sched.Sample) []sched.Sample {
+	for _, r := range s.running {
+		r.materialized++
+		tok := sched.TokenID(r.id, r.generated)
+		if r.generated < len(r.planned) {
+			tok = r.planned[r.generated]
+		}
+		r.seq.Append(tok)
+		r.generated++
+		dst = append(dst, sched.Sample{ID: r.id, Token: tok})
+	}
+	s.ratio = max(s.minRatio, s.ratio-s.decay)
+	return dst
+}
+
 // retract sends the running request with the fewest output tokens (then the longest prompt, then the
 // newest) back to the front of the queue; it keeps its output, and its cached pages stay in the tree.
 func (s *Scheduler) retract() {
