@@ -154,9 +154,13 @@ func (m Metrics) CacheUsage() float64 {
 	return float64(m.ActiveBlocks) / float64(m.TotalBlocks)
 }
 
-// TokenID is the synthetic id of a request's index-th output token: a hash of both, so outputs are
-// deterministic whatever the order requests are served in.
-func TokenID(id uint64, index int) uint32 {
+// OutputToken is request id's index-th output token: the planned one if the request brought it (a trace's
+// output token ids), else a synthetic id hashed from both, so outputs are deterministic whatever the order
+// requests are served in.
+func OutputToken(id uint64, index int, planned []uint32) uint32 {
+	if index < len(planned) {
+		return planned[index]
+	}
 	x := id*0x9e3779b97f4a7c15 + uint64(index) + 0x632be59bd9b4e019
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9

@@ -603,10 +603,7 @@ func (s *Scheduler) PlainBatch(b *timing.Batch) {
 func (s *Scheduler) PlainStep(dst []sched.Sample) []sched.Sample {
 	for _, r := range s.running {
 		r.materialized++
-		tok := sched.TokenID(r.id, r.generated)
-		if r.generated < len(r.planned) {
-			tok = r.planned[r.generated]
-		}
+		tok := sched.OutputToken(r.id, r.generated, r.planned)
 		r.seq.Append(tok)
 		r.generated++
 		dst = append(dst, sched.Sample{ID: r.id, Token: tok})
@@ -700,10 +697,7 @@ func (s *Scheduler) finishPass() {
 			}
 			start := len(s.tokenBuf)
 			for range n {
-				tok := sched.TokenID(r.id, r.generated)
-				if r.generated < len(r.planned) {
-					tok = r.planned[r.generated]
-				}
+				tok := sched.OutputToken(r.id, r.generated, r.planned)
 				r.seq.Append(tok)
 				r.generated++
 				s.tokenBuf = append(s.tokenBuf, tok)

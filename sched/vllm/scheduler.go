@@ -392,10 +392,7 @@ func (s *Scheduler) PlainBatch(b *timing.Batch) {
 func (s *Scheduler) PlainStep(dst []sched.Sample) []sched.Sample {
 	for _, r := range s.running {
 		r.computed++
-		tok := sched.TokenID(r.id, r.generated)
-		if r.generated < len(r.planned) {
-			tok = r.planned[r.generated]
-		}
+		tok := sched.OutputToken(r.id, r.generated, r.planned)
 		r.seq.Append(tok)
 		r.generated++
 		dst = append(dst, sched.Sample{ID: r.id, Token: tok})
@@ -608,10 +605,7 @@ func (s *Scheduler) finishPass() {
 			}
 			start := len(s.tokenBuf)
 			for range n {
-				tok := sched.TokenID(r.id, r.generated)
-				if r.generated < len(r.planned) {
-					tok = r.planned[r.generated]
-				}
+				tok := sched.OutputToken(r.id, r.generated, r.planned)
 				r.seq.Append(tok)
 				r.generated++
 				s.tokenBuf = append(s.tokenBuf, tok)
