@@ -77,6 +77,29 @@ var catalog = []entry{
 		},
 	},
 	{
+		// https://huggingface.co/MiniMaxAI/MiniMax-M2.5/blob/main/config.json (MiniMaxM2ForCausalLM,
+		// model_type minimax_m2), as reproduced in full, less its quantization_config, in Ascend's
+		// MiniMax-2.5 W8A8 quantization guide. attn_type_list is 1 for all 62 layers: every layer is
+		// full softmax GQA, no lightning (linear) attention. Every layer is MoE: intermediate_size 1536
+		// is the expert size (num_local_experts 256, num_experts_per_tok 8, shared_intermediate_size 0),
+		// sigmoid scoring with an e_score_correction_bias (use_routing_bias). use_qk_norm with
+		// qk_norm_type per_layer (one RMSNorm over all heads); rotary_dim 64 of head_dim 128 (partial
+		// RoPE, no effect on sizes or timing); tie_word_embeddings false. The 3 MTP modules
+		// (num_mtp_modules) are not counted. The checkpoint stores the linear layers and experts in fp8
+		// with 128×128 block scales (quantization_config: quant_method fp8, weight_block_size
+		// [128, 128]; gate, e_score_correction_bias and lm_head not converted). vLLM (minimax_m2.py)
+		// keeps the router (gate) in float32; the weight count and the op-level timing take it in the
+		// model's dtype (the GEMM tables have no float32 rows): 98 MB less router memory per GPU, and
+		// a router GEMM priced at bfloat16 tensor-core speed. Published: 230B total, 10B active
+		// parameters.
+		ids: []string{"MiniMaxAI/MiniMax-M2.5"},
+		m: Model{
+			Name: "minimax-m2.5", Layers: 62, Hidden: 3072, Heads: 48, KVHeads: 8, HeadDim: 128,
+			Vocab: 200064, Dtype: "bfloat16", QKNormAllHeads: true,
+			Experts: 256, ExpertsPerToken: 8, MoEIntermediate: 1536, RouterBias: true,
+		},
+	},
+	{
 		// https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json: MLA, 256 routed experts
 		// (top 8, noaux_tc routing with an e_score_correction_bias) plus one shared, the first 3 layers
 		// dense. num_nextn_predict_layers 1 (the MTP layer) is not counted. Stored in fp8 (block 128×128).

@@ -34,6 +34,13 @@ type Model struct {
 	MLPBias    bool // MLP and expert projections have biases (mlp_bias in Llama; gpt-oss experts)
 	RouterBias bool // a bias per expert on the router (gpt-oss's router bias, DeepSeek's e_score_correction_bias)
 
+	// QKNormAllHeads: q and k are each normalised by one RMSNorm over all their heads together
+	// (MiniMax-M2's use_qk_norm with qk_norm_type "per_layer"): Heads×HeadDim + KVHeads×HeadDim
+	// weights per layer, sharded with the heads. Under tensor parallelism each GPU holds part of a
+	// token's q and k, so vLLM all-reduces the two partial sums of squares per token in every layer
+	// (MiniMaxText01RMSNormTP.forward_qk).
+	QKNormAllHeads bool
+
 	// Sliding-window attention (gpt-oss): SlidingLayers of the Layers attend only to the last
 	// SlidingWindow tokens, so their KV cache stops growing there. Zero when every layer is full attention.
 	SlidingWindow int
@@ -119,6 +126,9 @@ func (m *Model) Validate() error {
 		if m.ExpertsPerToken != 0 || m.SharedExperts != 0 || m.DenseLayers != 0 || m.MoEIntermediate != 0 {
 			errs = append(errs, errors.New("expert settings without experts"))
 		}
+	}
+	if m.QKNorm && m.QKNormAllHeads {
+		errs = append(errs, errors.New("QK norm both per head and over all heads"))
 	}
 	// At least one full-attention layer: KV capacity is sized by those (see KVBytesPerToken).
 	if (m.SlidingWindow > 0) != (m.SlidingLayers > 0) || m.SlidingLayers >= m.Layers {

@@ -135,6 +135,7 @@ func (m *Model) weights(tp int) weightCount {
 		sharded.other += l * one(m.QKVBias) * (nh*hd + 2*kv)
 		replicated.other += l * one(m.OBias) * h
 		replicated.other += l * one(m.QKNorm) * 2 * hd
+		sharded.other += l * one(m.QKNormAllHeads) * (nh + int64(m.KVHeads)) * hd
 		sharded.other += l * one(m.Sinks) * nh
 	}
 

@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/mocker-sim/mocker/model"
@@ -38,6 +39,10 @@ func TestKVBytesPerToken(t *testing.T) {
 		{"deepseek-v3", 2, 1, 70272, "MLA: 61 layers × (512 + 64) × 2"},
 		{"deepseek-v3", 2, 8, 70272, "MLA latent is replicated, not split"},
 		{"deepseek-r1", 1, 8, 35136, "61 × 576 × 1"},
+		{"minimax-m2.5", 2, 1, 253952, "62 × 2 × 8 × 128 × 2"},
+		{"minimax-m2.5", 2, 4, 63488, "62 × 2 × 2 × 128 × 2"},
+		{"minimax-m2.5", 2, 8, 31744, "62 × 2 × 1 × 128 × 2"},
+		{"minimax-m2.5", 1, 8, 15872, "fp8 KV cache: 62 × 2 × 1 × 128 × 1"},
 	}
 	for _, tt := range tests {
 		m := mustLookup(t, tt.model)
@@ -84,6 +89,11 @@ func TestParams(t *testing.T) {
 		// DeepSeek-V3's 671B main model (the 14B MTP module is not counted) and 37B active, a rounded
 		// figure (37.55B here, 36.6B without the input embedding).
 		{"deepseek-v3", 671026419200, 37552297472, 671e9, 37e9, 0.02},
+		// MiniMax's "230B total, 10B active" (model card, vLLM recipe), both rounded: 228.69B here;
+		// 11.03B active, 10.42B without the input embedding (200064 × 3072 = 614,596,608). Every layer:
+		// 3072·(6144 + 2·1024) + 6144·3072 attention, 7168 q/k norm, 256 × 3·3072·1536 experts,
+		// 256 × 3072 router and 256 router biases, 2 × 3072 norms.
+		{"minimax-m2.5", 228689764864, 11030553088, 230e9, 10e9 + 200064*3072, 0.05},
 	}
 	for _, tt := range tests {
 		m := mustLookup(t, tt.model)
@@ -169,5 +179,13 @@ func TestSizesPanicOnBadTP(t *testing.T) {
 			}()
 			f()
 		}()
+	}
+}
+
+func TestValidateQKNormKinds(t *testing.T) {
+	m := mustLookup(t, "minimax-m2.5")
+	m.QKNorm = true
+	if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "QK norm") {
+		t.Errorf("QKNorm and QKNormAllHeads together: Validate() = %v, want an error naming the QK norm", err)
 	}
 }

@@ -395,10 +395,21 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 		size := T * h
 		return ar.at(size, rf.allReduceSOL(size, c.tp))
 	}
+	// A q/k RMSNorm over all heads (MiniMax-M2) all-reduces each token's two fp32 partial sums of
+	// squares in every layer: 8 bytes a token, priced as 4 bf16 elements. Below the smallest measured
+	// message the latency is held, not scaled down: so small a collective is launch bound.
+	qkNormAt := func(T float64) float64 {
+		if c.tp == 1 || !m.QKNormAllHeads {
+			return 0
+		}
+		size := max(4*T, ar.x[0])
+		return ar.at(size, rf.allReduceSOL(size, c.tp))
+	}
 	perToken := func(T float64) float64 {
 		// Every layer: norms before attention and MLP (AIConfigurator's add_norm ElementWise ops,
-		// (2h in + 2h out) bf16 per token), QKV and O projections, two all-reduces.
-		v := all * (2*rf.memOp(T*(2*h+2*h)*2) + lin.latency(T, qkvN, h) + lin.latency(T, h, oK) + 2*arAt(T))
+		// (2h in + 2h out) bf16 per token), QKV and O projections, two all-reduces (three with a
+		// q/k norm over all heads).
+		v := all * (2*rf.memOp(T*(2*h+2*h)*2) + lin.latency(T, qkvN, h) + lin.latency(T, h, oK) + 2*arAt(T) + qkNormAt(T))
 		if dense > 0 {
 			v += dense * (lin.latency(T, 2*in, h) + rf.memOp(T*(2*in+in)*2) + lin.latency(T, h, in))
 		}
@@ -422,6 +433,9 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 	}
 	for _, s := range ar.x {
 		if t := s / h; t >= 1 {
+			knots = append(knots, t)
+		}
+		if t := s / 4; t >= 1 && m.QKNormAllHeads {
 			knots = append(knots, t)
 		}
 	}
