@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"slices"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -303,8 +304,10 @@ func (c *Config) Validate() error {
 		return bad("perf-db", `""`, "--timing default needs a performance database (AIConfigurator's layout)")
 	case c.TP < 1:
 		return bad("tp", c.TP, "must be at least 1")
-	case c.Quantization != "" && c.Quantization != "bf16" && c.Quantization != "fp8" && c.Quantization != "fp8_block":
-		return bad("quantization", c.Quantization, "want bf16, fp8 or fp8_block (empty: the model's dtype)")
+	case c.Quantization != "" && c.Quantization != "bf16" && c.Quantization != "fp8" && c.Quantization != "fp8_block" && c.Quantization != "mxfp4":
+		return bad("quantization", c.Quantization, "want bf16, fp8, fp8_block or mxfp4 (empty: the model's dtype)")
+	case c.MoEQuantization != "" && !slices.Contains(moeQuantizations, c.MoEQuantization):
+		return bad("moe-quantization", c.MoEQuantization, "want bf16, fp8, fp8_block, mxfp4 or int4_wo (empty: --quantization)")
 	case c.KVCacheDtype != "auto" && c.KVCacheDtype != "bf16" && c.KVCacheDtype != "fp8":
 		return bad("kv-cache-dtype", c.KVCacheDtype, "want auto, bf16 or fp8")
 	case !(c.GPUMemoryUtilization > 0 && c.GPUMemoryUtilization <= 1):

@@ -78,6 +78,29 @@ func (c *Config) Deployment() (*Deployment, error) {
 	return d, nil
 }
 
+// moeQuantizations are the --moe-quantization values: the GEMM precisions and the weight-only 4-bit
+// expert formats the performance database measures (AIConfigurator's MoE quant modes w4a16_mxfp4,
+// under its checkpoint name mxfp4, and int4_wo).
+var moeQuantizations = []string{"bf16", "fp8", "fp8_block", "mxfp4", "int4_wo"}
+
+// quantModes resolves --quantization and --moe-quantization into the precision of the decoder's
+// linear layers and of the routed experts ("" = the model's dtype; moe "" = the linear layers').
+// --quantization mxfp4 is the gpt-oss checkpoint's format, quant_method "mxfp4" in its config.json:
+// experts in MXFP4, every other weight in the model's dtype. AIConfigurator maps it the same way
+// (sdk/models/helpers.py _infer_quant_modes_from_raw_config: quant_algo "mxfp4" → GEMM float16,
+// MoE w4a16_mxfp4), and vLLM on Hopper runs those experts with a weight-only MXFP4 kernel (4-bit
+// weights, bf16 activations), which is what the MoE table's w4a16_mxfp4 rows measure.
+func (c *Config) quantModes() (linear, moe string) {
+	linear, moe = c.Quantization, c.MoEQuantization
+	if linear == "mxfp4" {
+		linear = ""
+		if moe == "" {
+			moe = "mxfp4"
+		}
+	}
+	return linear, moe
+}
+
 // weightBytes is the weight memory per GPU at the configured quantization.
 func (c *Config) weightBytes(m *model.Model) (int64, error) {
 	native, err := model.DtypeBytes(m.Dtype)
@@ -85,8 +108,21 @@ func (c *Config) weightBytes(m *model.Model) (int64, error) {
 		return 0, fmt.Errorf("model %s dtype: %w", m.Name, err)
 	}
 	p := model.Precision{Linear: float64(native), Experts: float64(native), Other: float64(native)}
-	if c.Quantization == "fp8" || c.Quantization == "fp8_block" {
+	linear, moe := c.quantModes()
+	if linear == "fp8" || linear == "fp8_block" {
 		p.Linear, p.Experts = 1, 1 // embeddings, LM head and norms stay in the model's dtype
+	}
+	switch moe {
+	case "bf16":
+		p.Experts = 2
+	case "fp8", "fp8_block":
+		p.Experts = 1
+	case "mxfp4":
+		if p.Experts, err = model.BytesPerWeight("mxfp4"); err != nil {
+			return 0, err
+		}
+	case "int4_wo":
+		p.Experts = 0.5 // group scales ignored
 	}
 	return m.QuantizedWeightBytes(p, c.TP), nil
 }
@@ -113,8 +149,12 @@ func (c *Config) TimingModel(d *Deployment) (timing.Model, error) {
 		if backend == "trtllm" {
 			return nil, fmt.Errorf("timing default: no TensorRT-LLM tables are supported; use --backend vllm or sglang timing, or --timing profile")
 		}
+		linear, moe := c.quantModes()
+		if c.Quantization == "mxfp4" && !d.Model.MoE() {
+			return nil, fmt.Errorf("timing default: quantization mxfp4 quantizes only routed experts (the gpt-oss format) and model %s has none", d.Model.Name)
+		}
 		a, err := aic.New(aic.Options{Model: d.Model, System: d.System, Root: c.PerfDB, Backend: backend, Version: c.BackendVersion,
-			TP: c.TP, GEMMQuant: c.Quantization, KVCacheDtype: c.KVCacheDtype, MoEQuant: c.MoEQuantization})
+			TP: c.TP, GEMMQuant: linear, KVCacheDtype: c.KVCacheDtype, MoEQuant: moe})
 		if err != nil {
 			return nil, fmt.Errorf("timing default: %w", err)
 		}

@@ -47,6 +47,7 @@ type result struct {
 	ttft, tpot float64 // predicted, ms
 	moe        bool
 	model      string
+	tables     string // the database version replayed ("": the newest with every table)
 	err        string
 }
 
@@ -188,12 +189,7 @@ func predict(r row, db, schedule string, frontendMs float64) result {
 	cfg.TP = r.tp
 	cfg.Timing = "default"
 	cfg.PerfDB = db
-	cfg.BackendVersion = versionIn(db, r.backend, r.version)
-	cfg.Quantization = quant(r.gemmQuant)
-	cfg.MoEQuantization = r.moeQuant
-	if cfg.MoEQuantization == r.gemmQuant {
-		cfg.MoEQuantization = ""
-	}
+	cfg.Quantization, cfg.MoEQuantization = quantFor(m, r.gemmQuant, r.moeQuant)
 	// The engines' own defaults on an H200: vLLM's API server allows 1,024 sequences; SGLang sizes
 	// its running set by memory, which the KV pool bounds here too.
 	cfg.MaxNumSeqs = 1024
@@ -203,6 +199,10 @@ func predict(r row, db, schedule string, frontendMs float64) result {
 	cfg.SharedPrefixRatio = 0
 	cfg.RequestRate = math.Inf(1)
 	cfg.FrontendLatencyMs = frontendMs
+	if cfg.BackendVersion, err = tablesFor(cfg, db, r.version); err != nil {
+		return fail("%v", err)
+	}
+	res.tables = cfg.BackendVersion
 
 	if schedule == "lockstep" {
 		// Every client starts at time 0 and every request counts.
@@ -306,15 +306,91 @@ func quant(q string) string {
 	return q
 }
 
-// versionIn is the database version that stands in for the row's engine version: the version itself
-// if present, else the oldest newer one, else the newest (aic.NearestVersion); "" (the newest with
-// every table) when the row does not record its version.
-func versionIn(db, backend, version string) string {
-	v, err := aic.NearestVersion(db, "h200_sxm", backend, version)
-	if err != nil {
-		return ""
+// quantFor maps a row's gemm_quant_mode and moe_quant_mode onto --quantization and
+// --moe-quantization.
+//
+// The gpt-oss-120b rows say nvfp4 (precision fp4), but Hopper has no FP4 tensor cores and vLLM does
+// not run NVFP4 there: openai/gpt-oss-120b's checkpoint (quantization_config quant_method "mxfp4")
+// holds its routed experts in MXFP4 and every other weight in bf16, and vLLM on H200 runs the experts
+// with a weight-only MXFP4 kernel (4-bit weights, bf16 activations: Mxfp4MoEMethod's Triton/Marlin
+// back ends) and the rest as bf16 GEMMs. AIConfigurator maps the checkpoint the same way
+// (ai-dynamo/aiconfigurator src/aiconfigurator/sdk/models/helpers.py, _infer_quant_modes_from_raw_config:
+// quant_algo "mxfp4" → gemm_quant_mode float16, moe_quant_mode w4a16_mxfp4), and its H200 vLLM
+// MoE table measures that kernel as moe_dtype w4a16_mxfp4 (0.18.0: kernel_source vllm_mxfp4_moe;
+// 0.24.0: the gpt-oss OAI Triton MXFP4 experts). So such a row replays as --quantization mxfp4 (bf16
+// GEMMs, w4a16_mxfp4 experts). Rows of other models keep their labels.
+func quantFor(m *model.Model, gemm, moe string) (quantization, moeQuantization string) {
+	if m.Name == "gpt-oss-120b" && gemm == "nvfp4" && moe == "nvfp4" {
+		return "mxfp4", ""
 	}
-	return v
+	quantization, moeQuantization = quant(gemm), moe
+	if moeQuantization == gemm {
+		moeQuantization = ""
+	}
+	return quantization, moeQuantization
+}
+
+// tablesFor is the database version that stands in for the row's engine version: the version itself
+// if present, else the oldest newer one, else the newest (aic.NearestVersion); "" (the newest with
+// every table) when the row does not record its version. When that version's tables lack a curve
+// the row needs (vLLM 0.18.0 measured the gpt-oss w4a16_mxfp4 experts at moe_tp_size 1 only, 0.19.0
+// at 1 and 2), it is the oldest newer version whose tables cover the row; when none does, the error
+// is the first version's, naming what is missing.
+func tablesFor(cfg config.Config, db, version string) (string, error) {
+	first, err := aic.NearestVersion(db, cfg.System, cfg.Backend, version)
+	if err != nil {
+		first = ""
+	}
+	cfg.BackendVersion = first
+	if err = cfg.Validate(); err != nil {
+		return "", err
+	}
+	d, err := cfg.Deployment()
+	if err != nil {
+		return "", err
+	}
+	_, firstErr := cfg.TimingModel(d)
+	if firstErr == nil || first == "" {
+		return first, firstErr
+	}
+	for _, v := range newerVersions(db, cfg.System, cfg.Backend, first) {
+		cfg.BackendVersion = v
+		if _, err := cfg.TimingModel(d); err == nil {
+			return v, nil
+		}
+	}
+	return "", firstErr
+}
+
+// newerVersions lists the backend's GEMM table versions newer than v, oldest first.
+func newerVersions(db, system, backend, v string) []string {
+	entries, _ := os.ReadDir(filepath.Join(db, system, "gemm", backend))
+	var vs []string
+	for _, e := range entries {
+		if e.IsDir() && compareVersions(e.Name(), v) > 0 {
+			vs = append(vs, e.Name())
+		}
+	}
+	slices.SortFunc(vs, compareVersions)
+	return vs
+}
+
+// compareVersions orders dotted numeric versions ("0.18.0" < "0.19.0" < "0.24.0").
+func compareVersions(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := range max(len(as), len(bs)) {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if c := cmp.Compare(x, y); c != 0 {
+			return c
+		}
+	}
+	return 0
 }
 
 func ape(pred, real float64) float64 { return math.Abs(pred-real) / real * 100 }
@@ -388,9 +464,9 @@ func report(w io.Writer, results []result, took time.Duration) {
 func writeCSV(path string, results []result) error {
 	var b strings.Builder
 	cw := csv.NewWriter(&b)
-	cw.Write([]string{"id", "backend", "model", "tp", "concurrency", "isl", "osl", "ttft_ms", "pred_ttft_ms", "tpot_ms", "pred_tpot_ms", "error"})
+	cw.Write([]string{"id", "backend", "version", "tables", "model", "tp", "concurrency", "isl", "osl", "ttft_ms", "pred_ttft_ms", "tpot_ms", "pred_tpot_ms", "error"})
 	for _, r := range results {
-		cw.Write([]string{r.id, r.backend, r.modelPath, strconv.Itoa(r.tp), strconv.Itoa(r.concurrency), strconv.Itoa(r.isl), strconv.Itoa(r.osl),
+		cw.Write([]string{r.id, r.backend, r.version, r.tables, r.modelPath, strconv.Itoa(r.tp), strconv.Itoa(r.concurrency), strconv.Itoa(r.isl), strconv.Itoa(r.osl),
 			fmt.Sprint(r.row.ttft), fmt.Sprint(r.ttft), fmt.Sprint(r.row.tpot), fmt.Sprint(r.tpot), r.err})
 	}
 	cw.Flush()

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/mocker-sim/mocker/model"
+)
+
+func TestQuantFor(t *testing.T) {
+	for _, tc := range []struct{ model, gemm, moe, quant, moeQuant string }{
+		// What vLLM runs on Hopper for the MXFP4 checkpoint: bf16 GEMMs, w4a16_mxfp4 experts.
+		{"openai/gpt-oss-120b", "nvfp4", "nvfp4", "mxfp4", ""},
+		{"Qwen/Qwen3-235B-A22B-FP8", "fp8", "fp8", "fp8", ""},
+		{"Qwen/Qwen3-235B-A22B", "fp8_block", "fp8_block", "fp8_block", ""},
+		{"meta-llama/Llama-3.1-70B", "bfloat16", "", "bf16", ""},
+		{"Qwen/Qwen3-235B-A22B", "fp8", "bfloat16", "fp8", "bfloat16"},
+		// Other models keep the label, which the configuration rejects by name.
+		{"Qwen/Qwen3-235B-A22B", "nvfp4", "nvfp4", "nvfp4", ""},
+	} {
+		m, err := model.Lookup(tc.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, mq := quantFor(m, tc.gemm, tc.moe)
+		if q != tc.quant || mq != tc.moeQuant {
+			t.Errorf("%s %s/%s: %q, %q; want %q, %q", tc.model, tc.gemm, tc.moe, q, mq, tc.quant, tc.moeQuant)
+		}
+	}
+}
+
+func TestCompareVersions(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"0.18.0", "0.19.0", -1}, {"0.24.0", "0.19.0", 1}, {"0.9.0", "0.14.0", -1}, {"0.14.0", "0.14.0", 0}, {"1.0", "0.24.0", 1},
+	} {
+		if got := compareVersions(tc.a, tc.b); got != tc.want {
+			t.Errorf("compareVersions(%s, %s) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestNewerVersions(t *testing.T) {
+	const db = "../../../shared/data/aiconfigurator"
+	got := newerVersions(db, "h200_sxm", "vllm", "0.18.0")
+	if len(got) == 0 {
+		t.Skip("shared AIConfigurator data not present")
+	}
+	if want := []string{"0.19.0", "0.22.0", "0.24.0"}; !slices.Equal(got, want) {
+		t.Errorf("newer than 0.18.0: %v, want %v", got, want)
+	}
+}
