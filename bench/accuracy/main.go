@@ -334,8 +334,8 @@ func quantFor(m *model.Model, gemm, moe string) (quantization, moeQuantization s
 // if present, else the oldest newer one, else the newest (aic.NearestVersion); "" (the newest with
 // every table) when the row does not record its version. When that version's tables lack a curve
 // the row needs (vLLM 0.18.0 measured the gpt-oss w4a16_mxfp4 experts at moe_tp_size 1 only, 0.19.0
-// at 1 and 2), it is the oldest newer version whose tables cover the row; when none does, the error
-// is the first version's, naming what is missing.
+// at 1 and 2), it is the oldest newer version with measurements of its own that cover the row
+// (newerVersions); when none does, the error is the first version's, naming what is missing.
 func tablesFor(cfg config.Config, db, version string) (string, error) {
 	first, err := aic.NearestVersion(db, cfg.System, cfg.Backend, version)
 	if err != nil {
@@ -362,12 +362,27 @@ func tablesFor(cfg config.Config, db, version string) (string, error) {
 	return "", firstErr
 }
 
-// newerVersions lists the backend's GEMM table versions newer than v, oldest first.
+// newerVersions lists the backend's versions newer than v, oldest first, that measured the GEMM,
+// attention, MoE and all-reduce tables themselves: a version whose tables are another's (vLLM
+// 0.22.0's GEMM and MoE reuse.yaml point at 0.24.0) or that lacks the custom all-reduce (0.22.0
+// again: the model would fall back to NCCL's) is skipped for the version that measured them.
 func newerVersions(db, system, backend, v string) []string {
 	entries, _ := os.ReadDir(filepath.Join(db, system, "gemm", backend))
 	var vs []string
 	for _, e := range entries {
-		if e.IsDir() && compareVersions(e.Name(), v) > 0 {
+		if !e.IsDir() || compareVersions(e.Name(), v) <= 0 {
+			continue
+		}
+		own := true
+		for _, op := range []string{"gemm", "attention", "moe", "comm"} {
+			dir := filepath.Join(db, system, op, backend, e.Name())
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				own = false
+			} else if _, err := os.Stat(filepath.Join(dir, "reuse.yaml")); err == nil {
+				own = false
+			}
+		}
+		if own {
 			vs = append(vs, e.Name())
 		}
 	}

@@ -48,7 +48,8 @@ func TestNewerVersions(t *testing.T) {
 	if len(got) == 0 {
 		t.Skip("shared AIConfigurator data not present")
 	}
-	if want := []string{"0.19.0", "0.22.0", "0.24.0"}; !slices.Equal(got, want) {
+	// 0.22.0 reuses 0.24.0's GEMM and MoE tables and has no all-reduce table of its own.
+	if want := []string{"0.19.0", "0.24.0"}; !slices.Equal(got, want) {
 		t.Errorf("newer than 0.18.0: %v, want %v", got, want)
 	}
 }
