@@ -44,10 +44,20 @@
 // the roofline (tensor-core peak of the dtype, HBM bandwidth, NVLink for all-reduce) scales the
 // latency.
 //
+// # Multi-head latent attention
+//
+// MLA models (DeepSeek-V3/R1) are priced on SGLang's op tables as AIConfigurator's DeepSeekModel
+// composes them (sdk/models/deepseek.py, the granular MLA block): per layer the fused q_a/kv_a
+// down-projection (replicated), q_b_proj and o_proj GEMMs for every token, kv_b_proj for prefill
+// tokens, context_mla_perf for prompt chunks, and for decode tokens mla_bmm_perf's two absorbed
+// BMMs (fp8 when the GEMMs are quantised) around generation_mla_perf; attention is read at
+// heads/TP in the tables' family of the model's head count (num_heads × tp_size). vLLM's MLA tables
+// are whole DeepseekV2MLAAttention modules (mla_context_module_perf, mla_generation_module_perf:
+// projections, attention and o_proj in one forward) and are not composed; New reports it.
+//
 // # Not covered
 //
-// Multi-head latent attention (DeepSeek-V3/R1): the vLLM tables hold MLA as whole DeepSeek-V3
-// modules; New reports it. Expert parallelism, attention data parallelism, pipeline parallelism
+// MLA on vLLM (above). Expert parallelism, attention data parallelism, pipeline parallelism
 // and speculative decoding are not modelled. AIConfigurator's end-to-end corrections (vLLM's
 // per-request "prefill dispatch overhead" of 0.8 ms × layers on TTFT, queueing and mixed-step
 // factors) are not pass costs and are left out.

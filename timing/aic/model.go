@@ -54,6 +54,10 @@ type Model struct {
 	lmHead table1
 	// attn holds the attention ops by kind of layer (full attention, sliding window).
 	attn []attnLayers
+	// Multi-head latent attention only (empty otherwise): preTok is the work that only prefill
+	// tokens do (kv_b_proj, decompressing the chunk's keys and values), by prefill tokens in the
+	// pass; decTok the work only decode tokens do (the absorbed-decode BMMs), by decode requests.
+	preTok, decTok table1
 }
 
 type attnLayers struct {
@@ -99,16 +103,16 @@ func resolve(o Options) (*config, error) {
 		return nil, fmt.Errorf("aic: model %s: %w", o.Model.Name, err)
 	}
 	m := o.Model
-	if m.MLA() {
-		// AIConfigurator prices MLA with whole-module tables (mla_context_module_perf,
-		// mla_generation_module_perf) collected for DeepSeek-V3's exact geometry, which fold the
-		// latent projections into the measurement; the GQA op list here cannot express them.
-		return nil, fmt.Errorf("aic: model %s uses multi-head latent attention (kv_lora_rank %d), which this op-level model does not price: "+
-			"the %s/%s tables hold whole MLA modules, not the attention op", m.Name, m.KVLoRARank, mlaCtxTable.table, mlaGenTable.table)
-	}
 	c.Backend = strings.ToLower(strings.TrimSpace(o.Backend))
 	if c.Backend != "vllm" && c.Backend != "sglang" {
 		return nil, fmt.Errorf("aic: backend %q: want vllm or sglang", o.Backend)
+	}
+	if m.MLA() && c.Backend != "sglang" {
+		// vLLM's MLA tables are whole DeepseekV2MLAAttention modules (mla_context_module_perf,
+		// mla_generation_module_perf: the projections, the attention and o_proj in one forward);
+		// only SGLang's op tables (context_mla_perf, generation_mla_perf, mla_bmm_perf) are composed.
+		return nil, fmt.Errorf("aic: model %s uses multi-head latent attention (kv_lora_rank %d), which the op-level model prices for sglang only: "+
+			"the %s tables of vllm hold whole MLA modules (%s/%s), which are not composed", m.Name, m.KVLoRARank, c.Backend, mlaCtxTable.table, mlaGenTable.table)
 	}
 	if m.Heads%c.tp != 0 {
 		return nil, fmt.Errorf("aic: %d attention heads do not split over tensor parallelism %d", m.Heads, c.tp)
@@ -202,8 +206,14 @@ func New(o Options) (*Model, error) {
 		return nil, err
 	}
 	needed := []tableRef{gemmTable, ctxAttnTable, genAttnTable}
+	if c.m.MLA() {
+		needed = []tableRef{gemmTable, mlaCtxOpTable, mlaGenOpTable}
+	}
 	if c.m.MoE() {
 		needed = append(needed, moeTable)
+	}
+	if c.m.MLA() {
+		needed = append(needed, mlaBmmTable)
 	}
 	for i := range needed {
 		needed[i].backend = c.Backend
@@ -227,6 +237,18 @@ func New(o Options) (*Model, error) {
 				return nil, err
 			}
 		}
+	}
+
+	var moeSrc []string
+	if c.m.MoE() {
+		moeSrc = src[needed[3]]
+	}
+	if c.m.MLA() {
+		bmm, err := mdl.loadMLA(c, rf, ctxSrc, genSrc, src[needed[len(needed)-1]], gemms)
+		if err != nil {
+			return nil, err
+		}
+		return mdl.finish(d, c, version, rf, gemms, moeSrc, bmm)
 	}
 
 	// Attention: one op per kind of layer (full attention; sliding window).
@@ -261,13 +283,19 @@ func New(o Options) (*Model, error) {
 		mdl.attn = append(mdl.attn, attnLayers{layers: float64(k.layers), window: float64(k.window), ctx: ctx, gen: gen, rect: rect})
 	}
 
+	return mdl.finish(d, c, version, rf, gemms, moeSrc, nil)
+}
+
+// finish loads the MoE and all-reduce curves and tabulates the per-pass curves.
+func (mdl *Model) finish(d db, c *config, version string, rf *roofline, gemms map[string]*gemmData, moeSrc []string, bmm *mlaBmm) (*Model, error) {
+	var err error
 	// MoE.
 	var moe curve
 	var mk moeKey
 	if c.m.MoE() {
 		mk = moeKey{dtype: c.moeDtype, dist: c.dist, topk: c.m.ExpertsPerToken, experts: c.m.Experts,
 			hidden: c.m.Hidden, inter: c.m.MoEIntermediate, tp: c.tp, ep: 1}
-		if moe, err = loadMoE(src[needed[3]], mk, rf); err != nil {
+		if moe, err = loadMoE(moeSrc, mk, rf); err != nil {
 			return nil, err
 		}
 	}
@@ -280,8 +308,70 @@ func New(o Options) (*Model, error) {
 		}
 	}
 
-	mdl.buildCurves(c, rf, gemms, moe, mk, ar)
+	mdl.buildCurves(c, rf, gemms, moe, mk, ar, bmm)
 	return mdl, nil
+}
+
+// mlaBmm holds the absorbed-decode batched GEMMs of an MLA model (SGLang): before and after the
+// attention core, by number of decode tokens.
+type mlaBmm struct {
+	pre, post curve
+	heads     float64
+	flops     float64
+	elem      float64
+}
+
+// loadMLA builds the attention ops of an MLA model from SGLang's op tables, the way
+// AIConfigurator's DeepSeekModel composes a layer for SGLang (src/aiconfigurator/sdk/models/deepseek.py,
+// the granular MLA block): context attention is ContextMLA (the prefill kernel over the
+// decompressed q, k, v of the chunk), generation attention is MLABmm(pre) + GenerationMLA (the
+// absorbed kernel over the cached latent) + MLABmm(post). The projections around them (the fused
+// q_a/kv_a down-projection, q_b_proj, kv_b_proj for prefill tokens, o_proj) are GEMMs priced in
+// buildCurves. Attention is looked up at heads/TP in the tables' family of the model's own head
+// count (num_heads × tp_size = heads); the BMMs run in fp8 when the GEMMs are quantised, in bf16
+// otherwise (AIConfigurator's mla_bmm_quant_mode).
+func (mdl *Model) loadMLA(c *config, rf *roofline, ctxSrc, genSrc, bmmSrc []string, gemms map[string]*gemmData) (*mlaBmm, error) {
+	m := c.m
+	ctxRows, err := loadMLA(ctxSrc, false, m.Heads)
+	if err != nil {
+		return nil, err
+	}
+	genRows, err := loadMLA(genSrc, true, m.Heads)
+	if err != nil {
+		return nil, err
+	}
+	latent := m.KVLoRARank + m.QKRopeHeadDim
+	if latent != mlaLatent {
+		return nil, fmt.Errorf("aic: model %s caches a latent of %d (kv_lora_rank + qk_rope_head_dim); the MLA tables measured %d", m.Name, latent, mlaLatent)
+	}
+	key := attnKey{c.heads, 1, mlaLatent, 0, "", c.kvDtype}
+	shape := attnShape{heads: float64(c.heads), kvHeads: 1, headDim: float64(m.HeadDim), kvBytes: bytesOf(c.kvDtype), memBW: rf.memBW,
+		qkDim: float64(m.HeadDim), vDim: float64(m.VHeadDim), latent: float64(latent), kvLoRA: float64(m.KVLoRARank)}
+	ctx, err := newAttnOp(ctxRows, key, shape, false, ctxSrc, rf)
+	if err != nil {
+		return nil, err
+	}
+	gen, err := newAttnOp(genRows, key, shape, true, genSrc, rf)
+	if err != nil {
+		return nil, err
+	}
+	mdl.attn = append(mdl.attn, attnLayers{layers: float64(m.Layers), ctx: ctx, gen: gen, rect: ctx})
+
+	dt := "fp8"
+	if c.gemmDtype == "bfloat16" {
+		dt = "bfloat16"
+	}
+	b := &mlaBmm{heads: float64(c.heads), elem: bytesOf(dt)}
+	if b.flops, err = rf.flopsOf(dt); err != nil {
+		return nil, err
+	}
+	if b.pre, err = loadMLABmm(bmmSrc, "mla_gen_pre", dt, c.heads, rf); err != nil {
+		return nil, err
+	}
+	if b.post, err = loadMLABmm(bmmSrc, "mla_gen_post", dt, c.heads, rf); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // pickVersion returns the engine version to use and the source files of each needed table.
@@ -372,7 +462,7 @@ func allReduce(d db, c *config, version string, rf *roofline, mdl *Model) (curve
 }
 
 // buildCurves tabulates the token-linear part of a pass and the LM head.
-func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmData, moe curve, mk moeKey, ar curve) {
+func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmData, moe curve, mk moeKey, ar curve, bmm *mlaBmm) {
 	m := c.m
 	tp := float64(c.tp)
 	h := float64(m.Hidden)
@@ -405,11 +495,35 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 		size := max(4*T, ar.x[0])
 		return ar.at(size, rf.allReduceSOL(size, c.tp))
 	}
+	// The attention projections every token goes through.
+	proj := func(T float64) float64 { return lin.latency(T, qkvN, h) + lin.latency(T, h, oK) }
+	if m.MLA() {
+		// AIConfigurator's DeepSeekModel (granular MLA block): the fused q_a/kv_a down-projection
+		// (replicated: q_lora_rank + kv_lora_rank + qk_rope_head_dim outputs), q_b_proj (heads/TP ×
+		// (nope + rope) from q_lora_rank; from hidden without a q LoRA) and o_proj (heads/TP ×
+		// v_head_dim in). kv_b_proj (prefill tokens) and the decode BMMs are per phase: preTok, decTok.
+		down := float64(m.QLoRARank + m.KVLoRARank + m.QKRopeHeadDim)
+		qN, qK := float64(c.heads*m.HeadDim), float64(m.QLoRARank)
+		if m.QLoRARank == 0 {
+			down, qK = float64(m.KVLoRARank+m.QKRopeHeadDim), h
+		}
+		oIn := float64(c.heads * m.VHeadDim)
+		proj = func(T float64) float64 {
+			return lin.latency(T, down, h) + lin.latency(T, qN, qK) + lin.latency(T, h, oIn)
+		}
+		kvbN, kvbK := float64(c.heads*(m.QKNopeHeadDim+m.VHeadDim)), float64(m.KVLoRARank)
+		mdl.preTok = tabulate(unique(append(slices.Clone(lin.ms), powersOfTwo()...)), func(T float64) float64 {
+			return all * lin.latency(T, kvbN, kvbK)
+		})
+		mdl.decTok = tabulate(unique(append(append(slices.Clone(bmm.pre.x), bmm.post.x...), powersOfTwo()...)), func(n float64) float64 {
+			return all * (bmm.pre.at(n, rf.mlaBmmSOL(n, bmm.heads, bmm.flops, bmm.elem)) + bmm.post.at(n, rf.mlaBmmSOL(n, bmm.heads, bmm.flops, bmm.elem)))
+		})
+	}
 	perToken := func(T float64) float64 {
 		// Every layer: norms before attention and MLP (AIConfigurator's add_norm ElementWise ops,
 		// (2h in + 2h out) bf16 per token), QKV and O projections, two all-reduces (three with a
 		// q/k norm over all heads).
-		v := all * (2*rf.memOp(T*(2*h+2*h)*2) + lin.latency(T, qkvN, h) + lin.latency(T, h, oK) + 2*arAt(T) + qkNormAt(T))
+		v := all * (2*rf.memOp(T*(2*h+2*h)*2) + proj(T) + 2*arAt(T) + qkNormAt(T))
 		if dense > 0 {
 			v += dense * (lin.latency(T, 2*in, h) + rf.memOp(T*(2*in+in)*2) + lin.latency(T, h, in))
 		}
@@ -439,15 +553,21 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 			knots = append(knots, t)
 		}
 	}
-	for t := 1.0; t <= 1<<21; t *= 2 {
-		knots = append(knots, t)
-	}
-	knots = unique(knots)
+	knots = unique(append(knots, powersOfTwo()...))
 	mdl.perToken = tabulate(knots, perToken)
 
 	vocab := float64(m.Vocab) / tp
 	smp := append(slices.Clone(bf16.ms), 1<<15, 1<<16, 1<<17, 1<<18, 1<<19, 1<<20)
 	mdl.lmHead = tabulate(unique(smp), func(s float64) float64 { return bf16.latency(s, vocab, h) })
+}
+
+// powersOfTwo are the knots beyond the tables, where the roofline carries the growth: 1 to 2²¹.
+func powersOfTwo() []float64 {
+	var xs []float64
+	for t := 1.0; t <= 1<<21; t *= 2 {
+		xs = append(xs, t)
+	}
+	return xs
 }
 
 func tabulate(xs []float64, f func(float64) float64) table1 {
@@ -521,6 +641,12 @@ func (mdl *Model) Cost(b *timing.Batch) timing.Cost {
 				pre += a.layers * chunkAttention(a, batch, n, c) / batch
 			}
 		}
+	}
+	if tp > 0 && len(mdl.preTok.x) > 0 {
+		pre += mdl.preTok.at(float64(tp))
+	}
+	if nDec > 0 && len(mdl.decTok.x) > 0 {
+		dec += mdl.decTok.at(float64(nDec))
 	}
 	if nDec > 0 {
 		batch := float64(nDec)

@@ -89,11 +89,22 @@ type attnShape struct {
 	kvBytes                         float64 // KV-cache element size
 	flops                           float64 // fmha peak
 	memBW                           float64
+	// Multi-head latent attention (latent > 0): q/k head size (nope + rope), v head size and the
+	// cached latent per token (kv_lora_rank + rope) and kv_lora_rank. Prefill runs as multi-head
+	// attention over the decompressed keys and values, decode in the absorbed form over the latent.
+	qkDim, vDim, latent, kvLoRA float64
 }
 
 // ctxSOL is the context-attention roofline in ms of one sequence of s tokens (AIConfigurator's
 // ContextAttention get_sol with batch 1 and no prefix); latency of a batch scales linearly with it.
 func (a *attnShape) ctxSOL(s float64) float64 {
+	if a.latent > 0 {
+		// Causal: s²/2 query-key pairs, each a qk and a v dot product.
+		n := a.heads
+		ops := s * s * n * (a.qkDim + a.vDim)
+		mem := 2*n*s*(2*a.qkDim+2*a.vDim) + a.kvBytes*s*a.latent
+		return max(ops/a.flops, mem/a.memBW) * 1e3
+	}
 	n, h := a.heads, a.headDim
 	ops := 2 * s * s * n * h
 	if a.window > 0 && s > a.window {
@@ -107,6 +118,13 @@ func (a *attnShape) ctxSOL(s float64) float64 {
 // token reads the whole KV (or the window's worth of it).
 func (a *attnShape) genSOL(step float64) float64 {
 	kv := step + 1
+	if a.latent > 0 {
+		// Absorbed: every head scores the latent (latent wide) and sums it (kv_lora wide).
+		n := a.heads
+		ops := 2 * n * kv * (a.latent + a.kvLoRA)
+		mem := a.kvBytes*kv*a.latent + 4*n*a.latent
+		return max(ops/a.flops, mem/a.memBW) * 1e3
+	}
 	if a.window > 0 {
 		kv = math.Min(kv, a.window)
 	}
@@ -124,4 +142,10 @@ func (r *roofline) moeSOL(tokens float64, k moeKey, flops float64) float64 {
 	touched := math.Min(float64(k.experts)/float64(k.ep), tokens*float64(k.topk))
 	mem := touched*3*h*in*bytesOf(k.dtype) + 4*tokens*h
 	return max(ops/flops, mem/r.memBW) * 1e3
+}
+
+// mlaBmmSOL is the roofline in ms of one of MLA's absorbed-decode batched GEMMs for tok tokens over
+// heads heads: per head a (kv_lora_rank 512) × (128) weight, tok × heads × 512 × 128 multiply-adds.
+func (r *roofline) mlaBmmSOL(tok, heads, flops, elem float64) float64 {
+	return max(2*tok*heads*128*512/flops, (elem*heads*128*512+2*tok*heads*(128+512))/r.memBW) * 1e3
 }

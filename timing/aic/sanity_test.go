@@ -224,6 +224,8 @@ func TestModelsOnRealData(t *testing.T) {
 		// 1536/8 = 192 columns per GPU is not a multiple of the 128-wide fp8 blocks: not collected.
 		{"qwen3-235b-a22b", "sglang", "fp8_block", "", 8, "moe_tp_size=8", ""},
 		{"deepseek-v3", "vllm", "fp8_block", "", 8, "multi-head latent attention", ""},
+		// SGLang's MLA op tables (context_mla_perf, generation_mla_perf, mla_bmm_perf).
+		{"deepseek-v3", "sglang", "fp8", "fp8_block", 8, "", ""},
 	} {
 		mdl, err := model.Lookup(tc.model)
 		if err != nil {

@@ -20,6 +20,9 @@ var (
 	ncclTable     = tableRef{op: "comm", backend: "nccl", table: "nccl_perf"}
 	mlaCtxTable   = tableRef{op: "mla", table: "mla_context_module_perf"}
 	mlaGenTable   = tableRef{op: "mla", table: "mla_generation_module_perf"}
+	mlaCtxOpTable = tableRef{op: "mla", table: "context_mla_perf"}
+	mlaGenOpTable = tableRef{op: "mla", table: "generation_mla_perf"}
+	mlaBmmTable   = tableRef{op: "mla_bmm", table: "mla_bmm_perf"}
 	defaultMoEDst = "power_law_1.2" // AIConfigurator's default workload distribution for MoE models
 )
 
@@ -414,6 +417,111 @@ func newAttnOp(r attnRows, k attnKey, shape attnShape, gen bool, paths []string,
 	}
 	t := float64(k.heads-hs[i-1]) / float64(hs[i]-hs[i-1])
 	return &attnOp{lo: at(hs[i-1]), hi: at(hs[i]), t: t, scale: 1}, nil
+}
+
+// ---- multi-head latent attention ----------------------------------------------------------------
+
+// mlaLatent is the attnKey.headDim under which MLA rows are filed: the cached latent per token
+// (kv_lora_rank 512 + qk_rope_head_dim 64 in every model the tables measured).
+const mlaLatent = 576
+
+// loadMLA reads a context_mla_perf (gen false) or generation_mla_perf table: the MLA attention
+// core alone (SGLang's FlashAttention-3 MLA kernels; no projections), keyed by the heads per GPU
+// (num_heads) and tp_size. The tables hold two families of rows, num_heads × tp_size = 128
+// (DeepSeek-V3's heads) and 64 (Kimi K2's); only the family of the model's own head count
+// (native) is read, so a lookup at heads/TP is the row measured for that sharding. Rows are filed
+// as attnKey{heads, 1, mlaLatent, 0, mla_dtype, kv_cache_dtype} for newAttnOp.
+func loadMLA(paths []string, gen bool, native int) (attnRows, error) {
+	rows := attnRows{}
+	for _, p := range paths {
+		t, err := readTable(p)
+		if err != nil {
+			return nil, err
+		}
+		b, e1 := t.f("batch_size")
+		isl, e2 := t.f("isl")
+		nh, e3 := t.f("num_heads")
+		tps, e4 := t.f("tp_size")
+		step, e5 := t.f("step")
+		lat, e6 := t.f("latency")
+		md, e7 := t.s("mla_dtype")
+		kd, e8 := t.s("kv_cache_dtype")
+		if err := firstErr(e1, e2, e3, e4, e5, e6, e7, e8); err != nil {
+			return nil, err
+		}
+		file := attnRows{}
+		for i := range t.rows {
+			if !(lat[i] > 0) || int(nh[i]*tps[i]) != native {
+				continue
+			}
+			x := isl[i]
+			if gen {
+				x = step[i]
+			} else if step[i] != 0 {
+				continue
+			}
+			k := attnKey{int(nh[i]), 1, mlaLatent, 0, md[i], kd[i]}
+			if file[k] == nil {
+				file[k] = map[[2]float64]float64{}
+			}
+			firstWins(file[k], [2]float64{b[i], x}, lat[i])
+		}
+		for k, pts := range file {
+			if rows[k] == nil {
+				rows[k] = map[[2]float64]float64{}
+			}
+			mergeInto(rows[k], pts)
+		}
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("aic: %s: no rows with num_heads × tp_size = %d (the model's attention heads)", sourceList(paths), native)
+	}
+	return rows, nil
+}
+
+// loadMLABmm reads one curve of mla_bmm_perf: the batched GEMMs around SGLang's absorbed MLA decode,
+// op "mla_gen_pre" (q_nope × W_UK per head: 128 → 512) or "mla_gen_post" (the attention output ×
+// W_UV per head: 512 → 128), latency by num_tokens for one bmm_dtype and heads per GPU.
+func loadMLABmm(paths []string, op, dtype string, heads int, rf *roofline) (curve, error) {
+	flops, err := rf.flopsOf(dtype)
+	if err != nil {
+		return curve{}, err
+	}
+	pts := map[float64]float64{}
+	have := map[string]bool{}
+	for _, p := range paths {
+		t, err := readTable(p)
+		if err != nil {
+			return curve{}, err
+		}
+		ops, e1 := t.s("op_name")
+		dt, e2 := t.s("bmm_dtype")
+		nh, e3 := t.f("num_heads")
+		n, e4 := t.f("num_tokens")
+		lat, e5 := t.f("latency")
+		if err := firstErr(e1, e2, e3, e4, e5); err != nil {
+			return curve{}, err
+		}
+		file := map[float64]float64{}
+		for i := range t.rows {
+			if ops[i] != op || dt[i] != dtype || !(lat[i] > 0) {
+				continue
+			}
+			have[strconv.Itoa(int(nh[i]))] = true
+			if int(nh[i]) == heads {
+				firstWins(file, n[i], lat[i])
+			}
+		}
+		mergeInto(pts, file)
+	}
+	if len(pts) == 0 {
+		return curve{}, fmt.Errorf("aic: %s: no %s rows with bmm_dtype %s and num_heads %d (num_heads measured: %s)",
+			sourceList(paths), op, dtype, heads, keys(have))
+	}
+	x, y := sortedPoints(pts)
+	elem, h := bytesOf(dtype), float64(heads)
+	sol := func(tok float64) float64 { return rf.mlaBmmSOL(tok, h, flops, elem) }
+	return newCurve(x, y, sol, 1, false), nil
 }
 
 // ---- MoE -----------------------------------------------------------------------------------------
