@@ -42,6 +42,7 @@ type Config struct {
 	SGLangClipMaxNewTokens         int     `yaml:"sglang-clip-max-new-tokens"`
 	SGLangScheduleConservativeness float64 `yaml:"sglang-schedule-conservativeness"`
 	SGLangEnableMixedChunk         bool    `yaml:"sglang-enable-mixed-chunk"`
+	SGLangOverlapSchedule          bool    `yaml:"sglang-overlap-schedule"`
 
 	// Speculative decoding (MTP).
 	SpecNumTokens   int       `yaml:"spec-num-tokens"`

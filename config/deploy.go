@@ -267,6 +267,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			Conservativeness:   c.SGLangScheduleConservativeness,
 			Policy:             policy,
 			MixedChunk:         c.SGLangEnableMixedChunk,
+			Overlap:            c.SGLangOverlapSchedule,
 			PrefixCaching:      c.EnablePrefixCaching,
 			MaxModelLen:        c.MaxModelLen,
 			Spec:               spec,

@@ -45,6 +45,7 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.SGLangClipMaxNewTokens, "sglang-clip-max-new-tokens", c.SGLangClipMaxNewTokens, "sglang: cap on a running request's remaining output when reserving room")
 	fs.Float64Var(&c.SGLangScheduleConservativeness, "sglang-schedule-conservativeness", c.SGLangScheduleConservativeness, "sglang: scales the initial new_token_ratio (0.7 × this)")
 	fs.BoolVar(&c.SGLangEnableMixedChunk, "sglang-enable-mixed-chunk", c.SGLangEnableMixedChunk, "sglang: decode running requests in the same pass as a prefill")
+	fs.BoolVar(&c.SGLangOverlapSchedule, "sglang-overlap-schedule", c.SGLangOverlapSchedule, "sglang: SGLang's overlap scheduler (its default; off in the Dynamo reference): the next batch is formed when the current one starts, so a request arriving during a pass also waits for the pass after it")
 	fs.IntVar(&c.SpecNumTokens, "spec-num-tokens", c.SpecNumTokens, "speculative decoding (MTP): draft tokens verified per decode step (0: off)")
 	fs.Float64SliceVar(&c.SpecAcceptRates, "spec-accept-rates", c.SpecAcceptRates, "speculative decoding: conditional acceptance rate of each draft position")
 

@@ -20,6 +20,9 @@
 //  4. new_token_ratio starts at 0.7 × schedule-conservativeness, decays to 0.14 × that over 600 decode
 //     steps, and jumps back up on an out-of-memory admission or a retraction.
 //
+// With Options.Overlap (SGLang's default overlap scheduler, not in the reference) a pass is formed when
+// the previous one starts, so a request enqueued during a pass is first seen by the second Step after it.
+//
 // Pages are allocated when a request's tokens cross a page boundary; complete pages go into the radix tree
 // as soon as they are computed, so they outlive the request. KV events are taken at the end of the pass:
 // SGLang publishes them after the forward pass. Start reading at Scheduler.Step.

@@ -1,6 +1,9 @@
 package sglang
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // CheckInvariants verifies the radix cache and that requests and pages agree: every page is free, in the
 // tree, or held privately by exactly the requests that say so; a request with computed tokens holds
@@ -10,18 +13,18 @@ func (s *Scheduler) CheckInvariants() error {
 	if err := s.cache.CheckInvariants(); err != nil {
 		return err
 	}
-	n := len(s.running) + len(s.waiting)
+	n := len(s.running) + len(s.waiting) + len(s.arrivals) + len(s.deferred)
 	if s.chunked != nil {
 		n++
 	}
 	if n != len(s.byID) {
-		return fmt.Errorf("sglang: %d running + %d waiting (+ chunked), but %d live requests", len(s.running), len(s.waiting), len(s.byID))
+		return fmt.Errorf("sglang: %d running + %d waiting (+ chunked), but %d live requests", len(s.running), n-len(s.running), len(s.byID))
 	}
 	if s.opt.MaxRunning > 0 && len(s.running) > s.opt.MaxRunning {
 		return fmt.Errorf("sglang: %d running, max %d", len(s.running), s.opt.MaxRunning)
 	}
 	private := 0
-	holders := append(append([]*request(nil), s.running...), s.waiting...)
+	holders := slices.Concat(s.running, s.waiting, s.arrivals, s.deferred)
 	if s.chunked != nil {
 		holders = append(holders, s.chunked)
 	}
@@ -37,7 +40,7 @@ func (s *Scheduler) CheckInvariants() error {
 		}
 		private += len(r.pages) - r.locked
 	}
-	for _, r := range s.waiting {
+	for _, r := range slices.Concat(s.waiting, s.arrivals, s.deferred) {
 		if len(r.pages) != 0 || r.materialized != 0 {
 			return fmt.Errorf("sglang: waiting request %d holds %d pages", r.id, len(r.pages))
 		}

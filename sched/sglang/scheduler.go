@@ -57,6 +57,11 @@ type Options struct {
 	Events             bool
 	Spec               sched.Spec // speculative decoding; Spec.Tokens 0 is off
 	Role               sched.Role // disaggregated serving
+	// Overlap is SGLang's overlap scheduler (on by default in SGLang, absent from the reference): the event
+	// loop forms the next batch as soon as the current one is launched, before it runs, so a request that
+	// arrives while a pass runs misses the pass after it too (scheduler.py event_loop_overlap). When
+	// nothing else would run, a deferred request is served at once, as SGLang's idle loop does.
+	Overlap bool
 }
 
 // Validate reports the first invalid option, naming it.
@@ -120,6 +125,11 @@ type Scheduler struct {
 
 	ratio, initRatio, minRatio, decay float64
 
+	// Overlap scheduling: requests enqueued since the last Step (arrivals), and those enqueued while the
+	// pass that just ended ran (deferred: the pass about to start was formed before they arrived).
+	arrivals, deferred []*request
+	busy               bool // the last Step formed a pass
+
 	private int // pages held privately by requests
 
 	pass      sched.Pass
@@ -177,7 +187,11 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 	s.arrived++
 	r.AppendPrompt(req.seq)
 	s.byID[r.ID] = req
-	s.waiting = append(s.waiting, req)
+	if s.opt.Overlap {
+		s.arrivals = append(s.arrivals, req)
+	} else {
+		s.waiting = append(s.waiting, req)
+	}
 	return nil
 }
 
@@ -324,7 +338,10 @@ func (s *Scheduler) Cancel(id uint64) bool {
 	case slices.Contains(s.running, r):
 		s.running = slices.DeleteFunc(s.running, func(x *request) bool { return x == r })
 	default:
-		s.waiting = slices.DeleteFunc(s.waiting, func(x *request) bool { return x == r })
+		drop := func(x *request) bool { return x == r }
+		s.waiting = slices.DeleteFunc(s.waiting, drop)
+		s.arrivals = slices.DeleteFunc(s.arrivals, drop)
+		s.deferred = slices.DeleteFunc(s.deferred, drop)
 	}
 	s.release(r)
 	return true
@@ -335,7 +352,7 @@ func (s *Scheduler) Idle() bool { return len(s.byID) == 0 }
 
 // Metrics reports the scheduler's state; blocks are pages.
 func (s *Scheduler) Metrics() sched.Metrics {
-	waiting := len(s.waiting)
+	waiting := len(s.waiting) + len(s.arrivals) + len(s.deferred)
 	if s.chunked != nil {
 		waiting++
 	}
@@ -364,13 +381,42 @@ func (s *Scheduler) Step() *sched.Pass {
 	s.scheduled = s.scheduled[:0]
 	s.tokenBuf = s.tokenBuf[:0]
 
+	if s.opt.Overlap {
+		// This pass was formed when the previous one started: it sees what arrived before that (deferred),
+		// and what arrived since only if no pass ran (the loop was idle).
+		s.see(&s.deferred)
+		if s.busy {
+			s.deferred, s.arrivals = s.arrivals, s.deferred
+		} else {
+			s.see(&s.arrivals)
+		}
+	}
+	s.schedule()
+	if len(s.scheduled) == 0 && len(s.deferred) > 0 {
+		// Nothing to run: SGLang's loop would be idle and take them at once.
+		s.see(&s.deferred)
+		s.schedule()
+	}
+	s.busy = len(s.scheduled) > 0
+	s.finishPass()
+	return p
+}
+
+// schedule forms the pass: an extend batch if anything can be admitted, else (or with mixed chunk, also)
+// a decode step.
+func (s *Scheduler) schedule() {
 	s.order()
 	extended := s.admit()
 	if !extended || s.opt.MixedChunk {
 		s.decode()
 	}
-	s.finishPass()
-	return p
+}
+
+// see moves the requests of *q to the back of the waiting queue, in arrival order.
+func (s *Scheduler) see(q *[]*request) {
+	s.waiting = append(s.waiting, *q...)
+	clear(*q)
+	*q = (*q)[:0]
 }
 
 // order sorts the waiting queue by the policy.
@@ -572,7 +618,8 @@ func (s *Scheduler) decode() {
 // and every running request computes exactly its next token with no page to allocate or cache and without
 // finishing. Such a step changes nothing but the requests' tokens and new_token_ratio.
 func (s *Scheduler) PlainDecode() bool {
-	if len(s.waiting) > 0 || s.chunked != nil || len(s.running) == 0 || s.opt.Spec.Tokens > 0 || s.opt.Role != sched.Aggregated {
+	if len(s.waiting) > 0 || len(s.arrivals) > 0 || len(s.deferred) > 0 || s.chunked != nil || len(s.running) == 0 ||
+		s.opt.Spec.Tokens > 0 || s.opt.Role != sched.Aggregated {
 		return false
 	}
 	page := s.opt.PageSize
@@ -609,6 +656,7 @@ func (s *Scheduler) PlainStep(dst []sched.Sample) []sched.Sample {
 		dst = append(dst, sched.Sample{ID: r.id, Token: tok})
 	}
 	s.ratio = max(s.minRatio, s.ratio-s.decay)
+	s.busy = true
 	return dst
 }
 
@@ -751,8 +799,10 @@ func (s *Scheduler) queued() (fresh, retracted sched.Moments) {
 			fresh.Add(r.seq.Len())
 		}
 	}
-	for _, r := range s.waiting {
-		count(r)
+	for _, q := range [][]*request{s.waiting, s.deferred, s.arrivals} {
+		for _, r := range q {
+			count(r)
+		}
 	}
 	if s.chunked != nil {
 		count(s.chunked)

@@ -404,3 +404,62 @@ func TestSpeculativeDecoding(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlapSchedule: SGLang's overlap scheduler forms pass k+1 when pass k is launched (scheduler.py
+// event_loop_overlap), so a request that arrives while pass k runs is first seen when pass k+2 is formed.
+// Request 1 (4 prompt tokens, 3 output tokens) is prefilled alone in pass 1; request 2 arrives during pass
+// 1. Without overlap, pass 2 prefills request 2 (prefill has priority: request 1 waits) and pass 3 decodes
+// both. With overlap, pass 2 was formed before request 2 arrived: it decodes request 1 (one sequence, 4
+// cached tokens); pass 3 prefills request 2; pass 4 decodes both. When nothing else would run, a deferred
+// request is served at once, as SGLang's idle loop would.
+func TestOverlapSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		overlap bool
+		want    []string
+	}{
+		{false, []string{"[1:1]", "[2:1]", "[1:1 2:1]", "[1:1:done 2:1:done]"}},
+		{true, []string{"[1:1]", "[1:1]", "[2:1]", "[1:1:done 2:1]"}},
+	} {
+		o := opts(1, 64)
+		o.Overlap = tc.overlap
+		h := newHarness(t, o)
+		h.enqueue(1, prompt(0, 4), 3)
+		var got []string
+		p := h.step()
+		got = append(got, fmt.Sprint(outputs(p)))
+		h.enqueue(2, prompt(100, 4), 3)
+		if w := h.s.Metrics().Waiting; w != 1 {
+			t.Fatalf("overlap %v: %d waiting after the arrival, want 1", tc.overlap, w)
+		}
+		for i := range 3 {
+			p = h.step()
+			got = append(got, fmt.Sprint(outputs(p)))
+			if tc.overlap && i == 0 {
+				if s := p.Batch.Seqs; len(s) != 1 || s[0].New != 1 || s[0].Cached != 4 || s[0].Prefill {
+					t.Fatalf("overlap pass 2 batch %+v, want request 1's decode (1 new, 4 cached)", s)
+				}
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Fatalf("overlap %v: outputs %v, want %v", tc.overlap, got, tc.want)
+		}
+	}
+
+	// Request 3 finishes in its prefill pass; request 4 arrives during it. The next pass has nothing else
+	// to run, so it prefills request 4 rather than idling.
+	o := opts(1, 64)
+	o.Overlap = true
+	h := newHarness(t, o)
+	h.enqueue(3, prompt(0, 4), 1)
+	if got := outputs(h.step()); !slices.Equal(got, []string{"3:1:done"}) {
+		t.Fatalf("pass 1 outputs %v", got)
+	}
+	h.enqueue(4, prompt(100, 4), 1)
+	p := h.step()
+	if got := outputs(p); !slices.Equal(got, []string{"4:1:done"}) || len(p.Batch.Seqs) != 1 || p.Batch.Seqs[0].New != 4 {
+		t.Fatalf("pass 2 outputs %v, batch %+v: want request 4 prefilled at once", got, p.Batch.Seqs)
+	}
+	if !h.s.Idle() {
+		t.Fatal("not idle after both finished")
+	}
+}
