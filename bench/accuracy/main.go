@@ -193,6 +193,9 @@ func predict(r row, db, schedule string, frontendMs float64) result {
 	// The engines' own defaults on an H200: vLLM's API server allows 1,024 sequences; SGLang sizes
 	// its running set by memory, which the KV pool bounds here too.
 	cfg.MaxNumSeqs = 1024
+	// SGLang runs its overlap scheduler unless --disable-overlap-schedule (scheduler.py
+	// event_loop_overlap): each batch is formed when the one before it is launched.
+	cfg.SGLangOverlapSchedule = true
 	cfg.Concurrency = r.concurrency
 	cfg.InputTokens, cfg.InputTokensStddev = float64(r.isl), 0
 	cfg.OutputTokens, cfg.OutputTokensStddev = float64(r.osl), 0
