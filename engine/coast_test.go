@@ -41,6 +41,7 @@ func TestCoastIsStepRepeated(t *testing.T) {
 			ClipMaxNewTokens:   []int{16, 4096}[rng.IntN(2)],
 			Conservativeness:   []float64{0.3, 1}[rng.IntN(2)],
 			MixedChunk:         rng.IntN(3) == 0,
+			Overlap:            rng.IntN(2) == 0,
 			PrefixCaching:      vo.PrefixCaching,
 			Events:             true,
 		}

@@ -97,6 +97,7 @@ func TestRandomWorkloadInvariants(t *testing.T) {
 			Conservativeness:   []float64{0.3, 1}[rng.IntN(2)],
 			Policy:             sglang.Policy(rng.IntN(2)),
 			MixedChunk:         rng.IntN(3) == 0,
+			Overlap:            rng.IntN(2) == 0,
 			PrefixCaching:      vo.PrefixCaching,
 			Events:             true,
 		}
