@@ -51,7 +51,9 @@
 // down-projection (replicated), q_b_proj and o_proj GEMMs for every token, kv_b_proj for prefill
 // tokens, context_mla_perf for prompt chunks, and for decode tokens mla_bmm_perf's two absorbed
 // BMMs (fp8 when the GEMMs are quantised) around generation_mla_perf; attention is read at
-// heads/TP in the tables' family of the model's head count (num_heads × tp_size). vLLM's MLA tables
+// heads/TP in the tables' family of the model's head count (num_heads × tp_size). Their MoE is
+// priced as DeepSeekModel prices it (deepSeekFamily): the power_law_1.01 expert distribution, and
+// in decode passes the shared expert overlapped with the routed group (the larger of the two). vLLM's MLA tables
 // are whole DeepseekV2MLAAttention modules (mla_context_module_perf, mla_generation_module_perf:
 // projections, attention and o_proj in one forward) and are not composed; New reports it.
 //

@@ -61,8 +61,8 @@ func TestMLATablePoints(t *testing.T) {
 }
 
 // TestMLAComposition: a pass is the sum of its parts. A decode step of 16 requests at 1,023 cached
-// tokens is the token-linear part at T = 16 (down, q_b and o projections, norms, all-reduces, MoE,
-// router, shared expert, dense MLPs, embedding) + 61 × (the two absorbed-decode BMMs + generation
+// tokens is the decode token-linear part at T = 16 (down, q_b and o projections, norms, all-reduces,
+// MoE, router, shared expert overlapped with the routed group, dense MLPs, embedding) + 61 × (the two absorbed-decode BMMs + generation
 // MLA at batch 16, step 1023) + the LM head for 16; a lone 1,024-token prompt is the token-linear
 // part at 1,024 + 61 × kv_b_proj at 1,024 tokens + 61 × context MLA at isl 1,024 + the LM head for 1.
 func TestMLAComposition(t *testing.T) {
@@ -75,7 +75,7 @@ func TestMLAComposition(t *testing.T) {
 		seqs[i] = timing.Seq{New: 1, Cached: 1023, Samples: true}
 	}
 	got := mdl.Cost(&timing.Batch{Seqs: seqs})
-	want := mdl.perToken.at(16) + 61*(0.007952000200748443+0.008076799660921096) + 61*0.020483200252056123 + mdl.lmHead.at(16)
+	want := mdl.perTokenDec.at(16) + 61*(0.007952000200748443+0.008076799660921096) + 61*0.020483200252056123 + mdl.lmHead.at(16)
 	if got.Prefill != 0 || math.Abs(ms(got.Decode)-want) > 2e-6 {
 		t.Errorf("decode step: %+v, want decode %.6f ms", got, want)
 	}

@@ -32,8 +32,9 @@ type Options struct {
 	// MoEQuant is the routed experts' precision: "" = GEMMQuant; also "mxfp4" (gpt-oss) and
 	// "int4_wo", as the MoE table names them.
 	MoEQuant string
-	// MoEDistribution is the MoE table's token-to-expert distribution: "" = "power_law_1.2",
-	// AIConfigurator's default; also "power_law_1.01", "balanced".
+	// MoEDistribution is the MoE table's token-to-expert distribution: "" = AIConfigurator's for
+	// the model's family (power_law with its family's alpha: "power_law_1.01" for the DeepSeek
+	// family, "power_law_1.2" for other MoE models; see deepSeekFamily); also "balanced".
 	MoEDistribution string
 	// NCCLVersion selects comm/nccl/<version> when the backend has no custom all-reduce table: ""
 	// = the system spec's misc.nccl_version (<root>/<system>.yaml), else the newest present.
@@ -50,6 +51,9 @@ type Model struct {
 	// layer the QKV, O, MLP (or router + MoE + shared-expert) GEMMs, norms and activations, the two
 	// tensor-parallel all-reduces, plus the embedding and its all-reduce; tabulated by T.
 	perToken table1
+	// perTokenDec replaces perToken for passes without prefill tokens in the DeepSeek family
+	// (empty otherwise): the shared expert overlaps the routed experts (see deepSeekFamily).
+	perTokenDec table1
 	// lmHead is the LM-head GEMM by the number of requests that sample a token.
 	lmHead table1
 	// attn holds the attention ops by kind of layer (full attention, sliding window).
@@ -85,7 +89,28 @@ type config struct {
 	gemmDtype, kvDtype     string
 	moeDtype, dist         string
 	heads, kvHeads, headDm int // per GPU
+	// overlapShared: decode passes run the shared expert beside the routed experts (deepSeekFamily).
+	overlapShared bool
 }
+
+// deepSeekFamily reports whether AIConfigurator prices m with its DeepSeekModel
+// (ai-dynamo/aiconfigurator src/aiconfigurator/sdk/models/deepseek.py, registered for the DEEPSEEK
+// and KIMIK25 families: DeepSeek-V3/R1 and Kimi-K2.5, the MoE models with multi-head latent
+// attention) rather than its MOEModel (sdk/models/moe.py: Qwen3 MoE, MiniMax-M2, gpt-oss, ...).
+// Two things differ for MoE timing:
+//
+//   - The expert-load distribution: DeepSeekModel sets _power_law_alpha = 1.01, MOEModel 1.2, and
+//     both query the MoE table at workload_distribution "power_law_<alpha>" (the default
+//     workload_distribution is "power_law").
+//   - Decode: DeepSeekModel wraps the generation MoE block in ops.OverlapOp(group_a = router
+//     GEMM, MoEDispatch(pre), MoE, MoEDispatch(post); group_b = the shared expert's gate_up GEMM,
+//     activation and down GEMM), whose latency is max(sum(group_a), sum(group_b)) (operations.py,
+//     OverlapOp: the two groups run on two CUDA streams under CUDA graphs); the context phase runs
+//     them one after the other. For SGLang without DeepEP the two MoEDispatch ops are custom
+//     all-reduces of T·hidden when TP > 1 (operations.py, MoEDispatch.query), i.e. the layer's two
+//     all-reduces sit in the routed group; for vLLM they are a separate CustomAllReduce op
+//     (2 per layer), outside the overlap.
+func deepSeekFamily(m *model.Model) bool { return m.MLA() && m.MoE() }
 
 func resolve(o Options) (*config, error) {
 	c := &config{Options: o, m: o.Model, tp: max(o.TP, 1)}
@@ -139,7 +164,11 @@ func resolve(o Options) (*config, error) {
 		c.dist = o.MoEDistribution
 		if c.dist == "" {
 			c.dist = defaultMoEDst
+			if deepSeekFamily(m) {
+				c.dist = deepSeekMoEDst
+			}
 		}
+		c.overlapShared = deepSeekFamily(m) && m.SharedExperts > 0
 	}
 	return c, nil
 }
@@ -537,6 +566,22 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 		// vocabulary-parallel shards.
 		return v + rf.memOp(2*T*h*2) + arAt(T)
 	}
+	// The DeepSeek family's decode passes (deepSeekFamily): in every MoE layer the routed group
+	// (router GEMM + fused MoE, with the layer's two all-reduces on SGLang, whose MoEDispatch ops
+	// they are) and the shared expert overlap, so the layer pays the larger of the two instead of
+	// their sum. perTokenDec = perToken − moeLayers × min(routed, shared).
+	var perTokenDec func(float64) float64
+	if c.overlapShared && moeLayers > 0 && sh > 0 {
+		overlapped := func(T float64) float64 {
+			routed := bf16.latency(T, float64(m.Experts), h) + moe.at(T, rf.moeSOL(T, mk, moeFlops))
+			if c.Backend == "sglang" {
+				routed += 2 * arAt(T)
+			}
+			shared := lin.latency(T, 2*sh, h) + rf.memOp(T*(2*sh+sh)*2) + lin.latency(T, h, sh)
+			return moeLayers * math.Min(routed, shared)
+		}
+		perTokenDec = func(T float64) float64 { return perToken(T) - overlapped(T) }
+	}
 
 	// Knots: every m the GEMM tables measured, every MoE token count and every all-reduce size
 	// (in tokens), so that interpolating the tabulated sum reproduces each component; then powers
@@ -555,6 +600,9 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 	}
 	knots = unique(append(knots, powersOfTwo()...))
 	mdl.perToken = tabulate(knots, perToken)
+	if perTokenDec != nil {
+		mdl.perTokenDec = tabulate(knots, perTokenDec)
+	}
 
 	vocab := float64(m.Vocab) / tp
 	smp := append(slices.Clone(bf16.ms), 1<<15, 1<<16, 1<<17, 1<<18, 1<<19, 1<<20)
@@ -583,7 +631,8 @@ func tabulate(xs []float64, f func(float64) float64) table1 {
 //	perToken(T) + Σ_prefill context attention + generation attention + lmHead(#sampling)
 //
 // split by phase: the prefill requests' share (by tokens) of perToken plus their context
-// attention is Prefill; the rest of perToken, the decode requests' generation attention and the LM
+// attention is Prefill (a pass without prefill tokens of a DeepSeek-family model uses perTokenDec,
+// its shared expert overlapped with the routed experts: deepSeekFamily); the rest of perToken, the decode requests' generation attention and the LM
 // head (every sampled token, the first one of a finishing prompt included) is Decode.
 //
 // Context attention of a chunk of N new tokens over C cached ones is the fresh prefill of its N
@@ -625,6 +674,9 @@ func (mdl *Model) Cost(b *timing.Batch) timing.Cost {
 	var pre, dec float64
 	if T > 0 {
 		lin := mdl.perToken.at(float64(T))
+		if tp == 0 && len(mdl.perTokenDec.x) > 0 {
+			lin = mdl.perTokenDec.at(float64(T))
+		}
 		share := lin * float64(tp) / float64(T)
 		pre, dec = share, lin-share
 	}

@@ -24,6 +24,8 @@ var (
 	mlaGenOpTable = tableRef{op: "mla", table: "generation_mla_perf"}
 	mlaBmmTable   = tableRef{op: "mla_bmm", table: "mla_bmm_perf"}
 	defaultMoEDst = "power_law_1.2" // AIConfigurator's default workload distribution for MoE models
+	// deepSeekMoEDst is the DeepSeek family's (DeepSeekModel._power_law_alpha = 1.01).
+	deepSeekMoEDst = "power_law_1.01"
 )
 
 // sourceList describes the files of a table for error messages.
