@@ -111,6 +111,24 @@ var catalog = []entry{
 		ids: []string{"deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-R1-0528"},
 		m:   deepseekV3("deepseek-r1"),
 	},
+	{
+		// moonshotai/Kimi-K2.5's text model (KimiK25ForConditionalGeneration; its vision tower is not
+		// modelled), as AIConfigurator records it: ai-dynamo/aiconfigurator
+		// src/aiconfigurator/model_configs/moonshotai--Kimi-K2.5_config.json — DeepSeek-V3's
+		// architecture (MLA with q_lora 1,536, kv_lora 512, rope 64, nope 128, v 128) with 64 heads, 61
+		// layers, hidden 7,168, 384 routed experts of 2,048 (top 8) plus one shared, the first layer
+		// dense (intermediate 18,432), vocabulary 163,840, untied embeddings. The checkpoint stores the
+		// routed experts in int4 (compressed-tensors, group 32) and everything else in bf16
+		// (AIConfigurator: gemm_quant_mode bfloat16, moe_quant_mode int4_wo).
+		ids: []string{"moonshotai/Kimi-K2.5"},
+		m: Model{
+			Name: "kimi-k2.5", Layers: 61, Hidden: 7168, Heads: 64, KVHeads: 64, HeadDim: 128 + 64,
+			Intermediate: 18432, Vocab: 163840, Dtype: "bfloat16",
+			Experts: 384, ExpertsPerToken: 8, MoEIntermediate: 2048, SharedExperts: 1, DenseLayers: 1,
+			RouterBias: true,
+			QLoRARank:  1536, KVLoRARank: 512, QKNopeHeadDim: 128, QKRopeHeadDim: 64, VHeadDim: 128,
+		},
+	},
 }
 
 func deepseekV3(name string) Model {

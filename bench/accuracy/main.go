@@ -321,10 +321,23 @@ func quant(q string) string {
 // quant_algo "mxfp4" → gemm_quant_mode float16, moe_quant_mode w4a16_mxfp4), and its H200 vLLM
 // MoE table measures that kernel as moe_dtype w4a16_mxfp4 (0.18.0: kernel_source vllm_mxfp4_moe;
 // 0.24.0: the gpt-oss OAI Triton MXFP4 experts). So such a row replays as --quantization mxfp4 (bf16
-// GEMMs, w4a16_mxfp4 experts). Rows of other models keep their labels.
+// GEMMs, w4a16_mxfp4 experts).
+//
+// The Kimi-K2.5 rows say gemm_quant_mode int4_wo, which no GEMM table holds: moonshotai/Kimi-K2.5's
+// checkpoint (compressed-tensors int4, group 32) quantizes only the routed experts, and vLLM runs
+// them with its Marlin W4A16 MoE kernel (the MoE table's int4_wo rows, kernel_source
+// vllm_marlin_int4_moe) and every other linear layer — attention projections, shared expert, dense
+// MLP, LM head — in bf16. AIConfigurator maps the checkpoint to gemm_quant_mode bfloat16 and
+// moe_quant_mode int4_wo (ai-dynamo/aiconfigurator sdk/models/helpers.py,
+// _infer_quant_modes_from_raw_config; its model tests pin moonshotai/Kimi-K2.5 to bfloat16 /
+// int4_wo / bf16 attention and KV cache). So such a row replays as --quantization bf16
+// --moe-quantization int4_wo. Rows of other models keep their labels.
 func quantFor(m *model.Model, gemm, moe string) (quantization, moeQuantization string) {
 	if m.Name == "gpt-oss-120b" && gemm == "nvfp4" && moe == "nvfp4" {
 		return "mxfp4", ""
+	}
+	if m.Name == "kimi-k2.5" && gemm == "int4_wo" && moe == "int4_wo" {
+		return "bf16", "int4_wo"
 	}
 	quantization, moeQuantization = quant(gemm), moe
 	if moeQuantization == gemm {

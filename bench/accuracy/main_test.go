@@ -11,6 +11,8 @@ func TestQuantFor(t *testing.T) {
 	for _, tc := range []struct{ model, gemm, moe, quant, moeQuant string }{
 		// What vLLM runs on Hopper for the MXFP4 checkpoint: bf16 GEMMs, w4a16_mxfp4 experts.
 		{"openai/gpt-oss-120b", "nvfp4", "nvfp4", "mxfp4", ""},
+		// Kimi-K2.5's int4 checkpoint: bf16 GEMMs, int4_wo (Marlin W4A16) routed experts.
+		{"moonshotai/Kimi-K2.5", "int4_wo", "int4_wo", "bf16", "int4_wo"},
 		{"Qwen/Qwen3-235B-A22B-FP8", "fp8", "fp8", "fp8", ""},
 		{"Qwen/Qwen3-235B-A22B", "fp8_block", "fp8_block", "fp8_block", ""},
 		{"meta-llama/Llama-3.1-70B", "bfloat16", "", "bf16", ""},

@@ -53,13 +53,15 @@
 // BMMs (fp8 when the GEMMs are quantised) around generation_mla_perf; attention is read at
 // heads/TP in the tables' family of the model's head count (num_heads × tp_size). Their MoE is
 // priced as DeepSeekModel prices it (deepSeekFamily): the power_law_1.01 expert distribution, and
-// in decode passes the shared expert overlapped with the routed group (the larger of the two). vLLM's MLA tables
-// are whole DeepseekV2MLAAttention modules (mla_context_module_perf, mla_generation_module_perf:
-// projections, attention and o_proj in one forward) and are not composed; New reports it.
+// in decode passes the shared expert overlapped with the routed group (the larger of the two).
+// On vLLM the MLA tables are whole DeepseekV2MLAAttention modules (mla_context_module_perf,
+// mla_generation_module_perf: projections, attention and o_proj in one forward); they replace the
+// projections and the attention (loadMLAModule), a chunk over a cached prefix scaled by its share of
+// the causal token pairs as AIConfigurator does (moduleChunk).
 //
 // # Not covered
 //
-// MLA on vLLM (above). Expert parallelism, attention data parallelism, pipeline parallelism
+// Expert parallelism, attention data parallelism, pipeline parallelism
 // and speculative decoding are not modelled. AIConfigurator's end-to-end corrections (vLLM's
 // per-request "prefill dispatch overhead" of 0.8 ms × layers on TTFT, queueing and mixed-step
 // factors) are not pass costs and are left out.

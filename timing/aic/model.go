@@ -65,8 +65,11 @@ type Model struct {
 }
 
 type attnLayers struct {
-	layers   float64
-	window   float64 // 0: full attention
+	layers float64
+	window float64 // 0: full attention
+	// module: ctx and gen are vLLM's whole MLA modules (loadMLAModule); a chunk over a cached
+	// prefix is priced as AIConfigurator prices it (moduleChunk).
+	module   bool
 	ctx, gen *attnOp
 	// rect prices the part of a chunk that attends cached tokens: the full-attention context op
 	// (ctx itself, or the full layers' op for sliding-window layers).
@@ -91,6 +94,8 @@ type config struct {
 	heads, kvHeads, headDm int // per GPU
 	// overlapShared: decode passes run the shared expert beside the routed experts (deepSeekFamily).
 	overlapShared bool
+	// mlaModule: MLA priced from vLLM's whole-module tables (loadMLAModule).
+	mlaModule bool
 }
 
 // deepSeekFamily reports whether AIConfigurator prices m with its DeepSeekModel
@@ -132,13 +137,9 @@ func resolve(o Options) (*config, error) {
 	if c.Backend != "vllm" && c.Backend != "sglang" {
 		return nil, fmt.Errorf("aic: backend %q: want vllm or sglang", o.Backend)
 	}
-	if m.MLA() && c.Backend != "sglang" {
-		// vLLM's MLA tables are whole DeepseekV2MLAAttention modules (mla_context_module_perf,
-		// mla_generation_module_perf: the projections, the attention and o_proj in one forward);
-		// only SGLang's op tables (context_mla_perf, generation_mla_perf, mla_bmm_perf) are composed.
-		return nil, fmt.Errorf("aic: model %s uses multi-head latent attention (kv_lora_rank %d), which the op-level model prices for sglang only: "+
-			"the %s tables of vllm hold whole MLA modules (%s/%s), which are not composed", m.Name, m.KVLoRARank, c.Backend, mlaCtxTable.table, mlaGenTable.table)
-	}
+	// MLA on vLLM is priced from whole-module tables (mla_context_module_perf,
+	// mla_generation_module_perf), on SGLang from the op tables (loadMLA).
+	c.mlaModule = m.MLA() && c.Backend == "vllm"
 	if m.Heads%c.tp != 0 {
 		return nil, fmt.Errorf("aic: %d attention heads do not split over tensor parallelism %d", m.Heads, c.tp)
 	}
@@ -235,13 +236,16 @@ func New(o Options) (*Model, error) {
 		return nil, err
 	}
 	needed := []tableRef{gemmTable, ctxAttnTable, genAttnTable}
-	if c.m.MLA() {
+	switch {
+	case c.mlaModule:
+		needed = []tableRef{gemmTable, mlaCtxTable, mlaGenTable}
+	case c.m.MLA():
 		needed = []tableRef{gemmTable, mlaCtxOpTable, mlaGenOpTable}
 	}
 	if c.m.MoE() {
 		needed = append(needed, moeTable)
 	}
-	if c.m.MLA() {
+	if c.m.MLA() && !c.mlaModule {
 		needed = append(needed, mlaBmmTable)
 	}
 	for i := range needed {
@@ -271,6 +275,12 @@ func New(o Options) (*Model, error) {
 	var moeSrc []string
 	if c.m.MoE() {
 		moeSrc = src[needed[3]]
+	}
+	if c.mlaModule {
+		if err := mdl.loadMLAModule(c, rf, ctxSrc, genSrc); err != nil {
+			return nil, err
+		}
+		return mdl.finish(d, c, version, rf, gemms, moeSrc, nil)
 	}
 	if c.m.MLA() {
 		bmm, err := mdl.loadMLA(c, rf, ctxSrc, genSrc, src[needed[len(needed)-1]], gemms)
@@ -403,6 +413,55 @@ func (mdl *Model) loadMLA(c *config, rf *roofline, ctxSrc, genSrc, bmmSrc []stri
 	return b, nil
 }
 
+// loadMLAModule builds the attention of an MLA model on vLLM from its whole-module tables, as
+// AIConfigurator's DeepSeekModel does (src/aiconfigurator/sdk/models/deepseek.py: the
+// context_mla_block / generation_mla_block FallbackOp, whose primary ops.MLAModule stands for the
+// whole granular list — the fused q_a/kv_a down-projection, q_b_proj, kv_b_proj, the attention and
+// o_proj — and is used wherever the module tables have the row). The tables
+// (collector/vllm/collect_mla_module_v2.py) time vLLM's DeepseekV2MLAAttention forward at TP 1
+// with num_heads standing for the heads per GPU, keyed by gemm_type (the projections' precision:
+// bfloat16 or fp8_block), kv_cache_dtype and mla_dtype (bfloat16), measured with DeepSeek-V3's
+// geometry (AIConfigurator reads them at the model's heads/TP for every model of the family, Kimi
+// K2.5's included: its 64 heads at TP 8 are DeepSeek-V3's at TP 16). The context module is read by
+// (batch, isl) in sqrt space, the generation module by (batch, past KV length); the projections
+// are then not in the per-token curve, and no kv_b or BMM term is added (Model.Cost). AIConfigurator
+// prices a chunk over a cached prefix as the module at the full length scaled by its share of the
+// causal token pairs (MLAModule._query_context_mla_module_table: latency(full_s) × (full_s² −
+// prefix²) / full_s²), and so does Cost.
+func (mdl *Model) loadMLAModule(c *config, rf *roofline, ctxSrc, genSrc []string) error {
+	m := c.m
+	gemm := c.gemmDtype
+	if gemm == "fp8" {
+		return fmt.Errorf("aic: model %s on vllm: the MLA module tables (%s, %s) measured gemm_type bfloat16 and fp8_block, not per-tensor fp8",
+			m.Name, sourceList(ctxSrc), sourceList(genSrc))
+	}
+	latent := m.KVLoRARank + m.QKRopeHeadDim
+	if latent != mlaLatent || m.QLoRARank != 1536 || m.QKNopeHeadDim != 128 || m.VHeadDim != 128 || m.Hidden != 7168 {
+		return fmt.Errorf("aic: model %s: the vLLM MLA module tables measured DeepSeek-V3's attention (hidden 7168, q_lora 1536, kv_lora 512, rope 64, nope 128, v 128)", m.Name)
+	}
+	ctxRows, err := loadMLAModule(ctxSrc, false, gemm)
+	if err != nil {
+		return err
+	}
+	genRows, err := loadMLAModule(genSrc, true, gemm)
+	if err != nil {
+		return err
+	}
+	key := attnKey{c.heads, 1, mlaLatent, 0, "", c.kvDtype}
+	shape := attnShape{heads: float64(c.heads), kvHeads: 1, headDim: float64(m.HeadDim), kvBytes: bytesOf(c.kvDtype), memBW: rf.memBW,
+		qkDim: float64(m.HeadDim), vDim: float64(m.VHeadDim), latent: float64(latent), kvLoRA: float64(m.KVLoRARank)}
+	ctx, err := newAttnOp(ctxRows, key, shape, false, ctxSrc, rf)
+	if err != nil {
+		return err
+	}
+	gen, err := newAttnOp(genRows, key, shape, true, genSrc, rf)
+	if err != nil {
+		return err
+	}
+	mdl.attn = append(mdl.attn, attnLayers{layers: float64(m.Layers), ctx: ctx, gen: gen, rect: ctx, module: true})
+	return nil
+}
+
 // pickVersion returns the engine version to use and the source files of each needed table.
 func pickVersion(d db, backend, want string, needed []tableRef) (string, map[tableRef][]string, error) {
 	have := map[string]bool{}
@@ -526,7 +585,11 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 	}
 	// The attention projections every token goes through.
 	proj := func(T float64) float64 { return lin.latency(T, qkvN, h) + lin.latency(T, h, oK) }
-	if m.MLA() {
+	switch {
+	case c.mlaModule:
+		// vLLM's MLA module tables include every projection (loadMLAModule).
+		proj = func(float64) float64 { return 0 }
+	case m.MLA():
 		// AIConfigurator's DeepSeekModel (granular MLA block): the fused q_a/kv_a down-projection
 		// (replicated: q_lora_rank + kv_lora_rank + qk_rope_head_dim outputs), q_b_proj (heads/TP ×
 		// (nope + rope) from q_lora_rank; from hidden without a q LoRA) and o_proj (heads/TP ×
@@ -690,6 +753,10 @@ func (mdl *Model) Cost(b *timing.Batch) timing.Cost {
 			n, c := float64(s.New), float64(s.Cached)
 			for j := range mdl.attn {
 				a := &mdl.attn[j]
+				if a.module {
+					pre += a.layers * moduleChunk(a, batch, n, c) / batch
+					continue
+				}
 				pre += a.layers * chunkAttention(a, batch, n, c) / batch
 			}
 		}
@@ -730,6 +797,16 @@ func chunkAttention(a *attnLayers, b, n, c float64) float64 {
 	h := a.rect
 	rect := h.convexAt(b, keys+n) - h.convexAt(b, keys) - h.convexAt(b, n) + h.convexAt(b, 0)
 	return math.Max(fresh+math.Max(rect, 0), a.gen.at(b, c))
+}
+
+// moduleChunk is one layer's MLA module (vLLM) for a batch of b chunks of n new tokens over c
+// cached: the module measured at the full length n + c, scaled by the share of its causal token
+// pairs the chunk computes, ((n+c)² − c²)/(n+c)² (ai-dynamo/aiconfigurator
+// MLAModule._query_context_mla_module_table, prefix_correction). The whole module is scaled, its
+// projections included, as AIConfigurator does.
+func moduleChunk(a *attnLayers, b, n, c float64) float64 {
+	full := n + c
+	return a.ctx.at(b, full) * (full*full - c*c) / (full * full)
 }
 
 func msDuration(v float64) time.Duration {

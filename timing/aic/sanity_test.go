@@ -223,7 +223,9 @@ func TestModelsOnRealData(t *testing.T) {
 		{"gpt-oss-120b", "vllm", "bf16", "mxfp4", 2, "", ""},
 		// 1536/8 = 192 columns per GPU is not a multiple of the 128-wide fp8 blocks: not collected.
 		{"qwen3-235b-a22b", "sglang", "fp8_block", "", 8, "moe_tp_size=8", ""},
-		{"deepseek-v3", "vllm", "fp8_block", "", 8, "multi-head latent attention", ""},
+		// vLLM's whole-module MLA tables (mla_context_module_perf, mla_generation_module_perf).
+		{"deepseek-v3", "vllm", "fp8_block", "", 8, "", ""},
+		{"kimi-k2.5", "vllm", "bf16", "int4_wo", 8, "", ""},
 		// SGLang's MLA op tables (context_mla_perf, generation_mla_perf, mla_bmm_perf).
 		{"deepseek-v3", "sglang", "fp8", "fp8_block", 8, "", ""},
 	} {

@@ -481,6 +481,61 @@ func loadMLA(paths []string, gen bool, native int) (attnRows, error) {
 	return rows, nil
 }
 
+// loadMLAModule reads vLLM's mla_context_module_perf (gen false) or mla_generation_module_perf:
+// DeepseekV2MLAAttention forwards at TP 1 (num_heads = heads per GPU), the rows of one gemm_type
+// (the projections' precision), filed as attnKey{num_heads, 1, mlaLatent, 0, mla_dtype,
+// kv_cache_dtype} by (batch, isl) for context (step 0) and (batch, step = past KV length) for
+// generation.
+func loadMLAModule(paths []string, gen bool, gemm string) (attnRows, error) {
+	rows := attnRows{}
+	have := map[string]bool{}
+	for _, p := range paths {
+		t, err := readTable(p)
+		if err != nil {
+			return nil, err
+		}
+		b, e1 := t.f("batch_size")
+		isl, e2 := t.f("isl")
+		nh, e3 := t.f("num_heads")
+		step, e4 := t.f("step")
+		lat, e5 := t.f("latency")
+		md, e6 := t.s("mla_dtype")
+		kd, e7 := t.s("kv_cache_dtype")
+		gt, e8 := t.s("gemm_type")
+		if err := firstErr(e1, e2, e3, e4, e5, e6, e7, e8); err != nil {
+			return nil, err
+		}
+		file := attnRows{}
+		for i := range t.rows {
+			have[gt[i]] = true
+			if !(lat[i] > 0) || gt[i] != gemm {
+				continue
+			}
+			x := isl[i]
+			if gen {
+				x = step[i]
+			} else if step[i] != 0 {
+				continue
+			}
+			k := attnKey{int(nh[i]), 1, mlaLatent, 0, md[i], kd[i]}
+			if file[k] == nil {
+				file[k] = map[[2]float64]float64{}
+			}
+			firstWins(file[k], [2]float64{b[i], x}, lat[i])
+		}
+		for k, pts := range file {
+			if rows[k] == nil {
+				rows[k] = map[[2]float64]float64{}
+			}
+			mergeInto(rows[k], pts)
+		}
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("aic: %s: no MLA module rows with gemm_type %s (have %s)", sourceList(paths), gemm, keys(have))
+	}
+	return rows, nil
+}
+
 // loadMLABmm reads one curve of mla_bmm_perf: the batched GEMMs around SGLang's absorbed MLA decode,
 // op "mla_gen_pre" (q_nope × W_UK per head: 128 → 512) or "mla_gen_post" (the attention output ×
 // W_UV per head: 512 → 128), latency by num_tokens for one bmm_dtype and heads per GPU.

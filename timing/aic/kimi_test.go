@@ -1,0 +1,122 @@
+package aic
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/mocker-sim/mocker/hardware"
+	"github.com/mocker-sim/mocker/model"
+	"github.com/mocker-sim/mocker/timing"
+)
+
+// kimi builds Kimi-K2.5 at TP 8 on vLLM 0.19.0's tables as its silicon rows run: bf16 GEMMs,
+// int4_wo (Marlin W4A16) routed experts, bf16 KV cache.
+func kimi(tb testing.TB) *Model {
+	tb.Helper()
+	needData(tb)
+	m, err := model.Lookup("moonshotai/Kimi-K2.5")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sys, _ := hardware.Lookup("h200_sxm")
+	mdl, err := New(Options{Model: m, System: sys, Root: aicRoot, Backend: "vllm", Version: "0.19.0", TP: 8, GEMMQuant: "bf16", MoEQuant: "int4_wo"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return mdl
+}
+
+// TestMLAModuleTablePoints: at the module tables' points the ops return the measured latencies
+// (h200_sxm/mla/vllm/0.19.0, gemm_type bfloat16, kv bfloat16, num_heads 8 = 64 heads / TP 8),
+// and no kv_b or BMM term is added beside them.
+func TestMLAModuleTablePoints(t *testing.T) {
+	mdl := kimi(t)
+	if len(mdl.attn) != 1 || !mdl.attn[0].module || mdl.attn[0].layers != 61 {
+		t.Fatalf("attention %+v, want one module kind of 61 layers", mdl.attn)
+	}
+	if len(mdl.preTok.x) != 0 || len(mdl.decTok.x) != 0 {
+		t.Errorf("module model has kv_b / BMM terms: the module includes them")
+	}
+	a := &mdl.attn[0]
+	for _, tc := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"context module b1 isl 1024", a.ctx.at(1, 1024), 0.193},
+		{"context module b1 isl 2048", a.ctx.at(1, 2048), 0.2954},
+		{"generation module b16 step 1024", a.gen.at(16, 1024), 0.1037},
+		{"generation module b16 step 2048", a.gen.at(16, 2048), 0.1087},
+	} {
+		if !near(tc.got, tc.want, 1e-12) {
+			t.Errorf("%s: %.12g ms, want %.12g", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+// TestMLAModuleComposition: a lone prompt is the per-token curve (no attention projections: the
+// module has them) + 61 × the context module; a chunk of 1,024 over 1,024 cached tokens is the
+// module at 2,048 × (2,048² − 1,024²)/2,048² (AIConfigurator's prefix correction); a decode step is
+// the overlapped decode curve + 61 × the generation module + the LM head.
+func TestMLAModuleComposition(t *testing.T) {
+	mdl := kimi(t)
+	got := mdl.Cost(&timing.Batch{Seqs: []timing.Seq{{New: 1024, Prefill: true}}})
+	if want := mdl.perToken.at(1024) + 61*0.193; math.Abs(ms(got.Prefill)-want) > 2e-6 {
+		t.Errorf("lone prompt: prefill %.6f ms, want %.6f", ms(got.Prefill), want)
+	}
+	got = mdl.Cost(&timing.Batch{Seqs: []timing.Seq{{New: 1024, Cached: 1024, Prefill: true}}})
+	if want := mdl.perToken.at(1024) + 61*0.2954*0.75; math.Abs(ms(got.Prefill)-want) > 2e-6 {
+		t.Errorf("chunk over a prefix: prefill %.6f ms, want %.6f", ms(got.Prefill), want)
+	}
+	seqs := make([]timing.Seq, 16)
+	for i := range seqs {
+		seqs[i] = timing.Seq{New: 1, Cached: 1024, Samples: true}
+	}
+	got = mdl.Cost(&timing.Batch{Seqs: seqs})
+	if want := mdl.perTokenDec.at(16) + 61*0.1037 + mdl.lmHead.at(16); got.Prefill != 0 || math.Abs(ms(got.Decode)-want) > 2e-6 {
+		t.Errorf("decode step: %+v, want decode %.6f ms", got, want)
+	}
+
+	// The MoE: power_law_1.01 (DeepSeek family), int4_wo at moe_tp 8: 0.3840640068… ms at 16 tokens
+	// (h200_sxm/moe/vllm/0.19.0); on vLLM the all-reduces stay outside the overlap, so decode saves
+	// 60 MoE layers × the bf16 shared expert (gate_up 512 from 7,168; down 7,168 from 256).
+	sys, _ := hardware.Lookup("h200_sxm")
+	rf, err := newRoofline(sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := moeKey{dtype: "int4_wo", dist: "power_law_1.01", topk: 8, experts: 384, hidden: 7168, inter: 2048, tp: 8, ep: 1}
+	moe, err := loadMoE([]string{aicRoot + "/h200_sxm/moe/vllm/0.19.0/moe_perf.parquet"}, k, rf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flops, _ := rf.flopsOf("int4_wo")
+	if v := moe.at(16, rf.moeSOL(16, k, flops)); !near(v, 0.3840640068054199, 1e-12) {
+		t.Errorf("int4_wo MoE at 16 tokens: %.12g ms", v)
+	}
+	g, err := loadGEMM([]string{aicRoot + "/h200_sxm/gemm/vllm/0.19.0/gemm_perf.parquet"}, "bfloat16", rf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := g.latency(16, 512, 7168) + rf.memOp(16*(512+256)*2) + g.latency(16, 7168, 256)
+	if d := mdl.perToken.at(16) - mdl.perTokenDec.at(16); !near(d, 60*shared, 1e-9) {
+		t.Errorf("decode overlap saves %.9g ms, want 60 × shared = %.9g", d, 60*shared)
+	}
+	t.Logf("kimi-k2.5 vllm 0.19.0 TP 8: 1,024-token prompt %.2f ms, 16 decodes at 1,024 %.2f ms", ms(mdl.Cost(&timing.Batch{Seqs: []timing.Seq{{New: 1024, Prefill: true, Samples: true}}}).Total()), ms(got.Decode))
+}
+
+// TestMLAModuleErrors: the module tables hold bfloat16 and fp8_block projections only, and vLLM
+// versions without module tables (0.14.0 measured the kernels alone) name what is missing.
+func TestMLAModuleErrors(t *testing.T) {
+	needData(t)
+	m, _ := model.Lookup("kimi-k2.5")
+	sys, _ := hardware.Lookup("h200_sxm")
+	_, err := New(Options{Model: m, System: sys, Root: aicRoot, Backend: "vllm", Version: "0.19.0", TP: 8, GEMMQuant: "fp8", MoEQuant: "int4_wo"})
+	if err == nil || !strings.Contains(err.Error(), "per-tensor fp8") {
+		t.Errorf("fp8: err = %v, want one naming the module tables' gemm types", err)
+	}
+	_, err = New(Options{Model: m, System: sys, Root: aicRoot, Backend: "vllm", Version: "0.14.0", TP: 8, GEMMQuant: "bf16", MoEQuant: "int4_wo"})
+	if err == nil || !strings.Contains(err.Error(), "mla_context_module_perf") {
+		t.Errorf("0.14.0: err = %v, want one naming the missing module table", err)
+	}
+}
