@@ -67,6 +67,9 @@ type Config struct {
 	DecodeMs           float64 `yaml:"decode-ms"`
 	SpeedupRatio       float64 `yaml:"speedup-ratio"`
 	DecodeSpeedupRatio float64 `yaml:"decode-speedup-ratio"`
+	// HostOverheadUs is the engine's host time per request in each pass, in microseconds, on top of the
+	// timing model's GPU time (timing.HostOverhead).
+	HostOverheadUs float64 `yaml:"host-overhead-us"`
 
 	// Cluster.
 	Workers               int     `yaml:"workers"`
@@ -321,6 +324,8 @@ func (c *Config) Validate() error {
 		return bad("speedup-ratio", c.SpeedupRatio, "must be > 0 (inf: passes take no time)")
 	case !(c.DecodeSpeedupRatio > 0):
 		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, "must be > 0")
+	case c.HostOverheadUs < 0 || math.IsNaN(c.HostOverheadUs) || math.IsInf(c.HostOverheadUs, 0):
+		return bad("host-overhead-us", c.HostOverheadUs, "must be a finite number >= 0")
 	case c.Workers < 1:
 		return bad("workers", c.Workers, "must be at least 1")
 	case c.PrefillWorkers < 0 || c.DecodeWorkers < 0 || (c.PrefillWorkers > 0) != (c.DecodeWorkers > 0):

@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"os"
+	"time"
 
 	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/hardware"
@@ -127,7 +129,7 @@ func (c *Config) weightBytes(m *model.Model) (int64, error) {
 	return m.QuantizedWeightBytes(p, c.TP), nil
 }
 
-// TimingModel builds the pass timing model, scaled by the speed-up ratios.
+// TimingModel builds the pass timing model, with the host overhead, scaled by the speed-up ratios.
 func (c *Config) TimingModel(d *Deployment) (timing.Model, error) {
 	var m timing.Model
 	switch c.Timing {
@@ -161,6 +163,9 @@ func (c *Config) TimingModel(d *Deployment) (timing.Model, error) {
 		m = a
 	default:
 		return nil, fmt.Errorf("timing %q: want default, profile, polynomial or fixed", c.Timing)
+	}
+	if c.HostOverheadUs > 0 {
+		m = timing.HostOverhead{Model: m, PerRequest: time.Duration(math.Round(c.HostOverheadUs * float64(time.Microsecond)))}
 	}
 	return timing.Scaled{Model: m, Speedup: c.SpeedupRatio, DecodeSpeedup: c.DecodeSpeedupRatio}, nil
 }

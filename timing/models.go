@@ -51,6 +51,27 @@ func (Polynomial) Cost(b *Batch) Cost {
 	return c
 }
 
+// HostOverhead adds the engine's host (CPU) time per request in a pass to a model's GPU time: the
+// scheduler's per-request bookkeeping, sampling post-processing and output hand-off, which kernel
+// measurements do not contain and which an engine does not fully hide behind the GPU. It goes to the
+// decode part of a pass that samples tokens, else to its prefill part.
+type HostOverhead struct {
+	Model      Model
+	PerRequest time.Duration
+}
+
+// Cost implements Model.
+func (h HostOverhead) Cost(b *Batch) Cost {
+	c := h.Model.Cost(b)
+	host := h.PerRequest * time.Duration(len(b.Seqs))
+	if n, _ := b.Sampling(); n > 0 {
+		c.Decode += host
+	} else {
+		c.Prefill += host
+	}
+	return c
+}
+
 // Scaled divides a model's times: all by Speedup, decode additionally by DecodeSpeedup. A ratio <= 0
 // means 1 (unscaled), as in the reference; +Inf makes passes take no time.
 type Scaled struct {

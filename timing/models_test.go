@@ -81,3 +81,20 @@ func TestScaled(t *testing.T) {
 		}
 	}
 }
+
+// TestHostOverhead: 16 µs per request of the pass, on the decode part of a pass that samples and on the
+// prefill part of one that does not.
+func TestHostOverhead(t *testing.T) {
+	h := HostOverhead{Model: Fixed{PrefillMs: 10, DecodeMs: 5}, PerRequest: 16 * time.Microsecond}
+	mixed := Batch{Seqs: []Seq{{New: 100, Prefill: true}, {New: 1, Cached: 50, Samples: true}, {New: 1, Cached: 70, Samples: true}}}
+	if c := h.Cost(&mixed); c.Prefill != 10*time.Millisecond || c.Decode != 5*time.Millisecond+48*time.Microsecond {
+		t.Fatalf("mixed pass: %+v", c)
+	}
+	chunk := Batch{Seqs: []Seq{{New: 100, Prefill: true}, {New: 100, Prefill: true}}}
+	if c := h.Cost(&chunk); c.Prefill != 10*time.Millisecond+32*time.Microsecond || c.Decode != 0 {
+		t.Fatalf("prefill-only pass: %+v", c)
+	}
+	if c := (HostOverhead{Model: Fixed{PrefillMs: 10, DecodeMs: 5}}).Cost(&mixed); c != (Fixed{PrefillMs: 10, DecodeMs: 5}).Cost(&mixed) {
+		t.Fatalf("zero overhead changes the cost: %+v", c)
+	}
+}

@@ -57,8 +57,10 @@ func main() {
 	out := flag.String("csv", "", "write per-row results to this CSV file")
 	schedule := flag.String("schedule", "genai-perf", "client schedule: genai-perf (12·C requests, 2·C warm-up, clients staggered over one request lifetime) or lockstep (max(5·C, 50) requests, all clients at time 0, all measured)")
 	frontend := flag.Float64("frontend-latency-ms", frontendLatencyMs, "API-server time between a request's send and its routing to the engine (mocker predict --frontend-latency-ms); 0: none")
+	sglangHost := flag.Float64("sglang-host-overhead-us", sglangHostOverheadUs, "SGLang rows: host time per request in each pass (mocker predict --host-overhead-us); 0: none")
 	flag.Parse()
-	if err := run(*data, *limit, *out, *schedule, *frontend, os.Stdout); err != nil {
+	set := settings{schedule: *schedule, frontendMs: *frontend, sglangHostUs: *sglangHost}
+	if err := run(*data, *limit, *out, set, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "accuracy:", err)
 		os.Exit(1)
 	}
@@ -81,12 +83,33 @@ func main() {
 // SGLang's included, for want of a measurement of SGLang's own server.
 const frontendLatencyMs = 13.6
 
-func run(data string, limit int, out, schedule string, frontendMs float64, w io.Writer) error {
-	if schedule != "genai-perf" && schedule != "lockstep" {
-		return fmt.Errorf("schedule %q: want genai-perf or lockstep", schedule)
+// sglangHostOverheadUs is SGLang's host time per request in each pass that the kernel tables do not hold
+// (its Python scheduler's per-request work: batch preparation, result processing, detokenizer hand-off).
+// No public measurement isolates it, so it is calibrated on these development rows, as
+// ../shared/data/README.md intends them (the other half of AIConfigurator's silicon rows is held out as
+// the independent check): one parameter, the value in 0–40 µs (1 µs steps) that minimises the median
+// absolute percentage error of mean TPOT over the 57 SGLang rows, per-pass host time taken as additive
+// (a max(GPU, host) form, as a fully overlapped scheduler would give, fits worse: 12.6 % against 8.9 %).
+// It helps Llama-3.1-8B (TPOT MdAPE 14.5 → 5.1 %) and costs DeepSeek (12.4 → 14.5 %), whose TPOT the op
+// model already over-predicts, and Qwen3-235B (19.8 → 20.1 %).
+const sglangHostOverheadUs = 16
+
+// settings are the replay's choices beyond each row's own.
+type settings struct {
+	schedule     string
+	frontendMs   float64
+	sglangHostUs float64
+}
+
+func run(data string, limit int, out string, set settings, w io.Writer) error {
+	if set.schedule != "genai-perf" && set.schedule != "lockstep" {
+		return fmt.Errorf("schedule %q: want genai-perf or lockstep", set.schedule)
 	}
-	if !(frontendMs >= 0) || math.IsInf(frontendMs, 0) {
-		return fmt.Errorf("frontend-latency-ms %v: must be a finite number >= 0", frontendMs)
+	if !(set.frontendMs >= 0) || math.IsInf(set.frontendMs, 0) {
+		return fmt.Errorf("frontend-latency-ms %v: must be a finite number >= 0", set.frontendMs)
+	}
+	if !(set.sglangHostUs >= 0) || math.IsInf(set.sglangHostUs, 0) {
+		return fmt.Errorf("sglang-host-overhead-us %v: must be a finite number >= 0", set.sglangHostUs)
 	}
 	rows, err := readRows(filepath.Join(data, "aiconfigurator", "silicon_h200_dev.csv"))
 	if err != nil {
@@ -103,7 +126,7 @@ func run(data string, limit int, out, schedule string, frontendMs float64, w io.
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for i := range next {
-				results[i] = predict(rows[i], filepath.Join(data, "aiconfigurator"), schedule, frontendMs)
+				results[i] = predict(rows[i], filepath.Join(data, "aiconfigurator"), set)
 			}
 		})
 	}
@@ -112,7 +135,7 @@ func run(data string, limit int, out, schedule string, frontendMs float64, w io.
 	}
 	close(next)
 	wg.Wait()
-	fmt.Fprintf(w, "schedule %s, frontend latency %g ms\n\n", schedule, frontendMs)
+	fmt.Fprintf(w, "schedule %s, frontend latency %g ms, SGLang host overhead %g µs per request and pass\n\n", set.schedule, set.frontendMs, set.sglangHostUs)
 	report(w, results, time.Since(start))
 	if out != "" {
 		return writeCSV(out, results)
@@ -165,7 +188,7 @@ func readRows(path string) ([]row, error) {
 }
 
 // predict runs one row's deployment and workload.
-func predict(r row, db, schedule string, frontendMs float64) result {
+func predict(r row, db string, set settings) result {
 	res := result{row: r}
 	fail := func(format string, a ...any) result { res.err = fmt.Sprintf(format, a...); return res }
 	switch {
@@ -196,18 +219,21 @@ func predict(r row, db, schedule string, frontendMs float64) result {
 	// SGLang runs its overlap scheduler unless --disable-overlap-schedule (scheduler.py
 	// event_loop_overlap): each batch is formed when the one before it is launched.
 	cfg.SGLangOverlapSchedule = true
+	if r.backend == "sglang" {
+		cfg.HostOverheadUs = set.sglangHostUs
+	}
 	cfg.Concurrency = r.concurrency
 	cfg.InputTokens, cfg.InputTokensStddev = float64(r.isl), 0
 	cfg.OutputTokens, cfg.OutputTokensStddev = float64(r.osl), 0
 	cfg.SharedPrefixRatio = 0
 	cfg.RequestRate = math.Inf(1)
-	cfg.FrontendLatencyMs = frontendMs
+	cfg.FrontendLatencyMs = set.frontendMs
 	if cfg.BackendVersion, err = tablesFor(cfg, db, r.version); err != nil {
 		return fail("%v", err)
 	}
 	res.tables = cfg.BackendVersion
 
-	if schedule == "lockstep" {
+	if set.schedule == "lockstep" {
 		// Every client starts at time 0 and every request counts.
 		cfg.NumRequests = max(5*r.concurrency, 50)
 		recs, err := replay(cfg)

@@ -66,6 +66,7 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.DecodeMs, "decode-ms", c.DecodeMs, "fixed timing: milliseconds of a pass that samples tokens (at least 1)")
 	fs.Float64Var(&c.SpeedupRatio, "speedup-ratio", c.SpeedupRatio, "divide every modelled time by this")
 	fs.Float64Var(&c.DecodeSpeedupRatio, "decode-speedup-ratio", c.DecodeSpeedupRatio, "divide decode time by this as well")
+	fs.Float64Var(&c.HostOverheadUs, "host-overhead-us", c.HostOverheadUs, "engine host (CPU) time per request in each pass, microseconds, added to the timing model's")
 
 	fs.IntVar(&c.Workers, "workers", c.Workers, "identical aggregated workers (each prefills and decodes)")
 	fs.IntVar(&c.PrefillWorkers, "prefill-workers", c.PrefillWorkers, "disaggregated serving: prefill workers (with --decode-workers; replaces --workers)")

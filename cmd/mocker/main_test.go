@@ -274,6 +274,15 @@ func TestEstimate(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
 		}
 	}
+	// Host overhead: 16 µs for each of the 4 requests, on the decode part.
+	out, _, err = mocker(t, "estimate", "--timing", "fixed", "--prefill-ms", "10", "--decode-ms", "5", "--decode-requests", "4",
+		"--decode-context", "100", "--host-overhead-us", "16")
+	if err != nil || strings.TrimSpace(out) != `{"pass_ms":5.064,"prefill_ms":0,"decode_ms":5.064}` {
+		t.Errorf("host overhead: %q, %v", out, err)
+	}
+	if _, _, err := mocker(t, "predict", "--host-overhead-us", "-2"); err == nil || !strings.Contains(err.Error(), "host-overhead-us -2") {
+		t.Errorf("negative host overhead: error %v", err)
+	}
 	if _, _, err := mocker(t, "estimate", "--decode-requests", "4"); err == nil || !strings.Contains(err.Error(), "decode-context") {
 		t.Errorf("decodes without a context: error %v", err)
 	}
