@@ -431,64 +431,45 @@ const mlaLatent = 576
 // core alone (SGLang's FlashAttention-3 MLA kernels; no projections), keyed by the heads per GPU
 // (num_heads) and tp_size. The tables hold two families of rows, num_heads × tp_size = 128
 // (DeepSeek-V3's heads) and 64 (Kimi K2's); only the family of the model's own head count
-// (native) is read, so a lookup at heads/TP is the row measured for that sharding. Rows are filed
-// as attnKey{heads, 1, mlaLatent, 0, mla_dtype, kv_cache_dtype} for newAttnOp.
+// (native) is read, so a lookup at heads/TP is the row measured for that sharding.
 func loadMLA(paths []string, gen bool, native int) (attnRows, error) {
-	rows := attnRows{}
-	for _, p := range paths {
-		t, err := readTable(p)
-		if err != nil {
+	rows, err := loadMLARows(paths, gen, func(t *table) (func(int) bool, error) {
+		nh, e1 := t.f("num_heads")
+		tps, e2 := t.f("tp_size")
+		if err := firstErr(e1, e2); err != nil {
 			return nil, err
 		}
-		b, e1 := t.f("batch_size")
-		isl, e2 := t.f("isl")
-		nh, e3 := t.f("num_heads")
-		tps, e4 := t.f("tp_size")
-		step, e5 := t.f("step")
-		lat, e6 := t.f("latency")
-		md, e7 := t.s("mla_dtype")
-		kd, e8 := t.s("kv_cache_dtype")
-		if err := firstErr(e1, e2, e3, e4, e5, e6, e7, e8); err != nil {
-			return nil, err
-		}
-		file := attnRows{}
-		for i := range t.rows {
-			if !(lat[i] > 0) || int(nh[i]*tps[i]) != native {
-				continue
-			}
-			x := isl[i]
-			if gen {
-				x = step[i]
-			} else if step[i] != 0 {
-				continue
-			}
-			k := attnKey{int(nh[i]), 1, mlaLatent, 0, md[i], kd[i]}
-			if file[k] == nil {
-				file[k] = map[[2]float64]float64{}
-			}
-			firstWins(file[k], [2]float64{b[i], x}, lat[i])
-		}
-		for k, pts := range file {
-			if rows[k] == nil {
-				rows[k] = map[[2]float64]float64{}
-			}
-			mergeInto(rows[k], pts)
-		}
+		return func(i int) bool { return int(nh[i]*tps[i]) == native }, nil
+	})
+	if err == nil && len(rows) == 0 {
+		err = fmt.Errorf("aic: %s: no rows with num_heads × tp_size = %d (the model's attention heads)", sourceList(paths), native)
 	}
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("aic: %s: no rows with num_heads × tp_size = %d (the model's attention heads)", sourceList(paths), native)
-	}
-	return rows, nil
+	return rows, err
 }
 
 // loadMLAModule reads vLLM's mla_context_module_perf (gen false) or mla_generation_module_perf:
 // DeepseekV2MLAAttention forwards at TP 1 (num_heads = heads per GPU), the rows of one gemm_type
-// (the projections' precision), filed as attnKey{num_heads, 1, mlaLatent, 0, mla_dtype,
-// kv_cache_dtype} by (batch, isl) for context (step 0) and (batch, step = past KV length) for
-// generation.
+// (the projections' precision).
 func loadMLAModule(paths []string, gen bool, gemm string) (attnRows, error) {
-	rows := attnRows{}
 	have := map[string]bool{}
+	rows, err := loadMLARows(paths, gen, func(t *table) (func(int) bool, error) {
+		gt, err := t.s("gemm_type")
+		if err != nil {
+			return nil, err
+		}
+		return func(i int) bool { have[gt[i]] = true; return gt[i] == gemm }, nil
+	})
+	if err == nil && len(rows) == 0 {
+		err = fmt.Errorf("aic: %s: no MLA module rows with gemm_type %s (have %s)", sourceList(paths), gemm, keys(have))
+	}
+	return rows, err
+}
+
+// loadMLARows reads the MLA tables' points, the rows of each table selected by the predicate rowsOf
+// builds for it, filed as attnKey{num_heads, 1, mlaLatent, 0, mla_dtype, kv_cache_dtype} by
+// (batch, isl) for context (step 0) and (batch, step = past KV length) for generation, for newAttnOp.
+func loadMLARows(paths []string, gen bool, rowsOf func(*table) (func(int) bool, error)) (attnRows, error) {
+	rows := attnRows{}
 	for _, p := range paths {
 		t, err := readTable(p)
 		if err != nil {
@@ -501,14 +482,16 @@ func loadMLAModule(paths []string, gen bool, gemm string) (attnRows, error) {
 		lat, e5 := t.f("latency")
 		md, e6 := t.s("mla_dtype")
 		kd, e7 := t.s("kv_cache_dtype")
-		gt, e8 := t.s("gemm_type")
-		if err := firstErr(e1, e2, e3, e4, e5, e6, e7, e8); err != nil {
+		if err := firstErr(e1, e2, e3, e4, e5, e6, e7); err != nil {
+			return nil, err
+		}
+		keep, err := rowsOf(t)
+		if err != nil {
 			return nil, err
 		}
 		file := attnRows{}
 		for i := range t.rows {
-			have[gt[i]] = true
-			if !(lat[i] > 0) || gt[i] != gemm {
+			if !keep(i) || !(lat[i] > 0) {
 				continue
 			}
 			x := isl[i]
@@ -529,9 +512,6 @@ func loadMLAModule(paths []string, gen bool, gemm string) (attnRows, error) {
 			}
 			mergeInto(rows[k], pts)
 		}
-	}
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("aic: %s: no MLA module rows with gemm_type %s (have %s)", sourceList(paths), gemm, keys(have))
 	}
 	return rows, nil
 }
