@@ -116,6 +116,12 @@ func (c *Collector) Tokens(id int, at time.Duration, n int) {
 	if n < 1 {
 		panic(fmt.Sprintf("report: Tokens: request %d: %d tokens, want at least 1", id, n))
 	}
+	c.deliver(r, id, at)
+	r.outputTokens = count("Tokens", id, "output tokens", int(r.outputTokens)+n)
+}
+
+// deliver records a delivery of request id (record r) at `at`: its first, its second, or a gap.
+func (c *Collector) deliver(r *request, id int, at time.Duration) {
 	switch r.deliveries {
 	case 0:
 		r.firstToken = at
@@ -127,7 +133,6 @@ func (c *Collector) Tokens(id int, at time.Duration, n int) {
 	}
 	r.lastToken = at
 	r.deliveries++
-	r.outputTokens = count("Tokens", id, "output tokens", int(r.outputTokens)+n)
 }
 
 // TokenRun records deliveries of one token each for request id, at each of ats in turn (ascending): a
@@ -142,17 +147,7 @@ func (c *Collector) TokenRun(id int, ats []time.Duration) {
 			panic(fmt.Sprintf("report: TokenRun: request %d at %v, before its previous event at %v", id, at, r.last))
 		}
 		r.last = at
-		switch r.deliveries {
-		case 0:
-			r.firstToken = at
-		case 1:
-			r.secondToken = at
-			fallthrough
-		default:
-			c.addGap(at-r.lastToken, int32(id))
-		}
-		r.lastToken = at
-		r.deliveries++
+		c.deliver(r, id, at)
 	}
 	r.outputTokens = count("TokenRun", id, "output tokens", int(r.outputTokens)+len(ats))
 }
