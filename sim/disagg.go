@@ -81,7 +81,7 @@ func (r *runner) scheduleTransfer() {
 		return
 	}
 	r.transferGen++
-	r.events.push(event{at: at, phase: phaseTransfer, key: r.transferGen})
+	r.timeline.push(event{at: at, phase: phaseTransfer, key: r.transferGen})
 }
 
 // transfersDone completes the transfers due now: the prefill worker frees the KV it held, the decode

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"time"
 
 	"github.com/mocker-sim/mocker/kvcache"
@@ -90,4 +91,43 @@ func (h *eventHeap) pop() event {
 	}
 	*h = q
 	return top
+}
+
+// timeline is the pending events in two heaps: the workers' own (pass ends, and KV events on their way
+// to a router) and the others, which may route a request or change the pools (arrivals, routes,
+// transfers, the planner's), so that lookahead reads its bound off the second heap's top. Events come
+// out in the order of one heap over both.
+type timeline struct {
+	own, others eventHeap
+}
+
+func (t *timeline) push(ev event) {
+	if ev.phase == phasePassEnd || ev.phase == phaseKVEvents {
+		t.own.push(ev)
+	} else {
+		t.others.push(ev)
+	}
+}
+
+func (t *timeline) len() int { return len(t.own) + len(t.others) }
+
+// first returns the heap holding the earliest event; it must not be called on an empty timeline.
+func (t *timeline) first() *eventHeap {
+	if len(t.others) == 0 || len(t.own) > 0 && t.own[0].before(&t.others[0]) {
+		return &t.own
+	}
+	return &t.others
+}
+
+// next is the time of the earliest event; the timeline must not be empty.
+func (t *timeline) next() time.Duration { return (*t.first())[0].at }
+
+func (t *timeline) pop() event { return t.first().pop() }
+
+// bound is the time of the earliest event other than a worker's own, or the end of time.
+func (t *timeline) bound() time.Duration {
+	if len(t.others) == 0 {
+		return time.Duration(math.MaxInt64)
+	}
+	return t.others[0].at
 }

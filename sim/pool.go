@@ -3,7 +3,6 @@ package sim
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -156,13 +155,7 @@ func (r *runner) lookahead() (bound time.Duration, ok bool) {
 		r.ingress.router.Queued() > 0 {
 		return 0, false
 	}
-	bound = time.Duration(math.MaxInt64)
-	for i := range r.events {
-		if ev := &r.events[i]; ev.phase != phasePassEnd && ev.phase != phaseKVEvents {
-			bound = min(bound, ev.at)
-		}
-	}
-	return bound, true
+	return r.timeline.bound(), true
 }
 
 // run starts a pass of w and, while lookahead allows, coasts through plain decode passes, delivers each
@@ -180,7 +173,7 @@ func (r *runner) run(w *worker, bound time.Duration, ahead bool) error {
 			return nil
 		}
 		if !ahead || w.pass.End >= bound {
-			r.events.push(event{at: w.pass.End, phase: phasePassEnd, key: w.serial, w: w})
+			r.timeline.push(event{at: w.pass.End, phase: phasePassEnd, key: w.serial, w: w})
 			return nil
 		}
 		// Nothing reaches w before bound: its pass ends now as far as anyone can tell.
@@ -271,7 +264,7 @@ func (r *runner) publishKV(p *pool, t router.Target, evs []kvcache.Event) {
 		held[i].Blocks = slices.Clone(ev.Blocks)
 		held[i].Hashes = slices.Clone(ev.Hashes)
 	}
-	r.events.push(event{at: r.now + r.o.RouterEventDelay, phase: phaseKVEvents, key: r.nextKV(), kv: &delayedEvents{pool: p, target: t, events: held}})
+	r.timeline.push(event{at: r.now + r.o.RouterEventDelay, phase: phaseKVEvents, key: r.nextKV(), kv: &delayedEvents{pool: p, target: t, events: held}})
 }
 
 func (r *runner) nextKV() uint64 {

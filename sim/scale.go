@@ -41,7 +41,7 @@ func (r *runner) startPlanner() error {
 	for _, p := range r.pools {
 		r.planner.record(0, p)
 	}
-	r.events.push(event{at: r.o.Planner.AdjustmentInterval, phase: phasePlanner})
+	r.timeline.push(event{at: r.o.Planner.AdjustmentInterval, phase: phasePlanner})
 	return nil
 }
 
@@ -125,7 +125,7 @@ func (r *runner) plannerTick() error {
 	}
 	s.last, s.requests, s.isl, s.osl, s.hit = r.now, 0, 0, 0, 0
 	if r.inFlight() > 0 || !r.exhausted {
-		r.events.push(event{at: r.now + s.cfg.AdjustmentInterval, phase: phasePlanner})
+		r.timeline.push(event{at: r.now + s.cfg.AdjustmentInterval, phase: phasePlanner})
 	}
 	return nil
 }
@@ -143,7 +143,7 @@ func (r *runner) resize(p *pool, target int) error {
 		if err != nil {
 			return err
 		}
-		r.events.push(event{at: r.now + r.planner.cfg.StartupTime, phase: phaseWorkerReady, key: w.serial, w: w})
+		r.timeline.push(event{at: r.now + r.planner.cfg.StartupTime, phase: phaseWorkerReady, key: w.serial, w: w})
 	}
 	// Drain the newest first: workers still starting, then serving ones.
 	for i := len(live) - 1; i >= target; i-- {

@@ -105,13 +105,13 @@ type request struct {
 }
 
 type runner struct {
-	o       Options
-	src     workload.Source
-	col     *report.Collector
-	events  eventHeap
-	now     time.Duration
-	end     time.Duration // latest pass end delivered (lookahead delivers passes out of time order)
-	speedup float64
+	o        Options
+	src      workload.Source
+	col      *report.Collector
+	timeline timeline
+	now      time.Duration
+	end      time.Duration // latest pass end delivered (lookahead delivers passes out of time order)
+	speedup  float64
 
 	pulled    uint64
 	exhausted bool
@@ -236,7 +236,7 @@ func (r *runner) pullSession() error {
 	if r.o.Concurrency == 0 {
 		at = r.scale(w.Turns[0].At)
 	}
-	r.events.push(event{at: at, phase: phaseArrival, key: s.seq, sess: s})
+	r.timeline.push(event{at: at, phase: phaseArrival, key: s.seq, sess: s})
 	return nil
 }
 
@@ -249,15 +249,15 @@ func (r *runner) scale(d time.Duration) time.Duration {
 
 func (r *runner) loop() error {
 	for {
-		if len(r.woken) > 0 && (len(r.events) == 0 || r.events[0].at > r.now) {
+		if len(r.woken) > 0 && (r.timeline.len() == 0 || r.timeline.next() > r.now) {
 			if err := r.startPasses(); err != nil {
 				return err
 			}
 		}
-		if len(r.events) == 0 {
+		if r.timeline.len() == 0 {
 			break
 		}
-		ev := r.events.pop()
+		ev := r.timeline.pop()
 		r.now = ev.at
 		var err error
 		switch ev.phase {
@@ -341,7 +341,7 @@ func (r *runner) arrive(s *session) error {
 
 	if r.o.FrontendLatency > 0 {
 		// Routed when it leaves the frontend; requests leaving together go in arrival (id) order.
-		r.events.push(event{at: r.now + r.o.FrontendLatency, phase: phaseRoute, key: id})
+		r.timeline.push(event{at: r.now + r.o.FrontendLatency, phase: phaseRoute, key: id})
 		return nil
 	}
 	return r.route(req)
@@ -430,7 +430,7 @@ func (r *runner) turnEnded(s *session) error {
 		r.o.Progress(r.ended)
 	}
 	if s.next < len(s.w.Turns) {
-		r.events.push(event{at: r.now + r.scale(s.w.Turns[s.next].Delay), phase: phaseArrival, key: s.seq, sess: s})
+		r.timeline.push(event{at: r.now + r.scale(s.w.Turns[s.next].Delay), phase: phaseArrival, key: s.seq, sess: s})
 		return nil
 	}
 	if r.o.Concurrency > 0 {
