@@ -199,10 +199,7 @@ func (r *runner) coast(w *worker, bound time.Duration) {
 	passes := len(w.run.Ends)
 	k := len(w.run.Samples) / passes
 	for i, sm := range w.run.Samples[:k] {
-		req := r.reqs[sm.ID]
-		if !req.gotFirst {
-			r.first(req, w.pool)
-		}
+		req := r.reqs[sm.ID] // decoding, so its first token is out: no router update
 		r.col.TokenRun(int(sm.ID), w.run.Ends)
 		if req.sess.keep {
 			for j := range passes {
@@ -341,7 +338,11 @@ func (r *runner) decoded(req *request, out sched.Output) error {
 	}
 	if len(out.Tokens) > 0 {
 		if !req.gotFirst {
-			r.first(req, p)
+			req.gotFirst = true
+			p.router.PrefillDone(req.id)
+			if r.decode != nil {
+				r.stages.decodeWait = append(r.stages.decodeWait, ms(r.now-req.activated))
+			}
 		}
 		r.col.Tokens(int(req.id), r.now, len(out.Tokens))
 		if req.sess.keep {
@@ -358,15 +359,6 @@ func (r *runner) decoded(req *request, out sched.Output) error {
 		r.planner.completed(req)
 	}
 	return r.requestEnded(req)
-}
-
-// first notes a request's first token: its prompt no longer loads its worker in the router's eyes.
-func (r *runner) first(req *request, p *pool) {
-	req.gotFirst = true
-	p.router.PrefillDone(req.id)
-	if r.decode != nil {
-		r.stages.decodeWait = append(r.stages.decodeWait, ms(r.now-req.activated))
-	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
