@@ -467,6 +467,16 @@ func (s *Scheduler) admit() bool {
 	if s.opt.ChunkedPrefillSize > 0 {
 		remChunk = s.opt.ChunkedPrefillSize
 	}
+	if s.opt.MixedChunk {
+		// The running requests' decode tokens ride in the same pass: SGLang takes one token per
+		// running request off every budget (PrefillAdder's mixed_with_decode_tokens).
+		n := len(s.running)
+		remTotal -= float64(n)
+		remInput -= n
+		if s.opt.ChunkedPrefillSize > 0 {
+			remChunk -= n
+		}
+	}
 	// add tries to schedule the next chunk of r; it reports whether admission should go on.
 	add := func(r *request, first bool) (ok, goOn bool) {
 		prefix := r.materialized

@@ -188,6 +188,51 @@ func TestPrefillHasPriority(t *testing.T) {
 	}
 }
 
+// TestMixedChunkBudgetsForDecodeTokens: with mixed chunk the running requests' decode tokens share the
+// pass, so SGLang takes one token per running request off the chunk and prefill budgets.
+func TestMixedChunkBudgetsForDecodeTokens(t *testing.T) {
+	for _, tc := range []struct {
+		mixed             bool
+		chunk, maxPrefill int
+		want              []string
+	}{
+		// Three running requests: a 16-token chunk budget leaves 13 for the prompt.
+		{true, 16, 16384, []string{"admit 4", "0+13"}},
+		{false, 16, 16384, []string{"admit 4", "0+16"}},
+		// A 20-token prefill budget less 3 fits the 12-token prompt of 4 but not then 5's 6 tokens.
+		{true, 8192, 20, []string{"admit 4", "0+12"}},
+		{false, 8192, 20, []string{"admit 4", "admit 5", "0+12", "0+6"}},
+	} {
+		o := opts(1, 4096)
+		o.MixedChunk = tc.mixed
+		o.ChunkedPrefillSize, o.MaxPrefillTokens = tc.chunk, tc.maxPrefill
+		h := newHarness(t, o)
+		for id := range uint64(3) {
+			h.enqueue(id+1, prompt(int(id)*100, 4), 50)
+		}
+		h.step()
+		long := 40
+		if tc.chunk > 16 {
+			long = 12
+		}
+		h.enqueue(4, prompt(1000, long), 5)
+		h.enqueue(5, prompt(2000, 6), 5)
+		var got []string
+		p := h.step()
+		for _, a := range p.Admitted {
+			got = append(got, fmt.Sprint("admit ", a.ID))
+		}
+		for _, q := range p.Batch.Seqs {
+			if q.Prefill {
+				got = append(got, fmt.Sprintf("%d+%d", q.Cached, q.New))
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("mixed %v, chunk %d, max prefill %d: prefill %v, want %v", tc.mixed, tc.chunk, tc.maxPrefill, got, tc.want)
+		}
+	}
+}
+
 // TestChunkedPrefillKeepsFIFOOrder: one chunked request at a time, continued first; requests behind it
 // wait their turn.
 func TestChunkedPrefillKeepsFIFOOrder(t *testing.T) {
