@@ -87,13 +87,20 @@ var moeQuantizations = []string{"bf16", "fp8", "fp8_block", "mxfp4", "int4_wo"}
 
 // quantModes resolves --quantization and --moe-quantization into the precision of the decoder's
 // linear layers and of the routed experts ("" = the model's dtype; moe "" = the linear layers').
-// --quantization mxfp4 is the gpt-oss checkpoint's format, quant_method "mxfp4" in its config.json:
+// Without --quantization the checkpoint's own format applies (model.Model.Quantization, and
+// MoEQuantization unless --moe-quantization is given). --quantization mxfp4 is the gpt-oss checkpoint's format, quant_method "mxfp4" in its config.json:
 // experts in MXFP4, every other weight in the model's dtype. AIConfigurator maps it the same way
 // (sdk/models/helpers.py _infer_quant_modes_from_raw_config: quant_algo "mxfp4" → GEMM float16,
 // MoE w4a16_mxfp4), and vLLM on Hopper runs those experts with a weight-only MXFP4 kernel (4-bit
 // weights, bf16 activations), which is what the MoE table's w4a16_mxfp4 rows measure.
-func (c *Config) quantModes() (linear, moe string) {
+func (c *Config) quantModes(m *model.Model) (linear, moe string) {
 	linear, moe = c.Quantization, c.MoEQuantization
+	if linear == "" {
+		linear = m.Quantization
+		if moe == "" {
+			moe = m.MoEQuantization
+		}
+	}
 	if linear == "mxfp4" {
 		linear = ""
 		if moe == "" {
@@ -110,7 +117,7 @@ func (c *Config) weightBytes(m *model.Model) (int64, error) {
 		return 0, fmt.Errorf("model %s dtype: %w", m.Name, err)
 	}
 	p := model.Precision{Linear: float64(native), Experts: float64(native), Other: float64(native)}
-	linear, moe := c.quantModes()
+	linear, moe := c.quantModes(m)
 	if linear == "fp8" || linear == "fp8_block" {
 		p.Linear, p.Experts = 1, 1 // embeddings, LM head and norms stay in the model's dtype
 	}
@@ -151,7 +158,7 @@ func (c *Config) TimingModel(d *Deployment) (timing.Model, error) {
 		if backend == "trtllm" {
 			return nil, fmt.Errorf("timing default: no TensorRT-LLM tables are supported; use --backend vllm or sglang timing, or --timing profile")
 		}
-		linear, moe := c.quantModes()
+		linear, moe := c.quantModes(d.Model)
 		if c.Quantization == "mxfp4" && !d.Model.MoE() {
 			return nil, fmt.Errorf("timing default: quantization mxfp4 quantizes only routed experts (the gpt-oss format) and model %s has none", d.Model.Name)
 		}
@@ -203,10 +210,14 @@ func (c *Config) profile(d *Deployment) (timing.Model, error) {
 	return profile.LoadSteps(name, modelName)
 }
 
-// precision names the weights' precision as profiles do: the quantization, else the model's dtype.
+// precision names the weights' precision as profiles do: the quantization (the flag's, else the
+// checkpoint's), else the model's dtype.
 func (c *Config) precision(m *model.Model) string {
 	if c.Quantization != "" {
 		return c.Quantization
+	}
+	if m.Quantization != "" {
+		return m.Quantization
 	}
 	if m.Dtype == "bfloat16" {
 		return "bf16"

@@ -9,7 +9,7 @@ import (
 
 // TestQuantizationMXFP4 checks the gpt-oss checkpoint's format: --quantization mxfp4 keeps the
 // linear layers in the model's dtype and stores experts in MXFP4 (4.25 bits a weight), as
-// --moe-quantization mxfp4 does.
+// --moe-quantization mxfp4 does, and as gpt-oss-120b is priced without either flag.
 func TestQuantizationMXFP4(t *testing.T) {
 	m, err := model.Lookup("gpt-oss-120b")
 	if err != nil {
@@ -17,6 +17,7 @@ func TestQuantizationMXFP4(t *testing.T) {
 	}
 	want := m.QuantizedWeightBytes(model.Precision{Linear: 2, Experts: 4.25 / 8, Other: 2}, 2)
 	for _, tc := range []struct{ quant, moe, linear, experts string }{
+		{"", "", "", "mxfp4"},
 		{"mxfp4", "", "", "mxfp4"},
 		{"", "mxfp4", "", "mxfp4"},
 		{"bf16", "mxfp4", "bf16", "mxfp4"},
@@ -26,7 +27,7 @@ func TestQuantizationMXFP4(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if l, e := c.quantModes(); l != tc.linear || e != tc.experts {
+		if l, e := c.quantModes(m); l != tc.linear || e != tc.experts {
 			t.Errorf("quantization %q, moe %q: modes %q, %q; want %q, %q", tc.quant, tc.moe, l, e, tc.linear, tc.experts)
 		}
 		got, err := c.weightBytes(m)
@@ -37,11 +38,35 @@ func TestQuantizationMXFP4(t *testing.T) {
 			t.Errorf("quantization %q, moe %q: %d weight bytes per GPU, want %d", tc.quant, tc.moe, got, want)
 		}
 	}
-	// bf16 experts take 2 bytes a weight.
+	// --quantization bf16 puts the experts in bf16 too: 2 bytes a weight.
 	c := Default()
-	c.Model, c.TP = "gpt-oss-120b", 2
+	c.Model, c.TP, c.Quantization = "gpt-oss-120b", 2, "bf16"
 	if got, want := mustWeightBytes(t, &c, m), m.QuantizedWeightBytes(model.Precision{Linear: 2, Experts: 2, Other: 2}, 2); got != want {
 		t.Errorf("bf16: %d weight bytes, want %d", got, want)
+	}
+}
+
+// TestCheckpointQuantization: without --quantization a model published only in a quantized format is
+// priced in it; --quantization replaces it, --moe-quantization alone replaces the experts' part.
+func TestCheckpointQuantization(t *testing.T) {
+	for _, tc := range []struct{ model, quant, moe, linear, experts string }{
+		{"deepseek-v3", "", "", "fp8_block", ""},
+		{"deepseek-v3", "bf16", "", "bf16", ""},
+		{"kimi-k2.5", "", "", "", "int4_wo"},
+		{"kimi-k2.5", "", "fp8", "", "fp8"},
+		{"kimi-k2.5", "fp8", "", "fp8", ""},
+		{"minimax-m2.5", "", "", "fp8_block", ""},
+		{"llama-3.1-8b", "", "", "", ""},
+	} {
+		m, err := model.Lookup(tc.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := Default()
+		c.Model, c.Quantization, c.MoEQuantization = tc.model, tc.quant, tc.moe
+		if l, e := c.quantModes(m); l != tc.linear || e != tc.experts {
+			t.Errorf("%s, quantization %q, moe %q: modes %q, %q; want %q, %q", tc.model, tc.quant, tc.moe, l, e, tc.linear, tc.experts)
+		}
 	}
 }
 

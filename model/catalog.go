@@ -7,7 +7,9 @@ import (
 )
 
 // entry is one catalog model and the Hugging Face ids that share its architecture (quantized checkpoints
-// and instruct/base variants have the same config numbers; their precision is a deployment choice).
+// and instruct/base variants have the same config numbers; which of them runs is a deployment choice,
+// --quantization). A model published only in a quantized format carries that format as its default
+// (Model.Quantization, Model.MoEQuantization).
 type entry struct {
 	ids []string
 	m   Model
@@ -70,7 +72,7 @@ var catalog = []entry{
 		ids: []string{"openai/gpt-oss-120b"},
 		m: Model{
 			Name: "gpt-oss-120b", Layers: 36, Hidden: 2880, Heads: 64, KVHeads: 8, HeadDim: 64,
-			Vocab: 201088, Dtype: "bfloat16",
+			Vocab: 201088, Dtype: "bfloat16", Quantization: "mxfp4",
 			Experts: 128, ExpertsPerToken: 4, MoEIntermediate: 2880,
 			QKVBias: true, OBias: true, Sinks: true, MLPBias: true, RouterBias: true,
 			SlidingWindow: 128, SlidingLayers: 18,
@@ -95,7 +97,7 @@ var catalog = []entry{
 		ids: []string{"MiniMaxAI/MiniMax-M2.5"},
 		m: Model{
 			Name: "minimax-m2.5", Layers: 62, Hidden: 3072, Heads: 48, KVHeads: 8, HeadDim: 128,
-			Vocab: 200064, Dtype: "bfloat16", QKNormAllHeads: true,
+			Vocab: 200064, Dtype: "bfloat16", Quantization: "fp8_block", QKNormAllHeads: true,
 			Experts: 256, ExpertsPerToken: 8, MoEIntermediate: 1536, RouterBias: true,
 		},
 	},
@@ -123,7 +125,7 @@ var catalog = []entry{
 		ids: []string{"moonshotai/Kimi-K2.5"},
 		m: Model{
 			Name: "kimi-k2.5", Layers: 61, Hidden: 7168, Heads: 64, KVHeads: 64, HeadDim: 128 + 64,
-			Intermediate: 18432, Vocab: 163840, Dtype: "bfloat16",
+			Intermediate: 18432, Vocab: 163840, Dtype: "bfloat16", MoEQuantization: "int4_wo",
 			Experts: 384, ExpertsPerToken: 8, MoEIntermediate: 2048, SharedExperts: 1, DenseLayers: 1,
 			RouterBias: true,
 			QLoRARank:  1536, KVLoRARank: 512, QKNopeHeadDim: 128, QKRopeHeadDim: 64, VHeadDim: 128,
@@ -134,7 +136,7 @@ var catalog = []entry{
 func deepseekV3(name string) Model {
 	return Model{
 		Name: name, Layers: 61, Hidden: 7168, Heads: 128, KVHeads: 128, HeadDim: 128 + 64,
-		Intermediate: 18432, Vocab: 129280, Dtype: "bfloat16",
+		Intermediate: 18432, Vocab: 129280, Dtype: "bfloat16", Quantization: "fp8_block",
 		Experts: 256, ExpertsPerToken: 8, MoEIntermediate: 2048, SharedExperts: 1, DenseLayers: 3,
 		RouterBias: true,
 		QLoRARank:  1536, KVLoRARank: 512, QKNopeHeadDim: 128, QKRopeHeadDim: 64, VHeadDim: 128,

@@ -42,6 +42,12 @@ type hfConfig struct {
 	SlidingWindow *int     `json:"sliding_window"`
 	LayerTypes    []string `json:"layer_types"`
 
+	// The checkpoint's weight format.
+	QuantizationConfig *struct {
+		QuantMethod     string `json:"quant_method"`
+		WeightBlockSize []int  `json:"weight_block_size"`
+	} `json:"quantization_config"`
+
 	// MLA.
 	QLoRARank     *int `json:"q_lora_rank"`
 	KVLoRARank    *int `json:"kv_lora_rank"`
@@ -213,6 +219,23 @@ func (c *hfConfig) model() (*Model, error) {
 	}
 	if m.SlidingLayers > 0 {
 		m.SlidingWindow = need("sliding_window", c.SlidingWindow)
+	}
+
+	// The formats the timing model prices; others (AWQ, GPTQ, compressed-tensors, ...) leave the weights
+	// in Dtype, for --quantization to override.
+	if q := c.QuantizationConfig; q != nil {
+		switch q.QuantMethod {
+		case "fp8":
+			m.Quantization = "fp8"
+			if len(q.WeightBlockSize) > 0 {
+				m.Quantization = "fp8_block"
+			}
+		case "mxfp4":
+			if m.Experts == 0 {
+				return nil, fmt.Errorf("quantization_config quant_method %q quantizes routed experts, and the model has none", q.QuantMethod)
+			}
+			m.Quantization = "mxfp4"
+		}
 	}
 
 	switch len(missing) {

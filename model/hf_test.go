@@ -77,6 +77,19 @@ func TestFromHFConfigFamilies(t *testing.T) {
 				Dtype: "bfloat16", QKVBias: true, OBias: true, MLPBias: true},
 		},
 		{
+			// A per-tensor FP8 checkpoint; methods the timing model does not price stay in the dtype.
+			"qwen3-fp8", `{"model_type": "qwen3", "intermediate_size": 128, "head_dim": 32,
+				"quantization_config": {"quant_method": "fp8", "activation_scheme": "static"}, ` + common + `}`,
+			model.Model{Layers: 2, Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 32, Intermediate: 128, Vocab: 100,
+				Dtype: "float16", QKNorm: true, Quantization: "fp8"},
+		},
+		{
+			"llama-awq", `{"model_type": "llama", "intermediate_size": 128,
+				"quantization_config": {"quant_method": "awq", "bits": 4}, ` + common + `}`,
+			model.Model{Layers: 2, Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 100,
+				Dtype: "float16"},
+		},
+		{
 			"mistral-sliding", `{"model_type": "mistral", "intermediate_size": 128, "sliding_window": 4096, ` + common + `}`,
 			// sliding_window without layer_types: every layer counts as full attention.
 			model.Model{Layers: 2, Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 100,
@@ -137,6 +150,8 @@ func TestFromHFConfigErrors(t *testing.T) {
 			"head_dim": 16, "vocab_size": 100, "torch_dtype": "bfloat16", "num_local_experts": 4, "num_experts_per_tok": 2,
 			"intermediate_size": 32, "sliding_window": 128, "layer_types": ["sliding_attention"]}`,
 			[]string{"layer_types has 1 entries for num_hidden_layers = 2"}},
+		{"mxfp4-dense", strings.Replace(string(llama), `"model_type"`, `"quantization_config": {"quant_method": "mxfp4"}, "model_type"`, 1),
+			[]string{`quant_method "mxfp4" quantizes routed experts, and the model has none`}},
 		{"mla-missing", `{"model_type": "deepseek_v3", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
 			"vocab_size": 100, "torch_dtype": "bfloat16", "intermediate_size": 128, "n_routed_experts": 4,
 			"num_experts_per_tok": 2, "moe_intermediate_size": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8,

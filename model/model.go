@@ -19,6 +19,14 @@ type Model struct {
 	TiedEmbeddings bool   // the LM head reuses the input embedding matrix
 	Dtype          string // weights dtype in the HF config ("bfloat16", "float16", ...)
 
+	// The published checkpoint's weight format where it is not Dtype (config.json's quantization_config):
+	// the default of --quantization and --moe-quantization. Quantization is "fp8" (per-tensor scales),
+	// "fp8_block" (128×128 block scales) or "mxfp4" (gpt-oss: the routed experts in MXFP4, every other
+	// weight in Dtype); MoEQuantization is set only where the experts alone differ ("int4_wo": Kimi-K2.5's
+	// INT4 experts beside bfloat16 layers). Both empty: the weights are in Dtype.
+	Quantization    string
+	MoEQuantization string
+
 	// Mixture of experts; all zero for a dense model.
 	Experts         int // routed experts per MoE layer
 	ExpertsPerToken int // routed experts each token visits (top-k)
