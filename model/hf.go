@@ -38,6 +38,13 @@ type hfConfig struct {
 	MoELayerFreq      *int    `json:"moe_layer_freq"`
 	TopKMethod        *string `json:"topk_method"`
 
+	// MiniMax-M2.
+	UseQKNorm          *bool   `json:"use_qk_norm"`
+	QKNormType         *string `json:"qk_norm_type"`
+	UseRoutingBias     *bool   `json:"use_routing_bias"`
+	AttnTypeList       []int   `json:"attn_type_list"`
+	SharedIntermediate *int    `json:"shared_intermediate_size"`
+
 	// Sliding windows: layer_types names each layer's attention.
 	SlidingWindow *int     `json:"sliding_window"`
 	LayerTypes    []string `json:"layer_types"`
@@ -57,10 +64,10 @@ type hfConfig struct {
 }
 
 // hfTypes are the model_type values FromHFConfig understands.
-var hfTypes = []string{"deepseek_v3", "gpt_oss", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe"}
+var hfTypes = []string{"deepseek_v3", "gpt_oss", "llama", "minimax_m2", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe"}
 
 // FromHFConfig reads a Hugging Face config.json (path names the file or the checkpoint directory holding
-// it) of a Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, gpt-oss or DeepSeek-V3 model. The Model is
+// it) of a Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, gpt-oss, MiniMax-M2 or DeepSeek-V3 model. The Model is
 // named after the directory. Unknown keys are ignored; a missing required key is an error naming it and
 // the file. Optional keys take the defaults of their transformers config class (num_key_value_heads =
 // num_attention_heads, head_dim = hidden_size / num_attention_heads, tie_word_embeddings false); a
@@ -139,7 +146,7 @@ func (c *hfConfig) model() (*Model, error) {
 	}
 	m.KVHeads = opt(c.KVHeads, m.Heads)
 	switch typ {
-	case "qwen3", "qwen3_moe", "gpt_oss":
+	case "qwen3", "qwen3_moe", "gpt_oss", "minimax_m2":
 		// Their config classes default head_dim to a constant, not hidden/heads: the file must say.
 		m.HeadDim = need("head_dim", c.HeadDim)
 	case "deepseek_v3":
@@ -172,6 +179,34 @@ func (c *hfConfig) model() (*Model, error) {
 		m.ExpertsPerToken = need("num_experts_per_tok", c.ExpertsPerTok)
 		m.MoEIntermediate = need("intermediate_size", c.Intermediate)
 		m.MLPBias, m.RouterBias, m.Sinks = true, true, true
+	case "minimax_m2":
+		// Every layer MoE; intermediate_size is the expert size (vLLM minimax_m2.py).
+		m.Experts = need("num_local_experts", c.NumLocalExperts)
+		m.ExpertsPerToken = need("num_experts_per_tok", c.ExpertsPerTok)
+		m.MoEIntermediate = need("intermediate_size", c.Intermediate)
+		m.RouterBias = flag(c.UseRoutingBias) // e_score_correction_bias
+		if n := opt(c.SharedIntermediate, 0); n != 0 {
+			return nil, fmt.Errorf("shared_intermediate_size = %d is not supported (only 0: no shared expert)", n)
+		}
+		for i, t := range c.AttnTypeList {
+			if t != 1 {
+				return nil, fmt.Errorf("attn_type_list[%d] = %d is not supported (only 1: softmax attention; 0 is lightning attention)", i, t)
+			}
+		}
+		if flag(c.UseQKNorm) {
+			t := "per_layer" // what MiniMax-M2's checkpoints say
+			if c.QKNormType != nil {
+				t = *c.QKNormType
+			}
+			switch t {
+			case "per_layer":
+				m.QKNormAllHeads = true // one RMSNorm over all heads
+			case "per_head":
+				m.QKNorm = true
+			default:
+				return nil, fmt.Errorf("qk_norm_type %q is not supported (per_layer or per_head)", t)
+			}
+		}
 	case "deepseek_v3":
 		m.Intermediate = need("intermediate_size", c.Intermediate)
 		m.Experts = need("n_routed_experts", c.NRoutedExperts)

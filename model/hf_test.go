@@ -111,6 +111,36 @@ func TestFromHFConfigFamilies(t *testing.T) {
 	}
 }
 
+// TestFromHFConfigMiniMax reads a config.json with MiniMax-M2.5's numbers (the catalog entry's source)
+// back into the catalog model.
+func TestFromHFConfigMiniMax(t *testing.T) {
+	layers := strings.TrimSuffix(strings.Repeat("1, ", 62), ", ")
+	json := `{"architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2", "num_hidden_layers": 62,
+		"hidden_size": 3072, "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128,
+		"intermediate_size": 1536, "num_local_experts": 256, "num_experts_per_tok": 8,
+		"shared_intermediate_size": 0, "use_routing_bias": true, "use_qk_norm": true, "qk_norm_type": "per_layer",
+		"rotary_dim": 64, "vocab_size": 200064, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+		"num_mtp_modules": 3, "attn_type_list": [` + layers + `],
+		"quantization_config": {"quant_method": "fp8", "fmt": "float8_e4m3fn", "weight_block_size": [128, 128]}}`
+	got, err := model.FromHFConfig(writeConfig(t, filepath.Join(t.TempDir(), "minimax-m2.5"), json))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := mustLookup(t, "minimax-m2.5"); *got != *want {
+		t.Errorf("FromHFConfig =\n%+v, want\n%+v", *got, *want)
+	}
+	for _, bad := range []struct{ from, to, want string }{
+		{`"attn_type_list": [1, `, `"attn_type_list": [0, `, "attn_type_list[0] = 0 is not supported"},
+		{`"shared_intermediate_size": 0`, `"shared_intermediate_size": 512`, "shared_intermediate_size = 512"},
+		{`"qk_norm_type": "per_layer"`, `"qk_norm_type": "rms"`, `qk_norm_type "rms"`},
+	} {
+		_, err := model.FromHFConfig(writeConfig(t, filepath.Join(t.TempDir(), "bad"), strings.Replace(json, bad.from, bad.to, 1)))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: err = %v, want %q", bad.to, err, bad.want)
+		}
+	}
+}
+
 func TestFromHFConfigErrors(t *testing.T) {
 	llama, err := os.ReadFile(filepath.Join("testdata", "llama-3.1-8b", "config.json"))
 	if err != nil {

@@ -50,7 +50,7 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64SliceVar(&c.SpecAcceptRates, "spec-accept-rates", c.SpecAcceptRates, "speculative decoding: conditional acceptance rate of each draft position")
 
 	fs.StringVar(&c.Model, "model", c.Model, "model from the catalog ("+strings.Join(model.Names(), ", ")+") or a Hugging Face id of one")
-	fs.StringVar(&c.ModelConfig, "model-config", c.ModelConfig, "a Hugging Face config.json (file or checkpoint directory) instead of --model")
+	fs.StringVar(&c.ModelConfig, "model-config", c.ModelConfig, "a Hugging Face config.json (file or checkpoint directory) instead of --model: model_type llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gpt_oss, minimax_m2 or deepseek_v3")
 	fs.StringVar(&c.System, "system", c.System, "GPU system ("+strings.Join(hardware.Names(), ", ")+")")
 	fs.IntVar(&c.TP, "tp", c.TP, "tensor parallelism: GPUs per worker (per data-parallel rank)")
 	fs.StringVar(&c.Quantization, "quantization", c.Quantization, "weight precision bf16, fp8, fp8_block, or mxfp4 (gpt-oss's checkpoint: experts in MXFP4, the rest in the model's dtype) (empty: the checkpoint's own format — gpt-oss mxfp4, DeepSeek and MiniMax fp8_block, Kimi int4_wo experts, a --model-config's quantization_config fp8 or mxfp4 — else the model's dtype)")
