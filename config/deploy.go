@@ -88,8 +88,9 @@ var moeQuantizations = []string{"bf16", "fp8", "fp8_block", "mxfp4", "int4_wo"}
 // quantModes resolves --quantization and --moe-quantization into the precision of the decoder's
 // linear layers and of the routed experts ("" = the model's dtype; moe "" = the linear layers').
 // Without --quantization the checkpoint's own format applies (model.Model.Quantization, and
-// MoEQuantization unless --moe-quantization is given). --quantization mxfp4 is the gpt-oss checkpoint's format, quant_method "mxfp4" in its config.json:
-// experts in MXFP4, every other weight in the model's dtype. AIConfigurator maps it the same way
+// MoEQuantization unless --moe-quantization is given). --quantization mxfp4 is the gpt-oss checkpoint's
+// format, quant_method "mxfp4" in its config.json: experts in MXFP4, every other weight in the model's
+// dtype. AIConfigurator maps it the same way
 // (sdk/models/helpers.py _infer_quant_modes_from_raw_config: quant_algo "mxfp4" → GEMM float16,
 // MoE w4a16_mxfp4), and vLLM on Hopper runs those experts with a weight-only MXFP4 kernel (4-bit
 // weights, bf16 activations), which is what the MoE table's w4a16_mxfp4 rows measure.
