@@ -95,6 +95,7 @@ type Config struct {
 	ArrivalSpeedupRatio float64 `yaml:"arrival-speedup-ratio"`
 	Concurrency         int     `yaml:"concurrency"`
 	ConcurrencyRampMs   float64 `yaml:"concurrency-ramp-ms"`
+	ConcurrencyDesyncMs float64 `yaml:"concurrency-desync-ms"`
 	NumRequests         int     `yaml:"num-requests"`
 	InputTokens         float64 `yaml:"input-tokens"`
 	InputTokensStddev   float64 `yaml:"input-tokens-stddev"`
@@ -360,6 +361,14 @@ func (c *Config) Validate() error {
 		return bad("concurrency-ramp-ms", c.ConcurrencyRampMs, "applies to the synthetic workload, not to a trace")
 	case c.ConcurrencyRampMs > 0 && c.TurnsPerSession > 1:
 		return bad("concurrency-ramp-ms", c.ConcurrencyRampMs, "does not combine with multi-turn sessions (each client's requests are independent)")
+	case !(c.ConcurrencyDesyncMs >= 0) || math.IsInf(c.ConcurrencyDesyncMs, 0):
+		return bad("concurrency-desync-ms", c.ConcurrencyDesyncMs, "must be a finite number >= 0")
+	case c.ConcurrencyDesyncMs > 0 && c.Concurrency == 0:
+		return bad("concurrency-desync-ms", c.ConcurrencyDesyncMs, "spreads the clients of --concurrency, which is 0")
+	case c.ConcurrencyDesyncMs > 0 && c.Trace != "":
+		return bad("concurrency-desync-ms", c.ConcurrencyDesyncMs, "applies to the synthetic workload, not to a trace")
+	case c.ConcurrencyDesyncMs > 0 && c.TurnsPerSession > 1:
+		return bad("concurrency-desync-ms", c.ConcurrencyDesyncMs, "does not combine with multi-turn sessions (each client's requests are independent)")
 	case c.InterTurnDelayMs < 0 || math.IsNaN(c.InterTurnDelayMs):
 		return bad("inter-turn-delay-ms", c.InterTurnDelayMs, "must be >= 0")
 	case c.Port < 0 || c.Port > 65535:
@@ -426,15 +435,16 @@ func (c *Config) Source() (workload.Source, error) {
 		InterTurnDist:     c.InterTurnDelayDist,
 		Clients:           c.rampClients(),
 		Ramp:              time.Duration(c.ConcurrencyRampMs * float64(time.Millisecond)),
+		Desync:            time.Duration(c.ConcurrencyDesyncMs * float64(time.Millisecond)),
 		Seed:              c.Seed,
 	})
 }
 
 // rampClients is the number of closed-loop clients the synthetic workload is made of: --concurrency
-// when --concurrency-ramp-ms staggers them, else 0 (the simulator keeps --concurrency sessions in
-// flight itself, all starting at time 0).
+// when --concurrency-ramp-ms or --concurrency-desync-ms spreads them, else 0 (the simulator keeps
+// --concurrency sessions in flight itself, all starting at time 0).
 func (c *Config) rampClients() int {
-	if c.ConcurrencyRampMs > 0 && c.Trace == "" {
+	if (c.ConcurrencyRampMs > 0 || c.ConcurrencyDesyncMs > 0) && c.Trace == "" {
 		return c.Concurrency
 	}
 	return 0

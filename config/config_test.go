@@ -153,6 +153,10 @@ func TestConcurrencyRampInvalid(t *testing.T) {
 		{func(c *Config) { c.ConcurrencyRampMs = 100 }, "concurrency-ramp-ms 100: staggers the clients of --concurrency"},
 		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs, c.Trace = 4, 100, "t.jsonl" }, "concurrency-ramp-ms 100: applies to the synthetic"},
 		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs, c.TurnsPerSession = 4, 100, 2 }, "concurrency-ramp-ms 100: does not combine"},
+		{func(c *Config) { c.Concurrency, c.ConcurrencyDesyncMs = 4, -1 }, "concurrency-desync-ms -1"},
+		{func(c *Config) { c.ConcurrencyDesyncMs = 100 }, "concurrency-desync-ms 100: spreads the clients of --concurrency"},
+		{func(c *Config) { c.Concurrency, c.ConcurrencyDesyncMs, c.Trace = 4, 100, "t.jsonl" }, "concurrency-desync-ms 100: applies to the synthetic"},
+		{func(c *Config) { c.Concurrency, c.ConcurrencyDesyncMs, c.TurnsPerSession = 4, 100, 2 }, "concurrency-desync-ms 100: does not combine"},
 	} {
 		c := Default()
 		tc.edit(&c)

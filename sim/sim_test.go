@@ -2,9 +2,11 @@ package sim
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -231,5 +233,44 @@ func TestDPIdleRankWaitsAtBarrier(t *testing.T) {
 	// Request 1 (rank 1) arrives at 5 ms, waits for the pass [0, 15] to end, then takes 15 ms.
 	if !strings.Contains(lines[1], `"first_admission_ms":15`) || !strings.Contains(lines[1], `"ttft_ms":25`) {
 		t.Fatalf("request 1: %s", lines[1])
+	}
+}
+
+// TestClientsDesync: closed-loop clients that start together finish their first requests together;
+// with Desync 40 ms client k then sends its second k × 10 ms after that, instead of all at once.
+func TestClientsDesync(t *testing.T) {
+	arrivals := func(desync time.Duration) []float64 {
+		src, err := workload.NewSynthetic(workload.SyntheticOptions{
+			NumRequests: 8, Input: workload.Length{Mean: 8}, Output: workload.Length{Mean: 3},
+			RequestRate: math.Inf(1), Clients: 4, Desync: desync, Seed: 1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := Options{Workers: 1, Concurrency: 4, Engine: small()}
+		o.Engine.VLLM.MaxBatchedTokens = 64
+		var b bytes.Buffer
+		if err := run(t, src, o).Collector.WriteRequestsJSONL(&b); err != nil {
+			t.Fatal(err)
+		}
+		var at []float64
+		for dec := json.NewDecoder(&b); dec.More(); {
+			var r struct {
+				Arrival float64 `json:"arrival_ms"`
+			}
+			if err := dec.Decode(&r); err != nil {
+				t.Fatal(err)
+			}
+			at = append(at, r.Arrival)
+		}
+		return at
+	}
+	// One 32-token prefill pass that samples the first tokens (10 + 5 ms) and two decode passes (5 ms
+	// each): the first round ends at 25 ms.
+	if got, want := arrivals(0), []float64{0, 0, 0, 0, 25, 25, 25, 25}; !slices.Equal(got, want) {
+		t.Errorf("lock step: arrivals %v, want %v", got, want)
+	}
+	if got, want := arrivals(40*time.Millisecond), []float64{0, 0, 0, 0, 25, 35, 45, 55}; !slices.Equal(got, want) {
+		t.Errorf("desync 40 ms: arrivals %v, want %v", got, want)
 	}
 }

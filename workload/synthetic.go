@@ -36,6 +36,11 @@ type SyntheticOptions struct {
 	// requests in flight whose clients start staggered instead of all at time 0.
 	Clients int
 	Ramp    time.Duration // with Clients: client k starts at k × Ramp / Clients; 0 = all at time 0
+	// Desync, with Clients: after its first request completes, client k waits k × Desync / Clients once
+	// before its second, so clients that start together spread out from their second round on, as the
+	// clients of a real benchmark drift apart (a deterministic replay otherwise keeps them in lock step
+	// for good); 0 = no wait.
+	Desync time.Duration
 
 	Seed uint64
 }
@@ -128,6 +133,10 @@ func (o *SyntheticOptions) normalize() error {
 		return fmt.Errorf("concurrency-ramp: must be >= 0, got %v", o.Ramp)
 	case o.Ramp > 0 && o.Clients == 0:
 		return fmt.Errorf("concurrency-ramp: %v needs closed-loop clients (concurrency > 0)", o.Ramp)
+	case o.Desync < 0:
+		return fmt.Errorf("concurrency-desync: must be >= 0, got %v", o.Desync)
+	case o.Desync > 0 && o.Clients == 0:
+		return fmt.Errorf("concurrency-desync: %v needs closed-loop clients (concurrency > 0)", o.Desync)
 	case o.Clients > 0 && o.TurnsPerSession > 1:
 		return fmt.Errorf("turns-per-session: %d turns do not combine with closed-loop clients (each client's requests are independent)", o.TurnsPerSession)
 	}
@@ -235,8 +244,7 @@ func (g *synthetic) nextClient() (*Session, error) {
 		return nil, io.EOF
 	}
 	g.next++
-	// k × Ramp / c without overflow: whole steps of Ramp/c, then the remainder's share.
-	at := g.o.Ramp/time.Duration(c)*time.Duration(k) + g.o.Ramp%time.Duration(c)*time.Duration(k)/time.Duration(c)
+	at := share(g.o.Ramp, k, c)
 	turns := make([]Request, (total-k+c-1)/c)
 	for j := range turns {
 		r := &turns[j]
@@ -246,6 +254,9 @@ func (g *synthetic) nextClient() (*Session, error) {
 		r.InputLen = g.o.Input.draw(g.inputs, 1)
 		r.OutputLen = g.o.Output.draw(g.outputs, 0)
 		r.salt = g.salt
+		if j == 1 {
+			r.Delay = share(g.o.Desync, k, c)
+		}
 		if g.o.SharedPrefixRatio > 0 {
 			group := g.groups.IntN(g.o.NumPrefixGroups)
 			r.prefix = mix64(g.prefix + uint64(group+1)*golden)
@@ -253,6 +264,11 @@ func (g *synthetic) nextClient() (*Session, error) {
 		}
 	}
 	return &Session{Turns: turns}, nil
+}
+
+// share is k × d / n without overflow: whole steps of d/n, then the remainder's share.
+func share(d time.Duration, k, n int) time.Duration {
+	return d/time.Duration(n)*time.Duration(k) + d%time.Duration(n)*time.Duration(k)/time.Duration(n)
 }
 
 // arrival returns the arrival of session i; sessions are asked in order.

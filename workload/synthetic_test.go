@@ -386,6 +386,21 @@ func TestSyntheticClients(t *testing.T) {
 		}
 	}
 
+	// Desync: client k waits k × 300/3 ms once, before its second request.
+	o.Ramp, o.Desync = 0, 300*time.Millisecond
+	for k, s := range collect(t, newSynthetic(t, o)) {
+		for j, r := range s.Turns {
+			want := time.Duration(0)
+			if j == 1 {
+				want = time.Duration(k) * 100 * time.Millisecond
+			}
+			if r.At != 0 || r.Delay != want {
+				t.Errorf("desync: client %d request %d at %v after %v, want at 0 after %v", k, j, r.At, r.Delay, want)
+			}
+		}
+	}
+	o.Desync = 0
+
 	// More clients than requests: one session per request; the ramp is still per client.
 	o.NumRequests, o.Ramp = 2, 7*time.Nanosecond
 	sessions = collect(t, newSynthetic(t, o))
@@ -421,6 +436,8 @@ func TestSyntheticClientsInvalid(t *testing.T) {
 		{func(o *SyntheticOptions) { o.Clients = -1 }, "concurrency: must be >= 0"},
 		{func(o *SyntheticOptions) { o.Clients, o.Ramp = 2, -time.Second }, "concurrency-ramp: must be >= 0"},
 		{func(o *SyntheticOptions) { o.Ramp = time.Second }, "needs closed-loop clients"},
+		{func(o *SyntheticOptions) { o.Clients, o.Desync = 2, -time.Second }, "concurrency-desync: must be >= 0"},
+		{func(o *SyntheticOptions) { o.Desync = time.Second }, "concurrency-desync: 1s needs closed-loop clients"},
 		{func(o *SyntheticOptions) { o.Clients, o.TurnsPerSession = 2, 2 }, "turns-per-session: 2 turns do not combine"},
 	} {
 		o := base

@@ -56,7 +56,7 @@ func main() {
 	data := flag.String("data", filepath.Join("..", "shared", "data"), "the shared data directory")
 	limit := flag.Int("rows", 0, "only the first N rows (0: all)")
 	out := flag.String("csv", "", "write per-row results to this CSV file")
-	schedule := flag.String("schedule", "aic", "client schedule: aic (AIConfigurator's benchmark runs: ten rounds of C requests, the first a burst of all C clients on an idle engine, the rest the steady state), steady (clients staggered over one request lifetime, warm-up excluded) or lockstep (max(5·C, 50) requests, all clients at time 0, all measured)")
+	schedule := flag.String("schedule", "aic", "client schedule: aic (AIConfigurator's benchmark runs: 10·C requests, all C clients starting at once on an idle engine and drifting apart after their first request, --concurrency-desync-ms), steady (clients staggered over one request lifetime, warm-up excluded) or lockstep (max(5·C, 50) requests, all clients at time 0, all measured)")
 	frontend := flag.Float64("frontend-latency-ms", frontendLatencyMs, "API-server time between a request's send and its routing to the engine (mocker predict --frontend-latency-ms); 0: none")
 	sglangGenerator := flag.Bool("sglang-generator-config", true, "SGLang rows: deploy as AIConfigurator's generator does (--sglang-enable-mixed-chunk, --sglang-max-prefill-tokens ISL+1500); false: SGLang's defaults")
 	backend := flag.String("backend", "", "only the rows of this backend (vllm or sglang; empty: all)")
@@ -259,22 +259,38 @@ func predict(r row, db string, set settings) result {
 		res.ttft, res.tpot = means(recs, 0)
 		return res
 	}
-	if res.ttft, res.tpot, err = steadyState(cfg, r.concurrency); err != nil {
-		return fail("%v", err)
-	}
-	if set.schedule == "steady" {
-		return res
-	}
-	// The measured requests begin with every client sending at once to an idle engine; what that
-	// first round costs is its own replay, weighted as one round in measuredRounds.
-	cfg.NumRequests, cfg.ConcurrencyRampMs = r.concurrency, 0
+	// L, one request's lifetime: the mean end-to-end latency of a short lock-step replay of the row.
+	cfg.NumRequests = 2 * r.concurrency
 	recs, err := replay(cfg)
 	if err != nil {
 		return fail("%v", err)
 	}
-	ttft, tpot := means(recs, 0)
-	res.ttft = (ttft + (measuredRounds-1)*res.ttft) / measuredRounds
-	res.tpot = (tpot + (measuredRounds-1)*res.tpot) / measuredRounds
+	var life float64
+	for _, rec := range recs {
+		life += rec.E2E / float64(len(recs))
+	}
+	if set.schedule == "steady" {
+		// Clients staggered over one lifetime (client k starts at k·L/C): the desynchronised steady
+		// state that AIConfigurator's own queueing model assumes for warm-up-excluded closed-loop
+		// benchmarks (docs/design/queueing_model.md: TTFT_steady = residual of the pass in flight + the
+		// request's own prefill passes). 12·C requests; the first 2·C, the ramp, are not counted.
+		cfg.NumRequests = 12 * r.concurrency
+		cfg.ConcurrencyRampMs = life
+		if recs, err = replay(cfg); err != nil {
+			return fail("%v", err)
+		}
+		res.ttft, res.tpot = means(recs, 2*r.concurrency)
+		return res
+	}
+	// The benchmark's measured requests: measuredRounds·C, every client sending its first at once to an
+	// idle engine, then drifting apart (--concurrency-desync-ms L: client k waits k·L/C once after its
+	// first request); all counted.
+	cfg.NumRequests = measuredRounds * r.concurrency
+	cfg.ConcurrencyDesyncMs = life
+	if recs, err = replay(cfg); err != nil {
+		return fail("%v", err)
+	}
+	res.ttft, res.tpot = means(recs, 0)
 	return res
 }
 
@@ -283,37 +299,12 @@ func predict(r row, db string, set settings) result {
 // with --request-count 10·C after --warmup-request-count 2·C, bench_serving_runner.py (SGLang's
 // bench_serving) with --num-prompts 10·C, --max-concurrency C, request rate inf and no warm-up. Either
 // way the measured requests start with all C clients sending at once to an idle engine (genai-perf's
-// warm-up is a phase of its own), so one round in ten is that burst, and the clients' phases drift apart
-// over the rest. The bench models the measurement as that mixture: mean = (burst round + 9 × steady
-// state) / 10. The rows bear it out where they can be read directly: vLLM Llama-3.1-70B's measured TTFT
-// exceeds the steady-state replay by about C·S/20 (S the lone prefill pass) at every TP, ISL and C —
-// the mean wait of a burst of C prefills, C·S/2, over ten rounds.
+// warm-up is a phase of its own), and the clients' phases drift apart over the rest, which a
+// deterministic replay does only when told to (--concurrency-desync-ms). The rows bear this out where
+// they can be read directly: vLLM Llama-3.1-70B's measured TTFT exceeds the steady-state replay by
+// about C·S/20 (S the lone prefill pass) at every TP, ISL and C — the mean wait of a burst of C
+// prefills, C·S/2, over ten rounds.
 const measuredRounds = 10
-
-// steadyState replays cfg's closed loop with the clients' phases spread evenly over one request
-// lifetime (client k starts at k·L/C): the desynchronised steady state that AIConfigurator's own
-// queueing model assumes for warm-up-excluded closed-loop benchmarks (docs/design/queueing_model.md:
-// TTFT_steady = residual of the pass in flight + the request's own prefill passes). L is the mean
-// end-to-end latency of a short lock-step replay of the same row; 12·C requests are replayed and the
-// first 2·C, the ramp, are not counted.
-func steadyState(cfg config.Config, clients int) (ttft, tpot float64, err error) {
-	cfg.NumRequests = 2 * clients
-	recs, err := replay(cfg)
-	if err != nil {
-		return 0, 0, err
-	}
-	var life float64
-	for _, rec := range recs {
-		life += rec.E2E / float64(len(recs))
-	}
-	cfg.NumRequests = 12 * clients
-	cfg.ConcurrencyRampMs = life
-	if recs, err = replay(cfg); err != nil {
-		return 0, 0, err
-	}
-	ttft, tpot = means(recs, 2*clients)
-	return ttft, tpot, nil
-}
 
 // record is one request of a replay (report.Collector.WriteRequestsJSONL).
 type record struct {
