@@ -95,7 +95,8 @@ const frontendLatencyMs = 13.6
 // (a max(GPU, host) form, as a fully overlapped scheduler would give, fits worse: 12.6 % against 8.9 %).
 // It helps Llama-3.1-8B (TPOT MdAPE 14.5 → 5.1 %) and costs DeepSeek (12.4 → 14.5 %), whose TPOT the op
 // model already over-predicts, and Qwen3-235B (19.8 → 20.1 %). Re-checked with the aic schedule and the
-// generator's SGLang flags: 16 µs still minimises the 57 rows' TPOT MdAPE (10.7 %; 0 µs: 16.3 %).
+// generator's SGLang flags: the 57 rows' TPOT MdAPE is flat from 16 to 20 µs (10.0–10.4 %; 0 µs:
+// 16.3 %), so the value stays.
 const sglangHostOverheadUs = 16
 
 // settings are the replay's choices beyond each row's own.
