@@ -61,30 +61,24 @@ func loadGEMM(paths []string, dtype string, rf *roofline) (*gemmData, error) {
 	g := &gemmData{dtype: dtype, flops: flops, elem: bytesOf(dtype), rf: rf, sites: map[[2]float64]*gemmSite{}}
 	pts := map[[3]float64]float64{} // (m, n, k) → latency
 	have := map[string]bool{}
-	for _, p := range paths {
-		t, err := readTable(p)
-		if err != nil {
-			return nil, err
-		}
+	err = scan(paths, func(t *table) (func(int), error) {
 		dt, err := t.s("gemm_dtype")
-		if err != nil {
-			return nil, err
-		}
 		ms, err1 := t.f("m")
 		ns, err2 := t.f("n")
 		ks, err3 := t.f("k")
 		lat, err4 := t.f("latency")
-		if err := firstErr(err1, err2, err3, err4); err != nil {
+		if err := firstErr(err, err1, err2, err3, err4); err != nil {
 			return nil, err
 		}
-		file := map[[3]float64]float64{}
-		for i := range t.rows {
+		return func(i int) {
 			have[dt[i]] = true
 			if dt[i] == dtype && lat[i] > 0 {
-				firstWins(file, [3]float64{ms[i], ns[i], ks[i]}, lat[i])
+				firstWins(pts, [3]float64{ms[i], ns[i], ks[i]}, lat[i])
 			}
-		}
-		mergeInto(pts, file)
+		}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(pts) == 0 {
 		return nil, fmt.Errorf("aic: %s: no GEMM rows with gemm_dtype %q (have %s)", sourceList(paths), dtype, keys(have))
@@ -254,11 +248,7 @@ type attnRows map[attnKey]map[[2]float64]float64
 // with step 0 (full prefill); generation rows are keyed by step, the past KV length.
 func loadAttention(paths []string, gen bool) (attnRows, error) {
 	rows := attnRows{}
-	for _, p := range paths {
-		t, err := readTable(p)
-		if err != nil {
-			return nil, err
-		}
+	err := scan(paths, func(t *table) (func(int), error) {
 		b, e1 := t.f("batch_size")
 		isl, e2 := t.f("isl")
 		nh, e3 := t.f("num_heads")
@@ -272,35 +262,33 @@ func loadAttention(paths []string, gen bool) (attnRows, error) {
 			return nil, err
 		}
 		win := t.fOr("window_size") // absent before window-aware collection: full attention
-		file := attnRows{}
-		for i := range t.rows {
-			if !(lat[i] > 0) {
-				continue
-			}
-			x := isl[i]
-			if gen {
-				x = step[i]
-			} else if step[i] != 0 {
-				continue
-			}
+		return func(i int) {
 			w := win[i]
 			if math.IsNaN(w) {
 				w = 0
 			}
-			k := attnKey{int(nh[i]), int(nkv[i]), int(hd[i]), int(w), ad[i], kd[i]}
-			if file[k] == nil {
-				file[k] = map[[2]float64]float64{}
-			}
-			firstWins(file[k], [2]float64{b[i], x}, lat[i])
-		}
-		for k, pts := range file {
-			if rows[k] == nil {
-				rows[k] = map[[2]float64]float64{}
-			}
-			mergeInto(rows[k], pts)
-		}
+			rows.add(attnKey{int(nh[i]), int(nkv[i]), int(hd[i]), int(w), ad[i], kd[i]}, gen, b[i], isl[i], step[i], lat[i])
+		}, nil
+	})
+	return rows, err
+}
+
+// add files one table row under k: context rows (gen false) with step 0 by (batch, isl), generation
+// rows by (batch, step); other rows and unmeasured latencies are skipped.
+func (r attnRows) add(k attnKey, gen bool, batch, isl, step, lat float64) {
+	x := isl
+	if gen {
+		x = step
+	} else if step != 0 {
+		return
 	}
-	return rows, nil
+	if !(lat > 0) {
+		return
+	}
+	if r[k] == nil {
+		r[k] = map[[2]float64]float64{}
+	}
+	firstWins(r[k], [2]float64{batch, x}, lat)
 }
 
 // grid builds the grid of one configuration.
@@ -470,11 +458,7 @@ func loadMLAModule(paths []string, gen bool, gemm string) (attnRows, error) {
 // (batch, isl) for context (step 0) and (batch, step = past KV length) for generation, for newAttnOp.
 func loadMLARows(paths []string, gen bool, rowsOf func(*table) (func(int) bool, error)) (attnRows, error) {
 	rows := attnRows{}
-	for _, p := range paths {
-		t, err := readTable(p)
-		if err != nil {
-			return nil, err
-		}
+	err := scan(paths, func(t *table) (func(int), error) {
 		b, e1 := t.f("batch_size")
 		isl, e2 := t.f("isl")
 		nh, e3 := t.f("num_heads")
@@ -489,31 +473,13 @@ func loadMLARows(paths []string, gen bool, rowsOf func(*table) (func(int) bool, 
 		if err != nil {
 			return nil, err
 		}
-		file := attnRows{}
-		for i := range t.rows {
-			if !keep(i) || !(lat[i] > 0) {
-				continue
+		return func(i int) {
+			if keep(i) {
+				rows.add(attnKey{int(nh[i]), 1, mlaLatent, 0, md[i], kd[i]}, gen, b[i], isl[i], step[i], lat[i])
 			}
-			x := isl[i]
-			if gen {
-				x = step[i]
-			} else if step[i] != 0 {
-				continue
-			}
-			k := attnKey{int(nh[i]), 1, mlaLatent, 0, md[i], kd[i]}
-			if file[k] == nil {
-				file[k] = map[[2]float64]float64{}
-			}
-			firstWins(file[k], [2]float64{b[i], x}, lat[i])
-		}
-		for k, pts := range file {
-			if rows[k] == nil {
-				rows[k] = map[[2]float64]float64{}
-			}
-			mergeInto(rows[k], pts)
-		}
-	}
-	return rows, nil
+		}, nil
+	})
+	return rows, err
 }
 
 // loadMLABmm reads one curve of mla_bmm_perf: the batched GEMMs around SGLang's absorbed MLA decode,
@@ -526,30 +492,27 @@ func loadMLABmm(paths []string, op, dtype string, heads int, rf *roofline) (curv
 	}
 	pts := map[float64]float64{}
 	have := map[string]bool{}
-	for _, p := range paths {
-		t, err := readTable(p)
-		if err != nil {
-			return curve{}, err
-		}
+	err = scan(paths, func(t *table) (func(int), error) {
 		ops, e1 := t.s("op_name")
 		dt, e2 := t.s("bmm_dtype")
 		nh, e3 := t.f("num_heads")
 		n, e4 := t.f("num_tokens")
 		lat, e5 := t.f("latency")
 		if err := firstErr(e1, e2, e3, e4, e5); err != nil {
-			return curve{}, err
+			return nil, err
 		}
-		file := map[float64]float64{}
-		for i := range t.rows {
+		return func(i int) {
 			if ops[i] != op || dt[i] != dtype || !(lat[i] > 0) {
-				continue
+				return
 			}
 			have[strconv.Itoa(int(nh[i]))] = true
 			if int(nh[i]) == heads {
-				firstWins(file, n[i], lat[i])
+				firstWins(pts, n[i], lat[i])
 			}
-		}
-		mergeInto(pts, file)
+		}, nil
+	})
+	if err != nil {
+		return curve{}, err
 	}
 	if len(pts) == 0 {
 		return curve{}, fmt.Errorf("aic: %s: no %s rows with bmm_dtype %s and num_heads %d (num_heads measured: %s)",
@@ -586,11 +549,7 @@ func loadMoE(paths []string, k moeKey, rf *roofline) (curve, error) {
 	pts := map[float64]float64{}
 	// What the table has, at three depths, to say exactly what is missing.
 	dtypes, shapes, dists, parallel := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
-	for _, p := range paths {
-		t, err := readTable(p)
-		if err != nil {
-			return curve{}, err
-		}
+	err = scan(paths, func(t *table) (func(int), error) {
 		dt, e1 := t.s("moe_dtype")
 		dist, e2 := t.s("distribution")
 		tok, e3 := t.f("num_tokens")
@@ -602,30 +561,30 @@ func loadMoE(paths []string, k moeKey, rf *roofline) (curve, error) {
 		ep, e9 := t.f("moe_ep_size")
 		lat, e10 := t.f("latency")
 		if err := firstErr(e1, e2, e3, e4, e5, e6, e7, e8, e9, e10); err != nil {
-			return curve{}, err
+			return nil, err
 		}
-		file := map[float64]float64{}
-		for i := range t.rows {
+		return func(i int) {
 			dtypes[dt[i]] = true
 			if dt[i] != k.dtype {
-				continue
+				return
 			}
 			shapes[fmt.Sprintf("%g/%g/%g/%g", h[i], in[i], topk[i], ne[i])] = true
 			if int(h[i]) != k.hidden || int(in[i]) != k.inter || int(topk[i]) != k.topk || int(ne[i]) != k.experts {
-				continue
+				return
 			}
 			dists[dist[i]] = true
 			if dist[i] != k.dist {
-				continue
+				return
 			}
 			parallel[fmt.Sprintf("%g/%g", tp[i], ep[i])] = true
 			if int(tp[i]) == k.tp && int(ep[i]) == k.ep && lat[i] > 0 {
-				firstWins(file, tok[i], lat[i])
+				firstWins(pts, tok[i], lat[i])
 			}
-		}
-		mergeInto(pts, file)
-	}
+		}, nil
+	})
 	switch {
+	case err != nil:
+		return curve{}, err
 	case len(pts) > 0:
 	case !dtypes[k.dtype]:
 		return curve{}, fmt.Errorf("aic: %s: no MoE rows with moe_dtype %s (have %s)", sourceList(paths), k.dtype, keys(dtypes))
@@ -649,32 +608,29 @@ func loadMoE(paths []string, k moeKey, rf *roofline) (curve, error) {
 func loadAllReduce(paths []string, gpus int, rf *roofline) (curve, error) {
 	pts := map[float64]float64{}
 	have := map[string]bool{}
-	for _, p := range paths {
-		t, err := readTable(p)
-		if err != nil {
-			return curve{}, err
-		}
+	err := scan(paths, func(t *table) (func(int), error) {
 		dt, e1 := t.s("allreduce_dtype")
 		ng, e2 := t.f("num_gpus")
 		size, e3 := t.f("message_size")
 		lat, e4 := t.f("latency")
 		ks, e5 := t.s("kernel_source")
 		if err := firstErr(e1, e2, e3, e4, e5); err != nil {
-			return curve{}, err
+			return nil, err
 		}
 		graphOnly := slices.ContainsFunc(ks, func(s string) bool { return strings.HasSuffix(strings.ToLower(s), "_graph") })
-		file := map[float64]float64{}
-		for i := range t.rows {
+		return func(i int) {
 			have[dt[i]+"/"+strconv.Itoa(int(ng[i]))] = true
 			if dt[i] != "bfloat16" && dt[i] != "half" && dt[i] != "float16" || int(ng[i]) != gpus || !(lat[i] > 0) {
-				continue
+				return
 			}
 			if graphOnly && !strings.HasSuffix(strings.ToLower(ks[i]), "_graph") {
-				continue
+				return
 			}
-			firstWins(file, size[i], lat[i])
-		}
-		mergeInto(pts, file)
+			firstWins(pts, size[i], lat[i])
+		}, nil
+	})
+	if err != nil {
+		return curve{}, err
 	}
 	if len(pts) == 0 {
 		return curve{}, fmt.Errorf("aic: %s: no bfloat16 all-reduce rows for num_gpus=%d (have dtype/num_gpus %s)", sourceList(paths), gpus, keys(have))
@@ -686,26 +642,24 @@ func loadAllReduce(paths []string, gpus int, rf *roofline) (curve, error) {
 func loadNCCL(paths []string, gpus int, rf *roofline) (curve, error) {
 	pts := map[float64]float64{}
 	have := map[string]bool{}
-	for _, p := range paths {
-		t, err := readTable(p)
-		if err != nil {
-			return curve{}, err
-		}
+	err := scan(paths, func(t *table) (func(int), error) {
 		dt, e1 := t.s("nccl_dtype")
 		op, e2 := t.s("op_name")
 		ng, e3 := t.f("num_gpus")
 		size, e4 := t.f("message_size")
 		lat, e5 := t.f("latency")
 		if err := firstErr(e1, e2, e3, e4, e5); err != nil {
-			return curve{}, err
+			return nil, err
 		}
-		for i := range t.rows {
+		return func(i int) {
 			have[op[i]+"/"+dt[i]+"/"+strconv.Itoa(int(ng[i]))] = true
-			if op[i] != "all_reduce" || dt[i] != "half" || int(ng[i]) != gpus || !(lat[i] > 0) {
-				continue
+			if op[i] == "all_reduce" && dt[i] == "half" && int(ng[i]) == gpus && lat[i] > 0 {
+				firstWins(pts, size[i], lat[i])
 			}
-			firstWins(pts, size[i], lat[i])
-		}
+		}, nil
+	})
+	if err != nil {
+		return curve{}, err
 	}
 	if len(pts) == 0 {
 		return curve{}, fmt.Errorf("aic: %s: no all_reduce/half rows for num_gpus=%d (have %s)", sourceList(paths), gpus, keys(have))
@@ -728,12 +682,25 @@ func firstWins[K comparable](m map[K]float64, k K, v float64) {
 	}
 }
 
-// mergeInto adds one source's points to pts, keeping the points earlier sources gave: a reuse donor
-// only fills shapes the version's own file lacks.
-func mergeInto[K comparable](pts, src map[K]float64) {
-	for k, v := range src {
-		firstWins(pts, k, v)
+// scan reads the tables of paths in order and hands each row's index to the function that rowsOf
+// builds for its table (reading the columns it needs). Loaders file points with firstWins, so a key
+// keeps the first row that gave it: within a file the first, across files the earlier file's — the
+// engine version's own table comes first, and a reuse donor only fills shapes it lacks.
+func scan(paths []string, rowsOf func(*table) (func(i int), error)) error {
+	for _, p := range paths {
+		t, err := readTable(p)
+		if err != nil {
+			return err
+		}
+		row, err := rowsOf(t)
+		if err != nil {
+			return err
+		}
+		for i := range t.rows {
+			row(i)
+		}
 	}
+	return nil
 }
 
 func firstErr(errs ...error) error {
