@@ -69,11 +69,7 @@ func TestDeepSeekDecodeOverlap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, _ := hardware.Lookup("h200_sxm")
-	rf, err := newRoofline(sys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rf := h200Roofline(t)
 	g, err := loadGEMM([]string{aicRoot + "/h200_sxm/gemm/sglang/0.5.9/gemm_perf.parquet"}, "fp8", rf)
 	if err != nil {
 		t.Fatal(err)
@@ -110,11 +106,7 @@ func TestDeepSeekDecodeOverlap(t *testing.T) {
 		t.Errorf("mixed pass decode share %.6f ms: want the sequential curve's", ms(got.Decode))
 	}
 
-	q, err := model.Lookup("qwen3-235b-a22b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	qm, err := New(Options{Model: q, System: sys, Root: aicRoot, Backend: "sglang", Version: "0.5.9", TP: 4, GEMMQuant: "fp8_block"})
+	qm, err := onH200(t, "qwen3-235b-a22b", Options{Backend: "sglang", Version: "0.5.9", TP: 4, GEMMQuant: "fp8_block"})
 	if err != nil {
 		t.Fatal(err)
 	}

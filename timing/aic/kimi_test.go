@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mocker-sim/mocker/hardware"
-	"github.com/mocker-sim/mocker/model"
 	"github.com/mocker-sim/mocker/timing"
 )
 
@@ -14,13 +12,7 @@ import (
 // int4_wo (Marlin W4A16) routed experts, bf16 KV cache.
 func kimi(tb testing.TB) *Model {
 	tb.Helper()
-	needData(tb)
-	m, err := model.Lookup("moonshotai/Kimi-K2.5")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sys, _ := hardware.Lookup("h200_sxm")
-	mdl, err := New(Options{Model: m, System: sys, Root: aicRoot, Backend: "vllm", Version: "0.19.0", TP: 8, GEMMQuant: "bf16", MoEQuant: "int4_wo"})
+	mdl, err := onH200(tb, "moonshotai/Kimi-K2.5", Options{Backend: "vllm", Version: "0.19.0", TP: 8, GEMMQuant: "bf16", MoEQuant: "int4_wo"})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -80,11 +72,7 @@ func TestMLAModuleComposition(t *testing.T) {
 	// The MoE: power_law_1.01 (DeepSeek family), int4_wo at moe_tp 8: 0.3840640068… ms at 16 tokens
 	// (h200_sxm/moe/vllm/0.19.0); on vLLM the all-reduces stay outside the overlap, so decode saves
 	// 60 MoE layers × the bf16 shared expert (gate_up 512 from 7,168; down 7,168 from 256).
-	sys, _ := hardware.Lookup("h200_sxm")
-	rf, err := newRoofline(sys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rf := h200Roofline(t)
 	k := moeKey{dtype: "int4_wo", dist: "power_law_1.01", topk: 8, experts: 384, hidden: 7168, inter: 2048, tp: 8, ep: 1}
 	moe, err := loadMoE([]string{aicRoot + "/h200_sxm/moe/vllm/0.19.0/moe_perf.parquet"}, k, rf)
 	if err != nil {
@@ -109,13 +97,11 @@ func TestMLAModuleComposition(t *testing.T) {
 // versions without module tables (0.14.0 measured the kernels alone) name what is missing.
 func TestMLAModuleErrors(t *testing.T) {
 	needData(t)
-	m, _ := model.Lookup("kimi-k2.5")
-	sys, _ := hardware.Lookup("h200_sxm")
-	_, err := New(Options{Model: m, System: sys, Root: aicRoot, Backend: "vllm", Version: "0.19.0", TP: 8, GEMMQuant: "fp8", MoEQuant: "int4_wo"})
+	_, err := onH200(t, "kimi-k2.5", Options{Backend: "vllm", Version: "0.19.0", TP: 8, GEMMQuant: "fp8", MoEQuant: "int4_wo"})
 	if err == nil || !strings.Contains(err.Error(), "per-tensor fp8") {
 		t.Errorf("fp8: err = %v, want one naming the module tables' gemm types", err)
 	}
-	_, err = New(Options{Model: m, System: sys, Root: aicRoot, Backend: "vllm", Version: "0.14.0", TP: 8, GEMMQuant: "bf16", MoEQuant: "int4_wo"})
+	_, err = onH200(t, "kimi-k2.5", Options{Backend: "vllm", Version: "0.14.0", TP: 8, GEMMQuant: "bf16", MoEQuant: "int4_wo"})
 	if err == nil || !strings.Contains(err.Error(), "mla_context_module_perf") {
 		t.Errorf("0.14.0: err = %v, want one naming the missing module table", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mocker-sim/mocker/hardware"
 	"github.com/mocker-sim/mocker/model"
 )
 
@@ -12,11 +11,7 @@ import (
 func miniMax(tb testing.TB, m *model.Model, quant string, tp int) (*Model, error) {
 	tb.Helper()
 	needData(tb)
-	sys, err := hardware.Lookup("h200_sxm")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return New(Options{Model: m, System: sys, Root: aicRoot, Backend: "vllm", Version: "0.18.0", GEMMQuant: quant, TP: tp})
+	return New(Options{Model: m, System: h200(tb), Root: aicRoot, Backend: "vllm", Version: "0.18.0", GEMMQuant: quant, TP: tp})
 }
 
 // TestMiniMaxOnRealData: the 0.18.0 MoE table holds MiniMax-M2.5's experts (256, top 8, hidden

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mocker-sim/mocker/hardware"
 	"github.com/mocker-sim/mocker/model"
 	"github.com/mocker-sim/mocker/timing"
 )
@@ -14,20 +13,11 @@ import (
 // deployment of its silicon rows.
 func deepSeek(tb testing.TB, backend string) (*Model, error) {
 	tb.Helper()
-	needData(tb)
-	m, err := model.Lookup("deepseek-v3")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sys, err := hardware.Lookup("h200_sxm")
-	if err != nil {
-		tb.Fatal(err)
-	}
 	version := "0.5.9"
 	if backend != "sglang" {
 		version = ""
 	}
-	return New(Options{Model: m, System: sys, Root: aicRoot, Backend: backend, Version: version, TP: 8, GEMMQuant: "fp8", MoEQuant: "fp8_block"})
+	return onH200(tb, "deepseek-v3", Options{Backend: backend, Version: version, TP: 8, GEMMQuant: "fp8", MoEQuant: "fp8_block"})
 }
 
 // TestMLATablePoints: at the tables' grid points the MLA ops return the measured latencies of
@@ -86,12 +76,7 @@ func TestMLAComposition(t *testing.T) {
 		t.Errorf("prefill: %+v, want prefill %.6f ms, decode %.6f ms", got, wantPre, mdl.lmHead.at(1))
 	}
 	// kv_b_proj: 16 heads × (128 nope + 128 v) = 4,096 outputs from the 512-wide latent, fp8.
-	sys, _ := hardware.Lookup("h200_sxm")
-	rf, err := newRoofline(sys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := loadGEMM([]string{aicRoot + "/h200_sxm/gemm/sglang/0.5.9/gemm_perf.parquet"}, "fp8", rf)
+	g, err := loadGEMM([]string{aicRoot + "/h200_sxm/gemm/sglang/0.5.9/gemm_perf.parquet"}, "fp8", h200Roofline(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +95,7 @@ func TestMLAErrors(t *testing.T) {
 	}
 	m, _ := model.Lookup("deepseek-v3")
 	m.Heads = 96 // no 96-head family in the tables
-	sys, _ := hardware.Lookup("h200_sxm")
-	_, err := New(Options{Model: m, System: sys, Root: aicRoot, Backend: "sglang", Version: "0.5.9", TP: 8, GEMMQuant: "fp8"})
+	_, err := New(Options{Model: m, System: h200(t), Root: aicRoot, Backend: "sglang", Version: "0.5.9", TP: 8, GEMMQuant: "fp8"})
 	if err == nil || !strings.Contains(err.Error(), "num_heads × tp_size = 96") {
 		t.Errorf("96 heads: err = %v, want one naming the missing family", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mocker-sim/mocker/hardware"
 	"github.com/mocker-sim/mocker/model"
 )
 
@@ -12,11 +11,7 @@ import (
 // vLLM 0.18.0's H200 MoE table: at a measured token count the curve is the measured latency.
 func TestMXFP4MoEGridPoint(t *testing.T) {
 	needData(t)
-	sys, _ := hardware.Lookup("h200_sxm")
-	rf, err := newRoofline(sys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rf := h200Roofline(t)
 	d := db{root: aicRoot, system: "h200_sxm"}
 	ref := moeTable
 	ref.backend = "vllm"
@@ -45,12 +40,11 @@ func TestMXFP4MoEGridPoint(t *testing.T) {
 // and checks that a tensor-parallel size the version did not measure is an error naming it.
 func TestGPTOSSMXFP4(t *testing.T) {
 	needData(t)
-	sys, _ := hardware.Lookup("h200_sxm")
 	m, err := model.Lookup("gpt-oss-120b")
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Model: m, System: sys, Root: aicRoot, Backend: "vllm", Version: "0.18.0", TP: 1, GEMMQuant: "bf16", MoEQuant: "mxfp4"}
+	o := Options{Model: m, System: h200(t), Root: aicRoot, Backend: "vllm", Version: "0.18.0", TP: 1, GEMMQuant: "bf16", MoEQuant: "mxfp4"}
 	mdl, err := New(o)
 	if err != nil {
 		t.Fatal(err)
