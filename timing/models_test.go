@@ -2,6 +2,7 @@ package timing
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -96,5 +97,23 @@ func TestHostOverhead(t *testing.T) {
 	}
 	if c := (HostOverhead{Model: Fixed{PrefillMs: 10, DecodeMs: 5}}).Cost(&mixed); c != (Fixed{PrefillMs: 10, DecodeMs: 5}).Cost(&mixed) {
 		t.Fatalf("zero overhead changes the cost: %+v", c)
+	}
+}
+
+// TestPartsOfWrappers: a model without parts is one "pass" part; the host term is a part of its own;
+// a speed-up scales every part as it scales the pass.
+func TestPartsOfWrappers(t *testing.T) {
+	b := &Batch{Seqs: []Seq{{New: 10, Prefill: true, Samples: true}, {New: 1, Cached: 9, Samples: true}}}
+	var m Model = Fixed{PrefillMs: 10, DecodeMs: 5}
+	if got, want := Parts(m, b), []Part{{"pass", 15}}; !slices.Equal(got, want) {
+		t.Errorf("fixed: %v, want %v", got, want)
+	}
+	m = HostOverhead{Model: m, PerRequest: 500 * time.Microsecond}
+	if got, want := Parts(m, b), []Part{{"pass", 15}, {"host", 1}}; !slices.Equal(got, want) {
+		t.Errorf("host: %v, want %v", got, want)
+	}
+	m = Scaled{Model: m, Speedup: 2}
+	if got, want := Parts(m, b), []Part{{"pass", 7.5}, {"host", 0.5}}; !slices.Equal(got, want) {
+		t.Errorf("scaled: %v, want %v", got, want)
 	}
 }

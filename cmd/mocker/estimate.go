@@ -22,13 +22,15 @@ func newEstimateCmd() *cobra.Command {
 	cfg := config.Default()
 	var configPath string
 	var shape batchShape
+	var breakdown bool
 	cmd := &cobra.Command{
 		Use:   "estimate",
 		Short: "Print the modelled time of one forward pass",
 		Long: `estimate prices one forward pass with the timing model the flags select, and prints
 {"pass_ms": ..., "prefill_ms": ..., "decode_ms": ...}. The pass holds one prompt chunk of
 --prefill-tokens new tokens over --prefill-cached cached ones (whose first token it samples), and
---decode-requests decodes at context --decode-context.`,
+--decode-requests decodes at context --decode-context. With --breakdown it adds "ops": the pass's time
+by operation ([{"op": ..., "ms": ...}], summing to pass_ms) where the timing model itemizes it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if configPath != "" {
@@ -36,7 +38,7 @@ func newEstimateCmd() *cobra.Command {
 					return err
 				}
 			}
-			return estimate(&cfg, shape, cmd.OutOrStdout())
+			return estimate(&cfg, shape, breakdown, cmd.OutOrStdout())
 		},
 	}
 	fs := cmd.Flags()
@@ -45,6 +47,7 @@ func newEstimateCmd() *cobra.Command {
 	fs.IntVar(&shape.prefillCached, "prefill-cached", 0, "tokens of that prompt already cached")
 	fs.IntVar(&shape.decodeRequests, "decode-requests", 0, "requests decoding one token each")
 	fs.IntVar(&shape.decodeCtx, "decode-context", 0, "context length of each decoding request")
+	fs.BoolVar(&breakdown, "breakdown", false, "also print the pass's time by operation (GEMMs, attention, all-reduce, MoE, ...)")
 	bindFlags(fs, &cfg)
 	hideWorkloadFlags(fs)
 	return cmd
@@ -54,7 +57,7 @@ func newEstimateCmd() *cobra.Command {
 // --config file serves predict and estimate.
 func hideWorkloadFlags(fs *pflag.FlagSet) {
 	keep := map[string]bool{}
-	for _, name := range []string{"config", "prefill-tokens", "prefill-cached", "decode-requests", "decode-context",
+	for _, name := range []string{"config", "prefill-tokens", "prefill-cached", "decode-requests", "decode-context", "breakdown",
 		"backend", "block-size", "num-gpu-blocks", "page-size", "model", "model-config", "system", "tp", "quantization",
 		"kv-cache-dtype", "moe-quantization", "gpu-memory-utilization", "timing", "profile", "perf-db", "backend-version",
 		"prefill-ms", "decode-ms", "speedup-ratio", "decode-speedup-ratio"} {
@@ -67,7 +70,7 @@ func hideWorkloadFlags(fs *pflag.FlagSet) {
 	})
 }
 
-func estimate(cfg *config.Config, shape batchShape, w io.Writer) error {
+func estimate(cfg *config.Config, shape batchShape, breakdown bool, w io.Writer) error {
 	switch {
 	case shape.prefillTokens < 0 || shape.prefillCached < 0 || shape.decodeRequests < 0 || shape.decodeCtx < 0:
 		return fmt.Errorf("estimate: --prefill-tokens, --prefill-cached, --decode-requests and --decode-context must not be negative")
@@ -88,10 +91,14 @@ func estimate(cfg *config.Config, shape batchShape, w io.Writer) error {
 	b := shape.batch(d.KVBlocks * d.BlockSize)
 	c := m.Cost(&b)
 	out := struct {
-		PassMs    float64 `json:"pass_ms"`
-		PrefillMs float64 `json:"prefill_ms"`
-		DecodeMs  float64 `json:"decode_ms"`
-	}{c.Total().Seconds() * 1e3, c.Prefill.Seconds() * 1e3, c.Decode.Seconds() * 1e3}
+		PassMs    float64       `json:"pass_ms"`
+		PrefillMs float64       `json:"prefill_ms"`
+		DecodeMs  float64       `json:"decode_ms"`
+		Ops       []timing.Part `json:"ops,omitempty"`
+	}{PassMs: c.Total().Seconds() * 1e3, PrefillMs: c.Prefill.Seconds() * 1e3, DecodeMs: c.Decode.Seconds() * 1e3}
+	if breakdown {
+		out.Ops = timing.Parts(m, &b)
+	}
 	enc := json.NewEncoder(w)
 	return enc.Encode(out)
 }

@@ -280,6 +280,12 @@ func TestEstimate(t *testing.T) {
 	if err != nil || strings.TrimSpace(out) != `{"pass_ms":5.064,"prefill_ms":0,"decode_ms":5.064}` {
 		t.Errorf("host overhead: %q, %v", out, err)
 	}
+	// --breakdown: a model without an itemization is one "pass" part, and the host cost its own.
+	out, _, err = mocker(t, "estimate", "--timing", "fixed", "--prefill-ms", "10", "--decode-ms", "5", "--decode-requests", "4",
+		"--decode-context", "100", "--host-overhead-us", "16", "--breakdown")
+	if want := `{"pass_ms":5.064,"prefill_ms":0,"decode_ms":5.064,"ops":[{"op":"pass","ms":5},{"op":"host","ms":0.064}]}`; err != nil || strings.TrimSpace(out) != want {
+		t.Errorf("breakdown: %q, %v; want %s", out, err, want)
+	}
 	if _, _, err := mocker(t, "predict", "--host-overhead-us", "-2"); err == nil || !strings.Contains(err.Error(), "host-overhead-us -2") {
 		t.Errorf("negative host overhead: error %v", err)
 	}

@@ -62,6 +62,17 @@ type Model struct {
 	// tokens do (kv_b_proj, decompressing the chunk's keys and values), by prefill tokens in the
 	// pass; decTok the work only decode tokens do (the absorbed-decode BMMs), by decode requests.
 	preTok, decTok table1
+
+	// tokenParts are perToken's terms by op, untabulated, and overlapCredit perTokenDec's difference
+	// from it, for Parts.
+	tokenParts    []tokenPart
+	overlapCredit tokenPart
+}
+
+// tokenPart is one op's time by the pass's token count, in ms.
+type tokenPart struct {
+	op string
+	f  func(T float64) float64
 }
 
 type attnLayers struct {
@@ -611,23 +622,39 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 			return all * (bmm.pre.at(n, rf.mlaBmmSOL(n, bmm.heads, bmm.flops, bmm.elem)) + bmm.post.at(n, rf.mlaBmmSOL(n, bmm.heads, bmm.flops, bmm.elem)))
 		})
 	}
+	// The work that depends only on the pass's token count T, by op. Every layer: norms before
+	// attention and MLP (AIConfigurator's add_norm ElementWise ops, (2h in + 2h out) bf16 per token),
+	// the attention projections, two all-reduces (three with a q/k norm over all heads); the MLP or
+	// router + MoE + shared expert; the embedding lookup (read the rows, write the activations) and its
+	// all-reduce over the vocabulary-parallel shards.
+	parts := []tokenPart{
+		{"norms", func(T float64) float64 { return all * 2 * rf.memOp(T*(2*h+2*h)*2) }},
+		{"attention_projections", func(T float64) float64 { return all * proj(T) }},
+		{"tp_allreduce", func(T float64) float64 { return all*(2*arAt(T)+qkNormAt(T)) + arAt(T) }},
+	}
+	if dense > 0 {
+		parts = append(parts, tokenPart{"mlp", func(T float64) float64 {
+			return dense * (lin.latency(T, 2*in, h) + rf.memOp(T*(2*in+in)*2) + lin.latency(T, h, in))
+		}})
+	}
+	if moeLayers > 0 {
+		parts = append(parts,
+			tokenPart{"moe_router", func(T float64) float64 { return moeLayers * bf16.latency(T, float64(m.Experts), h) }},
+			tokenPart{"moe_experts", func(T float64) float64 { return moeLayers * moe.at(T, rf.moeSOL(T, mk, moeFlops)) }})
+		if sh > 0 {
+			parts = append(parts, tokenPart{"shared_expert", func(T float64) float64 {
+				return moeLayers * (lin.latency(T, 2*sh, h) + rf.memOp(T*(2*sh+sh)*2) + lin.latency(T, h, sh))
+			}})
+		}
+	}
+	parts = append(parts, tokenPart{"embedding", func(T float64) float64 { return rf.memOp(2 * T * h * 2) }})
+	mdl.tokenParts = parts
 	perToken := func(T float64) float64 {
-		// Every layer: norms before attention and MLP (AIConfigurator's add_norm ElementWise ops,
-		// (2h in + 2h out) bf16 per token), QKV and O projections, two all-reduces (three with a
-		// q/k norm over all heads).
-		v := all * (2*rf.memOp(T*(2*h+2*h)*2) + proj(T) + 2*arAt(T) + qkNormAt(T))
-		if dense > 0 {
-			v += dense * (lin.latency(T, 2*in, h) + rf.memOp(T*(2*in+in)*2) + lin.latency(T, h, in))
+		var v float64
+		for _, p := range parts {
+			v += p.f(T)
 		}
-		if moeLayers > 0 {
-			v += moeLayers * (bf16.latency(T, float64(m.Experts), h) + moe.at(T, rf.moeSOL(T, mk, moeFlops)))
-			if sh > 0 {
-				v += moeLayers * (lin.latency(T, 2*sh, h) + rf.memOp(T*(2*sh+sh)*2) + lin.latency(T, h, sh))
-			}
-		}
-		// Embedding lookup (read the rows, write the activations) and its all-reduce over the
-		// vocabulary-parallel shards.
-		return v + rf.memOp(2*T*h*2) + arAt(T)
+		return v
 	}
 	// The DeepSeek family's decode passes (deepSeekFamily): in every MoE layer the routed group
 	// (router GEMM + fused MoE, with the layer's two all-reduces on SGLang, whose MoEDispatch ops
@@ -644,6 +671,7 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 			return moeLayers * math.Min(routed, shared)
 		}
 		perTokenDec = func(T float64) float64 { return perToken(T) - overlapped(T) }
+		mdl.overlapCredit = tokenPart{"shared_expert_overlap", func(T float64) float64 { return -overlapped(T) }}
 	}
 
 	// Knots: every m the GEMM tables measured, every MoE token count and every all-reduce size
@@ -715,70 +743,160 @@ func tabulate(xs []float64, f func(float64) float64) table1 {
 // batching amortises the fixed cost as measured. Decode requests are priced together: generation
 // attention at batch = their number and past length = their mean cached context.
 func (mdl *Model) Cost(b *timing.Batch) timing.Cost {
-	var T, tp, nPre, nDec, nSmp int
-	var decCtx float64
+	p := shapeOf(b)
+	var pre, dec float64
+	if p.tokens > 0 {
+		lin := mdl.tokenWork(p)
+		share := lin * float64(p.prefillTokens) / float64(p.tokens)
+		pre, dec = share, lin-share
+	}
+	pre += mdl.contextAttention(b, p) + mdl.prefillOnly(p)
+	dec += mdl.decodeOnly(p) + mdl.generationAttention(p) + mdl.sampling(p)
+	return timing.Cost{Prefill: msDuration(pre), Decode: msDuration(dec)}
+}
+
+// Parts implements timing.Itemizer: Cost's terms by op, in ms. The token-count terms are evaluated
+// untabulated and scaled to sum to the tabulated value Cost uses, so the parts add up to the pass.
+func (mdl *Model) Parts(b *timing.Batch) []timing.Part {
+	p := shapeOf(b)
+	var parts []timing.Part
+	add := func(op string, v float64) {
+		if v != 0 {
+			parts = append(parts, timing.Part{Op: op, Ms: v})
+		}
+	}
+	if p.tokens > 0 {
+		T := float64(p.tokens)
+		terms := slices.Clone(mdl.tokenParts)
+		if p.prefillTokens == 0 && mdl.overlapCredit.f != nil {
+			terms = append(terms, mdl.overlapCredit)
+		}
+		var sum float64
+		for _, t := range terms {
+			sum += t.f(T)
+		}
+		f := 1.0
+		if sum != 0 {
+			f = mdl.tokenWork(p) / sum
+		}
+		for _, t := range terms {
+			add(t.op, t.f(T)*f)
+		}
+	}
+	attn := "context_attention"
+	if len(mdl.attn) > 0 && mdl.attn[0].module {
+		attn = "mla_context_module"
+	}
+	add(attn, mdl.contextAttention(b, p))
+	add("mla_kv_b_proj", mdl.prefillOnly(p))
+	add("mla_decode_bmm", mdl.decodeOnly(p))
+	add("generation_attention", mdl.generationAttention(p))
+	add("lm_head", mdl.sampling(p))
+	return parts
+}
+
+// passShape is what Cost reads off a batch: token counts and requests by phase.
+type passShape struct {
+	tokens, prefillTokens        int
+	prefills, decodes, samplings int
+	decodeCtx                    float64 // sum of the decodes' cached contexts
+}
+
+func shapeOf(b *timing.Batch) passShape {
+	var p passShape
 	for i := range b.Seqs {
 		s := &b.Seqs[i]
-		T += s.New
+		p.tokens += s.New
 		if s.Samples {
-			nSmp++
+			p.samplings++
 		}
 		if s.New <= 0 {
 			continue
 		}
 		if s.Prefill {
-			tp += s.New
-			nPre++
+			p.prefillTokens += s.New
+			p.prefills++
 		} else {
-			nDec++
-			decCtx += float64(s.Cached)
+			p.decodes++
+			p.decodeCtx += float64(s.Cached)
 		}
 	}
-	var pre, dec float64
-	if T > 0 {
-		lin := mdl.perToken.at(float64(T))
-		if tp == 0 && len(mdl.perTokenDec.x) > 0 {
-			lin = mdl.perTokenDec.at(float64(T))
+	return p
+}
+
+// tokenWork is the pass's token-count work (perToken, or perTokenDec for a DeepSeek-family pass
+// without prefill tokens).
+func (mdl *Model) tokenWork(p passShape) float64 {
+	if p.prefillTokens == 0 && len(mdl.perTokenDec.x) > 0 {
+		return mdl.perTokenDec.at(float64(p.tokens))
+	}
+	return mdl.perToken.at(float64(p.tokens))
+}
+
+// contextAttention prices the prompt chunks' attention, each at batch size = the number of chunks
+// and charged its share.
+func (mdl *Model) contextAttention(b *timing.Batch, p passShape) float64 {
+	if p.prefills == 0 {
+		return 0
+	}
+	var v float64
+	batch := float64(p.prefills)
+	for i := range b.Seqs {
+		s := &b.Seqs[i]
+		if !s.Prefill || s.New <= 0 {
+			continue
 		}
-		share := lin * float64(tp) / float64(T)
-		pre, dec = share, lin-share
-	}
-	if nPre > 0 {
-		batch := float64(nPre)
-		for i := range b.Seqs {
-			s := &b.Seqs[i]
-			if !s.Prefill || s.New <= 0 {
-				continue
-			}
-			n, c := float64(s.New), float64(s.Cached)
-			for j := range mdl.attn {
-				a := &mdl.attn[j]
-				if a.module {
-					pre += a.layers * moduleChunk(a, batch, n, c) / batch
-					continue
-				}
-				pre += a.layers * chunkAttention(a, batch, n, c) / batch
-			}
-		}
-	}
-	if tp > 0 && len(mdl.preTok.x) > 0 {
-		pre += mdl.preTok.at(float64(tp))
-	}
-	if nDec > 0 && len(mdl.decTok.x) > 0 {
-		dec += mdl.decTok.at(float64(nDec))
-	}
-	if nDec > 0 {
-		batch := float64(nDec)
-		step := decCtx / batch
+		n, c := float64(s.New), float64(s.Cached)
 		for j := range mdl.attn {
 			a := &mdl.attn[j]
-			dec += a.layers * a.gen.at(batch, step)
+			if a.module {
+				v += a.layers * moduleChunk(a, batch, n, c) / batch
+				continue
+			}
+			v += a.layers * chunkAttention(a, batch, n, c) / batch
 		}
 	}
-	if nSmp > 0 {
-		dec += mdl.lmHead.at(float64(nSmp))
+	return v
+}
+
+// prefillOnly is MLA's kv_b_proj over the pass's prefill tokens (0 without MLA).
+func (mdl *Model) prefillOnly(p passShape) float64 {
+	if p.prefillTokens == 0 || len(mdl.preTok.x) == 0 {
+		return 0
 	}
-	return timing.Cost{Prefill: msDuration(pre), Decode: msDuration(dec)}
+	return mdl.preTok.at(float64(p.prefillTokens))
+}
+
+// decodeOnly is MLA's absorbed-decode BMMs over the pass's decodes (0 without MLA).
+func (mdl *Model) decodeOnly(p passShape) float64 {
+	if p.decodes == 0 || len(mdl.decTok.x) == 0 {
+		return 0
+	}
+	return mdl.decTok.at(float64(p.decodes))
+}
+
+// generationAttention prices the decodes together: batch = their number, past length = their mean
+// cached context.
+func (mdl *Model) generationAttention(p passShape) float64 {
+	if p.decodes == 0 {
+		return 0
+	}
+	var v float64
+	batch := float64(p.decodes)
+	step := p.decodeCtx / batch
+	for j := range mdl.attn {
+		a := &mdl.attn[j]
+		v += a.layers * a.gen.at(batch, step)
+	}
+	return v
+}
+
+// sampling is the LM head over the requests that sample a token.
+func (mdl *Model) sampling(p passShape) float64 {
+	if p.samplings == 0 {
+		return 0
+	}
+	return mdl.lmHead.at(float64(p.samplings))
 }
 
 // chunkAttention is one layer's context attention in ms for a batch of b chunks like this one: n
