@@ -30,10 +30,11 @@ type SyntheticOptions struct {
 	// Clients > 0 makes the workload the clients of a closed-loop benchmark (vllm bench serve
 	// --max-concurrency, genai-perf --concurrency): the NumRequests requests are dealt round-robin to
 	// Clients sessions (client k sends requests k, k+Clients, k+2·Clients, ...), each client sends its
-	// requests back to back (turns without History, Delay 0, every prompt drawn and grouped on its
-	// own), and client k starts at k × Ramp / Clients. Arrival and RequestRate do not apply;
-	// TurnsPerSession must be 1. Replayed following arrival times, this is a closed loop of Clients
-	// requests in flight whose clients start staggered instead of all at time 0.
+	// requests back to back (turns without History, Delay 0 but for Desync, every prompt drawn and
+	// grouped on its own), and client k starts at k × Ramp / Clients. Arrival and RequestRate do not
+	// apply; TurnsPerSession must be 1. Replayed following arrival times, this is a closed loop of
+	// Clients requests in flight whose clients start staggered (Ramp) or drift apart (Desync) instead
+	// of moving in lock step from time 0.
 	Clients int
 	Ramp    time.Duration // with Clients: client k starts at k × Ramp / Clients; 0 = all at time 0
 	// Desync, with Clients: after its first request completes, client k waits k × Desync / Clients once
