@@ -268,6 +268,25 @@ func (c *Config) Validate() error {
 	bad := func(name string, v any, want string) error {
 		return fmt.Errorf("%s %v: %s", name, v, want)
 	}
+	// The two ways of spreading closed-loop clients take the same kind of value under the same conditions.
+	for _, f := range []struct {
+		name, does string
+		v          float64
+	}{
+		{"concurrency-ramp-ms", "staggers", c.ConcurrencyRampMs},
+		{"concurrency-desync-ms", "spreads", c.ConcurrencyDesyncMs},
+	} {
+		switch {
+		case !(f.v >= 0) || math.IsInf(f.v, 0):
+			return bad(f.name, f.v, "must be a finite number >= 0")
+		case f.v > 0 && c.Concurrency == 0:
+			return bad(f.name, f.v, f.does+" the clients of --concurrency, which is 0")
+		case f.v > 0 && c.Trace != "":
+			return bad(f.name, f.v, "applies to the synthetic workload, not to a trace")
+		case f.v > 0 && c.TurnsPerSession > 1:
+			return bad(f.name, f.v, "does not combine with multi-turn sessions (each client's requests are independent)")
+		}
+	}
 	switch {
 	case c.Backend != "vllm" && c.Backend != "trtllm" && c.Backend != "sglang":
 		return bad("backend", c.Backend, "unknown backend (want vllm, sglang or trtllm)")
@@ -353,22 +372,6 @@ func (c *Config) Validate() error {
 		return bad("arrival-speedup-ratio", c.ArrivalSpeedupRatio, "must be a finite number > 0")
 	case c.Concurrency < 0:
 		return bad("concurrency", c.Concurrency, "must not be negative (0: follow arrival times)")
-	case !(c.ConcurrencyRampMs >= 0) || math.IsInf(c.ConcurrencyRampMs, 0):
-		return bad("concurrency-ramp-ms", c.ConcurrencyRampMs, "must be a finite number >= 0")
-	case c.ConcurrencyRampMs > 0 && c.Concurrency == 0:
-		return bad("concurrency-ramp-ms", c.ConcurrencyRampMs, "staggers the clients of --concurrency, which is 0")
-	case c.ConcurrencyRampMs > 0 && c.Trace != "":
-		return bad("concurrency-ramp-ms", c.ConcurrencyRampMs, "applies to the synthetic workload, not to a trace")
-	case c.ConcurrencyRampMs > 0 && c.TurnsPerSession > 1:
-		return bad("concurrency-ramp-ms", c.ConcurrencyRampMs, "does not combine with multi-turn sessions (each client's requests are independent)")
-	case !(c.ConcurrencyDesyncMs >= 0) || math.IsInf(c.ConcurrencyDesyncMs, 0):
-		return bad("concurrency-desync-ms", c.ConcurrencyDesyncMs, "must be a finite number >= 0")
-	case c.ConcurrencyDesyncMs > 0 && c.Concurrency == 0:
-		return bad("concurrency-desync-ms", c.ConcurrencyDesyncMs, "spreads the clients of --concurrency, which is 0")
-	case c.ConcurrencyDesyncMs > 0 && c.Trace != "":
-		return bad("concurrency-desync-ms", c.ConcurrencyDesyncMs, "applies to the synthetic workload, not to a trace")
-	case c.ConcurrencyDesyncMs > 0 && c.TurnsPerSession > 1:
-		return bad("concurrency-desync-ms", c.ConcurrencyDesyncMs, "does not combine with multi-turn sessions (each client's requests are independent)")
 	case c.InterTurnDelayMs < 0 || math.IsNaN(c.InterTurnDelayMs):
 		return bad("inter-turn-delay-ms", c.InterTurnDelayMs, "must be >= 0")
 	case c.Port < 0 || c.Port > 65535:
