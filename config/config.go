@@ -106,6 +106,8 @@ type Config struct {
 	Burstiness          float64 `yaml:"burstiness"`
 	SharedPrefixRatio   float64 `yaml:"shared-prefix-ratio"`
 	NumPrefixGroups     int     `yaml:"num-prefix-groups"`
+	NumDatasetEntries   int     `yaml:"num-dataset-entries"`
+	DatasetSampling     string  `yaml:"dataset-sampling-strategy"`
 	TurnsPerSession     int     `yaml:"turns-per-session"`
 	InterTurnDelayMs    float64 `yaml:"inter-turn-delay-ms"`
 	InterTurnDelayDist  string  `yaml:"inter-turn-delay-dist"`
@@ -182,6 +184,7 @@ func Default() Config {
 		Burstiness:                     1,
 		SharedPrefixRatio:              0.25,
 		NumPrefixGroups:                8,
+		DatasetSampling:                "shuffle",
 		TurnsPerSession:                1,
 		InterTurnDelayDist:             "constant",
 		Host:                           "127.0.0.1",
@@ -286,6 +289,9 @@ func (c *Config) Validate() error {
 		case f.v > 0 && c.TurnsPerSession > 1:
 			return bad(f.name, f.v, "does not combine with multi-turn sessions (each client's requests are independent)")
 		}
+	}
+	if c.NumDatasetEntries != 0 && c.Trace != "" {
+		return bad("num-dataset-entries", c.NumDatasetEntries, "applies to the synthetic workload, not to a trace")
 	}
 	switch {
 	case c.Backend != "vllm" && c.Backend != "trtllm" && c.Backend != "sglang":
@@ -433,6 +439,8 @@ func (c *Config) Source() (workload.Source, error) {
 		Burstiness:        c.Burstiness,
 		SharedPrefixRatio: c.SharedPrefixRatio,
 		NumPrefixGroups:   c.NumPrefixGroups,
+		DatasetEntries:    c.NumDatasetEntries,
+		DatasetSampling:   c.DatasetSampling,
 		TurnsPerSession:   c.TurnsPerSession,
 		InterTurnDelay:    time.Duration(c.InterTurnDelayMs * float64(time.Millisecond)),
 		InterTurnDist:     c.InterTurnDelayDist,

@@ -182,3 +182,54 @@ func TestFrontendLatency(t *testing.T) {
 		t.Fatalf("frontend latency %v, want 14.25ms", o.FrontendLatency)
 	}
 }
+
+// TestDatasetPool: requests that repeat a pool's prompts hit the prefix cache once the pool is spent.
+// One entry of 32 tokens, four requests one after another (--concurrency 1), vLLM's 16-token blocks:
+// the first computes all 32; each later one finds the first block cached and computes the second,
+// since a prompt's last token is always computed — 3 × 16 of 128 prompt tokens reused.
+func TestDatasetPool(t *testing.T) {
+	c := Default()
+	c.Timing, c.PrefillMs, c.DecodeMs = "fixed", 10, 2
+	c.Concurrency, c.NumRequests = 1, 4
+	c.InputTokens, c.InputTokensStddev, c.OutputTokens, c.OutputTokensStddev = 32, 0, 2, 0
+	c.SharedPrefixRatio, c.RequestRate = 0, math.Inf(1)
+	reused := func(entries int) float64 {
+		t.Helper()
+		c.NumDatasetEntries = entries
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		src, err := c.Source()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := c.SimOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := sim.Run(src, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Collector.Summary().PrefixCacheReusedRatio
+	}
+	if got := reused(0); got != 0 {
+		t.Errorf("every prompt new: reused ratio %v, want 0", got)
+	}
+	if got := reused(1); got != 48.0/128 {
+		t.Errorf("one entry: reused ratio %v, want 48/128", got)
+	}
+	// Two entries: requests 3 and 4 repeat requests 1 and 2.
+	if got := reused(2); got != 32.0/128 {
+		t.Errorf("two entries: reused ratio %v, want 32/128", got)
+	}
+
+	c.NumDatasetEntries, c.Trace = 100, "t.jsonl"
+	if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "num-dataset-entries 100: applies to the synthetic workload") {
+		t.Errorf("pool with a trace: Validate() = %v", err)
+	}
+	c.Trace, c.DatasetSampling = "", "lifo"
+	if _, err := c.Source(); err == nil || !strings.Contains(err.Error(), `dataset-sampling-strategy: unknown strategy "lifo"`) {
+		t.Errorf("unknown sampling: Source() = %v", err)
+	}
+}

@@ -14,8 +14,10 @@ const (
 	streamOutput
 	streamGroups
 	streamDelays
-	streamUniqueTokens // salt of request-unique tokens
-	streamPrefixTokens // seed of shared-prefix tokens
+	streamUniqueTokens  // salt of request-unique tokens
+	streamPrefixTokens  // seed of shared-prefix tokens
+	streamDatasetOrder  // seed of a dataset pool's shuffle and random orders
+	streamDatasetTokens // salt of a dataset pool's entry tokens
 )
 
 // streamSeed derives the 64-bit seed of one stream from the workload seed.

@@ -31,7 +31,8 @@ type Request struct {
 	blockSize int      // trace: tokens per hash id
 	prefixLen int      // synthetic: leading tokens taken from the shared prefix group
 	prefix    uint64   // synthetic: seed of the group's prefix tokens
-	salt      uint64   // mixed with Key into the request-unique tokens
+	salt      uint64   // mixed with Key (or entry) into the request-unique tokens
+	entry     uint64   // synthetic with a dataset pool: 1 + the entry whose prompt the request repeats; 0: its own
 }
 
 // HashIDs returns the trace's hash ids of the request, each truncated to its

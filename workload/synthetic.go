@@ -43,6 +43,13 @@ type SyntheticOptions struct {
 	// for good); 0 = no wait.
 	Desync time.Duration
 
+	// DatasetEntries > 0 makes the requests repeat a pool of that many prompts, as genai-perf and AIPerf
+	// do (--num-dataset-entries, 100 by default there): each entry's lengths, prefix group and tokens are
+	// drawn once and every request takes one entry's, in DatasetSampling order (SampleShuffle, the
+	// default, SampleSequential or SampleRandom). 0: every request's prompt is its own.
+	DatasetEntries  int
+	DatasetSampling string
+
 	Seed uint64
 }
 
@@ -74,6 +81,9 @@ func NewSynthetic(o SyntheticOptions) (Source, error) {
 	}
 	if o.SharedPrefixRatio > 0 {
 		g.prefixLen = int(math.Round(o.SharedPrefixRatio * o.Input.Mean))
+	}
+	if o.DatasetEntries > 0 {
+		g.pool = newDataset(g, o.DatasetEntries, o.DatasetSampling, o.Seed)
 	}
 	return g, nil
 }
@@ -141,6 +151,9 @@ func (o *SyntheticOptions) normalize() error {
 	case o.Clients > 0 && o.TurnsPerSession > 1:
 		return fmt.Errorf("turns-per-session: %d turns do not combine with closed-loop clients (each client's requests are independent)", o.TurnsPerSession)
 	}
+	if err := o.checkDataset(); err != nil {
+		return err
+	}
 	if o.InterTurnDelay < 0 {
 		return fmt.Errorf("inter-turn-delay: must be >= 0, got %v", o.InterTurnDelay)
 	}
@@ -188,6 +201,8 @@ type synthetic struct {
 	salt      uint64 // of request-unique tokens
 	prefix    uint64 // seed of the groups' prefix tokens
 	prefixLen int    // P, 0 without shared prefixes
+
+	pool *dataset // nil: every prompt is the request's own
 }
 
 var errArrivalOverflow = errors.New("synthetic: arrival time overflows time.Duration (request-rate too low?)")
@@ -207,11 +222,12 @@ func (g *synthetic) Next() (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	var prefix uint64
-	if g.o.SharedPrefixRatio > 0 {
-		group := g.groups.IntN(g.o.NumPrefixGroups)
-		prefix = mix64(g.prefix + uint64(group+1)*golden)
+	if g.pool != nil {
+		r := Request{Key: uint64(i), At: at}
+		g.pool.apply(&r)
+		return &Session{Turns: []Request{r}}, nil
 	}
+	prefix, _ := g.group(0)
 	n := g.o.TurnsPerSession
 	turns := make([]Request, n)
 	for j := range turns {
@@ -252,19 +268,29 @@ func (g *synthetic) nextClient() (*Session, error) {
 		r.Key = uint64(k + j*c)
 		r.Turn = j
 		r.At = at
-		r.InputLen = g.o.Input.draw(g.inputs, 1)
-		r.OutputLen = g.o.Output.draw(g.outputs, 0)
-		r.salt = g.salt
 		if j == 1 {
 			r.Delay = share(g.o.Desync, k, c)
 		}
-		if g.o.SharedPrefixRatio > 0 {
-			group := g.groups.IntN(g.o.NumPrefixGroups)
-			r.prefix = mix64(g.prefix + uint64(group+1)*golden)
-			r.prefixLen = min(g.prefixLen, r.InputLen)
+		if g.pool != nil {
+			g.pool.apply(r)
+			continue
 		}
+		r.InputLen = g.o.Input.draw(g.inputs, 1)
+		r.OutputLen = g.o.Output.draw(g.outputs, 0)
+		r.salt = g.salt
+		r.prefix, r.prefixLen = g.group(r.InputLen)
 	}
 	return &Session{Turns: turns}, nil
+}
+
+// group draws a prompt's shared-prefix group: the group's prefix seed and the prefix length of a
+// prompt of inputLen tokens (0 and 0 without shared prefixes).
+func (g *synthetic) group(inputLen int) (prefix uint64, prefixLen int) {
+	if g.o.SharedPrefixRatio == 0 {
+		return 0, 0
+	}
+	group := g.groups.IntN(g.o.NumPrefixGroups)
+	return mix64(g.prefix + uint64(group+1)*golden), min(g.prefixLen, inputLen)
 }
 
 // share is k × d / n without overflow: whole steps of d/n, then the remainder's share.

@@ -32,7 +32,8 @@ func mix64(x uint64) uint64 {
 // hash id's low 32 bits (the reference's rule: hash ids [1,2], block 4, length
 // 6 give [1 1 1 1 2 2]); for a synthetic request in a prefix group, the
 // group's prefix tokens; then request-unique tokens for the rest — a
-// splitmix64 stream keyed by Key, so they never hit a cache.
+// splitmix64 stream keyed by Key, so they never hit a cache (with a dataset
+// pool, keyed by the pool entry: requests of one entry share them).
 func (r *Request) AppendTokens(dst []uint32) []uint32 {
 	n := max(r.InputLen, 0)
 	start := len(dst)
@@ -53,7 +54,11 @@ func (r *Request) fill(out []uint32, from int) {
 		out[i-from] = uint32(mix64(r.prefix+uint64(i)*golden)>>32) &^ uniqueBit
 	}
 	if i < end {
-		base := mix64(r.salt ^ (r.Key+1)*golden)
+		key := r.Key
+		if r.entry > 0 {
+			key = r.entry - 1
+		}
+		base := mix64(r.salt ^ (key+1)*golden)
 		for ; i < end; i++ {
 			out[i-from] = uint32(mix64(base+uint64(i)*golden)>>32) | uniqueBit
 		}

@@ -103,6 +103,8 @@ func bindWorkloadFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.Burstiness, "burstiness", c.Burstiness, "synthetic: gamma shape (1: poisson; lower: burstier)")
 	fs.Float64Var(&c.SharedPrefixRatio, "shared-prefix-ratio", c.SharedPrefixRatio, "synthetic: fraction of the mean prompt shared within a prefix group")
 	fs.IntVar(&c.NumPrefixGroups, "num-prefix-groups", c.NumPrefixGroups, "synthetic: number of shared-prefix groups")
+	fs.IntVar(&c.NumDatasetEntries, "num-dataset-entries", c.NumDatasetEntries, "synthetic: requests repeat a pool of this many prompts, as genai-perf and AIPerf do (their --num-dataset-entries, 100 unless set), so prefix caching sees them again; 0: every prompt is new")
+	fs.StringVar(&c.DatasetSampling, "dataset-sampling-strategy", c.DatasetSampling, "synthetic, with --num-dataset-entries: order requests take the pool's prompts in: shuffle (each pass over the pool a new permutation; AIPerf), sequential (genai-perf) or random (with replacement)")
 	fs.IntVar(&c.TurnsPerSession, "turns-per-session", c.TurnsPerSession, "synthetic: turns per session; each turn's prompt carries the conversation so far")
 	fs.Float64Var(&c.InterTurnDelayMs, "inter-turn-delay-ms", c.InterTurnDelayMs, "synthetic: mean wait after a turn completes before the next")
 	fs.StringVar(&c.InterTurnDelayDist, "inter-turn-delay-dist", c.InterTurnDelayDist, "synthetic: inter-turn delay distribution constant or exponential")
