@@ -55,3 +55,19 @@ func TestNewerVersions(t *testing.T) {
 		t.Errorf("newer than 0.18.0: %v, want %v", got, want)
 	}
 }
+
+func TestPooledPrompts(t *testing.T) {
+	const gap = "source_file=/Users/harrli/projects/aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/nvidia_Llama-3.1-8B-Instruct-FP8.csv; silicon_concurrency=112"
+	for _, tc := range []struct {
+		backend, source string
+		want            bool
+	}{
+		{"vllm", gap, true},
+		{"sglang", "source_file=/Users/harrli/projects/aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/meta-llama_Llama-3.1-8B-Instruct.csv", false},
+		{"vllm", "source_file=2026-04-06.csv; model=Llama-3.1-70B; silicon_concurrency=4", false},
+	} {
+		if got := pooledPrompts(row{backend: tc.backend, source: tc.source}); got != tc.want {
+			t.Errorf("pooledPrompts(%s, %q) = %v, want %v", tc.backend, tc.source, got, tc.want)
+		}
+	}
+}
