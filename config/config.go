@@ -32,6 +32,7 @@ type Config struct {
 	EnablePrefixCaching  bool   `yaml:"enable-prefix-caching"`
 	EnableChunkedPrefill bool   `yaml:"enable-chunked-prefill"`
 	PreemptionMode       string `yaml:"preemption-mode"`
+	VLLMAdmission        string `yaml:"vllm-admission"`
 	DPSize               int    `yaml:"dp-size"`
 
 	// SGLang.
@@ -150,6 +151,7 @@ func Default() Config {
 		EnablePrefixCaching:  true,
 		EnableChunkedPrefill: true,
 		PreemptionMode:       "lifo",
+		VLLMAdmission:        "prompt",
 		DPSize:               1,
 		SpecAcceptRates:      []float64{0.85, 0.3},
 
@@ -322,6 +324,10 @@ func (c *Config) Validate() error {
 		return bad("max-model-len", c.MaxModelLen, "must not be negative (0: unlimited)")
 	case c.PreemptionMode != "lifo" && c.PreemptionMode != "fifo":
 		return bad("preemption-mode", c.PreemptionMode, "want lifo or fifo")
+	case c.VLLMAdmission != "prompt" && c.VLLMAdmission != "chunk":
+		return bad("vllm-admission", c.VLLMAdmission, "want prompt or chunk")
+	case c.VLLMAdmission == "chunk" && c.Backend != "vllm":
+		return bad("vllm-admission", c.VLLMAdmission, "applies to the vllm backend (trtllm admits by guaranteed_no_evict, sglang by its own budgets)")
 	case c.DPSize < 1:
 		return bad("dp-size", c.DPSize, "must be at least 1")
 	case c.SpecNumTokens < 0 || c.SpecNumTokens > 8:

@@ -44,6 +44,8 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.SGLangScheduleConservativeness = 2 }, "sglang-schedule-conservativeness"},
 		{func(c *Config) { c.NumGPUBlocks = -1 }, "num-gpu-blocks -1"},
 		{func(c *Config) { c.PreemptionMode = "random" }, "preemption-mode"},
+		{func(c *Config) { c.VLLMAdmission = "half" }, "vllm-admission half: want prompt or chunk"},
+		{func(c *Config) { c.Backend, c.VLLMAdmission = "trtllm", "chunk" }, "vllm-admission chunk: applies to the vllm backend"},
 		{func(c *Config) { c.DPSize = 0 }, "dp-size"},
 		{func(c *Config) { c.Timing = "roofline" }, "timing"},
 		{func(c *Config) { c.DecodeMs = -1 }, "decode-ms"},

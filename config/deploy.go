@@ -250,6 +250,10 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 	if err != nil {
 		return engine.Options{}, err
 	}
+	capacity, err := vllm.ParseCapacity(c.VLLMAdmission)
+	if err != nil {
+		return engine.Options{}, err
+	}
 	policy, err := sglang.ParsePolicy(c.SGLangSchedulePolicy)
 	if err != nil {
 		return engine.Options{}, err
@@ -271,6 +275,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			ChunkedPrefill:   c.EnableChunkedPrefill,
 			PrefixCaching:    c.EnablePrefixCaching,
 			Preemption:       pre,
+			Capacity:         capacity,
 			Spec:             spec,
 			Events:           c.Router == "kv", // only a KV router reads them
 		},

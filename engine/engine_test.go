@@ -65,7 +65,7 @@ func TestDPBarrier(t *testing.T) {
 }
 
 // TestRandomWorkloadInvariants runs random workloads through engines of many shapes — the three backends,
-// DP, speculative decoding — and checks after every pass the block accounting, that every request ends
+// vLLM's two admission gates, DP, speculative decoding — and checks after every pass the block accounting, that every request ends
 // exactly once, and that each emits exactly the tokens it asked for. MOCKER_SEEDS=600 runs more seeds.
 func TestRandomWorkloadInvariants(t *testing.T) {
 	seeds := uint64(60)
@@ -85,6 +85,7 @@ func TestRandomWorkloadInvariants(t *testing.T) {
 			ChunkedPrefill:   rng.IntN(4) > 0,
 			PrefixCaching:    rng.IntN(4) > 0,
 			Preemption:       vllm.Preemption(rng.IntN(2)),
+			Capacity:         []vllm.Capacity{vllm.MaxUtilization, vllm.ChunkFit}[rng.IntN(2)],
 			Events:           true,
 		}
 		so := sglang.Options{

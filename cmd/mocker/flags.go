@@ -37,6 +37,7 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	boolPair(fs, &c.EnablePrefixCaching, "enable-prefix-caching", "share KV blocks of common prefixes between requests")
 	boolPair(fs, &c.EnableChunkedPrefill, "enable-chunked-prefill", "split long prompts over several passes")
 	fs.StringVar(&c.PreemptionMode, "preemption-mode", c.PreemptionMode, "victim when the KV pool is full: lifo (newest running) or fifo (oldest)")
+	fs.StringVar(&c.VLLMAdmission, "vllm-admission", c.VLLMAdmission, "vllm: admit a waiting request when its whole prompt fits (prompt: the reference's gate) or when the chunk it is scheduled fits (chunk: vLLM v1's allocate_slots, which admits more and preempts more under KV pressure)")
 	fs.IntVar(&c.DPSize, "dp-size", c.DPSize, "attention data-parallel ranks per worker, each with its own scheduler and KV pool")
 	fs.IntVar(&c.PageSize, "page-size", c.PageSize, "sglang: tokens per KV page (0: --block-size, else 1)")
 	fs.StringVar(&c.SGLangSchedulePolicy, "sglang-schedule-policy", c.SGLangSchedulePolicy, "sglang: waiting-queue policy fcfs or lpm (longest cached prefix first)")

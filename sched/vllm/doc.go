@@ -10,7 +10,8 @@
 //  2. then, only if nothing was preempted, waiting requests strictly in FIFO order while the running set is
 //     below max_num_seqs: a head that does not fit waits, and nobody overtakes it. A request is admitted
 //     only if its whole prompt fits beside the active blocks (blocks already active in its cached prefix
-//     are free to share); its prefix-cache hit is capped so that at least the last block is recomputed;
+//     are free to share) — or, with ChunkFit, as vLLM v1 itself does, if the chunk it is scheduled
+//     fits; its prefix-cache hit is capped so that at least the last block is recomputed;
 //  3. every request whose computed tokens reach its length samples a token in the same pass, so a prompt's
 //     first token comes out of the pass that completes it. Finished requests release their blocks.
 //

@@ -44,7 +44,23 @@ const (
 	// running request may still need, so nothing is ever preempted (TensorRT-LLM's
 	// guaranteed_no_evict).
 	GuaranteedNoEvict
+	// ChunkFit admits a request when the blocks of the chunk it is scheduled now fit, whatever the rest of
+	// its prompt will need, and preempts when the pool runs out: vLLM v1's allocate_slots, which allocates
+	// for the tokens a step schedules only. Under KV pressure it admits more and preempts more than
+	// MaxUtilization, the reference's whole-prompt gate.
+	ChunkFit
 )
+
+// ParseCapacity parses the vLLM admission gates: "prompt" (MaxUtilization) or "chunk" (ChunkFit).
+func ParseCapacity(s string) (Capacity, error) {
+	switch s {
+	case "prompt", "":
+		return MaxUtilization, nil
+	case "chunk":
+		return ChunkFit, nil
+	}
+	return 0, fmt.Errorf("vllm admission %q: want prompt or chunk", s)
+}
 
 // Options configure a Scheduler. Zero MaxNumSeqs, MaxBatchedTokens or MaxModelLen mean unbounded.
 type Options struct {
@@ -78,7 +94,7 @@ func (o Options) Validate() error {
 		return fmt.Errorf("max-model-len %d: must not be negative", o.MaxModelLen)
 	case o.Preemption > FIFO:
 		return fmt.Errorf("preemption mode %d: unknown", o.Preemption)
-	case o.Capacity > GuaranteedNoEvict:
+	case o.Capacity > ChunkFit:
 		return fmt.Errorf("capacity policy %d: unknown", o.Capacity)
 	}
 	return o.Spec.Validate()
@@ -509,13 +525,13 @@ func (s *Scheduler) admitWaiting(budget *int) {
 				activeHits--
 			}
 		}
-		// The whole prompt (GuaranteedNoEvict: the whole request) must fit beside the active blocks and
-		// the reservations; active prefix blocks are shared for free.
+		// The whole prompt (GuaranteedNoEvict: the whole request; ChunkFit: only the chunk, below) must
+		// fit beside the active blocks and the reservations; active prefix blocks are shared for free.
 		want := s.blocksFor(length)
 		if s.opt.Capacity == GuaranteedNoEvict {
 			want = s.need(r)
 		}
-		if want-activeHits > s.pool.Capacity()-s.pool.Active()-reserved {
+		if s.opt.Capacity != ChunkFit && want-activeHits > s.pool.Capacity()-s.pool.Active()-reserved {
 			return
 		}
 		cached := hits * bs

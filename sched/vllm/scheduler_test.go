@@ -257,6 +257,60 @@ func TestWaitingFullISLGateBlocksWithoutPreemption(t *testing.T) {
 	}
 }
 
+// With ChunkFit a waiting request needs room for its first chunk only, as in vLLM v1, and pays for it
+// with preemption when the rest of its prompt does not fit. Six blocks of 4, a budget of 8: request 1
+// (8 tokens, 3 outputs) holds 3 blocks from its first decode on; request 2 (20 tokens, 5 blocks) waits
+// under the whole-prompt gate, while ChunkFit admits its 7-token chunk into the 3 free blocks (2 of
+// them) and preempts it in the next pass, when its second chunk needs 2 more blocks and 1 is free.
+func TestChunkFitAdmitsOnTheChunk(t *testing.T) {
+	for _, c := range []struct {
+		capacity Capacity
+		admitted []uint64 // in the second pass
+	}{
+		{MaxUtilization, nil},
+		{ChunkFit, []uint64{2}},
+	} {
+		o := refOpts()
+		o.Capacity = c.capacity
+		h := newHarness(t, o)
+		h.enqueue(1, prompt(0, 8), 3)
+		h.enqueue(2, prompt(100, 20), 1)
+		if p := h.step(); !slices.Equal(outputs(p), []string{"1:1"}) {
+			t.Fatalf("capacity %d: first pass outputs %v", c.capacity, outputs(p))
+		}
+		p := h.step()
+		var ids []uint64
+		for _, a := range p.Admitted {
+			ids = append(ids, a.ID)
+		}
+		if !slices.Equal(ids, c.admitted) {
+			t.Fatalf("capacity %d: second pass admitted %v, want %v", c.capacity, ids, c.admitted)
+		}
+		p = h.step()
+		if c.capacity == ChunkFit && !slices.Equal(p.Preempted, []uint64{2}) {
+			t.Fatalf("ChunkFit: third pass preempted %v, want [2]", p.Preempted)
+		}
+		if c.capacity == MaxUtilization && len(p.Preempted) != 0 {
+			t.Fatalf("whole-prompt gate: third pass preempted %v", p.Preempted)
+		}
+		if !slices.Equal(outputs(p), []string{"1:1:done"}) {
+			t.Fatalf("capacity %d: third pass outputs %v", c.capacity, outputs(p))
+		}
+		for n := 0; !h.s.Idle(); n++ {
+			if n == 10 {
+				t.Fatalf("capacity %d: request 2 never finished", c.capacity)
+			}
+			h.step()
+		}
+	}
+	if c, err := ParseCapacity("chunk"); c != ChunkFit || err != nil {
+		t.Errorf(`ParseCapacity("chunk") = %d, %v`, c, err)
+	}
+	if _, err := ParseCapacity("half"); err == nil {
+		t.Error(`ParseCapacity("half") accepted`)
+	}
+}
+
 func TestRequestLargerThanPoolIsRejected(t *testing.T) {
 	h := newHarness(t, refOpts())
 	err := h.s.Enqueue(&sched.Request{ID: 1, Prompt: prompt(0, 25), MaxTokens: 1})
