@@ -25,7 +25,7 @@ type Config struct {
 	// Engine.
 	Backend              string `yaml:"backend"`
 	BlockSize            int    `yaml:"block-size"`
-	NumGPUBlocks         int    `yaml:"num-gpu-blocks"`
+	NumGPUBlocks         int    `yaml:"num-gpu-blocks" auto:"model"`
 	MaxNumSeqs           int    `yaml:"max-num-seqs"`
 	MaxNumBatchedTokens  int    `yaml:"max-num-batched-tokens"`
 	MaxModelLen          int    `yaml:"max-model-len"`
@@ -85,7 +85,7 @@ type Config struct {
 	RouterEventsAtPassEnd bool    `yaml:"router-events-at-pass-end"`
 	FrontendLatencyMs     float64 `yaml:"frontend-latency-ms"`
 	KVTransferBandwidth   float64 `yaml:"kv-transfer-bandwidth"`
-	KVBytesPerToken       int     `yaml:"kv-bytes-per-token"`
+	KVBytesPerToken       int     `yaml:"kv-bytes-per-token" auto:"model"`
 	KVTransferTimingMode  string  `yaml:"kv-transfer-timing-mode"`
 	PlannerConfig         string  `yaml:"planner-config"`
 
@@ -96,7 +96,7 @@ type Config struct {
 	ArrivalSpeedupRatio float64 `yaml:"arrival-speedup-ratio"`
 	Concurrency         int     `yaml:"concurrency"`
 	ConcurrencyRampMs   float64 `yaml:"concurrency-ramp-ms"`
-	ConcurrencyDesyncMs float64 `yaml:"concurrency-desync-ms"`
+	ConcurrencyDesyncMs float64 `yaml:"concurrency-desync-ms" auto:"lifetime"`
 	NumRequests         int     `yaml:"num-requests"`
 	InputTokens         float64 `yaml:"input-tokens"`
 	InputTokensStddev   float64 `yaml:"input-tokens-stddev"`
@@ -235,12 +235,36 @@ func (c *Config) Load(path string) error {
 			return fmt.Errorf("config %s line %d: key %q given twice", path, k.Line, k.Value)
 		}
 		seen[k.Value] = true
-		if err := v.Decode(field.Addr().Interface()); err != nil {
-			return fmt.Errorf("config %s line %d: %s: want %s, got %q", path, v.Line, k.Value, kindName(field.Kind()), v.Value)
+		want := kindName(field.Kind())
+		if field.auto {
+			want += " or auto"
+		}
+		if field.auto && v.Kind == yaml.ScalarNode && v.Value == Auto {
+			setAuto(field.Value)
+			continue
+		}
+		if err := v.Decode(field.Addr().Interface()); err != nil || isNaN(field.Value) {
+			return fmt.Errorf("config %s line %d: %s: want %s, got %q", path, v.Line, k.Value, want, v.Value)
 		}
 	}
 	return nil
 }
+
+// Auto is the value that asks for a setting to be derived: --num-gpu-blocks and --kv-bytes-per-token
+// from the model and GPU (stored as 0), --concurrency-desync-ms from a lock-step replay of the workload
+// (stored as NaN until ResolveDesync replaces it; no number parses to NaN there).
+const Auto = "auto"
+
+// setAuto stores Auto in an integer (0) or float (NaN) setting.
+func setAuto(v reflect.Value) {
+	if v.Kind() == reflect.Float64 {
+		v.SetFloat(math.NaN())
+		return
+	}
+	v.SetInt(0)
+}
+
+func isNaN(v reflect.Value) bool { return v.Kind() == reflect.Float64 && math.IsNaN(v.Float()) }
 
 func kindName(k reflect.Kind) string {
 	switch k {
@@ -258,12 +282,20 @@ func kindName(k reflect.Kind) string {
 	return "a string"
 }
 
+// setting is a field of Config and whether it takes Auto.
+type setting struct {
+	reflect.Value
+	auto bool
+}
+
 // fieldsByKey maps each YAML key to its field in c.
-func (c *Config) fieldsByKey() map[string]reflect.Value {
+func (c *Config) fieldsByKey() map[string]setting {
 	v := reflect.ValueOf(c).Elem()
-	m := make(map[string]reflect.Value, v.NumField())
+	m := make(map[string]setting, v.NumField())
 	for i := range v.NumField() {
-		m[v.Type().Field(i).Tag.Get("yaml")] = v.Field(i)
+		f := v.Type().Field(i)
+		_, auto := f.Tag.Lookup("auto")
+		m[f.Tag.Get("yaml")] = setting{v.Field(i), auto}
 	}
 	return m
 }
@@ -276,19 +308,20 @@ func (c *Config) Validate() error {
 	// The two ways of spreading closed-loop clients take the same kind of value under the same conditions.
 	for _, f := range []struct {
 		name, does string
-		v          float64
+		v          any
+		set, valid bool
 	}{
-		{"concurrency-ramp-ms", "staggers", c.ConcurrencyRampMs},
-		{"concurrency-desync-ms", "spreads", c.ConcurrencyDesyncMs},
+		{"concurrency-ramp-ms", "staggers", c.ConcurrencyRampMs, c.ConcurrencyRampMs > 0, finiteNonNegative(c.ConcurrencyRampMs)},
+		{"concurrency-desync-ms", "spreads", c.desync(), c.ConcurrencyDesyncMs > 0 || c.DesyncAuto(), c.DesyncAuto() || finiteNonNegative(c.ConcurrencyDesyncMs)},
 	} {
 		switch {
-		case !(f.v >= 0) || math.IsInf(f.v, 0):
+		case !f.valid:
 			return bad(f.name, f.v, "must be a finite number >= 0")
-		case f.v > 0 && c.Concurrency == 0:
+		case f.set && c.Concurrency == 0:
 			return bad(f.name, f.v, f.does+" the clients of --concurrency, which is 0")
-		case f.v > 0 && c.Trace != "":
+		case f.set && c.Trace != "":
 			return bad(f.name, f.v, "applies to the synthetic workload, not to a trace")
-		case f.v > 0 && c.TurnsPerSession > 1:
+		case f.set && c.TurnsPerSession > 1:
 			return bad(f.name, f.v, "does not combine with multi-turn sessions (each client's requests are independent)")
 		}
 	}
@@ -433,6 +466,9 @@ func (c *Config) BlockSizeOrDefault() int {
 
 // Source opens the workload: the trace if one is set, else the synthetic generator.
 func (c *Config) Source() (workload.Source, error) {
+	if c.DesyncAuto() {
+		return nil, errors.New("concurrency-desync-ms auto: not resolved (Config.ResolveDesync)")
+	}
 	if c.Trace != "" {
 		return workload.OpenTrace(c.Trace, workload.TraceOptions{TraceBlockSize: c.TraceBlockSize, Format: c.TraceFormat})
 	}
@@ -457,11 +493,63 @@ func (c *Config) Source() (workload.Source, error) {
 	})
 }
 
+func finiteNonNegative(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
+
+// DesyncAuto reports whether --concurrency-desync-ms is auto and not yet resolved (ResolveDesync).
+func (c *Config) DesyncAuto() bool { return math.IsNaN(c.ConcurrencyDesyncMs) }
+
+// desync is --concurrency-desync-ms as the user wrote it.
+func (c *Config) desync() any {
+	if c.DesyncAuto() {
+		return Auto
+	}
+	return c.ConcurrencyDesyncMs
+}
+
+// ResolveDesync replaces --concurrency-desync-ms auto by one request's lifetime (RequestLifetimeMs) and
+// returns the milliseconds it chose; it does nothing, and returns 0, for any other value.
+func (c *Config) ResolveDesync() (float64, error) {
+	if !c.DesyncAuto() {
+		return 0, nil
+	}
+	ms, err := c.RequestLifetimeMs()
+	if err != nil {
+		return 0, fmt.Errorf("concurrency-desync-ms auto: %w", err)
+	}
+	c.ConcurrencyDesyncMs = ms
+	return ms, nil
+}
+
+// RequestLifetimeMs is the mean end-to-end latency of a short replay of the workload in lock step: its
+// first 2 × --concurrency requests (at most --num-requests), every client starting at time 0. About one
+// request's lifetime is the desync (or ramp) that spreads a benchmark's clients over its steady state.
+func (c *Config) RequestLifetimeMs() (float64, error) {
+	if c.Concurrency < 1 || c.Trace != "" {
+		return 0, errors.New("a request's lifetime is measured on the synthetic workload with --concurrency > 0")
+	}
+	lock := *c
+	lock.ConcurrencyRampMs, lock.ConcurrencyDesyncMs = 0, 0
+	lock.NumRequests = min(2*c.Concurrency, c.NumRequests)
+	src, err := lock.Source()
+	if err != nil {
+		return 0, err
+	}
+	o, err := lock.SimOptions()
+	if err != nil {
+		return 0, err
+	}
+	res, err := sim.Run(src, o)
+	if err != nil {
+		return 0, err
+	}
+	return res.Summary.E2E.Mean, nil
+}
+
 // rampClients is the number of closed-loop clients the synthetic workload is made of: --concurrency
 // when --concurrency-ramp-ms or --concurrency-desync-ms spreads them, else 0 (the simulator keeps
 // --concurrency sessions in flight itself, all starting at time 0).
 func (c *Config) rampClients() int {
-	if (c.ConcurrencyRampMs > 0 || c.ConcurrencyDesyncMs > 0) && c.Trace == "" {
+	if (c.ConcurrencyRampMs > 0 || c.ConcurrencyDesyncMs > 0 || c.DesyncAuto()) && c.Trace == "" {
 		return c.Concurrency
 	}
 	return 0

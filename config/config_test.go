@@ -235,3 +235,43 @@ func TestDatasetPool(t *testing.T) {
 		t.Errorf("unknown sampling: Source() = %v", err)
 	}
 }
+
+// TestDesyncAuto: --concurrency-desync-ms auto becomes one request's lifetime. The lock-step replay of
+// TestConcurrencyRamp's workload (two clients, 16-token prompts, 3 outputs, 10 ms prefill and 2 ms decode
+// passes): both prompts share one 12 ms pass and finish after two decode passes at 16 ms, and the next
+// two do the same from 16 to 32 ms, so every request lives 16 ms.
+func TestDesyncAuto(t *testing.T) {
+	c := Default()
+	c.Timing, c.PrefillMs, c.DecodeMs = "fixed", 10, 2
+	c.Concurrency, c.NumRequests = 2, 6
+	c.InputTokens, c.InputTokensStddev, c.OutputTokens, c.OutputTokensStddev = 16, 0, 3, 0
+	c.SharedPrefixRatio, c.RequestRate = 0, math.Inf(1)
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(path, []byte("concurrency-desync-ms: auto\n"), 0o644)
+	if err := c.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if !c.DesyncAuto() {
+		t.Fatalf("desync %v after loading auto", c.ConcurrencyDesyncMs)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Source(); err == nil || !strings.Contains(err.Error(), "not resolved") {
+		t.Errorf("Source() before ResolveDesync = %v", err)
+	}
+	ms, err := c.ResolveDesync()
+	if err != nil || ms != 16 || c.ConcurrencyDesyncMs != 16 {
+		t.Fatalf("ResolveDesync() = %v, %v (desync %v), want 16 ms", ms, err, c.ConcurrencyDesyncMs)
+	}
+	if o, err := c.SimOptions(); err != nil || o.Concurrency != 0 {
+		t.Errorf("resolved: sim concurrency %d (%v), want the workload's clients to keep it", o.Concurrency, err)
+	}
+	if ms, err := c.ResolveDesync(); ms != 0 || err != nil {
+		t.Errorf("second ResolveDesync() = %v, %v: want nothing to do", ms, err)
+	}
+	c.ConcurrencyDesyncMs, c.Concurrency = math.NaN(), 0
+	if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "concurrency-desync-ms auto: spreads the clients of --concurrency") {
+		t.Errorf("auto without clients: Validate() = %v", err)
+	}
+}

@@ -265,22 +265,19 @@ func predict(r row, db string, set settings) result {
 		res.ttft, res.tpot = means(recs, 0)
 		return res
 	}
-	// L, one request's lifetime: the mean end-to-end latency of a short lock-step replay of the row.
-	cfg.NumRequests = 2 * r.concurrency
-	recs, err := replay(cfg)
+	// L, one request's lifetime: the mean end-to-end latency of a lock-step replay of the row's first 2·C
+	// requests (what --concurrency-desync-ms auto takes).
+	cfg.NumRequests = 12 * r.concurrency
+	life, err := cfg.RequestLifetimeMs()
 	if err != nil {
 		return fail("%v", err)
 	}
-	var life float64
-	for _, rec := range recs {
-		life += rec.E2E / float64(len(recs))
-	}
+	var recs []record
 	if set.schedule == "steady" {
 		// Clients staggered over one lifetime (client k starts at k·L/C): the desynchronised steady
 		// state that AIConfigurator's own queueing model assumes for warm-up-excluded closed-loop
 		// benchmarks (docs/design/queueing_model.md: TTFT_steady = residual of the pass in flight + the
 		// request's own prefill passes). 12·C requests; the first 2·C, the ramp, are not counted.
-		cfg.NumRequests = 12 * r.concurrency
 		cfg.ConcurrencyRampMs = life
 		if recs, err = replay(cfg); err != nil {
 			return fail("%v", err)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -30,7 +32,7 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 
 	fs.StringVar(&c.Backend, "backend", c.Backend, "engine to simulate: vllm, sglang or trtllm (vLLM's scheduler with TensorRT-LLM's guaranteed_no_evict admission)")
 	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "tokens per KV block (0: the backend's default, vllm 16, trtllm 32, sglang --page-size)")
-	fs.IntVar(&c.NumGPUBlocks, "num-gpu-blocks", c.NumGPUBlocks, "KV blocks per worker (per data-parallel rank); 0: auto, from --model, --system, --tp and --gpu-memory-utilization (262,144 tokens' worth without a model)")
+	fs.Var(autoInt{&c.NumGPUBlocks}, "num-gpu-blocks", "KV blocks per worker (per data-parallel rank); auto (or 0): from --model, --system, --tp and --gpu-memory-utilization (262,144 tokens' worth without a model)")
 	fs.IntVar(&c.MaxNumSeqs, "max-num-seqs", c.MaxNumSeqs, "running requests per pass at most")
 	fs.IntVar(&c.MaxNumBatchedTokens, "max-num-batched-tokens", c.MaxNumBatchedTokens, "tokens per forward pass at most")
 	fs.IntVar(&c.MaxModelLen, "max-model-len", c.MaxModelLen, "prompt + output tokens per request at most; longer requests are rejected (0: unlimited)")
@@ -80,7 +82,7 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.RouterEventDelayMs, "router-event-delay-ms", c.RouterEventDelayMs, "delay the KV events the router's indexer sees, to study stale routing")
 	fs.BoolVar(&c.RouterEventsAtPassEnd, "router-events-at-pass-end", c.RouterEventsAtPassEnd, "vLLM workers' KV events reach the router when the pass ends, not when it starts (SGLang's always do)")
 	fs.Float64Var(&c.KVTransferBandwidth, "kv-transfer-bandwidth", c.KVTransferBandwidth, "disaggregated serving: each worker's KV link in GB/s, shared by its transfers (0: transfers take no time)")
-	fs.IntVar(&c.KVBytesPerToken, "kv-bytes-per-token", c.KVBytesPerToken, "KV bytes per token a transfer moves (0: auto, from --model)")
+	fs.Var(autoInt{&c.KVBytesPerToken}, "kv-bytes-per-token", "KV bytes per token a transfer moves (auto or 0: from --model)")
 	fs.StringVar(&c.KVTransferTimingMode, "kv-transfer-timing-mode", c.KVTransferTimingMode, "what a handoff moves: destination_missing (blocks the decode worker lacks) or full_prompt")
 	fs.StringVar(&c.PlannerConfig, "planner-config", c.PlannerConfig, "autoscale the pools with this planner configuration (YAML)")
 }
@@ -93,7 +95,7 @@ func bindWorkloadFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.ArrivalSpeedupRatio, "arrival-speedup-ratio", c.ArrivalSpeedupRatio, "divide arrival times and inter-turn delays by this")
 	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "keep this many requests (sessions) in flight, ignoring arrival times (0: follow them)")
 	fs.Float64Var(&c.ConcurrencyRampMs, "concurrency-ramp-ms", c.ConcurrencyRampMs, "synthetic, with --concurrency N: start client k at k × this / N ms instead of all at 0; each client then sends its requests back to back")
-	fs.Float64Var(&c.ConcurrencyDesyncMs, "concurrency-desync-ms", c.ConcurrencyDesyncMs, "synthetic, with --concurrency N: client k waits k × this / N ms once, after its first request, so clients that start together spread out as a benchmark's do (about one request's lifetime gives the desynchronised steady state)")
+	fs.Var(autoFloat{&c.ConcurrencyDesyncMs}, "concurrency-desync-ms", "synthetic, with --concurrency N: client k waits k × this / N ms once, after its first request, so clients that start together spread out as a benchmark's do; auto: one request's lifetime (the mean E2E of a lock-step replay of 2·N requests), which gives the desynchronised steady state")
 	fs.IntVar(&c.NumRequests, "num-requests", c.NumRequests, "synthetic: requests (sessions, when multi-turn)")
 	fs.Float64Var(&c.InputTokens, "input-tokens", c.InputTokens, "synthetic: mean prompt tokens (new tokens per turn)")
 	fs.Float64Var(&c.InputTokensStddev, "input-tokens-stddev", c.InputTokensStddev, "synthetic: standard deviation of prompt tokens")
@@ -146,6 +148,60 @@ func (n negated) Set(s string) error {
 }
 
 func (negated) Type() string { return "bool" }
+
+// autoInt is an integer flag that also takes "auto", stored as 0.
+type autoInt struct{ p *int }
+
+func (a autoInt) String() string {
+	if a.p == nil || *a.p == 0 {
+		return config.Auto
+	}
+	return strconv.Itoa(*a.p)
+}
+
+func (a autoInt) Set(s string) error {
+	if s == config.Auto {
+		*a.p = 0
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return errors.New("want an integer or auto")
+	}
+	*a.p = n
+	return nil
+}
+
+func (autoInt) Type() string { return "int|auto" }
+
+// autoFloat is a number flag that also takes "auto", stored as NaN (config.Config.DesyncAuto); a NaN
+// typed as a number is refused, so the two never mix.
+type autoFloat struct{ p *float64 }
+
+func (a autoFloat) String() string {
+	if a.p == nil {
+		return "0"
+	}
+	if math.IsNaN(*a.p) {
+		return config.Auto
+	}
+	return strconv.FormatFloat(*a.p, 'g', -1, 64)
+}
+
+func (a autoFloat) Set(s string) error {
+	if s == config.Auto {
+		*a.p = math.NaN()
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) {
+		return errors.New("want a number or auto")
+	}
+	*a.p = v
+	return nil
+}
+
+func (autoFloat) Type() string { return "ms|auto" }
 
 // loadConfigFile applies a YAML file under the flags: file values replace defaults, and flags given on
 // the command line still win.

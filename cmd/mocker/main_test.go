@@ -172,6 +172,9 @@ func TestInvalidSettingsAreNamed(t *testing.T) {
 		{[]string{"--arrival", "weibull"}, "arrival"},
 		{[]string{"--speedup-ratio", "0"}, "speedup-ratio"},
 		{[]string{"--block-size", "x"}, "block-size"},
+		{[]string{"--num-gpu-blocks", "many"}, `invalid argument "many" for "--num-gpu-blocks" flag: want an integer or auto`},
+		{[]string{"--concurrency-desync-ms", "nan"}, `invalid argument "nan" for "--concurrency-desync-ms" flag: want a number or auto`},
+		{[]string{"--concurrency-desync-ms", "auto"}, "concurrency-desync-ms auto: spreads the clients of --concurrency, which is 0"},
 	} {
 		_, _, err := mocker(t, append([]string{"predict"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -205,6 +208,9 @@ func TestConfigFile(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
 		{"unknown.yaml", "num-requests: 10\nblok-size: 4\n", `line 2: unknown key "blok-size"`},
 		{"type.yaml", "seed: 1\nblock-size: large\n", "line 2: block-size: want an integer"},
+		{"auto.yaml", "num-gpu-blocks: lots\n", `line 1: num-gpu-blocks: want an integer or auto, got "lots"`},
+		{"noauto.yaml", "block-size: auto\n", `line 1: block-size: want an integer, got "auto"`},
+		{"nan.yaml", "concurrency-desync-ms: .nan\n", `line 1: concurrency-desync-ms: want a number or auto, got ".nan"`},
 		{"twice.yaml", "seed: 1\nseed: 2\n", `line 2: key "seed" given twice`},
 		{"bad.yaml", "block-size: -2\n", "block-size -2: must be at least 1"},
 		{"list.yaml", "- 1\n", "want a mapping"},
@@ -212,6 +218,28 @@ func TestConfigFile(t *testing.T) {
 		_, _, err := mocker(t, "predict", "--config", write(tc.name, tc.body))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestAutoValues: "auto" on the command line and in a file; --concurrency-desync-ms auto replays the
+// workload in lock step first and says what it chose.
+func TestAutoValues(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "auto.yaml")
+	os.WriteFile(p, []byte("num-gpu-blocks: auto\nconcurrency: 4\nconcurrency-desync-ms: auto\nnum-requests: 40\nrequest-rate: .inf\n"), 0o644)
+	for _, args := range [][]string{
+		{"predict", "--config", p},
+		{"predict", "--num-gpu-blocks", "auto", "--concurrency", "4", "--concurrency-desync-ms", "auto", "--num-requests", "40", "--request-rate", "inf"},
+	} {
+		out, errs, err := mocker(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if !strings.Contains(errs, "concurrency-desync-ms auto: ") || !strings.Contains(errs, "lock-step replay of 8 requests") {
+			t.Errorf("%v: stderr does not report the desync chosen:\n%s", args, errs)
+		}
+		if !strings.Contains(out, "Successful requests:                     40") {
+			t.Errorf("%v: report\n%s", args, out)
 		}
 	}
 }

@@ -48,6 +48,11 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if ms, err := cfg.ResolveDesync(); err != nil {
+		return err
+	} else if ms > 0 {
+		fmt.Fprintf(stderr, "concurrency-desync-ms auto: %.1f ms (mean E2E of a lock-step replay of %d requests)\n", ms, min(2*cfg.Concurrency, cfg.NumRequests))
+	}
 	src, err := cfg.Source()
 	if err != nil {
 		return err
