@@ -244,6 +244,22 @@ func TestAutoValues(t *testing.T) {
 	}
 }
 
+// TestGenaiPerfExample: the documented genai-perf replay loads and runs, its prompts reused from the pool.
+func TestGenaiPerfExample(t *testing.T) {
+	out, errs, err := mocker(t, "predict", "--config", filepath.Join("..", "..", "docs", "examples", "genai-perf.yaml"), "--concurrency", "8", "--num-requests", "200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errs, "concurrency-desync-ms auto: ") || !strings.Contains(out, "Successful requests:                     200") {
+		t.Fatalf("stderr:\n%s\nreport:\n%s", errs, out)
+	}
+	// 200 requests over 100 prompts of 2,000 tokens: the second pass over the pool is cached but for each
+	// prompt's last block.
+	if !strings.Contains(out, "Prefix cache reused ratio:               0.50") {
+		t.Errorf("reuse of a 100-prompt pool over 200 requests:\n%s", out)
+	}
+}
+
 func TestNoFlagNegates(t *testing.T) {
 	out, _, err := mocker(t, "predict", "--num-requests", "50", "--no-enable-prefix-caching")
 	if err != nil {
