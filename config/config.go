@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -235,16 +236,14 @@ func (c *Config) Load(path string) error {
 			return fmt.Errorf("config %s line %d: key %q given twice", path, k.Line, k.Value)
 		}
 		seen[k.Value] = true
-		want := kindName(field.Kind())
 		if field.auto {
-			want += " or auto"
-		}
-		if field.auto && v.Kind == yaml.ScalarNode && v.Value == Auto {
-			setAuto(field.Value)
+			if err := field.setAuto(v); err != nil {
+				return fmt.Errorf("config %s line %d: %s: %w, got %q", path, v.Line, k.Value, err, v.Value)
+			}
 			continue
 		}
-		if err := v.Decode(field.Addr().Interface()); err != nil || isNaN(field.Value) {
-			return fmt.Errorf("config %s line %d: %s: want %s, got %q", path, v.Line, k.Value, want, v.Value)
+		if err := v.Decode(field.Addr().Interface()); err != nil {
+			return fmt.Errorf("config %s line %d: %s: want %s, got %q", path, v.Line, k.Value, kindName(field.Kind()), v.Value)
 		}
 	}
 	return nil
@@ -255,16 +254,49 @@ func (c *Config) Load(path string) error {
 // (stored as NaN until ResolveDesync replaces it; no number parses to NaN there).
 const Auto = "auto"
 
-// setAuto stores Auto in an integer (0) or float (NaN) setting.
-func setAuto(v reflect.Value) {
-	if v.Kind() == reflect.Float64 {
-		v.SetFloat(math.NaN())
-		return
+// IntOrAuto parses an integer setting that takes Auto (0).
+func IntOrAuto(s string) (int, error) {
+	if s == Auto {
+		return 0, nil
 	}
-	v.SetInt(0)
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, errors.New("want an integer or auto")
+	}
+	return n, nil
 }
 
-func isNaN(v reflect.Value) bool { return v.Kind() == reflect.Float64 && math.IsNaN(v.Float()) }
+// MsOrAuto parses a milliseconds setting that takes Auto (NaN); a NaN written as a number is refused,
+// so the two never mix.
+func MsOrAuto(s string) (float64, error) {
+	if s == Auto {
+		return math.NaN(), nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) {
+		return 0, errors.New("want a number or auto")
+	}
+	return v, nil
+}
+
+// setAuto stores a YAML scalar in a setting that takes Auto.
+func (f setting) setAuto(v *yaml.Node) error {
+	if v.Kind != yaml.ScalarNode {
+		return errors.New("want a scalar")
+	}
+	if f.Kind() == reflect.Float64 {
+		ms, err := MsOrAuto(v.Value)
+		if err == nil {
+			f.SetFloat(ms)
+		}
+		return err
+	}
+	n, err := IntOrAuto(v.Value)
+	if err == nil {
+		f.SetInt(int64(n))
+	}
+	return err
+}
 
 func kindName(k reflect.Kind) string {
 	switch k {
@@ -405,9 +437,9 @@ func (c *Config) Validate() error {
 		return bad("router-queue-threshold", c.RouterQueueThreshold, "must be >= 0 (0: no queue)")
 	case c.RouterEventDelayMs < 0 || math.IsNaN(c.RouterEventDelayMs):
 		return bad("router-event-delay-ms", c.RouterEventDelayMs, "must be >= 0")
-	case !(c.FrontendLatencyMs >= 0) || math.IsInf(c.FrontendLatencyMs, 0):
+	case !finiteNonNegative(c.FrontendLatencyMs):
 		return bad("frontend-latency-ms", c.FrontendLatencyMs, "must be a finite number >= 0")
-	case c.KVTransferBandwidth < 0 || math.IsNaN(c.KVTransferBandwidth) || math.IsInf(c.KVTransferBandwidth, 0):
+	case !finiteNonNegative(c.KVTransferBandwidth):
 		return bad("kv-transfer-bandwidth", c.KVTransferBandwidth, "must be a finite number of GB/s >= 0 (0: no transfer delay)")
 	case c.KVBytesPerToken < 0:
 		return bad("kv-bytes-per-token", c.KVBytesPerToken, "must be >= 0 (0: auto from the model)")
@@ -529,7 +561,7 @@ func (c *Config) RequestLifetimeMs() (float64, error) {
 	}
 	lock := *c
 	lock.ConcurrencyRampMs, lock.ConcurrencyDesyncMs = 0, 0
-	lock.NumRequests = min(2*c.Concurrency, c.NumRequests)
+	lock.NumRequests = c.LifetimeRequests()
 	src, err := lock.Source()
 	if err != nil {
 		return 0, err
@@ -544,6 +576,9 @@ func (c *Config) RequestLifetimeMs() (float64, error) {
 	}
 	return res.Summary.E2E.Mean, nil
 }
+
+// LifetimeRequests is how many requests RequestLifetimeMs replays.
+func (c *Config) LifetimeRequests() int { return min(2*c.Concurrency, c.NumRequests) }
 
 // rampClients is the number of closed-loop clients the synthetic workload is made of: --concurrency
 // when --concurrency-ramp-ms or --concurrency-desync-ms spreads them, else 0 (the simulator keeps

@@ -56,6 +56,15 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.FrontendLatencyMs = -1 }, "frontend-latency-ms -1"},
 		{func(c *Config) { c.FrontendLatencyMs = math.Inf(1) }, "frontend-latency-ms"},
 		{func(c *Config) { c.FrontendLatencyMs = math.NaN() }, "frontend-latency-ms"},
+		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs = 4, -1 }, "concurrency-ramp-ms -1"},
+		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs = 4, math.Inf(1) }, "concurrency-ramp-ms +Inf"},
+		{func(c *Config) { c.ConcurrencyRampMs = 100 }, "concurrency-ramp-ms 100: staggers the clients of --concurrency"},
+		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs, c.Trace = 4, 100, "t.jsonl" }, "concurrency-ramp-ms 100: applies to the synthetic"},
+		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs, c.TurnsPerSession = 4, 100, 2 }, "concurrency-ramp-ms 100: does not combine"},
+		{func(c *Config) { c.Concurrency, c.ConcurrencyDesyncMs = 4, -1 }, "concurrency-desync-ms -1"},
+		{func(c *Config) { c.ConcurrencyDesyncMs = 100 }, "concurrency-desync-ms 100: spreads the clients of --concurrency"},
+		{func(c *Config) { c.Concurrency, c.ConcurrencyDesyncMs, c.Trace = 4, 100, "t.jsonl" }, "concurrency-desync-ms 100: applies to the synthetic"},
+		{func(c *Config) { c.Concurrency, c.ConcurrencyDesyncMs, c.TurnsPerSession = 4, 100, 2 }, "concurrency-desync-ms 100: does not combine"},
 	} {
 		c := Default()
 		tc.edit(&c)
@@ -142,29 +151,6 @@ func TestConcurrencyRamp(t *testing.T) {
 	// prompt is prefilled alone; client 0's second request arrives at 16, client 1's at 66.
 	if got, want := run(100), []float64{0, 12, 16, 12, 50, 12, 66, 12}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ramp 100 ms: (arrival, TTFT) = %v, want %v", got, want)
-	}
-}
-
-func TestConcurrencyRampInvalid(t *testing.T) {
-	for _, tc := range []struct {
-		edit func(*Config)
-		want string
-	}{
-		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs = 4, -1 }, "concurrency-ramp-ms -1"},
-		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs = 4, math.Inf(1) }, "concurrency-ramp-ms +Inf"},
-		{func(c *Config) { c.ConcurrencyRampMs = 100 }, "concurrency-ramp-ms 100: staggers the clients of --concurrency"},
-		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs, c.Trace = 4, 100, "t.jsonl" }, "concurrency-ramp-ms 100: applies to the synthetic"},
-		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs, c.TurnsPerSession = 4, 100, 2 }, "concurrency-ramp-ms 100: does not combine"},
-		{func(c *Config) { c.Concurrency, c.ConcurrencyDesyncMs = 4, -1 }, "concurrency-desync-ms -1"},
-		{func(c *Config) { c.ConcurrencyDesyncMs = 100 }, "concurrency-desync-ms 100: spreads the clients of --concurrency"},
-		{func(c *Config) { c.Concurrency, c.ConcurrencyDesyncMs, c.Trace = 4, 100, "t.jsonl" }, "concurrency-desync-ms 100: applies to the synthetic"},
-		{func(c *Config) { c.Concurrency, c.ConcurrencyDesyncMs, c.TurnsPerSession = 4, 100, 2 }, "concurrency-desync-ms 100: does not combine"},
-	} {
-		c := Default()
-		tc.edit(&c)
-		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
-			t.Errorf("Validate() = %v, want it to start with %q", err, tc.want)
-		}
 	}
 }
 

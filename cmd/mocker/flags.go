@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -149,7 +148,7 @@ func (n negated) Set(s string) error {
 
 func (negated) Type() string { return "bool" }
 
-// autoInt is an integer flag that also takes "auto", stored as 0.
+// autoInt is an integer flag that also takes "auto", stored as 0 (config.IntOrAuto).
 type autoInt struct{ p *int }
 
 func (a autoInt) String() string {
@@ -159,23 +158,14 @@ func (a autoInt) String() string {
 	return strconv.Itoa(*a.p)
 }
 
-func (a autoInt) Set(s string) error {
-	if s == config.Auto {
-		*a.p = 0
-		return nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return errors.New("want an integer or auto")
-	}
-	*a.p = n
-	return nil
+func (a autoInt) Set(s string) (err error) {
+	*a.p, err = config.IntOrAuto(s)
+	return err
 }
 
 func (autoInt) Type() string { return "int|auto" }
 
-// autoFloat is a number flag that also takes "auto", stored as NaN (config.Config.DesyncAuto); a NaN
-// typed as a number is refused, so the two never mix.
+// autoFloat is a milliseconds flag that also takes "auto", stored as NaN (config.MsOrAuto).
 type autoFloat struct{ p *float64 }
 
 func (a autoFloat) String() string {
@@ -188,17 +178,9 @@ func (a autoFloat) String() string {
 	return strconv.FormatFloat(*a.p, 'g', -1, 64)
 }
 
-func (a autoFloat) Set(s string) error {
-	if s == config.Auto {
-		*a.p = math.NaN()
-		return nil
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) {
-		return errors.New("want a number or auto")
-	}
-	*a.p = v
-	return nil
+func (a autoFloat) Set(s string) (err error) {
+	*a.p, err = config.MsOrAuto(s)
+	return err
 }
 
 func (autoFloat) Type() string { return "ms|auto" }

@@ -51,7 +51,7 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	if ms, err := cfg.ResolveDesync(); err != nil {
 		return err
 	} else if ms > 0 {
-		fmt.Fprintf(stderr, "concurrency-desync-ms auto: %.1f ms (mean E2E of a lock-step replay of %d requests)\n", ms, min(2*cfg.Concurrency, cfg.NumRequests))
+		fmt.Fprintf(stderr, "concurrency-desync-ms auto: %.1f ms (mean E2E of a lock-step replay of %d requests)\n", ms, cfg.LifetimeRequests())
 	}
 	src, err := cfg.Source()
 	if err != nil {

@@ -217,20 +217,24 @@ func TestMixedChunkBudgetsForDecodeTokens(t *testing.T) {
 		}
 		h.enqueue(4, prompt(1000, long), 5)
 		h.enqueue(5, prompt(2000, 6), 5)
-		var got []string
-		p := h.step()
-		for _, a := range p.Admitted {
-			got = append(got, fmt.Sprint("admit ", a.ID))
-		}
-		for _, q := range p.Batch.Seqs {
-			if q.Prefill {
-				got = append(got, fmt.Sprintf("%d+%d", q.Cached, q.New))
-			}
-		}
+		got := prefillLog(nil, h.step(), "")
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("mixed %v, chunk %d, max prefill %d: prefill %v, want %v", tc.mixed, tc.chunk, tc.maxPrefill, got, tc.want)
 		}
 	}
+}
+
+// prefillLog appends a pass's admissions ("admit ID") and prefill chunks (prefix + "cached+new") to log.
+func prefillLog(log []string, p *sched.Pass, prefix string) []string {
+	for _, a := range p.Admitted {
+		log = append(log, fmt.Sprint("admit ", a.ID))
+	}
+	for _, q := range p.Batch.Seqs {
+		if q.Prefill {
+			log = append(log, fmt.Sprintf("%s%d+%d", prefix, q.Cached, q.New))
+		}
+	}
+	return log
 }
 
 // TestChunkedPrefillKeepsFIFOOrder: one chunked request at a time, continued first; requests behind it
@@ -243,15 +247,7 @@ func TestChunkedPrefillKeepsFIFOOrder(t *testing.T) {
 	h.enqueue(2, prompt(1000, 8), 2)
 	var order []string
 	for range 6 {
-		p := h.step()
-		for _, a := range p.Admitted {
-			order = append(order, fmt.Sprint("admit ", a.ID))
-		}
-		for _, q := range p.Batch.Seqs {
-			if q.Prefill {
-				order = append(order, fmt.Sprintf("chunk %d+%d", q.Cached, q.New))
-			}
-		}
+		order = prefillLog(order, h.step(), "chunk ")
 	}
 	// Pass 3 finishes request 1's prompt first, then admits request 2 with the chunk budget left.
 	want := []string{"admit 1", "chunk 0+16", "chunk 16+16", "admit 2", "chunk 32+8", "chunk 0+8"}

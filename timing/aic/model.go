@@ -318,11 +318,7 @@ func New(o Options) (*Model, error) {
 		key := attnKey{c.heads, c.kvHeads, c.headDm, k.window, "", c.kvDtype}
 		shape := attnShape{heads: float64(c.heads), kvHeads: float64(c.kvHeads), headDim: float64(c.headDm),
 			window: float64(k.window), kvBytes: bytesOf(c.kvDtype), memBW: rf.memBW}
-		ctx, err := newAttnOp(ctxRows, key, shape, false, ctxSrc, rf)
-		if err != nil {
-			return nil, err
-		}
-		gen, err := newAttnOp(genRows, key, shape, true, genSrc, rf)
+		ctx, gen, err := newAttnOps(ctxRows, genRows, key, shape, ctxSrc, genSrc, rf)
 		if err != nil {
 			return nil, err
 		}
@@ -397,11 +393,7 @@ func (mdl *Model) loadMLA(c *config, rf *roofline, ctxSrc, genSrc, bmmSrc []stri
 	key := attnKey{c.heads, 1, mlaLatent, 0, "", c.kvDtype}
 	shape := attnShape{heads: float64(c.heads), kvHeads: 1, headDim: float64(m.HeadDim), kvBytes: bytesOf(c.kvDtype), memBW: rf.memBW,
 		qkDim: float64(m.HeadDim), vDim: float64(m.VHeadDim), latent: float64(latent), kvLoRA: float64(m.KVLoRARank)}
-	ctx, err := newAttnOp(ctxRows, key, shape, false, ctxSrc, rf)
-	if err != nil {
-		return nil, err
-	}
-	gen, err := newAttnOp(genRows, key, shape, true, genSrc, rf)
+	ctx, gen, err := newAttnOps(ctxRows, genRows, key, shape, ctxSrc, genSrc, rf)
 	if err != nil {
 		return nil, err
 	}
@@ -461,11 +453,7 @@ func (mdl *Model) loadMLAModule(c *config, rf *roofline, ctxSrc, genSrc []string
 	key := attnKey{c.heads, 1, mlaLatent, 0, "", c.kvDtype}
 	shape := attnShape{heads: float64(c.heads), kvHeads: 1, headDim: float64(m.HeadDim), kvBytes: bytesOf(c.kvDtype), memBW: rf.memBW,
 		qkDim: float64(m.HeadDim), vDim: float64(m.VHeadDim), latent: float64(latent), kvLoRA: float64(m.KVLoRARank)}
-	ctx, err := newAttnOp(ctxRows, key, shape, false, ctxSrc, rf)
-	if err != nil {
-		return err
-	}
-	gen, err := newAttnOp(genRows, key, shape, true, genSrc, rf)
+	ctx, gen, err := newAttnOps(ctxRows, genRows, key, shape, ctxSrc, genSrc, rf)
 	if err != nil {
 		return err
 	}

@@ -370,6 +370,17 @@ func (a *attnOp) convexAt(b, x float64) float64 {
 	return v * a.scale
 }
 
+// newAttnOps builds the context and generation ops of one attention configuration from their tables.
+func newAttnOps(ctxRows, genRows attnRows, k attnKey, shape attnShape, ctxSrc, genSrc []string, rf *roofline) (ctx, gen *attnOp, err error) {
+	if ctx, err = newAttnOp(ctxRows, k, shape, false, ctxSrc, rf); err != nil {
+		return nil, nil, err
+	}
+	if gen, err = newAttnOp(genRows, k, shape, true, genSrc, rf); err != nil {
+		return nil, nil, err
+	}
+	return ctx, gen, nil
+}
+
 // newAttnOp finds the configuration k (interpolating in heads if needed). The attention compute
 // dtype (k.attnDtype) is the one the table measured for k's KV-cache dtype: bfloat16 where there is
 // one, else the KV dtype itself (SGLang's FA3 runs an fp8 KV cache as fp8 attention in prefill).
