@@ -169,7 +169,7 @@ func (p *Pool) Allocate(table []BlockID, n int) []BlockID {
 	}
 	p.removed = p.removed[:0]
 	// Load the index slots of the blocks about to be evicted first (see index.prefetch).
-	evict := n - len(p.freeList) - (p.capacity - len(p.blocks))
+	evict := n - p.Free()
 	for id := p.lruHead; evict > 0 && id != none; id = p.blocks[id].next {
 		p.byHash.prefetch(p.blocks[id].hash)
 		evict--

@@ -20,10 +20,9 @@ import (
 // misses in a table several times larger). The walk costs one lookup per block each target holds, plus
 // one for its first missing block.
 type indexer struct {
-	sets   []hashSet // by target slot
-	used   []bool    // slots in use
-	counts []int     // per slot: hashes the slot holds
-	out    []int     // scratch: per slot overlap
+	sets []hashSet // by target slot
+	used []bool    // slots in use
+	out  []int     // scratch: per slot overlap
 }
 
 func newIndexer() *indexer { return &indexer{} }
@@ -37,7 +36,6 @@ func (ix *indexer) addSlot() int {
 	if s == len(ix.used) {
 		ix.used = append(ix.used, false)
 		ix.sets = append(ix.sets, hashSet{})
-		ix.counts = append(ix.counts, 0)
 		ix.out = append(ix.out, 0)
 	}
 	ix.used[s] = true
@@ -53,8 +51,10 @@ func (ix *indexer) removeSlot(s int) {
 // clearSlot forgets every hash slot s holds.
 func (ix *indexer) clearSlot(s int) {
 	ix.sets[s] = hashSet{}
-	ix.counts[s] = 0
 }
+
+// count is the number of hashes slot s holds.
+func (ix *indexer) count(s int) int { return ix.sets[s].len() }
 
 // storeBlocks records that slot s holds each block, and removeHashes that it no longer holds each hash.
 // Both first load every hash's home slot: those loads are independent, so in a table larger than the
@@ -66,9 +66,7 @@ func (ix *indexer) storeBlocks(s int, blocks []tokens.Block) {
 		set.prefetch(b.Hash)
 	}
 	for _, b := range blocks {
-		if set.add(b.Hash) {
-			ix.counts[s]++
-		}
+		set.add(b.Hash)
 	}
 }
 
@@ -78,36 +76,8 @@ func (ix *indexer) removeHashes(s int, hashes []uint64) {
 		set.prefetch(h)
 	}
 	for _, h := range hashes {
-		if set.remove(h) {
-			ix.counts[s]--
-		}
+		set.remove(h)
 	}
-}
-
-// has reports whether slot s holds hash h.
-func (ix *indexer) has(s int, h uint64) bool { return ix.sets[s].has(h) }
-
-// store records that slot s holds hash h.
-func (ix *indexer) store(s int, h uint64) {
-	if ix.sets[s].add(h) {
-		ix.counts[s]++
-	}
-}
-
-// remove records that slot s no longer holds hash h (a no-op if it did not).
-func (ix *indexer) remove(s int, h uint64) {
-	if ix.sets[s].remove(h) {
-		ix.counts[s]--
-	}
-}
-
-// size is the number of (slot, hash) pairs held.
-func (ix *indexer) size() int {
-	n := 0
-	for _, c := range ix.counts {
-		n += c
-	}
-	return n
 }
 
 // overlap returns, per slot in use, the number of leading blocks the slot holds, counting up to its first
@@ -153,6 +123,14 @@ type hashSet struct {
 	n     int  // non-zero keys held
 	zero  bool // holds the hash 0
 	sink  uint64
+}
+
+// len is the number of hashes t holds.
+func (t *hashSet) len() int {
+	if t.zero {
+		return t.n + 1
+	}
+	return t.n
 }
 
 const (

@@ -201,8 +201,8 @@ func TestIndexerTable(t *testing.T) {
 			}
 		}
 		for s := range slots {
-			if ix.counts[s] != counts[s] {
-				t.Fatalf("%s: slot %d counts %d, want %d", when, s, ix.counts[s], counts[s])
+			if ix.count(s) != counts[s] {
+				t.Fatalf("%s: slot %d counts %d, want %d", when, s, ix.count(s), counts[s])
 			}
 		}
 		for s := range slots {
@@ -241,4 +241,19 @@ func TestIndexerTable(t *testing.T) {
 		}
 	}
 	check("after clearing slot 1")
+}
+
+// Test shorthands over one slot's set.
+
+func (ix *indexer) has(s int, h uint64) bool { return ix.sets[s].has(h) }
+func (ix *indexer) store(s int, h uint64)    { ix.sets[s].add(h) }
+func (ix *indexer) remove(s int, h uint64)   { ix.sets[s].remove(h) }
+
+// size is the number of (slot, hash) pairs held.
+func (ix *indexer) size() int {
+	n := 0
+	for s := range ix.sets {
+		n += ix.count(s)
+	}
+	return n
 }

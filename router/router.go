@@ -262,7 +262,7 @@ func (r *Router) Apply(t Target, ev kvcache.Event) {
 // Indexed is the number of blocks t has cached, by its events (the size of its radix tree).
 func (r *Router) Indexed(t Target) int {
 	if x := r.byID[t]; x != nil {
-		return r.ix.counts[x.slot]
+		return r.ix.count(x.slot)
 	}
 	return 0
 }
