@@ -294,7 +294,7 @@ func New(o Options) (*Model, error) {
 		return mdl.finish(d, c, version, rf, gemms, moeSrc, nil)
 	}
 	if c.m.MLA() {
-		bmm, err := mdl.loadMLA(c, rf, ctxSrc, genSrc, src[needed[len(needed)-1]], gemms)
+		bmm, err := mdl.loadMLA(c, rf, ctxSrc, genSrc, src[needed[len(needed)-1]])
 		if err != nil {
 			return nil, err
 		}
@@ -362,9 +362,7 @@ func (mdl *Model) finish(d db, c *config, version string, rf *roofline, gemms ma
 // attention core, by number of decode tokens.
 type mlaBmm struct {
 	pre, post curve
-	heads     float64
-	flops     float64
-	elem      float64
+	sol       func(tok float64) float64 // the roofline of either, which the curves scale outside their grids
 }
 
 // loadMLA builds the attention ops of an MLA model from SGLang's op tables, the way
@@ -376,7 +374,7 @@ type mlaBmm struct {
 // buildCurves. Attention is looked up at heads/TP in the tables' family of the model's own head
 // count (num_heads × tp_size = heads); the BMMs run in fp8 when the GEMMs are quantised, in bf16
 // otherwise (AIConfigurator's mla_bmm_quant_mode).
-func (mdl *Model) loadMLA(c *config, rf *roofline, ctxSrc, genSrc, bmmSrc []string, gemms map[string]*gemmData) (*mlaBmm, error) {
+func (mdl *Model) loadMLA(c *config, rf *roofline, ctxSrc, genSrc, bmmSrc []string) (*mlaBmm, error) {
 	m := c.m
 	ctxRows, err := loadMLA(ctxSrc, false, m.Heads)
 	if err != nil {
@@ -390,30 +388,42 @@ func (mdl *Model) loadMLA(c *config, rf *roofline, ctxSrc, genSrc, bmmSrc []stri
 	if latent != mlaLatent {
 		return nil, fmt.Errorf("aic: model %s caches a latent of %d (kv_lora_rank + qk_rope_head_dim); the MLA tables measured %d", m.Name, latent, mlaLatent)
 	}
-	key := attnKey{c.heads, 1, mlaLatent, 0, "", c.kvDtype}
-	shape := attnShape{heads: float64(c.heads), kvHeads: 1, headDim: float64(m.HeadDim), kvBytes: bytesOf(c.kvDtype), memBW: rf.memBW,
-		qkDim: float64(m.HeadDim), vDim: float64(m.VHeadDim), latent: float64(latent), kvLoRA: float64(m.KVLoRARank)}
-	ctx, gen, err := newAttnOps(ctxRows, genRows, key, shape, ctxSrc, genSrc, rf)
-	if err != nil {
+	if err := mdl.addMLAAttn(c, rf, ctxRows, genRows, ctxSrc, genSrc, false); err != nil {
 		return nil, err
 	}
-	mdl.attn = append(mdl.attn, attnLayers{layers: float64(m.Layers), ctx: ctx, gen: gen, rect: ctx})
 
 	dt := "fp8"
 	if c.gemmDtype == "bfloat16" {
 		dt = "bfloat16"
 	}
-	b := &mlaBmm{heads: float64(c.heads), elem: bytesOf(dt)}
-	if b.flops, err = rf.flopsOf(dt); err != nil {
+	flops, err := rf.flopsOf(dt)
+	if err != nil {
 		return nil, err
 	}
-	if b.pre, err = loadMLABmm(bmmSrc, "mla_gen_pre", dt, c.heads, rf); err != nil {
+	heads, elem := float64(c.heads), bytesOf(dt)
+	b := &mlaBmm{sol: func(tok float64) float64 { return rf.mlaBmmSOL(tok, heads, flops, elem) }}
+	if b.pre, err = loadMLABmm(bmmSrc, "mla_gen_pre", dt, c.heads, b.sol); err != nil {
 		return nil, err
 	}
-	if b.post, err = loadMLABmm(bmmSrc, "mla_gen_post", dt, c.heads, rf); err != nil {
+	if b.post, err = loadMLABmm(bmmSrc, "mla_gen_post", dt, c.heads, b.sol); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// addMLAAttn adds the attention of an MLA model (latent mlaLatent) read from its context and generation
+// tables: the kernels (SGLang, loadMLA) or the whole modules (vLLM, loadMLAModule).
+func (mdl *Model) addMLAAttn(c *config, rf *roofline, ctxRows, genRows attnRows, ctxSrc, genSrc []string, module bool) error {
+	m := c.m
+	key := attnKey{c.heads, 1, mlaLatent, 0, "", c.kvDtype}
+	shape := attnShape{heads: float64(c.heads), kvHeads: 1, headDim: float64(m.HeadDim), kvBytes: bytesOf(c.kvDtype), memBW: rf.memBW,
+		qkDim: float64(m.HeadDim), vDim: float64(m.VHeadDim), latent: mlaLatent, kvLoRA: float64(m.KVLoRARank)}
+	ctx, gen, err := newAttnOps(ctxRows, genRows, key, shape, ctxSrc, genSrc, rf)
+	if err != nil {
+		return err
+	}
+	mdl.attn = append(mdl.attn, attnLayers{layers: float64(m.Layers), ctx: ctx, gen: gen, rect: ctx, module: module})
+	return nil
 }
 
 // loadMLAModule builds the attention of an MLA model on vLLM from its whole-module tables, as
@@ -450,15 +460,7 @@ func (mdl *Model) loadMLAModule(c *config, rf *roofline, ctxSrc, genSrc []string
 	if err != nil {
 		return err
 	}
-	key := attnKey{c.heads, 1, mlaLatent, 0, "", c.kvDtype}
-	shape := attnShape{heads: float64(c.heads), kvHeads: 1, headDim: float64(m.HeadDim), kvBytes: bytesOf(c.kvDtype), memBW: rf.memBW,
-		qkDim: float64(m.HeadDim), vDim: float64(m.VHeadDim), latent: float64(latent), kvLoRA: float64(m.KVLoRARank)}
-	ctx, gen, err := newAttnOps(ctxRows, genRows, key, shape, ctxSrc, genSrc, rf)
-	if err != nil {
-		return err
-	}
-	mdl.attn = append(mdl.attn, attnLayers{layers: float64(m.Layers), ctx: ctx, gen: gen, rect: ctx, module: true})
-	return nil
+	return mdl.addMLAAttn(c, rf, ctxRows, genRows, ctxSrc, genSrc, true)
 }
 
 // pickVersion returns the engine version to use and the source files of each needed table.
@@ -607,7 +609,8 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 			return all * lin.latency(T, kvbN, kvbK)
 		})
 		mdl.decTok = tabulate(unique(append(append(slices.Clone(bmm.pre.x), bmm.post.x...), powersOfTwo()...)), func(n float64) float64 {
-			return all * (bmm.pre.at(n, rf.mlaBmmSOL(n, bmm.heads, bmm.flops, bmm.elem)) + bmm.post.at(n, rf.mlaBmmSOL(n, bmm.heads, bmm.flops, bmm.elem)))
+			v := bmm.sol(n)
+			return all * (bmm.pre.at(n, v) + bmm.post.at(n, v))
 		})
 	}
 	// The work that depends only on the pass's token count T, by op. Every layer: norms before

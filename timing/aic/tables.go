@@ -496,14 +496,10 @@ func loadMLARows(paths []string, gen bool, rowsOf func(*table) (func(int) bool, 
 // loadMLABmm reads one curve of mla_bmm_perf: the batched GEMMs around SGLang's absorbed MLA decode,
 // op "mla_gen_pre" (q_nope × W_UK per head: 128 → 512) or "mla_gen_post" (the attention output ×
 // W_UV per head: 512 → 128), latency by num_tokens for one bmm_dtype and heads per GPU.
-func loadMLABmm(paths []string, op, dtype string, heads int, rf *roofline) (curve, error) {
-	flops, err := rf.flopsOf(dtype)
-	if err != nil {
-		return curve{}, err
-	}
+func loadMLABmm(paths []string, op, dtype string, heads int, sol func(float64) float64) (curve, error) {
 	pts := map[float64]float64{}
 	have := map[string]bool{}
-	err = scan(paths, func(t *table) (func(int), error) {
+	err := scan(paths, func(t *table) (func(int), error) {
 		ops, e1 := t.s("op_name")
 		dt, e2 := t.s("bmm_dtype")
 		nh, e3 := t.f("num_heads")
@@ -530,8 +526,6 @@ func loadMLABmm(paths []string, op, dtype string, heads int, rf *roofline) (curv
 			sourceList(paths), op, dtype, heads, keys(have))
 	}
 	x, y := sortedPoints(pts)
-	elem, h := bytesOf(dtype), float64(heads)
-	sol := func(tok float64) float64 { return rf.mlaBmmSOL(tok, h, flops, elem) }
 	return newCurve(x, y, sol, 1, false), nil
 }
 
