@@ -618,24 +618,27 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 	// the attention projections, two all-reduces (three with a q/k norm over all heads); the MLP or
 	// router + MoE + shared expert; the embedding lookup (read the rows, write the activations) and its
 	// all-reduce over the vocabulary-parallel shards.
+	// Per layer: a gated MLP of intermediate size inter (gate/up GEMM, activation, down GEMM); an MoE
+	// layer's router GEMM and fused experts.
+	gatedMLP := func(T, inter float64) float64 {
+		return lin.latency(T, 2*inter, h) + rf.memOp(T*(2*inter+inter)*2) + lin.latency(T, h, inter)
+	}
+	router := func(T float64) float64 { return bf16.latency(T, float64(m.Experts), h) }
+	experts := func(T float64) float64 { return moe.at(T, rf.moeSOL(T, mk, moeFlops)) }
 	parts := []tokenPart{
 		{"norms", func(T float64) float64 { return all * 2 * rf.memOp(T*(2*h+2*h)*2) }},
 		{"attention_projections", func(T float64) float64 { return all * proj(T) }},
 		{"tp_allreduce", func(T float64) float64 { return all*(2*arAt(T)+qkNormAt(T)) + arAt(T) }},
 	}
 	if dense > 0 {
-		parts = append(parts, tokenPart{"mlp", func(T float64) float64 {
-			return dense * (lin.latency(T, 2*in, h) + rf.memOp(T*(2*in+in)*2) + lin.latency(T, h, in))
-		}})
+		parts = append(parts, tokenPart{"mlp", func(T float64) float64 { return dense * gatedMLP(T, in) }})
 	}
 	if moeLayers > 0 {
 		parts = append(parts,
-			tokenPart{"moe_router", func(T float64) float64 { return moeLayers * bf16.latency(T, float64(m.Experts), h) }},
-			tokenPart{"moe_experts", func(T float64) float64 { return moeLayers * moe.at(T, rf.moeSOL(T, mk, moeFlops)) }})
+			tokenPart{"moe_router", func(T float64) float64 { return moeLayers * router(T) }},
+			tokenPart{"moe_experts", func(T float64) float64 { return moeLayers * experts(T) }})
 		if sh > 0 {
-			parts = append(parts, tokenPart{"shared_expert", func(T float64) float64 {
-				return moeLayers * (lin.latency(T, 2*sh, h) + rf.memOp(T*(2*sh+sh)*2) + lin.latency(T, h, sh))
-			}})
+			parts = append(parts, tokenPart{"shared_expert", func(T float64) float64 { return moeLayers * gatedMLP(T, sh) }})
 		}
 	}
 	parts = append(parts, tokenPart{"embedding", func(T float64) float64 { return rf.memOp(2 * T * h * 2) }})
@@ -654,12 +657,11 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 	var perTokenDec func(float64) float64
 	if c.overlapShared && moeLayers > 0 && sh > 0 {
 		overlapped := func(T float64) float64 {
-			routed := bf16.latency(T, float64(m.Experts), h) + moe.at(T, rf.moeSOL(T, mk, moeFlops))
+			group := router(T) + experts(T)
 			if c.Backend == "sglang" {
-				routed += 2 * arAt(T)
+				group += 2 * arAt(T)
 			}
-			shared := lin.latency(T, 2*sh, h) + rf.memOp(T*(2*sh+sh)*2) + lin.latency(T, h, sh)
-			return moeLayers * math.Min(routed, shared)
+			return moeLayers * math.Min(group, gatedMLP(T, sh))
 		}
 		perTokenDec = func(T float64) float64 { return perToken(T) - overlapped(T) }
 		mdl.overlapCredit = tokenPart{"shared_expert_overlap", func(T float64) float64 { return -overlapped(T) }}
