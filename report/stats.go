@@ -29,7 +29,7 @@ type Stats struct {
 // were recorded in.
 func describe(xs []float64) Stats {
 	sortFloats(xs)
-	return describeSorted(xs)
+	return describeRuns(xs, nil, len(xs))
 }
 
 // samples is a distribution of durations held as runs: a value and how many times it occurs.
@@ -54,53 +54,67 @@ func (s *samples) add(d time.Duration, n int32) {
 // millisecond values' order, and the sums run over the samples in that order, a run's value repeated, so
 // this equals describe over every sample.
 func (s *samples) describe() Stats {
-	if s.n == 0 {
-		return Stats{}
-	}
+	var keys []uint64
+	var counts []uint32
 	if s.n == len(s.keys) { // no run longer than one sample: sorting the counts along is wasted
-		keys := radixSort(s.keys)
-		xs := make([]float64, len(keys))
-		for i, k := range keys {
-			xs[i] = ms(time.Duration(k))
-		}
-		return describeSorted(xs)
+		keys = radixSort(s.keys)
+	} else {
+		keys, counts = radixSortPairs(s.keys, s.counts)
 	}
-	keys, counts := radixSortPairs(s.keys, s.counts)
 	xs := make([]float64, len(keys))
 	for i, k := range keys {
 		xs[i] = ms(time.Duration(k))
 	}
+	return describeRuns(xs, counts, s.n)
+}
+
+// describeRuns computes Stats over n samples: the sorted values xs, value i occurring counts[i] times
+// (counts nil: once each).
+func describeRuns(xs []float64, counts []uint32, n int) Stats {
+	if n == 0 {
+		return Stats{}
+	}
+	times := func(i int) int {
+		if counts == nil {
+			return 1
+		}
+		return int(counts[i])
+	}
 	var sum float64
 	for i, x := range xs {
-		for range counts[i] {
+		for range times(i) {
 			sum += x
 		}
 	}
-	mean := sum / float64(s.n)
+	mean := sum / float64(n)
 	var sq float64
 	for i, x := range xs {
 		d := x - mean
-		for range counts[i] {
-			sq += float64(d * d) // no FMA: see describeSorted
+		for range times(i) {
+			// The conversion forbids fusing d*d into sq with an FMA (the spec allows that on
+			// arm64), which would change the last bits and the golden files between machines.
+			sq += float64(d * d)
 		}
 	}
-	// The nearest-rank percentiles of percentile, located by cumulative counts.
 	at := func(p int) float64 {
-		rank := ((s.n-1)*p + 50) / 100
+		if counts == nil {
+			return percentile(xs, p)
+		}
+		r := rank(n, p)
 		for i, c := range counts {
-			if rank < int(c) {
+			if r < int(c) {
 				return xs[i]
 			}
-			rank -= int(c)
+			r -= int(c)
 		}
 		return xs[len(xs)-1]
 	}
 	return Stats{
-		Count: s.n,
+		Count: n,
 		Mean:  mean,
 		Min:   xs[0],
 		Max:   xs[len(xs)-1],
-		Std:   math.Sqrt(sq / float64(s.n)),
+		Std:   math.Sqrt(sq / float64(n)),
 		P50:   at(50),
 		P75:   at(75),
 		P90:   at(90),
@@ -109,45 +123,14 @@ func (s *samples) describe() Stats {
 	}
 }
 
-// describeSorted computes Stats over sorted xs.
-func describeSorted(xs []float64) Stats {
-	n := len(xs)
-	if n == 0 {
-		return Stats{}
-	}
-	var sum float64
-	for _, x := range xs {
-		sum += x
-	}
-	mean := sum / float64(n)
-	var sq float64
-	for _, x := range xs {
-		d := x - mean
-		// The conversion forbids fusing d*d into sq with an FMA (the spec allows that on
-		// arm64), which would change the last bits and the golden files between machines.
-		sq += float64(d * d)
-	}
-	return Stats{
-		Count: n,
-		Mean:  mean,
-		Min:   xs[0],
-		Max:   xs[n-1],
-		Std:   math.Sqrt(sq / float64(n)),
-		P50:   percentile(xs, 50),
-		P75:   percentile(xs, 75),
-		P90:   percentile(xs, 90),
-		P95:   percentile(xs, 95),
-		P99:   percentile(xs, 99),
-	}
-}
+// percentile returns sorted[rank(len(sorted), p)].
+func percentile(sorted []float64, p int) float64 { return sorted[rank(len(sorted), p)] }
 
-// percentile returns sorted[round((n−1)·p/100)], rounding half away from zero, the
-// nearest-rank rule of Dynamo's replay collector (no interpolation between samples).
-func percentile(sorted []float64, p int) float64 {
-	// In integers, for non-negative values, (k+50)/100 is math.Round(k/100): exact, with no
-	// float error at the .5 ties.
-	return sorted[((len(sorted)-1)*p+50)/100]
-}
+// rank is the index of the p-th percentile of n sorted samples: round((n−1)·p/100), rounding half away
+// from zero, the nearest-rank rule of Dynamo's replay collector (no interpolation between samples). In
+// integers, for non-negative values, (k+50)/100 is math.Round(k/100): exact, with no float error at the
+// .5 ties.
+func rank(n, p int) int { return ((n-1)*p + 50) / 100 }
 
 // ms converts a duration to float milliseconds, the unit of every reported time.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
