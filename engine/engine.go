@@ -50,6 +50,23 @@ type Options struct {
 	Role sched.Role
 }
 
+// BlockSize is the tokens per KV block (SGLang: per page) of the engine's schedulers.
+func (o Options) BlockSize() int {
+	if o.Backend == SGLang {
+		return o.SGLang.PageSize
+	}
+	return o.VLLM.BlockSize
+}
+
+// MaxBatchedTokens is the schedulers' token budget per pass (SGLang: its chunked-prefill size), the
+// unit of a router's queue threshold.
+func (o Options) MaxBatchedTokens() int {
+	if o.Backend == SGLang {
+		return o.SGLang.ChunkedPrefillSize
+	}
+	return o.VLLM.MaxBatchedTokens
+}
+
 // scheduler is what the engine needs of one rank's scheduler.
 type scheduler interface {
 	Enqueue(*sched.Request) error

@@ -52,10 +52,10 @@ type worker struct {
 }
 
 func (r *runner) newPool(name string, eo engine.Options, ro router.Options, n int) (*pool, error) {
-	p := &pool{name: name, eng: eo, blockSize: blockSize(eo)}
+	p := &pool{name: name, eng: eo, blockSize: eo.BlockSize()}
 	ro.BlockSize = p.blockSize
 	if ro.MaxBatchedTokens == 0 {
-		ro.MaxBatchedTokens = maxBatchedTokens(eo)
+		ro.MaxBatchedTokens = eo.MaxBatchedTokens()
 	}
 	rt, err := router.New(ro)
 	if err != nil {
@@ -72,22 +72,6 @@ func (r *runner) newPool(name string, eo engine.Options, ro router.Options, n in
 	}
 	p.atEnd = r.o.RouterEventsAtPassEnd || p.workers[0].eng.EventsAtPassEnd()
 	return p, nil
-}
-
-// blockSize is the engines' tokens per KV block (page).
-func blockSize(eo engine.Options) int {
-	if eo.Backend == engine.SGLang {
-		return eo.SGLang.PageSize
-	}
-	return eo.VLLM.BlockSize
-}
-
-// maxBatchedTokens is the engines' token budget per pass, the unit of the router's queue threshold.
-func maxBatchedTokens(eo engine.Options) int {
-	if eo.Backend == engine.SGLang {
-		return eo.SGLang.ChunkedPrefillSize
-	}
-	return eo.VLLM.MaxBatchedTokens
 }
 
 // addWorker creates a worker, not yet serving.

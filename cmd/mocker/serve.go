@@ -95,20 +95,14 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	d, err := cfg.Deployment()
+	// The simulation's options hold the engines', the router's and, disaggregated, the decode pool's.
+	so, err := cfg.SimOptions()
 	if err != nil {
 		return err
 	}
-	eo, err := cfg.EngineOptions()
-	if err != nil {
-		return err
-	}
+	eo, ro := so.Engine, so.Router
 	eo.VLLM.Events, eo.SGLang.Events = true, true // routers and subscribers read them
-	ro, err := cfg.RouterOptions()
-	if err != nil {
-		return err
-	}
-	ro.BlockSize, ro.MaxBatchedTokens = d.BlockSize, cfg.MaxNumBatchedTokens
+	ro.BlockSize, ro.MaxBatchedTokens = eo.BlockSize(), cfg.MaxNumBatchedTokens
 
 	name := cfg.ModelName
 	if name == "" {
@@ -145,15 +139,10 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		Metrics:          mx.Handler(),
 		Recorder:         func(w, r int) live.Recorder { return mx.Rank(w, r) },
 	}
-	workers := cfg.Workers
 	if cfg.PrefillWorkers > 0 {
-		o.Workers, workers = cfg.PrefillWorkers, cfg.PrefillWorkers
-		so, err := cfg.SimOptions()
-		if err != nil {
-			return err
-		}
+		o.Workers = cfg.PrefillWorkers
 		dr := so.DecodeRouter
-		dr.BlockSize, dr.MaxBatchedTokens = d.BlockSize, cfg.MaxNumBatchedTokens
+		dr.BlockSize, dr.MaxBatchedTokens = ro.BlockSize, ro.MaxBatchedTokens
 		o.Disagg = &live.Disagg{
 			DecodeWorkers: cfg.DecodeWorkers,
 			Router:        dr,
@@ -186,12 +175,12 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		}
 		cleanup = append(cleanup, func() { nc.Flush(); nc.Close() })
 		info.NATSURL, info.Subject = url, natsevents.Subject(name)
-		o.Sinks = append(o.Sinks, live.NewNATSSink(nc, info.Subject, workers))
+		o.Sinks = append(o.Sinks, live.NewNATSSink(nc, info.Subject, o.Workers))
 	}
 	if cfg.ZMQKVEventsPort > 0 {
 		zs, err := live.NewZMQSink(live.ZMQOptions{
-			Host: cfg.Host, Port: cfg.ZMQKVEventsPort, ReplayPort: cfg.ZMQReplayPort, Workers: workers, DPSize: cfg.DPSize,
-			BlockSize: d.BlockSize, HashSeed: cfg.KVHashSeed, MapFormat: cfg.KVEventsMapFormat,
+			Host: cfg.Host, Port: cfg.ZMQKVEventsPort, ReplayPort: cfg.ZMQReplayPort, Workers: o.Workers, DPSize: cfg.DPSize,
+			BlockSize: ro.BlockSize, HashSeed: cfg.KVHashSeed, MapFormat: cfg.KVEventsMapFormat,
 		})
 		if err != nil {
 			return err
@@ -211,7 +200,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	info.Addr, info.Bootstrap, info.Server = ln.Addr().String(), srv.BootstrapAddrs(), srv
-	fmt.Fprintf(stderr, "mocker serve: model %s on http://%s (%s)\n", name, info.Addr, describeServe(cfg, workers))
+	fmt.Fprintf(stderr, "mocker serve: model %s on http://%s (%s)\n", name, info.Addr, describeServe(cfg, o.Workers))
 	if info.NATSURL != "" {
 		fmt.Fprintf(stderr, "mocker serve: KV events on NATS %s, subject %s\n", info.NATSURL, info.Subject)
 	}
