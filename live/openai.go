@@ -33,12 +33,16 @@ func badRequest(param, format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: param, message: fmt.Sprintf(format, args...)}
 }
 
-func writeError(w http.ResponseWriter, e *apiError) {
-	b := make([]byte, 0, 256)
+// appendErrorHead appends an OpenAI error object up to its type: {"error":{"message":..,"type":..
+func appendErrorHead(b []byte, e *apiError) []byte {
 	b = append(b, `{"error":{"message":`...)
 	b = appendJSONString(b, e.message)
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, e.typ)
+	return appendJSONString(b, e.typ)
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	b := appendErrorHead(make([]byte, 0, 256), e)
 	b = appendNullable(append(b, `,"param":`...), e.param)
 	b = appendNullable(append(b, `,"code":`...), e.code)
 	b = append(b, "}}\n"...)
@@ -425,10 +429,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *Stream, rs *
 		}
 		if err != nil {
 			e := submitError(err)
-			out = append(out[:0], `data: {"error":{"message":`...)
-			out = appendJSONString(out, e.message)
-			out = append(out, `,"type":`...)
-			out = appendJSONString(out, e.typ)
+			out = appendErrorHead(append(out[:0], "data: "...), e)
 			out = append(out, "}}\n\ndata: [DONE]\n\n"...)
 			w.Write(out)
 			return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,17 +173,22 @@ func (s *Server) Close() {
 	for _, p := range pend {
 		p.stream.fail(errClosed)
 	}
-	for _, w := range s.workers {
+	for _, w := range s.allWorkers() {
 		w.close()
 	}
 	if s.decode != nil {
-		for _, w := range s.decode.workers {
-			w.close()
-		}
 		for _, b := range s.decode.bootstrap {
 			b.Close()
 		}
 	}
+}
+
+// allWorkers are the aggregated (or prefill) workers, then the decode workers.
+func (s *Server) allWorkers() []*Worker {
+	if s.decode == nil {
+		return s.workers
+	}
+	return append(slices.Clip(s.workers), s.decode.workers...)
 }
 
 // Workers are the server's workers, in order.
@@ -269,16 +275,9 @@ func (s *Server) cancel(id uint64) {
 	if s.decode != nil && s.cancelHandoff(id) {
 		return
 	}
-	for _, w := range s.workers {
+	for _, w := range s.allWorkers() {
 		if w.Cancel(id) {
 			return
-		}
-	}
-	if s.decode != nil {
-		for _, w := range s.decode.workers {
-			if w.Cancel(id) {
-				return
-			}
 		}
 	}
 }
