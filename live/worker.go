@@ -69,9 +69,9 @@ type Worker struct {
 	events   []kvcache.Event
 	blocks   []tokens.Block
 	hashes   []uint64
-	state    []sched.Metrics
-	end      time.Duration // the last pass's end on the engine's clock
-	busy     bool          // the last pass followed another without an idle wait
+	state    []sched.Metrics // by rank, as last published
+	end      time.Duration   // the last pass's end on the engine's clock
+	busy     bool            // the last pass followed another without an idle wait
 }
 
 type rankAdmission struct {
@@ -273,7 +273,10 @@ func (w *Worker) run() {
 	for {
 		if !w.step() {
 			w.busy = false
-			select { // nothing to do until a request arrives or leaves
+			// Nothing to do until a request arrives or leaves; the gauges show what a cancel, a
+			// release or the last pass left.
+			w.publishState()
+			select {
 			case <-w.wake:
 				continue
 			case <-w.quit:
@@ -284,14 +287,36 @@ func (w *Worker) run() {
 		w.publishStart()
 		if d := time.Until(w.t0.Add(w.end)); d > 0 {
 			timer.Reset(d)
-			select {
-			case <-timer.C:
-			case <-w.quit:
-				timer.Stop()
-				return
+		sleep:
+			for {
+				select {
+				case <-timer.C:
+					break sleep
+				case <-w.wake: // a cancel may have freed blocks: the gauges say so now, not at the pass's end
+					w.publishState()
+				case <-w.quit:
+					timer.Stop()
+					return
+				}
 			}
 		}
 		w.publishEnd()
+	}
+}
+
+// publishState hands every rank's scheduler state to its recorder. Only the loop calls it, so the
+// recorders see the states in order.
+func (w *Worker) publishState() {
+	if w.hooks.Recorder == nil {
+		return
+	}
+	w.mu.Lock()
+	w.state = append(w.state[:0], w.eng.Metrics()...)
+	w.mu.Unlock()
+	for r, rec := range w.recs {
+		if rec != nil {
+			rec.SetState(w.state[r])
+		}
 	}
 }
 
@@ -325,7 +350,6 @@ func (w *Worker) step() bool {
 			w.evs = append(w.evs, rankEvents{rank: rp.Rank, start: start, end: len(w.events)})
 		}
 	}
-	w.state = append(w.state[:0], w.eng.Metrics()...)
 	return true
 }
 
@@ -377,12 +401,14 @@ func (w *Worker) publishEvents() {
 	}
 }
 
-// publishEnd publishes the end of a pass in the reference's order: KV events (SGLang), output tokens,
-// request accounting, metrics.
+// publishEnd publishes the end of a pass in the reference's order: KV events (SGLang), then output
+// tokens and request accounting. The metrics go first of these, so a client that has its last token
+// finds its request counted.
 func (w *Worker) publishEnd() {
 	if w.atEnd {
 		w.publishEvents()
 	}
+	w.publishState()
 	now := time.Now()
 	var ended []uint64
 	var prefilled []rankID
@@ -417,7 +443,6 @@ func (w *Worker) publishEnd() {
 			prefilled = append(prefilled, rankID{o.rank, o.id})
 			continue
 		}
-		s.push(toks, o.done)
 		if o.done {
 			delete(w.streams, o.id)
 			ended = append(ended, o.id)
@@ -425,6 +450,7 @@ func (w *Worker) publishEnd() {
 				rec.Finished("length", now.Sub(s.arrived), s.prompt, s.generated)
 			}
 		}
+		s.push(toks, o.done)
 	}
 	w.mu.Unlock()
 	if w.hooks.Tokens != nil {
@@ -440,11 +466,6 @@ func (w *Worker) publishEnd() {
 	if w.hooks.Prefilled != nil {
 		for _, p := range prefilled {
 			w.hooks.Prefilled(w.id, p.rank, p.id)
-		}
-	}
-	for r, rec := range w.recs {
-		if rec != nil && r < len(w.state) {
-			rec.SetState(w.state[r])
 		}
 	}
 	if w.hooks.PassEnded != nil {

@@ -1,0 +1,100 @@
+package live
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// Tests whose outcome depends on time run inside a testing/synctest bubble, where the clock is fake and
+// advances only when every goroutine of the bubble is durably blocked: a pass of 40 ms takes exactly
+// 40 ms however busy the machine is. A goroutine blocked on a real socket is not durably blocked, so the
+// HTTP server and its clients talk over in-memory pipes.
+
+// pipeListener is a net.Listener whose connections are net.Pipe ends handed out by its dial.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+// Dial connects a new client to the listener.
+func (l *pipeListener) Dial() (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		client.Close()
+		server.Close()
+		return nil, net.ErrClosed
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
+
+// pipeServer is a Server answering HTTP over a pipeListener, with an http.Client and an OpenAI client
+// that reach it (the host in their URLs is not resolved).
+type pipeServer struct {
+	*Server
+	http   *http.Client
+	openai openai.Client
+	url    string // base URL, "http://mocker"
+}
+
+// startPipe runs a server over in-memory pipes; call it inside a synctest bubble. Everything it starts
+// stops when the test ends, so the bubble can finish.
+func startPipe(t *testing.T, o Options) *pipeServer {
+	t.Helper()
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := newPipeListener()
+	hs := &http.Server{Handler: s.Handler()}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		hs.Serve(ln)
+	}()
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.Dial() }}
+	hc := &http.Client{Transport: tr}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		hs.Close()
+		<-served
+		s.Close()
+	})
+	const url = "http://mocker"
+	c := openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0),
+		option.WithHTTPClient(hc))
+	return &pipeServer{Server: s, http: hc, openai: c, url: url}
+}
