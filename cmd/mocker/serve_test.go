@@ -100,7 +100,7 @@ func TestServeNATSEvents(t *testing.T) {
 	want := seq.Blocks()
 	var got []tokens.Block
 	for len(got) < len(want) {
-		m, err := sub.NextMsg(2 * time.Second)
+		m, err := sub.NextMsg(30 * time.Second)
 		if err != nil {
 			t.Fatalf("after %d of %d blocks: %v", len(got), len(want), err)
 		}
@@ -154,9 +154,10 @@ func TestServeZMQEvents(t *testing.T) {
 	hasher := vllmevents.NewHasher("42")
 	var stored vllmevents.BlockStored
 	var prompt []uint32
+	deadline := time.Now().Add(30 * time.Second)
 	for try := 0; stored.BlockHashes == nil; try++ {
-		if try == 20 {
-			t.Fatal("no vLLM-format events arrived")
+		if time.Now().After(deadline) {
+			t.Fatalf("no vLLM-format events arrived after %d requests", try)
 		}
 		text := fmt.Sprintf("attempt %d: %s", try, servePrompt)
 		complete(t, c, text, 2)
@@ -295,8 +296,8 @@ func TestServeDisaggregated(t *testing.T) {
 	cfg.SpeedupRatio = math.Inf(1) // passes take no time: TTFT is the transfer
 	cfg.PrefillWorkers, cfg.DecodeWorkers = 2, 2
 	cfg.KVTransferTimingMode = "full_prompt"
-	// llama-3.1-8b holds 131,072 bytes of KV per token: 0.131072 GB/s moves a token per ms.
-	cfg.KVTransferBandwidth = 0.131072
+	// llama-3.1-8b holds 131,072 bytes of KV per token: 0.0131072 GB/s moves a token in 10 ms.
+	cfg.KVTransferBandwidth = 0.0131072
 	info, c := startServe(t, cfg)
 	if len(info.Bootstrap) != 2 {
 		t.Fatalf("bootstrap addresses %v, want one per prefill worker", info.Bootstrap)
@@ -330,9 +331,11 @@ func TestServeDisaggregated(t *testing.T) {
 	if chunks != 6 || usage.CompletionTokens != 6 || usage.PromptTokens != int64(n) {
 		t.Fatalf("%d chunks, usage %+v; want 6 tokens of a %d-token prompt", chunks, usage, n)
 	}
-	want := time.Duration(n) * time.Millisecond
-	if ttft < want || ttft > want+want/2+50*time.Millisecond {
-		t.Errorf("TTFT %v, want the %v transfer of %d tokens (plus little)", ttft, want, n)
+	// The wall clock decides nothing here: timers never fire early, and the bound above only catches a
+	// second transfer, with the transfer's length as margin for a loaded machine.
+	want := time.Duration(n) * 10 * time.Millisecond
+	if ttft < want || ttft >= 2*want {
+		t.Errorf("TTFT %v, want the %v transfer of %d tokens, and less than twice that", ttft, want, n)
 	}
 	// Many requests at once all complete.
 	errs := make(chan error, 16)
