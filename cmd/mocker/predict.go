@@ -36,6 +36,7 @@ A --config YAML file takes the same keys as the flags; flags given on the comman
 					return err
 				}
 			}
+			markGiven(cmd.Flags(), &cfg)
 			return predict(&cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
