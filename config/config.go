@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -138,6 +137,9 @@ type Config struct {
 	KVHashSeed        string  `yaml:"kv-hash-seed"`
 	BootstrapPort     int     `yaml:"bootstrap-port"`
 	ShutdownTimeoutS  float64 `yaml:"shutdown-timeout"`
+
+	// given says where each setting given explicitly came from (Given).
+	given map[string]string `yaml:"-"`
 }
 
 // Default is the configuration of `mocker predict` with no flags: one vLLM worker with vLLM's defaults and
@@ -205,9 +207,9 @@ func Default() Config {
 // An unknown or repeated key, a value of the wrong type or a second document is an error naming the file,
 // the line and the key.
 func (c *Config) Load(path string) error {
-	data, err := os.ReadFile(path)
+	data, err := readConfig(path)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return err
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
@@ -236,13 +238,16 @@ func (c *Config) Load(path string) error {
 			return fmt.Errorf("config %s line %d: key %q given twice", path, k.Line, k.Value)
 		}
 		seen[k.Value] = true
+		c.Given(k.Value, fmt.Sprintf("config %s line %d", path, v.Line))
 		if field.auto {
 			if err := field.setAuto(v); err != nil {
 				return fmt.Errorf("config %s line %d: %s: %w, got %q", path, v.Line, k.Value, err, v.Value)
 			}
 			continue
 		}
-		if err := v.Decode(field.Addr().Interface()); err != nil {
+		// yaml decodes 2.9 into an int as 2: an integer setting takes only an integer.
+		isInt := field.Kind() == reflect.Int || field.Kind() == reflect.Uint64
+		if err := v.Decode(field.Addr().Interface()); err != nil || isInt && v.ShortTag() != "!!int" {
 			return fmt.Errorf("config %s line %d: %s: want %s, got %q", path, v.Line, k.Value, kindName(field.Kind()), v.Value)
 		}
 	}
@@ -326,16 +331,32 @@ func (c *Config) fieldsByKey() map[string]setting {
 	m := make(map[string]setting, v.NumField())
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
+		if !f.IsExported() {
+			continue
+		}
 		_, auto := f.Tag.Lookup("auto")
 		m[f.Tag.Get("yaml")] = setting{v.Field(i), auto}
 	}
 	return m
 }
 
-// Validate reports the first invalid setting, named by its flag.
+// Validate reports the first invalid setting, named by its flag and, when a config file gave it, by
+// the file and line.
 func (c *Config) Validate() error {
+	err := c.validate()
+	var se *settingError
+	if errors.As(err, &se) && c.given[se.key] != "" {
+		return fmt.Errorf("%s: %w", c.given[se.key], err)
+	}
+	return err
+}
+
+func (c *Config) validate() error {
 	bad := func(name string, v any, want string) error {
-		return fmt.Errorf("%s %v: %s", name, v, want)
+		return &settingError{name, fmt.Sprintf("%s %v: %s", name, v, want)}
+	}
+	if err := c.validateBounds(); err != nil {
+		return err
 	}
 	// The two ways of spreading closed-loop clients take the same kind of value under the same conditions.
 	for _, f := range []struct {
@@ -366,7 +387,7 @@ func (c *Config) Validate() error {
 	case c.PageSize < 0:
 		return bad("page-size", c.PageSize, "must be at least 1 (0: --block-size, else 1)")
 	case c.Backend == "sglang" && c.PageSize > 0 && c.BlockSize > 0 && c.PageSize != c.BlockSize:
-		return fmt.Errorf("page-size %d and block-size %d: SGLang's block is its page; set one of them", c.PageSize, c.BlockSize)
+		return &settingError{"page-size", fmt.Sprintf("page-size %d and block-size %d: SGLang's block is its page; set one of them", c.PageSize, c.BlockSize)}
 	case c.SGLangSchedulePolicy != "fcfs" && c.SGLangSchedulePolicy != "fifo" && c.SGLangSchedulePolicy != "lpm":
 		return bad("sglang-schedule-policy", c.SGLangSchedulePolicy, "want fcfs or lpm")
 	case c.SGLangMaxPrefillTokens < 1:
@@ -426,7 +447,7 @@ func (c *Config) Validate() error {
 	case c.Workers < 1:
 		return bad("workers", c.Workers, "must be at least 1")
 	case c.PrefillWorkers < 0 || c.DecodeWorkers < 0 || (c.PrefillWorkers > 0) != (c.DecodeWorkers > 0):
-		return fmt.Errorf("prefill-workers %d and decode-workers %d: disaggregated serving needs at least one of each (0 and 0: aggregated --workers)", c.PrefillWorkers, c.DecodeWorkers)
+		return &settingError{"prefill-workers", fmt.Sprintf("prefill-workers %d and decode-workers %d: disaggregated serving needs at least one of each (0 and 0: aggregated --workers)", c.PrefillWorkers, c.DecodeWorkers)}
 	case c.PrefillWorkers > 0 && c.Backend == "trtllm":
 		return bad("backend", c.Backend, "TensorRT-LLM's guaranteed_no_evict has no disaggregated mode here (as in the reference)")
 	case c.OverlapScoreWeight < 0 || math.IsNaN(c.OverlapScoreWeight):

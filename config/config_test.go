@@ -83,6 +83,8 @@ func TestLoadKeepsUnsetKeys(t *testing.T) {
 	}
 	want := Default()
 	want.BlockSize, want.EnablePrefixCaching, want.RequestRate = 64, false, c.RequestRate
+	want.given = map[string]string{"block-size": "config " + path + " line 2", "enable-prefix-caching": "config " + path + " line 3",
+		"request-rate": "config " + path + " line 4"}
 	if !reflect.DeepEqual(c, want) || c.RequestRate <= 1e308 {
 		t.Fatalf("loaded %+v", c)
 	}
@@ -257,7 +259,66 @@ func TestDesyncAuto(t *testing.T) {
 		t.Errorf("second ResolveDesync() = %v, %v: want nothing to do", ms, err)
 	}
 	c.ConcurrencyDesyncMs, c.Concurrency = math.NaN(), 0
-	if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "concurrency-desync-ms auto: spreads the clients of --concurrency") {
+	if err := c.Validate(); err == nil || err.Error() != "config "+path+" line 1: concurrency-desync-ms auto: spreads the clients of --concurrency, which is 0" {
 		t.Errorf("auto without clients: Validate() = %v", err)
+	}
+}
+
+// TestLoadRefusesWhatItCannotHold: integer settings take only integers (yaml would truncate 2.9 to 2),
+// every invalid value names the file, line and key, and a file that is not a settings file is refused
+// after a bounded read.
+func TestLoadRefusesWhatItCannotHold(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ body, want string }{
+		{"seed: 1\nworkers: 2.9\n", `line 2: workers: want an integer, got "2.9"`},
+		{"workers: 2.0\n", `line 1: workers: want an integer, got "2.0"`},
+		{"seed: 1.5\n", `line 1: seed: want a non-negative integer, got "1.5"`},
+		{"seed: -1\n", `line 1: seed: want a non-negative integer, got "-1"`},
+		{"block-size: 1e3\n", `line 1: block-size: want an integer, got "1e3"`},
+		{"num-requests: 10\nworkers: 0\n", "line 2: workers 0: must be at least 1"},
+		{"\n\ndp-size: 0\n", "line 3: dp-size 0: must be at least 1"},
+		{"workers: 2000\n", "line 1: workers 2000: at most 1024"},
+		{"workers: 64\ndp-size: 32\n", "line 1: workers 64: × dp-size 32 is 2048 engine ranks; at most 1024"},
+		{"prefill-workers: 2000\ndecode-workers: 1\n", "line 1: prefill-workers 2000: at most 1024"},
+		{"prefill-workers: 1\ndecode-workers: 1\nworkers: 1\n", "line 3: workers 1: contradicts --prefill-workers/--decode-workers"},
+		{"kv-hash-seed: notanumber\n", `line 1: kv-hash-seed "notanumber": want an integer in [0, 4294967295]`},
+		{"kv-hash-seed: 4294967296\n", `line 1: kv-hash-seed "4294967296": want an integer in [0, 4294967295]`},
+		{"trace-block-size: 100000000\n", "line 1: trace-block-size 100000000: at most 16777216"},
+		{"backend: sglang\npage-size: 4\nblock-size: 16\n", "line 2: page-size 4 and block-size 16"},
+	} {
+		path := filepath.Join(dir, "c.yaml")
+		os.WriteFile(path, []byte(tc.body), 0o644)
+		c := Default()
+		err := c.Load(path)
+		if err == nil {
+			err = c.Validate()
+		}
+		if want := "config " + path + " " + tc.want; err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: error %v, want %q", tc.body, err, want)
+		}
+	}
+
+	// A value set after the file by a flag is no longer the file's.
+	path := filepath.Join(dir, "c.yaml")
+	os.WriteFile(path, []byte("workers: 3\n"), 0o644)
+	c := Default()
+	if err := c.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	c.Workers = 0
+	c.Given("workers", "")
+	if err := c.Validate(); err == nil || err.Error() != "workers 0: must be at least 1" {
+		t.Errorf("flag over file: %v", err)
+	}
+
+	big := filepath.Join(dir, "big.yaml")
+	os.WriteFile(big, []byte("# "+strings.Repeat("x", 1<<20)+"\n"), 0o644)
+	if err := c.Load(big); err == nil || err.Error() != "config "+big+": larger than 1024 KiB (not a settings file?)" {
+		t.Errorf("big file: %v", err)
+	}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		if err := c.Load("/dev/zero"); err == nil || !strings.Contains(err.Error(), "larger than 1024 KiB") {
+			t.Errorf("/dev/zero: %v", err)
+		}
 	}
 }

@@ -27,6 +27,15 @@ type Collector struct {
 	// reasons holds Rejected's reason by id; rejections are rare, so a map beats a
 	// string header in every record.
 	reasons map[int]string
+
+	// names holds Identify's names by id, for the per-request records.
+	names []name
+}
+
+// name is where a request came from: its id in the workload and, for a trace row, the line.
+type name struct {
+	requestID string
+	line      int
 }
 
 // request is the fixed-size record of one request. Counts are int32 to keep it small: a run
@@ -87,6 +96,35 @@ func (c *Collector) Arrived(id int, at time.Duration, inputTokens, maxTokens int
 		worker:      -1,
 		state:       arrived,
 	}
+}
+
+// Identify records the workload's own name of request id — a trace's request_id, or a stable id
+// the workload gives a request without one — and, for a trace row, its 1-based line, so the
+// per-request records join back to the trace.
+func (c *Collector) Identify(id int, requestID string, line int) {
+	c.live(id, c.reqs[id].last, "Identify")
+	for len(c.names) <= id {
+		c.names = append(c.names, name{})
+	}
+	c.names[id] = name{requestID, line}
+}
+
+// FirstRejection returns the earliest-arriving rejected request — its id, and Identify's name and
+// line if given — and why it was rejected; ok is false when no request was rejected.
+func (c *Collector) FirstRejection() (id int, requestID string, line int, reason string, ok bool) {
+	id = -1
+	for i := range c.reasons {
+		if id < 0 || i < id {
+			id = i
+		}
+	}
+	if id < 0 {
+		return 0, "", 0, "", false
+	}
+	if id < len(c.names) {
+		requestID, line = c.names[id].requestID, c.names[id].line
+	}
+	return id, requestID, line, c.reasons[id], true
 }
 
 // Routed records the worker request id was sent to (any stable number the caller chooses).

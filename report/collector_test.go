@@ -381,3 +381,27 @@ func TestEqualGapsShareAnEntry(t *testing.T) {
 		t.Fatalf("ITL %+v", s.ITL)
 	}
 }
+
+func TestFirstRejection(t *testing.T) {
+	c := NewCollector()
+	if _, _, _, _, ok := c.FirstRejection(); ok {
+		t.Fatal("FirstRejection of an empty run: ok")
+	}
+	for id := range 4 {
+		c.Arrived(id, time.Duration(id)*msec, 10, 1)
+	}
+	c.Identify(2, "row-2", 4)
+	c.Rejected(3, 3*msec, "later")
+	c.Rejected(2, 3*msec, "pool has 1 block")
+	c.Rejected(1, 3*msec, "unnamed")
+	if id, rid, line, reason, ok := c.FirstRejection(); id != 1 || rid != "" || line != 0 || reason != "unnamed" || !ok {
+		t.Errorf("FirstRejection() = %d, %q, %d, %q, %v; want 1, \"\", 0, \"unnamed\", true", id, rid, line, reason, ok)
+	}
+	c2 := NewCollector()
+	c2.Arrived(0, 0, 10, 1)
+	c2.Identify(0, "r0", 1)
+	c2.Rejected(0, msec, "too long")
+	if id, rid, line, reason, ok := c2.FirstRejection(); id != 0 || rid != "r0" || line != 1 || reason != "too long" || !ok {
+		t.Errorf("FirstRejection() = %d, %q, %d, %q, %v; want 0, \"r0\", 1, \"too long\", true", id, rid, line, reason, ok)
+	}
+}

@@ -81,6 +81,10 @@ var runEvents = [][]event{
 	},
 }
 
+// playNames identifies the first requests of a run: a trace row with its request_id, one whose
+// id needs escaping, a synthetic request (no line); the others are not identified.
+var playNames = []name{{"r-17", 3}, {"a\"b\u00e9\n", 5}, {"42", 0}}
+
 // play feeds the events to a new Collector. Requests' events are interleaved round-robin
 // when interleave is set, else played one request after another.
 func play(reqs [][]event, interleave bool) *Collector {
@@ -91,6 +95,9 @@ func play(reqs [][]event, interleave bool) *Collector {
 		case 'a':
 			c.Arrived(id, at, e.n, e.m)
 			c.Routed(id, uint64(e.worker))
+			if id < len(playNames) {
+				c.Identify(id, playNames[id].requestID, playNames[id].line)
+			}
 		case 'd':
 			c.Admitted(id, at, e.n)
 		case 't':
@@ -227,7 +234,7 @@ func TestRequestsJSONLKeys(t *testing.T) {
 	if len(lines) != len(runEvents) {
 		t.Fatalf("%d lines, want %d", len(lines), len(runEvents))
 	}
-	base := []string{"id", "worker", "arrival_ms", "first_admission_ms", "first_token_ms", "finish_ms",
+	base := []string{"id", "request_id", "trace_line", "worker", "arrival_ms", "first_admission_ms", "first_token_ms", "finish_ms",
 		"input_tokens", "max_tokens", "output_tokens", "cached_tokens", "ttft_ms", "tpot_ms", "e2e_ms", "rejected"}
 	for i, line := range lines {
 		want := base

@@ -10,10 +10,12 @@ import (
 
 // WriteRequestsJSONL writes one compact JSON object per request, in id order, with the keys
 //
-//	id, worker, arrival_ms, first_admission_ms, first_token_ms, finish_ms,
-//	input_tokens, max_tokens, output_tokens, cached_tokens,
+//	id, request_id, trace_line, worker, arrival_ms, first_admission_ms, first_token_ms,
+//	finish_ms, input_tokens, max_tokens, output_tokens, cached_tokens,
 //	ttft_ms, tpot_ms, e2e_ms, rejected, reject_reason
 //
+// request_id and trace_line are Identify's (null when not given; trace_line is null for a
+// synthetic request), so a record joins back to its trace row.
 // Times are float milliseconds from time 0. A value that does not exist for the request is
 // null rather than left out, so every line has the same keys (reject_reason excepted, which
 // appears only on rejected requests): first_admission_ms before admission, first_token_ms and
@@ -30,6 +32,22 @@ func (c *Collector) WriteRequestsJSONL(w io.Writer) error {
 		}
 		b = append(b[:0], `{"id":`...)
 		b = strconv.AppendInt(b, int64(id), 10)
+		var n name
+		if id < len(c.names) {
+			n = c.names[id]
+		}
+		b = append(b, `,"request_id":`...)
+		if n.requestID == "" {
+			b = append(b, "null"...)
+		} else {
+			b = appendString(b, n.requestID)
+		}
+		b = append(b, `,"trace_line":`...)
+		if n.line == 0 {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64(n.line), 10)
+		}
 		b = append(b, `,"worker":`...)
 		if r.worker < 0 {
 			b = append(b, "null"...)
@@ -84,4 +102,18 @@ func appendMs(b []byte, key string, d time.Duration, ok bool) []byte {
 	}
 	b, _ = appendFloat(b, ms(d)) // finite: it came from an integer
 	return b
+}
+
+// appendString appends s as a JSON string: as it is when it needs no escaping (trace ids
+// usually), else through encoding/json.
+func appendString(b []byte, s string) []byte {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

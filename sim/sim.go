@@ -338,6 +338,7 @@ func (r *runner) arrive(s *session) error {
 	r.reqs = append(r.reqs, req) // ids are dense: id == len(r.reqs)
 	r.live++
 	r.col.Arrived(int(id), r.now, req.seq.Len(), t.OutputLen)
+	r.col.Identify(int(id), t.Name(), t.Line)
 
 	if r.o.FrontendLatency > 0 {
 		// Routed when it leaves the frontend; requests leaving together go in arrival (id) order.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"time"
 )
@@ -18,8 +17,8 @@ const azureHeader = "TIMESTAMP,ContextTokens,GeneratedTokens"
 // seconds when parsing.
 const azureTime = "2006-01-02 15:04:05"
 
-// readAzure loads an Azure CSV trace. Arrivals are offsets from the earliest
-// timestamp (the first one, in the published traces, which are sorted).
+// readAzure loads an Azure CSV trace, which must be sorted, as the published
+// ones are. Arrivals are offsets from the first timestamp.
 func readAzure(lr *lineReader, name string) (*sessionList, error) {
 	header, err := lr.next()
 	if err == io.EOF {
@@ -55,6 +54,9 @@ func readAzure(lr *lineReader, name string) (*sessionList, error) {
 		if err != nil {
 			return nil, fail("TIMESTAMP", fmt.Errorf("want a time like 2023-11-16 18:15:46.6805900, got %q", stamp))
 		}
+		if n := len(stamps); n > 0 && t.Before(stamps[n-1]) {
+			return nil, fail("TIMESTAMP", fmt.Errorf("%s is before line %d's (the trace must be in time order)", stamp, reqs[n-1].Line))
+		}
 		in, err := strconv.ParseUint(string(ctx), 10, 64)
 		if err != nil || in < 1 || in > maxLength {
 			return nil, fail("ContextTokens", fmt.Errorf("want an integer in [1, %d], got %q", maxLength, ctx))
@@ -69,14 +71,10 @@ func readAzure(lr *lineReader, name string) (*sessionList, error) {
 	if len(reqs) == 0 {
 		return &sessionList{}, nil
 	}
-	origin := slices.MinFunc(stamps, time.Time.Compare)
 	sessions := make([]Session, len(reqs))
 	for i := range reqs {
-		reqs[i].At = stamps[i].Sub(origin)
+		reqs[i].At = stamps[i].Sub(stamps[0])
 		sessions[i] = Session{Turns: reqs[i : i+1 : i+1]}
 	}
-	slices.SortStableFunc(sessions, func(a, b Session) int {
-		return cmpDuration(a.Turns[0].At, b.Turns[0].At)
-	})
 	return &sessionList{sessions: sessions, requests: len(reqs)}, nil
 }

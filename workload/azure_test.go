@@ -7,11 +7,11 @@ import (
 )
 
 func TestAzure(t *testing.T) {
-	// Rows out of order are sorted (stably) by arrival; the earliest is 0.
-	// The last line has no newline, as in the published files.
+	// The first row arrives at 0. The last line has no newline, as in the
+	// published files.
 	const text = "TIMESTAMP,ContextTokens,GeneratedTokens\r\n" +
-		"2023-11-16 18:15:46.6805900,374,44\r\n" +
 		"2023-11-16 18:15:46.5,10,0\r\n" +
+		"2023-11-16 18:15:46.6805900,374,44\r\n" +
 		"\r\n" +
 		"2023-11-16 18:15:50.9951690,396,109"
 	for _, name := range []string{"t.csv", "t.txt"} { // by extension, by content
@@ -24,8 +24,8 @@ func TestAzure(t *testing.T) {
 		}
 		got := requests(collect(t, src))
 		want := []Request{
-			{Key: 1, Line: 3, At: 0, InputLen: 10, OutputLen: 0},
-			{Key: 0, Line: 2, At: 180590 * time.Microsecond, InputLen: 374, OutputLen: 44},
+			{Key: 0, Line: 2, At: 0, InputLen: 10, OutputLen: 0},
+			{Key: 1, Line: 3, At: 180590 * time.Microsecond, InputLen: 374, OutputLen: 44},
 			{Key: 2, Line: 5, At: 4495169 * time.Microsecond, InputLen: 396, OutputLen: 109},
 		}
 		if len(got) != len(want) {
@@ -60,9 +60,10 @@ func TestAzureErrors(t *testing.T) {
 		{"empty", "", 0, "", "empty file"},
 		{"header only", header, 0, "", "no requests"},
 		{"bad timestamp", header + ok + "2023-11-16T18:15:46,1,1\n", 3, "TIMESTAMP", "want a time like"},
-		{"zero context", header + "\n" + "2023-11-16 18:15:46.1,0,1\n", 3, "ContextTokens", "[1, 2147483647]"},
-		{"negative generated", header + "2023-11-16 18:15:46.1,3,-1\n", 2, "GeneratedTokens", "[0, 2147483647]"},
+		{"zero context", header + "\n" + "2023-11-16 18:15:46.1,0,1\n", 3, "ContextTokens", "[1, 16777216]"},
+		{"negative generated", header + "2023-11-16 18:15:46.1,3,-1\n", 2, "GeneratedTokens", "[0, 16777216]"},
 		{"too few fields", header + "2023-11-16 18:15:46.1,3\n", 2, "", "want 3 comma-separated fields"},
+		{"out of order", header + ok + "\n" + "2023-11-16 18:15:46.5,10,0\n", 4, "TIMESTAMP", "2023-11-16 18:15:46.5 is before line 2's"},
 		{"too many fields", header + "2023-11-16 18:15:46.1,3,4,5\n", 2, "", "want 3 comma-separated fields"},
 	}
 	for _, tt := range tests {

@@ -67,9 +67,13 @@ var mooncakeCanonical = [numMooncakeFields]string{
 	"delay", "output_token_ids", "request_id", "priority",
 }
 
-// maxLength bounds token counts so that no request asks for an absurd
-// amount of memory when its tokens are made.
-const maxLength = math.MaxInt32
+// MaxTokens bounds every token count a workload may ask for (prompt or
+// output, trace or synthetic): 16 Mi tokens, beyond the longest context
+// window of any served model (10 M), so that a request is refused before its
+// tokens are made, not after gigabytes of them.
+const MaxTokens = 1 << 24
+
+const maxLength = MaxTokens
 
 // mooncakeRow is one parsed line. name[f] is the key field f was given
 // under ("" if absent); has[f] is whether it had a non-null value.
@@ -80,6 +84,7 @@ type mooncakeRow struct {
 	timestamp, delay time.Duration
 	input, output    int
 	hashOff, hashN   int // the row's hash ids in the loader's arena
+	blockSize        int // tokens per hash id
 	outputIDs        []uint32
 	session, id      string
 	priority         int
@@ -103,7 +108,8 @@ func readMooncake(lr *lineReader, name string, blockSize int) (*sessionList, err
 		times []rowTimes
 		arena []uint32 // every row's hash ids, back to back
 		row   mooncakeRow
-		p     fastjson.Parser // reused across lines: it keeps its buffers
+		p     fastjson.Parser    // reused across lines: it keeps its buffers
+		idAt  = map[string]int{} // request_id → its line
 	)
 	for {
 		line, err := lr.record(name)
@@ -113,13 +119,20 @@ func readMooncake(lr *lineReader, name string, blockSize int) (*sessionList, err
 		if err != nil {
 			return nil, err
 		}
-		row = mooncakeRow{hashOff: len(arena)}
+		row = mooncakeRow{hashOff: len(arena), blockSize: blockSize}
 		if field, err := row.parse(&p, line, &arena); err != nil {
 			return nil, &TraceError{Path: name, Line: lr.line, Field: field, Err: err}
 		}
 		req, field, err := row.request(blockSize)
 		if err != nil {
 			return nil, &TraceError{Path: name, Line: lr.line, Field: field, Err: err}
+		}
+		if row.has[fRequestID] {
+			if first, ok := idAt[row.id]; ok {
+				return nil, &TraceError{Path: name, Line: lr.line, Field: row.name[fRequestID],
+					Err: fmt.Errorf("%q is also the id of line %d", row.id, first)}
+			}
+			idAt[row.id] = lr.line
 		}
 		req.Key = uint64(len(reqs))
 		req.Line = lr.line
@@ -257,6 +270,9 @@ func (r *mooncakeRow) field(f mooncakeField, key string, v *fastjson.Value, aren
 	case fRequestID:
 		r.id, err = stringOrInt(v)
 	case fHashIDs:
+		if a, _ := v.Array(); len(a) > maxHashIDs(r.blockSize) {
+			return fmt.Errorf("%d ids of %d tokens are more than %d tokens (the most a request may have)", len(a), r.blockSize, MaxTokens)
+		}
 		err = eachUint(v, math.MaxUint64, func(id uint64) {
 			// The token of a block is the low 32 bits of its id, as in the
 			// reference; only that is kept.
@@ -269,6 +285,9 @@ func (r *mooncakeRow) field(f mooncakeField, key string, v *fastjson.Value, aren
 	}
 	return err
 }
+
+// maxHashIDs is the most hash ids a row may have at blockSize tokens each.
+func maxHashIDs(blockSize int) int { return (MaxTokens + blockSize - 1) / blockSize }
 
 // eachUint calls add with each element of the array v, an integer in
 // [0, limit].
@@ -394,6 +413,20 @@ func (r *mooncakeRow) request(blockSize int) (Request, string, error) {
 			return req, r.name[fInput], fmt.Errorf("must be >= 1, got %d", r.input)
 		}
 		req.InputLen = r.input
+		if r.hashN > 0 {
+			// Each id stands for a whole block but the last, which may be
+			// partial (the public traces: ceil(input_length / 512) ids)
+			// or left out.
+			lo, hi := r.input/blockSize, (r.input+blockSize-1)/blockSize
+			if r.hashN < lo || r.hashN > hi {
+				want := fmt.Sprint(hi)
+				if lo != hi {
+					want = fmt.Sprintf("%d or %d", lo, hi)
+				}
+				return req, "hash_ids", fmt.Errorf("%d ids do not cover %s %d at %d tokens per id (want %s; is --trace-block-size right?)",
+					r.hashN, r.name[fInput], r.input, blockSize, want)
+			}
+		}
 	case r.hashN > 0:
 		if r.hashN > maxLength/blockSize {
 			return req, "hash_ids", fmt.Errorf("%d blocks of %d tokens is too long a prompt", r.hashN, blockSize)
@@ -424,8 +457,8 @@ func (r *mooncakeRow) request(blockSize int) (Request, string, error) {
 }
 
 // buildSessions groups rows into sessions (rows sharing session_id, in file
-// order), derives each later turn's Delay, normalises times so that the
-// earliest arrival is 0 and sorts sessions by arrival, ties in file order.
+// order), checks that sessions start in time order, derives each later
+// turn's Delay and normalises times so that the earliest arrival is 0.
 func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32) (*sessionList, error) {
 	if cap(arena) > len(arena)+len(arena)/4 {
 		arena = slices.Clone(arena) // drop the slack of appending; the trace keeps it
@@ -435,10 +468,21 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 		sessionOf = make([]int, len(reqs))
 		turnCount []int
 		byID      = map[string]int{}
+		last      = -1 // the row of the latest session start with a timestamp
 	)
 	for i, t := range times {
 		s, ok := byID[t.session]
 		if !t.hasSession || !ok {
+			// The published traces are sorted by arrival, so a session
+			// that starts before the one above it is a damaged file.
+			if t.hasTime {
+				if last >= 0 && t.timestamp < times[last].timestamp {
+					return nil, &TraceError{Path: name, Line: reqs[i].Line, Field: t.timeName,
+						Err: fmt.Errorf("%v is before %v on line %d (sessions must start in time order)",
+							t.timestamp, times[last].timestamp, reqs[last].Line)}
+				}
+				last = i
+			}
 			s = len(turnCount)
 			turnCount = append(turnCount, 0)
 			if t.hasSession {
@@ -519,18 +563,5 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 		}
 		sessions[s] = Session{Turns: turns[start[s]:start[s+1]:start[s+1]]}
 	}
-	slices.SortStableFunc(sessions, func(a, b Session) int {
-		return cmpDuration(a.Turns[0].At, b.Turns[0].At)
-	})
 	return &sessionList{sessions: sessions, requests: len(reqs)}, nil
-}
-
-func cmpDuration(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

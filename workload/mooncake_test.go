@@ -68,7 +68,7 @@ func TestMooncakeErrors(t *testing.T) {
 		{"negative input alias", `{"timestamp": 0, "input_tokens": -5, "output_length": 1}`, 1, "input_tokens", "must be >= 1, got -5"},
 		{"zero input", `{"timestamp": 0, "input_length": 0, "output_length": 1}`, 1, "input_length", "must be >= 1, got 0"},
 		{"fractional input", `{"timestamp": 0, "input_length": 1.5, "output_length": 1}`, 1, "input_length", "must be an integer"},
-		{"huge input", `{"timestamp": 0, "input_length": 1e12, "output_length": 1}`, 1, "input_length", "must be <= 2147483647"},
+		{"huge input", `{"timestamp": 0, "input_length": 1e12, "output_length": 1}`, 1, "input_length", "must be <= 16777216"},
 		{"string input", `{"timestamp": 0, "input_length": "4", "output_length": 1}`, 1, "input_length", "want a number"},
 		{"negative output", `{"timestamp": 0, "input_length": 4, "output_length": -1}`, 1, "output_length", "must be >= 0, got -1"},
 		{"missing output", `{"timestamp": 0, "input_length": 4}`, 1, "output_length", "missing"},
@@ -103,6 +103,23 @@ func TestMooncakeErrors(t *testing.T) {
 		{"blank lines count", "\n  \n" + ok + "\n\n" + `{"timestamp": 0}`, 5, "input_length", "missing"},
 		{"crlf", ok + "\r\n" + `{"timestamp": 0, "input_length": 4}` + "\r\n", 2, "output_length", "missing"},
 		{"empty", "\n\n", 0, "", "no requests"},
+		// Implausible rows are refused before anything is made of them.
+		{"one hash id for 10000 tokens", `{"timestamp": 0, "input_length": 10000, "output_length": 1, "hash_ids": [7]}`, 1, "hash_ids",
+			"1 ids do not cover input_length 10000 at 512 tokens per id (want 19 or 20"},
+		{"more hash ids than tokens", `{"timestamp": 0, "input_tokens": 512, "output_length": 1, "hash_ids": [1, 2]}`, 1, "hash_ids",
+			"2 ids do not cover input_tokens 512 at 512 tokens per id (want 1;"},
+		{"input beyond MaxTokens", `{"timestamp": 0, "input_length": 500000000, "output_length": 1}`, 1, "input_length", "must be <= 16777216, got 500000000"},
+		{"output beyond MaxTokens", `{"timestamp": 0, "input_length": 1, "output_length": 100000000}`, 1, "output_length", "must be <= 16777216, got 100000000"},
+		{"too many hash ids", `{"timestamp": 0, "output_length": 1, "hash_ids": [` + strings.Repeat("1,", 32768) + `1]}`, 1, "hash_ids",
+			"32769 ids of 512 tokens are more than 16777216 tokens"},
+		{"duplicate request_id", ok + "\n" + `{"request_id": "r1", "timestamp": 0, "input_length": 4, "output_length": 1}` + "\n" +
+			`{"request_id": "r1", "timestamp": 0, "input_length": 4, "output_length": 1}`, 3, "request_id", `"r1" is also the id of line 2`},
+		{"duplicate request_id number", `{"request_id": 7, "timestamp": 0, "input_length": 4, "output_length": 1}` + "\n" +
+			`{"request_id": "7", "timestamp": 0, "input_length": 4, "output_length": 1}`, 2, "request_id", `"7" is also the id of line 1`},
+		{"out of order", `{"timestamp": 5, "input_length": 4, "output_length": 1}` + "\n\n" +
+			`{"created_time": 4.5, "input_length": 4, "output_length": 1}`, 3, "created_time", "4.5ms is before 5ms on line 1 (sessions must start in time order)"},
+		{"session out of order", `{"timestamp": 5, "input_length": 4, "output_length": 1, "session_id": "s"}` + "\n" +
+			`{"timestamp": 3, "input_length": 4, "output_length": 1, "session_id": "t"}`, 2, "timestamp", "3ms is before 5ms on line 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,19 +150,20 @@ func turnSummary(r Request) string {
 
 func TestMooncakeSessions(t *testing.T) {
 	// Times start at 1000 ms: they are normalised so the earliest arrival
-	// is 0. Session a's turns are interleaved with other rows; b takes its
-	// delays from timestamps; "7" and 7 are the same session; x and y
-	// arrive together and keep their file order.
-	const text = `{"request_id": "a0", "session_id": "a", "timestamp": 1500, "input_length": 4, "output_length": 1}
+	// is 0. Sessions start in time order, and their later turns are
+	// interleaved with other rows; b takes its delays from timestamps; "7"
+	// and 7 are the same session; x and y arrive together and keep their
+	// file order.
+	const text = `{"request_id": "b0", "session_id": "b", "timestamp": 1000, "input_length": 4, "output_length": 1}
 {"request_id": "x", "timestamp": 1200, "input_length": 4, "output_length": 1}
-{"request_id": "a1", "session_id": "a", "delay": 250, "input_length": 4, "output_length": 1}
-
-{"request_id": "b0", "session_id": "b", "timestamp": 1000, "input_length": 4, "output_length": 1}
-{"request_id": "y", "timestamp": 1200, "input_length": 4, "output_length": 1}
 {"request_id": "b1", "session_id": "b", "timestamp": 1100.5, "input_length": 4, "output_length": 1}
-{"request_id": "a2", "session_id": "a", "timestamp": 9000, "delay_ms": 30, "input_length": 4, "output_length": 1}
-{"request_id": "b2", "session_id": "b", "timestamp": 1100.5, "input_length": 4, "output_length": 1}
+
+{"request_id": "y", "timestamp": 1200, "input_length": 4, "output_length": 1}
 {"request_id": "c0", "session_id": 7, "timestamp": 1200, "input_length": 4, "output_length": 1}
+{"request_id": "a0", "session_id": "a", "timestamp": 1500, "input_length": 4, "output_length": 1}
+{"request_id": "a1", "session_id": "a", "delay": 250, "input_length": 4, "output_length": 1}
+{"request_id": "b2", "session_id": "b", "timestamp": 1100.5, "input_length": 4, "output_length": 1}
+{"request_id": "a2", "session_id": "a", "timestamp": 9000, "delay_ms": 30, "input_length": 4, "output_length": 1}
 {"request_id": "c1", "session_id": "7", "delay": 0, "input_length": 4, "output_length": 1}
 `
 	src, err := ReadTrace(strings.NewReader(text), "t.jsonl", TraceOptions{})
@@ -164,11 +182,11 @@ func TestMooncakeSessions(t *testing.T) {
 		got = append(got, strings.Join(turns, " | "))
 	}
 	want := []string{
-		"key=3 line=5 id=b0 turn=0 at=0s delay=0s | key=5 line=7 id=b1 turn=1 at=100.5ms delay=100.5ms | key=7 line=9 id=b2 turn=2 at=100.5ms delay=0s",
+		"key=0 line=1 id=b0 turn=0 at=0s delay=0s | key=2 line=3 id=b1 turn=1 at=100.5ms delay=100.5ms | key=7 line=9 id=b2 turn=2 at=100.5ms delay=0s",
 		"key=1 line=2 id=x turn=0 at=200ms delay=0s",
-		"key=4 line=6 id=y turn=0 at=200ms delay=0s",
-		"key=8 line=10 id=c0 turn=0 at=200ms delay=0s | key=9 line=11 id=c1 turn=1 at=200ms delay=0s",
-		"key=0 line=1 id=a0 turn=0 at=500ms delay=0s | key=2 line=3 id=a1 turn=1 at=750ms delay=250ms | key=6 line=8 id=a2 turn=2 at=8s delay=30ms",
+		"key=3 line=5 id=y turn=0 at=200ms delay=0s",
+		"key=4 line=6 id=c0 turn=0 at=200ms delay=0s | key=9 line=11 id=c1 turn=1 at=200ms delay=0s",
+		"key=5 line=7 id=a0 turn=0 at=500ms delay=0s | key=6 line=8 id=a1 turn=1 at=750ms delay=250ms | key=8 line=10 id=a2 turn=2 at=8s delay=30ms",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("sessions:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -207,6 +225,30 @@ func TestMooncakeHashIDsStable(t *testing.T) {
 		want := []uint32{uint32(i), uint32(i + 1), uint32(i + 2)}
 		if got := r.AppendTokens(nil); !slices.Equal(got, want) {
 			t.Fatalf("row %d: tokens %v, want %v", i, got, want)
+		}
+	}
+}
+
+// endless is a file without newlines, like /dev/zero.
+type endless struct{ n int }
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '0'
+	}
+	e.n += len(p)
+	return len(p), nil
+}
+
+// A trace without newlines stops at MaxLineBytes with the line named, for
+// both formats, having read little more than that.
+func TestTraceLineCap(t *testing.T) {
+	for _, name := range []string{"zero.jsonl", "zero.csv"} {
+		r := &endless{}
+		_, err := ReadTrace(r, name, TraceOptions{})
+		checkTraceError(t, err, name, 1, "", "line longer than 8 MiB")
+		if r.n > MaxLineBytes+1<<20 {
+			t.Errorf("%s: read %d bytes, want about %d", name, r.n, MaxLineBytes)
 		}
 	}
 }

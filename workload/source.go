@@ -2,6 +2,7 @@ package workload
 
 import (
 	"io"
+	"strconv"
 	"time"
 )
 
@@ -33,6 +34,15 @@ type Request struct {
 	prefix    uint64   // synthetic: seed of the group's prefix tokens
 	salt      uint64   // mixed with Key (or entry) into the request-unique tokens
 	entry     uint64   // synthetic with a dataset pool: 1 + the entry whose prompt the request repeats; 0: its own
+}
+
+// Name is the request's id in the workload: the trace's request_id, else its Key in decimal
+// (stable for a file, or for a seed of the generator).
+func (r *Request) Name() string {
+	if r.ID != "" {
+		return r.ID
+	}
+	return strconv.FormatUint(r.Key, 10)
 }
 
 // HashIDs returns the trace's hash ids of the request, each truncated to its

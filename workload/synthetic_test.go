@@ -320,7 +320,7 @@ func TestSyntheticValidation(t *testing.T) {
 		{func(o *SyntheticOptions) { o.NumRequests = 0 }, "synthetic: num-requests: must be >= 1"},
 		{func(o *SyntheticOptions) { o.Input.Mean = 0 }, "synthetic: input-tokens: mean must be >= 1"},
 		{func(o *SyntheticOptions) { o.Input.Mean = math.NaN() }, "synthetic: input-tokens: mean must be finite"},
-		{func(o *SyntheticOptions) { o.Input.Mean = 1e12 }, "synthetic: input-tokens: mean must be <= 2147483647"},
+		{func(o *SyntheticOptions) { o.Input.Mean = 1e12 }, "synthetic: input-tokens: mean must be <= 16777216"},
 		{func(o *SyntheticOptions) { o.Input.Stddev = -1 }, "synthetic: input-tokens: stddev must be >= 0"},
 		{func(o *SyntheticOptions) { o.Output.Mean = -1 }, "synthetic: output-tokens: mean must be >= 0"},
 		{func(o *SyntheticOptions) { o.Output.Stddev = math.Inf(1) }, "synthetic: output-tokens: stddev must be >= 0 and finite"},

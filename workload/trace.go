@@ -120,6 +120,12 @@ func detectFormat(name string, br *bufio.Reader) string {
 	return "mooncake"
 }
 
+// MaxLineBytes bounds a trace line. The longest row of the public traces is
+// 2.7 KB; a prompt of MaxTokens tokens at 16 tokens per hash id is about
+// 8 MB of ids. A file without newlines (/dev/zero) stops here, not when
+// memory runs out.
+const MaxLineBytes = 8 << 20
+
 // lineReader yields the lines of a file without their line ending, counting
 // them (blank ones too) so errors can name the line.
 type lineReader struct {
@@ -135,6 +141,9 @@ func (l *lineReader) next() ([]byte, error) {
 	if errors.Is(err, bufio.ErrBufferFull) {
 		l.buf = append(l.buf[:0], b...)
 		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(l.buf) > MaxLineBytes {
+				return nil, fmt.Errorf("line longer than %d MiB (not a trace?)", MaxLineBytes>>20)
+			}
 			b, err = l.br.ReadSlice('\n')
 			l.buf = append(l.buf, b...)
 		}

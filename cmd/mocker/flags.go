@@ -217,5 +217,16 @@ func loadConfigFile(fs *pflag.FlagSet, c *config.Config, path string) error {
 			return fmt.Errorf("--%s: %w", g.name, err)
 		}
 	}
+	markGiven(fs, c)
 	return nil
+}
+
+// markGiven records the settings given on the command line (config.Config.Given), so that an error
+// about one names no file and flags that contradict each other are refused.
+func markGiven(fs *pflag.FlagSet, c *config.Config) {
+	fs.Visit(func(f *pflag.Flag) {
+		if f.Name != "config" {
+			c.Given(strings.TrimPrefix(f.Name, "no-"), "")
+		}
+	})
 }

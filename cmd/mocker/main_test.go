@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -278,6 +280,9 @@ func TestFlagsMatchYAMLKeys(t *testing.T) {
 	keys := map[string]bool{}
 	typ := reflect.TypeOf(cfg)
 	for i := range typ.NumField() {
+		if !typ.Field(i).IsExported() {
+			continue
+		}
 		key := typ.Field(i).Tag.Get("yaml")
 		keys[key] = true
 		if cmds[0].Flags().Lookup(key) == nil && cmds[1].Flags().Lookup(key) == nil {
@@ -389,5 +394,142 @@ func TestDisaggregatedAndPlannerCLI(t *testing.T) {
 	}
 	if _, _, err := mocker(t, "predict", "--prefill-workers", "1"); err == nil || !strings.Contains(err.Error(), "decode-workers") {
 		t.Fatalf("prefill without decode workers: %v", err)
+	}
+}
+
+// TestConfigFileValuesNamed: no silent truncation, and every invalid value of a file names the
+// file, the line and the key; a flag over the file is named as a flag.
+func TestConfigFileValuesNamed(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		body string
+		args []string
+		want string
+	}{
+		{"num-requests: 10\nworkers: 2.9\n", nil, `line 2: workers: want an integer, got "2.9"`},
+		{"num-requests: 10\nworkers: 0\n", nil, "line 2: workers 0: must be at least 1"},
+		{"workers: 3\n", []string{"--workers", "0"}, "workers 0: must be at least 1"},
+		{"prefill-workers: 1\ndecode-workers: 1\n", []string{"--workers", "2"}, "workers 2: contradicts --prefill-workers/--decode-workers"},
+		{"num-requests: 10\n", []string{"--workers", "10000"}, "workers 10000: at most 1024"},
+		{"num-requests: 10\n", []string{"--workers", "1", "--prefill-workers", "1", "--decode-workers", "1"}, "workers 1: contradicts"},
+	} {
+		p := filepath.Join(dir, "c.yaml")
+		os.WriteFile(p, []byte(tc.body), 0o644)
+		_, _, err := mocker(t, append([]string{"predict", "--config", p}, tc.args...)...)
+		want := tc.want
+		if tc.args == nil {
+			want = "config " + p + " " + tc.want
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q %v: error %v, want %q", tc.body, tc.args, err, want)
+		}
+	}
+	for _, args := range [][]string{{"--config", "/dev/zero"}, {"--trace", "/dev/zero"}} {
+		if _, err := os.Stat("/dev/zero"); err != nil {
+			t.Skip("no /dev/zero")
+		}
+		_, _, err := mocker(t, append([]string{"predict"}, args...)...)
+		if err == nil || !(strings.Contains(err.Error(), "config /dev/zero: larger than 1024 KiB") ||
+			strings.Contains(err.Error(), "trace /dev/zero line 1: line longer than 8 MiB")) {
+			t.Errorf("%v: error %v", args, err)
+		}
+	}
+}
+
+// TestRejectionsAreReported: a run with rejections says so on stderr, how many and why the first
+// was; a run where nothing completed still prints its summary and fails.
+func TestRejectionsAreReported(t *testing.T) {
+	out, stderr, err := mocker(t, "predict", "--num-requests", "20", "--num-gpu-blocks", "1")
+	if err == nil || !strings.HasPrefix(err.Error(), `no request completed: 20 of 20 requests rejected; the first (request "0"): needs `) ||
+		!strings.Contains(err.Error(), "the pool has 1") {
+		t.Errorf("all rejected: error %v", err)
+	}
+	if !strings.Contains(out, "Rejected requests:                       20") || !strings.Contains(stderr, "simulated") {
+		t.Errorf("all rejected: no summary:\n%s\n%s", out, stderr)
+	}
+
+	trace := filepath.Join(t.TempDir(), "t.jsonl")
+	os.WriteFile(trace, []byte(`{"request_id": "short", "timestamp": 0, "input_length": 100, "output_length": 5}
+{"request_id": "long", "timestamp": 1, "input_length": 5000, "output_length": 5}
+{"timestamp": 2, "input_length": 6000, "output_length": 5}
+`), 0o644)
+	out, stderr, err = mocker(t, "predict", "--trace", trace, "--max-model-len", "4096")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "warning: 2 of 3 requests rejected; the first (trace line 2): prompt (5000 tokens) + max_tokens (5) exceeds max-model-len 4096\n"; !strings.Contains(stderr, want) {
+		t.Errorf("stderr %q, want %q", stderr, want)
+	}
+	if !strings.Contains(out, "Successful requests:                     1") {
+		t.Errorf("summary:\n%s", out)
+	}
+}
+
+// TestOutputsCheckedBeforeTheRun: a report file that cannot be written fails at once, naming the
+// flag and the path (not a temporary file), before anything is simulated.
+func TestOutputsCheckedBeforeTheRun(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.jsonl")
+	os.WriteFile(trace, []byte(`{"timestamp": 0, "input_length": 100, "output_length": 5}`+"\n"), 0o644)
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--report-json", "/nonexistent/x.json"}, "--report-json /nonexistent/x.json: directory /nonexistent: no such file or directory"},
+		{[]string{"--requests-jsonl", dir}, "--requests-jsonl " + dir + ": is a directory"},
+		{[]string{"--scaling-jsonl", filepath.Join(file, "x")}, "--scaling-jsonl " + filepath.Join(file, "x") + ": " + file + " is not a directory"},
+		{[]string{"--report-json", filepath.Join(dir, "r"), "--requests-jsonl", filepath.Join(dir, "r")}, "--requests-jsonl " + filepath.Join(dir, "r") + ": is also --report-json"},
+		{[]string{"--report-json", trace}, "--report-json " + trace + ": is also --trace"},
+	} {
+		out, stderr, err := mocker(t, append([]string{"predict", "--trace", trace}, tc.args...)...)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+		if out != "" || strings.Contains(stderr, "simulated") {
+			t.Errorf("%v: ran before failing:\n%s%s", tc.args, out, stderr)
+		}
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, ".*")); len(names) > 0 {
+		t.Errorf("left behind %v", names)
+	}
+}
+
+// TestRequestRecordsJoinTheTrace: --requests-jsonl carries each trace row's request_id and line;
+// synthetic requests get their stable workload id.
+func TestRequestRecordsJoinTheTrace(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.jsonl")
+	os.WriteFile(trace, []byte(`{"request_id": "b", "timestamp": 0, "input_length": 100, "output_length": 5}
+
+{"timestamp": 0, "input_length": 100, "output_length": 5}
+{"request_id": 7, "timestamp": 3, "input_length": 100, "output_length": 5}
+`), 0o644)
+	records := func(args ...string) []string {
+		p := filepath.Join(dir, "r.jsonl")
+		if _, _, err := mocker(t, append([]string{"predict", "--requests-jsonl", p}, args...)...); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(p)
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var r struct {
+				ID        int             `json:"id"`
+				RequestID json.RawMessage `json:"request_id"`
+				Line      json.RawMessage `json:"trace_line"`
+			}
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fmt.Sprintf("%d %s %s", r.ID, r.RequestID, r.Line))
+		}
+		return got
+	}
+	if got, want := records("--trace", trace), []string{`0 "b" 1`, `1 "1" 3`, `2 "7" 4`}; !slices.Equal(got, want) {
+		t.Errorf("trace records %q, want %q", got, want)
+	}
+	if got, want := records("--num-requests", "3"), []string{`0 "0" null`, `1 "1" null`, `2 "2" null`}; !slices.Equal(got, want) {
+		t.Errorf("synthetic records %q, want %q", got, want)
 	}
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -36,6 +38,7 @@ A --config YAML file takes the same keys as the flags; flags given on the comman
 					return err
 				}
 			}
+			markGiven(cmd.Flags(), &cfg)
 			return predict(&cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -46,6 +49,16 @@ A --config YAML file takes the same keys as the flags; flags given on the comman
 
 func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	outputs := []output{
+		{"report-json", cfg.ReportJSON, func(res *sim.Result) func(io.Writer) error { return res.Summary.WriteJSON }},
+		{"requests-jsonl", cfg.RequestsJSONL, func(res *sim.Result) func(io.Writer) error { return res.Collector.WriteRequestsJSONL }},
+		{"scaling-jsonl", cfg.ScalingJSONL, func(res *sim.Result) func(io.Writer) error {
+			return func(w io.Writer) error { return writeScaling(w, res) }
+		}},
+	}
+	if err := checkOutputs(outputs, cfg); err != nil {
 		return err
 	}
 	if ms, err := cfg.ResolveDesync(); err != nil {
@@ -71,21 +84,7 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	}
 	wall := time.Since(start)
 
-	if cfg.ReportJSON != "" {
-		if err := report.WriteFile(cfg.ReportJSON, res.Summary.WriteJSON); err != nil {
-			return err
-		}
-	}
-	if cfg.RequestsJSONL != "" {
-		if err := report.WriteFile(cfg.RequestsJSONL, res.Collector.WriteRequestsJSONL); err != nil {
-			return err
-		}
-	}
-	if cfg.ScalingJSONL != "" {
-		if err := report.WriteFile(cfg.ScalingJSONL, func(w io.Writer) error { return writeScaling(w, res) }); err != nil {
-			return err
-		}
-	}
+	// The summary comes first: a report file that fails to write late does not lose it.
 	if err := res.Summary.WriteTable(stdout, ""); err != nil {
 		return err
 	}
@@ -99,10 +98,104 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "  %9.1fs  %-8s %d\n", p.At.Seconds(), p.Pool, p.Workers)
 		}
 	}
+	var errs []error
+	for _, o := range outputs {
+		if o.path != "" {
+			errs = append(errs, report.WriteFile(o.path, o.write(res)))
+		}
+	}
 	// Wall-clock figures vary from run to run, so they go to stderr, never into the report.
 	fmt.Fprintf(stderr, "simulated %.1f s in %.2f s of wall time (%.0fx real time), %d passes, peak RSS %s\n",
 		res.End.Seconds(), wall.Seconds(), res.End.Seconds()/wall.Seconds(), res.Passes, peakRSS())
+	errs = append(errs, rejections(res, stderr))
+	return errors.Join(errs...)
+}
+
+// rejections warns on stderr of rejected requests, saying how many and why the first was; a run in
+// which no request completed is an error.
+func rejections(res *sim.Result, stderr io.Writer) error {
+	s := &res.Summary
+	id, requestID, line, reason, ok := res.Collector.FirstRejection()
+	if !ok {
+		if s.CompletedRequests == 0 {
+			return errors.New("no request completed")
+		}
+		return nil
+	}
+	which := fmt.Sprintf("request %q", requestID)
+	switch {
+	case line > 0:
+		which = fmt.Sprintf("trace line %d", line)
+	case requestID == "":
+		which = fmt.Sprintf("request %d", id)
+	}
+	why := fmt.Sprintf("%d of %d requests rejected; the first (%s): %s", s.RejectedRequests,
+		s.CompletedRequests+s.RejectedRequests+s.IncompleteRequests, which, reason)
+	if s.CompletedRequests == 0 {
+		return fmt.Errorf("no request completed: %s", why)
+	}
+	fmt.Fprintf(stderr, "warning: %s\n", why)
 	return nil
+}
+
+// output is a report file of predict: its flag, its path ("" when not asked for) and what writes it.
+type output struct {
+	flag, path string
+	write      func(*sim.Result) func(io.Writer) error
+}
+
+// checkOutputs makes sure, before a run that may take minutes, that every report file can be
+// written: its directory exists and takes a new file, it is not a directory, no two outputs share
+// a path, and none overwrites an input.
+func checkOutputs(outputs []output, cfg *config.Config) error {
+	seen := map[string]string{}
+	for _, in := range []struct{ flag, path string }{
+		{"trace", cfg.Trace}, {"planner-config", cfg.PlannerConfig}, {"model-config", cfg.ModelConfig}, {"profile", cfg.Profile},
+	} {
+		if abs, err := filepath.Abs(in.path); in.path != "" && err == nil {
+			seen[abs] = in.flag
+		}
+	}
+	for _, o := range outputs {
+		if o.path == "" {
+			continue
+		}
+		fail := func(err error) error { return fmt.Errorf("--%s %s: %w", o.flag, o.path, err) }
+		abs, err := filepath.Abs(o.path)
+		if err != nil {
+			return fail(err)
+		}
+		if other, ok := seen[abs]; ok {
+			return fail(fmt.Errorf("is also --%s", other))
+		}
+		seen[abs] = o.flag
+		if fi, err := os.Stat(o.path); err == nil && fi.IsDir() {
+			return fail(errors.New("is a directory"))
+		}
+		dir := filepath.Dir(o.path)
+		if fi, err := os.Stat(dir); err != nil {
+			return fail(fmt.Errorf("directory %s: %w", dir, unwrapPath(err)))
+		} else if !fi.IsDir() {
+			return fail(fmt.Errorf("%s is not a directory", dir))
+		}
+		// The report is written beside its path and renamed over it (report.WriteFile): try that.
+		f, err := os.CreateTemp(dir, "."+filepath.Base(o.path)+".check-*")
+		if err != nil {
+			return fail(fmt.Errorf("cannot create a file in %s: %w", dir, unwrapPath(err)))
+		}
+		f.Close()
+		os.Remove(f.Name())
+	}
+	return nil
+}
+
+// unwrapPath drops an *os.PathError's operation and path, which the caller names better.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // writeScaling writes one JSON object per worker-count change and per planner decision, in time order.

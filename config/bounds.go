@@ -1,0 +1,91 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/mocker-sim/mocker/workload"
+)
+
+// Bounds on settings that size memory: each engine rank (a worker's data-parallel rank) holds its
+// scheduler, pool and timing tables, about 1 MB, so --workers 10000 would take 10 GB before the
+// first request.
+const (
+	MaxRanks       = 1024    // engine ranks in all: (--workers, or --prefill-workers + --decode-workers) × --dp-size
+	maxConfigBytes = 1 << 20 // a settings file; /dev/zero is refused, not read until memory runs out
+)
+
+// settingError is an invalid setting, with the key Validate names the file and line of.
+type settingError struct{ key, msg string }
+
+func (e *settingError) Error() string { return e.msg }
+
+// Given records that key was set explicitly, from where ("config FILE line N"; "" for a flag), so
+// Validate can name the place and refuse settings that contradict each other. A flag given after
+// Load replaces the file's value, and its place.
+func (c *Config) Given(key, where string) {
+	if c.given == nil {
+		c.given = map[string]string{}
+	}
+	c.given[key] = where
+}
+
+func (c *Config) isGiven(key string) bool {
+	_, ok := c.given[key]
+	return ok
+}
+
+// readConfig reads a settings file of at most maxConfigBytes.
+func readConfig(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	case len(data) > maxConfigBytes:
+		return nil, fmt.Errorf("config %s: larger than %d KiB (not a settings file?)", path, maxConfigBytes>>10)
+	}
+	return data, nil
+}
+
+// validateBounds refuses sizes that would exhaust memory and settings that contradict each other.
+func (c *Config) validateBounds() error {
+	bad := func(name string, v any, want string) error {
+		return &settingError{name, fmt.Sprintf("%s %v: %s", name, v, want)}
+	}
+	workers, key := c.Workers, "workers"
+	if c.PrefillWorkers > 0 || c.DecodeWorkers > 0 {
+		workers, key = c.PrefillWorkers+c.DecodeWorkers, "prefill-workers"
+	}
+	switch {
+	case (c.PrefillWorkers > 0 || c.DecodeWorkers > 0) && (c.isGiven("workers") || c.Workers != 1):
+		return bad("workers", c.Workers, "contradicts --prefill-workers/--decode-workers (aggregated or disaggregated: give one)")
+	case c.Workers > MaxRanks || c.PrefillWorkers > MaxRanks || c.DecodeWorkers > MaxRanks || c.DPSize > MaxRanks:
+		for _, s := range []struct {
+			key string
+			v   int
+		}{{"workers", c.Workers}, {"prefill-workers", c.PrefillWorkers}, {"decode-workers", c.DecodeWorkers}, {"dp-size", c.DPSize}} {
+			if s.v > MaxRanks {
+				return bad(s.key, s.v, fmt.Sprintf("at most %d (each engine rank holds ~1 MB)", MaxRanks))
+			}
+		}
+	case workers > 0 && c.DPSize > 0 && workers*c.DPSize > MaxRanks:
+		return bad(key, workers, fmt.Sprintf("× dp-size %d is %d engine ranks; at most %d (each holds ~1 MB)", c.DPSize, workers*c.DPSize, MaxRanks))
+	case c.TraceBlockSize > workload.MaxTokens:
+		return bad("trace-block-size", c.TraceBlockSize, fmt.Sprintf("at most %d", workload.MaxTokens))
+	case c.MaxModelLen > workload.MaxTokens:
+		return bad("max-model-len", c.MaxModelLen, fmt.Sprintf("at most %d", workload.MaxTokens))
+	}
+	// vLLM reads PYTHONHASHSEED as Python does: an integer in [0, 2^32 − 1] (Python's "random" would
+	// make the hashes differ from run to run).
+	if _, err := strconv.ParseUint(c.KVHashSeed, 10, 32); err != nil {
+		return bad("kv-hash-seed", strconv.Quote(c.KVHashSeed), "want an integer in [0, 4294967295], as PYTHONHASHSEED")
+	}
+	return nil
+}
