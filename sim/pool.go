@@ -139,6 +139,9 @@ func (r *runner) lookahead() (bound time.Duration, ok bool) {
 		r.ingress.router.Queued() > 0 {
 		return 0, false
 	}
+	if r.o.limit > 0 {
+		return min(r.timeline.bound(), r.o.limit+1), true
+	}
 	return r.timeline.bound(), true
 }
 
@@ -311,7 +314,12 @@ func (r *runner) deliver(w *worker) error {
 	if err := r.drain(p); err != nil {
 		return err
 	}
-	return nil
+	if r.o.inspect != nil {
+		if err := r.o.inspect(r, w); err != nil {
+			return fmt.Errorf("%s worker %d, pass ending at %v: %w", p.name, w.id, r.now, err)
+		}
+	}
+	return r.overLimit()
 }
 
 // decoded records tokens from the worker that generates them (aggregated or decode).

@@ -50,6 +50,12 @@ type Options struct {
 	Progress func(ended int)
 
 	noLookahead bool // tests: every pass goes through the event heap
+	// Tests: a run that goes past limit (simulated time) or maxPasses (passes) fails instead of running on,
+	// so a livelock shows as an error; 0 is no limit. inspect, if set, runs after every delivered pass and
+	// once per worker at the end.
+	limit     time.Duration
+	maxPasses int64
+	inspect   func(r *runner, w *worker) error
 }
 
 // Result is what a run produced.
@@ -259,6 +265,9 @@ func (r *runner) loop() error {
 		}
 		ev := r.timeline.pop()
 		r.now = ev.at
+		if err := r.overLimit(); err != nil {
+			return err
+		}
 		var err error
 		switch ev.phase {
 		case phasePassEnd:
@@ -291,6 +300,24 @@ func (r *runner) loop() error {
 	}
 	if r.inFlight() > 0 {
 		return fmt.Errorf("simulation stalled at %v: %d requests never finished (routers queue %d)", r.now, r.inFlight(), r.ingress.router.Queued())
+	}
+	if r.o.inspect != nil {
+		for _, p := range r.pools {
+			for _, w := range p.workers {
+				if err := r.o.inspect(r, w); err != nil {
+					return fmt.Errorf("at the end: %w", err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// overLimit reports a run past its test limits.
+func (r *runner) overLimit() error {
+	if r.o.limit > 0 && r.now > r.o.limit || r.o.maxPasses > 0 && r.passes > r.o.maxPasses {
+		return fmt.Errorf("simulation ran past its limit (%v, %d passes): at %v after %d passes, %d requests in flight",
+			r.o.limit, r.o.maxPasses, r.now, r.passes, r.inFlight())
 	}
 	return nil
 }

@@ -499,8 +499,9 @@ func (s *Scheduler) admitWaiting(budget *int) {
 	}
 	for s.waiting.len() > 0 && *budget > 0 && (s.opt.MaxNumSeqs == 0 || len(s.running) < s.opt.MaxNumSeqs) {
 		r := s.waiting.front()
-		if r.computed > 0 {
-			// An activated transfer: its blocks are already reserved; it only decodes.
+		if len(r.table) > 0 {
+			// An activated transfer (the only waiting request with blocks; a one-token prompt's has
+			// computed 0): its blocks are already reserved; it only decodes.
 			s.waiting.popFront()
 			s.running = append(s.running, r)
 			s.pass.Admitted = append(s.pass.Admitted, sched.Admission{ID: r.id, Cached: r.computed})
@@ -604,7 +605,6 @@ func (s *Scheduler) finishPass() {
 		})
 	}
 	p.FPM.Fill(&p.Batch, s.waiting.fresh, s.waiting.old)
-	p.Events = s.pool.TakeEvents(p.Events)
 
 	kept := s.running[:0]
 	for _, r := range s.running {
@@ -655,4 +655,6 @@ func (s *Scheduler) finishPass() {
 	}
 	clear(s.running[len(kept):])
 	s.running = kept
+	// Last: accepted drafts above may complete blocks, whose Stored events belong to this pass.
+	p.Events = s.pool.TakeEvents(p.Events)
 }
