@@ -224,7 +224,11 @@ func (s *Scheduler) check(r *sched.Request) error {
 		// (or its recompute after preemption) could never be scheduled.
 		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-num-batched-tokens %d with chunked prefill off", r.PromptLen(), r.MaxTokens, s.opt.MaxBatchedTokens)
 	}
-	if need := s.blocksFor(total); need > s.opt.NumBlocks {
+	need := s.blocksFor(total)
+	if s.opt.Capacity == GuaranteedNoEvict {
+		need = s.blocksFor(total + s.opt.Spec.Tokens) // what admission asks for (see Scheduler.need)
+	}
+	if need > s.opt.NumBlocks {
 		return reject("needs %d KV blocks for prompt (%d tokens) + max_tokens (%d), the pool has %d", need, r.PromptLen(), r.MaxTokens, s.opt.NumBlocks)
 	}
 	return nil
