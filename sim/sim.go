@@ -40,6 +40,10 @@ type Options struct {
 	// send, so TTFT and E2E include it.
 	FrontendLatency time.Duration
 
+	// Failures kill workers at simulated times; OnFailure says what becomes of their requests.
+	Failures  []Failure
+	OnFailure OnFailure
+
 	// Planner, if set, resizes the pools every adjustment interval.
 	Planner *planner.Config
 
@@ -108,6 +112,9 @@ type request struct {
 	arrived, transferFrom, activated time.Duration
 	cached                           int // prompt tokens found cached at the first admission
 	admitted, gotFirst               bool
+	routed                           bool // past the frontend: routed, or queued by the router
+	prefilled                        bool // disaggregated: the prefill worker holds its prompt's KV for the handoff
+	onDecode                         bool // disaggregated: the decode worker has its KV
 }
 
 type runner struct {
@@ -143,7 +150,8 @@ type runner struct {
 	doneIDs     []uint64
 	stages      stages
 
-	planner *plannerState
+	planner  *plannerState
+	failures int // workers failed so far
 }
 
 // Run replays src until every request has ended.
@@ -162,6 +170,9 @@ func Run(src workload.Source, o Options) (*Result, error) {
 		if err := r.startPlanner(); err != nil {
 			return nil, err
 		}
+	}
+	if err := r.scheduleFailures(); err != nil {
+		return nil, err
 	}
 	if err := r.start(); err != nil {
 		return nil, err
@@ -271,7 +282,13 @@ func (r *runner) loop() error {
 		var err error
 		switch ev.phase {
 		case phasePassEnd:
-			err = r.passEnd(ev.w)
+			if ev.epoch == ev.w.epoch {
+				err = r.passEnd(ev.w)
+			}
+		case phaseWorkerDown:
+			err = r.workerDown(ev.w, r.o.Failures[ev.key])
+		case phaseWorkerUp:
+			err = r.workerUp(ev.w)
 		case phaseWorkerReady:
 			err = r.workerReady(ev.w)
 		case phaseTransfer:
@@ -283,7 +300,7 @@ func (r *runner) loop() error {
 		case phaseArrival:
 			err = r.arrive(ev.sess)
 		case phaseKVEvents:
-			r.applyKV(ev.kv.pool, ev.kv.target, ev.kv.events)
+			r.applyKV(ev.kv.pool, ev.kv.target, ev.kv.epoch, ev.kv.events)
 		case phasePlanner:
 			err = r.plannerTick()
 		}
@@ -376,6 +393,11 @@ func (r *runner) arrive(s *session) error {
 
 // route hands a request to the ingress pool's router, which dispatches it or queues it.
 func (r *runner) route(req *request) error {
+	req.routed = true
+	if len(r.o.Failures) > 0 && r.poolDead(r.ingress) {
+		r.col.Failed(int(req.id), r.now, "no "+r.ingress.name+" worker left")
+		return r.requestEnded(req)
+	}
 	d, queued := r.ingress.router.Route(router.Request{ID: req.id, Blocks: req.seq.Blocks(), PromptTokens: req.seq.Len()})
 	if queued {
 		return nil
@@ -470,6 +492,7 @@ func (r *runner) turnEnded(s *session) error {
 func (r *runner) result() *Result {
 	res := &Result{Collector: r.col, Passes: r.passes, End: max(r.now, r.end), ahead: r.ahead, coasted: r.coasted}
 	res.Summary = r.col.Summary()
+	res.Summary.WorkerFailures = r.failures
 	var specSteps, specTokens int64
 	for _, p := range r.pools {
 		pr := PoolResult{Name: p.name}
