@@ -63,6 +63,9 @@ func (c *propCase) describe() string {
 	}
 	fmt.Fprintf(&b, "router %+v\nevents at pass end %v, event delay %v, frontend %v, concurrency %d\n",
 		o.Router, o.RouterEventsAtPassEnd, o.RouterEventDelay, o.FrontendLatency, o.Concurrency)
+	if len(o.Failures) > 0 {
+		fmt.Fprintf(&b, "failures %v, on failure %v\n", o.Failures, o.OnFailure)
+	}
 	if c.syn != nil {
 		fmt.Fprintf(&b, "synthetic workload %+v\n", *c.syn)
 	} else {
@@ -93,6 +96,7 @@ func newPropCase(seed uint64) *propCase {
 	rng := rand.New(rand.NewPCG(seed, 0x70726f70))
 	pick := func(xs ...int) int { return xs[rng.IntN(len(xs))] }
 	c := &propCase{seed: seed}
+	defer c.addFailures()
 
 	backend := engine.Backend(rng.IntN(3))
 	bs := pick(1, 2, 4, 16)
@@ -171,6 +175,36 @@ func newPropCase(seed uint64) *propCase {
 	}
 	c.trace, c.requests = propTrace(rng, maxIn)
 	return c
+}
+
+// addFailures makes a third of the cases kill one or two workers during the run, for a while or for good,
+// with their requests retried or failed. It draws from its own stream, so the rest of a case is the same
+// with or without them.
+func (c *propCase) addFailures() {
+	rng := rand.New(rand.NewPCG(c.seed, 0x6661696c))
+	if rng.IntN(3) > 0 {
+		return
+	}
+	workers := c.o.Workers + c.o.PrefillWorkers + c.o.DecodeWorkers
+	c.o.OnFailure = OnFailure(rng.IntN(2))
+	busy := map[int]time.Duration{} // worker → when it is back (-1: never)
+	for range 1 + rng.IntN(2) {
+		f := Failure{Worker: rng.IntN(workers), At: time.Duration(rng.IntN(300)) * time.Millisecond}
+		if rng.IntN(3) > 0 {
+			f.Duration = time.Duration(1+rng.IntN(200)) * time.Millisecond
+		}
+		if back, ok := busy[f.Worker]; ok {
+			if back < 0 {
+				continue
+			}
+			f.At = max(f.At, back)
+		}
+		busy[f.Worker] = f.At + f.Duration
+		if f.Duration == 0 {
+			busy[f.Worker] = -1
+		}
+		c.o.Failures = append(c.o.Failures, f)
+	}
 }
 
 // propTrace writes a Mooncake trace: bursts or Poisson arrivals, prompts made of a shared prefix group's
@@ -266,6 +300,11 @@ func (c *propCase) limit(src workload.Source) (time.Duration, int64) {
 		tokens *= 2                                       // the decode worker's passes too
 		per += int64(c.o.Transfer.BytesPerToken) * tokens // at 1 GB/s: one ns per byte
 	}
+	// A failure loses at most all the work so far, and its worker's downtime.
+	for _, f := range c.o.Failures {
+		tokens *= 2
+		last = max(last, f.At) + f.Duration
+	}
 	passes := 5 * tokens
 	return last + time.Duration(waits+per) + time.Duration(passes)*pass, passes
 }
@@ -310,6 +349,7 @@ type propRecord struct {
 	MaxTokens    int      `json:"max_tokens"`
 	OutputTokens int      `json:"output_tokens"`
 	Rejected     bool     `json:"rejected"`
+	Failed       bool     `json:"failed"`
 }
 
 // runProp runs the case once with every check on, and returns its report (summary JSON, then per-request
@@ -357,7 +397,7 @@ func runProp(t *testing.T, c *propCase) []byte {
 		switch {
 		case rec.ID != i || rec.Finish == nil:
 			t.Fatalf("record %d: %+v: want id %d, ended\n%s", i, rec, i, c.describe())
-		case rec.Rejected:
+		case rec.Rejected || rec.Failed:
 		case rec.OutputTokens != rec.MaxTokens:
 			t.Fatalf("request %d emitted %d tokens, asked for %d\n%s", i, rec.OutputTokens, rec.MaxTokens, c.describe())
 		case rec.InputTokens > c.capacity:
@@ -367,8 +407,10 @@ func runProp(t *testing.T, c *propCase) []byte {
 		}
 	}
 	s := res.Summary
-	if s.CompletedRequests != done || s.CompletedRequests+s.RejectedRequests != c.requests {
-		t.Fatalf("summary: %d completed, %d rejected; records: %d completed of %d\n%s", s.CompletedRequests, s.RejectedRequests, done, c.requests, c.describe())
+	if s.CompletedRequests != done || s.CompletedRequests+s.RejectedRequests+s.FailedRequests != c.requests ||
+		len(c.o.Failures) == 0 && s.FailedRequests+s.RetriedRequests > 0 || c.o.OnFailure == Retry && s.FailedRequests > 0 && !c.lastWorkerLost() {
+		t.Fatalf("summary: %d completed, %d rejected, %d failed, %d retried; records: %d completed of %d\n%s",
+			s.CompletedRequests, s.RejectedRequests, s.FailedRequests, s.RetriedRequests, done, c.requests, c.describe())
 	}
 	return b.Bytes()
 }
@@ -424,6 +466,8 @@ func TestPropertyRegressions(t *testing.T) {
 		{12, "vLLM: the Stored events of blocks completed by accepted draft tokens left with the next pass (never, after the last): the router's index missed them"},
 		{18, "vLLM decode worker: an activated one-token prompt (computed 0) was admitted as a fresh request, leaking its reserved block"},
 		{32, "TRT-LLM with speculative decoding: a request whose prompt and output fit the pool but not with the draft tokens was accepted and waited forever"},
+		{54, "SGLang decode worker: activated transfers joined the running batch beyond max-running-requests"},
+		{174, "SGLang decode worker (with worker failures): activated transfers joined the running batch beyond max-running-requests"},
 	} {
 		t.Run("seed="+strconv.FormatUint(tc.seed, 10), func(t *testing.T) {
 			t.Log(tc.defect)
@@ -438,14 +482,34 @@ var knownDefects = map[uint64]string{
 	98:  "SGLang: requests hold fewer private pages than the cache counts",
 	252: "SGLang: requests hold fewer private pages than the cache counts",
 	363: "SGLang: requests hold fewer private pages than the cache counts",
-	54:  "SGLang decode worker: activated transfers exceed max-running-requests",
-	357: "SGLang decode worker: activated transfers exceed max-running-requests",
-	376: "SGLang decode worker: activated transfers exceed max-running-requests",
-	483: "SGLang decode worker: activated transfers exceed max-running-requests",
+	357: "SGLang decode worker under KV pressure: a running request holds fewer pages than its tokens need",
 	220: "SGLang: radix panic 'extend with page in state 0, want private'",
 	466: "SGLang disaggregated: radix panic 'free of page in state 2, want private'",
 	60:  "TRT-LLM decode worker: running requests fill the pool and cannot grow; nothing preempts (stall)",
-	210: "vLLM decode worker: waiting activations never admitted with the pool full of reservations (stall)",
 	326: "vLLM decode worker: waiting activation never admitted, the running request holds the pool (stall)",
 	377: "vLLM prefill worker: waiting prompts never admitted while held KV awaits the decode pool (stall)",
+	402: "TRT-LLM decode worker (one of two failed for good): running requests fill the pool and cannot grow; nothing preempts (stall)",
+}
+
+// lastWorkerLost reports whether some pool loses all its workers for good, when requests fail even with
+// retries.
+func (c *propCase) lastWorkerLost() bool {
+	gone := map[int]bool{}
+	for _, f := range c.o.Failures {
+		if f.Duration == 0 {
+			gone[f.Worker] = true
+		}
+	}
+	all := func(from, n int) bool {
+		for w := from; w < from+n; w++ {
+			if !gone[w] {
+				return false
+			}
+		}
+		return n > 0
+	}
+	if c.o.PrefillWorkers > 0 {
+		return all(0, c.o.PrefillWorkers) || all(c.o.PrefillWorkers, c.o.DecodeWorkers)
+	}
+	return all(0, c.o.Workers)
 }

@@ -145,6 +145,9 @@ type Scheduler struct {
 	// Disaggregation: a prefill worker's finished requests whose KV awaits transfer, and a decode
 	// worker's requests whose KV room is reserved while it arrives.
 	held, reserved map[uint64]*request
+	// A decode worker's transfers whose KV has arrived, waiting (in order) for a running slot under
+	// MaxRunning; they hold their pages.
+	activated []*request
 
 	preemptions   int64 // retractions
 	prefixQueries int64
@@ -284,7 +287,7 @@ func (s *Scheduler) Activate(id uint64) bool {
 	r.pages = r.pages[:keep]
 	s.cacheFull(r)
 	s.byID[id] = r
-	s.running = append(s.running, r)
+	s.activated = append(s.activated, r)
 	return true
 }
 
@@ -342,6 +345,7 @@ func (s *Scheduler) Cancel(id uint64) bool {
 		s.waiting = slices.DeleteFunc(s.waiting, drop)
 		s.arrivals = slices.DeleteFunc(s.arrivals, drop)
 		s.deferred = slices.DeleteFunc(s.deferred, drop)
+		s.activated = slices.DeleteFunc(s.activated, drop)
 	}
 	s.release(r)
 	return true
@@ -352,7 +356,7 @@ func (s *Scheduler) Idle() bool { return len(s.byID) == 0 }
 
 // Metrics reports the scheduler's state; blocks are pages.
 func (s *Scheduler) Metrics() sched.Metrics {
-	waiting := len(s.waiting) + len(s.arrivals) + len(s.deferred)
+	waiting := len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated)
 	if s.chunked != nil {
 		waiting++
 	}
@@ -405,6 +409,11 @@ func (s *Scheduler) Step() *sched.Pass {
 // schedule forms the pass: an extend batch if anything can be admitted, else (or with mixed chunk, also)
 // a decode step.
 func (s *Scheduler) schedule() {
+	for len(s.activated) > 0 && (s.opt.MaxRunning == 0 || len(s.running) < s.opt.MaxRunning) {
+		s.running = append(s.running, s.activated[0])
+		s.activated[0] = nil
+		s.activated = s.activated[1:]
+	}
 	s.order()
 	extended := s.admit()
 	if !extended || s.opt.MixedChunk {
