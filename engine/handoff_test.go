@@ -135,3 +135,29 @@ func TestTRTLLMRejectsWhatFitsOnlyWithoutDrafts(t *testing.T) {
 		check(t, e)
 	}
 }
+
+// TestSGLangDraftsInAFullPool: a request that fills the pool with its prompt and output has no room for
+// its draft tokens at the end: it verifies fewer drafts instead of taking pages the pool lacks (the
+// private page count went wrong, then the radix cache panicked).
+func TestSGLangDraftsInAFullPool(t *testing.T) {
+	spec := sched.Spec{Tokens: 3} // every draft rejected: one token per step
+	e, err := New(Options{Backend: SGLang, Timing: timing.Fixed{PrefillMs: 10, DecodeMs: 5},
+		SGLang: sglang.Options{PageSize: 4, NumPages: 3, MaxPrefillTokens: 64, ChunkedPrefillSize: 64, ClipMaxNewTokens: 64, Conservativeness: 1, PrefixCaching: true, Spec: spec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Enqueue(&sched.Request{ID: 1, Prompt: prompt(0, 4), MaxTokens: 8}); err != nil {
+		t.Fatal(err)
+	}
+	tokens := 0
+	for !e.Idle() {
+		p := e.Step(0)
+		check(t, e)
+		for _, out := range p.Ranks[0].Outputs {
+			tokens += len(out.Tokens)
+		}
+	}
+	if tokens != 8 {
+		t.Fatalf("%d tokens, want 8", tokens)
+	}
+}

@@ -468,6 +468,9 @@ func TestPropertyRegressions(t *testing.T) {
 		{32, "TRT-LLM with speculative decoding: a request whose prompt and output fit the pool but not with the draft tokens was accepted and waited forever"},
 		{54, "SGLang decode worker: activated transfers joined the running batch beyond max-running-requests"},
 		{174, "SGLang decode worker (with worker failures): activated transfers joined the running batch beyond max-running-requests"},
+		{22, "SGLang with speculative decoding: a lone running request took pages for its drafts that the pool lacked (private pages miscounted)"},
+		{220, "SGLang with speculative decoding: the same, then a radix panic (extend with a free page)"},
+		{252, "SGLang mixed chunk: the running request's next token found no page after the extend took them (private pages miscounted)"},
 	} {
 		t.Run("seed="+strconv.FormatUint(tc.seed, 10), func(t *testing.T) {
 			t.Log(tc.defect)
@@ -478,12 +481,7 @@ func TestPropertyRegressions(t *testing.T) {
 
 // knownDefects are the cases that find a defect not fixed yet, by seed (see TestProperties).
 var knownDefects = map[uint64]string{
-	22:  "SGLang: requests hold fewer private pages than the cache counts (tiny pool, mixed chunk, speculative decoding)",
-	98:  "SGLang: requests hold fewer private pages than the cache counts",
-	252: "SGLang: requests hold fewer private pages than the cache counts",
-	363: "SGLang: requests hold fewer private pages than the cache counts",
-	357: "SGLang decode worker under KV pressure: a running request holds fewer pages than its tokens need",
-	220: "SGLang: radix panic 'extend with page in state 0, want private'",
+	357: "SGLang prefill worker: waiting prompts never admitted while held KV awaits the decode pool (stall)",
 	466: "SGLang disaggregated: radix panic 'free of page in state 2, want private'",
 	60:  "TRT-LLM decode worker: running requests fill the pool and cannot grow; nothing preempts (stall)",
 	326: "vLLM decode worker: waiting activation never admitted, the running request holds the pool (stall)",

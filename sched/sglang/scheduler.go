@@ -622,11 +622,20 @@ func (s *Scheduler) decode() {
 	}
 	s.reserve(need())
 	for _, r := range s.running {
-		if n := s.pagesFor(r.materialized+1+drafts) - len(r.pages); n > 0 {
-			r.pages, _ = s.cache.Alloc(n, r.pages)
+		// Retraction stops at one request, and a mixed pass's extend takes pages first: a request may lack
+		// room for its drafts (it verifies fewer) or even its next token (it skips this pass).
+		d := drafts
+		for d > 0 && s.pagesFor(r.materialized+1+d)-len(r.pages) > s.cache.FreePages() {
+			d--
+		}
+		if n := s.pagesFor(r.materialized+1+d) - len(r.pages); n > 0 {
+			var ok bool
+			if r.pages, ok = s.cache.Alloc(n, r.pages); !ok {
+				continue
+			}
 			s.private += n
 		}
-		r.passCached, r.passNew, r.passPrefill, r.passDrafts = r.materialized, 1+drafts, false, drafts
+		r.passCached, r.passNew, r.passPrefill, r.passDrafts = r.materialized, 1+d, false, d
 		r.materialized++
 		s.scheduled = append(s.scheduled, r)
 	}
