@@ -161,3 +161,26 @@ func TestSGLangDraftsInAFullPool(t *testing.T) {
 		t.Fatalf("%d tokens, want 8", tokens)
 	}
 }
+
+// TestSGLangCachedPromptTransfer: a decode worker with one-token pages that already caches a whole prompt
+// shares all but its last page with the next transfer of it (the first decode step recomputes the last
+// token); sharing the last one too made Activate free a page of the tree (a radix panic).
+func TestSGLangCachedPromptTransfer(t *testing.T) {
+	e, err := New(Options{Backend: SGLang, Role: sched.Decode, Timing: timing.Fixed{PrefillMs: 10, DecodeMs: 5},
+		SGLang: sglang.Options{PageSize: 1, NumPages: 32, MaxPrefillTokens: 64, ChunkedPrefillSize: 64, ClipMaxNewTokens: 64, Conservativeness: 1, PrefixCaching: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := uint64(1); id <= 2; id++ {
+		missing, ok, err := e.Reserve(&sched.Request{ID: id, Prompt: prompt(0, 5), MaxTokens: 2})
+		if want := []int{5, 1}[id-1]; !ok || err != nil || missing != want {
+			t.Fatalf("reserve %d: missing %d, %v, %v; want %d", id, missing, ok, err, want)
+		}
+		e.Activate(0, id)
+		check(t, e)
+		for !e.Idle() {
+			e.Step(0)
+			check(t, e)
+		}
+	}
+}

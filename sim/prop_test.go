@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -363,7 +364,7 @@ func runProp(t *testing.T, c *propCase) []byte {
 	err := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
-				err = fmt.Errorf("panic: %v", p)
+				err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
 			}
 		}()
 		res, err = Run(c.source(t), o)
@@ -470,6 +471,7 @@ func TestPropertyRegressions(t *testing.T) {
 		{174, "SGLang decode worker (with worker failures): activated transfers joined the running batch beyond max-running-requests"},
 		{22, "SGLang with speculative decoding: a lone running request took pages for its drafts that the pool lacked (private pages miscounted)"},
 		{220, "SGLang with speculative decoding: the same, then a radix panic (extend with a free page)"},
+		{466, "SGLang decode worker with one-token pages: a transfer of a prompt it cached whole shared the last page, which Activate then freed from the tree (radix panic)"},
 		{252, "SGLang mixed chunk: the running request's next token found no page after the extend took them (private pages miscounted)"},
 	} {
 		t.Run("seed="+strconv.FormatUint(tc.seed, 10), func(t *testing.T) {
@@ -482,7 +484,6 @@ func TestPropertyRegressions(t *testing.T) {
 // knownDefects are the cases that find a defect not fixed yet, by seed (see TestProperties).
 var knownDefects = map[uint64]string{
 	357: "SGLang prefill worker: waiting prompts never admitted while held KV awaits the decode pool (stall)",
-	466: "SGLang disaggregated: radix panic 'free of page in state 2, want private'",
 	60:  "TRT-LLM decode worker: running requests fill the pool and cannot grow; nothing preempts (stall)",
 	326: "vLLM decode worker: waiting activation never admitted, the running request holds the pool (stall)",
 	377: "vLLM prefill worker: waiting prompts never admitted while held KV awaits the decode pool (stall)",

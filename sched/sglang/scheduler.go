@@ -247,7 +247,10 @@ func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) 
 	var node *radix.Node
 	s.hits = s.hits[:0]
 	if s.opt.PrefixCaching {
-		s.hits, node = s.cache.Match(req.seq.Blocks(), s.hits)
+		// Only the pages before the last prompt token, which the first decode step recomputes: with
+		// one-token pages the last one would be shared from the tree, and Activate frees it.
+		blocks := req.seq.Blocks()
+		s.hits, node = s.cache.Match(blocks[:min(len(blocks), s.pagesFor(req.seq.Len()-1))], s.hits)
 		s.cache.Lock(node)
 	}
 	need := s.pagesFor(req.seq.Len()) - len(s.hits)
