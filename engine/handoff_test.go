@@ -184,3 +184,24 @@ func TestSGLangCachedPromptTransfer(t *testing.T) {
 		}
 	}
 }
+
+// TestTRTLLMReservationKeepsTheGuarantee: a TRT-LLM decode worker reserves a transfer only when its whole
+// output fits beside what the requests it holds may still claim, as admission does; otherwise they fill
+// the pool and, since nothing preempts, stall.
+func TestTRTLLMReservationKeepsTheGuarantee(t *testing.T) {
+	e := roleEngine(t, TRTLLM, sched.Decode, 12)
+	if _, ok, err := e.Reserve(&sched.Request{ID: 1, Prompt: prompt(0, 8), MaxTokens: 20}); !ok || err != nil {
+		t.Fatalf("first reservation: %v %v", ok, err)
+	}
+	e.Activate(0, 1)
+	if _, ok, _ := e.Reserve(&sched.Request{ID: 2, Prompt: prompt(100, 8), MaxTokens: 20}); ok {
+		t.Fatal("second reservation accepted: 7 + 7 blocks promised in a pool of 12")
+	}
+	for !e.Idle() {
+		e.Step(0)
+		check(t, e)
+	}
+	if _, ok, _ := e.Reserve(&sched.Request{ID: 2, Prompt: prompt(100, 8), MaxTokens: 20}); !ok {
+		t.Fatal("second reservation refused once the first request is done")
+	}
+}

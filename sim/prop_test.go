@@ -439,12 +439,8 @@ func TestProperties(t *testing.T) {
 	if testing.Short() {
 		n = min(n, 100)
 	}
-	known := os.Getenv("MOCKER_PROP_KNOWN") != ""
 	for seed := from; seed < from+n; seed++ {
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
-			if d, ok := knownDefects[seed]; ok && !known {
-				t.Skipf("known defect, not fixed yet: %s (MOCKER_PROP_KNOWN=1 runs it)", d)
-			}
 			propCheck(t, seed)
 		})
 	}
@@ -458,7 +454,8 @@ func propCheck(t *testing.T, seed uint64) {
 	}
 }
 
-// TestPropertyRegressions replays the cases that found a defect, whatever range TestProperties runs.
+// TestPropertyRegressions replays the cases that found a defect (each fixed), whatever range TestProperties
+// runs.
 func TestPropertyRegressions(t *testing.T) {
 	for _, tc := range []struct {
 		seed   uint64
@@ -472,6 +469,9 @@ func TestPropertyRegressions(t *testing.T) {
 		{22, "SGLang with speculative decoding: a lone running request took pages for its drafts that the pool lacked (private pages miscounted)"},
 		{220, "SGLang with speculative decoding: the same, then a radix panic (extend with a free page)"},
 		{466, "SGLang decode worker with one-token pages: a transfer of a prompt it cached whole shared the last page, which Activate then freed from the tree (radix panic)"},
+		{60, "TRT-LLM decode worker: reservations ignored the output the running requests may still claim; they filled the pool and nothing preempts (stall)"},
+		{357, "SGLang decode worker: a lone running request that could not grow waited for pages held by activated transfers waiting behind it (stall)"},
+		{1489, "vLLM decode worker: a preempted request at the queue's front waited for blocks held by activated transfers behind it (stall)"},
 		{252, "SGLang mixed chunk: the running request's next token found no page after the extend took them (private pages miscounted)"},
 	} {
 		t.Run("seed="+strconv.FormatUint(tc.seed, 10), func(t *testing.T) {
@@ -479,15 +479,6 @@ func TestPropertyRegressions(t *testing.T) {
 			propCheck(t, tc.seed)
 		})
 	}
-}
-
-// knownDefects are the cases that find a defect not fixed yet, by seed (see TestProperties).
-var knownDefects = map[uint64]string{
-	357: "SGLang prefill worker: waiting prompts never admitted while held KV awaits the decode pool (stall)",
-	60:  "TRT-LLM decode worker: running requests fill the pool and cannot grow; nothing preempts (stall)",
-	326: "vLLM decode worker: waiting activation never admitted, the running request holds the pool (stall)",
-	377: "vLLM prefill worker: waiting prompts never admitted while held KV awaits the decode pool (stall)",
-	402: "TRT-LLM decode worker (one of two failed for good): running requests fill the pool and cannot grow; nothing preempts (stall)",
 }
 
 // lastWorkerLost reports whether some pool loses all its workers for good, when requests fail even with

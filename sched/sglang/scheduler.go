@@ -606,7 +606,9 @@ func (s *Scheduler) decode() {
 		return n
 	}
 	retracted := false
-	for len(s.running) > 1 && s.cache.FreePages()+s.cache.EvictablePages() < need() {
+	// A decode worker's activated transfers wait holding their pages: a lone running request that cannot
+	// grow goes back too, or neither it nor they would ever run.
+	for (len(s.running) > 1 || len(s.running) == 1 && len(s.activated) > 0) && s.cache.FreePages()+s.cache.EvictablePages() < need() {
 		s.retract()
 		retracted = true
 	}
