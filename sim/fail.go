@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -113,12 +114,7 @@ func (r *runner) scheduleFailures() error {
 		numbered = append(numbered, p.workers...)
 	}
 	fs := slices.Clone(r.o.Failures)
-	slices.SortStableFunc(fs, func(a, b Failure) int {
-		if a.Worker != b.Worker {
-			return a.Worker - b.Worker
-		}
-		return int(min(max(a.At-b.At, -1), 1))
-	})
+	slices.SortStableFunc(fs, func(a, b Failure) int { return cmp.Or(cmp.Compare(a.Worker, b.Worker), cmp.Compare(a.At, b.At)) })
 	for i, f := range fs {
 		if f.Worker >= len(numbered) {
 			return fmt.Errorf("fail-worker %v: there are %d workers (0 to %d)", f, len(numbered), len(numbered)-1)
@@ -223,7 +219,7 @@ func (r *runner) lose(req *request, reason string) error {
 	if req.sess.keep {
 		req.sess.history = req.sess.history[:req.seq.Len()] // the lost output is generated again
 	}
-	*req = request{id: req.id, sess: req.sess, turn: req.turn, seq: req.seq, arrived: req.arrived, routed: true}
+	*req = request{id: req.id, sess: req.sess, turn: req.turn, seq: req.seq, arrived: req.arrived}
 	return r.route(req)
 }
 
