@@ -31,9 +31,7 @@ type propCase struct {
 	syn   *workload.SyntheticOptions
 
 	requests int // requests the workload holds
-	// The longest prompt a request can have, and whether some prompt is longer than a whole rank's pool
-	// (so that request can never be served).
-	capacity int // tokens of one rank's pool (the smallest, in disaggregated serving)
+	capacity int // tokens of one (prefill) rank's pool: a longer prompt can never be served
 }
 
 func (c *propCase) source(t *testing.T) workload.Source {
