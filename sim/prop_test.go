@@ -501,3 +501,15 @@ func (c *propCase) lastWorkerLost() bool {
 	}
 	return all(0, c.o.Workers)
 }
+
+// TestLimitStopsARun: a run past its limit of simulated time or passes fails, naming it, rather than
+// running on (how the property tests catch a livelock).
+func TestLimitStopsARun(t *testing.T) {
+	for _, o := range []Options{{limit: 20 * time.Millisecond}, {maxPasses: 2}} {
+		o.Workers, o.Engine = 1, small()
+		_, err := Run(trace(t, failTrace), o)
+		if err == nil || !strings.Contains(err.Error(), "ran past its limit") {
+			t.Errorf("limit %v, %d passes: %v", o.limit, o.maxPasses, err)
+		}
+	}
+}
