@@ -88,6 +88,9 @@ type Config struct {
 	KVBytesPerToken       int     `yaml:"kv-bytes-per-token" auto:"model"`
 	KVTransferTimingMode  string  `yaml:"kv-transfer-timing-mode"`
 	PlannerConfig         string  `yaml:"planner-config"`
+	// Fault injection (predict): workers killed at simulated times, ID@TIME[:DURATION] each.
+	FailWorker      []string `yaml:"fail-worker"`
+	OnWorkerFailure string   `yaml:"on-worker-failure"`
 
 	// Workload: a trace, or synthetic.
 	Trace               string  `yaml:"trace"`
@@ -176,6 +179,7 @@ func Default() Config {
 		OverlapScoreWeight:             1,
 		RouterQueuePolicy:              "fcfs",
 		KVTransferTimingMode:           "destination_missing",
+		OnWorkerFailure:                "retry",
 		TraceFormat:                    "auto",
 		TraceBlockSize:                 workload.DefaultTraceBlockSize,
 		ArrivalSpeedupRatio:            1,
@@ -631,6 +635,16 @@ func (c *Config) SimOptions() (sim.Options, error) {
 		Concurrency:           c.Concurrency,
 		ArrivalSpeedup:        c.ArrivalSpeedupRatio,
 		CheckInvariants:       c.CheckInvariants,
+	}
+	for _, s := range c.FailWorker {
+		f, err := sim.ParseFailure(s)
+		if err != nil {
+			return sim.Options{}, err
+		}
+		o.Failures = append(o.Failures, f)
+	}
+	if o.OnFailure, err = sim.ParseOnFailure(c.OnWorkerFailure); err != nil {
+		return sim.Options{}, err
 	}
 	if c.rampClients() > 0 {
 		// The workload's sessions are the clients themselves (Source): each sends its requests back

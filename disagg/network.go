@@ -3,6 +3,7 @@ package disagg
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -149,4 +150,20 @@ func (n *Network) rerate() {
 	for _, t := range n.transfers {
 		t.rate = n.bps / float64(max(n.load[t.src], n.load[t.dst]))
 	}
+}
+
+// Cancel aborts transfer id at now (one of its ends failed); the others share the links from now on. It
+// reports whether the transfer was in flight.
+func (n *Network) Cancel(now time.Duration, id uint64) bool {
+	n.advance(now)
+	i := slices.IndexFunc(n.transfers, func(t *transfer) bool { return t.id == id })
+	if i < 0 {
+		return false
+	}
+	t := n.transfers[i]
+	n.load[t.src]--
+	n.load[t.dst]--
+	n.transfers = slices.Delete(n.transfers, i, i+1)
+	n.rerate()
+	return true
 }

@@ -233,6 +233,18 @@ func (e *Engine) CheckInvariants() error {
 	return nil
 }
 
+// AppendCached appends to dst the hashes of the blocks rank's prefix cache holds (vLLM's pool or SGLang's
+// radix tree), each once, and returns it: what a consumer of the rank's KV events should hold.
+func (e *Engine) AppendCached(rank int, dst []uint64) []uint64 {
+	switch s := e.ranks[rank].(type) {
+	case *vllm.Scheduler:
+		return s.Pool().AppendCached(dst)
+	case *sglang.Scheduler:
+		return s.Cache().AppendCached(dst)
+	}
+	return dst
+}
+
 // Step plans and applies one forward pass starting at now. Every rank with requests steps; the pass ends
 // when the slowest rank's work is done.
 func (e *Engine) Step(now time.Duration) *Pass {

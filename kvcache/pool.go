@@ -343,3 +343,14 @@ func (p *Pool) TakeEvents(dst []Event) []Event {
 	p.evs = p.evs[:0]
 	return dst
 }
+
+// AppendCached appends to dst the hash of every resident cached block, once per hash, in block order, and
+// returns it: the set a consumer of the pool's KV events holds (a test's oracle; O(capacity)).
+func (p *Pool) AppendCached(dst []uint64) []uint64 {
+	for id := range p.blocks {
+		if b := &p.blocks[id]; b.state == cached && b.samePrev == none {
+			dst = append(dst, b.hash)
+		}
+	}
+	return dst
+}

@@ -315,3 +315,20 @@ func (c *Cache) Free(ids []PageID) {
 		c.freeList = append(c.freeList, id)
 	}
 }
+
+// AppendCached appends to dst the sequence hash of every page in the tree, depth first, and returns it: the
+// set a consumer of the cache's KV events holds (a test's oracle; O(pages)).
+func (c *Cache) AppendCached(dst []uint64) []uint64 {
+	stack := []*Node{c.root}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, b := range n.blocks {
+			dst = append(dst, b.Hash)
+		}
+		for ch := n.first; ch != nil; ch = ch.next {
+			stack = append(stack, ch)
+		}
+	}
+	return dst
+}

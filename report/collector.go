@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -10,7 +11,8 @@ import (
 //
 // Request ids are dense ints assigned by the caller in arrival order (0, 1, 2, ...); the calls
 // for one id come in time order, starting with Arrived and ending with at most one of Finished
-// or Rejected. Calls that break this contract are caller bugs and panic.
+// or Rejected or Failed (Retried may come between). Calls that break this contract are caller bugs and
+// panic.
 //
 // A Collector is not safe for concurrent use.
 type Collector struct {
@@ -55,6 +57,7 @@ type request struct {
 	cachedTokens int32 // prefix tokens reused at first admission
 	outputTokens int32
 	deliveries   int32
+	retries      int32
 
 	state state
 }
@@ -66,9 +69,12 @@ const (
 	admitted
 	finished
 	rejected
+	failed
 )
 
-func (r *request) completed() bool { return r.state&(finished|rejected) == finished }
+const ended = finished | rejected | failed
+
+func (r *request) completed() bool { return r.state&ended == finished }
 
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector { return &Collector{} }
@@ -210,6 +216,37 @@ func (c *Collector) Rejected(id int, at time.Duration, reason string) {
 	c.reasons[id] = reason
 }
 
+// Retried records that request id starts over at `at` because its worker failed: it is routed and
+// prefilled again. What it got so far is dropped, as a client drops a broken stream: its worker,
+// admission, tokens and ITL gaps; its arrival stays, so its TTFT and E2E include the lost work.
+func (c *Collector) Retried(id int, at time.Duration) {
+	r := c.live(id, at, "Retried")
+	if r.deliveries > 1 {
+		c.dropGaps(int32(id))
+	}
+	*r = request{arrival: r.arrival, last: at, inputTokens: r.inputTokens, maxTokens: r.maxTokens, worker: -1,
+		retries: r.retries + 1, state: arrived}
+}
+
+// dropGaps removes request id's ITL samples (rare: a retry).
+func (c *Collector) dropGaps(id int32) {
+	for i, chunk := range c.gaps {
+		c.gaps[i] = slices.DeleteFunc(chunk, func(g gap) bool { return g.owner == id })
+	}
+}
+
+// Failed records that request id ended at `at` without completing because the worker serving it
+// failed (or none was left). Failed requests count only toward failed_requests.
+func (c *Collector) Failed(id int, at time.Duration, reason string) {
+	r := c.live(id, at, "Failed")
+	r.state |= failed
+	r.end = at
+	if c.reasons == nil {
+		c.reasons = make(map[int]string)
+	}
+	c.reasons[id] = reason
+}
+
 // live returns the record of a request that arrived and has not ended, after checking that
 // `at` does not go back in time for it.
 func (c *Collector) live(id int, at time.Duration, op string) *request {
@@ -222,6 +259,8 @@ func (c *Collector) live(id int, at time.Duration, op string) *request {
 		panic(fmt.Sprintf("report: %s: request %d already finished", op, id))
 	case r.state&rejected != 0:
 		panic(fmt.Sprintf("report: %s: request %d already rejected", op, id))
+	case r.state&failed != 0:
+		panic(fmt.Sprintf("report: %s: request %d already failed", op, id))
 	case at < r.last:
 		panic(fmt.Sprintf("report: %s: request %d at %v, before its previous event at %v", op, id, at, r.last))
 	}

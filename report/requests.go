@@ -12,7 +12,7 @@ import (
 //
 //	id, request_id, trace_line, worker, arrival_ms, first_admission_ms, first_token_ms,
 //	finish_ms, input_tokens, max_tokens, output_tokens, cached_tokens,
-//	ttft_ms, tpot_ms, e2e_ms, rejected, reject_reason
+//	ttft_ms, tpot_ms, e2e_ms, rejected, reject_reason, failed, fail_reason, retries
 //
 // request_id and trace_line are Identify's (null when not given; trace_line is null for a
 // synthetic request), so a record joins back to its trace row.
@@ -20,7 +20,9 @@ import (
 // null rather than left out, so every line has the same keys (reject_reason excepted, which
 // appears only on rejected requests): first_admission_ms before admission, first_token_ms and
 // ttft_ms before the first token, tpot_ms below two tokens, e2e_ms unless the request
-// finished. finish_ms is the time the request ended, by finishing or by rejection.
+// finished. finish_ms is the time the request ended, by finishing, rejection or failure. With fault
+// injection, failed and fail_reason appear only on failed requests, and retries (the times the request
+// started over) only when it is above 0.
 // cached_tokens is the prefix reuse found at first admission.
 func (c *Collector) WriteRequestsJSONL(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -57,7 +59,7 @@ func (c *Collector) WriteRequestsJSONL(w io.Writer) error {
 		b = appendMs(b, "arrival_ms", r.arrival, true)
 		b = appendMs(b, "first_admission_ms", r.admission, r.state&admitted != 0)
 		b = appendMs(b, "first_token_ms", r.firstToken, r.deliveries > 0)
-		b = appendMs(b, "finish_ms", r.end, r.state&(finished|rejected) != 0)
+		b = appendMs(b, "finish_ms", r.end, r.state&ended != 0)
 		b = append(b, `,"input_tokens":`...)
 		b = strconv.AppendInt(b, int64(r.inputTokens), 10)
 		b = append(b, `,"max_tokens":`...)
@@ -83,6 +85,18 @@ func (c *Collector) WriteRequestsJSONL(w io.Writer) error {
 			b = append(b, reason...)
 		} else {
 			b = append(b, `,"rejected":false`...)
+		}
+		if r.state&failed != 0 {
+			reason, err := json.Marshal(c.reasons[id])
+			if err != nil {
+				return err
+			}
+			b = append(b, `,"failed":true,"fail_reason":`...)
+			b = append(b, reason...)
+		}
+		if r.retries > 0 {
+			b = append(b, `,"retries":`...)
+			b = strconv.AppendInt(b, int64(r.retries), 10)
 		}
 		b = append(b, "}\n"...)
 		if _, err := bw.Write(b); err != nil {

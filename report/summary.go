@@ -16,6 +16,12 @@ type Summary struct {
 	RejectedRequests   int
 	IncompleteRequests int // arrived but neither finished nor rejected; in the JSON only when > 0
 
+	// Fault injection (in the JSON only when WorkerFailures > 0): workers failed (filled by the caller),
+	// requests that ended failed, and requests retried at least once (whatever their end).
+	WorkerFailures  int
+	FailedRequests  int
+	RetriedRequests int
+
 	// Duration is the latest finish time among completed requests, counted from time 0.
 	Duration time.Duration
 
@@ -67,6 +73,13 @@ func (c *Collector) Summary() Summary {
 		switch {
 		case r.state&arrived == 0:
 			continue // a hole in the ids
+		case r.retries > 0:
+			s.RetriedRequests++
+		}
+		switch {
+		case r.state&failed != 0:
+			s.FailedRequests++
+			continue
 		case r.state&rejected != 0:
 			s.RejectedRequests++
 			continue
@@ -128,6 +141,11 @@ func (s Summary) WriteJSON(w io.Writer) error {
 	if s.IncompleteRequests > 0 {
 		// Only when present, so the report of a run that drained stays byte-stable.
 		o.int("incomplete_requests", s.IncompleteRequests)
+	}
+	if s.WorkerFailures > 0 {
+		o.int("worker_failures", s.WorkerFailures)
+		o.int("failed_requests", s.FailedRequests)
+		o.int("retried_requests", s.RetriedRequests)
 	}
 	o.float("duration_ms", ms(s.Duration))
 	o.float("request_throughput", s.RequestThroughput)

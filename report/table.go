@@ -25,6 +25,11 @@ func (s Summary) WriteTable(w io.Writer, title string) error {
 	if s.IncompleteRequests > 0 {
 		row(&b, "Incomplete requests:", strconv.Itoa(s.IncompleteRequests))
 	}
+	if s.WorkerFailures > 0 {
+		row(&b, "Worker failures:", strconv.Itoa(s.WorkerFailures))
+		row(&b, "Failed requests:", strconv.Itoa(s.FailedRequests))
+		row(&b, "Retried requests:", strconv.Itoa(s.RetriedRequests))
+	}
 	row(&b, "Benchmark duration (s):", fixed(s.Duration.Seconds()))
 	row(&b, "Total input tokens:", strconv.Itoa(s.TotalInputTokens))
 	row(&b, "Total generated tokens:", strconv.Itoa(s.TotalOutputTokens))

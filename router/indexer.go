@@ -234,3 +234,16 @@ func (t *hashSet) resize(size int) {
 		t.keys[i] = k
 	}
 }
+
+// appendTo appends the hashes t holds to dst.
+func (t *hashSet) appendTo(dst []uint64) []uint64 {
+	if t.zero {
+		dst = append(dst, 0)
+	}
+	for _, k := range t.keys {
+		if k != 0 {
+			dst = append(dst, k)
+		}
+	}
+	return dst
+}

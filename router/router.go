@@ -404,3 +404,12 @@ func (r *Router) recycle(q *request) {
 	*q = request{}
 	r.spare = append(r.spare, q)
 }
+
+// AppendIndexed appends to dst the hash of every block t has cached, by its events, in no particular
+// order, and returns it (a test's view of the index).
+func (r *Router) AppendIndexed(t Target, dst []uint64) []uint64 {
+	if x := r.byID[t]; x != nil {
+		dst = r.ix.sets[x.slot].appendTo(dst)
+	}
+	return dst
+}

@@ -13,6 +13,13 @@ func (r *runner) prefilled(req *request) error {
 	r.stages.prefill = append(r.stages.prefill, ms(r.now-req.arrived))
 	r.ingress.router.PrefillDone(req.id)
 	r.ingress.router.Finished(req.id)
+	req.prefilled = true
+	if len(r.o.Failures) > 0 && r.poolDead(r.decode) {
+		req.ingress.eng.Release(req.rank, req.id)
+		r.wake(req.ingress)
+		r.col.Failed(int(req.id), r.now, "no decode worker left")
+		return r.requestEnded(req)
+	}
 	d, queued := r.decode.router.Route(router.Request{ID: req.id, Blocks: req.seq.Blocks(), PromptTokens: req.seq.Len()})
 	if queued {
 		return nil // drained when the decode pool frees capacity
@@ -93,6 +100,7 @@ func (r *runner) transfersDone() error {
 		r.stages.transfer = append(r.stages.transfer, ms(r.now-req.transferFrom))
 		req.ingress.eng.Release(req.rank, id)
 		req.activated = r.now
+		req.onDecode = true
 		req.decode.eng.Activate(req.drank, id)
 		r.wake(req.ingress)
 		r.wake(req.decode)

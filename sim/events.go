@@ -17,6 +17,8 @@ type phase uint8
 
 const (
 	phasePassEnd     phase = iota // a worker's forward pass ends
+	phaseWorkerDown               // a worker fails (Options.Failures): after the passes ending then
+	phaseWorkerUp                 // a failed worker comes back
 	phaseWorkerReady              // a worker the planner started begins serving
 	phaseTransfer                 // KV transfers complete (disaggregated serving)
 	phaseRoute                    // a request leaves the frontend and is routed (Options.FrontendLatency)
@@ -28,7 +30,8 @@ const (
 type event struct {
 	at    time.Duration
 	phase phase
-	key   uint64 // stable tie-break within a phase: worker serial, request id, session number, generation
+	epoch uint32 // pass end: the worker's epoch when the pass started (a failure voids it)
+	key   uint64 // stable tie-break within a phase: worker serial, request id, session number, generation, failure
 	w     *worker
 	sess  *session
 	kv    *delayedEvents
@@ -37,6 +40,7 @@ type event struct {
 // delayedEvents are KV events held back from a router.
 type delayedEvents struct {
 	pool   *pool
+	epoch  uint32 // the worker's when they were published
 	target router.Target
 	events []kvcache.Event
 }

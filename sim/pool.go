@@ -32,6 +32,7 @@ const (
 	serving
 	draining // no new requests; leaves once idle
 	gone
+	failed // killed by fault injection; back empty if returns > 0
 )
 
 // worker is one engine of a pool.
@@ -48,6 +49,8 @@ type worker struct {
 	busy    time.Duration
 	samples [][]planner.PassSample // per rank, since the last planner tick
 	pending []*request             // decode worker: requests waiting for room to receive their KV (FIFO)
+	epoch   uint32                 // failures so far: a pass or KV events of an earlier epoch are void
+	returns int                    // scheduled comebacks after failures
 	run     engine.Run             // coast's
 }
 
@@ -139,6 +142,9 @@ func (r *runner) lookahead() (bound time.Duration, ok bool) {
 		r.ingress.router.Queued() > 0 {
 		return 0, false
 	}
+	if r.o.limit > 0 {
+		return min(r.timeline.bound(), r.o.limit+1), true
+	}
 	return r.timeline.bound(), true
 }
 
@@ -157,7 +163,7 @@ func (r *runner) run(w *worker, bound time.Duration, ahead bool) error {
 			return nil
 		}
 		if !ahead || w.pass.End >= bound {
-			r.timeline.push(event{at: w.pass.End, phase: phasePassEnd, key: w.serial, w: w})
+			r.timeline.push(event{at: w.pass.End, phase: phasePassEnd, key: w.serial, w: w, epoch: w.epoch})
 			return nil
 		}
 		// Nothing reaches w before bound: its pass ends now as far as anyone can tell.
@@ -235,7 +241,7 @@ func (r *runner) publishKV(p *pool, t router.Target, evs []kvcache.Event) {
 		return // decode workers publish no KV events (reference §8)
 	}
 	if r.o.RouterEventDelay <= 0 {
-		r.applyKV(p, t, evs)
+		r.applyKV(p, t, p.workers[t.Worker].epoch, evs)
 		return
 	}
 	// The pass's buffers are reused by the engine: keep a copy until the events are due.
@@ -245,7 +251,8 @@ func (r *runner) publishKV(p *pool, t router.Target, evs []kvcache.Event) {
 		held[i].Blocks = slices.Clone(ev.Blocks)
 		held[i].Hashes = slices.Clone(ev.Hashes)
 	}
-	r.timeline.push(event{at: r.now + r.o.RouterEventDelay, phase: phaseKVEvents, key: r.nextKV(), kv: &delayedEvents{pool: p, target: t, events: held}})
+	r.timeline.push(event{at: r.now + r.o.RouterEventDelay, phase: phaseKVEvents, key: r.nextKV(),
+		kv: &delayedEvents{pool: p, epoch: p.workers[t.Worker].epoch, target: t, events: held}})
 }
 
 func (r *runner) nextKV() uint64 {
@@ -253,8 +260,8 @@ func (r *runner) nextKV() uint64 {
 	return r.serial
 }
 
-func (r *runner) applyKV(p *pool, t router.Target, evs []kvcache.Event) {
-	if w := p.workers[t.Worker]; w.state == gone {
+func (r *runner) applyKV(p *pool, t router.Target, epoch uint32, evs []kvcache.Event) {
+	if w := p.workers[t.Worker]; w.state == gone || w.state == failed || w.epoch != epoch {
 		return
 	}
 	for _, ev := range evs {
@@ -311,7 +318,12 @@ func (r *runner) deliver(w *worker) error {
 	if err := r.drain(p); err != nil {
 		return err
 	}
-	return nil
+	if r.o.inspect != nil {
+		if err := r.o.inspect(r, w); err != nil {
+			return fmt.Errorf("%s worker %d, pass ending at %v: %w", p.name, w.id, r.now, err)
+		}
+	}
+	return r.overLimit()
 }
 
 // decoded records tokens from the worker that generates them (aggregated or decode).

@@ -40,6 +40,10 @@ type Options struct {
 	// send, so TTFT and E2E include it.
 	FrontendLatency time.Duration
 
+	// Failures kill workers at simulated times; OnFailure says what becomes of their requests.
+	Failures  []Failure
+	OnFailure OnFailure
+
 	// Planner, if set, resizes the pools every adjustment interval.
 	Planner *planner.Config
 
@@ -50,6 +54,12 @@ type Options struct {
 	Progress func(ended int)
 
 	noLookahead bool // tests: every pass goes through the event heap
+	// Tests: a run that goes past limit (simulated time) or maxPasses (passes) fails instead of running on,
+	// so a livelock shows as an error; 0 is no limit. inspect, if set, runs after every delivered pass and
+	// once per worker at the end.
+	limit     time.Duration
+	maxPasses int64
+	inspect   func(r *runner, w *worker) error
 }
 
 // Result is what a run produced.
@@ -102,6 +112,9 @@ type request struct {
 	arrived, transferFrom, activated time.Duration
 	cached                           int // prompt tokens found cached at the first admission
 	admitted, gotFirst               bool
+	routed                           bool // past the frontend: routed, or queued by the router
+	prefilled                        bool // disaggregated: the prefill worker holds its prompt's KV for the handoff
+	onDecode                         bool // disaggregated: the decode worker has its KV
 }
 
 type runner struct {
@@ -137,7 +150,8 @@ type runner struct {
 	doneIDs     []uint64
 	stages      stages
 
-	planner *plannerState
+	planner  *plannerState
+	failures int // workers failed so far
 }
 
 // Run replays src until every request has ended.
@@ -156,6 +170,9 @@ func Run(src workload.Source, o Options) (*Result, error) {
 		if err := r.startPlanner(); err != nil {
 			return nil, err
 		}
+	}
+	if err := r.scheduleFailures(); err != nil {
+		return nil, err
 	}
 	if err := r.start(); err != nil {
 		return nil, err
@@ -259,10 +276,19 @@ func (r *runner) loop() error {
 		}
 		ev := r.timeline.pop()
 		r.now = ev.at
+		if err := r.overLimit(); err != nil {
+			return err
+		}
 		var err error
 		switch ev.phase {
 		case phasePassEnd:
-			err = r.passEnd(ev.w)
+			if ev.epoch == ev.w.epoch {
+				err = r.passEnd(ev.w)
+			}
+		case phaseWorkerDown:
+			err = r.workerDown(ev.w, r.o.Failures[ev.key])
+		case phaseWorkerUp:
+			err = r.workerUp(ev.w)
 		case phaseWorkerReady:
 			err = r.workerReady(ev.w)
 		case phaseTransfer:
@@ -274,7 +300,7 @@ func (r *runner) loop() error {
 		case phaseArrival:
 			err = r.arrive(ev.sess)
 		case phaseKVEvents:
-			r.applyKV(ev.kv.pool, ev.kv.target, ev.kv.events)
+			r.applyKV(ev.kv.pool, ev.kv.target, ev.kv.epoch, ev.kv.events)
 		case phasePlanner:
 			err = r.plannerTick()
 		}
@@ -291,6 +317,24 @@ func (r *runner) loop() error {
 	}
 	if r.inFlight() > 0 {
 		return fmt.Errorf("simulation stalled at %v: %d requests never finished (routers queue %d)", r.now, r.inFlight(), r.ingress.router.Queued())
+	}
+	if r.o.inspect != nil {
+		for _, p := range r.pools {
+			for _, w := range p.workers {
+				if err := r.o.inspect(r, w); err != nil {
+					return fmt.Errorf("at the end: %w", err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// overLimit reports a run past its test limits.
+func (r *runner) overLimit() error {
+	if r.o.limit > 0 && r.now > r.o.limit || r.o.maxPasses > 0 && r.passes > r.o.maxPasses {
+		return fmt.Errorf("simulation ran past its limit (%v, %d passes): at %v after %d passes, %d requests in flight",
+			r.o.limit, r.o.maxPasses, r.now, r.passes, r.inFlight())
 	}
 	return nil
 }
@@ -350,6 +394,11 @@ func (r *runner) arrive(s *session) error {
 
 // route hands a request to the ingress pool's router, which dispatches it or queues it.
 func (r *runner) route(req *request) error {
+	req.routed = true
+	if len(r.o.Failures) > 0 && r.poolDead(r.ingress) {
+		r.col.Failed(int(req.id), r.now, "no "+r.ingress.name+" worker left")
+		return r.requestEnded(req)
+	}
 	d, queued := r.ingress.router.Route(router.Request{ID: req.id, Blocks: req.seq.Blocks(), PromptTokens: req.seq.Len()})
 	if queued {
 		return nil
@@ -444,6 +493,7 @@ func (r *runner) turnEnded(s *session) error {
 func (r *runner) result() *Result {
 	res := &Result{Collector: r.col, Passes: r.passes, End: max(r.now, r.end), ahead: r.ahead, coasted: r.coasted}
 	res.Summary = r.col.Summary()
+	res.Summary.WorkerFailures = r.failures
 	var specSteps, specTokens int64
 	for _, p := range r.pools {
 		pr := PoolResult{Name: p.name}

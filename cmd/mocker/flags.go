@@ -22,6 +22,8 @@ func bindFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.FrontendLatencyMs, "frontend-latency-ms", c.FrontendLatencyMs, "milliseconds between a request's arrival and its routing (API server: parsing, tokenisation, hand-off); TTFT and E2E include them")
 	bindWorkloadFlags(fs, c)
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of every random choice")
+	fs.StringArrayVar(&c.FailWorker, "fail-worker", c.FailWorker, "kill worker ID at simulated TIME, back empty after DURATION or gone for good without one: ID@TIME[:DURATION], times as Go durations (90s, 1m30s, 250ms) or seconds; repeatable. Workers are numbered as in --requests-jsonl: aggregated 0..N-1, or prefill workers then decode workers")
+	fs.StringVar(&c.OnWorkerFailure, "on-worker-failure", c.OnWorkerFailure, "what becomes of a failed worker's requests, waiting or running: retry (routed again and prefilled again elsewhere) or fail")
 	bindOutputFlags(fs, c)
 }
 

@@ -13,7 +13,7 @@ func (s *Scheduler) CheckInvariants() error {
 	if err := s.cache.CheckInvariants(); err != nil {
 		return err
 	}
-	n := len(s.running) + len(s.waiting) + len(s.arrivals) + len(s.deferred)
+	n := len(s.running) + len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated)
 	if s.chunked != nil {
 		n++
 	}
@@ -24,7 +24,7 @@ func (s *Scheduler) CheckInvariants() error {
 		return fmt.Errorf("sglang: %d running, max %d", len(s.running), s.opt.MaxRunning)
 	}
 	private := 0
-	holders := slices.Concat(s.running, s.waiting, s.arrivals, s.deferred)
+	holders := slices.Concat(s.running, s.activated, s.waiting, s.arrivals, s.deferred)
 	if s.chunked != nil {
 		holders = append(holders, s.chunked)
 	}

@@ -145,6 +145,9 @@ type Scheduler struct {
 	// Disaggregation: a prefill worker's finished requests whose KV awaits transfer, and a decode
 	// worker's requests whose KV room is reserved while it arrives.
 	held, reserved map[uint64]*request
+	// A decode worker's transfers whose KV has arrived, waiting (in order) for a running slot under
+	// MaxRunning; they hold their pages.
+	activated []*request
 
 	preemptions   int64 // retractions
 	prefixQueries int64
@@ -244,7 +247,10 @@ func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) 
 	var node *radix.Node
 	s.hits = s.hits[:0]
 	if s.opt.PrefixCaching {
-		s.hits, node = s.cache.Match(req.seq.Blocks(), s.hits)
+		// Only the pages before the last prompt token, which the first decode step recomputes: with
+		// one-token pages the last one would be shared from the tree, and Activate frees it.
+		blocks := req.seq.Blocks()
+		s.hits, node = s.cache.Match(blocks[:min(len(blocks), s.pagesFor(req.seq.Len()-1))], s.hits)
 		s.cache.Lock(node)
 	}
 	need := s.pagesFor(req.seq.Len()) - len(s.hits)
@@ -284,7 +290,7 @@ func (s *Scheduler) Activate(id uint64) bool {
 	r.pages = r.pages[:keep]
 	s.cacheFull(r)
 	s.byID[id] = r
-	s.running = append(s.running, r)
+	s.activated = append(s.activated, r)
 	return true
 }
 
@@ -342,6 +348,7 @@ func (s *Scheduler) Cancel(id uint64) bool {
 		s.waiting = slices.DeleteFunc(s.waiting, drop)
 		s.arrivals = slices.DeleteFunc(s.arrivals, drop)
 		s.deferred = slices.DeleteFunc(s.deferred, drop)
+		s.activated = slices.DeleteFunc(s.activated, drop)
 	}
 	s.release(r)
 	return true
@@ -352,7 +359,7 @@ func (s *Scheduler) Idle() bool { return len(s.byID) == 0 }
 
 // Metrics reports the scheduler's state; blocks are pages.
 func (s *Scheduler) Metrics() sched.Metrics {
-	waiting := len(s.waiting) + len(s.arrivals) + len(s.deferred)
+	waiting := len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated)
 	if s.chunked != nil {
 		waiting++
 	}
@@ -405,6 +412,11 @@ func (s *Scheduler) Step() *sched.Pass {
 // schedule forms the pass: an extend batch if anything can be admitted, else (or with mixed chunk, also)
 // a decode step.
 func (s *Scheduler) schedule() {
+	for len(s.activated) > 0 && (s.opt.MaxRunning == 0 || len(s.running) < s.opt.MaxRunning) {
+		s.running = append(s.running, s.activated[0])
+		s.activated[0] = nil
+		s.activated = s.activated[1:]
+	}
 	s.order()
 	extended := s.admit()
 	if !extended || s.opt.MixedChunk {
@@ -594,7 +606,9 @@ func (s *Scheduler) decode() {
 		return n
 	}
 	retracted := false
-	for len(s.running) > 1 && s.cache.FreePages()+s.cache.EvictablePages() < need() {
+	// A decode worker's activated transfers wait holding their pages: a lone running request that cannot
+	// grow goes back too, or neither it nor they would ever run.
+	for (len(s.running) > 1 || len(s.running) == 1 && len(s.activated) > 0) && s.cache.FreePages()+s.cache.EvictablePages() < need() {
 		s.retract()
 		retracted = true
 	}
@@ -613,11 +627,20 @@ func (s *Scheduler) decode() {
 	}
 	s.reserve(need())
 	for _, r := range s.running {
-		if n := s.pagesFor(r.materialized+1+drafts) - len(r.pages); n > 0 {
-			r.pages, _ = s.cache.Alloc(n, r.pages)
+		// Retraction stops at one request, and a mixed pass's extend takes pages first: a request may lack
+		// room for its drafts (it verifies fewer) or even its next token (it skips this pass).
+		d := drafts
+		for d > 0 && s.pagesFor(r.materialized+1+d)-len(r.pages) > s.cache.FreePages() {
+			d--
+		}
+		if n := s.pagesFor(r.materialized+1+d) - len(r.pages); n > 0 {
+			var ok bool
+			if r.pages, ok = s.cache.Alloc(n, r.pages); !ok {
+				continue
+			}
 			s.private += n
 		}
-		r.passCached, r.passNew, r.passPrefill, r.passDrafts = r.materialized, 1+drafts, false, drafts
+		r.passCached, r.passNew, r.passPrefill, r.passDrafts = r.materialized, 1+d, false, d
 		r.materialized++
 		s.scheduled = append(s.scheduled, r)
 	}

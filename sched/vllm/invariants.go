@@ -37,7 +37,9 @@ func (s *Scheduler) CheckInvariants() error {
 	}
 	for i := range s.waiting.len() {
 		r := s.waiting.at(i)
-		if s.byID[r.id] != r || (r.computed == 0) != (len(r.table) == 0) {
+		// Only an activated transfer holds blocks while waiting, with all but its last prompt token computed.
+		activated := len(r.table) > 0 && r.computed == r.seq.Len()-1
+		if s.byID[r.id] != r || !activated && (r.computed != 0 || len(r.table) != 0) {
 			return fmt.Errorf("vllm: waiting request %d holds %d blocks, computed %d", r.id, len(r.table), r.computed)
 		}
 		for _, id := range r.table {

@@ -224,7 +224,11 @@ func (s *Scheduler) check(r *sched.Request) error {
 		// (or its recompute after preemption) could never be scheduled.
 		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-num-batched-tokens %d with chunked prefill off", r.PromptLen(), r.MaxTokens, s.opt.MaxBatchedTokens)
 	}
-	if need := s.blocksFor(total); need > s.opt.NumBlocks {
+	need := s.blocksFor(total)
+	if s.opt.Capacity == GuaranteedNoEvict {
+		need = s.blocksFor(total + s.opt.Spec.Tokens) // what admission asks for (see Scheduler.need)
+	}
+	if need > s.opt.NumBlocks {
 		return reject("needs %d KV blocks for prompt (%d tokens) + max_tokens (%d), the pool has %d", need, r.PromptLen(), r.MaxTokens, s.opt.NumBlocks)
 	}
 	return nil
@@ -257,10 +261,15 @@ func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) 
 	req := s.newRequest()
 	r.AppendPrompt(req.seq)
 	blocks := req.seq.Blocks()
-	s.hits, _ = s.pool.Match(blocks, s.hits[:0])
+	var activeHits int
+	s.hits, activeHits = s.pool.Match(blocks, s.hits[:0])
 	need := s.blocksFor(req.seq.Len())
 	fresh := need - len(s.hits)
-	if !s.pool.CanAllocate(s.hits, fresh) {
+	// GuaranteedNoEvict: the whole request must fit beside what every other request may still claim, as
+	// at admission (an activated transfer is admitted without that check, and nothing preempts).
+	noRoom := s.opt.Capacity == GuaranteedNoEvict &&
+		s.blocksFor(req.seq.Len()+r.MaxTokens+s.opt.Spec.Tokens)-activeHits > s.pool.Capacity()-s.pool.Active()-s.promised()
+	if noRoom || !s.pool.CanAllocate(s.hits, fresh) {
 		req.seq.Reset()
 		s.spare = append(s.spare, req)
 		return 0, false, nil
@@ -273,6 +282,24 @@ func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) 
 	s.prefixQueries += int64(req.seq.Len())
 	s.prefixHits += int64(len(s.hits) * s.opt.BlockSize)
 	return req.seq.Len() - len(s.hits)*s.opt.BlockSize, true, nil
+}
+
+// promised is the blocks the requests holding KV may still claim (GuaranteedNoEvict): running ones,
+// activated transfers waiting, and reservations.
+func (s *Scheduler) promised() int {
+	n := 0
+	for _, r := range s.running {
+		n += s.need(r) - len(r.table)
+	}
+	for i := range s.waiting.len() {
+		if r := s.waiting.at(i); len(r.table) > 0 {
+			n += s.need(r) - len(r.table)
+		}
+	}
+	for _, r := range s.reserved {
+		n += s.need(r) - len(r.table)
+	}
+	return n
 }
 
 // Activate queues a reserved request whose prompt KV has arrived: it decodes its first token when
@@ -487,8 +514,17 @@ func (s *Scheduler) preempt(i int, budget *int) {
 	s.pass.Preempted = append(s.pass.Preempted, v.id)
 }
 
-// admitWaiting admits waiting requests strictly in FIFO order.
+// admitWaiting admits waiting requests strictly in FIFO order, but for activated transfers when the front
+// cannot start (see admitActivated).
 func (s *Scheduler) admitWaiting(budget *int) {
+	if !s.admitFIFO(budget) {
+		s.admitActivated(budget)
+	}
+}
+
+// admitFIFO admits waiting requests in order until one cannot start; it reports whether none was left
+// behind for lack of room.
+func (s *Scheduler) admitFIFO(budget *int) bool {
 	bs := s.opt.BlockSize
 	// GuaranteedNoEvict: blocks the running requests may still claim.
 	reserved := 0
@@ -499,12 +535,9 @@ func (s *Scheduler) admitWaiting(budget *int) {
 	}
 	for s.waiting.len() > 0 && *budget > 0 && (s.opt.MaxNumSeqs == 0 || len(s.running) < s.opt.MaxNumSeqs) {
 		r := s.waiting.front()
-		if r.computed > 0 {
-			// An activated transfer: its blocks are already reserved; it only decodes.
+		if len(r.table) > 0 {
 			s.waiting.popFront()
-			s.running = append(s.running, r)
-			s.pass.Admitted = append(s.pass.Admitted, sched.Admission{ID: r.id, Cached: r.computed})
-			s.schedule(r, r.seq.Len()-r.computed, 0, budget)
+			s.admitTransfer(r, budget)
 			continue
 		}
 		length := r.seq.Len()
@@ -532,17 +565,17 @@ func (s *Scheduler) admitWaiting(budget *int) {
 			want = s.need(r)
 		}
 		if s.opt.Capacity != ChunkFit && want-activeHits > s.pool.Capacity()-s.pool.Active()-reserved {
-			return
+			return false
 		}
 		cached := hits * bs
 		remaining := length - cached
 		if !s.opt.ChunkedPrefill && remaining > *budget {
-			return
+			return true // the budget, not the room
 		}
 		n := min(remaining, *budget)
 		fresh := s.blocksFor(cached+n) - hits
 		if !s.pool.CanAllocate(s.hits[:hits], fresh) {
-			return
+			return false
 		}
 		s.waiting.popFront()
 		r.table = s.pool.Acquire(slices.Grow(r.table[:0], s.blocksFor(length)), s.hits[:hits])
@@ -558,6 +591,30 @@ func (s *Scheduler) admitWaiting(budget *int) {
 			reserved += s.need(r) - len(r.table)
 		}
 	}
+	return true
+}
+
+// admitActivated admits the activated transfers waiting behind a front that cannot start: they hold their
+// blocks until they run, and the front (a decode worker's preempted request, which recomputes locally) may
+// be waiting for exactly those blocks.
+func (s *Scheduler) admitActivated(budget *int) {
+	for i := 0; i < s.waiting.len() && *budget > 0 && (s.opt.MaxNumSeqs == 0 || len(s.running) < s.opt.MaxNumSeqs); {
+		r := s.waiting.at(i)
+		if len(r.table) == 0 {
+			i++
+			continue
+		}
+		s.waiting.remove(r)
+		s.admitTransfer(r, budget)
+	}
+}
+
+// admitTransfer starts an activated transfer (the only waiting request with blocks; a one-token prompt's
+// has computed 0): its blocks are already reserved; it only decodes.
+func (s *Scheduler) admitTransfer(r *request, budget *int) {
+	s.running = append(s.running, r)
+	s.pass.Admitted = append(s.pass.Admitted, sched.Admission{ID: r.id, Cached: r.computed})
+	s.schedule(r, r.seq.Len()-r.computed, 0, budget)
 }
 
 // schedule gives n tokens (and room for drafts draft tokens) to r: allocates their blocks, caches the
@@ -604,7 +661,6 @@ func (s *Scheduler) finishPass() {
 		})
 	}
 	p.FPM.Fill(&p.Batch, s.waiting.fresh, s.waiting.old)
-	p.Events = s.pool.TakeEvents(p.Events)
 
 	kept := s.running[:0]
 	for _, r := range s.running {
@@ -655,4 +711,6 @@ func (s *Scheduler) finishPass() {
 	}
 	clear(s.running[len(kept):])
 	s.running = kept
+	// Last: accepted drafts above may complete blocks, whose Stored events belong to this pass.
+	p.Events = s.pool.TakeEvents(p.Events)
 }
