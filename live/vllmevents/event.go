@@ -248,7 +248,10 @@ func (d decoder) batchField(b *Batch, k string) (err error) {
 		if n, err = d.length(); err != nil {
 			return err
 		}
-		b.Events = make([]Event, 0, n)
+		b.Events = nil // an empty list is nil, as an absent one; a repeated key replaces
+		if n > 0 {
+			b.Events = make([]Event, 0, n)
+		}
 		for range n {
 			e, err := d.event()
 			if err != nil {
