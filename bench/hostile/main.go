@@ -373,6 +373,7 @@ func slowBody(ctx context.Context, addr string, c *counters) {
 					time.Sleep(100 * time.Millisecond)
 					continue
 				}
+				c.add("http slow body: connections opened")
 				stop := context.AfterFunc(ctx, func() { nc.Close() })
 				fmt.Fprintf(nc, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
 				for ctx.Err() == nil {
