@@ -230,7 +230,9 @@ func legitimate(ctx context.Context, url string, client int, c *counters, lastID
 		res.Body.Close()
 		var r struct {
 			ID    string
-			Usage struct{ CompletionTokens int `json:"completion_tokens"` }
+			Usage struct {
+				CompletionTokens int `json:"completion_tokens"`
+			}
 		}
 		json.Unmarshal(data, &r)
 		switch {
