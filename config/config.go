@@ -139,6 +139,8 @@ type Config struct {
 	KVEventsMapFormat bool    `yaml:"kv-events-map-format"`
 	KVHashSeed        string  `yaml:"kv-hash-seed"`
 	BootstrapPort     int     `yaml:"bootstrap-port"`
+	BootstrapHost     string  `yaml:"bootstrap-host"`
+	BootstrapMaxConns int     `yaml:"bootstrap-max-conns"`
 	ShutdownTimeoutS  float64 `yaml:"shutdown-timeout"`
 
 	// given says where each setting given explicitly came from (Given).
@@ -202,6 +204,8 @@ func Default() Config {
 		MaxRequestBodyMB:               16,
 		NATS:                           "embedded",
 		NATSPort:                       4222,
+		BootstrapHost:                  "127.0.0.1",
+		BootstrapMaxConns:              1024,
 		KVHashSeed:                     "0",
 		ShutdownTimeoutS:               30,
 	}
@@ -494,6 +498,8 @@ func (c *Config) validate() error {
 		return bad("zmq-replay-port", c.ZMQReplayPort, "needs --zmq-kv-events-port")
 	case c.BootstrapPort < 0 || c.BootstrapPort > 65535:
 		return bad("bootstrap-port", c.BootstrapPort, "must be in [0, 65535] (0: any free port)")
+	case c.BootstrapMaxConns < 1:
+		return bad("bootstrap-max-conns", c.BootstrapMaxConns, "must be >= 1")
 	case !(c.ShutdownTimeoutS >= 0):
 		return bad("shutdown-timeout", c.ShutdownTimeoutS, "must be >= 0 seconds")
 	}

@@ -47,6 +47,7 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.VLLMAdmission = "half" }, "vllm-admission half: want prompt or chunk"},
 		{func(c *Config) { c.Backend, c.VLLMAdmission = "trtllm", "chunk" }, "vllm-admission chunk: applies to the vllm backend"},
 		{func(c *Config) { c.DPSize = 0 }, "dp-size"},
+		{func(c *Config) { c.BootstrapMaxConns = 0 }, "bootstrap-max-conns 0"},
 		{func(c *Config) { c.Timing = "roofline" }, "timing"},
 		{func(c *Config) { c.DecodeMs = -1 }, "decode-ms"},
 		{func(c *Config) { c.DecodeSpeedupRatio = 0 }, "decode-speedup-ratio"},

@@ -1,8 +1,10 @@
 package disagg
 
 import (
+	"container/list"
 	"context"
-	"encoding/binary"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,16 +15,33 @@ import (
 
 // The bootstrap rendezvous (dynamo-mocker.md §8, Dynamo's common/bootstrap.rs) tells a decode worker
 // when the prefill worker it was paired with has produced a request's first token, so the decode side
-// starts only once the KV cache it needs exists. The wire protocol is Dynamo's: the decode worker
-// connects to the prefill worker's bootstrap port, sends the request's room id as 8 bytes little-endian,
-// and reads one byte, 0x01, when the room is done; the server closes the connection without that byte
-// when the room fails.
+// starts only once the KV cache it needs exists. The wire protocol is Dynamo's, but for the room id: the
+// decode worker connects to the prefill worker's bootstrap port, sends the room id (RoomLen bytes), and
+// reads one byte, 0x01, when the room is done; the server closes the connection without that byte when
+// the room fails. Dynamo's room id is the request id, 8 bytes: anyone who can reach the port and read a
+// response's id could take the acknowledgement meant for a decode worker. Here the prefill side draws
+// each room id from crypto/rand and connections naming any other room are closed at once.
 
 // DefaultBootstrapTimeout bounds every bootstrap wait, as in the reference.
 const DefaultBootstrapTimeout = 30 * time.Second
 
+// DefaultBootstrapMaxConns bounds a bootstrap server's open connections unless told otherwise.
+const DefaultBootstrapMaxConns = 1024
+
+// idTimeout bounds how long a connection may take to send its room id; a decode worker sends it at
+// once.
+const idTimeout = 5 * time.Second
+
 // bootstrapAck is the byte that tells the decode worker its room is done.
 const bootstrapAck = 0x01
+
+// RoomLen is the length of a room id on the wire: 128 random bits.
+const RoomLen = 16
+
+// A Room names one rendezvous. Ids come from BootstrapServer.NewRoom, never from the request.
+type Room [RoomLen]byte
+
+func (r Room) String() string { return hex.EncodeToString(r[:]) }
 
 var (
 	// ErrBootstrapTimeout is returned by the waits of a room that was not done within the server's
@@ -32,22 +51,38 @@ var (
 	ErrBootstrapClosed = errors.New("bootstrap server closed")
 	// ErrBootstrapCancelled is returned by the waits of a room that CancelRoom failed.
 	ErrBootstrapCancelled = errors.New("bootstrap room cancelled")
+	// ErrBootstrapPeerGone is returned by the waits of a room whose decode connection closed (or sent
+	// more than its room id) before the acknowledgement.
+	ErrBootstrapPeerGone = errors.New("bootstrap decode connection closed")
+	// ErrBootstrapNoRoom is returned for a room that does not exist (any more).
+	ErrBootstrapNoRoom = errors.New("no such bootstrap room")
 )
 
-// BootstrapServer is the prefill side of the rendezvous. A room is created by whichever comes first of
-// the decode connection, WaitForDecodeReady and CompleteRoom; it is done, and forgotten, once it has both
-// its decode connection and its completion, in either order; it fails if that has not happened within the
-// server's timeout of its creation. A BootstrapServer is safe for concurrent use.
-type BootstrapServer struct {
-	ln      net.Listener
-	timeout time.Duration
-	done    chan struct{} // closed by Close
-	wg      sync.WaitGroup
+// BootstrapOptions configure a BootstrapServer.
+type BootstrapOptions struct {
+	// Timeout bounds each room's life; <= 0 means DefaultBootstrapTimeout.
+	Timeout time.Duration
+	// MaxConns bounds the open connections; <= 0 means DefaultBootstrapMaxConns. Past it, the oldest
+	// connection that has not sent its room id yet is closed for the new one, so that a flood of idle
+	// connections cannot keep decode workers out; if every connection has a room, the new one is closed.
+	MaxConns int
+}
 
-	mu     sync.Mutex
-	closed bool
-	rooms  map[uint64]*roomState
-	conns  map[net.Conn]struct{} // open decode connections, closed by Close
+// BootstrapServer is the prefill side of the rendezvous. NewRoom creates a room; it is done, and
+// forgotten, once it has both its decode connection and its completion (CompleteRoom), in either order;
+// it fails if that has not happened within the server's timeout of its creation, if it is cancelled, or
+// if its decode connection closes first. A BootstrapServer is safe for concurrent use.
+type BootstrapServer struct {
+	ln   net.Listener
+	o    BootstrapOptions
+	done chan struct{} // closed by Close
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	rooms   map[Room]*roomState
+	conns   map[net.Conn]*list.Element // open connections; an element of idle while it has no room
+	waiting *list.List                 // connections without a room yet, oldest first
 }
 
 type roomState struct {
@@ -59,23 +94,26 @@ type roomState struct {
 	timer     *time.Timer   // fails the room at its deadline
 }
 
-// ListenBootstrap starts a bootstrap server on the TCP address addr ("0.0.0.0:port" for a worker,
-// "127.0.0.1:0" in tests). The timeout bounds each room's life and how long a connection may take to send
-// its room id; <= 0 means DefaultBootstrapTimeout.
-func ListenBootstrap(addr string, timeout time.Duration) (*BootstrapServer, error) {
+// ListenBootstrap starts a bootstrap server on the TCP address addr (a loopback address unless decode
+// workers run on other hosts; "127.0.0.1:0" in tests).
+func ListenBootstrap(addr string, o BootstrapOptions) (*BootstrapServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("disagg: bootstrap: %w", err)
 	}
-	if timeout <= 0 {
-		timeout = DefaultBootstrapTimeout
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultBootstrapTimeout
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultBootstrapMaxConns
 	}
 	s := &BootstrapServer{
 		ln:      ln,
-		timeout: timeout,
+		o:       o,
 		done:    make(chan struct{}),
-		rooms:   make(map[uint64]*roomState),
-		conns:   make(map[net.Conn]struct{}),
+		rooms:   make(map[Room]*roomState),
+		conns:   make(map[net.Conn]*list.Element),
+		waiting: list.New(),
 	}
 	s.wg.Add(1)
 	go s.accept()
@@ -85,18 +123,38 @@ func ListenBootstrap(addr string, timeout time.Duration) (*BootstrapServer, erro
 // Addr is the address the server listens on, the one to advertise to decode workers.
 func (s *BootstrapServer) Addr() net.Addr { return s.ln.Addr() }
 
+// NewRoom creates a room with a fresh random id, to hand to the decode worker.
+func (s *BootstrapServer) NewRoom() (Room, error) {
+	var id Room
+	rand.Read(id[:]) // never fails (crypto/rand's contract since Go 1.24)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return id, roomError(id, ErrBootstrapClosed)
+	}
+	r := &roomState{ready: make(chan struct{}), end: make(chan struct{})}
+	// The timer's function takes s.mu, so it cannot see r before r.timer is set.
+	r.timer = time.AfterFunc(s.o.Timeout, func() { s.expire(id, r) })
+	s.rooms[id] = r
+	return id, nil
+}
+
 // WaitForDecodeReady blocks until the decode connection for room has arrived; the prefill worker calls
 // it before emitting the request's output. It fails with ErrBootstrapTimeout when the room times out,
-// ErrBootstrapClosed when the server closes, and ctx's error when ctx ends first (the room then stays, so
-// the decode side learns of the failure only at the timeout, as in the reference).
-func (s *BootstrapServer) WaitForDecodeReady(ctx context.Context, room uint64) error {
+// ErrBootstrapClosed when the server closes, ErrBootstrapPeerGone when the decode connection closes,
+// ErrBootstrapNoRoom for a room that is over, and ctx's error when ctx ends first (the room then stays,
+// so the decode side learns of the failure only at the timeout, as in the reference).
+func (s *BootstrapServer) WaitForDecodeReady(ctx context.Context, room Room) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return roomError(room, ErrBootstrapClosed)
 	}
-	r := s.lookup(room)
+	r := s.rooms[room]
 	s.mu.Unlock()
+	if r == nil {
+		return roomError(room, ErrBootstrapNoRoom)
+	}
 	select {
 	case <-r.ready:
 		return nil
@@ -110,13 +168,16 @@ func (s *BootstrapServer) WaitForDecodeReady(ctx context.Context, room uint64) e
 // CompleteRoom records that the prefill of room is complete; the prefill worker calls it after the
 // request's first token. The decode connection is acknowledged now if it has arrived, or when it arrives.
 // Completing a room twice is an error.
-func (s *BootstrapServer) CompleteRoom(room uint64) error {
+func (s *BootstrapServer) CompleteRoom(room Room) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return roomError(room, ErrBootstrapClosed)
 	}
-	r := s.lookup(room)
+	r := s.rooms[room]
+	if r == nil {
+		return roomError(room, ErrBootstrapNoRoom)
+	}
 	if r.completed {
 		return roomError(room, errors.New("completed twice"))
 	}
@@ -130,7 +191,7 @@ func (s *BootstrapServer) CompleteRoom(room uint64) error {
 // CancelRoom fails room at once, if it exists, with ErrBootstrapCancelled: its waiters return and its
 // decode connection is closed without an ACK. The prefill worker calls it when the request is cancelled,
 // so neither side waits out the timeout.
-func (s *BootstrapServer) CancelRoom(room uint64) {
+func (s *BootstrapServer) CancelRoom(room Room) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.rooms[room]; r != nil {
@@ -160,20 +221,8 @@ func (s *BootstrapServer) Close() error {
 	return err
 }
 
-// lookup returns room id, creating it if needed. s.mu must be held.
-func (s *BootstrapServer) lookup(id uint64) *roomState {
-	if r := s.rooms[id]; r != nil {
-		return r
-	}
-	r := &roomState{ready: make(chan struct{}), end: make(chan struct{})}
-	// The timer's function takes s.mu, so it cannot see r before r.timer is set.
-	r.timer = time.AfterFunc(s.timeout, func() { s.expire(id, r) })
-	s.rooms[id] = r
-	return r
-}
-
 // finish removes room r, done when err is nil and failed with err otherwise. s.mu must be held.
-func (s *BootstrapServer) finish(id uint64, r *roomState, err error) {
+func (s *BootstrapServer) finish(id Room, r *roomState, err error) {
 	delete(s.rooms, id)
 	r.timer.Stop()
 	if err != nil {
@@ -182,12 +231,12 @@ func (s *BootstrapServer) finish(id uint64, r *roomState, err error) {
 	close(r.end)
 }
 
-func roomError(id uint64, err error) error { return fmt.Errorf("disagg: room %d: %w", id, err) }
+func roomError(id Room, err error) error { return fmt.Errorf("disagg: room %s: %w", id, err) }
 
-func (s *BootstrapServer) expire(id uint64, r *roomState) {
+func (s *BootstrapServer) expire(id Room, r *roomState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// The room may have ended while this timer fired; its id may even belong to a new room by now.
+	// The room may have ended while this timer fired.
 	if s.rooms[id] == r {
 		s.finish(id, r, ErrBootstrapTimeout)
 	}
@@ -218,7 +267,18 @@ func (s *BootstrapServer) accept() {
 			c.Close()
 			return
 		}
-		s.conns[c] = struct{}{}
+		if len(s.conns) >= s.o.MaxConns {
+			front := s.waiting.Front()
+			if front == nil { // every connection has its room: the newcomer waits for none
+				s.mu.Unlock()
+				c.Close()
+				continue
+			}
+			old := s.waiting.Remove(front).(net.Conn)
+			delete(s.conns, old) // its goroutine finds it gone when its read fails
+			old.Close()
+		}
+		s.conns[c] = s.waiting.PushBack(c)
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.serve(c)
@@ -226,44 +286,69 @@ func (s *BootstrapServer) accept() {
 }
 
 // serve reads a decode connection's room id, waits for the room to end and acknowledges it if it is
-// done. A connection that does not send its room id within the timeout, or that names a room which
-// already has its decode connection, is closed without acknowledgement and leaves the rooms alone.
+// done. A connection that does not send its room id within idTimeout, or names a room that does not
+// exist or already has its decode connection, is closed at once and leaves the rooms alone. One that
+// closes, or sends anything more, before the room ends fails the room.
 func (s *BootstrapServer) serve(c net.Conn) {
 	defer s.wg.Done()
 	defer func() {
 		s.mu.Lock()
-		delete(s.conns, c)
+		if e, ok := s.conns[c]; ok {
+			delete(s.conns, c)
+			if e != nil {
+				s.waiting.Remove(e)
+			}
+		}
 		s.mu.Unlock()
 		c.Close()
 	}()
-	var b [8]byte
-	c.SetReadDeadline(time.Now().Add(s.timeout))
-	if _, err := io.ReadFull(c, b[:]); err != nil {
+	var id Room
+	c.SetReadDeadline(time.Now().Add(min(idTimeout, s.o.Timeout)))
+	if _, err := io.ReadFull(c, id[:]); err != nil {
 		return
 	}
-	r := s.attach(binary.LittleEndian.Uint64(b[:]))
+	c.SetReadDeadline(time.Time{})
+	r := s.attach(c, id)
 	if r == nil {
 		return
 	}
-	<-r.end
-	if r.err == nil {
-		// A failed write means the decode worker has gone; there is no one left to tell.
-		c.Write([]byte{bootstrapAck})
+	// A decode worker sends nothing after its room id: a read returns only when it hangs up (or
+	// misbehaves), or when the connection is closed below.
+	gone := make(chan struct{})
+	s.wg.Go(func() {
+		c.Read(make([]byte, 1))
+		close(gone)
+	})
+	select {
+	case <-r.end:
+		if r.err == nil {
+			// A failed write means the decode worker has gone; there is no one left to tell.
+			c.Write([]byte{bootstrapAck})
+		}
+	case <-gone:
+		s.mu.Lock()
+		if s.rooms[id] == r {
+			s.finish(id, r, ErrBootstrapPeerGone)
+		}
+		s.mu.Unlock()
 	}
 }
 
-// attach records the arrival of room id's decode connection and returns the room, or nil when the
+// attach records the arrival of room id's decode connection c and returns the room, or nil when the
 // connection is not wanted.
-func (s *BootstrapServer) attach(id uint64) *roomState {
+func (s *BootstrapServer) attach(c net.Conn, id Room) *roomState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	e, ok := s.conns[c]
+	if s.closed || !ok { // closed, or pushed out by newer connections
 		return nil
 	}
-	r := s.lookup(id)
-	if r.decode {
+	r := s.rooms[id]
+	if r == nil || r.decode {
 		return nil
 	}
+	s.waiting.Remove(e)
+	s.conns[c] = nil
 	r.decode = true
 	close(r.ready)
 	if r.completed {
@@ -277,7 +362,7 @@ func (s *BootstrapServer) attach(id uint64) *roomState {
 // fails when the server closes the connection without acknowledgement (the room timed out, the server
 // closed, or room already had a decode connection) and when ctx ends; without a deadline in ctx it waits
 // at most DefaultBootstrapTimeout.
-func ConnectBootstrap(ctx context.Context, addr string, room uint64) error {
+func ConnectBootstrap(ctx context.Context, addr string, room Room) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultBootstrapTimeout)
@@ -291,13 +376,13 @@ func ConnectBootstrap(ctx context.Context, addr string, room uint64) error {
 		if ctx.Err() != nil {
 			err = ctx.Err() // rather than the i/o error it caused
 		}
-		return fmt.Errorf("disagg: room %d: bootstrap %s: %w", room, addr, err)
+		return fmt.Errorf("disagg: room %s: bootstrap %s: %w", room, addr, err)
 	}
 	return nil
 }
 
 // exchange sends room to the bootstrap server at addr and returns the byte it answers.
-func exchange(ctx context.Context, addr string, room uint64) (byte, error) {
+func exchange(ctx context.Context, addr string, room Room) (byte, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -307,12 +392,11 @@ func exchange(ctx context.Context, addr string, room uint64) (byte, error) {
 	// Interrupt the blocking write and read below when ctx ends.
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], room)
-	if _, err := c.Write(b[:]); err != nil {
+	if _, err := c.Write(room[:]); err != nil {
 		return 0, err
 	}
-	if _, err := io.ReadFull(c, b[:1]); err != nil {
+	var b [1]byte
+	if _, err := io.ReadFull(c, b[:]); err != nil {
 		return 0, err
 	}
 	return b[0], nil

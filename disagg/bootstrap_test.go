@@ -2,10 +2,13 @@ package disagg
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"testing"
@@ -17,7 +20,7 @@ const blocked = 50 * time.Millisecond
 
 func startBootstrap(t *testing.T, timeout time.Duration) *BootstrapServer {
 	t.Helper()
-	s, err := ListenBootstrap("127.0.0.1:0", timeout)
+	s, err := ListenBootstrap("127.0.0.1:0", BootstrapOptions{Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,11 +35,21 @@ func async(f func() error) <-chan error {
 	return ch
 }
 
-func connect(s *BootstrapServer, room uint64) <-chan error {
+// newRoom opens a room on s.
+func newRoom(t *testing.T, s *BootstrapServer) Room {
+	t.Helper()
+	r, err := s.NewRoom()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func connect(s *BootstrapServer, room Room) <-chan error {
 	return async(func() error { return ConnectBootstrap(context.Background(), s.Addr().String(), room) })
 }
 
-func waitReady(s *BootstrapServer, room uint64) <-chan error {
+func waitReady(s *BootstrapServer, room Room) <-chan error {
 	return async(func() error { return s.WaitForDecodeReady(context.Background(), room) })
 }
 
@@ -74,22 +87,23 @@ func roomCount(s *BootstrapServer) int {
 	return len(s.rooms)
 }
 
-// TestBootstrapWire speaks the protocol by hand: the room id as 8 bytes little-endian, then one byte 0x01
-// once the prefill side has completed the room.
+// TestBootstrapWire speaks the protocol by hand: the room id's 16 bytes, then one byte 0x01 once the
+// prefill side has completed the room.
 func TestBootstrapWire(t *testing.T) {
 	s := startBootstrap(t, 5*time.Second)
+	room := newRoom(t, s)
 	c, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Write(binary.LittleEndian.AppendUint64(nil, 0x0102030405060708)); err != nil {
+	if _, err := c.Write(room[:]); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.WaitForDecodeReady(context.Background(), 0x0102030405060708); err != nil {
+	if err := s.WaitForDecodeReady(context.Background(), room); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CompleteRoom(0x0102030405060708); err != nil {
+	if err := s.CompleteRoom(room); err != nil {
 		t.Fatal(err)
 	}
 	c.SetReadDeadline(time.Now().Add(time.Second))
@@ -103,11 +117,12 @@ func TestBootstrapWire(t *testing.T) {
 // side then passes WaitForDecodeReady at once, and the decode side is acknowledged only on CompleteRoom.
 func TestBootstrapDecodeFirst(t *testing.T) {
 	s := startBootstrap(t, 5*time.Second)
-	decode := connect(s, 7)
-	succeeds(t, "WaitForDecodeReady", waitReady(s, 7)) // returns once the connection has arrived
-	succeeds(t, "WaitForDecodeReady again", waitReady(s, 7))
+	r7 := newRoom(t, s)
+	decode := connect(s, r7)
+	succeeds(t, "WaitForDecodeReady", waitReady(s, r7)) // returns once the connection has arrived
+	succeeds(t, "WaitForDecodeReady again", waitReady(s, r7))
 	stillBlocked(t, "decode before CompleteRoom", decode)
-	if err := s.CompleteRoom(7); err != nil {
+	if err := s.CompleteRoom(r7); err != nil {
 		t.Fatal(err)
 	}
 	succeeds(t, "decode", decode)
@@ -120,12 +135,13 @@ func TestBootstrapDecodeFirst(t *testing.T) {
 // acknowledged only on CompleteRoom.
 func TestBootstrapPrefillFirst(t *testing.T) {
 	s := startBootstrap(t, 5*time.Second)
-	ready := waitReady(s, 7)
+	r7 := newRoom(t, s)
+	ready := waitReady(s, r7)
 	stillBlocked(t, "WaitForDecodeReady before the decode connects", ready)
-	decode := connect(s, 7)
+	decode := connect(s, r7)
 	succeeds(t, "WaitForDecodeReady", ready)
 	stillBlocked(t, "decode before CompleteRoom", decode)
-	if err := s.CompleteRoom(7); err != nil {
+	if err := s.CompleteRoom(r7); err != nil {
 		t.Fatal(err)
 	}
 	succeeds(t, "decode", decode)
@@ -134,17 +150,18 @@ func TestBootstrapPrefillFirst(t *testing.T) {
 	}
 }
 
-// TestBootstrapCompleteFirst: CompleteRoom for a room nobody has asked for yet creates it; the decode
-// connection that arrives later is acknowledged at once. Completing twice is an error.
+// TestBootstrapCompleteFirst: CompleteRoom before anyone waits for the room; the decode connection that
+// arrives later is acknowledged at once. Completing twice is an error.
 func TestBootstrapCompleteFirst(t *testing.T) {
 	s := startBootstrap(t, 5*time.Second)
-	if err := s.CompleteRoom(7); err != nil {
+	r7 := newRoom(t, s)
+	if err := s.CompleteRoom(r7); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CompleteRoom(7); err == nil {
+	if err := s.CompleteRoom(r7); err == nil {
 		t.Fatal("second CompleteRoom accepted")
 	}
-	succeeds(t, "decode", connect(s, 7))
+	succeeds(t, "decode", connect(s, r7))
 	if n := roomCount(s); n != 0 {
 		t.Fatalf("%d rooms left after the ack", n)
 	}
@@ -153,39 +170,43 @@ func TestBootstrapCompleteFirst(t *testing.T) {
 // TestBootstrapTimeout: a room that is not done within the timeout is removed and both sides fail.
 func TestBootstrapTimeout(t *testing.T) {
 	s := startBootstrap(t, 100*time.Millisecond)
+	r1 := newRoom(t, s)
 
 	// Decode connected, prefill never completes.
-	decode := connect(s, 1)
-	succeeds(t, "WaitForDecodeReady", waitReady(s, 1))
+	decode := connect(s, r1)
+	succeeds(t, "WaitForDecodeReady", waitReady(s, r1))
 	if err := result(t, "decode", decode); err == nil {
 		t.Fatal("decode acknowledged without CompleteRoom")
 	}
 	// Prefill waits, decode never connects.
-	if err := result(t, "WaitForDecodeReady", waitReady(s, 2)); !errors.Is(err, ErrBootstrapTimeout) {
+	r2 := newRoom(t, s)
+	if err := result(t, "WaitForDecodeReady", waitReady(s, r2)); !errors.Is(err, ErrBootstrapTimeout) {
 		t.Fatalf("WaitForDecodeReady: %v, want ErrBootstrapTimeout", err)
 	}
 	if n := roomCount(s); n != 0 {
 		t.Fatalf("%d rooms left after timeouts", n)
 	}
-	// A room id that timed out can be used afresh.
-	decode = connect(s, 1)
-	succeeds(t, "WaitForDecodeReady", waitReady(s, 1))
-	if err := s.CompleteRoom(1); err != nil {
-		t.Fatal(err)
+	// A room that timed out is gone.
+	if err := result(t, "decode of a timed-out room", connect(s, r1)); err == nil {
+		t.Fatal("decode of a timed-out room acknowledged")
 	}
-	succeeds(t, "decode", decode)
+	if err := s.CompleteRoom(r1); !errors.Is(err, ErrBootstrapNoRoom) {
+		t.Fatalf("CompleteRoom of a timed-out room: %v, want ErrBootstrapNoRoom", err)
+	}
 }
 
 // TestBootstrapCancelRoom: a cancelled room fails both sides at once, long before its timeout.
 func TestBootstrapCancelRoom(t *testing.T) {
 	s := startBootstrap(t, 5*time.Second)
-	decode := connect(s, 7)
-	succeeds(t, "WaitForDecodeReady", waitReady(s, 7))
-	prefill := waitReady(s, 8) // no decode peer yet
+	r7 := newRoom(t, s)
+	r8 := newRoom(t, s)
+	decode := connect(s, r7)
+	succeeds(t, "WaitForDecodeReady", waitReady(s, r7))
+	prefill := waitReady(s, r8) // no decode peer yet
 	stillBlocked(t, "WaitForDecodeReady", prefill)
-	s.CancelRoom(7)
-	s.CancelRoom(8)
-	s.CancelRoom(9) // unknown: nothing happens
+	s.CancelRoom(r7)
+	s.CancelRoom(r8)
+	s.CancelRoom(Room{9}) // unknown: nothing happens
 	if err := result(t, "decode", decode); err == nil {
 		t.Fatal("decode of a cancelled room was acknowledged")
 	}
@@ -200,14 +221,16 @@ func TestBootstrapCancelRoom(t *testing.T) {
 // TestBootstrapContext: both sides give up when their context ends.
 func TestBootstrapContext(t *testing.T) {
 	s := startBootstrap(t, 5*time.Second)
+	r1 := newRoom(t, s)
+	r2 := newRoom(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), blocked)
 	defer cancel()
-	if err := s.WaitForDecodeReady(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+	if err := s.WaitForDecodeReady(ctx, r1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("WaitForDecodeReady: %v, want DeadlineExceeded", err)
 	}
 	ctx, cancel = context.WithTimeout(context.Background(), blocked)
 	defer cancel()
-	if err := ConnectBootstrap(ctx, s.Addr().String(), 2); !errors.Is(err, context.DeadlineExceeded) {
+	if err := ConnectBootstrap(ctx, s.Addr().String(), r2); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("ConnectBootstrap: %v, want DeadlineExceeded", err)
 	}
 }
@@ -218,9 +241,10 @@ func TestBootstrapManyRooms(t *testing.T) {
 	const n = 200
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*n)
-	for id := range uint64(n) {
+	for i := range n {
+		id := newRoom(t, s)
 		wg.Go(func() {
-			if id%2 == 0 { // decode first, for half of the rooms
+			if i%2 == 0 { // decode first, for half of the rooms
 				time.Sleep(time.Millisecond)
 			}
 			if err := s.WaitForDecodeReady(context.Background(), id); err != nil {
@@ -232,7 +256,7 @@ func TestBootstrapManyRooms(t *testing.T) {
 			}
 		})
 		wg.Go(func() {
-			if id%2 == 1 {
+			if i%2 == 1 {
 				time.Sleep(time.Millisecond)
 			}
 			if err := ConnectBootstrap(context.Background(), s.Addr().String(), id); err != nil {
@@ -254,6 +278,7 @@ func TestBootstrapManyRooms(t *testing.T) {
 // connection for a room, do not disturb a well-behaved room.
 func TestBootstrapMalformed(t *testing.T) {
 	s := startBootstrap(t, 5*time.Second)
+	r7 := newRoom(t, s)
 	addr := s.Addr().String()
 	dial := func() net.Conn {
 		c, err := net.Dial("tcp", addr)
@@ -270,12 +295,12 @@ func TestBootstrapMalformed(t *testing.T) {
 	defer stall.Close()
 	stall.Write([]byte{1, 2, 3})
 
-	decode := connect(s, 7)
-	succeeds(t, "WaitForDecodeReady", waitReady(s, 7))
-	if err := result(t, "second decode connection", connect(s, 7)); err == nil {
+	decode := connect(s, r7)
+	succeeds(t, "WaitForDecodeReady", waitReady(s, r7))
+	if err := result(t, "second decode connection", connect(s, r7)); err == nil {
 		t.Fatal("second decode connection for a room acknowledged")
 	}
-	if err := s.CompleteRoom(7); err != nil {
+	if err := s.CompleteRoom(r7); err != nil {
 		t.Fatal(err)
 	}
 	succeeds(t, "decode", decode)
@@ -287,13 +312,15 @@ func TestBootstrapMalformed(t *testing.T) {
 // TestBootstrapClose: Close fails every wait on both sides, and every goroutine of the server exits.
 func TestBootstrapClose(t *testing.T) {
 	base := runtime.NumGoroutine()
-	s, err := ListenBootstrap("127.0.0.1:0", 5*time.Second)
+	s, err := ListenBootstrap("127.0.0.1:0", BootstrapOptions{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := waitReady(s, 1)
-	decode := connect(s, 2)
-	succeeds(t, "WaitForDecodeReady", waitReady(s, 2))
+	r1 := newRoom(t, s)
+	r2 := newRoom(t, s)
+	ready := waitReady(s, r1)
+	decode := connect(s, r2)
+	succeeds(t, "WaitForDecodeReady", waitReady(s, r2))
 	stall, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -310,10 +337,10 @@ func TestBootstrapClose(t *testing.T) {
 	if err := result(t, "decode", decode); err == nil {
 		t.Fatal("decode acknowledged by a closed server")
 	}
-	if err := s.WaitForDecodeReady(context.Background(), 3); !errors.Is(err, ErrBootstrapClosed) {
+	if err := s.WaitForDecodeReady(context.Background(), Room{3}); !errors.Is(err, ErrBootstrapClosed) {
 		t.Fatalf("WaitForDecodeReady after Close: %v", err)
 	}
-	if err := s.CompleteRoom(3); !errors.Is(err, ErrBootstrapClosed) {
+	if err := s.CompleteRoom(Room{3}); !errors.Is(err, ErrBootstrapClosed) {
 		t.Fatalf("CompleteRoom after Close: %v", err)
 	}
 	if err := s.Close(); err != nil {
@@ -342,10 +369,171 @@ func TestBootstrapBadAck(t *testing.T) {
 			return
 		}
 		defer c.Close()
-		io.ReadFull(c, make([]byte, 8))
+		io.ReadFull(c, make([]byte, RoomLen))
 		c.Write([]byte{2})
 	}()
-	if err := ConnectBootstrap(context.Background(), ln.Addr().String(), 1); err == nil {
+	if err := ConnectBootstrap(context.Background(), ln.Addr().String(), Room{1}); err == nil {
 		t.Fatal("ack 0x02 accepted")
+	}
+}
+
+// eventually polls cond for up to 30 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30 s", what)
+		}
+	}
+}
+
+func connCount(s *BootstrapServer) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// rawRoom connects to s, sends b and returns the connection.
+func rawRoom(t *testing.T, s *BootstrapServer, b []byte) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// closedWithoutAck reads c to its end and fails if the server acknowledged anything.
+func closedWithoutAck(t *testing.T, c net.Conn, what string) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if b, err := io.ReadAll(c); len(b) > 0 || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("%s: read %q, %v; want the connection closed without a word", what, b, err)
+	}
+}
+
+// TestBootstrapHijack: request ids are public, room ids are not. Connections naming guessed rooms (the
+// request ids Dynamo uses, as 8 or 16 bytes, or random ones) are closed at once, create nothing, and
+// the real decode connection is acknowledged.
+func TestBootstrapHijack(t *testing.T) {
+	s := startBootstrap(t, time.Minute)
+	room := newRoom(t, s)
+	var guesses [][]byte
+	for id := range uint64(50) {
+		guesses = append(guesses, binary.LittleEndian.AppendUint64(nil, id))
+		guesses = append(guesses, binary.LittleEndian.AppendUint64(make([]byte, 8), id))
+		guesses = append(guesses, binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, id), 0))
+	}
+	var random Room
+	rand.Read(random[:])
+	guesses = append(guesses, random[:])
+	for _, g := range guesses {
+		c := rawRoom(t, s, g)
+		if len(g) == RoomLen {
+			closedWithoutAck(t, c, fmt.Sprintf("guess %x", g))
+		}
+	}
+	decode := connect(s, room)
+	succeeds(t, "WaitForDecodeReady", waitReady(s, room))
+	if err := s.CompleteRoom(room); err != nil {
+		t.Fatal(err)
+	}
+	succeeds(t, "decode", decode)
+	if n := roomCount(s); n != 0 {
+		t.Fatalf("%d rooms left", n)
+	}
+}
+
+// TestBootstrapPeerGone: a decode connection that hangs up fails its room at once, not at the
+// timeout, and its descriptor is released.
+func TestBootstrapPeerGone(t *testing.T) {
+	s := startBootstrap(t, time.Hour)
+	room := newRoom(t, s)
+	c := rawRoom(t, s, room[:])
+	succeeds(t, "WaitForDecodeReady", waitReady(s, room))
+	c.Close()
+	eventually(t, "room failed", func() bool { return roomCount(s) == 0 })
+	if err := s.CompleteRoom(room); !errors.Is(err, ErrBootstrapNoRoom) {
+		t.Fatalf("CompleteRoom after the peer left: %v, want ErrBootstrapNoRoom", err)
+	}
+	eventually(t, "connection released", func() bool { return connCount(s) == 0 })
+
+	// A prefill worker waiting for its peer learns of the failure at once too.
+	room = newRoom(t, s)
+	c = rawRoom(t, s, room[:])
+	eventually(t, "decode attached", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.rooms[room].decode
+	})
+	ready := async(func() error {
+		s.mu.Lock()
+		r := s.rooms[room]
+		s.mu.Unlock()
+		<-r.end
+		return r.err
+	})
+	c.Close()
+	if err := result(t, "room end", ready); !errors.Is(err, ErrBootstrapPeerGone) {
+		t.Fatalf("room ended with %v, want ErrBootstrapPeerGone", err)
+	}
+}
+
+// TestBootstrapGarbage: a megabyte of garbage is cut after one room id's worth; a room id followed by
+// anything fails the room without an acknowledgement.
+func TestBootstrapGarbage(t *testing.T) {
+	s := startBootstrap(t, time.Hour)
+	garbage := make([]byte, 1<<20)
+	rand.Read(garbage)
+	c := rawRoom(t, s, garbage[:4096])
+	go c.Write(garbage) // the server stops reading: this write may never finish
+	closedWithoutAck(t, c, "garbage")
+
+	room := newRoom(t, s)
+	c = rawRoom(t, s, append(room[:], 0x01, 0x02))
+	closedWithoutAck(t, c, "room id with a tail")
+	if n := roomCount(s); n != 0 {
+		t.Fatalf("%d rooms left", n)
+	}
+	eventually(t, "connections released", func() bool { return connCount(s) == 0 })
+}
+
+// TestBootstrapFlood: far more connections than MaxConns, idle or hanging up after 8 bytes, keep at
+// most MaxConns descriptors and do not stop a real rendezvous.
+func TestBootstrapFlood(t *testing.T) {
+	const maxConns = 8
+	s, err := ListenBootstrap("127.0.0.1:0", BootstrapOptions{Timeout: time.Hour, MaxConns: maxConns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for i := range 1000 {
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%5 == 0 { // idle, held open by the client
+			t.Cleanup(func() { c.Close() })
+			continue
+		}
+		c.Write(make([]byte, 8))
+		c.Close()
+	}
+	if n := connCount(s); n > maxConns {
+		t.Fatalf("%d connections open, cap %d", n, maxConns)
+	}
+	room := newRoom(t, s)
+	decode := connect(s, room)
+	succeeds(t, "WaitForDecodeReady", waitReady(s, room))
+	if err := s.CompleteRoom(room); err != nil {
+		t.Fatal(err)
+	}
+	succeeds(t, "decode", decode)
+	if n := connCount(s); n > maxConns {
+		t.Fatalf("%d connections open, cap %d", n, maxConns)
 	}
 }

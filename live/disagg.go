@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -24,12 +25,18 @@ type Disagg struct {
 	// divided by the speedup ratio, which scales compute.
 	Transfer disagg.Transfer
 	// BootstrapHost and BootstrapPort are where prefill worker i listens for its decode peers' rendezvous
-	// (port + i; port 0: any free port).
+	// (port + i; port 0: any free port; host "": 127.0.0.1, as the decode workers are in this process).
 	BootstrapHost string
 	BootstrapPort int
 	// BootstrapTimeout bounds each rendezvous wait; 0: disagg.DefaultBootstrapTimeout.
 	BootstrapTimeout time.Duration
+	// BootstrapMaxConns bounds each bootstrap server's connections; 0: disagg.DefaultBootstrapMaxConns.
+	BootstrapMaxConns int
 }
+
+// errTransfer fails a request whose rendezvous or KV transfer failed; the client learns no more (the
+// cause names rooms and addresses).
+var errTransfer = errors.New("KV transfer to the decode worker failed")
 
 // handoff is a disaggregated request after its prefill: waiting for a decode worker's room, then
 // moving its KV, then decoding.
@@ -42,6 +49,7 @@ type handoff struct {
 	drank   int
 	state   handoffState
 	cancel  context.CancelFunc // stops the rendezvous and transfer
+	room    disagg.Room        // its rendezvous, once transferring
 }
 
 type handoffState uint8
@@ -79,7 +87,12 @@ func (s *Server) startDisagg(hooks func(decode bool) Hooks) error {
 		if d.BootstrapPort > 0 {
 			port = d.BootstrapPort + i
 		}
-		bs, err := disagg.ListenBootstrap(net.JoinHostPort(d.BootstrapHost, strconv.Itoa(port)), d.BootstrapTimeout)
+		host := d.BootstrapHost
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		bs, err := disagg.ListenBootstrap(net.JoinHostPort(host, strconv.Itoa(port)),
+			disagg.BootstrapOptions{Timeout: d.BootstrapTimeout, MaxConns: d.BootstrapMaxConns})
 		if err != nil {
 			return fmt.Errorf("live: prefill worker %d: %w", i, err)
 		}
@@ -156,10 +169,17 @@ func (s *Server) tryReserve(h *handoff) bool {
 	if !ok {
 		return false
 	}
+	bs := s.decode.bootstrap[h.prefill.id]
 	h.state = transferring
+	room, err := bs.NewRoom()
+	if err != nil { // closing
+		s.dropHandoff(h)
+		h.st.fail(errClosed)
+		return true
+	}
+	h.room = room
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
-	bs := s.decode.bootstrap[h.prefill.id]
 	addr := bs.Addr().String()
 	t := s.decode.o.Transfer
 	delay := disagg.Delay(t.Tokens(missing, h.req.PromptLen()), t.BytesPerToken, t.GBps)
@@ -167,12 +187,12 @@ func (s *Server) tryReserve(h *handoff) bool {
 	// Reference §8: the prefill side waits for its decode peer before releasing its output and
 	// completes the room after it; the decode side connects and waits for the ACK; then the KV moves.
 	go func() {
-		if bs.WaitForDecodeReady(ctx, id) == nil {
-			bs.CompleteRoom(id)
+		if bs.WaitForDecodeReady(ctx, room) == nil {
+			bs.CompleteRoom(room)
 		}
 	}()
 	go func() {
-		err := disagg.ConnectBootstrap(ctx, addr, id)
+		err := disagg.ConnectBootstrap(ctx, addr, room)
 		if err == nil && delay > 0 {
 			t := time.NewTimer(delay)
 			select {
@@ -199,7 +219,7 @@ func (s *Server) transferred(id uint64, err error) {
 	h.cancel()
 	if err != nil {
 		s.dropHandoff(h)
-		h.st.fail(fmt.Errorf("KV transfer: %w", err))
+		h.st.fail(errTransfer)
 		return
 	}
 	h.prefill.Release(h.prank, id)
@@ -218,7 +238,7 @@ func (s *Server) dropHandoff(h *handoff) {
 	s.sinksEnded(-1, id)
 	if h.cancel != nil {
 		h.cancel()
-		s.decode.bootstrap[h.prefill.id].CancelRoom(id) // the decode side's connection ends now
+		s.decode.bootstrap[h.prefill.id].CancelRoom(h.room) // the decode side's connection ends now
 	}
 	switch h.state {
 	case routing, reserving, transferring:

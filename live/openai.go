@@ -213,6 +213,8 @@ func submitError(err error) *apiError {
 		return &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", message: "too many requests waiting; retry later"}
 	case errors.Is(err, errClosed):
 		return &apiError{status: http.StatusServiceUnavailable, typ: "service_unavailable", message: "the server is shutting down"}
+	case errors.Is(err, errTransfer):
+		return &apiError{status: http.StatusServiceUnavailable, typ: "service_unavailable", message: errTransfer.Error() + "; retry later"}
 	}
 	return &apiError{status: http.StatusInternalServerError, typ: "internal_error", message: err.Error()}
 }

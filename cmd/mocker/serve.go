@@ -78,6 +78,8 @@ func bindServeFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.BoolVar(&c.KVEventsMapFormat, "kv-events-map-format", c.KVEventsMapFormat, "encode vLLM-format KV events as msgpack maps instead of arrays")
 	fs.StringVar(&c.KVHashSeed, "kv-hash-seed", c.KVHashSeed, "vLLM's PYTHONHASHSEED for the block hashes of vLLM-format KV events")
 	fs.IntVar(&c.BootstrapPort, "bootstrap-port", c.BootstrapPort, "disaggregated serving: prefill worker i's bootstrap rendezvous listens on port + i (0: any free port)")
+	fs.StringVar(&c.BootstrapHost, "bootstrap-host", c.BootstrapHost, "disaggregated serving: address the bootstrap rendezvous listens on (the decode workers are in this process)")
+	fs.IntVar(&c.BootstrapMaxConns, "bootstrap-max-conns", c.BootstrapMaxConns, "disaggregated serving: open connections per bootstrap rendezvous server at most")
 	fs.Float64Var(&c.ShutdownTimeoutS, "shutdown-timeout", c.ShutdownTimeoutS, "seconds to wait for requests in flight on SIGINT or SIGTERM")
 }
 
@@ -144,11 +146,12 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		dr := so.DecodeRouter
 		dr.BlockSize, dr.MaxBatchedTokens = ro.BlockSize, ro.MaxBatchedTokens
 		o.Disagg = &live.Disagg{
-			DecodeWorkers: cfg.DecodeWorkers,
-			Router:        dr,
-			Transfer:      so.Transfer,
-			BootstrapHost: cfg.Host,
-			BootstrapPort: cfg.BootstrapPort,
+			DecodeWorkers:     cfg.DecodeWorkers,
+			Router:            dr,
+			Transfer:          so.Transfer,
+			BootstrapHost:     cfg.BootstrapHost,
+			BootstrapPort:     cfg.BootstrapPort,
+			BootstrapMaxConns: cfg.BootstrapMaxConns,
 		}
 	}
 

@@ -2,6 +2,7 @@ package natsevents
 
 import (
 	"errors"
+	"io"
 	"math"
 	"net"
 	"reflect"
@@ -251,5 +252,55 @@ func TestStartEmbeddedPortInUse(t *testing.T) {
 	}
 	if _, _, err := StartEmbedded(-1); err == nil {
 		t.Error("StartEmbedded(-1) succeeded")
+	}
+}
+
+// A client declaring a payload past MaxPayload is refused before anything is allocated, and the
+// server keeps delivering.
+func TestEmbeddedPayloadBound(t *testing.T) {
+	ns, url, err := StartEmbedded(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.WaitForShutdown()
+	defer ns.Shutdown()
+	for _, size := range []string{"104857600", "9223372036854775807"} {
+		raw, err := net.Dial("tcp", ns.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw.SetDeadline(time.Now().Add(30 * time.Second))
+		if _, err := raw.Write([]byte("CONNECT {\"verbose\":false}\r\nPUB x " + size + "\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		// INFO, then an error, then the server closes the connection.
+		reply, err := io.ReadAll(raw)
+		raw.Close()
+		if err != nil {
+			t.Fatalf("PUB of %s bytes: the connection stayed open: %v", size, err)
+		}
+		// A size past int64 fails to parse and is dropped without a word.
+		if size == "104857600" && !strings.Contains(string(reply), "-ERR 'Maximum Payload Violation'") {
+			t.Errorf("PUB of %s bytes: server replied %q", size, reply)
+		}
+	}
+
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if got := nc.MaxPayload(); got != MaxPayload {
+		t.Errorf("max payload %d, want %d", got, MaxPayload)
+	}
+	sub, err := nc.SubscribeSync("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Publish("x", []byte("ok")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := sub.NextMsg(30 * time.Second); err != nil || string(m.Data) != "ok" {
+		t.Fatalf("after the violation: %v, %v", m, err)
 	}
 }

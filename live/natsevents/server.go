@@ -9,6 +9,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
+// MaxPayload bounds one message published to the embedded server.
+const MaxPayload = 1 << 20
+
 // StartEmbedded runs a NATS server inside this process, listening on 127.0.0.1:port (0 picks a free
 // port), with no logging, no signal handlers and no JetStream: `mocker serve` needs only core pub/sub
 // between its own workers and router, and other processes may still connect to the returned client
@@ -28,7 +31,10 @@ func StartEmbedded(port int) (*server.Server, string, error) {
 		}
 		l.Close()
 	}
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, NoLog: true, NoSigs: true})
+	// MaxPayload is nats-server's default, stated because a client's declared payload size is checked
+	// against it before the payload is read: events are far smaller, and no peer makes us allocate more.
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, NoLog: true, NoSigs: true,
+		MaxPayload: MaxPayload})
 	if err != nil {
 		return nil, "", fmt.Errorf("natsevents: %w", err)
 	}

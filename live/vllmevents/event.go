@@ -248,7 +248,10 @@ func (d decoder) batchField(b *Batch, k string) (err error) {
 		if n, err = d.length(); err != nil {
 			return err
 		}
-		b.Events = make([]Event, 0, n)
+		b.Events = nil // an empty list is nil, as an absent one; a repeated key replaces
+		if n > 0 {
+			b.Events = make([]Event, 0, n)
+		}
 		for range n {
 			e, err := d.event()
 			if err != nil {
@@ -293,7 +296,7 @@ func (d decoder) event() (Event, error) {
 		if n < 1 {
 			return nil, errors.New("event without a tag")
 		}
-		if f.tag, err = d.DecodeString(); err != nil {
+		if f.tag, err = d.str(); err != nil {
 			return nil, err
 		}
 		var layout []string
@@ -330,7 +333,7 @@ func (d decoder) event() (Event, error) {
 func (d decoder) field(f *fields, k string) (err error) {
 	switch k {
 	case "type":
-		f.tag, err = d.DecodeString()
+		f.tag, err = d.str()
 	case "block_hashes":
 		f.sawHashes = true
 		var n int
@@ -392,7 +395,7 @@ func (d decoder) hash() (uint64, error) {
 	if err != nil || !msgpcode.IsBin(c) {
 		return d.uint()
 	}
-	raw, err := d.DecodeBytes()
+	raw, err := d.bytes()
 	var h uint64
 	for _, x := range raw[max(0, len(raw)-8):] {
 		h = h<<8 | uint64(x)
@@ -412,7 +415,26 @@ func (d decoder) optStr() (string, error) {
 	if d.null() {
 		return "", d.DecodeNil()
 	}
-	return d.DecodeString()
+	return d.str()
+}
+
+func (d decoder) str() (string, error) {
+	b, err := d.bytes()
+	return string(b), err
+}
+
+// bytes reads a string or binary, refusing lengths the payload cannot hold: the msgpack package
+// allocates the declared length before reading.
+func (d decoder) bytes() ([]byte, error) {
+	n, err := d.DecodeBytesLen()
+	if err == nil && n > d.max {
+		err = fmt.Errorf("string of %d bytes in a %d-byte payload", n, d.max)
+	}
+	if err != nil || n <= 0 {
+		return nil, err
+	}
+	b := make([]byte, n)
+	return b, d.ReadFull(b)
 }
 
 // length reads an array header, refusing nil and lengths the payload cannot hold.
@@ -442,7 +464,7 @@ func (d decoder) mapFields(field func(k string) error) error {
 	n, err := d.DecodeMapLen()
 	for i := 0; i < n && err == nil; i++ {
 		var k string
-		if k, err = d.DecodeString(); err == nil {
+		if k, err = d.str(); err == nil {
 			err = field(k)
 		}
 	}

@@ -3,6 +3,7 @@ package vllmevents
 import (
 	"math"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -196,6 +197,27 @@ func TestDecodeErrors(t *testing.T) {
 	} {
 		if b, err := DecodeBatch([]byte(c.payload)); err == nil {
 			t.Errorf("%s: decoded to %+v", c.why, b)
+		}
+	}
+}
+
+// A string or binary declaring more bytes than the payload holds is refused before it is allocated:
+// the msgpack package would allocate the declared size first (found by FuzzBatchRoundTrip).
+func TestDecodeHugeLengths(t *testing.T) {
+	for _, c := range []struct{ why, payload string }{
+		{"4 GiB tag", "\x93" + ts15 + "\x91\x91\xdb\xff\xff\xff\xff"},
+		{"4 GiB binary hash", "\x93" + ts15 + "\x91\x93\xacBlockRemoved\x91\xc6\xff\xff\xff\xff"},
+		{"4 GiB map key", "\x83\xdb\xff\xff\xff\xff"},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := DecodeBatch([]byte(c.payload))
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "4294967295 bytes in a") {
+			t.Errorf("%s: error %v, want the length refused", c.why, err)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+			t.Errorf("%s: %d bytes allocated", c.why, n)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"math"
 	"net"
 	"strconv"
@@ -103,7 +105,11 @@ func Listen(o Options) (*Publisher, error) {
 	}
 	rep, err := offsetEndpoint(o.ReplayEndpoint, o.DPRank)
 	if err == nil {
-		p.replay = zmq4.NewRouter(context.Background())
+		if scheme, addr, ok := strings.Cut(rep, "://"); ok && guarded[scheme] != "" {
+			rep = guarded[scheme] + "://" + addr
+		}
+		// Peers' failed handshakes would be logged: a flood of them, a flood of lines.
+		p.replay = zmq4.NewRouter(context.Background(), zmq4.WithLogger(log.New(io.Discard, "", 0)))
 		if err = p.replay.Listen(rep); err != nil {
 			p.replay.Close()
 			err = fmt.Errorf("vllmevents: %w", err)

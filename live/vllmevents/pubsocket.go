@@ -55,7 +55,7 @@ func listenPub(endpoint string) (*pubSocket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vllmevents: %w", err)
 	}
-	s := &pubSocket{ln: ln, subs: make(map[*subscriber]struct{})}
+	s := &pubSocket{ln: &guardListener{Listener: ln}, subs: make(map[*subscriber]struct{})}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil

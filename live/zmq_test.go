@@ -1,0 +1,53 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+)
+
+// One connection to a KV-event port that declares a huge ZMTP frame must cost that connection only:
+// requests are still served. Before the guard, go-zeromq allocated the frame and the process died.
+func TestZMQOversizedFrame(t *testing.T) {
+	zs, err := NewZMQSink(ZMQOptions{Host: "127.0.0.1", Workers: 1, BlockSize: 16, Topic: "kv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := testOptions(5, 1, math.Inf(1))
+	o.Sinks = []Sink{zs}
+	_, _, c := start(t, o)
+	t.Cleanup(func() { zs.Close() })
+
+	greeting := make([]byte, 64)
+	greeting[0], greeting[9], greeting[10] = 0xff, 0x7f, 3
+	copy(greeting[12:], "NULL")
+	attack := append(greeting, 0x02, 0x40, 0, 0, 0, 0, 0, 0, 0) // a frame of 2^62 bytes
+	nc, err := net.Dial("tcp", zs.pubs[0].Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Write(attack); err != nil {
+		t.Fatal(err)
+	}
+	nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.Copy(io.Discard, nc); errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("the server kept the connection open")
+	}
+
+	r, err := c.Completions.New(context.Background(), openai.CompletionNewParams{Model: testModel,
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(longPrompt)}, MaxTokens: openai.Int(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Usage.CompletionTokens != 3 {
+		t.Fatalf("%d completion tokens, want 3", r.Usage.CompletionTokens)
+	}
+}
