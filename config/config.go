@@ -138,6 +138,14 @@ type Config struct {
 	KVHashSeed        string  `yaml:"kv-hash-seed"`
 	BootstrapPort     int     `yaml:"bootstrap-port"`
 	ShutdownTimeoutS  float64 `yaml:"shutdown-timeout"`
+	// HTTP limits, in seconds (0: the server's defaults).
+	ReadHeaderTimeoutS float64  `yaml:"read-header-timeout"`
+	ReadTimeoutS       float64  `yaml:"read-timeout"`
+	IdleTimeoutS       float64  `yaml:"idle-timeout"`
+	WriteTimeoutS      float64  `yaml:"write-timeout"`
+	MaxConnections     int      `yaml:"max-connections"`
+	FailureRate        float64  `yaml:"failure-rate"`
+	FailureTypes       []string `yaml:"failure-types"`
 }
 
 // Default is the configuration of `mocker predict` with no flags: one vLLM worker with vLLM's defaults and
@@ -457,8 +465,9 @@ func (c *Config) Validate() error {
 		return bad("default-max-tokens", c.DefaultMaxTokens, "must be at least 1")
 	case c.MaxWaiting < 0:
 		return bad("max-waiting", c.MaxWaiting, "must be >= 0 (0: unbounded)")
-	case !(c.MaxRequestBodyMB > 0) || math.IsInf(c.MaxRequestBodyMB, 0):
-		return bad("max-request-body-mb", c.MaxRequestBodyMB, "must be a finite number > 0")
+	case !(c.MaxRequestBodyMB > 0 && c.MaxRequestBodyMB <= MaxRequestBodyMB):
+		// A body is held in memory whole; far past this the size in bytes overflows too.
+		return bad("max-request-body-mb", c.MaxRequestBodyMB, fmt.Sprintf("must be > 0 and at most %d (MiB)", MaxRequestBodyMB))
 	case c.NATSPort < 0 || c.NATSPort > 65535:
 		return bad("nats-port", c.NATSPort, "must be in [0, 65535] (0: any free port)")
 	case c.ZMQKVEventsPort < 0 || c.ZMQKVEventsPort > 65535:
@@ -471,6 +480,18 @@ func (c *Config) Validate() error {
 		return bad("bootstrap-port", c.BootstrapPort, "must be in [0, 65535] (0: any free port)")
 	case !(c.ShutdownTimeoutS >= 0):
 		return bad("shutdown-timeout", c.ShutdownTimeoutS, "must be >= 0 seconds")
+	case !validTimeout(c.ReadHeaderTimeoutS):
+		return bad("read-header-timeout", c.ReadHeaderTimeoutS, "must be in [0, 1e6] seconds (0: 10)")
+	case !validTimeout(c.ReadTimeoutS):
+		return bad("read-timeout", c.ReadTimeoutS, "must be in [0, 1e6] seconds (0: 60)")
+	case !validTimeout(c.IdleTimeoutS):
+		return bad("idle-timeout", c.IdleTimeoutS, "must be in [0, 1e6] seconds (0: 120)")
+	case !validTimeout(c.WriteTimeoutS):
+		return bad("write-timeout", c.WriteTimeoutS, "must be in [0, 1e6] seconds (0: 60)")
+	case c.MaxConnections < 0:
+		return bad("max-connections", c.MaxConnections, "must be >= 0 (0: 4096)")
+	case !(c.FailureRate >= 0 && c.FailureRate <= 1):
+		return bad("failure-rate", c.FailureRate, "must be in [0, 1]")
 	}
 	for _, r := range c.SpecAcceptRates {
 		if !(r >= 0 && r <= 1) {
@@ -524,6 +545,12 @@ func (c *Config) Source() (workload.Source, error) {
 		Seed:              c.Seed,
 	})
 }
+
+// MaxRequestBodyMB is the largest --max-request-body-mb.
+const MaxRequestBodyMB = 1 << 12
+
+// validTimeout reports whether a timeout in seconds converts to a time.Duration (at most 1e6 s, 11.6 days).
+func validTimeout(v float64) bool { return v >= 0 && v <= 1e6 }
 
 func finiteNonNegative(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
 

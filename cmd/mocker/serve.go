@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -79,6 +80,13 @@ func bindServeFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.KVHashSeed, "kv-hash-seed", c.KVHashSeed, "vLLM's PYTHONHASHSEED for the block hashes of vLLM-format KV events")
 	fs.IntVar(&c.BootstrapPort, "bootstrap-port", c.BootstrapPort, "disaggregated serving: prefill worker i's bootstrap rendezvous listens on port + i (0: any free port)")
 	fs.Float64Var(&c.ShutdownTimeoutS, "shutdown-timeout", c.ShutdownTimeoutS, "seconds to wait for requests in flight on SIGINT or SIGTERM")
+	fs.Float64Var(&c.ReadHeaderTimeoutS, "read-header-timeout", c.ReadHeaderTimeoutS, "seconds a connection may take to send a request's headers (0: 10)")
+	fs.Float64Var(&c.ReadTimeoutS, "read-timeout", c.ReadTimeoutS, "seconds a connection may take to send a whole request, body included (0: 60)")
+	fs.Float64Var(&c.IdleTimeoutS, "idle-timeout", c.IdleTimeoutS, "seconds a keep-alive connection may idle between requests (0: 120)")
+	fs.Float64Var(&c.WriteTimeoutS, "write-timeout", c.WriteTimeoutS, "seconds each write of a response may block on a client that does not read (a stream has no overall limit) (0: 60)")
+	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "open HTTP connections at most; past it new ones wait to be accepted (0: 4096)")
+	fs.Float64Var(&c.FailureRate, "failure-rate", c.FailureRate, "share of requests answered with an injected OpenAI-style error, drawn from --seed (0: none)")
+	fs.StringSliceVar(&c.FailureTypes, "failure-types", c.FailureTypes, "injected errors to choose from: "+strings.Join(live.FailureTypes(), ", ")+" (empty: all)")
 }
 
 // serving is what serve started; ready, when set, receives it once the server accepts requests.
@@ -135,9 +143,19 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		MaxWaiting:       cfg.MaxWaiting,
 		MaxBodyBytes:     int64(cfg.MaxRequestBodyMB * (1 << 20)),
 		APIKey:           cfg.APIKey,
-		Tokenizer:        tk,
-		Metrics:          mx.Handler(),
-		Recorder:         func(w, r int) live.Recorder { return mx.Rank(w, r) },
+		HTTP: live.HTTPLimits{
+			ReadHeaderTimeout: seconds(cfg.ReadHeaderTimeoutS),
+			ReadTimeout:       seconds(cfg.ReadTimeoutS),
+			IdleTimeout:       seconds(cfg.IdleTimeoutS),
+			WriteTimeout:      seconds(cfg.WriteTimeoutS),
+			MaxConns:          cfg.MaxConnections,
+		},
+		FailureRate:  cfg.FailureRate,
+		FailureTypes: cfg.FailureTypes,
+		FailureSeed:  cfg.Seed,
+		Tokenizer:    tk,
+		Metrics:      mx.Handler(),
+		Recorder:     func(w, r int) live.Recorder { return mx.Rank(w, r) },
 	}
 	if cfg.PrefillWorkers > 0 {
 		o.Workers = cfg.PrefillWorkers
@@ -198,7 +216,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		srv.Close()
 		return fmt.Errorf("serve: %w", err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := srv.HTTPServer()
 	info.Addr, info.Bootstrap, info.Server = ln.Addr().String(), srv.BootstrapAddrs(), srv
 	fmt.Fprintf(stderr, "mocker serve: model %s on http://%s (%s)\n", name, info.Addr, describeServe(cfg, o.Workers))
 	if info.NATSURL != "" {
@@ -208,7 +226,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		fmt.Fprintf(stderr, "mocker serve: vLLM KV events on ZMQ tcp://%s:%d+\n", cfg.Host, cfg.ZMQKVEventsPort)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- srv.Serve(hs, ln) }()
 	if ready != nil {
 		ready <- info
 	}
@@ -219,7 +237,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(stderr, "mocker serve: shutting down, draining requests in flight")
-	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.ShutdownTimeoutS*float64(time.Second)))
+	sctx, cancel := context.WithTimeout(context.Background(), seconds(cfg.ShutdownTimeoutS))
 	defer cancel()
 	err = srv.Shutdown(sctx, hs)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -227,6 +245,9 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	}
 	return err
 }
+
+// seconds converts a validated number of seconds.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 func describeServe(cfg *config.Config, workers int) string {
 	if cfg.PrefillWorkers > 0 {
