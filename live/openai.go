@@ -164,9 +164,6 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *apiE
 		}
 		return badRequest("", "reading the request body: %v", err)
 	}
-	// The request is read: the server's ReadTimeout must not end the response (it would cancel the
-	// request's context), which write deadlines bound instead.
-	http.NewResponseController(w).SetReadDeadline(time.Time{})
 	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError
 		var se *json.SyntaxError
