@@ -387,7 +387,6 @@ func limitedServer(t *testing.T, l HTTPLimits, o ...Options) (*Server, string, o
 	return s, url, openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 }
 
-
 // waitUntil polls cond until it holds, failing the test after patience.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
