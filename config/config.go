@@ -478,8 +478,8 @@ func (c *Config) Validate() error {
 		return bad("zmq-replay-port", c.ZMQReplayPort, "needs --zmq-kv-events-port")
 	case c.BootstrapPort < 0 || c.BootstrapPort > 65535:
 		return bad("bootstrap-port", c.BootstrapPort, "must be in [0, 65535] (0: any free port)")
-	case !(c.ShutdownTimeoutS >= 0):
-		return bad("shutdown-timeout", c.ShutdownTimeoutS, "must be >= 0 seconds")
+	case !validTimeout(c.ShutdownTimeoutS):
+		return bad("shutdown-timeout", c.ShutdownTimeoutS, "must be in [0, 1e6] seconds")
 	case !validTimeout(c.ReadHeaderTimeoutS):
 		return bad("read-header-timeout", c.ReadHeaderTimeoutS, "must be in [0, 1e6] seconds (0: 10)")
 	case !validTimeout(c.ReadTimeoutS):
@@ -488,8 +488,8 @@ func (c *Config) Validate() error {
 		return bad("idle-timeout", c.IdleTimeoutS, "must be in [0, 1e6] seconds (0: 120)")
 	case !validTimeout(c.WriteTimeoutS):
 		return bad("write-timeout", c.WriteTimeoutS, "must be in [0, 1e6] seconds (0: 60)")
-	case c.MaxConnections < 0:
-		return bad("max-connections", c.MaxConnections, "must be >= 0 (0: 4096)")
+	case c.MaxConnections < 0 || c.MaxConnections > 1<<20:
+		return bad("max-connections", c.MaxConnections, "must be in [0, 1048576] (0: 4096)")
 	case !(c.FailureRate >= 0 && c.FailureRate <= 1):
 		return bad("failure-rate", c.FailureRate, "must be in [0, 1]")
 	}

@@ -20,6 +20,8 @@ func TestServeRefusesUnboundedFlags(t *testing.T) {
 		{"--read-timeout", "-1", "read-timeout"},
 		{"--write-timeout", "1e300", "write-timeout"},
 		{"--max-connections", "-5", "max-connections"},
+		{"--max-connections", "9223372036854775807", "max-connections"},
+		{"--shutdown-timeout", "1e300", "shutdown-timeout"},
 		{"--failure-rate", "1.5", "failure-rate"},
 		{"--failure-types", "rate_limit,timeout", `failure type "timeout"`},
 	} {
