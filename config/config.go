@@ -142,6 +142,14 @@ type Config struct {
 	BootstrapHost     string  `yaml:"bootstrap-host"`
 	BootstrapMaxConns int     `yaml:"bootstrap-max-conns"`
 	ShutdownTimeoutS  float64 `yaml:"shutdown-timeout"`
+	// HTTP limits, in seconds (0: the server's defaults).
+	ReadHeaderTimeoutS float64  `yaml:"read-header-timeout"`
+	ReadTimeoutS       float64  `yaml:"read-timeout"`
+	IdleTimeoutS       float64  `yaml:"idle-timeout"`
+	WriteTimeoutS      float64  `yaml:"write-timeout"`
+	MaxConnections     int      `yaml:"max-connections"`
+	FailureRate        float64  `yaml:"failure-rate"`
+	FailureTypes       []string `yaml:"failure-types"`
 
 	// given says where each setting given explicitly came from (Given).
 	given map[string]string `yaml:"-"`
@@ -486,8 +494,9 @@ func (c *Config) validate() error {
 		return bad("default-max-tokens", c.DefaultMaxTokens, "must be at least 1")
 	case c.MaxWaiting < 0:
 		return bad("max-waiting", c.MaxWaiting, "must be >= 0 (0: unbounded)")
-	case !(c.MaxRequestBodyMB > 0) || math.IsInf(c.MaxRequestBodyMB, 0):
-		return bad("max-request-body-mb", c.MaxRequestBodyMB, "must be a finite number > 0")
+	case !(c.MaxRequestBodyMB > 0 && c.MaxRequestBodyMB <= MaxRequestBodyMB):
+		// A body is held in memory whole; far past this the size in bytes overflows too.
+		return bad("max-request-body-mb", c.MaxRequestBodyMB, fmt.Sprintf("must be > 0 and at most %d (MiB)", MaxRequestBodyMB))
 	case c.NATSPort < 0 || c.NATSPort > 65535:
 		return bad("nats-port", c.NATSPort, "must be in [0, 65535] (0: any free port)")
 	case c.ZMQKVEventsPort < 0 || c.ZMQKVEventsPort > 65535:
@@ -498,10 +507,22 @@ func (c *Config) validate() error {
 		return bad("zmq-replay-port", c.ZMQReplayPort, "needs --zmq-kv-events-port")
 	case c.BootstrapPort < 0 || c.BootstrapPort > 65535:
 		return bad("bootstrap-port", c.BootstrapPort, "must be in [0, 65535] (0: any free port)")
-	case c.BootstrapMaxConns < 1:
-		return bad("bootstrap-max-conns", c.BootstrapMaxConns, "must be >= 1")
-	case !(c.ShutdownTimeoutS >= 0):
-		return bad("shutdown-timeout", c.ShutdownTimeoutS, "must be >= 0 seconds")
+	case c.BootstrapMaxConns < 1 || c.BootstrapMaxConns > 1<<20:
+		return bad("bootstrap-max-conns", c.BootstrapMaxConns, "must be in [1, 1048576]")
+	case !validTimeout(c.ShutdownTimeoutS):
+		return bad("shutdown-timeout", c.ShutdownTimeoutS, "must be in [0, 1e6] seconds")
+	case !validTimeout(c.ReadHeaderTimeoutS):
+		return bad("read-header-timeout", c.ReadHeaderTimeoutS, "must be in [0, 1e6] seconds (0: 10)")
+	case !validTimeout(c.ReadTimeoutS):
+		return bad("read-timeout", c.ReadTimeoutS, "must be in [0, 1e6] seconds (0: 60)")
+	case !validTimeout(c.IdleTimeoutS):
+		return bad("idle-timeout", c.IdleTimeoutS, "must be in [0, 1e6] seconds (0: 120)")
+	case !validTimeout(c.WriteTimeoutS):
+		return bad("write-timeout", c.WriteTimeoutS, "must be in [0, 1e6] seconds (0: 60)")
+	case c.MaxConnections < 0 || c.MaxConnections > 1<<20:
+		return bad("max-connections", c.MaxConnections, "must be in [0, 1048576] (0: 4096)")
+	case !(c.FailureRate >= 0 && c.FailureRate <= 1):
+		return bad("failure-rate", c.FailureRate, "must be in [0, 1]")
 	}
 	for _, r := range c.SpecAcceptRates {
 		if !(r >= 0 && r <= 1) {
@@ -555,6 +576,12 @@ func (c *Config) Source() (workload.Source, error) {
 		Seed:              c.Seed,
 	})
 }
+
+// MaxRequestBodyMB is the largest --max-request-body-mb.
+const MaxRequestBodyMB = 1 << 12
+
+// validTimeout reports whether a timeout in seconds converts to a time.Duration (at most 1e6 s, 11.6 days).
+func validTimeout(v float64) bool { return v >= 0 && v <= 1e6 }
 
 func finiteNonNegative(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -33,19 +34,19 @@ func badRequest(param, format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: param, message: fmt.Sprintf(format, args...)}
 }
 
-// appendErrorHead appends an OpenAI error object up to its type: {"error":{"message":..,"type":..
-func appendErrorHead(b []byte, e *apiError) []byte {
+// appendError appends e as OpenAI's error object: {"error":{"message","type","param","code"}}.
+func appendError(b []byte, e *apiError) []byte {
 	b = append(b, `{"error":{"message":`...)
 	b = appendJSONString(b, e.message)
 	b = append(b, `,"type":`...)
-	return appendJSONString(b, e.typ)
+	b = appendJSONString(b, e.typ)
+	b = appendNullable(append(b, `,"param":`...), e.param)
+	b = appendNullable(append(b, `,"code":`...), e.code)
+	return append(b, "}}"...)
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {
-	b := appendErrorHead(make([]byte, 0, 256), e)
-	b = appendNullable(append(b, `,"param":`...), e.param)
-	b = appendNullable(append(b, `,"code":`...), e.code)
-	b = append(b, "}}\n"...)
+	b := append(appendError(make([]byte, 0, 256), e), '\n')
 	w.Header().Set("Content-Type", "application/json")
 	if e.status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "1")
@@ -63,12 +64,25 @@ func appendNullable(b []byte, s string) []byte {
 
 func (s *Server) routes() {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/completions", s.auth(s.completions))
-	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chatCompletions))
-	mux.HandleFunc("GET /v1/models", s.auth(s.models))
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	// Each route also answers its path's other methods with 405 and Allow, as vLLM (FastAPI) does.
+	handle := func(method, path string, h http.Handler) {
+		mux.Handle(method+" "+path, h)
+		allow := method
+		if method == http.MethodGet {
+			allow = "GET, HEAD"
+		}
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error",
+				message: "method " + r.Method + " not allowed on " + path + "; use " + method})
+		})
+	}
+	handle("POST", "/v1/completions", s.auth(s.completions))
+	handle("POST", "/v1/chat/completions", s.auth(s.chatCompletions))
+	handle("GET", "/v1/models", s.auth(s.models))
+	handle("GET", "/health", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
 	if s.o.Metrics != nil {
-		mux.Handle("GET /metrics", s.o.Metrics)
+		handle("GET", "/metrics", s.o.Metrics)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusNotFound, typ: "not_found_error", message: "no route " + r.Method + " " + r.URL.Path})
@@ -139,7 +153,7 @@ type chatRequest struct {
 	} `json:"messages"`
 }
 
-// decode reads a JSON body into v, turning every failure into a 400 (or 413) that says what is wrong.
+// decodeBody reads a JSON body into v, turning every failure into a 400 (or 413) that says what is wrong.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *apiError {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
 	if err != nil {
@@ -154,15 +168,38 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *apiE
 		var te *json.UnmarshalTypeError
 		var se *json.SyntaxError
 		switch {
+		case errors.As(err, &te) && te.Field == "":
+			return badRequest("", "the request body must be a JSON object, got JSON %s", te.Value)
 		case errors.As(err, &te):
 			field := strings.TrimPrefix(te.Field, "common.")
-			return badRequest(field, "field %q: expected %s, got JSON %s", field, te.Type, te.Value)
+			return badRequest(field, "field %q: expected %s, got JSON %s", field, jsonKind(te.Type), te.Value)
 		case errors.As(err, &se):
 			return badRequest("", "malformed JSON at byte %d: %v", se.Offset, err)
 		}
-		return badRequest("", "malformed JSON: %v", err)
+		return badRequest("", "malformed JSON")
 	}
 	return nil
+}
+
+// jsonKind names what JSON a Go type decodes, for errors that must not show Go's type names.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
 }
 
 // check validates the shared fields; max is the max_tokens field to use (chat prefers
@@ -180,8 +217,15 @@ func (s *Server) check(c *common, max *int, maxName string) (int, *apiError) {
 	if max == nil {
 		return s.o.DefaultMaxTokens, nil
 	}
-	if *max < 1 {
+	switch {
+	case *max < 1:
 		return 0, badRequest(maxName, "%s must be at least 1, got %d", maxName, *max)
+	case s.o.MaxModelLen > 0 && *max >= s.o.MaxModelLen:
+		return 0, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: maxName, code: "context_length_exceeded",
+			message: fmt.Sprintf("%s %d: this model's maximum context length is %d tokens, prompt included", maxName, *max, s.o.MaxModelLen)}
+	case *max >= s.capacity:
+		// Refused before the prompt is tokenised: it could never be served, whatever its length.
+		return 0, badRequest(maxName, "%s %d: the request can never be served: a worker's KV cache holds %d tokens, prompt included", maxName, *max, s.capacity)
 	}
 	return *max, nil
 }
@@ -191,10 +235,17 @@ func (s *Server) admit(prompt []uint32, maxTokens int) (*Stream, *apiError) {
 	if len(prompt) == 0 {
 		return nil, badRequest("prompt", "the prompt is empty")
 	}
-	if s.o.MaxModelLen > 0 && len(prompt)+maxTokens > s.o.MaxModelLen {
+	// check bounded maxTokens by MaxModelLen and the pool, so these sums cannot overflow; they are
+	// compared as differences all the same.
+	n := len(prompt)
+	if s.o.MaxModelLen > 0 && maxTokens > s.o.MaxModelLen-n {
 		return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "context_length_exceeded",
 			message: fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the prompt, %d in the completion). Please reduce the length of the prompt or completion.",
-				s.o.MaxModelLen, len(prompt)+maxTokens, len(prompt), maxTokens)}
+				s.o.MaxModelLen, n+maxTokens, n, maxTokens)}
+	}
+	if maxTokens > s.capacity-n {
+		// Refused before its blocks are hashed; the engine would refuse it too.
+		return nil, badRequest("prompt", "the request can never be served: prompt (%d tokens) + max_tokens (%d) need more KV than a worker's pool holds (%d tokens)", n, maxTokens, s.capacity)
 	}
 	req := s.newRequest(prompt, maxTokens)
 	st := newStream(req.ID, len(prompt), time.Now())
@@ -251,7 +302,7 @@ func (s *Server) completionPrompt(raw json.RawMessage) ([]uint32, *apiError) {
 	}
 	var ids []int64
 	if json.Unmarshal(raw, &ids) == nil {
-		return tokenIDs(ids)
+		return s.tokenIDs(ids)
 	}
 	var texts []string
 	if json.Unmarshal(raw, &texts) == nil {
@@ -265,16 +316,25 @@ func (s *Server) completionPrompt(raw json.RawMessage) ([]uint32, *apiError) {
 		if len(idLists) != 1 {
 			return nil, badRequest("prompt", "%d prompts: exactly one is supported", len(idLists))
 		}
-		return tokenIDs(idLists[0])
+		return s.tokenIDs(idLists[0])
 	}
 	return nil, badRequest("prompt", "field \"prompt\": expected a string, a list of token ids, or a list of one of those")
 }
 
-func tokenIDs(ids []int64) ([]uint32, *apiError) {
+// tokenIDs checks a prompt of token ids against the tokenizer's vocabulary (and the pool: a longer
+// prompt is refused before it is copied).
+func (s *Server) tokenIDs(ids []int64) ([]uint32, *apiError) {
+	if len(ids) > s.capacity {
+		return nil, badRequest("prompt", "the request can never be served: its %d prompt tokens are more than a worker's KV cache holds (%d tokens)", len(ids), s.capacity)
+	}
+	vocab := int64(s.o.Tokenizer.VocabSize())
+	if vocab <= 0 {
+		vocab = 1 << 32
+	}
 	out := make([]uint32, len(ids))
 	for i, id := range ids {
-		if id < 0 || id > 1<<32-1 {
-			return nil, badRequest("prompt", "token id %d at position %d is out of range", id, i)
+		if id < 0 || id >= vocab {
+			return nil, badRequest("prompt", "token id %d at position %d is out of vocabulary [0, %d)", id, i, vocab)
 		}
 		out[i] = uint32(id)
 	}
@@ -346,6 +406,10 @@ func messageText(raw json.RawMessage) (string, error) {
 
 // generate runs a request and answers it, streamed or whole.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, c *common, chat bool, prompt []uint32, maxTokens int) {
+	if f := s.failures.draw(); f != "" {
+		writeError(w, s.injected(f))
+		return
+	}
 	st, e := s.admit(prompt, maxTokens)
 	if e != nil {
 		writeError(w, e)
@@ -404,21 +468,44 @@ func (s *Server) whole(w http.ResponseWriter, r *http.Request, st *Stream, rs *r
 		text = s.appendText(text, rd.toks)
 	}
 	w.Header().Set("Content-Type", "application/json")
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.o.HTTP.WriteTimeout))
 	w.Write(rs.whole(text, st.Cached()))
 }
 
+// streamBatch is the most a stream renders before writing: a client that reads slower than tokens
+// come gets them in batches of this size, each written (and waited for) before the next is rendered.
+const streamBatch = 32 << 10
+
+// sse writes a stream's events; each write has its own deadline, so a stream lasts as long as its
+// client keeps reading.
+type sse struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (e *sse) write(b []byte) error {
+	e.rc.SetWriteDeadline(time.Now().Add(e.timeout)) // unsupported by test recorders: no deadline there
+	if _, err := e.w.Write(b); err != nil {
+		return err
+	}
+	if err := e.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *Stream, rs *response) {
-	fl, _ := w.(http.Flusher)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
+	out := &sse{w: w, rc: http.NewResponseController(w), timeout: s.o.HTTP.WriteTimeout}
 	rd := reader{s: s, r: r, st: st}
-	var out, text []byte
+	var b, text []byte
 	if rs.chat { // the role comes first, as vLLM sends it
-		out = rs.chunk(out[:0], nil, true, false)
-		if _, err := w.Write(out); err != nil {
+		if err := out.write(rs.chunk(b[:0], nil, true, false)); err != nil {
 			s.cancel(st.ID)
 			return
 		}
@@ -430,36 +517,41 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *Stream, rs *
 			return
 		}
 		if err != nil {
-			e := submitError(err)
-			out = appendErrorHead(append(out[:0], "data: "...), e)
-			out = append(out, "}}\n\ndata: [DONE]\n\n"...)
-			w.Write(out)
+			b = appendError(append(b[:0], "data: "...), submitError(err))
+			out.write(append(b, "\n\ndata: [DONE]\n\n"...))
 			return
 		}
 		// One chunk per pass, as vLLM streams one per engine step; the last carries finish_reason.
-		out = out[:0]
+		b = b[:0]
 		from := 0
 		for i, end := range rd.ends {
 			rs.generated += end - from
 			text = s.appendText(text[:0], rd.toks[from:end])
-			out = rs.chunk(out, text, false, done && i == len(rd.ends)-1)
+			b = rs.chunk(b, text, false, done && i == len(rd.ends)-1)
 			from = end
+			if len(b) >= streamBatch { // a backlog: written in batches, not rendered whole
+				if err := out.write(b); err != nil {
+					s.cancel(st.ID)
+					return
+				}
+				b = b[:0]
+			}
 		}
 		if done {
 			if len(rd.ends) == 0 { // finished with no new token
-				out = rs.chunk(out, nil, false, true)
+				b = rs.chunk(b, nil, false, true)
 			}
 			if rs.usage {
-				out = rs.usageChunk(out, st.Cached())
+				b = rs.usageChunk(b, st.Cached())
 			}
-			out = append(out, "data: [DONE]\n\n"...)
+			b = append(b, "data: [DONE]\n\n"...)
 		}
-		if _, err := w.Write(out); err != nil {
+		if len(b) == 0 {
+			continue
+		}
+		if err := out.write(b); err != nil {
 			s.cancel(st.ID)
 			return
-		}
-		if fl != nil {
-			fl.Flush()
 		}
 	}
 }

@@ -42,6 +42,14 @@ type Options struct {
 	MaxBodyBytes int64
 	// APIKey, when set, is required as "Authorization: Bearer KEY".
 	APIKey string
+	// HTTP bounds connections and their timeouts (HTTPServer, Serve).
+	HTTP HTTPLimits
+
+	// FailureRate is the share of requests answered with an injected error instead (0: none), drawn
+	// from FailureSeed; FailureTypes are the failures to choose from (empty: all of FailureTypes()).
+	FailureRate  float64
+	FailureTypes []string
+	FailureSeed  uint64
 
 	// Tokenizer encodes prompts (chats rendered by tokenize.ChatPrompt) and decodes outputs.
 	Tokenizer tokenize.Tokenizer
@@ -86,7 +94,9 @@ type Server struct {
 	decode   *decodePool         // disaggregated serving
 	handoffs map[uint64]*handoff // disaggregated requests, from submission to their end
 
-	mux *http.ServeMux
+	mux      *http.ServeMux
+	capacity int // tokens one rank's KV pool holds: no request may need more
+	failures *failures
 }
 
 type pendingReq struct {
@@ -105,6 +115,18 @@ func New(o Options) (*Server, error) {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 16 << 20
 	}
+	o.HTTP = o.HTTP.withDefaults()
+	capacity := poolTokens(o.Engine)
+	switch {
+	case o.MaxModelLen > 0 && o.DefaultMaxTokens >= o.MaxModelLen:
+		return nil, fmt.Errorf("live: default max tokens %d: must be below max-model-len %d, which counts the prompt too", o.DefaultMaxTokens, o.MaxModelLen)
+	case o.DefaultMaxTokens >= capacity:
+		return nil, fmt.Errorf("live: default max tokens %d: must be below the %d tokens a KV pool holds, which counts the prompt too", o.DefaultMaxTokens, capacity)
+	}
+	fails, err := newFailures(o.FailureRate, o.FailureTypes, o.FailureSeed)
+	if err != nil {
+		return nil, err
+	}
 	if o.Tokenizer == nil {
 		o.Tokenizer = tokenize.Builtin()
 	}
@@ -115,7 +137,8 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("live: %w", err)
 	}
-	s := &Server{o: o, t0: time.Now(), router: rt, pending: make(map[uint64]*pendingReq), handoffs: make(map[uint64]*handoff)}
+	s := &Server{o: o, t0: time.Now(), router: rt, pending: make(map[uint64]*pendingReq), handoffs: make(map[uint64]*handoff),
+		capacity: capacity, failures: fails}
 	s.created = s.t0.Unix()
 	hooks := func(decode bool) Hooks {
 		if decode {
@@ -150,6 +173,14 @@ func New(o Options) (*Server, error) {
 	}
 	s.routes()
 	return s, nil
+}
+
+// poolTokens is the tokens one rank's KV pool holds.
+func poolTokens(eo engine.Options) int {
+	if eo.Backend == engine.SGLang {
+		return eo.SGLang.NumPages * eo.SGLang.PageSize
+	}
+	return eo.VLLM.NumBlocks * eo.VLLM.BlockSize
 }
 
 // newWorker starts worker id of its pool; global, its index among all the server's workers, seeds it

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -81,6 +82,13 @@ func bindServeFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.BootstrapHost, "bootstrap-host", c.BootstrapHost, "disaggregated serving: address the bootstrap rendezvous listens on (the decode workers are in this process)")
 	fs.IntVar(&c.BootstrapMaxConns, "bootstrap-max-conns", c.BootstrapMaxConns, "disaggregated serving: open connections per bootstrap rendezvous server at most")
 	fs.Float64Var(&c.ShutdownTimeoutS, "shutdown-timeout", c.ShutdownTimeoutS, "seconds to wait for requests in flight on SIGINT or SIGTERM")
+	fs.Float64Var(&c.ReadHeaderTimeoutS, "read-header-timeout", c.ReadHeaderTimeoutS, "seconds a connection may take to send a request's headers (0: 10)")
+	fs.Float64Var(&c.ReadTimeoutS, "read-timeout", c.ReadTimeoutS, "seconds a connection may take to send a whole request, body included (0: 60)")
+	fs.Float64Var(&c.IdleTimeoutS, "idle-timeout", c.IdleTimeoutS, "seconds a keep-alive connection may idle between requests (0: 120)")
+	fs.Float64Var(&c.WriteTimeoutS, "write-timeout", c.WriteTimeoutS, "seconds each write of a response may block on a client that does not read (a stream has no overall limit) (0: 60)")
+	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "open HTTP connections at most; past it new ones wait to be accepted (0: 4096)")
+	fs.Float64Var(&c.FailureRate, "failure-rate", c.FailureRate, "share of requests answered with an injected OpenAI-style error, drawn from --seed (0: none)")
+	fs.StringSliceVar(&c.FailureTypes, "failure-types", c.FailureTypes, "injected errors to choose from: "+strings.Join(live.FailureTypes(), ", ")+" (empty: all)")
 }
 
 // serving is what serve started; ready, when set, receives it once the server accepts requests.
@@ -137,9 +145,19 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		MaxWaiting:       cfg.MaxWaiting,
 		MaxBodyBytes:     int64(cfg.MaxRequestBodyMB * (1 << 20)),
 		APIKey:           cfg.APIKey,
-		Tokenizer:        tk,
-		Metrics:          mx.Handler(),
-		Recorder:         func(w, r int) live.Recorder { return mx.Rank(w, r) },
+		HTTP: live.HTTPLimits{
+			ReadHeaderTimeout: seconds(cfg.ReadHeaderTimeoutS),
+			ReadTimeout:       seconds(cfg.ReadTimeoutS),
+			IdleTimeout:       seconds(cfg.IdleTimeoutS),
+			WriteTimeout:      seconds(cfg.WriteTimeoutS),
+			MaxConns:          cfg.MaxConnections,
+		},
+		FailureRate:  cfg.FailureRate,
+		FailureTypes: cfg.FailureTypes,
+		FailureSeed:  cfg.Seed,
+		Tokenizer:    tk,
+		Metrics:      mx.Handler(),
+		Recorder:     func(w, r int) live.Recorder { return mx.Rank(w, r) },
 	}
 	if cfg.PrefillWorkers > 0 {
 		o.Workers = cfg.PrefillWorkers
@@ -201,7 +219,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		srv.Close()
 		return fmt.Errorf("serve: %w", err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := srv.HTTPServer()
 	info.Addr, info.Bootstrap, info.Server = ln.Addr().String(), srv.BootstrapAddrs(), srv
 	fmt.Fprintf(stderr, "mocker serve: model %s on http://%s (%s)\n", name, info.Addr, describeServe(cfg, o.Workers))
 	if info.NATSURL != "" {
@@ -211,7 +229,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		fmt.Fprintf(stderr, "mocker serve: vLLM KV events on ZMQ tcp://%s:%d+\n", cfg.Host, cfg.ZMQKVEventsPort)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- srv.Serve(hs, ln) }()
 	if ready != nil {
 		ready <- info
 	}
@@ -222,7 +240,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(stderr, "mocker serve: shutting down, draining requests in flight")
-	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.ShutdownTimeoutS*float64(time.Second)))
+	sctx, cancel := context.WithTimeout(context.Background(), seconds(cfg.ShutdownTimeoutS))
 	defer cancel()
 	err = srv.Shutdown(sctx, hs)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -230,6 +248,9 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	}
 	return err
 }
+
+// seconds converts a validated number of seconds.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 func describeServe(cfg *config.Config, workers int) string {
 	if cfg.PrefillWorkers > 0 {

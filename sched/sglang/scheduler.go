@@ -211,12 +211,17 @@ func (s *Scheduler) check(r *sched.Request) error {
 	case s.byID[r.ID] != nil || s.held[r.ID] != nil || s.reserved[r.ID] != nil:
 		return reject("duplicate request id")
 	}
-	total := r.PromptLen() + r.MaxTokens
-	if s.opt.MaxModelLen > 0 && total > s.opt.MaxModelLen {
-		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-model-len %d", r.PromptLen(), r.MaxTokens, s.opt.MaxModelLen)
+	// max_tokens comes from the wire and may be near 2^63: limits are compared as differences, never as
+	// sums that could overflow and pass.
+	n := r.PromptLen()
+	if s.opt.MaxModelLen > 0 && r.MaxTokens > s.opt.MaxModelLen-n {
+		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-model-len %d", n, r.MaxTokens, s.opt.MaxModelLen)
 	}
-	if need := s.pagesFor(total); need > s.opt.NumPages {
-		return reject("needs %d KV pages for prompt (%d tokens) + max_tokens (%d), the pool has %d", need, r.PromptLen(), r.MaxTokens, s.opt.NumPages)
+	if r.MaxTokens > s.opt.NumPages*s.opt.PageSize-n {
+		if r.MaxTokens > math.MaxInt-n-s.opt.PageSize {
+			return reject("max_tokens %d is beyond any pool", r.MaxTokens)
+		}
+		return reject("needs %d KV pages for prompt (%d tokens) + max_tokens (%d), the pool has %d", s.pagesFor(n+r.MaxTokens), n, r.MaxTokens, s.opt.NumPages)
 	}
 	return nil
 }
@@ -264,7 +269,7 @@ func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) 
 	}
 	req.id, req.order, req.maxTokens, req.planned = r.ID, s.arrived, r.MaxTokens, r.OutputTokens
 	s.arrived++
-	req.pages = append(slices.Grow(req.pages[:0], s.pagesFor(req.seq.Len()+r.MaxTokens)), s.hits...)
+	req.pages = append(req.pages[:0], s.hits...)
 	req.locked, req.node = len(s.hits), node
 	req.pages, _ = s.cache.Alloc(need, req.pages)
 	s.private += need
@@ -311,6 +316,9 @@ func (s *Scheduler) Unreserve(id uint64) bool {
 	return true
 }
 
+// maxSparePages bounds the page list a finished request passes on to the next (64 KiB).
+const maxSparePages = 1 << 14
+
 func (s *Scheduler) newRequest() *request {
 	n := len(s.spare)
 	if n == 0 {
@@ -319,6 +327,9 @@ func (s *Scheduler) newRequest() *request {
 	r := s.spare[n-1]
 	s.spare = s.spare[:n-1]
 	seq, pages := r.seq, r.pages[:0]
+	if cap(pages) > maxSparePages {
+		pages = nil // a long request's page list is not kept for every short one after it
+	}
 	seq.Reset()
 	*r = request{seq: seq, pages: pages}
 	return r
@@ -540,7 +551,7 @@ func (s *Scheduler) admit() bool {
 			return false, false
 		}
 		if first {
-			r.pages = append(slices.Grow(r.pages[:0], s.pagesFor(r.seq.Len()+r.maxTokens-r.generated)), s.hits...)
+			r.pages = append(r.pages[:0], s.hits...)
 			r.locked, r.node = len(s.hits), node
 			r.materialized = prefix
 			s.pass.Admitted = append(s.pass.Admitted, sched.Admission{ID: r.id, Cached: prefix, Resumed: r.retractions > 0})

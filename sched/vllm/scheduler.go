@@ -215,21 +215,26 @@ func (s *Scheduler) check(r *sched.Request) error {
 	case s.byID[r.ID] != nil || s.held[r.ID] != nil || s.reserved[r.ID] != nil:
 		return reject("duplicate request id")
 	}
-	total := r.PromptLen() + r.MaxTokens
-	if s.opt.MaxModelLen > 0 && total > s.opt.MaxModelLen {
-		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-model-len %d", r.PromptLen(), r.MaxTokens, s.opt.MaxModelLen)
+	// max_tokens comes from the wire and may be near 2^63: limits are compared as differences, never as
+	// sums that could overflow and pass.
+	n := r.PromptLen()
+	if s.opt.MaxModelLen > 0 && r.MaxTokens > s.opt.MaxModelLen-n {
+		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-model-len %d", n, r.MaxTokens, s.opt.MaxModelLen)
 	}
-	if !s.opt.ChunkedPrefill && s.opt.MaxBatchedTokens > 0 && total > s.opt.MaxBatchedTokens {
+	if !s.opt.ChunkedPrefill && s.opt.MaxBatchedTokens > 0 && r.MaxTokens > s.opt.MaxBatchedTokens-n {
 		// vLLM requires max_num_batched_tokens >= max_model_len without chunked prefill; a longer request
 		// (or its recompute after preemption) could never be scheduled.
-		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-num-batched-tokens %d with chunked prefill off", r.PromptLen(), r.MaxTokens, s.opt.MaxBatchedTokens)
+		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-num-batched-tokens %d with chunked prefill off", n, r.MaxTokens, s.opt.MaxBatchedTokens)
 	}
-	need := s.blocksFor(total)
+	spec := 0
 	if s.opt.Capacity == GuaranteedNoEvict {
-		need = s.blocksFor(total + s.opt.Spec.Tokens) // what admission asks for (see Scheduler.need)
+		spec = s.opt.Spec.Tokens // admission asks for room for the drafts too (see Scheduler.need)
 	}
-	if need > s.opt.NumBlocks {
-		return reject("needs %d KV blocks for prompt (%d tokens) + max_tokens (%d), the pool has %d", need, r.PromptLen(), r.MaxTokens, s.opt.NumBlocks)
+	if r.MaxTokens > s.opt.NumBlocks*s.opt.BlockSize-n-spec {
+		if r.MaxTokens > math.MaxInt-n-spec-s.opt.BlockSize {
+			return reject("max_tokens %d is beyond any pool", r.MaxTokens)
+		}
+		return reject("needs %d KV blocks for prompt (%d tokens) + max_tokens (%d), the pool has %d", s.blocksFor(n+r.MaxTokens+spec), n, r.MaxTokens, s.opt.NumBlocks)
 	}
 	return nil
 }

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServeRefusesUnboundedFlags: numbers that would overflow or never serve a request are refused
+// before the server listens.
+func TestServeRefusesUnboundedFlags(t *testing.T) {
+	for _, tc := range []struct {
+		flag, value, want string
+	}{
+		{"--default-max-tokens", "9223372036854775807", "default max tokens 9223372036854775807: must be below the"},
+		{"--max-request-body-mb", "1e13", "max-request-body-mb"},
+		{"--max-request-body-mb", "4097", "max-request-body-mb"},
+		{"--read-timeout", "-1", "read-timeout"},
+		{"--write-timeout", "1e300", "write-timeout"},
+		{"--max-connections", "-5", "max-connections"},
+		{"--max-connections", "9223372036854775807", "max-connections"},
+		{"--shutdown-timeout", "1e300", "shutdown-timeout"},
+		{"--failure-rate", "1.5", "failure-rate"},
+		{"--failure-types", "rate_limit,timeout", `failure type "timeout"`},
+	} {
+		_, _, err := mocker(t, "serve", "--nats", "none", "--port", "0", tc.flag, tc.value)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("serve %s %s: %v, want an error containing %q", tc.flag, tc.value, err, tc.want)
+		}
+	}
+}
+
+// TestServeHugeMaxTokens is the issue's reproduction, on each backend: max_tokens 2^63-1 is a 400 and
+// the server keeps serving.
+func TestServeHugeMaxTokens(t *testing.T) {
+	for _, backend := range []string{"vllm", "trtllm", "sglang"} {
+		t.Run(backend, func(t *testing.T) {
+			cfg := serveConfig()
+			cfg.NATS, cfg.Backend = "none", backend
+			info, c := startServe(t, cfg)
+			hc := &http.Client{Timeout: time.Minute}
+			res, err := hc.Post("http://"+info.Addr+"/v1/completions", "application/json",
+				strings.NewReader(`{"model":"llama-3.1-8b","prompt":"hi","max_tokens":9223372036854775807}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"param":"max_tokens"`) {
+				t.Fatalf("status %d, body %s; want 400 naming max_tokens", res.StatusCode, body)
+			}
+			if got := complete(t, c, "hello there", 3); got.Usage.CompletionTokens != 3 {
+				t.Fatalf("then a plain request: %+v", got.Usage)
+			}
+		})
+	}
+}

@@ -1,0 +1,104 @@
+package live
+
+import (
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// HTTPLimits bound what one client can hold of the HTTP server: a connection that trickles its request,
+// or idles, is cut; connections past MaxConns wait in the listen backlog. Zero fields take the defaults.
+type HTTPLimits struct {
+	// ReadHeaderTimeout bounds reading a request's line and headers; 0: 10 s.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included (not the response: a stream may run
+	// for hours); 0: 60 s.
+	ReadTimeout time.Duration
+	// IdleTimeout bounds a keep-alive connection's wait for its next request; 0: 120 s.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds each write of a response (one batch of a stream's chunks), so a client that
+	// stops reading is dropped while one that reads slowly is not; 0: 60 s.
+	WriteTimeout time.Duration
+	// MaxConns bounds the open connections; 0: 4096.
+	MaxConns int
+}
+
+func (l HTTPLimits) withDefaults() HTTPLimits {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&l.ReadHeaderTimeout, 10*time.Second)
+	def(&l.ReadTimeout, time.Minute)
+	def(&l.IdleTimeout, 2*time.Minute)
+	def(&l.WriteTimeout, time.Minute)
+	if l.MaxConns <= 0 {
+		l.MaxConns = 4096
+	}
+	return l
+}
+
+// HTTPServer is an http.Server for the API with the server's limits. It sets no global WriteTimeout,
+// which would cut every stream longer than it; responses set a deadline per write instead.
+func (s *Server) HTTPServer() *http.Server {
+	l := s.o.HTTP
+	return &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: l.ReadHeaderTimeout,
+		ReadTimeout:       l.ReadTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+// Serve answers the API on ln, with at most the limits' MaxConns connections open, until hs is shut
+// down. hs is usually HTTPServer's.
+func (s *Server) Serve(hs *http.Server, ln net.Listener) error {
+	return hs.Serve(limitListener(ln, s.o.HTTP.MaxConns))
+}
+
+// limitListener accepts at most n connections at once: past it, Accept waits for one to close, and
+// new connections wait in the kernel's backlog rather than each holding a descriptor and a goroutine.
+func limitListener(ln net.Listener, n int) net.Listener {
+	return &limitedListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type limitedListener struct {
+	net.Listener
+	sem       chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *limitedListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+func (l *limitedListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}

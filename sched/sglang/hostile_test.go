@@ -1,0 +1,65 @@
+package sglang
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/mocker-sim/mocker/radix"
+	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+// TestHugeMaxTokensIsRejected: max_tokens near 2^63 used to overflow prompt + max_tokens into a negative
+// total that passed every limit, and admission panicked in slices.Grow.
+func TestHugeMaxTokensIsRejected(t *testing.T) {
+	for _, maxLen := range []int{0, 100} {
+		o := opts(4, 16)
+		o.MaxModelLen = maxLen
+		h := newHarness(t, o)
+		for i, m := range []int{math.MaxInt, math.MaxInt - 1, math.MaxInt - 3, math.MaxInt - 16, 1 << 62} {
+			err := h.s.Enqueue(&sched.Request{ID: uint64(i + 1), Prompt: prompt(0, 2), MaxTokens: m})
+			var rej *sched.RejectError
+			if !errors.As(err, &rej) || rej.ID != uint64(i+1) {
+				t.Errorf("max-model-len %d: Enqueue(max_tokens %d) = %v, want a RejectError", maxLen, m, err)
+			}
+			if _, ok, err := h.s.Reserve(&sched.Request{ID: uint64(i + 50), Prompt: prompt(0, 2), MaxTokens: m}); ok || !errors.As(err, &rej) {
+				t.Errorf("max-model-len %d: Reserve(max_tokens %d) = %v, %v, want a RejectError", maxLen, m, ok, err)
+			}
+		}
+		h.enqueue(100, prompt(0, 4), 1)
+		if p := h.step(); !slices.Equal(outputs(p), []string{"100:1:done"}) {
+			t.Fatalf("follower outputs %v", outputs(p))
+		}
+	}
+}
+
+// TestPageListGrowsWithUse: admission used to size a request's page list for its whole max_tokens, and
+// the reuse pool kept it; 250 requests with max_tokens 880,000 held 920 MB. The list now holds what the
+// request really uses, and the reuse pool does not keep a long one.
+func TestPageListGrowsWithUse(t *testing.T) {
+	h := newHarness(t, opts(1, 1<<20))
+	h.enqueue(1, prompt(0, 4), 880_000)
+	h.step()
+	r := h.s.byID[1]
+	if c := cap(r.pages); c > 64 {
+		t.Fatalf("a 4-token prompt's page list has capacity %d after admission, want at most 64", c)
+	}
+	h.s.Cancel(1)
+	h.step() // the cancelled request reaches the reuse pool
+
+	if n := len(h.s.spare); n != 1 {
+		t.Fatalf("reuse pool holds %d requests, want 1", n)
+	}
+
+	// A long request's list is dropped by the reuse pool rather than handed on; a short one is kept.
+	h.s.spare = append(h.s.spare[:0], &request{seq: h.s.spare[0].seq, pages: make([]radix.PageID, 0, maxSparePages+1)})
+	if c := cap(h.s.newRequest().pages); c != 0 {
+		t.Errorf("a reused request got a page list of capacity %d, want 0 (dropped)", c)
+	}
+	h.s.spare = append(h.s.spare, &request{seq: tokens.NewSequence(1), pages: make([]radix.PageID, 0, maxSparePages)})
+	if c := cap(h.s.newRequest().pages); c != maxSparePages {
+		t.Errorf("a reused request got a page list of capacity %d, want %d (kept)", c, maxSparePages)
+	}
+}
