@@ -325,8 +325,12 @@ func (s *Scheduler) retire(r *request) {
 	s.finished = append(s.finished, r)
 }
 
-// Cancel removes a request wherever it is; its computed pages stay cached. It reports whether it was found.
+// Cancel removes a request wherever it is (waiting, running, held for its transfer, reserved while its
+// KV arrives); its computed pages stay cached. It reports whether it was found.
 func (s *Scheduler) Cancel(id uint64) bool {
+	if s.Release(id) || s.Unreserve(id) {
+		return true
+	}
 	r := s.byID[id]
 	if r == nil {
 		return false

@@ -504,3 +504,43 @@ func TestOverlapSchedule(t *testing.T) {
 		t.Fatal("not idle after both finished")
 	}
 }
+
+// TestCancelDisaggregated: Cancel finds a reservation and a prefill worker's held request and frees their
+// pages; full prompt pages stay cached.
+func TestCancelDisaggregated(t *testing.T) {
+	o := opts(4, 32)
+	o.Role = sched.Decode
+	h := newHarness(t, o)
+	if _, ok, err := h.s.Reserve(&sched.Request{ID: 1, Prompt: prompt(0, 10), MaxTokens: 4}); !ok || err != nil {
+		t.Fatalf("Reserve: %v %v", ok, err)
+	}
+	if m := h.s.Metrics(); m.ActiveBlocks != 3 {
+		t.Fatalf("reserved: %+v; want 3 pages", m)
+	}
+	if !h.s.Cancel(1) || h.s.Unreserve(1) {
+		t.Fatal("Cancel of a reservation did not take it")
+	}
+	if err := h.s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if m := h.s.Metrics(); m.ActiveBlocks != 0 || m.InactiveBlocks != 0 {
+		t.Fatalf("after the cancel: %+v; want nothing held", m)
+	}
+
+	o.Role = sched.Prefill
+	h = newHarness(t, o)
+	h.enqueue(1, prompt(0, 10), 1)
+	h.step()
+	if m := h.s.Metrics(); m.ActiveBlocks != 3 || !h.s.Idle() {
+		t.Fatalf("after the prefill: %+v; want 3 pages held", m)
+	}
+	if !h.s.Cancel(1) || h.s.Release(1) {
+		t.Fatal("Cancel of a held request did not take it")
+	}
+	if err := h.s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if m := h.s.Metrics(); m.ActiveBlocks != 0 || m.InactiveBlocks != 2 {
+		t.Fatalf("after the cancel: %+v; want 0 active, 2 cached pages", m)
+	}
+}
