@@ -42,6 +42,9 @@ type handoff struct {
 	drank   int
 	state   handoffState
 	cancel  context.CancelFunc // stops the rendezvous and transfer
+	// cancelled marks a request cancelled while prefilling: if its prefill worker had already let go of
+	// it (its pass was being published), prefilled drops it.
+	cancelled bool
 }
 
 type handoffState uint8
@@ -121,8 +124,13 @@ func (s *Server) prefilled(worker, rank int, id uint64) {
 	s.router.Finished(id)
 	s.drain()
 	h := s.handoffs[id]
-	if h == nil { // cancelled meanwhile
+	if h == nil || h.cancelled {
 		s.workers[worker].Release(rank, id)
+		if h != nil {
+			delete(s.handoffs, id)
+			s.sinksEnded(worker, id)
+			h.st.fail(errCancelled)
+		}
 		return
 	}
 	h.prefill, h.prank = s.workers[worker], rank
@@ -265,6 +273,9 @@ func (s *Server) decodeEnded(worker int, id uint64) {
 func (s *Server) cancelHandoff(id uint64) bool {
 	s.mu.Lock()
 	h := s.handoffs[id]
+	if h != nil && h.state == prefilling {
+		h.cancelled = true // in case its prefill worker no longer has it, but prefilled has not run yet
+	}
 	if h == nil || h.state == prefilling || h.state == decoding {
 		s.mu.Unlock()
 		return false

@@ -55,6 +55,10 @@ type Options struct {
 
 	// Disagg, when set, makes the Workers prefill workers and adds decode workers.
 	Disagg *Disagg
+
+	// CheckInvariants makes every worker verify its engine's block accounting after every pass (slow;
+	// for tests); Server.CheckInvariants reports the first violation.
+	CheckInvariants bool
 }
 
 // A Sink publishes KV events outside the process. Its methods are called on worker goroutines
@@ -160,7 +164,29 @@ func (s *Server) newWorker(id, global int, eo engine.Options, hooks Hooks) (*Wor
 	if err != nil {
 		return nil, fmt.Errorf("live: worker %d: %w", global, err)
 	}
-	return newWorker(id, global, eng, eo.Role, hooks, s.t0), nil
+	return newWorker(id, global, eng, eo.Role, s.o.CheckInvariants, hooks, s.t0), nil
+}
+
+// CheckInvariants reports the first accounting violation a worker found after a pass (with
+// Options.CheckInvariants), or one it has now.
+func (s *Server) CheckInvariants() error {
+	for i, w := range s.allWorkers() {
+		if err := w.checkInvariants(); err != nil {
+			return fmt.Errorf("live: %s: %w", s.workerName(i), err)
+		}
+	}
+	return nil
+}
+
+// workerName names the i-th of allWorkers.
+func (s *Server) workerName(i int) string {
+	switch {
+	case s.decode == nil:
+		return fmt.Sprintf("worker %d", i)
+	case i < len(s.workers):
+		return fmt.Sprintf("prefill worker %d", i)
+	}
+	return fmt.Sprintf("decode worker %d", i-len(s.workers))
 }
 
 // Close stops every worker; requests still running fail.
