@@ -104,6 +104,16 @@ func (s *Server) startDisagg(hooks func(decode bool) Hooks) error {
 	return nil
 }
 
+// waiting counts the requests that have left their prefill worker and wait for a decode worker: in the
+// decode router's queue or for room on their worker; s.mu is held.
+func (p *decodePool) waiting() int {
+	n := p.router.Queued()
+	for _, q := range p.pending {
+		n += len(q)
+	}
+	return n
+}
+
 // BootstrapAddrs are the prefill workers' rendezvous addresses, in order (disaggregated serving).
 func (s *Server) BootstrapAddrs() []string {
 	if s.decode == nil {

@@ -65,12 +65,13 @@ func poll(t *testing.T, what string, cond func() bool) {
 type stageEnv struct {
 	t    *testing.T
 	s    *Server
+	url  string
 	p, d *Worker
 }
 
 func newStageEnv(t *testing.T, o Options) *stageEnv {
-	s, _, _ := start(t, o)
-	return &stageEnv{t: t, s: s, p: s.workers[0], d: s.decode.workers[0]}
+	s, hs, _ := start(t, o)
+	return &stageEnv{t: t, s: s, url: hs.URL, p: s.workers[0], d: s.decode.workers[0]}
 }
 
 func (e *stageEnv) submit(prompt []uint32, maxTokens int) *Stream {
@@ -293,4 +294,54 @@ func idList(base, n int) string {
 		fmt.Fprint(&b, base+i)
 	}
 	return b.String()
+}
+
+// TestDisaggMaxWaiting: with the decode worker full, requests queue on the decode side (activated and
+// waiting to be admitted, or waiting for room to reserve) until MaxWaiting of them wait; the next ones
+// get 429 with Retry-After.
+func TestDisaggMaxWaiting(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.String(), func(t *testing.T) {
+			// Decode passes take an hour: A decodes its first token throughout, in 182 of 200 blocks.
+			o := disaggBackend(b, 1, 1, 200, 1, hourMs)
+			o.MaxWaiting = 3
+			e := newStageEnv(t, o)
+			e.submit(ids(0, 2900), 10)
+			poll(t, "A to decode", func() bool { return e.d.InFlight() == 1 })
+			decodeWaiting := func() int {
+				e.s.mu.Lock()
+				defer e.s.mu.Unlock()
+				return e.d.State()[0].Waiting + len(e.s.decode.pending[0])
+			}
+			refused := 0
+			for i := 1; i <= 10 && refused == 0; i++ {
+				st, ae := e.s.admit(ids(i*1000, 100), 10)
+				if ae != nil {
+					if ae.status != http.StatusTooManyRequests {
+						t.Fatalf("request %d: %d %s, want 429", i, ae.status, ae.message)
+					}
+					refused = i
+					break
+				}
+				poll(t, "the request to reach the decode side", func() bool {
+					s, _ := e.stage(st.ID)
+					return s == reserving || s == decoding
+				})
+			}
+			if n := decodeWaiting(); refused == 0 || n != o.MaxWaiting {
+				t.Fatalf("%d waiting on the decode side, first refusal at request %d; want %d waiting, then 429", n, refused, o.MaxWaiting)
+			}
+			res, err := http.Post(e.url+"/v1/completions", "application/json", strings.NewReader(`{"model": "test-model", "prompt": "hi"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+				t.Errorf("status %d, Retry-After %q; want 429 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
+			}
+			if n := decodeWaiting(); n != o.MaxWaiting {
+				t.Errorf("%d waiting on the decode side after the refusals, want %d", n, o.MaxWaiting)
+			}
+		})
+	}
 }

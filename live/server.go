@@ -36,7 +36,9 @@ type Options struct {
 	// DefaultMaxTokens is what a request that sets no max_tokens generates.
 	DefaultMaxTokens int
 	// MaxWaiting bounds the requests waiting to run (in the router's queue and the engines' waiting
-	// queues); past it requests get 429. 0: unbounded.
+	// queues; disaggregated, also in the decode router's queue and for room on a decode worker); past it
+	// requests get 429. 0: unbounded. (Requests prefilling or transferring when the decode side fills
+	// still join its queues.)
 	MaxWaiting int
 	// MaxBodyBytes bounds a request body (413 past it); 0 means 16 MiB.
 	MaxBodyBytes int64
@@ -262,13 +264,17 @@ func (s *Server) route(req *sched.Request, st *Stream) error {
 	return s.dispatch(d, req, st)
 }
 
-// waiting counts the requests not yet running: queued in the router or waiting in an engine.
+// waiting counts the requests not yet running: queued in a router, waiting in an engine or for room on
+// a decode worker; s.mu is held.
 func (s *Server) waiting() int {
 	n := len(s.pending)
-	for _, w := range s.workers {
+	for _, w := range s.allWorkers() {
 		for _, m := range w.State() {
 			n += m.Waiting
 		}
+	}
+	if s.decode != nil {
+		n += s.decode.waiting()
 	}
 	return n
 }
