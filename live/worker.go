@@ -58,7 +58,7 @@ type Worker struct {
 	eng     *engine.Engine
 	streams map[uint64]*Stream
 	closed  bool
-	broken  error // the first accounting violation a check found
+	broken  error         // the first accounting violation a check found
 	wake    chan struct{} // capacity 1: a request arrived or was cancelled
 	quit    chan struct{}
 	exited  chan struct{}
