@@ -227,16 +227,19 @@ func TestDisaggCancelAsPrefillEnds(t *testing.T) {
 func TestDisaggAbandonedBursts(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.String(), func(t *testing.T) {
-			o := disaggBackend(b, 2, 2, 400, 20, 5)
-			o.Engine.VLLM.MaxNumSeqs, o.Engine.SGLang.MaxRunning = 4, 4
-			o.Disagg.Transfer.BytesPerToken = 10_000 // 20 ms for a prompt
+			// A prompt takes four 5 ms passes to prefill and 20 ms to transfer; a pool holds three.
+			o := disaggBackend(b, 2, 2, 400, 5, 5)
+			o.Engine.VLLM.MaxNumSeqs, o.Engine.SGLang.MaxRunning = 2, 2
+			// A prefill worker takes one prompt at a time; the others queue in the router.
+			o.Router.QueueThreshold, o.Router.MaxBatchedTokens = 1, 512
+			o.Disagg.Transfer.BytesPerToken = 10_000
 			s, hs, _ := start(t, o)
 			for burst := range 3 {
 				var wg sync.WaitGroup
 				for i := range 16 {
 					wg.Go(func() {
-						// Leave after 0 to 225 ms: the burst's prefills take about 160 ms per prefill worker.
-						ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i*15)*time.Millisecond)
+						// Leave after 0 to 300 ms: the burst's prefills take about 160 ms per prefill worker.
+						ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i*20)*time.Millisecond)
 						defer cancel()
 						base := (burst*16 + i) * 2000
 						body := fmt.Sprintf(`{"model": %q, "prompt": [%s], "max_tokens": 1000, "stream": true}`, testModel, idList(base, 2000))

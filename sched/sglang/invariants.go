@@ -8,12 +8,12 @@ import (
 // CheckInvariants verifies the radix cache and that requests and pages agree: every page is free, in the
 // tree, or held privately by exactly the requests that say so; a request with computed tokens holds
 // exactly the pages they need, the tree owns and locks its leading full pages, and a waiting request holds
-// nothing.
+// nothing (an activated transfer waiting for a running slot holds its prompt's).
 func (s *Scheduler) CheckInvariants() error {
 	if err := s.cache.CheckInvariants(); err != nil {
 		return err
 	}
-	n := len(s.running) + len(s.waiting) + len(s.arrivals) + len(s.deferred)
+	n := len(s.running) + len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated)
 	if s.chunked != nil {
 		n++
 	}
@@ -24,7 +24,7 @@ func (s *Scheduler) CheckInvariants() error {
 		return fmt.Errorf("sglang: %d running, max %d", len(s.running), s.opt.MaxRunning)
 	}
 	private := 0
-	holders := slices.Concat(s.running, s.waiting, s.arrivals, s.deferred)
+	holders := slices.Concat(s.running, s.waiting, s.arrivals, s.deferred, s.activated)
 	if s.chunked != nil {
 		holders = append(holders, s.chunked)
 	}

@@ -142,9 +142,11 @@ type Scheduler struct {
 	// refer to them).
 	finished, spare []*request
 
-	// Disaggregation: a prefill worker's finished requests whose KV awaits transfer, and a decode
-	// worker's requests whose KV room is reserved while it arrives.
+	// Disaggregation: a prefill worker's finished requests whose KV awaits transfer, a decode worker's
+	// requests whose KV room is reserved while it arrives, and those whose KV has arrived, waiting for a
+	// running slot (SGLang's prebuilt queue, admitted up to max_running_requests).
 	held, reserved map[uint64]*request
+	activated      []*request
 
 	preemptions   int64 // retractions
 	prefixQueries int64
@@ -268,8 +270,9 @@ func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) 
 	return req.seq.Len() - len(s.hits)*s.opt.PageSize, true, nil
 }
 
-// Activate makes a reserved request whose prompt KV has arrived join the running requests: its next
-// decode step recomputes its last prompt token and samples its first output token.
+// Activate queues a reserved request whose prompt KV has arrived to join the running requests as soon as
+// max_running_requests allows: its first decode step recomputes its last prompt token and samples its
+// first output token.
 func (s *Scheduler) Activate(id uint64) bool {
 	r := s.reserved[id]
 	if r == nil {
@@ -284,7 +287,7 @@ func (s *Scheduler) Activate(id uint64) bool {
 	r.pages = r.pages[:keep]
 	s.cacheFull(r)
 	s.byID[id] = r
-	s.running = append(s.running, r)
+	s.activated = append(s.activated, r)
 	return true
 }
 
@@ -346,6 +349,7 @@ func (s *Scheduler) Cancel(id uint64) bool {
 		s.waiting = slices.DeleteFunc(s.waiting, drop)
 		s.arrivals = slices.DeleteFunc(s.arrivals, drop)
 		s.deferred = slices.DeleteFunc(s.deferred, drop)
+		s.activated = slices.DeleteFunc(s.activated, drop)
 	}
 	s.release(r)
 	return true
@@ -356,7 +360,7 @@ func (s *Scheduler) Idle() bool { return len(s.byID) == 0 }
 
 // Metrics reports the scheduler's state; blocks are pages.
 func (s *Scheduler) Metrics() sched.Metrics {
-	waiting := len(s.waiting) + len(s.arrivals) + len(s.deferred)
+	waiting := len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated)
 	if s.chunked != nil {
 		waiting++
 	}
@@ -385,6 +389,13 @@ func (s *Scheduler) Step() *sched.Pass {
 	s.scheduled = s.scheduled[:0]
 	s.tokenBuf = s.tokenBuf[:0]
 
+	n := 0
+	for ; n < len(s.activated) && (s.opt.MaxRunning == 0 || len(s.running) < s.opt.MaxRunning); n++ {
+		r := s.activated[n]
+		s.running = append(s.running, r)
+		p.Admitted = append(p.Admitted, sched.Admission{ID: r.id, Cached: r.materialized})
+	}
+	s.activated = slices.Delete(s.activated, 0, n)
 	if s.opt.Overlap {
 		// This pass was formed when the previous one started: it sees what arrived before that (deferred),
 		// and what arrived since only if no pass ran (the loop was idle).
