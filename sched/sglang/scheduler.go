@@ -389,6 +389,8 @@ func (s *Scheduler) Step() *sched.Pass {
 	s.scheduled = s.scheduled[:0]
 	s.tokenBuf = s.tokenBuf[:0]
 
+	// Arrived transfers take the free running slots first (SGLang's decode loop merges its prebuilt
+	// batch into the running one before it decodes).
 	n := 0
 	for ; n < len(s.activated) && (s.opt.MaxRunning == 0 || len(s.running) < s.opt.MaxRunning); n++ {
 		r := s.activated[n]
@@ -396,6 +398,7 @@ func (s *Scheduler) Step() *sched.Pass {
 		p.Admitted = append(p.Admitted, sched.Admission{ID: r.id, Cached: r.materialized})
 	}
 	s.activated = slices.Delete(s.activated, 0, n)
+
 	if s.opt.Overlap {
 		// This pass was formed when the previous one started: it sees what arrived before that (deferred),
 		// and what arrived since only if no pass ran (the loop was idle).
