@@ -131,3 +131,73 @@ func prompt(base, n int) []uint32 {
 	}
 	return p
 }
+
+// TestCancelAtEveryStage cancels a disaggregated request at each stage it passes through on either side
+// (prefill: waiting, part prefilled, held for its transfer; decode: reserved while its KV arrives,
+// activated but not yet admitted, decoding) and checks that Cancel finds it and that exactly its
+// computed full blocks stay behind, cached and inactive: nothing active, nothing held, nothing queued.
+func TestCancelAtEveryStage(t *testing.T) {
+	stages := []struct {
+		name     string
+		role     sched.Role
+		reach    func(t *testing.T, e *Engine) // brings request 1 to the stage
+		active   int                           // its blocks there
+		inactive int                           // full blocks cached after the cancel
+	}{
+		{"prefill waiting", sched.Prefill, func(t *testing.T, e *Engine) {
+			e.Enqueue(&sched.Request{ID: 1, Prompt: prompt(0, 10), MaxTokens: 1})
+		}, 0, 0},
+		{"prefill chunked", sched.Prefill, func(t *testing.T, e *Engine) {
+			e.Enqueue(&sched.Request{ID: 1, Prompt: prompt(0, 100), MaxTokens: 1})
+			if p := e.Step(0); len(p.Ranks[0].Outputs) != 0 {
+				t.Fatalf("a 100-token prompt finished in one 64-token chunk: %+v", p.Ranks[0].Outputs)
+			}
+		}, 16, 16},
+		{"prefill held", sched.Prefill, func(t *testing.T, e *Engine) {
+			e.Enqueue(&sched.Request{ID: 1, Prompt: prompt(0, 10), MaxTokens: 1})
+			if p := e.Step(0); len(p.Ranks[0].Outputs) != 1 || !p.Ranks[0].Outputs[0].Done {
+				t.Fatalf("prefill pass outputs %+v, want request 1 done", p.Ranks[0].Outputs)
+			}
+		}, 3, 2},
+		{"decode reserved", sched.Decode, func(t *testing.T, e *Engine) {
+			if _, ok, err := e.Reserve(&sched.Request{ID: 1, Prompt: prompt(0, 10), MaxTokens: 8}); !ok || err != nil {
+				t.Fatalf("Reserve: %v %v", ok, err)
+			}
+		}, 3, 0},
+		{"decode activated", sched.Decode, func(t *testing.T, e *Engine) {
+			e.Reserve(&sched.Request{ID: 1, Prompt: prompt(0, 10), MaxTokens: 8})
+			if !e.Activate(0, 1) {
+				t.Fatal("Activate failed")
+			}
+		}, 3, 2},
+		{"decoding", sched.Decode, func(t *testing.T, e *Engine) {
+			e.Reserve(&sched.Request{ID: 1, Prompt: prompt(0, 10), MaxTokens: 8})
+			e.Activate(0, 1)
+			if p := e.Step(0); len(p.Ranks[0].Outputs) != 1 || p.Ranks[0].Outputs[0].Done {
+				t.Fatalf("decode pass outputs %+v, want one token of request 1", p.Ranks[0].Outputs)
+			}
+		}, 3, 2},
+	}
+	for _, b := range []Backend{VLLM, TRTLLM, SGLang} {
+		for _, st := range stages {
+			t.Run(b.String()+"/"+st.name, func(t *testing.T) {
+				e := roleEngine(t, b, st.role, 64)
+				st.reach(t, e)
+				check(t, e)
+				if m := e.Metrics()[0]; m.ActiveBlocks != st.active {
+					t.Fatalf("before the cancel: %+v; want %d active blocks", m, st.active)
+				}
+				if !e.Cancel(1) {
+					t.Fatal("Cancel did not find the request")
+				}
+				check(t, e)
+				if m := e.Metrics()[0]; m.ActiveBlocks != 0 || m.InactiveBlocks != st.inactive || m.Running != 0 || m.Waiting != 0 || !e.Idle() {
+					t.Fatalf("after the cancel: %+v, idle %v; want 0 active and %d inactive blocks, no request", m, e.Idle(), st.inactive)
+				}
+				if e.Cancel(1) || e.Release(0, 1) || e.Unreserve(0, 1) || e.Activate(0, 1) {
+					t.Fatal("the cancelled request is still known")
+				}
+			})
+		}
+	}
+}

@@ -176,7 +176,8 @@ func (e *Engine) Enqueue(r *sched.Request) error {
 	return e.ranks[r.Rank].Enqueue(r)
 }
 
-// Cancel drops a request and releases its KV. It reports whether the request was known.
+// Cancel drops a request wherever it is (queued, running, held for its transfer or reserved while its KV
+// arrives) and releases its KV. It reports whether the request was known.
 func (e *Engine) Cancel(id uint64) bool {
 	for _, s := range e.ranks {
 		if s.Cancel(id) {

@@ -50,6 +50,9 @@ type handoff struct {
 	state   handoffState
 	cancel  context.CancelFunc // stops the rendezvous and transfer
 	room    disagg.Room        // its rendezvous, once transferring
+	// cancelled marks a request cancelled while prefilling: if its prefill worker had already let go of
+	// it (its pass was being published), prefilled drops it.
+	cancelled bool
 }
 
 type handoffState uint8
@@ -114,6 +117,16 @@ func (s *Server) startDisagg(hooks func(decode bool) Hooks) error {
 	return nil
 }
 
+// waiting counts the requests that have left their prefill worker and wait for a decode worker: in the
+// decode router's queue or for room on their worker; s.mu is held.
+func (p *decodePool) waiting() int {
+	n := p.router.Queued()
+	for _, q := range p.pending {
+		n += len(q)
+	}
+	return n
+}
+
 // BootstrapAddrs are the prefill workers' rendezvous addresses, in order (disaggregated serving).
 func (s *Server) BootstrapAddrs() []string {
 	if s.decode == nil {
@@ -134,8 +147,13 @@ func (s *Server) prefilled(worker, rank int, id uint64) {
 	s.router.Finished(id)
 	s.drain()
 	h := s.handoffs[id]
-	if h == nil { // cancelled meanwhile
+	if h == nil || h.cancelled {
 		s.workers[worker].Release(rank, id)
+		if h != nil {
+			delete(s.handoffs, id)
+			s.sinksEnded(worker, id)
+			h.st.fail(errCancelled)
+		}
 		return
 	}
 	h.prefill, h.prank = s.workers[worker], rank
@@ -285,6 +303,9 @@ func (s *Server) decodeEnded(worker int, id uint64) {
 func (s *Server) cancelHandoff(id uint64) bool {
 	s.mu.Lock()
 	h := s.handoffs[id]
+	if h != nil && h.state == prefilling {
+		h.cancelled = true // in case its prefill worker no longer has it, but prefilled has not run yet
+	}
 	if h == nil || h.state == prefilling || h.state == decoding {
 		s.mu.Unlock()
 		return false

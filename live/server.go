@@ -36,7 +36,9 @@ type Options struct {
 	// DefaultMaxTokens is what a request that sets no max_tokens generates.
 	DefaultMaxTokens int
 	// MaxWaiting bounds the requests waiting to run (in the router's queue and the engines' waiting
-	// queues); past it requests get 429. 0: unbounded.
+	// queues; disaggregated, also in the decode router's queue and for room on a decode worker); past it
+	// requests get 429. 0: unbounded. (Requests prefilling or transferring when the decode side fills
+	// still join its queues.)
 	MaxWaiting int
 	// MaxBodyBytes bounds a request body (413 past it); 0 means 16 MiB.
 	MaxBodyBytes int64
@@ -63,6 +65,10 @@ type Options struct {
 
 	// Disagg, when set, makes the Workers prefill workers and adds decode workers.
 	Disagg *Disagg
+
+	// CheckInvariants makes every worker verify its engine's block accounting after every pass (slow;
+	// for tests); Server.CheckInvariants reports the first violation.
+	CheckInvariants bool
 }
 
 // A Sink publishes KV events outside the process. Its methods are called on worker goroutines
@@ -191,7 +197,29 @@ func (s *Server) newWorker(id, global int, eo engine.Options, hooks Hooks) (*Wor
 	if err != nil {
 		return nil, fmt.Errorf("live: worker %d: %w", global, err)
 	}
-	return newWorker(id, global, eng, eo.Role, hooks, s.t0), nil
+	return newWorker(id, global, eng, eo.Role, s.o.CheckInvariants, hooks, s.t0), nil
+}
+
+// CheckInvariants reports the first accounting violation a worker found after a pass (with
+// Options.CheckInvariants), or one it has now.
+func (s *Server) CheckInvariants() error {
+	for i, w := range s.allWorkers() {
+		if err := w.checkInvariants(); err != nil {
+			return fmt.Errorf("live: %s: %w", s.workerName(i), err)
+		}
+	}
+	return nil
+}
+
+// workerName names the i-th of allWorkers.
+func (s *Server) workerName(i int) string {
+	switch {
+	case s.decode == nil:
+		return fmt.Sprintf("worker %d", i)
+	case i < len(s.workers):
+		return fmt.Sprintf("prefill worker %d", i)
+	}
+	return fmt.Sprintf("decode worker %d", i-len(s.workers))
 }
 
 // Close stops every worker; requests still running fail.
@@ -267,13 +295,17 @@ func (s *Server) route(req *sched.Request, st *Stream) error {
 	return s.dispatch(d, req, st)
 }
 
-// waiting counts the requests not yet running: queued in the router or waiting in an engine.
+// waiting counts the requests not yet running: queued in a router, waiting in an engine or for room on
+// a decode worker; s.mu is held.
 func (s *Server) waiting() int {
 	n := len(s.pending)
-	for _, w := range s.workers {
+	for _, w := range s.allWorkers() {
 		for _, m := range w.State() {
 			n += m.Waiting
 		}
+	}
+	if s.decode != nil {
+		n += s.decode.waiting()
 	}
 	return n
 }

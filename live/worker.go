@@ -1,6 +1,7 @@
 package live
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -48,14 +49,16 @@ type Worker struct {
 	id      int
 	atEnd   bool // KV events become visible at the end of a pass
 	prefill bool // a disaggregated prefill worker: requests end at Prefilled
+	check   bool // verify the engine's accounting after every pass
 	hooks   Hooks
 	recs    []Recorder // by rank; nil entries record nothing
 	t0      time.Time
 
-	mu      sync.Mutex // guards eng, streams and closed
+	mu      sync.Mutex // guards eng, streams, closed and broken
 	eng     *engine.Engine
 	streams map[uint64]*Stream
 	closed  bool
+	broken  error         // the first accounting violation a check found
 	wake    chan struct{} // capacity 1: a request arrived or was cancelled
 	quit    chan struct{}
 	exited  chan struct{}
@@ -93,13 +96,14 @@ type rankEvents struct {
 }
 
 // newWorker starts worker id of its pool; global numbers it among all the server's workers, for its
-// metrics.
-func newWorker(id, global int, eng *engine.Engine, role sched.Role, hooks Hooks, t0 time.Time) *Worker {
+// metrics. check makes it verify its engine's accounting after every pass.
+func newWorker(id, global int, eng *engine.Engine, role sched.Role, check bool, hooks Hooks, t0 time.Time) *Worker {
 	w := &Worker{
 		id:      id,
 		eng:     eng,
 		atEnd:   eng.EventsAtPassEnd(),
 		prefill: role == sched.Prefill,
+		check:   check,
 		hooks:   hooks,
 		t0:      t0,
 		streams: make(map[uint64]*Stream),
@@ -209,9 +213,13 @@ func (w *Worker) InFlight() int {
 	return len(w.streams)
 }
 
+// checkInvariants returns the first violation a pass's check found, else checks the engine now.
 func (w *Worker) checkInvariants() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.broken != nil {
+		return w.broken
+	}
 	return w.eng.CheckInvariants()
 }
 
@@ -328,6 +336,11 @@ func (w *Worker) step() bool {
 		return false
 	}
 	p := w.eng.Step(w.now())
+	if w.check && w.broken == nil {
+		if err := w.eng.CheckInvariants(); err != nil {
+			w.broken = fmt.Errorf("after the pass starting at %v: %w", p.Start, err)
+		}
+	}
 	if p.Empty() {
 		return false
 	}

@@ -8,7 +8,7 @@ import (
 // CheckInvariants verifies the radix cache and that requests and pages agree: every page is free, in the
 // tree, or held privately by exactly the requests that say so; a request with computed tokens holds
 // exactly the pages they need, the tree owns and locks its leading full pages, and a waiting request holds
-// nothing.
+// nothing (an activated transfer waiting for a running slot holds its prompt's).
 func (s *Scheduler) CheckInvariants() error {
 	if err := s.cache.CheckInvariants(); err != nil {
 		return err

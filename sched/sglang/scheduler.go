@@ -142,12 +142,11 @@ type Scheduler struct {
 	// refer to them).
 	finished, spare []*request
 
-	// Disaggregation: a prefill worker's finished requests whose KV awaits transfer, and a decode
-	// worker's requests whose KV room is reserved while it arrives.
+	// Disaggregation: a prefill worker's finished requests whose KV awaits transfer, a decode worker's
+	// requests whose KV room is reserved while it arrives, and those whose KV has arrived, waiting for a
+	// running slot (SGLang's prebuilt queue, admitted up to max_running_requests).
 	held, reserved map[uint64]*request
-	// A decode worker's transfers whose KV has arrived, waiting (in order) for a running slot under
-	// MaxRunning; they hold their pages.
-	activated []*request
+	activated      []*request
 
 	preemptions   int64 // retractions
 	prefixQueries int64
@@ -279,8 +278,9 @@ func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) 
 	return req.seq.Len() - len(s.hits)*s.opt.PageSize, true, nil
 }
 
-// Activate makes a reserved request whose prompt KV has arrived join the running requests: its next
-// decode step recomputes its last prompt token and samples its first output token.
+// Activate queues a reserved request whose prompt KV has arrived to join the running requests as soon as
+// max_running_requests allows: its first decode step recomputes its last prompt token and samples its
+// first output token.
 func (s *Scheduler) Activate(id uint64) bool {
 	r := s.reserved[id]
 	if r == nil {
@@ -342,8 +342,12 @@ func (s *Scheduler) retire(r *request) {
 	s.finished = append(s.finished, r)
 }
 
-// Cancel removes a request wherever it is; its computed pages stay cached. It reports whether it was found.
+// Cancel removes a request wherever it is (waiting, running, held for its transfer, reserved while its
+// KV arrives); its computed pages stay cached. It reports whether it was found.
 func (s *Scheduler) Cancel(id uint64) bool {
+	if s.Release(id) || s.Unreserve(id) {
+		return true
+	}
 	r := s.byID[id]
 	if r == nil {
 		return false
@@ -399,6 +403,16 @@ func (s *Scheduler) Step() *sched.Pass {
 	s.scheduled = s.scheduled[:0]
 	s.tokenBuf = s.tokenBuf[:0]
 
+	// Arrived transfers take the free running slots first (SGLang's decode loop merges its prebuilt
+	// batch into the running one before it decodes).
+	n := 0
+	for ; n < len(s.activated) && (s.opt.MaxRunning == 0 || len(s.running) < s.opt.MaxRunning); n++ {
+		r := s.activated[n]
+		s.running = append(s.running, r)
+		p.Admitted = append(p.Admitted, sched.Admission{ID: r.id, Cached: r.materialized})
+	}
+	s.activated = slices.Delete(s.activated, 0, n)
+
 	if s.opt.Overlap {
 		// This pass was formed when the previous one started: it sees what arrived before that (deferred),
 		// and what arrived since only if no pass ran (the loop was idle).
@@ -423,11 +437,6 @@ func (s *Scheduler) Step() *sched.Pass {
 // schedule forms the pass: an extend batch if anything can be admitted, else (or with mixed chunk, also)
 // a decode step.
 func (s *Scheduler) schedule() {
-	for len(s.activated) > 0 && (s.opt.MaxRunning == 0 || len(s.running) < s.opt.MaxRunning) {
-		s.running = append(s.running, s.activated[0])
-		s.activated[0] = nil
-		s.activated = s.activated[1:]
-	}
 	s.order()
 	extended := s.admit()
 	if !extended || s.opt.MixedChunk {

@@ -504,3 +504,80 @@ func TestOverlapSchedule(t *testing.T) {
 		t.Fatal("not idle after both finished")
 	}
 }
+
+// TestCancelDisaggregated: Cancel finds a reservation and a prefill worker's held request and frees their
+// pages; full prompt pages stay cached.
+func TestCancelDisaggregated(t *testing.T) {
+	o := opts(4, 32)
+	o.Role = sched.Decode
+	h := newHarness(t, o)
+	if _, ok, err := h.s.Reserve(&sched.Request{ID: 1, Prompt: prompt(0, 10), MaxTokens: 4}); !ok || err != nil {
+		t.Fatalf("Reserve: %v %v", ok, err)
+	}
+	if m := h.s.Metrics(); m.ActiveBlocks != 3 {
+		t.Fatalf("reserved: %+v; want 3 pages", m)
+	}
+	if !h.s.Cancel(1) || h.s.Unreserve(1) {
+		t.Fatal("Cancel of a reservation did not take it")
+	}
+	if err := h.s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if m := h.s.Metrics(); m.ActiveBlocks != 0 || m.InactiveBlocks != 0 {
+		t.Fatalf("after the cancel: %+v; want nothing held", m)
+	}
+
+	o.Role = sched.Prefill
+	h = newHarness(t, o)
+	h.enqueue(1, prompt(0, 10), 1)
+	h.step()
+	if m := h.s.Metrics(); m.ActiveBlocks != 3 || !h.s.Idle() {
+		t.Fatalf("after the prefill: %+v; want 3 pages held", m)
+	}
+	if !h.s.Cancel(1) || h.s.Release(1) {
+		t.Fatal("Cancel of a held request did not take it")
+	}
+	if err := h.s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if m := h.s.Metrics(); m.ActiveBlocks != 0 || m.InactiveBlocks != 2 {
+		t.Fatalf("after the cancel: %+v; want 0 active, 2 cached pages", m)
+	}
+}
+
+// TestActivatedTransfersRespectMaxRunning: a decode worker's arrived transfers join the running requests
+// only while max_running_requests allows (SGLang's prebuilt queue); the others wait, holding their
+// prompts' pages, and a cancel there frees them.
+func TestActivatedTransfersRespectMaxRunning(t *testing.T) {
+	o := opts(4, 32)
+	o.Role, o.MaxRunning = sched.Decode, 1
+	h := newHarness(t, o)
+	for id := range uint64(3) {
+		if _, ok, err := h.s.Reserve(&sched.Request{ID: id + 1, Prompt: prompt(int(id)*100, 10), MaxTokens: 2}); !ok || err != nil {
+			t.Fatalf("Reserve %d: %v %v", id+1, ok, err)
+		}
+		h.s.Activate(id + 1)
+	}
+	p := h.step()
+	if got := outputs(p); !slices.Equal(got, []string{"1:1"}) || len(p.Admitted) != 1 || p.Admitted[0] != (sched.Admission{ID: 1, Cached: 9}) {
+		t.Fatalf("first pass: outputs %v, admitted %+v; want request 1 alone, admitted with 9 cached tokens", got, p.Admitted)
+	}
+	if m := h.s.Metrics(); m.Running != 1 || m.Waiting != 2 || m.ActiveBlocks != 9 {
+		t.Fatalf("%+v; want 1 running, 2 waiting, 9 pages held", m)
+	}
+	if !h.s.Cancel(3) {
+		t.Fatal("Cancel of a waiting transfer did not find it")
+	}
+	if err := h.s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if m := h.s.Metrics(); m.Waiting != 1 || m.ActiveBlocks != 6 || m.InactiveBlocks != 2 {
+		t.Fatalf("after the cancel: %+v; want 1 waiting, 6 pages held, 3's 2 full pages cached", m)
+	}
+	if got := outputs(h.step()); !slices.Equal(got, []string{"1:1:done"}) {
+		t.Fatalf("second pass: %v; want request 1 done", got)
+	}
+	if got := outputs(h.step()); !slices.Equal(got, []string{"2:1"}) {
+		t.Fatalf("third pass: %v; want request 2 once 1 left", got)
+	}
+}

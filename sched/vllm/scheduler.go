@@ -345,22 +345,26 @@ func (s *Scheduler) retire(r *request) {
 	s.finished = append(s.finished, r)
 }
 
-// Cancel removes a request wherever it is and releases its blocks. It reports whether it was found.
+// Cancel removes a request wherever it is (waiting, running, held for its transfer, reserved while its
+// KV arrives) and releases its blocks. It reports whether it was found.
 func (s *Scheduler) Cancel(id uint64) bool {
+	if s.drop(s.held, id) || s.drop(s.reserved, id) {
+		return true
+	}
 	r := s.byID[id]
 	if r == nil {
 		return false
 	}
 	defer s.retire(r)
-	if s.waiting.remove(r) {
-		return true
-	}
-	for i, x := range s.running {
-		if x == r {
-			s.running = append(s.running[:i], s.running[i+1:]...)
-			break
+	if !s.waiting.remove(r) {
+		for i, x := range s.running {
+			if x == r {
+				s.running = append(s.running[:i], s.running[i+1:]...)
+				break
+			}
 		}
 	}
+	// A waiting request holds blocks too when it is an activated transfer.
 	s.pool.Release(r.table)
 	return true
 }

@@ -539,3 +539,52 @@ func TestEventsApplyCleanly(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelDisaggregated: Cancel finds a request in every disaggregated state and frees its blocks: an
+// activated transfer still waiting for a slot (it holds its prompt's blocks), a reservation, and a
+// prefill worker's held request.
+func TestCancelDisaggregated(t *testing.T) {
+	o := refOpts()
+	o.NumBlocks, o.MaxNumSeqs, o.Role = 16, 1, sched.Decode
+	h := newHarness(t, o)
+	for id := range uint64(2) {
+		if _, ok, err := h.s.Reserve(&sched.Request{ID: id + 1, Prompt: prompt(int(id)*100, 10), MaxTokens: 4}); !ok || err != nil {
+			t.Fatalf("Reserve %d: %v %v", id+1, ok, err)
+		}
+		h.s.Activate(id + 1)
+	}
+	h.step() // 1 decodes; 2 waits for a slot with its 3 blocks
+	if m := h.s.Metrics(); m.Running != 1 || m.Waiting != 1 || m.ActiveBlocks != 6 {
+		t.Fatalf("%+v; want 1 running, 1 waiting, 6 blocks active", m)
+	}
+	if _, ok, _ := h.s.Reserve(&sched.Request{ID: 3, Prompt: prompt(200, 10), MaxTokens: 4}); !ok {
+		t.Fatal("Reserve 3 failed")
+	}
+	for _, id := range []uint64{2, 3, 1} {
+		if !h.s.Cancel(id) {
+			t.Fatalf("Cancel(%d) did not find it", id)
+		}
+		if err := h.s.CheckInvariants(); err != nil {
+			t.Fatalf("after Cancel(%d): %v", id, err)
+		}
+	}
+	// 1 and 2 had their prompts' two full blocks cached; 3's blocks were never filled.
+	if m := h.s.Metrics(); m.ActiveBlocks != 0 || m.InactiveBlocks != 4 || !h.s.Idle() {
+		t.Fatalf("after cancelling everything: %+v; want 0 active, 4 inactive blocks", m)
+	}
+
+	o.Role = sched.Prefill
+	h = newHarness(t, o)
+	h.enqueue(1, prompt(0, 10), 1)
+	h.step()
+	h.step()
+	if m := h.s.Metrics(); m.ActiveBlocks != 3 || !h.s.Idle() {
+		t.Fatalf("after the prefill: %+v; want 3 blocks held", m)
+	}
+	if !h.s.Cancel(1) || h.s.Release(1) {
+		t.Fatal("Cancel of a held request did not take it")
+	}
+	if m := h.s.Metrics(); m.ActiveBlocks != 0 || m.InactiveBlocks != 2 {
+		t.Fatalf("after the cancel: %+v; want 0 active, 2 inactive blocks", m)
+	}
+}
