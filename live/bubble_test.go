@@ -2,8 +2,12 @@ package live
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -97,4 +101,30 @@ func startPipe(t *testing.T, o Options) *pipeServer {
 	c := openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0),
 		option.WithHTTPClient(hc))
 	return &pipeServer{Server: s, http: hc, openai: c, url: url}
+}
+
+// labelGoroutines labels the calling goroutine with the test's name; every goroutine it starts, and
+// those start, inherit the label.
+func labelGoroutines(t *testing.T) {
+	pprof.SetGoroutineLabels(pprof.WithLabels(t.Context(), pprof.Labels("test", t.Name())))
+}
+
+// labelledGoroutines counts the goroutines carrying the test's label: what the test started and
+// nothing else (runtime.NumGoroutine also counts the finalizer goroutine while it runs, and what other
+// tests left behind, exiting).
+func labelledGoroutines(t *testing.T) int {
+	var b strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("# labels: {%q:%q}", "test", t.Name())
+	n, count := 0, 0
+	for line := range strings.Lines(b.String()) {
+		if c, _, ok := strings.Cut(line, " @ "); ok {
+			count, _ = strconv.Atoi(c)
+		} else if strings.TrimSpace(line) == want {
+			n += count
+		}
+	}
+	return n
 }

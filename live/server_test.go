@@ -406,9 +406,10 @@ func abandonStreams(c openai.Client, n, words int, chunks func(i int) int) {
 // released and the goroutines return to their idle count.
 func TestCancelledStreamsFreeBlocks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		labelGoroutines(t)
 		ps := startPipe(t, testOptions(2, 5, 1))
 		synctest.Wait()
-		before := runtime.NumGoroutine()
+		before := labelledGoroutines(t)
 		abandonStreams(ps.openai, 32, 40, func(int) int { return 3 })
 		synctest.Wait()
 		w := ps.Workers()[0]
@@ -424,7 +425,7 @@ func TestCancelledStreamsFreeBlocks(t *testing.T) {
 		}
 		ps.http.CloseIdleConnections()
 		synctest.Wait()
-		if n := runtime.NumGoroutine(); n > before {
+		if n := labelledGoroutines(t); n != before {
 			t.Errorf("%d goroutines, %d before the burst", n, before)
 		}
 	})
