@@ -49,16 +49,20 @@ func (e *TraceError) Unwrap() error { return e.Err }
 
 // OpenTrace reads and validates the whole file up front (metadata only:
 // lengths, hash ids, times — no tokens) and returns a Source over it. Any
-// error names the file, the 1-based line and the field.
+// error names the file, the 1-based line and the field. Lines are at most
+// MaxLineBytes and token counts at most MaxTokens; a row's hash ids must
+// cover its input_length (ceil or floor of input_length / block ids), and
+// request_ids are unique.
 //
 // Mooncake rows sharing a session_id are the turns of one session, in file
 // order; other rows are sessions of one turn. A session's first turn
 // arrives at its timestamp; a later turn's Delay is its delay field, else
-// the difference of its timestamp and the previous turn's. Times are
-// shifted so that the earliest arrival is 0; a later turn's At is its own
-// timestamp, or without one the previous turn's At plus its Delay. Sessions
-// are yielded by arrival, ties in file order. Azure rows are sessions of
-// one turn arriving at their TIMESTAMP less the earliest one.
+// the difference of its timestamp and the previous turn's. Sessions must
+// start in time order in the file, as the published traces do (a later
+// turn may come after rows of other sessions). Times are shifted so that
+// the earliest arrival is 0; a later turn's At is its own timestamp, or
+// without one the previous turn's At plus its Delay. Azure rows, sorted
+// too, are sessions of one turn arriving at their TIMESTAMP less the first.
 func OpenTrace(path string, opts TraceOptions) (Source, error) {
 	f, err := os.Open(path)
 	if err != nil {
