@@ -334,6 +334,10 @@ func TestSyntheticValidation(t *testing.T) {
 		{func(o *SyntheticOptions) { o.NumPrefixGroups = -1 }, "synthetic: num-prefix-groups: must be >= 1"},
 		{func(o *SyntheticOptions) { o.TurnsPerSession = -2 }, "synthetic: turns-per-session: must be >= 1"},
 		{func(o *SyntheticOptions) { o.InterTurnDelay = -time.Second }, "synthetic: inter-turn-delay: must be >= 0"},
+		{func(o *SyntheticOptions) { o.NumRequests = 1 << 31 }, "synthetic: num-requests: 2147483648 sessions of 1 turns are too many requests"},
+		{func(o *SyntheticOptions) { o.TurnsPerSession = 100_000_000 }, "synthetic: turns-per-session: must be <= 65536, got 100000000"},
+		{func(o *SyntheticOptions) { o.Input.Mean, o.TurnsPerSession = 1024, 20_000 },
+			"synthetic: turns-per-session: 20000 turns of 1024 + 1 tokens make a last prompt of about 20500000 tokens, more than 16777216"},
 		{func(o *SyntheticOptions) { o.InterTurnDist = "normal" }, `synthetic: inter-turn-dist: unknown distribution "normal"`},
 	}
 	for _, tt := range tests {
