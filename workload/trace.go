@@ -125,10 +125,11 @@ func detectFormat(name string, br *bufio.Reader) string {
 }
 
 // MaxLineBytes bounds a trace line. The longest row of the public traces is
-// 2.7 KB; a prompt of MaxTokens tokens at 16 tokens per hash id is about
-// 8 MB of ids. A file without newlines (/dev/zero) stops here, not when
+// 2.7 KB; a 1 M-token prompt at 16 tokens per hash id is about 600 KB. The
+// parser holds ~500 bytes per JSON value of a line, so a line of 1 MiB costs
+// at most ~250 MB; a file without newlines (/dev/zero) stops here, not when
 // memory runs out.
-const MaxLineBytes = 8 << 20
+const MaxLineBytes = 1 << 20
 
 // lineReader yields the lines of a file without their line ending, counting
 // them (blank ones too) so errors can name the line.
