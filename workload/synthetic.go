@@ -157,6 +157,9 @@ func (o *SyntheticOptions) normalize() error {
 		return fmt.Errorf("concurrency-desync: %v needs closed-loop clients (concurrency > 0)", o.Desync)
 	case o.Clients > 0 && o.TurnsPerSession > 1:
 		return fmt.Errorf("turns-per-session: %d turns do not combine with closed-loop clients (each client's requests are independent)", o.TurnsPerSession)
+	case o.Clients > 0 && (o.NumRequests+o.Clients-1)/o.Clients > maxClientRequests:
+		return fmt.Errorf("num-requests: %d over %d clients are more than %d per client (a client's requests are made at once)",
+			o.NumRequests, o.Clients, maxClientRequests)
 	}
 	if err := o.checkDataset(); err != nil {
 		return err
@@ -215,6 +218,9 @@ type synthetic struct {
 // maxTurns bounds a session: its turns are made at once (~180 bytes each), and agentic sessions
 // have hundreds.
 const maxTurns = 1 << 16
+
+// maxClientRequests bounds the requests of one closed-loop client, which are made at once too.
+const maxClientRequests = 1 << 20
 
 var errArrivalOverflow = errors.New("synthetic: arrival time overflows time.Duration (request-rate too low?)")
 

@@ -439,6 +439,7 @@ func TestSyntheticClientsInvalid(t *testing.T) {
 	}{
 		{func(o *SyntheticOptions) { o.Clients = -1 }, "concurrency: must be >= 0"},
 		{func(o *SyntheticOptions) { o.Clients, o.Ramp = 2, -time.Second }, "concurrency-ramp: must be >= 0"},
+		{func(o *SyntheticOptions) { o.Clients, o.NumRequests = 2, 1<<21+1 }, "num-requests: 2097153 over 2 clients are more than 1048576 per client"},
 		{func(o *SyntheticOptions) { o.Ramp = time.Second }, "needs closed-loop clients"},
 		{func(o *SyntheticOptions) { o.Clients, o.Desync = 2, -time.Second }, "concurrency-desync: must be >= 0"},
 		{func(o *SyntheticOptions) { o.Desync = time.Second }, "concurrency-desync: 1s needs closed-loop clients"},
