@@ -15,6 +15,8 @@ import (
 const (
 	MaxRanks       = 1024    // engine ranks in all: (--workers, or --prefill-workers + --decode-workers) × --dp-size
 	maxConfigBytes = 1 << 20 // a settings file; /dev/zero is refused, not read until memory runs out
+
+	maxRequestBodyMB = 1024
 )
 
 // settingError is an invalid setting, with the key Validate names the file and line of.
@@ -81,6 +83,9 @@ func (c *Config) validateBounds() error {
 		return bad("trace-block-size", c.TraceBlockSize, fmt.Sprintf("at most %d", workload.MaxTokens))
 	case c.MaxModelLen > workload.MaxTokens:
 		return bad("max-model-len", c.MaxModelLen, fmt.Sprintf("at most %d", workload.MaxTokens))
+	case c.MaxRequestBodyMB > maxRequestBodyMB:
+		// Beyond ~8.8e12 MiB the byte count overflows int64.
+		return bad("max-request-body-mb", c.MaxRequestBodyMB, fmt.Sprintf("at most %d (a prompt of %d tokens is far less)", maxRequestBodyMB, workload.MaxTokens))
 	}
 	// vLLM reads PYTHONHASHSEED as Python does: an integer in [0, 2^32 − 1] (Python's "random" would
 	// make the hashes differ from run to run).

@@ -285,6 +285,7 @@ func TestLoadRefusesWhatItCannotHold(t *testing.T) {
 		{"kv-hash-seed: notanumber\n", `line 1: kv-hash-seed "notanumber": want an integer in [0, 4294967295]`},
 		{"kv-hash-seed: 4294967296\n", `line 1: kv-hash-seed "4294967296": want an integer in [0, 4294967295]`},
 		{"trace-block-size: 100000000\n", "line 1: trace-block-size 100000000: at most 16777216"},
+		{"max-request-body-mb: 9e12\n", "line 1: max-request-body-mb 9e+12: at most 1024"},
 		{"backend: sglang\npage-size: 4\nblock-size: 16\n", "line 2: page-size 4 and block-size 16"},
 	} {
 		path := filepath.Join(dir, "c.yaml")

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +24,11 @@ func WriteFile(path string, write func(io.Writer) error) error {
 	// Same directory, so the rename cannot cross file systems and is atomic.
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
+		// Name the file asked for, not the temporary one.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		return fmt.Errorf("report: write %s: %w", path, err)
 	}
 	tmp := f.Name()

@@ -94,7 +94,8 @@ func TestWriteFilePanic(t *testing.T) {
 
 func TestWriteFileNoDir(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "missing", "report.json")
-	if err := WriteFile(path, func(io.Writer) error { return nil }); err == nil {
-		t.Errorf("WriteFile(%s) = nil, want an error", path)
+	err := WriteFile(path, func(io.Writer) error { return nil })
+	if want := "report: write " + path + ": no such file or directory"; err == nil || err.Error() != want {
+		t.Errorf("WriteFile(%s) = %v, want %q", path, err, want)
 	}
 }

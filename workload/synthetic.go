@@ -129,13 +129,20 @@ func (o *SyntheticOptions) normalize() error {
 	case o.SharedPrefixRatio > 0 && o.NumPrefixGroups < 1:
 		return fmt.Errorf("num-prefix-groups: must be >= 1 when shared-prefix-ratio > 0, got %d", o.NumPrefixGroups)
 	}
-	switch {
-	case o.TurnsPerSession == 0:
+	if o.TurnsPerSession == 0 {
 		o.TurnsPerSession = 1
+	}
+	switch {
 	case o.TurnsPerSession < 0:
 		return fmt.Errorf("turns-per-session: must be >= 1, got %d", o.TurnsPerSession)
+	case o.TurnsPerSession > maxTurns:
+		return fmt.Errorf("turns-per-session: must be <= %d, got %d", maxTurns, o.TurnsPerSession)
 	case o.NumRequests > math.MaxInt32/o.TurnsPerSession:
 		return fmt.Errorf("num-requests: %d sessions of %d turns are too many requests", o.NumRequests, o.TurnsPerSession)
+	case float64(o.TurnsPerSession)*(o.Input.Mean+o.Output.Mean) > MaxTokens:
+		// Each turn's prompt carries the conversation so far.
+		return fmt.Errorf("turns-per-session: %d turns of %v + %v tokens make a last prompt of about %.0f tokens, more than %d",
+			o.TurnsPerSession, o.Input.Mean, o.Output.Mean, float64(o.TurnsPerSession)*(o.Input.Mean+o.Output.Mean), MaxTokens)
 	}
 	switch {
 	case o.Clients < 0:
@@ -150,6 +157,9 @@ func (o *SyntheticOptions) normalize() error {
 		return fmt.Errorf("concurrency-desync: %v needs closed-loop clients (concurrency > 0)", o.Desync)
 	case o.Clients > 0 && o.TurnsPerSession > 1:
 		return fmt.Errorf("turns-per-session: %d turns do not combine with closed-loop clients (each client's requests are independent)", o.TurnsPerSession)
+	case o.Clients > 0 && (o.NumRequests+o.Clients-1)/o.Clients > maxClientRequests:
+		return fmt.Errorf("num-requests: %d over %d clients are more than %d per client (a client's requests are made at once)",
+			o.NumRequests, o.Clients, maxClientRequests)
 	}
 	if err := o.checkDataset(); err != nil {
 		return err
@@ -204,6 +214,13 @@ type synthetic struct {
 
 	pool *dataset // nil: every prompt is the request's own
 }
+
+// maxTurns bounds a session: its turns are made at once (~180 bytes each), and agentic sessions
+// have hundreds.
+const maxTurns = 1 << 16
+
+// maxClientRequests bounds the requests of one closed-loop client, which are made at once too.
+const maxClientRequests = 1 << 20
 
 var errArrivalOverflow = errors.New("synthetic: arrival time overflows time.Duration (request-rate too low?)")
 

@@ -334,6 +334,10 @@ func TestSyntheticValidation(t *testing.T) {
 		{func(o *SyntheticOptions) { o.NumPrefixGroups = -1 }, "synthetic: num-prefix-groups: must be >= 1"},
 		{func(o *SyntheticOptions) { o.TurnsPerSession = -2 }, "synthetic: turns-per-session: must be >= 1"},
 		{func(o *SyntheticOptions) { o.InterTurnDelay = -time.Second }, "synthetic: inter-turn-delay: must be >= 0"},
+		{func(o *SyntheticOptions) { o.NumRequests = 1 << 31 }, "synthetic: num-requests: 2147483648 sessions of 1 turns are too many requests"},
+		{func(o *SyntheticOptions) { o.TurnsPerSession = 100_000_000 }, "synthetic: turns-per-session: must be <= 65536, got 100000000"},
+		{func(o *SyntheticOptions) { o.Input.Mean, o.TurnsPerSession = 1024, 20_000 },
+			"synthetic: turns-per-session: 20000 turns of 1024 + 1 tokens make a last prompt of about 20500000 tokens, more than 16777216"},
 		{func(o *SyntheticOptions) { o.InterTurnDist = "normal" }, `synthetic: inter-turn-dist: unknown distribution "normal"`},
 	}
 	for _, tt := range tests {
@@ -435,6 +439,7 @@ func TestSyntheticClientsInvalid(t *testing.T) {
 	}{
 		{func(o *SyntheticOptions) { o.Clients = -1 }, "concurrency: must be >= 0"},
 		{func(o *SyntheticOptions) { o.Clients, o.Ramp = 2, -time.Second }, "concurrency-ramp: must be >= 0"},
+		{func(o *SyntheticOptions) { o.Clients, o.NumRequests = 2, 1<<21+1 }, "num-requests: 2097153 over 2 clients are more than 1048576 per client"},
 		{func(o *SyntheticOptions) { o.Ramp = time.Second }, "needs closed-loop clients"},
 		{func(o *SyntheticOptions) { o.Clients, o.Desync = 2, -time.Second }, "concurrency-desync: must be >= 0"},
 		{func(o *SyntheticOptions) { o.Desync = time.Second }, "concurrency-desync: 1s needs closed-loop clients"},

@@ -49,16 +49,20 @@ func (e *TraceError) Unwrap() error { return e.Err }
 
 // OpenTrace reads and validates the whole file up front (metadata only:
 // lengths, hash ids, times — no tokens) and returns a Source over it. Any
-// error names the file, the 1-based line and the field.
+// error names the file, the 1-based line and the field. Lines are at most
+// MaxLineBytes and token counts at most MaxTokens; a row's hash ids must
+// cover its input_length (ceil or floor of input_length / block ids), and
+// request_ids are unique.
 //
 // Mooncake rows sharing a session_id are the turns of one session, in file
 // order; other rows are sessions of one turn. A session's first turn
 // arrives at its timestamp; a later turn's Delay is its delay field, else
-// the difference of its timestamp and the previous turn's. Times are
-// shifted so that the earliest arrival is 0; a later turn's At is its own
-// timestamp, or without one the previous turn's At plus its Delay. Sessions
-// are yielded by arrival, ties in file order. Azure rows are sessions of
-// one turn arriving at their TIMESTAMP less the earliest one.
+// the difference of its timestamp and the previous turn's. Sessions must
+// start in time order in the file, as the published traces do (a later
+// turn may come after rows of other sessions). Times are shifted so that
+// the earliest arrival is 0; a later turn's At is its own timestamp, or
+// without one the previous turn's At plus its Delay. Azure rows, sorted
+// too, are sessions of one turn arriving at their TIMESTAMP less the first.
 func OpenTrace(path string, opts TraceOptions) (Source, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -121,10 +125,11 @@ func detectFormat(name string, br *bufio.Reader) string {
 }
 
 // MaxLineBytes bounds a trace line. The longest row of the public traces is
-// 2.7 KB; a prompt of MaxTokens tokens at 16 tokens per hash id is about
-// 8 MB of ids. A file without newlines (/dev/zero) stops here, not when
+// 2.7 KB; a 1 M-token prompt at 16 tokens per hash id is about 600 KB. The
+// parser holds ~500 bytes per JSON value of a line, so a line of 1 MiB costs
+// at most ~250 MB; a file without newlines (/dev/zero) stops here, not when
 // memory runs out.
-const MaxLineBytes = 8 << 20
+const MaxLineBytes = 1 << 20
 
 // lineReader yields the lines of a file without their line ending, counting
 // them (blank ones too) so errors can name the line.

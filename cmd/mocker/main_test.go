@@ -430,7 +430,7 @@ func TestConfigFileValuesNamed(t *testing.T) {
 		}
 		_, _, err := mocker(t, append([]string{"predict"}, args...)...)
 		if err == nil || !(strings.Contains(err.Error(), "config /dev/zero: larger than 1024 KiB") ||
-			strings.Contains(err.Error(), "trace /dev/zero line 1: line longer than 8 MiB")) {
+			strings.Contains(err.Error(), "trace /dev/zero line 1: line longer than 1 MiB")) {
 			t.Errorf("%v: error %v", args, err)
 		}
 	}
