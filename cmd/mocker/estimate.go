@@ -33,10 +33,8 @@ func newEstimateCmd() *cobra.Command {
 by operation ([{"op": ..., "ms": ...}], summing to pass_ms) where the timing model itemizes it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if configPath != "" {
-				if err := loadConfigFile(cmd.Flags(), &cfg, configPath); err != nil {
-					return err
-				}
+			if err := loadSettings(cmd.Flags(), &cfg, configPath); err != nil {
+				return err
 			}
 			return estimate(&cfg, shape, breakdown, cmd.OutOrStdout())
 		},

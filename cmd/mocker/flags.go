@@ -223,6 +223,16 @@ func loadConfigFile(fs *pflag.FlagSet, c *config.Config, path string) error {
 	return nil
 }
 
+// loadSettings applies the --config file, if any, beneath the flags given on the command line, and
+// records which settings were given.
+func loadSettings(fs *pflag.FlagSet, c *config.Config, path string) error {
+	if path != "" {
+		return loadConfigFile(fs, c, path)
+	}
+	markGiven(fs, c)
+	return nil
+}
+
 // markGiven records the settings given on the command line (config.Config.Given), so that an error
 // about one names no file and flags that contradict each other are refused.
 func markGiven(fs *pflag.FlagSet, c *config.Config) {

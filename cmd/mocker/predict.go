@@ -33,12 +33,9 @@ built-in measured H200 profile.
 A --config YAML file takes the same keys as the flags; flags given on the command line win.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if configPath != "" {
-				if err := loadConfigFile(cmd.Flags(), &cfg, configPath); err != nil {
-					return err
-				}
+			if err := loadSettings(cmd.Flags(), &cfg, configPath); err != nil {
+				return err
 			}
-			markGiven(cmd.Flags(), &cfg)
 			return predict(&cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}

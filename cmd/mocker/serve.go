@@ -44,10 +44,8 @@ fleet of "GPUs" that costs nothing.
 SIGINT or SIGTERM stops accepting requests and waits up to --shutdown-timeout for those in flight.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if configPath != "" {
-				if err := loadConfigFile(cmd.Flags(), &cfg, configPath); err != nil {
-					return err
-				}
+			if err := loadSettings(cmd.Flags(), &cfg, configPath); err != nil {
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()

@@ -57,3 +57,18 @@ func TestServeHugeMaxTokens(t *testing.T) {
 		})
 	}
 }
+
+// TestContradictoryWorkerFlags: --workers with --prefill-workers/--decode-workers is refused by every
+// command, even when --workers is given its default value.
+func TestContradictoryWorkerFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--nats", "none", "--port", "0"},
+		{"predict", "--num-requests", "1"},
+		{"estimate", "--decode-requests", "1", "--decode-context", "100"},
+	} {
+		args = append(args, "--workers", "1", "--prefill-workers", "1", "--decode-workers", "1")
+		if _, _, err := mocker(t, args...); err == nil || !strings.Contains(err.Error(), "contradicts --prefill-workers") {
+			t.Errorf("mocker %s: %v, want the contradiction named", strings.Join(args, " "), err)
+		}
+	}
+}
