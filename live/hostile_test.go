@@ -506,3 +506,61 @@ func TestIdleHoldersAreCut(t *testing.T) {
 	}
 	servesOne(t, c)
 }
+
+// TestBodyBudget: bodies being read and tokenised share a budget of bodyBudget largest bodies (each
+// costs several times its size before it can be refused). Four clients that declare the largest body
+// and send one byte hold it all; a fifth request waits until one of them leaves, and every share is
+// given back when they have gone.
+func TestBodyBudget(t *testing.T) {
+	o := testOptions(5, 1, math.Inf(1))
+	o.MaxBodyBytes = 1000
+	s, url, c := limitedServer(t, HTTPLimits{}, o)
+	addr := strings.TrimPrefix(url, "http://")
+	var holders []net.Conn
+	for range bodyBudget {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+		holders = append(holders, conn)
+	}
+	waitUntil(t, "the holders to take the whole budget", func() bool {
+		if s.bodies.TryAcquire(1) {
+			s.bodies.Release(1)
+			return false
+		}
+		return true
+	})
+	served := make(chan error, 1)
+	go func() {
+		_, err := c.Completions.New(context.Background(), openai.CompletionNewParams{Model: testModel,
+			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("hi")}, MaxTokens: openai.Int(2)})
+		served <- err
+	}()
+	select {
+	case err := <-served:
+		t.Fatalf("a request was read past the budget (err %v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	holders[0].Close()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(patience):
+		t.Fatal("the waiting request was not served after a holder left")
+	}
+	for _, h := range holders[1:] {
+		h.Close()
+	}
+	waitUntil(t, "every share of the budget to come back", func() bool {
+		if s.bodies.TryAcquire(bodyBudget * o.MaxBodyBytes) {
+			s.bodies.Release(bodyBudget * o.MaxBodyBytes)
+			return true
+		}
+		return false
+	})
+}

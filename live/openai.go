@@ -272,21 +272,50 @@ func submitError(err error) *apiError {
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
-	if e := s.decodeBody(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
-	maxTokens, e := s.check(&req.common, req.MaxTokens, "max_tokens")
+	release, e := s.reserveBody(r)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	prompt, e := s.completionPrompt(req.Prompt)
+	maxTokens, prompt, e := s.completionInput(w, r, &req)
+	release()
 	if e != nil {
 		writeError(w, e)
 		return
 	}
 	s.generate(w, r, &req.common, false, prompt, maxTokens)
+}
+
+// completionInput decodes a completion request and tokenises its prompt.
+func (s *Server) completionInput(w http.ResponseWriter, r *http.Request, req *completionRequest) (int, []uint32, *apiError) {
+	if e := s.decodeBody(w, r, req); e != nil {
+		return 0, nil, e
+	}
+	maxTokens, e := s.check(&req.common, req.MaxTokens, "max_tokens")
+	if e != nil {
+		return 0, nil, e
+	}
+	prompt, e := s.completionPrompt(req.Prompt)
+	return maxTokens, prompt, e
+}
+
+// bodyBudget is how many bodies of the largest size (--max-request-body-mb) may be read, decoded and
+// tokenised at once. Those steps take several times a body's size (a 10 MB prompt ~55 MB) before the
+// request can be refused, so many large bodies at once would take the process's memory; past the
+// budget a request waits for its turn, or for its client to leave.
+const bodyBudget = 4
+
+// reserveBody takes the share of the body budget that r's body may need: its Content-Length, or the
+// largest body when the length is not given. The caller releases it once the prompt is tokenised.
+func (s *Server) reserveBody(r *http.Request) (release func(), e *apiError) {
+	n := s.o.MaxBodyBytes
+	if r.ContentLength >= 0 && r.ContentLength < n {
+		n = max(r.ContentLength, 1)
+	}
+	if err := s.bodies.Acquire(r.Context(), n); err != nil {
+		return nil, &apiError{status: http.StatusServiceUnavailable, typ: "server_error", message: "the client left before its request was read"}
+	}
+	return func() { s.bodies.Release(n) }, nil
 }
 
 // completionPrompt accepts what vLLM accepts for one prompt: a string, a list of token ids, or a list
@@ -343,9 +372,24 @@ func (s *Server) tokenIDs(ids []int64) ([]uint32, *apiError) {
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	if e := s.decodeBody(w, r, &req); e != nil {
+	release, e := s.reserveBody(r)
+	if e != nil {
 		writeError(w, e)
 		return
+	}
+	maxTokens, prompt, e := s.chatInput(w, r, &req)
+	release()
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	s.generate(w, r, &req.common, true, prompt, maxTokens)
+}
+
+// chatInput decodes a chat request and tokenises its rendered conversation.
+func (s *Server) chatInput(w http.ResponseWriter, r *http.Request, req *chatRequest) (int, []uint32, *apiError) {
+	if e := s.decodeBody(w, r, req); e != nil {
+		return 0, nil, e
 	}
 	max, name := req.MaxCompletionTokens, "max_completion_tokens"
 	if max == nil {
@@ -353,28 +397,23 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	maxTokens, e := s.check(&req.common, max, name)
 	if e != nil {
-		writeError(w, e)
-		return
+		return 0, nil, e
 	}
 	if len(req.Messages) == 0 {
-		writeError(w, badRequest("messages", "field \"messages\" must hold at least one message"))
-		return
+		return 0, nil, badRequest("messages", "field \"messages\" must hold at least one message")
 	}
 	msgs := make([]tokenize.Message, len(req.Messages))
 	for i, m := range req.Messages {
 		if m.Role == "" {
-			writeError(w, badRequest("messages", "messages[%d]: field \"role\" is required", i))
-			return
+			return 0, nil, badRequest("messages", "messages[%d]: field \"role\" is required", i)
 		}
 		text, err := messageText(m.Content)
 		if err != nil {
-			writeError(w, badRequest("messages", "messages[%d].content: %v", i, err))
-			return
+			return 0, nil, badRequest("messages", "messages[%d].content: %v", i, err)
 		}
 		msgs[i] = tokenize.Message{Role: m.Role, Content: text}
 	}
-	prompt := s.o.Tokenizer.Encode(tokenize.ChatPrompt(msgs))
-	s.generate(w, r, &req.common, true, prompt, maxTokens)
+	return maxTokens, s.o.Tokenizer.Encode(tokenize.ChatPrompt(msgs)), nil
 }
 
 // messageText reads a message's content: a string, or a list of parts of which the text ones count.

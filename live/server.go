@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"net/http"
 	"slices"
 	"sync"
@@ -103,6 +104,7 @@ type Server struct {
 	mux      *http.ServeMux
 	capacity int // tokens one rank's KV pool holds: no request may need more
 	failures *failures
+	bodies   *semaphore.Weighted // bytes of request bodies being read and tokenised (bodyBudget)
 }
 
 type pendingReq struct {
@@ -144,7 +146,7 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("live: %w", err)
 	}
 	s := &Server{o: o, t0: time.Now(), router: rt, pending: make(map[uint64]*pendingReq), handoffs: make(map[uint64]*handoff),
-		capacity: capacity, failures: fails}
+		capacity: capacity, failures: fails, bodies: semaphore.NewWeighted(bodyBudget * o.MaxBodyBytes)}
 	s.created = s.t0.Unix()
 	hooks := func(decode bool) Hooks {
 		if decode {
