@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/mocker-sim/mocker/disagg"
 	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/live/metrics"
 	"github.com/mocker-sim/mocker/live/natsevents"
@@ -51,9 +52,27 @@ func TestSoak(t *testing.T) {
 		}
 		total = d
 	}
-	for _, b := range []engine.Backend{engine.VLLM, engine.SGLang, engine.TRTLLM} {
-		t.Run(b.String(), func(t *testing.T) { soak(t, soakOptions(b), total/3) })
+	backends := []engine.Backend{engine.VLLM, engine.SGLang, engine.TRTLLM}
+	for _, b := range backends {
+		t.Run(b.String(), func(t *testing.T) { soak(t, soakOptions(b), total/6) })
 	}
+	// Disaggregated: abandoned requests leave at every stage (routing, prefill, rendezvous, transfer,
+	// decode), which is where blocks leaked.
+	for _, b := range backends {
+		t.Run("disagg-"+b.String(), func(t *testing.T) { soak(t, soakDisaggOptions(b), total/6) })
+	}
+}
+
+// soakDisaggOptions is soakOptions as two prefill and two decode workers whose transfers take a
+// microsecond a token, every engine checking its accounting after every pass.
+func soakDisaggOptions(b engine.Backend) Options {
+	o := soakOptions(b)
+	o.Workers, o.CheckInvariants = 2, true
+	dr := o.Router
+	dr.OverlapScoreWeight, dr.TrackPrefillTokens = 0, false
+	o.Disagg = &Disagg{DecodeWorkers: 2, Router: dr, BootstrapHost: "127.0.0.1",
+		Transfer: disagg.Transfer{GBps: 100, BytesPerToken: 1e5, Mode: disagg.FullPrompt}}
+	return o
 }
 
 func soakOptions(b engine.Backend) Options {
@@ -138,7 +157,7 @@ func soak(t *testing.T, o Options, d time.Duration) {
 	// Drained: every worker idle, its blocks free, its invariants true, its gauges zero.
 	waitFor(t, "the goroutines to return to their idle count", func() bool { return runtime.NumGoroutine() <= baseline.goroutines })
 	end := sample()
-	for i, w := range s.Workers() {
+	for i, w := range s.allWorkers() {
 		if n := w.InFlight(); n != 0 {
 			t.Errorf("worker %d holds %d requests", i, n)
 		}
@@ -155,7 +174,13 @@ func soak(t *testing.T, o Options, d time.Duration) {
 	if n := len(s.pending); n != 0 {
 		t.Errorf("%d requests left in the router's queue", n)
 	}
+	if n := len(s.handoffs); n != 0 {
+		t.Errorf("%d disaggregated handoffs left", n)
+	}
 	s.mu.Unlock()
+	if err := s.CheckInvariants(); err != nil {
+		t.Error(err)
+	}
 	if running, kv := sumGauges(t, hs.URL); running != 0 || kv != 0 {
 		t.Errorf("after the load: num_requests_running %v, kv_cache_usage_perc %v summed; want 0 and 0", running, kv)
 	}
