@@ -360,15 +360,28 @@ func (s *BootstrapServer) attach(c net.Conn, id Room) *roomState {
 // ConnectBootstrap is the decode side of the rendezvous: it connects to the prefill worker's bootstrap
 // server at addr, registers room and returns nil once the prefill worker has completed the room. It
 // fails when the server closes the connection without acknowledgement (the room timed out, the server
-// closed, or room already had a decode connection) and when ctx ends; without a deadline in ctx it waits
-// at most DefaultBootstrapTimeout.
+// closed, or room already had a decode connection) connectAttempts times, and when ctx ends; without a
+// deadline in ctx it waits at most DefaultBootstrapTimeout.
 func ConnectBootstrap(ctx context.Context, addr string, room Room) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultBootstrapTimeout)
 		defer cancel()
 	}
-	ack, err := exchange(ctx, addr, room)
+	var ack byte
+	var err error
+	for attempt := 0; ; attempt++ {
+		ack, err = exchange(ctx, addr, room)
+		// A connection refused, or closed before its room id was read (pushed out by a flood of newer
+		// connections past the server's cap), leaves the room as it was: try again.
+		if err == nil || ctx.Err() != nil || attempt == connectAttempts-1 {
+			break
+		}
+		select {
+		case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
 	if err == nil && ack != bootstrapAck {
 		err = fmt.Errorf("acknowledgement %#x, want %#x", ack, bootstrapAck)
 	}
@@ -380,6 +393,10 @@ func ConnectBootstrap(ctx context.Context, addr string, room Room) error {
 	}
 	return nil
 }
+
+// connectAttempts is how many connections ConnectBootstrap makes before it gives up (10, 20 and 40 ms
+// apart).
+const connectAttempts = 4
 
 // exchange sends room to the bootstrap server at addr and returns the byte it answers.
 func exchange(ctx context.Context, addr string, room Room) (byte, error) {

@@ -377,6 +377,42 @@ func TestBootstrapBadAck(t *testing.T) {
 	}
 }
 
+// TestBootstrapRetry: a decode connection closed before its room id was read (a server pushing it out
+// for newer connections past its cap) is made again; the room is acknowledged on the second.
+func TestBootstrapRetry(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { accepted <- n }()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n++
+			if n == 1 {
+				c.Close() // pushed out unread
+				continue
+			}
+			io.ReadFull(c, make([]byte, RoomLen))
+			c.Write([]byte{bootstrapAck})
+			c.Close()
+			return
+		}
+	}()
+	if err := ConnectBootstrap(context.Background(), ln.Addr().String(), Room{1}); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-accepted; n != 2 {
+		t.Fatalf("%d connections, want 2", n)
+	}
+}
+
 // eventually polls cond for up to 30 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()

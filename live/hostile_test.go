@@ -24,6 +24,7 @@ import (
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
+	"github.com/mocker-sim/mocker/tokenize"
 )
 
 // patience bounds every wait on the server in these tests: generous, since the machine may be busy;
@@ -507,60 +508,70 @@ func TestIdleHoldersAreCut(t *testing.T) {
 	servesOne(t, c)
 }
 
-// TestBodyBudget: bodies being read and tokenised share a budget of bodyBudget largest bodies (each
-// costs several times its size before it can be refused). Four clients that declare the largest body
-// and send one byte hold it all; a fifth request waits until one of them leaves, and every share is
-// given back when they have gone.
+// gateTokenizer is the built-in tokenizer whose Encode of a large text (smallBody bytes or more) counts
+// itself in entered and then waits for gate.
+type gateTokenizer struct {
+	tokenize.Tokenizer
+	entered atomic.Int32
+	gate    chan struct{}
+}
+
+func (g *gateTokenizer) Encode(text string) []uint32 {
+	if len(text) >= smallBody {
+		g.entered.Add(1)
+		<-g.gate
+	}
+	return g.Tokenizer.Encode(text)
+}
+
+// TestBodyBudget: large bodies are decoded and tokenised within a budget of bodyBudget largest bodies
+// (each costs several times its size before it can be refused). Clients that declare large bodies and
+// send one byte hold none of it; four large prompts being tokenised hold it all, so a fifth waits until
+// one is done, while a small request is served at once.
 func TestBodyBudget(t *testing.T) {
 	o := testOptions(5, 1, math.Inf(1))
-	o.MaxBodyBytes = 1000
-	s, url, c := limitedServer(t, HTTPLimits{}, o)
-	addr := strings.TrimPrefix(url, "http://")
-	var holders []net.Conn
+	o.MaxBodyBytes = 2 * smallBody
+	gt := &gateTokenizer{Tokenizer: tokenize.Builtin(), gate: make(chan struct{})}
+	o.Tokenizer = gt
+	_, url, c := limitedServer(t, HTTPLimits{}, o)
 	for range bodyBudget {
-		conn, err := net.Dial("tcp", addr)
+		conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
-		holders = append(holders, conn)
+		fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", o.MaxBodyBytes)
 	}
-	waitUntil(t, "the holders to take the whole budget", func() bool {
-		if s.bodies.TryAcquire(1) {
-			s.bodies.Release(1)
-			return false
+	large := `{"model": "test-model", "max_tokens": 1, "prompt": "` + strings.Repeat("a", 120<<10) + `"}`
+	answered := make(chan int, bodyBudget+1)
+	send := func() {
+		go func() {
+			res, err := patientClient.Post(url+"/v1/completions", "application/json", strings.NewReader(large))
+			if err != nil {
+				answered <- 0
+				return
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			answered <- res.StatusCode
+		}()
+	}
+	for range bodyBudget {
+		send()
+	}
+	waitUntil(t, "four large prompts to be tokenised despite the slow senders", func() bool { return gt.entered.Load() == bodyBudget })
+	send()
+	servesOne(t, c) // a small request does not wait
+	time.Sleep(100 * time.Millisecond)
+	if n := gt.entered.Load(); n != bodyBudget {
+		t.Fatalf("%d large prompts tokenised at once, want at most %d", n, bodyBudget)
+	}
+	gt.gate <- struct{}{}
+	waitUntil(t, "the fifth to be tokenised once one is done", func() bool { return gt.entered.Load() == bodyBudget+1 })
+	close(gt.gate)
+	for range bodyBudget + 1 {
+		if code := <-answered; code == 0 || code >= 500 {
+			t.Errorf("a large prompt was answered %d", code)
 		}
-		return true
-	})
-	served := make(chan error, 1)
-	go func() {
-		_, err := c.Completions.New(context.Background(), openai.CompletionNewParams{Model: testModel,
-			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("hi")}, MaxTokens: openai.Int(2)})
-		served <- err
-	}()
-	select {
-	case err := <-served:
-		t.Fatalf("a request was read past the budget (err %v)", err)
-	case <-time.After(100 * time.Millisecond):
 	}
-	holders[0].Close()
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(patience):
-		t.Fatal("the waiting request was not served after a holder left")
-	}
-	for _, h := range holders[1:] {
-		h.Close()
-	}
-	waitUntil(t, "every share of the budget to come back", func() bool {
-		if s.bodies.TryAcquire(bodyBudget * o.MaxBodyBytes) {
-			s.bodies.Release(bodyBudget * o.MaxBodyBytes)
-			return true
-		}
-		return false
-	})
 }

@@ -153,17 +153,22 @@ type chatRequest struct {
 	} `json:"messages"`
 }
 
-// decodeBody reads a JSON body into v, turning every failure into a 400 (or 413) that says what is wrong.
-func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *apiError {
+// readBody reads a request body of at most --max-request-body-mb (413 past it).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error",
+			return nil, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error",
 				message: fmt.Sprintf("request body over %d bytes", tooBig.Limit)}
 		}
-		return badRequest("", "reading the request body: %v", err)
+		return nil, badRequest("", "reading the request body: %v", err)
 	}
+	return body, nil
+}
+
+// decodeBody decodes a JSON body into v, turning every failure into a 400 that says what is wrong.
+func decodeBody(body []byte, v any) *apiError {
 	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError
 		var se *json.SyntaxError
@@ -272,13 +277,7 @@ func submitError(err error) *apiError {
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
-	release, e := s.reserveBody(r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
 	maxTokens, prompt, e := s.completionInput(w, r, &req)
-	release()
 	if e != nil {
 		writeError(w, e)
 		return
@@ -288,7 +287,16 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 
 // completionInput decodes a completion request and tokenises its prompt.
 func (s *Server) completionInput(w http.ResponseWriter, r *http.Request, req *completionRequest) (int, []uint32, *apiError) {
-	if e := s.decodeBody(w, r, req); e != nil {
+	body, e := s.readBody(w, r)
+	if e != nil {
+		return 0, nil, e
+	}
+	release, e := s.reserveBody(r, body)
+	if e != nil {
+		return 0, nil, e
+	}
+	defer release()
+	if e := decodeBody(body, req); e != nil {
 		return 0, nil, e
 	}
 	maxTokens, e := s.check(&req.common, req.MaxTokens, "max_tokens")
@@ -299,21 +307,24 @@ func (s *Server) completionInput(w http.ResponseWriter, r *http.Request, req *co
 	return maxTokens, prompt, e
 }
 
-// bodyBudget is how many bodies of the largest size (--max-request-body-mb) may be read, decoded and
-// tokenised at once. Those steps take several times a body's size (a 10 MB prompt ~55 MB) before the
-// request can be refused, so many large bodies at once would take the process's memory; past the
-// budget a request waits for its turn, or for its client to leave.
-const bodyBudget = 4
+// Decoding and tokenising a body take several times its size (a 10 MB prompt ~55 MB) before the
+// request can be refused, so bodies of at least smallBody bytes are decoded and tokenised only within a
+// budget of bodyBudget largest bodies (--max-request-body-mb) at once; past it a request waits for its
+// turn, or for its client to leave. The budget is taken once a body has arrived: a client that sends
+// slowly holds nothing but its connection (bounded by the read timeout), and small requests never wait.
+const (
+	bodyBudget = 4
+	smallBody  = 64 << 10
+)
 
-// reserveBody takes the share of the body budget that r's body may need: its Content-Length, or the
-// largest body when the length is not given. The caller releases it once the prompt is tokenised.
-func (s *Server) reserveBody(r *http.Request) (release func(), e *apiError) {
-	n := s.o.MaxBodyBytes
-	if r.ContentLength >= 0 && r.ContentLength < n {
-		n = max(r.ContentLength, 1)
+// reserveBody takes body's share of the budget; release gives it back.
+func (s *Server) reserveBody(r *http.Request, body []byte) (release func(), e *apiError) {
+	n := int64(len(body))
+	if n < smallBody {
+		return func() {}, nil
 	}
 	if err := s.bodies.Acquire(r.Context(), n); err != nil {
-		return nil, &apiError{status: http.StatusServiceUnavailable, typ: "server_error", message: "the client left before its request was read"}
+		return nil, &apiError{status: http.StatusServiceUnavailable, typ: "server_error", message: "the client left before its request was decoded"}
 	}
 	return func() { s.bodies.Release(n) }, nil
 }
@@ -372,13 +383,7 @@ func (s *Server) tokenIDs(ids []int64) ([]uint32, *apiError) {
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	release, e := s.reserveBody(r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
 	maxTokens, prompt, e := s.chatInput(w, r, &req)
-	release()
 	if e != nil {
 		writeError(w, e)
 		return
@@ -388,7 +393,16 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 
 // chatInput decodes a chat request and tokenises its rendered conversation.
 func (s *Server) chatInput(w http.ResponseWriter, r *http.Request, req *chatRequest) (int, []uint32, *apiError) {
-	if e := s.decodeBody(w, r, req); e != nil {
+	body, e := s.readBody(w, r)
+	if e != nil {
+		return 0, nil, e
+	}
+	release, e := s.reserveBody(r, body)
+	if e != nil {
+		return 0, nil, e
+	}
+	defer release()
+	if e := decodeBody(body, req); e != nil {
 		return 0, nil, e
 	}
 	max, name := req.MaxCompletionTokens, "max_completion_tokens"
