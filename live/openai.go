@@ -287,18 +287,11 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 
 // completionInput decodes a completion request and tokenises its prompt.
 func (s *Server) completionInput(w http.ResponseWriter, r *http.Request, req *completionRequest) (int, []uint32, *apiError) {
-	body, e := s.readBody(w, r)
-	if e != nil {
-		return 0, nil, e
-	}
-	release, e := s.reserveBody(r, body)
+	release, e := s.decodeRequest(w, r, req)
 	if e != nil {
 		return 0, nil, e
 	}
 	defer release()
-	if e := decodeBody(body, req); e != nil {
-		return 0, nil, e
-	}
 	maxTokens, e := s.check(&req.common, req.MaxTokens, "max_tokens")
 	if e != nil {
 		return 0, nil, e
@@ -316,6 +309,23 @@ const (
 	bodyBudget = 4
 	smallBody  = 64 << 10
 )
+
+// decodeRequest reads r's body and decodes it into v within the body budget; release gives the body's
+// share back once its prompt is tokenised.
+func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any) (release func(), e *apiError) {
+	body, e := s.readBody(w, r)
+	if e != nil {
+		return nil, e
+	}
+	if release, e = s.reserveBody(r, body); e != nil {
+		return nil, e
+	}
+	if e := decodeBody(body, v); e != nil {
+		release()
+		return nil, e
+	}
+	return release, nil
+}
 
 // reserveBody takes body's share of the budget; release gives it back.
 func (s *Server) reserveBody(r *http.Request, body []byte) (release func(), e *apiError) {
@@ -393,18 +403,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 
 // chatInput decodes a chat request and tokenises its rendered conversation.
 func (s *Server) chatInput(w http.ResponseWriter, r *http.Request, req *chatRequest) (int, []uint32, *apiError) {
-	body, e := s.readBody(w, r)
-	if e != nil {
-		return 0, nil, e
-	}
-	release, e := s.reserveBody(r, body)
+	release, e := s.decodeRequest(w, r, req)
 	if e != nil {
 		return 0, nil, e
 	}
 	defer release()
-	if e := decodeBody(body, req); e != nil {
-		return 0, nil, e
-	}
 	max, name := req.MaxCompletionTokens, "max_completion_tokens"
 	if max == nil {
 		max, name = req.MaxTokens, "max_tokens"

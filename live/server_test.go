@@ -16,6 +16,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -737,7 +738,21 @@ func TestCancelClearsMetrics(t *testing.T) {
 // gauges scrapes the server's /metrics for the worker's running requests and KV usage.
 func gauges(t *testing.T, ps *pipeServer) (running, kv float64) {
 	t.Helper()
-	res, err := ps.http.Get(ps.url + "/metrics")
+	fams := scrape(t, ps.http, ps.url)
+	value := func(name string) float64 {
+		f := fams[name]
+		if f == nil || len(f.GetMetric()) != 1 {
+			t.Fatalf("metric %s: %v, want one series", name, f)
+		}
+		return f.GetMetric()[0].GetGauge().GetValue()
+	}
+	return value("vllm:num_requests_running"), value("vllm:kv_cache_usage_perc")
+}
+
+// scrape reads the metric families of url's /metrics.
+func scrape(t *testing.T, hc *http.Client, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	res, err := hc.Get(url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -747,14 +762,7 @@ func gauges(t *testing.T, ps *pipeServer) (running, kv float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	value := func(name string) float64 {
-		f := fams[name]
-		if f == nil || len(f.GetMetric()) != 1 {
-			t.Fatalf("metric %s: %v, want one series", name, f)
-		}
-		return f.GetMetric()[0].GetGauge().GetValue()
-	}
-	return value("vllm:num_requests_running"), value("vllm:kv_cache_usage_perc")
+	return fams
 }
 
 // TestMetricsBeforeLastToken: a request is counted finished, and no longer running, before its stream

@@ -21,8 +21,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/mocker-sim/mocker/disagg"
 	"github.com/mocker-sim/mocker/engine"
@@ -348,16 +346,7 @@ func procStatus(key string) uint64 {
 // sumGauges scrapes url's /metrics for the running requests and KV usage summed over every series.
 func sumGauges(t *testing.T, url string) (running, kv float64) {
 	t.Helper()
-	res, err := http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := parser.TextToMetricFamilies(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := scrape(t, http.DefaultClient, url)
 	sum := func(name string) float64 {
 		var v float64
 		for _, m := range fams[name].GetMetric() {
