@@ -125,6 +125,13 @@ func New(o Options) (*Server, error) {
 	}
 	o.HTTP = o.HTTP.withDefaults()
 	capacity := poolTokens(o.Engine)
+	if o.Disagg != nil && o.Disagg.Engine != nil {
+		// A request needs room on both sides.
+		if o.Disagg.Engine.BlockSize() != o.Engine.BlockSize() {
+			return nil, fmt.Errorf("live: decode workers' block size %d differs from the prefill workers' %d", o.Disagg.Engine.BlockSize(), o.Engine.BlockSize())
+		}
+		capacity = min(capacity, poolTokens(*o.Disagg.Engine))
+	}
 	switch {
 	case o.MaxModelLen > 0 && o.DefaultMaxTokens >= o.MaxModelLen:
 		return nil, fmt.Errorf("live: default max tokens %d: must be below max-model-len %d, which counts the prompt too", o.DefaultMaxTokens, o.MaxModelLen)

@@ -108,9 +108,9 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	if err != nil {
 		return err
 	}
-	eo, ro := so.Engine, so.Router
+	eo, ro := so.Engine, so.Router // disaggregated, so.Engine is the prefill workers'
 	eo.VLLM.Events, eo.SGLang.Events = true, true // routers and subscribers read them
-	ro.BlockSize, ro.MaxBatchedTokens = eo.BlockSize(), cfg.MaxNumBatchedTokens
+	ro.BlockSize, ro.MaxBatchedTokens = eo.BlockSize(), cfg.ForRole("prefill").MaxNumBatchedTokens // aggregated: the shared setting
 
 	name := cfg.ModelName
 	if name == "" {
@@ -159,10 +159,12 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	}
 	if cfg.PrefillWorkers > 0 {
 		o.Workers = cfg.PrefillWorkers
+		de := so.DecodeEngine
 		dr := so.DecodeRouter
-		dr.BlockSize, dr.MaxBatchedTokens = ro.BlockSize, ro.MaxBatchedTokens
+		dr.BlockSize, dr.MaxBatchedTokens = ro.BlockSize, cfg.ForRole("decode").MaxNumBatchedTokens
 		o.Disagg = &live.Disagg{
 			DecodeWorkers:     cfg.DecodeWorkers,
+			Engine:            &de,
 			Router:            dr,
 			Transfer:          so.Transfer,
 			BootstrapHost:     cfg.BootstrapHost,
@@ -198,7 +200,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	}
 	if cfg.ZMQKVEventsPort > 0 {
 		zs, err := live.NewZMQSink(live.ZMQOptions{
-			Host: cfg.Host, Port: cfg.ZMQKVEventsPort, ReplayPort: cfg.ZMQReplayPort, Workers: o.Workers, DPSize: cfg.DPSize,
+			Host: cfg.Host, Port: cfg.ZMQKVEventsPort, ReplayPort: cfg.ZMQReplayPort, Workers: o.Workers, DPSize: eo.DPSize,
 			BlockSize: ro.BlockSize, HashSeed: cfg.KVHashSeed, MapFormat: cfg.KVEventsMapFormat,
 		})
 		if err != nil {
