@@ -217,15 +217,13 @@ func (c *Config) ForRole(name string) *Config {
 // validateRoles refuses per-role settings without disaggregated serving, and validates each pool's
 // settings as the shared ones are, naming the per-role key (--prefill-tp, or the file's line).
 func (c *Config) validateRoles() error {
-	ranks := 0
+	ranks := c.PrefillWorkers*c.ForRole("prefill").DPSize + c.DecodeWorkers*c.ForRole("decode").DPSize
+	if ranks > MaxRanks {
+		return &settingError{"prefill-workers", fmt.Sprintf("prefill-workers %d × their dp-size and decode-workers %d × theirs are %d engine ranks; at most %d (each holds ~1 MB)",
+			c.PrefillWorkers, c.DecodeWorkers, ranks, MaxRanks)}
+	}
 	for _, name := range Roles {
 		keys := c.Role(name).Keys()
-		rc := c.ForRole(name)
-		if name == "prefill" {
-			ranks += c.PrefillWorkers * rc.DPSize
-		} else {
-			ranks += c.DecodeWorkers * rc.DPSize
-		}
 		if len(keys) == 0 {
 			continue
 		}
@@ -234,17 +232,13 @@ func (c *Config) validateRoles() error {
 			return &settingError{key, fmt.Sprintf("%s %s: sets the %s workers of disaggregated serving; give --prefill-workers and --decode-workers (aggregated workers take --%s)",
 				key, c.Role(name).Get(keys[0]), name, keys[0])}
 		}
-		if err := rc.validate(); err != nil {
+		if err := c.ForRole(name).validate(); err != nil {
 			var se *settingError
 			if errors.As(err, &se) && slices.Contains(keys, se.key) {
 				return &settingError{name + "-" + se.key, name + "-" + se.msg}
 			}
 			return err
 		}
-	}
-	if ranks > MaxRanks {
-		return &settingError{"prefill-workers", fmt.Sprintf("prefill-workers %d × their dp-size and decode-workers %d × theirs are %d engine ranks; at most %d (each holds ~1 MB)",
-			c.PrefillWorkers, c.DecodeWorkers, ranks, MaxRanks)}
 	}
 	return nil
 }
