@@ -708,7 +708,7 @@ func (c *Config) SimOptions() (sim.Options, error) {
 		if o.DecodeEngine, err = c.ForRole("decode").EngineOptions(); err != nil {
 			return sim.Options{}, fmt.Errorf("decode workers: %w", err)
 		}
-		o.Engine = o.PrefillEngine // the pool requests arrive at
+		o.Engine = o.PrefillEngine         // the pool requests arrive at
 		o.DecodeEngine.VLLM.Events = false // decode workers publish no KV events
 		o.DecodeEngine.SGLang.Events = false
 		// The decode router balances decode load: no overlap credit, no prefill tracking (reference §8).

@@ -259,8 +259,16 @@ func (s *Server) allWorkers() []*Worker {
 	return append(slices.Clip(s.workers), s.decode.workers...)
 }
 
-// Workers are the server's workers, in order.
+// Workers are the server's workers, in order (disaggregated: its prefill workers).
 func (s *Server) Workers() []*Worker { return s.workers }
+
+// DecodeWorkers are a disaggregated server's decode workers, in order; nil when aggregated.
+func (s *Server) DecodeWorkers() []*Worker {
+	if s.decode == nil {
+		return nil
+	}
+	return s.decode.workers
+}
 
 // submit routes a request to a worker, or queues it in the router. The stream it returns carries the
 // output; an error means the request was refused: *sched.RejectError (it can never run), errBusy (too

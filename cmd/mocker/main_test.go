@@ -284,6 +284,18 @@ func TestFlagsMatchYAMLKeys(t *testing.T) {
 			continue
 		}
 		key := typ.Field(i).Tag.Get("yaml")
+		if typ.Field(i).Type == reflect.TypeFor[config.Role]() {
+			// A pool's section: its keys are flags prefixed with its name.
+			for _, k := range config.RoleKeys() {
+				keys[key+"-"+k] = true
+				for _, cmd := range cmds {
+					if cmd.Flags().Lookup(key+"-"+k) == nil {
+						t.Errorf("%s: YAML key %s.%s has no flag", cmd.Name(), key, k)
+					}
+				}
+			}
+			continue
+		}
 		keys[key] = true
 		if cmds[0].Flags().Lookup(key) == nil && cmds[1].Flags().Lookup(key) == nil {
 			t.Errorf("YAML key %q has no flag", key)

@@ -108,8 +108,8 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	if err != nil {
 		return err
 	}
-	eo, ro := so.Engine, so.Router // disaggregated, so.Engine is the prefill workers'
-	eo.VLLM.Events, eo.SGLang.Events = true, true // routers and subscribers read them
+	eo, ro := so.Engine, so.Router                                                                 // disaggregated, so.Engine is the prefill workers'
+	eo.VLLM.Events, eo.SGLang.Events = true, true                                                  // routers and subscribers read them
 	ro.BlockSize, ro.MaxBatchedTokens = eo.BlockSize(), cfg.ForRole("prefill").MaxNumBatchedTokens // aggregated: the shared setting
 
 	name := cfg.ModelName
