@@ -158,6 +158,8 @@ type Config struct {
 
 	// given says where each setting given explicitly came from (Given).
 	given map[string]string `yaml:"-"`
+	// role is the pool whose settings these are (ForRole); "" for the whole configuration.
+	role string `yaml:"-"`
 }
 
 // Default is the configuration of `mocker predict` with no flags: one vLLM worker with vLLM's defaults and

@@ -203,7 +203,7 @@ func (c *Config) loadRole(path, name string, v *yaml.Node) error {
 // engines.
 func (c *Config) ForRole(name string) *Config {
 	rc := *c
-	rc.Prefill, rc.Decode = Role{}, Role{}
+	rc.Prefill, rc.Decode, rc.role = Role{}, Role{}, name
 	fields := rc.fieldsByKey()
 	r := reflect.ValueOf(c.Role(name)).Elem()
 	for i := range r.NumField() {
@@ -217,7 +217,20 @@ func (c *Config) ForRole(name string) *Config {
 // validateRoles refuses per-role settings without disaggregated serving, and validates each pool's
 // settings as the shared ones are, naming the per-role key (--prefill-tp, or the file's line).
 func (c *Config) validateRoles() error {
-	ranks := c.PrefillWorkers*c.ForRole("prefill").DPSize + c.DecodeWorkers*c.ForRole("decode").DPSize
+	if c.role != "" {
+		return nil // one pool's settings (ForRole): the whole was checked
+	}
+	for _, name := range Roles {
+		if dp := c.ForRole(name).DPSize; dp > MaxRanks {
+			key := "dp-size"
+			if c.Role(name).DPSize != nil {
+				key = name + "-dp-size"
+			}
+			return &settingError{key, fmt.Sprintf("%s %d: at most %d (each engine rank holds ~1 MB)", key, dp, MaxRanks)}
+		}
+	}
+	// Each pool's workers × its data-parallel ranks (workers and ranks are at most MaxRanks each).
+	ranks := c.PrefillWorkers*max(c.ForRole("prefill").DPSize, 0) + c.DecodeWorkers*max(c.ForRole("decode").DPSize, 0)
 	if ranks > MaxRanks {
 		return &settingError{"prefill-workers", fmt.Sprintf("prefill-workers %d × their dp-size and decode-workers %d × theirs are %d engine ranks; at most %d (each holds ~1 MB)",
 			c.PrefillWorkers, c.DecodeWorkers, ranks, MaxRanks)}

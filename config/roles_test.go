@@ -85,6 +85,7 @@ func TestRoleErrorsNamed(t *testing.T) {
 		{"prefill-workers: 1\ndecode-workers: 1\ndecode: 4\n", "c.yaml line 3: decode: want a mapping"},
 		{"prefill-workers: 1\ndecode-workers: 1\ndecode:\n  timing: roofline\n", "c.yaml line 4: decode-timing roofline: want default, profile, polynomial or fixed"},
 		{"prefill-workers: 512\ndecode-workers: 512\ndecode:\n  dp-size: 2\n", "prefill-workers 512 × their dp-size and decode-workers 512 × theirs are 1536 engine ranks; at most 1024"},
+		{"prefill-workers: 1\ndecode-workers: 1\ndecode:\n  dp-size: 2000\n", "c.yaml line 4: decode-dp-size 2000: at most 1024"},
 	} {
 		c := Default()
 		err := c.Load(writeConfig(t, tc.body))
@@ -94,6 +95,14 @@ func TestRoleErrorsNamed(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %v, want %q", tc.body, err, tc.want)
 		}
+	}
+	// Ranks are counted per pool: 512 prefill workers of 1 rank and 256 decode workers of 2 fit, though
+	// the shared dp-size 2 on all 768 workers would not.
+	c0 := Default()
+	c0.PrefillWorkers, c0.DecodeWorkers, c0.DPSize, c0.Timing = 512, 256, 2, "polynomial"
+	must(t, c0.Prefill.Set("dp-size", "1"))
+	if err := c0.Validate(); err != nil {
+		t.Errorf("512 × 1 + 256 × 2 ranks: %v", err)
 	}
 	// A flag's error names the flag, without a place.
 	c := Default()
