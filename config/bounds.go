@@ -77,7 +77,7 @@ func (c *Config) validateBounds() error {
 				return bad(s.key, s.v, fmt.Sprintf("at most %d (each engine rank holds ~1 MB)", MaxRanks))
 			}
 		}
-	case workers > 0 && c.DPSize > 0 && workers*c.DPSize > MaxRanks:
+	case key == "workers" && workers > 0 && c.DPSize > 0 && workers*c.DPSize > MaxRanks: // disaggregated: validateRoles
 		return bad(key, workers, fmt.Sprintf("× dp-size %d is %d engine ranks; at most %d (each holds ~1 MB)", c.DPSize, workers*c.DPSize, MaxRanks))
 	case c.TraceBlockSize > workload.MaxTokens:
 		return bad("trace-block-size", c.TraceBlockSize, fmt.Sprintf("at most %d", workload.MaxTokens))

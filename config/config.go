@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mocker-sim/mocker/disagg"
+	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/planner"
 	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sim"
@@ -151,8 +152,14 @@ type Config struct {
 	FailureRate        float64  `yaml:"failure-rate"`
 	FailureTypes       []string `yaml:"failure-types"`
 
+	// Disaggregated serving: the prefill and the decode pools' own engine settings (Role).
+	Prefill Role `yaml:"prefill"`
+	Decode  Role `yaml:"decode"`
+
 	// given says where each setting given explicitly came from (Given).
 	given map[string]string `yaml:"-"`
+	// role is the pool whose settings these are (ForRole); "" for the whole configuration.
+	role string `yaml:"-"`
 }
 
 // Default is the configuration of `mocker predict` with no flags: one vLLM worker with vLLM's defaults and
@@ -246,6 +253,13 @@ func (c *Config) Load(path string) error {
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
+		if slices.Contains(Roles, k.Value) && !seen[k.Value] {
+			seen[k.Value] = true
+			if err := c.loadRole(path, k.Value, v); err != nil {
+				return err
+			}
+			continue
+		}
 		field, ok := fields[k.Value]
 		if !ok {
 			return fmt.Errorf("config %s line %d: unknown key %q", path, k.Line, k.Value)
@@ -529,7 +543,7 @@ func (c *Config) validate() error {
 			return bad("spec-accept-rates", c.SpecAcceptRates, "each rate must be in [0, 1]")
 		}
 	}
-	return nil
+	return c.validateRoles()
 }
 
 // BlockSizeOrDefault is --block-size, or the backend's default when it is 0: vLLM 16, TensorRT-LLM 32,
@@ -650,9 +664,12 @@ func (c *Config) rampClients() int {
 
 // SimOptions builds the simulation's options.
 func (c *Config) SimOptions() (sim.Options, error) {
-	eo, err := c.EngineOptions()
-	if err != nil {
-		return sim.Options{}, err
+	var eo engine.Options
+	var err error
+	if c.PrefillWorkers == 0 { // disaggregated, each pool builds its own
+		if eo, err = c.EngineOptions(); err != nil {
+			return sim.Options{}, err
+		}
 	}
 	ro, err := c.RouterOptions()
 	if err != nil {
@@ -686,7 +703,14 @@ func (c *Config) SimOptions() (sim.Options, error) {
 	}
 	if c.PrefillWorkers > 0 {
 		o.PrefillWorkers, o.DecodeWorkers = c.PrefillWorkers, c.DecodeWorkers
-		o.PrefillEngine, o.DecodeEngine = eo, eo
+		// Each pool's engines from its own settings (Role): its TP sizes its KV pool and prices its passes.
+		if o.PrefillEngine, err = c.ForRole("prefill").EngineOptions(); err != nil {
+			return sim.Options{}, fmt.Errorf("prefill workers: %w", err)
+		}
+		if o.DecodeEngine, err = c.ForRole("decode").EngineOptions(); err != nil {
+			return sim.Options{}, fmt.Errorf("decode workers: %w", err)
+		}
+		o.Engine = o.PrefillEngine         // the pool requests arrive at
 		o.DecodeEngine.VLLM.Events = false // decode workers publish no KV events
 		o.DecodeEngine.SGLang.Events = false
 		// The decode router balances decode load: no overlap credit, no prefill tracking (reference §8).
@@ -700,7 +724,8 @@ func (c *Config) SimOptions() (sim.Options, error) {
 		}
 		o.Transfer = disagg.Transfer{GBps: c.KVTransferBandwidth, BytesPerToken: c.KVBytesPerToken, Mode: mode}
 		if o.Transfer.BytesPerToken == 0 && o.Transfer.GBps > 0 {
-			d, err := c.Deployment()
+			// A whole token's KV, all shards: the same whatever either side's TP (Deployment.TokenBytes).
+			d, err := c.ForRole("prefill").Deployment()
 			if err != nil {
 				return sim.Options{}, err
 			}

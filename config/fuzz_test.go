@@ -28,6 +28,10 @@ func FuzzLoad(f *testing.F) {
 		"a: &a [*a, *a]\n",
 		"\"\": 1\n",
 		"block-size: !!int 0x10\nmax-model-len: 1_000\n",
+		"prefill-workers: 1\ndecode-workers: 2\nprefill: {tp: 2, max-num-batched-tokens: 16384}\ndecode:\n  tp: 4\n  num-gpu-blocks: auto\n",
+		"prefill:\n  tp: 2\n",
+		"prefill-workers: 1\ndecode-workers: 1\ndecode: {dp-size: 99999999999, enable-chunked-prefill: yes}\n",
+		"decode: [1]\nprefill: {tp: null}\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mocker-sim/mocker/disagg"
+	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sched"
 )
@@ -17,6 +18,9 @@ import (
 // Disagg configures disaggregated serving: the server's Workers prefill, these decode.
 type Disagg struct {
 	DecodeWorkers int
+	// Engine, when set, is the decode workers' engine (its own TP, batch limits, pool and timing);
+	// nil: the prefill workers' (Options.Engine). Both must use the same block size.
+	Engine *engine.Options
 	// Router picks a request's decode worker once its prompt is computed (Dynamo's decode router: no
 	// overlap credit, no prefill tracking).
 	Router router.Options
@@ -102,6 +106,9 @@ func (s *Server) startDisagg(hooks func(decode bool) Hooks) error {
 		p.bootstrap = append(p.bootstrap, bs)
 	}
 	eo := s.o.Engine
+	if d.Engine != nil {
+		eo = *d.Engine
+	}
 	eo.Role = sched.Decode
 	eo.VLLM.Events, eo.SGLang.Events = false, false // decode workers publish no KV events
 	for i := range d.DecodeWorkers {

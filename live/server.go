@@ -125,6 +125,13 @@ func New(o Options) (*Server, error) {
 	}
 	o.HTTP = o.HTTP.withDefaults()
 	capacity := poolTokens(o.Engine)
+	if o.Disagg != nil && o.Disagg.Engine != nil {
+		// A request needs room on both sides.
+		if o.Disagg.Engine.BlockSize() != o.Engine.BlockSize() {
+			return nil, fmt.Errorf("live: decode workers' block size %d differs from the prefill workers' %d", o.Disagg.Engine.BlockSize(), o.Engine.BlockSize())
+		}
+		capacity = min(capacity, poolTokens(*o.Disagg.Engine))
+	}
 	switch {
 	case o.MaxModelLen > 0 && o.DefaultMaxTokens >= o.MaxModelLen:
 		return nil, fmt.Errorf("live: default max tokens %d: must be below max-model-len %d, which counts the prompt too", o.DefaultMaxTokens, o.MaxModelLen)
@@ -252,8 +259,16 @@ func (s *Server) allWorkers() []*Worker {
 	return append(slices.Clip(s.workers), s.decode.workers...)
 }
 
-// Workers are the server's workers, in order.
+// Workers are the server's workers, in order (disaggregated: its prefill workers).
 func (s *Server) Workers() []*Worker { return s.workers }
+
+// DecodeWorkers are a disaggregated server's decode workers, in order; nil when aggregated.
+func (s *Server) DecodeWorkers() []*Worker {
+	if s.decode == nil {
+		return nil
+	}
+	return s.decode.workers
+}
 
 // submit routes a request to a worker, or queues it in the router. The stream it returns carries the
 // output; an error means the request was refused: *sched.RejectError (it can never run), errBusy (too

@@ -86,7 +86,36 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Var(autoInt{&c.KVBytesPerToken}, "kv-bytes-per-token", "KV bytes per token a transfer moves (auto or 0: from --model)")
 	fs.StringVar(&c.KVTransferTimingMode, "kv-transfer-timing-mode", c.KVTransferTimingMode, "what a handoff moves: destination_missing (blocks the decode worker lacks) or full_prompt")
 	fs.StringVar(&c.PlannerConfig, "planner-config", c.PlannerConfig, "autoscale the pools with this planner configuration (YAML)")
+	bindRoleFlags(fs, c)
 }
+
+// bindRoleFlags registers --prefill-KEY and --decode-KEY for each setting a disaggregated pool can set
+// for itself (config.Role), after the shared flag, whose usage they repeat.
+func bindRoleFlags(fs *pflag.FlagSet, c *config.Config) {
+	for _, role := range config.Roles {
+		r := c.Role(role)
+		for _, key := range config.RoleKeys() {
+			usage := fmt.Sprintf("disaggregated serving: the %s workers' --%s (default: --%s)", role, key, key)
+			if f := fs.Lookup(key); f != nil {
+				usage = fmt.Sprintf("%s workers: %s (default: --%s)", role, f.Usage, key)
+			}
+			f := fs.VarPF(roleFlag{r, key}, role+"-"+key, "", usage)
+			if r.IsBool(key) {
+				f.NoOptDefVal = "true"
+			}
+		}
+	}
+}
+
+// roleFlag is one per-role setting as a flag.
+type roleFlag struct {
+	r   *config.Role
+	key string
+}
+
+func (f roleFlag) String() string     { return f.r.Get(f.key) }
+func (f roleFlag) Set(s string) error { return f.r.Set(f.key, s) }
+func (f roleFlag) Type() string       { return f.r.TypeName(f.key) }
 
 // bindWorkloadFlags registers the settings of the workload predict replays.
 func bindWorkloadFlags(fs *pflag.FlagSet, c *config.Config) {

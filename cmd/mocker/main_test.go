@@ -284,6 +284,18 @@ func TestFlagsMatchYAMLKeys(t *testing.T) {
 			continue
 		}
 		key := typ.Field(i).Tag.Get("yaml")
+		if typ.Field(i).Type == reflect.TypeFor[config.Role]() {
+			// A pool's section: its keys are flags prefixed with its name.
+			for _, k := range config.RoleKeys() {
+				keys[key+"-"+k] = true
+				for _, cmd := range cmds {
+					if cmd.Flags().Lookup(key+"-"+k) == nil {
+						t.Errorf("%s: YAML key %s.%s has no flag", cmd.Name(), key, k)
+					}
+				}
+			}
+			continue
+		}
 		keys[key] = true
 		if cmds[0].Flags().Lookup(key) == nil && cmds[1].Flags().Lookup(key) == nil {
 			t.Errorf("YAML key %q has no flag", key)
@@ -531,5 +543,59 @@ func TestRequestRecordsJoinTheTrace(t *testing.T) {
 	}
 	if got, want := records("--num-requests", "3"), []string{`0 "0" null`, `1 "1" null`, `2 "2" null`}; !slices.Equal(got, want) {
 		t.Errorf("synthetic records %q, want %q", got, want)
+	}
+}
+
+// TestRoleFlags: --decode-max-num-seqs bounds the decode pool alone, over a file's decode: section; a
+// per-role flag without disaggregated serving is refused.
+func TestRoleFlags(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.yaml")
+	os.WriteFile(file, []byte("prefill-workers: 1\ndecode-workers: 1\ndecode:\n  max-num-seqs: 4\n"), 0o644)
+	jsonl := filepath.Join(dir, "r.jsonl")
+	// Four 100-token prompts at once, one prefill pass of 10 ms; the decode pool runs two at a time
+	// (1 ms a pass, 4 tokens each, the first from the decode worker).
+	_, _, err := mocker(t, "predict", "--config", file, "--num-requests", "4", "--input-tokens", "100", "--input-tokens-stddev", "0",
+		"--output-tokens", "4", "--output-tokens-stddev", "0", "--request-rate", "inf", "--shared-prefix-ratio", "0",
+		"--timing", "fixed", "--prefill-ms", "10", "--decode-ms", "1", "--decode-max-num-seqs", "2", "--requests-jsonl", jsonl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(jsonl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ttft []float64
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r struct {
+			TTFT float64 `json:"ttft_ms"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		ttft = append(ttft, r.TTFT)
+	}
+	if fmt.Sprint(ttft) != "[11 11 15 15]" {
+		t.Errorf("TTFT %v, want [11 11 15 15]", ttft)
+	}
+	if _, _, err := mocker(t, "predict", "--prefill-tp", "2"); err == nil || err.Error() != "prefill-tp 2: sets the prefill workers of disaggregated serving; give --prefill-workers and --decode-workers (aggregated workers take --tp)" {
+		t.Errorf("--prefill-tp without disaggregation: %v", err)
+	}
+	if _, _, err := mocker(t, "predict", "--prefill-workers", "1", "--decode-workers", "1", "--decode-tp", "x"); err == nil || !strings.Contains(err.Error(), `invalid argument "x" for "--decode-tp" flag: want an integer`) {
+		t.Errorf("--decode-tp x: %v", err)
+	}
+}
+
+// TestDisaggExample replays docs/examples/disagg.yaml: prefill TP 2 and decode TP 4 of Llama-3.1-70B.
+func TestDisaggExample(t *testing.T) {
+	db := sharedData(t, "aiconfigurator")
+	out, _, err := mocker(t, "predict", "--config", filepath.Join("..", "..", "docs", "examples", "disagg.yaml"), "--perf-db", db, "--num-requests", "50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Successful requests:                     50", "Prefill pool", "Decode pool"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("no %q in\n%s", want, out)
+		}
 	}
 }

@@ -40,6 +40,8 @@ fleet of "GPUs" that costs nothing.
   mocker serve                                   one worker on 127.0.0.1:8000
   mocker serve --workers 4 --speedup-ratio 10    four workers behind the KV router, 10x faster
   mocker serve --prefill-workers 2 --decode-workers 2 --kv-transfer-bandwidth 50
+  mocker serve --prefill-workers 2 --decode-workers 1 --prefill-max-num-batched-tokens 16384 \
+      --decode-max-num-seqs 512                  each pool with its own engine flags (or prefill:/decode: in --config)
 
 SIGINT or SIGTERM stops accepting requests and waits up to --shutdown-timeout for those in flight.`,
 		Args: cobra.NoArgs,
@@ -108,9 +110,9 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	if err != nil {
 		return err
 	}
-	eo, ro := so.Engine, so.Router
-	eo.VLLM.Events, eo.SGLang.Events = true, true // routers and subscribers read them
-	ro.BlockSize, ro.MaxBatchedTokens = eo.BlockSize(), cfg.MaxNumBatchedTokens
+	eo, ro := so.Engine, so.Router                                                                 // disaggregated, so.Engine is the prefill workers'
+	eo.VLLM.Events, eo.SGLang.Events = true, true                                                  // routers and subscribers read them
+	ro.BlockSize, ro.MaxBatchedTokens = eo.BlockSize(), cfg.ForRole("prefill").MaxNumBatchedTokens // aggregated: the shared setting
 
 	name := cfg.ModelName
 	if name == "" {
@@ -159,10 +161,12 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	}
 	if cfg.PrefillWorkers > 0 {
 		o.Workers = cfg.PrefillWorkers
+		de := so.DecodeEngine
 		dr := so.DecodeRouter
-		dr.BlockSize, dr.MaxBatchedTokens = ro.BlockSize, ro.MaxBatchedTokens
+		dr.BlockSize, dr.MaxBatchedTokens = ro.BlockSize, cfg.ForRole("decode").MaxNumBatchedTokens
 		o.Disagg = &live.Disagg{
 			DecodeWorkers:     cfg.DecodeWorkers,
+			Engine:            &de,
 			Router:            dr,
 			Transfer:          so.Transfer,
 			BootstrapHost:     cfg.BootstrapHost,
@@ -198,7 +202,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	}
 	if cfg.ZMQKVEventsPort > 0 {
 		zs, err := live.NewZMQSink(live.ZMQOptions{
-			Host: cfg.Host, Port: cfg.ZMQKVEventsPort, ReplayPort: cfg.ZMQReplayPort, Workers: o.Workers, DPSize: cfg.DPSize,
+			Host: cfg.Host, Port: cfg.ZMQKVEventsPort, ReplayPort: cfg.ZMQReplayPort, Workers: o.Workers, DPSize: eo.DPSize,
 			BlockSize: ro.BlockSize, HashSeed: cfg.KVHashSeed, MapFormat: cfg.KVEventsMapFormat,
 		})
 		if err != nil {
@@ -252,7 +256,14 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 
 func describeServe(cfg *config.Config, workers int) string {
 	if cfg.PrefillWorkers > 0 {
-		return fmt.Sprintf("%s, %d prefill + %d decode workers, router %s", cfg.Backend, cfg.PrefillWorkers, cfg.DecodeWorkers, cfg.Router)
+		s := fmt.Sprintf("%s, %d prefill + %d decode workers, router %s", cfg.Backend, cfg.PrefillWorkers, cfg.DecodeWorkers, cfg.Router)
+		for _, role := range config.Roles { // each pool's own settings, as --prefill-KEY V
+			r := cfg.Role(role)
+			for _, k := range r.Keys() {
+				s += fmt.Sprintf(", --%s-%s %s", role, k, r.Get(k))
+			}
+		}
+		return s
 	}
 	noun := "workers"
 	if workers == 1 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/mocker-sim/mocker/config"
 	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/live"
 	"github.com/mocker-sim/mocker/live/natsevents"
 	"github.com/mocker-sim/mocker/live/vllmevents"
 	"github.com/mocker-sim/mocker/tokenize"
@@ -353,6 +355,53 @@ func TestServeDisaggregated(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestServeRoles: the decode workers' engines are built from their own settings (here 2 data-parallel
+// ranks of 64 blocks each, TP 2), the prefill workers' from the shared ones; a request must fit both pools.
+func TestServeRoles(t *testing.T) {
+	cfg := serveConfig()
+	cfg.Timing = "polynomial" // profiles are measured at TP 1
+	cfg.PrefillWorkers, cfg.DecodeWorkers = 1, 2
+	for k, v := range map[string]string{"tp": "2", "dp-size": "2", "num-gpu-blocks": "64", "max-num-seqs": "8"} {
+		if err := cfg.Decode.Set(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := cfg.Deployment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, c := startServe(t, cfg)
+	blocks := func(ws []*live.Worker) (out [][]int) {
+		for _, w := range ws {
+			var ranks []int
+			for _, m := range w.State() {
+				ranks = append(ranks, m.TotalBlocks)
+			}
+			out = append(out, ranks)
+		}
+		return out
+	}
+	if got, want := fmt.Sprint(blocks(info.Server.Workers())), fmt.Sprintf("[[%d]]", d.KVBlocks); got != want {
+		t.Errorf("prefill workers' ranks' blocks %s, want %s", got, want)
+	}
+	if got := fmt.Sprint(blocks(info.Server.DecodeWorkers())); got != "[[64 64] [64 64]]" {
+		t.Errorf("decode workers' ranks' blocks %s, want [[64 64] [64 64]]", got)
+	}
+	// The decode pool holds 64 × 16 = 1,024 tokens per rank: a longer request is refused at once.
+	_, err = c.Completions.New(context.Background(), openai.CompletionNewParams{
+		Model:     "llama-3.1-8b",
+		Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(servePrompt)},
+		MaxTokens: openai.Int(1024),
+	})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || !strings.Contains(apiErr.Message, "holds 1024 tokens") {
+		t.Fatalf("max_tokens 1024 on a 1,024-token decode pool: %v", err)
+	}
+	if res := complete(t, c, servePrompt, 5); res.Usage.CompletionTokens != 5 {
+		t.Fatalf("usage %+v, want 5 tokens", res.Usage)
 	}
 }
 

@@ -1,0 +1,257 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Role is one pool's own engine settings in disaggregated serving, as Dynamo deploys it: the prefill and
+// the decode workers are separate engine processes, each started with its own flags (commonly another
+// TP and other batch limits). Each field is a Config setting of the same key; nil keeps the shared
+// setting. On the command line a key is --prefill-KEY or --decode-KEY; in YAML it sits in a prefill:
+// or decode: section.
+//
+// The model, the block size, the KV cache dtype and the request limits stay shared: the KV a handoff
+// moves must mean the same on both sides.
+type Role struct {
+	TP                             *int     `yaml:"tp"`
+	DPSize                         *int     `yaml:"dp-size"`
+	NumGPUBlocks                   *int     `yaml:"num-gpu-blocks" auto:"model"`
+	GPUMemoryUtilization           *float64 `yaml:"gpu-memory-utilization"`
+	MaxNumSeqs                     *int     `yaml:"max-num-seqs"`
+	MaxNumBatchedTokens            *int     `yaml:"max-num-batched-tokens"`
+	EnableChunkedPrefill           *bool    `yaml:"enable-chunked-prefill"`
+	PreemptionMode                 *string  `yaml:"preemption-mode"`
+	VLLMAdmission                  *string  `yaml:"vllm-admission"`
+	SGLangSchedulePolicy           *string  `yaml:"sglang-schedule-policy"`
+	SGLangMaxPrefillTokens         *int     `yaml:"sglang-max-prefill-tokens"`
+	SGLangChunkedPrefillSize       *int     `yaml:"sglang-chunked-prefill-size"`
+	SGLangClipMaxNewTokens         *int     `yaml:"sglang-clip-max-new-tokens"`
+	SGLangScheduleConservativeness *float64 `yaml:"sglang-schedule-conservativeness"`
+	SGLangEnableMixedChunk         *bool    `yaml:"sglang-enable-mixed-chunk"`
+	SGLangOverlapSchedule          *bool    `yaml:"sglang-overlap-schedule"`
+	Timing                         *string  `yaml:"timing"`
+	Profile                        *string  `yaml:"profile"`
+	BackendVersion                 *string  `yaml:"backend-version"`
+	HostOverheadUs                 *float64 `yaml:"host-overhead-us"`
+}
+
+// Roles are the pools that take a Role, in the order their flags are listed.
+var Roles = []string{"prefill", "decode"}
+
+// RoleKeys are the settings a pool can set for itself, in the order of Role's fields.
+func RoleKeys() []string {
+	t := reflect.TypeFor[Role]()
+	keys := make([]string, t.NumField())
+	for i := range keys {
+		keys[i] = t.Field(i).Tag.Get("yaml")
+	}
+	return keys
+}
+
+// Role returns the settings of pool name ("prefill" or "decode").
+func (c *Config) Role(name string) *Role {
+	switch name {
+	case "prefill":
+		return &c.Prefill
+	case "decode":
+		return &c.Decode
+	}
+	panic("config: no role " + name)
+}
+
+// field is r's field of key, with whether it takes Auto; ok false for an unknown key.
+func (r *Role) field(key string) (f reflect.Value, auto, ok bool) {
+	v := reflect.ValueOf(r).Elem()
+	for i := range v.NumField() {
+		sf := v.Type().Field(i)
+		if sf.Tag.Get("yaml") == key {
+			_, auto = sf.Tag.Lookup("auto")
+			return v.Field(i), auto, true
+		}
+	}
+	return reflect.Value{}, false, false
+}
+
+// Keys are the keys r sets, in the order of its fields.
+func (r *Role) Keys() []string {
+	var keys []string
+	v := reflect.ValueOf(r).Elem()
+	for i := range v.NumField() {
+		if !v.Field(i).IsNil() {
+			keys = append(keys, v.Type().Field(i).Tag.Get("yaml"))
+		}
+	}
+	return keys
+}
+
+// Set parses and sets the setting of key as its flag would (an integer setting that takes Auto takes
+// "auto").
+func (r *Role) Set(key, s string) error {
+	f, auto, ok := r.field(key)
+	if !ok {
+		return fmt.Errorf("unknown per-role key %q", key)
+	}
+	p := reflect.New(f.Type().Elem())
+	var err error
+	switch e := p.Elem(); e.Kind() {
+	case reflect.Int:
+		var n int
+		if auto {
+			n, err = IntOrAuto(s)
+		} else if n, err = strconv.Atoi(s); err != nil {
+			err = errors.New("want an integer")
+		}
+		e.SetInt(int64(n))
+	case reflect.Float64:
+		var x float64
+		if x, err = strconv.ParseFloat(s, 64); err != nil {
+			err = errors.New("want a number")
+		}
+		e.SetFloat(x)
+	case reflect.Bool:
+		var b bool
+		if b, err = strconv.ParseBool(s); err != nil {
+			err = errors.New("want true or false")
+		}
+		e.SetBool(b)
+	default:
+		e.SetString(s)
+	}
+	if err == nil {
+		f.Set(p)
+	}
+	return err
+}
+
+// Get is the setting of key as its flag prints it; "" when r does not set it.
+func (r *Role) Get(key string) string {
+	f, auto, ok := r.field(key)
+	if !ok || f.IsNil() {
+		return ""
+	}
+	e := f.Elem()
+	if auto && e.Int() == 0 {
+		return Auto
+	}
+	return fmt.Sprint(e.Interface())
+}
+
+// TypeName names the kind of value key takes, as flags print it.
+func (r *Role) TypeName(key string) string {
+	f, auto, _ := r.field(key)
+	switch {
+	case auto:
+		return "int|auto"
+	case !f.IsValid():
+		return ""
+	}
+	switch f.Type().Elem().Kind() {
+	case reflect.Int:
+		return "int"
+	case reflect.Float64:
+		return "float"
+	case reflect.Bool:
+		return "bool"
+	}
+	return "string"
+}
+
+// IsBool reports whether key's setting is a bool (a flag that needs no value).
+func (r *Role) IsBool(key string) bool {
+	f, _, ok := r.field(key)
+	return ok && f.Type().Elem().Kind() == reflect.Bool
+}
+
+// loadRole reads a prefill: or decode: section: a mapping of per-role keys.
+func (c *Config) loadRole(path, name string, v *yaml.Node) error {
+	if v.Kind != yaml.MappingNode {
+		return fmt.Errorf("config %s line %d: %s: want a mapping of the %s workers' settings (key: value)", path, v.Line, name, name)
+	}
+	r := c.Role(name)
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		f, auto, ok := r.field(k.Value)
+		switch {
+		case !ok:
+			return fmt.Errorf("config %s line %d: %s: unknown key %q (a pool sets %v)", path, k.Line, name, k.Value, RoleKeys())
+		case seen[k.Value]:
+			return fmt.Errorf("config %s line %d: %s: key %q given twice", path, k.Line, name, k.Value)
+		}
+		seen[k.Value] = true
+		c.Given(name+"-"+k.Value, fmt.Sprintf("config %s line %d", path, val.Line))
+		p := reflect.New(f.Type().Elem())
+		if auto {
+			if err := (setting{p.Elem(), true}).setAuto(val); err != nil {
+				return fmt.Errorf("config %s line %d: %s: %s: %w, got %q", path, val.Line, name, k.Value, err, val.Value)
+			}
+		} else if err := val.Decode(p.Interface()); err != nil || p.Elem().Kind() == reflect.Int && val.ShortTag() != "!!int" {
+			return fmt.Errorf("config %s line %d: %s: %s: want %s, got %q", path, val.Line, name, k.Value, kindName(p.Elem().Kind()), val.Value)
+		}
+		f.Set(p)
+	}
+	return nil
+}
+
+// ForRole is c with pool name's own settings in place of the shared ones: the settings of that pool's
+// engines.
+func (c *Config) ForRole(name string) *Config {
+	rc := *c
+	rc.Prefill, rc.Decode, rc.role = Role{}, Role{}, name
+	fields := rc.fieldsByKey()
+	r := reflect.ValueOf(c.Role(name)).Elem()
+	for i := range r.NumField() {
+		if f := r.Field(i); !f.IsNil() {
+			fields[r.Type().Field(i).Tag.Get("yaml")].Set(f.Elem())
+		}
+	}
+	return &rc
+}
+
+// validateRoles refuses per-role settings without disaggregated serving, and validates each pool's
+// settings as the shared ones are, naming the per-role key (--prefill-tp, or the file's line).
+func (c *Config) validateRoles() error {
+	if c.role != "" {
+		return nil // one pool's settings (ForRole): the whole was checked
+	}
+	for _, name := range Roles {
+		if dp := c.ForRole(name).DPSize; dp > MaxRanks {
+			key := "dp-size"
+			if c.Role(name).DPSize != nil {
+				key = name + "-dp-size"
+			}
+			return &settingError{key, fmt.Sprintf("%s %d: at most %d (each engine rank holds ~1 MB)", key, dp, MaxRanks)}
+		}
+	}
+	// Each pool's workers × its data-parallel ranks (workers and ranks are at most MaxRanks each).
+	ranks := c.PrefillWorkers*max(c.ForRole("prefill").DPSize, 0) + c.DecodeWorkers*max(c.ForRole("decode").DPSize, 0)
+	if ranks > MaxRanks {
+		return &settingError{"prefill-workers", fmt.Sprintf("prefill-workers %d × their dp-size and decode-workers %d × theirs are %d engine ranks; at most %d (each holds ~1 MB)",
+			c.PrefillWorkers, c.DecodeWorkers, ranks, MaxRanks)}
+	}
+	for _, name := range Roles {
+		keys := c.Role(name).Keys()
+		if len(keys) == 0 {
+			continue
+		}
+		if c.PrefillWorkers == 0 {
+			key := name + "-" + keys[0]
+			return &settingError{key, fmt.Sprintf("%s %s: sets the %s workers of disaggregated serving; give --prefill-workers and --decode-workers (aggregated workers take --%s)",
+				key, c.Role(name).Get(keys[0]), name, keys[0])}
+		}
+		if err := c.ForRole(name).validate(); err != nil {
+			var se *settingError
+			if errors.As(err, &se) && slices.Contains(keys, se.key) {
+				return &settingError{name + "-" + se.key, name + "-" + se.msg}
+			}
+			return err
+		}
+	}
+	return nil
+}
