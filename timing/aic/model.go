@@ -246,22 +246,7 @@ func New(o Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	needed := []tableRef{gemmTable, ctxAttnTable, genAttnTable}
-	switch {
-	case c.mlaModule:
-		needed = []tableRef{gemmTable, mlaCtxTable, mlaGenTable}
-	case c.m.MLA():
-		needed = []tableRef{gemmTable, mlaCtxOpTable, mlaGenOpTable}
-	}
-	if c.m.MoE() {
-		needed = append(needed, moeTable)
-	}
-	if c.m.MLA() && !c.mlaModule {
-		needed = append(needed, mlaBmmTable)
-	}
-	for i := range needed {
-		needed[i].backend = c.Backend
-	}
+	needed := c.neededTables()
 	version, src, err := pickVersion(d, c.Backend, c.Version, needed)
 	if err != nil {
 		return nil, err
@@ -330,6 +315,28 @@ func New(o Options) (*Model, error) {
 	}
 
 	return mdl.finish(d, c, version, rf, gemms, moeSrc, nil)
+}
+
+// neededTables lists the tables the configuration reads: GEMM, the two attention tables (or MLA's),
+// MoE and MLA's BMMs where the model has them. The all-reduce table is looked up apart (allReduce).
+func (c *config) neededTables() []tableRef {
+	needed := []tableRef{gemmTable, ctxAttnTable, genAttnTable}
+	switch {
+	case c.mlaModule:
+		needed = []tableRef{gemmTable, mlaCtxTable, mlaGenTable}
+	case c.m.MLA():
+		needed = []tableRef{gemmTable, mlaCtxOpTable, mlaGenOpTable}
+	}
+	if c.m.MoE() {
+		needed = append(needed, moeTable)
+	}
+	if c.m.MLA() && !c.mlaModule {
+		needed = append(needed, mlaBmmTable)
+	}
+	for i := range needed {
+		needed[i].backend = c.Backend
+	}
+	return needed
 }
 
 // finish loads the MoE and all-reduce curves and tabulates the per-pass curves.
