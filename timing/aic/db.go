@@ -180,10 +180,16 @@ func partialTable(dir, table string) (bool, error) {
 	return meta.Tables[table].Status == "partial", nil
 }
 
-// ncclVersion is the system spec's misc.nccl_version (<root>/<system>.yaml), or "" without one.
+// ncclVersion is the system spec's misc.nccl_version, or "" without one. The spec is
+// <root>/<system>.yaml, or in an AIConfigurator package <root>/../<system>.yaml (systems/<system>.yaml
+// beside systems/data).
 func (d db) ncclVersion() (string, error) {
 	path := filepath.Join(d.root, d.system+".yaml")
 	data, err := readFilePath(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		path = filepath.Join(filepath.Dir(d.root), d.system+".yaml")
+		data, err = readFilePath(path)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

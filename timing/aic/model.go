@@ -234,9 +234,24 @@ func moeDtype(q string) (string, error) {
 // silently. The one documented substitution is communication: with TP > 1 and no custom
 // all-reduce table for the engine version, NCCL's all_reduce table is used.
 func New(o Options) (*Model, error) {
+	m, err := newModel(o)
+	if err != nil && o.Root == EmbeddedRoot && !errors.Is(err, errNotData) {
+		err = fmt.Errorf("%w%s", err, missingHint(o.Root))
+	}
+	return m, err
+}
+
+// errNotData marks configuration errors that no database would cure (notData).
+var errNotData = errors.New("aic: not a data problem")
+
+type notData struct{ error }
+
+func (e notData) Unwrap() []error { return []error{e.error, errNotData} }
+
+func newModel(o Options) (*Model, error) {
 	c, err := resolve(o)
 	if err != nil {
-		return nil, err
+		return nil, notData{err}
 	}
 	d := db{root: c.Root, system: c.System.Name}
 	if err := d.check(); err != nil {
