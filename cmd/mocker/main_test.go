@@ -56,11 +56,82 @@ func readReport(t *testing.T, path string) map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m map[string]float64
-	if err := json.Unmarshal(data, &m); err != nil {
+	var all map[string]any
+	if err := json.Unmarshal(data, &all); err != nil {
 		t.Fatal(err)
 	}
+	m := map[string]float64{}
+	for k, v := range all {
+		if f, ok := v.(float64); ok {
+			m[k] = f
+		}
+	}
 	return m
+}
+
+// readTiming returns the timing keys of a report file.
+func readTiming(t *testing.T, path string) (model, source, version string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Model   string `json:"timing_model"`
+		Source  string `json:"timing_source"`
+		Version string `json:"timing_version"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Model, r.Source, r.Version
+}
+
+// TestPredictDefaultTimingOnCleanMachine: with no --perf-db, no $MOCKER_PERF_DB and no python3 (so no
+// AIConfigurator package), predict prices passes with the op-level model on the embedded tables,
+// and says so in the report and on stderr.
+func TestPredictDefaultTimingOnCleanMachine(t *testing.T) {
+	t.Setenv("MOCKER_PERF_DB", "")
+	t.Setenv("PATH", t.TempDir())
+	for _, backend := range []string{"vllm", "sglang"} {
+		path := filepath.Join(t.TempDir(), "report.json")
+		_, stderr, err := mocker(t, "predict", "--num-requests", "50", "--backend", backend, "--report-json", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"vllm": "vllm 0.24.0", "sglang": "sglang 0.5.14"}[backend]
+		model, source, version := readTiming(t, path)
+		if model != "default" || source != "embedded" || version != want {
+			t.Errorf("%s: report timing %q, %q, %q; want default, embedded, %s", backend, model, source, version, want)
+		}
+		if line := "; timing default (embedded, " + want + ")\n"; !strings.Contains(stderr, line) {
+			t.Errorf("%s: stderr lacks %q:\n%s", backend, line, stderr)
+		}
+	}
+	// The profile stays, opt-in, and is named as such.
+	path := filepath.Join(t.TempDir(), "report.json")
+	if _, _, err := mocker(t, "predict", "--num-requests", "50", "--timing", "profile", "--report-json", path); err != nil {
+		t.Fatal(err)
+	}
+	if model, source, version := readTiming(t, path); model != "profile" || source != "h200-llama-3.1-8b-bf16" || version != "" {
+		t.Errorf("--timing profile: report timing %q, %q, %q", model, source, version)
+	}
+}
+
+// TestPredictDefaultTimingMissingData: a system the embedded tables lack is an error that says what
+// is missing and how to get it.
+func TestPredictDefaultTimingMissingData(t *testing.T) {
+	t.Setenv("MOCKER_PERF_DB", "")
+	t.Setenv("PATH", t.TempDir())
+	_, _, err := mocker(t, "predict", "--num-requests", "10", "--system", "b200_sxm")
+	if err == nil {
+		t.Fatal("predict on b200_sxm with the embedded tables: no error")
+	}
+	for _, want := range []string{`no data for system "b200_sxm"`, "--perf-db", "MOCKER_PERF_DB", "aiconfigurator Python package", "--timing"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
 }
 
 func TestPredictDemo(t *testing.T) {

@@ -34,8 +34,24 @@ func (s Source) String() string {
 // The lookups Discover makes, replaceable by tests.
 var (
 	getenv = os.Getenv
-	// pythonPaths lists python3's sys.path (nil without python3), once per process.
-	pythonPaths = sync.OnceValue(func() []string { return pythonSysPath("python3") })
+	// pythonPaths lists python3's sys.path (nil without python3), asked once per $PATH.
+	pythonPaths = func() []string {
+		pyPaths.Lock()
+		defer pyPaths.Unlock()
+		path := os.Getenv("PATH")
+		if p, ok := pyPaths.m[path]; ok {
+			return p
+		}
+		if pyPaths.m == nil {
+			pyPaths.m = map[string][]string{}
+		}
+		pyPaths.m[path] = pythonSysPath("python3")
+		return pyPaths.m[path]
+	}
+	pyPaths struct {
+		sync.Mutex
+		m map[string][]string
+	}
 )
 
 // Discover finds the database for system, in order: the directory given (--perf-db), the
