@@ -69,6 +69,23 @@ func readReport(t *testing.T, path string) map[string]float64 {
 	return m
 }
 
+// estimateJSON reads estimate's output: its numbers, and its timing_model.
+func estimateJSON(t *testing.T, out string) (map[string]float64, string) {
+	t.Helper()
+	var all map[string]any
+	if err := json.Unmarshal([]byte(out), &all); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	m := map[string]float64{}
+	for k, v := range all {
+		if f, ok := v.(float64); ok {
+			m[k] = f
+		}
+	}
+	model, _ := all["timing_model"].(string)
+	return m, model
+}
+
 // readTiming returns the timing keys of a report file.
 func readTiming(t *testing.T, path string) (model, source, version string) {
 	t.Helper()
@@ -379,9 +396,9 @@ func TestEstimate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got map[string]float64
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatalf("%v: %q", err, out)
+	got, model := estimateJSON(t, out)
+	if model != "polynomial" {
+		t.Errorf("timing_model %q, want polynomial", model)
 	}
 	x := 1000.0 / 16000
 	want := map[string]float64{
@@ -397,13 +414,13 @@ func TestEstimate(t *testing.T) {
 	// Host overhead: 16 µs for each of the 4 requests, on the decode part.
 	out, _, err = mocker(t, "estimate", "--timing", "fixed", "--prefill-ms", "10", "--decode-ms", "5", "--decode-requests", "4",
 		"--decode-context", "100", "--host-overhead-us", "16")
-	if err != nil || strings.TrimSpace(out) != `{"pass_ms":5.064,"prefill_ms":0,"decode_ms":5.064}` {
+	if err != nil || strings.TrimSpace(out) != `{"pass_ms":5.064,"prefill_ms":0,"decode_ms":5.064,"timing_model":"fixed"}` {
 		t.Errorf("host overhead: %q, %v", out, err)
 	}
 	// --breakdown: a model without an itemization is one "pass" part, and the host cost its own.
 	out, _, err = mocker(t, "estimate", "--timing", "fixed", "--prefill-ms", "10", "--decode-ms", "5", "--decode-requests", "4",
 		"--decode-context", "100", "--host-overhead-us", "16", "--breakdown")
-	if want := `{"pass_ms":5.064,"prefill_ms":0,"decode_ms":5.064,"ops":[{"op":"pass","ms":5},{"op":"host","ms":0.064}]}`; err != nil || strings.TrimSpace(out) != want {
+	if want := `{"pass_ms":5.064,"prefill_ms":0,"decode_ms":5.064,"timing_model":"fixed","ops":[{"op":"pass","ms":5},{"op":"host","ms":0.064}]}`; err != nil || strings.TrimSpace(out) != want {
 		t.Errorf("breakdown: %q, %v; want %s", out, err, want)
 	}
 	if _, _, err := mocker(t, "predict", "--host-overhead-us", "-2"); err == nil || !strings.Contains(err.Error(), "host-overhead-us -2") {
