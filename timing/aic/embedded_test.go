@@ -112,9 +112,9 @@ func TestEmbeddedCoversCatalog(t *testing.T) {
 			t.Fatal(err)
 		}
 		linear, moe := linearQuant(m)
-		mdl, err := New(Options{Model: m, System: h200(t), Root: EmbeddedRoot, Backend: c.backend, TP: c.tp, GEMMQuant: linear, MoEQuant: moe})
+		mdl, err := New(Options{Model: m, System: h200(t), Root: EmbeddedRoot, Backend: c.backend, Version: c.version, TP: c.tp, GEMMQuant: linear, MoEQuant: moe})
 		if err != nil {
-			t.Errorf("%s %s tp %d: %v", c.model, c.backend, c.tp, err)
+			t.Errorf("%s %s %s tp %d: %v", c.model, c.backend, c.version, c.tp, err)
 			continue
 		}
 		if mdl.Version() != c.version {
@@ -143,13 +143,13 @@ func TestEmbeddedMatchesDatabase(t *testing.T) {
 		}
 		linear, moe := linearQuant(m)
 		for _, q := range []string{linear, "fp8", "fp8_block"} {
-			o := Options{Model: m, System: h200(t), Backend: c.backend, TP: c.tp, GEMMQuant: q, MoEQuant: moe}
+			o := Options{Model: m, System: h200(t), Backend: c.backend, Version: c.version, TP: c.tp, GEMMQuant: q, MoEQuant: moe}
 			o.Root = aicRoot
 			want, werr := New(o)
 			o.Root = EmbeddedRoot
 			got, gerr := New(o)
 			if (werr == nil) != (gerr == nil) {
-				t.Errorf("%s %s tp %d %s: database error %v, embedded error %v", c.model, c.backend, c.tp, q, werr, gerr)
+				t.Errorf("%s %s %s tp %d %s: database error %v, embedded error %v", c.model, c.backend, c.version, c.tp, q, werr, gerr)
 				continue
 			}
 			if werr != nil {
@@ -157,7 +157,7 @@ func TestEmbeddedMatchesDatabase(t *testing.T) {
 			}
 			for _, b := range batches {
 				if w, g := want.Cost(&b), got.Cost(&b); w != g {
-					t.Errorf("%s %s tp %d %s: batch %+v: embedded %+v, database %+v", c.model, c.backend, c.tp, q, b.Seqs, g, w)
+					t.Errorf("%s %s %s tp %d %s: batch %+v: embedded %+v, database %+v", c.model, c.backend, c.version, c.tp, q, b.Seqs, g, w)
 				}
 			}
 		}

@@ -15,6 +15,10 @@ import (
 	"github.com/mocker-sim/mocker/model"
 )
 
+// olderVersions are the engine versions embedded beside the newest: vLLM 0.18.0, the release most of
+// AIConfigurator's H200 silicon measurements ran (0.7 MB; SGLang 0.5.9 would add 1 MB more).
+var olderVersions = map[string][]string{"vllm": {"0.18.0"}}
+
 // Generate writes the compact tables of system (the embedded tables, EmbeddedRoot) from the
 // database at src into out: for vLLM and SGLang, every catalog model at every tensor parallelism
 // in 1, 2, 4, 8 its shapes split over, the tables the model reads at the engine version New picks
@@ -58,43 +62,15 @@ func Generate(src, out, system string) error {
 				return err
 			}
 			for _, tp := range []int{1, 2, 4, 8} {
-				o := Options{Model: m, System: sys, Root: src, Backend: backend, TP: tp}
-				c, err := resolve(o)
-				if err != nil {
-					continue // the shapes do not split over tp
-				}
-				needed := c.neededTables()
-				version, srcs, err := pickVersion(d, backend, "", needed)
-				if err != nil {
-					continue // the database lacks a table
-				}
-				for _, ref := range needed {
-					g.use(ref, version, srcs[ref])
-				}
-				if tp > 1 {
-					ref := allReduceTab
-					ref.backend = backend
-					paths, err := d.sources(ref, version)
+				for _, want := range append([]string{""}, olderVersions[backend]...) {
+					o := Options{Model: m, System: sys, Root: src, Backend: backend, TP: tp, Version: want}
+					version, err := g.add(o)
 					if err != nil {
 						return err
 					}
-					g.use(ref, version, paths)
-				}
-				g.need(c)
-				// Every linear precision (the GEMM sites each reads), the experts as the model has them.
-				linear, moe := m.Quantization, m.MoEQuantization
-				if linear == "mxfp4" {
-					linear, moe = "", "mxfp4"
-				}
-				ok := true
-				for _, q := range []string{linear, "bf16", "fp8", "fp8_block"} {
-					o.GEMMQuant, o.MoEQuant = q, moe
-					if _, err := New(o); err != nil && q == linear {
-						ok = false // the data lack a shape this configuration needs
+					if version != "" {
+						covered = append(covered, fmt.Sprintf("%s %s %d %s", name, backend, tp, version))
 					}
-				}
-				if ok {
-					covered = append(covered, fmt.Sprintf("%s %s %d %s", name, backend, tp, version))
 				}
 			}
 		}
@@ -186,6 +162,51 @@ func (g *generator) need(c *config) {
 			g.attn[t.table+"/"+t.backend] = append(g.attn[t.table+"/"+t.backend], k)
 		}
 	}
+}
+
+// add records the tables and shapes configuration o reads, and returns the engine version it is
+// priced at, or "" when the database cannot price it (its shapes do not split over the TP, or the
+// data lack a table or a shape it needs).
+func (g *generator) add(o Options) (string, error) {
+	c, err := resolve(o)
+	if err != nil {
+		return "", nil
+	}
+	needed := c.neededTables()
+	version, srcs, err := pickVersion(g.d, o.Backend, o.Version, needed)
+	if err != nil {
+		return "", nil
+	}
+	o.Version = version
+	for _, ref := range needed {
+		g.use(ref, version, srcs[ref])
+	}
+	if c.tp > 1 {
+		ref := allReduceTab
+		ref.backend = c.Backend
+		paths, err := g.d.sources(ref, version)
+		if err != nil {
+			return "", err
+		}
+		g.use(ref, version, paths)
+	}
+	g.need(c)
+	// Every linear precision (each reads its own GEMM sites), the experts as the model has them.
+	linear, moe := o.Model.Quantization, o.Model.MoEQuantization
+	if linear == "mxfp4" {
+		linear, moe = "", "mxfp4"
+	}
+	ok := true
+	for _, q := range []string{linear, "bf16", "fp8", "fp8_block"} {
+		o.GEMMQuant, o.MoEQuant = q, moe
+		if _, err := New(o); err != nil && q == linear {
+			ok = false
+		}
+	}
+	if !ok {
+		return "", nil
+	}
+	return version, nil
 }
 
 // readColumns are the columns the loaders read (tables.go); no other column is kept.
