@@ -110,5 +110,19 @@ func missingHint(root string) string {
 	if root != EmbeddedRoot {
 		return ""
 	}
-	return fmt.Sprintf("; the built-in tables hold H200 (h200_sxm) data for vLLM and SGLang only: give a database in AIConfigurator's layout with --perf-db DIR or $%s, install the aiconfigurator Python package, or choose another --timing (profile, polynomial, fixed)", EnvPerfDB)
+	var have []string
+	entries, _ := readDirPath(EmbeddedRoot)
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		d := db{root: EmbeddedRoot, system: e.Name()}
+		for _, b := range []string{"vllm", "sglang"} {
+			if vs := d.versions(gemmTable.op, b); len(vs) > 0 {
+				have = append(have, fmt.Sprintf("%s %s %s", e.Name(), b, strings.Join(vs, "/")))
+			}
+		}
+	}
+	return fmt.Sprintf("; the built-in tables hold %s only: give a database in AIConfigurator's layout with --perf-db DIR or $%s, install the aiconfigurator Python package, or choose another --timing (profile, polynomial, fixed)",
+		strings.Join(have, ", "), EnvPerfDB)
 }
