@@ -188,7 +188,7 @@ func Default() Config {
 		TP:                             1,
 		KVCacheDtype:                   "auto",
 		GPUMemoryUtilization:           0.9,
-		Timing:                         "profile",
+		Timing:                         "default",
 		SpeedupRatio:                   1,
 		DecodeSpeedupRatio:             1,
 		Workers:                        1,
@@ -452,8 +452,6 @@ func (c *Config) validate() error {
 		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, "must be 1 with speculative decoding (the accepted length already scales decode)")
 	case c.Timing != "polynomial" && c.Timing != "fixed" && c.Timing != "profile" && c.Timing != "default":
 		return bad("timing", c.Timing, "want default, profile, polynomial or fixed")
-	case c.Timing == "default" && c.PerfDB == "":
-		return bad("perf-db", `""`, "--timing default needs a performance database (AIConfigurator's layout)")
 	case c.TP < 1:
 		return bad("tp", c.TP, "must be at least 1")
 	case c.Quantization != "" && c.Quantization != "bf16" && c.Quantization != "fp8" && c.Quantization != "fp8_block" && c.Quantization != "mxfp4":

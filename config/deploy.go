@@ -9,6 +9,7 @@ import (
 	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/hardware"
 	"github.com/mocker-sim/mocker/model"
+	"github.com/mocker-sim/mocker/report"
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
@@ -140,33 +141,21 @@ func (c *Config) weightBytes(m *model.Model) (int64, error) {
 // TimingModel builds the pass timing model, with the host overhead, scaled by the speed-up ratios.
 func (c *Config) TimingModel(d *Deployment) (timing.Model, error) {
 	var m timing.Model
-	switch c.Timing {
+	switch c.TimingName() {
 	case "fixed":
 		m = timing.Fixed{PrefillMs: c.PrefillMs, DecodeMs: c.DecodeMs}
 	case "polynomial":
 		m = timing.Polynomial{}
 	case "profile":
-		p, err := c.profile(d)
+		p, _, err := c.profile(d)
 		if err != nil {
 			return nil, err
 		}
 		m = p
 	case "default":
-		if d.Model == nil || d.System == nil {
-			return nil, fmt.Errorf("timing default: needs --model (or --model-config) and --system")
-		}
-		backend := c.Backend
-		if backend == "trtllm" {
-			return nil, fmt.Errorf("timing default: no TensorRT-LLM tables are supported; use --backend vllm or sglang timing, or --timing profile")
-		}
-		linear, moe := c.quantModes(d.Model)
-		if c.Quantization == "mxfp4" && !d.Model.MoE() {
-			return nil, fmt.Errorf("timing default: quantization mxfp4 quantizes only routed experts (the gpt-oss format) and model %s has none", d.Model.Name)
-		}
-		a, err := aic.New(aic.Options{Model: d.Model, System: d.System, Root: c.PerfDB, Backend: backend, Version: c.BackendVersion,
-			TP: c.TP, GEMMQuant: linear, KVCacheDtype: c.KVCacheDtype, MoEQuant: moe})
+		a, _, err := c.opLevel(d)
 		if err != nil {
-			return nil, fmt.Errorf("timing default: %w", err)
+			return nil, err
 		}
 		m = a
 	default:
@@ -178,37 +167,93 @@ func (c *Config) TimingModel(d *Deployment) (timing.Model, error) {
 	return timing.Scaled{Model: m, Speedup: c.SpeedupRatio, DecodeSpeedup: c.DecodeSpeedupRatio}, nil
 }
 
+// TimingName is the timing model that prices passes: --timing, except that the op-level default has
+// no TensorRT-LLM tables, so on --backend trtllm a --timing not given is the profile.
+func (c *Config) TimingName() string {
+	if c.Timing == "default" && c.Backend == "trtllm" && !c.isGiven("timing") {
+		return "profile"
+	}
+	return c.Timing
+}
+
+// TimingInfo says, for the report, which timing model prices the passes, from what data (the
+// op-level model's database: "embedded" or a directory and how it was found; the profile's name or
+// path) and, for the op-level model, at which engine version.
+func (c *Config) TimingInfo() (report.Timing, error) {
+	t := report.Timing{Model: c.TimingName()}
+	if t.Model != "default" && t.Model != "profile" {
+		return t, nil
+	}
+	d, err := c.Deployment()
+	if err != nil {
+		return t, err
+	}
+	if t.Model == "profile" {
+		_, t.Source, err = c.profile(d)
+		return t, err
+	}
+	a, src, err := c.opLevel(d)
+	if err != nil {
+		return t, err
+	}
+	t.Source, t.Version = src.String(), c.Backend+" "+a.Version()
+	return t, nil
+}
+
+// opLevel builds the op-level model (--timing default) on the database Discover finds.
+func (c *Config) opLevel(d *Deployment) (*aic.Model, aic.Source, error) {
+	if d.Model == nil || d.System == nil {
+		return nil, aic.Source{}, fmt.Errorf("timing default: needs --model (or --model-config) and --system")
+	}
+	if c.Backend == "trtllm" {
+		return nil, aic.Source{}, fmt.Errorf("timing default: no TensorRT-LLM tables are supported; use --backend vllm or sglang timing, or --timing profile")
+	}
+	linear, moe := c.quantModes(d.Model)
+	if c.Quantization == "mxfp4" && !d.Model.MoE() {
+		return nil, aic.Source{}, fmt.Errorf("timing default: quantization mxfp4 quantizes only routed experts (the gpt-oss format) and model %s has none", d.Model.Name)
+	}
+	src := aic.Discover(c.PerfDB, d.System.Name)
+	a, err := aic.New(aic.Options{Model: d.Model, System: d.System, Root: src.Root, Backend: c.Backend, Version: c.BackendVersion,
+		TP: c.TP, GEMMQuant: linear, KVCacheDtype: c.KVCacheDtype, MoEQuant: moe})
+	if err != nil {
+		return nil, src, fmt.Errorf("timing default (data: %s): %w", src, err)
+	}
+	return a, src, nil
+}
+
 // profile opens --profile: a built-in profile name, a profiler results directory (Dynamo's planner
 // profile), or a step-time CSV of ours. Unset, it is the built-in profile of the model on the system.
-func (c *Config) profile(d *Deployment) (timing.Model, error) {
+func (c *Config) profile(d *Deployment) (timing.Model, string, error) {
 	name := c.Profile
 	if name == "" {
 		if d.Model == nil || d.System == nil {
-			return nil, fmt.Errorf("timing profile: no --profile, and no --model and --system to choose a built-in one")
+			return nil, "", fmt.Errorf("timing profile: no --profile, and no --model and --system to choose a built-in one")
 		}
 		name = fmt.Sprintf("%s-%s-%s", systemShort(d.System.Name), d.Model.Name, c.precision(d.Model))
 		if _, err := profile.Builtin(name); err != nil {
-			return nil, fmt.Errorf("timing profile: no built-in profile for %s on %s (%s); give --profile PATH, or --timing polynomial", d.Model.Name, d.System.Name, name)
+			return nil, "", fmt.Errorf("timing profile: no built-in profile for %s on %s (%s); give --profile PATH, or --timing polynomial", d.Model.Name, d.System.Name, name)
 		}
 	}
 	if c.TP != 1 {
-		return nil, fmt.Errorf("timing profile: profiles are measured at tp 1, got --tp %d", c.TP)
+		return nil, "", fmt.Errorf("timing profile: profiles are measured at tp 1, got --tp %d", c.TP)
 	}
 	if p, err := profile.Builtin(name); err == nil {
-		return p, nil
+		return p, name, nil
 	}
 	st, err := os.Stat(name)
 	if err != nil {
-		return nil, fmt.Errorf("profile %q: not a built-in profile (%v) nor a file: %w", name, profile.BuiltinNames(), err)
+		return nil, "", fmt.Errorf("profile %q: not a built-in profile (%v) nor a file: %w", name, profile.BuiltinNames(), err)
 	}
 	if st.IsDir() {
-		return profile.LoadPlanner(name)
+		p, err := profile.LoadPlanner(name)
+		return p, name, err
 	}
 	modelName := ""
 	if d.Model != nil {
 		modelName = d.Model.Name
 	}
-	return profile.LoadSteps(name, modelName)
+	p, err := profile.LoadSteps(name, modelName)
+	return p, name, err
 }
 
 // precision names the weights' precision as profiles do: the quantization (the flag's, else the

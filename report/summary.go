@@ -1,10 +1,12 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -49,11 +51,37 @@ type Summary struct {
 	// GPUHours is ∫ GPUs in use dt when an autoscaler ran (in the JSON only then).
 	GPUHours float64
 
+	// Timing is what priced the passes (filled by the caller; in the JSON only when Model is set).
+	Timing Timing
+
 	TTFT Stats // time to first token: first token − arrival
 	TTST Stats // time to second token: second delivery − first delivery
 	TPOT Stats // time per output token, excluding the first: (last − first)/(n−1)
 	ITL  Stats // inter-token latency: gaps between deliveries, pooled over requests
 	E2E  Stats // end-to-end latency: finish − arrival
+}
+
+// Timing names the timing model of a run: Model is --timing ("default": the op-level model, "profile",
+// "polynomial", "fixed"); Source the data it read (the op-level model's database, "embedded" or a
+// directory and how it was found; the profile's name or path; "" otherwise); Version the engine
+// version whose tables priced the run, with its backend ("vllm 0.24.0"; "" when none).
+type Timing struct {
+	Model, Source, Version string
+}
+
+// String is the timing for a line of text: "default (embedded, vllm 0.24.0)".
+func (t Timing) String() string {
+	s := t.Model
+	var in []string
+	for _, v := range []string{t.Source, t.Version} {
+		if v != "" {
+			in = append(in, v)
+		}
+	}
+	if len(in) > 0 {
+		s += " (" + strings.Join(in, ", ") + ")"
+	}
+	return s
 }
 
 // Summary reduces the records so far to a Summary. It does not change the collector, so it
@@ -185,6 +213,11 @@ func (s Summary) WriteJSON(w io.Writer) error {
 			}
 		}
 	}
+	if s.Timing.Model != "" {
+		o.str("timing_model", s.Timing.Model)
+		o.str("timing_source", s.Timing.Source)
+		o.str("timing_version", s.Timing.Version)
+	}
 	b, err := o.close()
 	if err != nil {
 		return err
@@ -194,7 +227,7 @@ func (s Summary) WriteJSON(w io.Writer) error {
 }
 
 // object builds the indented JSON object of WriteJSON. encoding/json cannot keep a key
-// order without a 55-field struct, and the values are only ints and floats.
+// order without a 55-field struct, and the values are only numbers and a few strings.
 type object struct {
 	b   []byte
 	err error
@@ -213,6 +246,15 @@ func (o *object) key(k string) {
 func (o *object) int(k string, v int) {
 	o.key(k)
 	o.b = strconv.AppendInt(o.b, int64(v), 10)
+}
+
+func (o *object) str(k, v string) {
+	o.key(k)
+	b, err := json.Marshal(v)
+	if err != nil && o.err == nil {
+		o.err = fmt.Errorf("report: %s: %w", k, err)
+	}
+	o.b = append(o.b, b...)
 }
 
 func (o *object) float(k string, v float64) {

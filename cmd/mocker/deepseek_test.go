@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -21,10 +20,7 @@ func TestEstimateDeepSeek(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got map[string]float64
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatalf("%v: %q", err, out)
-	}
+	got, _ := estimateJSON(t, out)
 	if !(got["prefill_ms"] > got["decode_ms"] && got["decode_ms"] > 0) {
 		t.Errorf("%s, want prefill > decode > 0", out)
 	}

@@ -86,14 +86,22 @@ func estimate(cfg *config.Config, shape batchShape, breakdown bool, w io.Writer)
 	if err != nil {
 		return err
 	}
+	info, err := cfg.TimingInfo()
+	if err != nil {
+		return err
+	}
 	b := shape.batch(d.KVBlocks * d.BlockSize)
 	c := m.Cost(&b)
 	out := struct {
-		PassMs    float64       `json:"pass_ms"`
-		PrefillMs float64       `json:"prefill_ms"`
-		DecodeMs  float64       `json:"decode_ms"`
-		Ops       []timing.Part `json:"ops,omitempty"`
-	}{PassMs: c.Total().Seconds() * 1e3, PrefillMs: c.Prefill.Seconds() * 1e3, DecodeMs: c.Decode.Seconds() * 1e3}
+		PassMs        float64       `json:"pass_ms"`
+		PrefillMs     float64       `json:"prefill_ms"`
+		DecodeMs      float64       `json:"decode_ms"`
+		TimingModel   string        `json:"timing_model"`
+		TimingSource  string        `json:"timing_source,omitempty"`
+		TimingVersion string        `json:"timing_version,omitempty"`
+		Ops           []timing.Part `json:"ops,omitempty"`
+	}{PassMs: c.Total().Seconds() * 1e3, PrefillMs: c.Prefill.Seconds() * 1e3, DecodeMs: c.Decode.Seconds() * 1e3,
+		TimingModel: info.Model, TimingSource: info.Source, TimingVersion: info.Version}
 	if breakdown {
 		out.Ops = timing.Parts(m, &b)
 	}

@@ -62,10 +62,10 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.KVCacheDtype, "kv-cache-dtype", c.KVCacheDtype, "KV cache precision auto (the model's), bf16 or fp8")
 	fs.Float64Var(&c.GPUMemoryUtilization, "gpu-memory-utilization", c.GPUMemoryUtilization, "fraction of GPU memory for weights and KV cache when --num-gpu-blocks is auto")
 
-	fs.StringVar(&c.Timing, "timing", c.Timing, "pass timing model: default (op-level, from --perf-db), profile (measured tables), polynomial (Dynamo's default) or fixed")
+	fs.StringVar(&c.Timing, "timing", c.Timing, "pass timing model: default (op-level: per-kernel measurements from AIConfigurator's database, found by --perf-db, $MOCKER_PERF_DB, an installed aiconfigurator Python package, else the built-in H200 vLLM/SGLang tables; on --backend trtllm the profile), profile (step times of a plain PyTorch decoder, ~1.8x slower than vLLM's kernels), polynomial (Dynamo's default) or fixed")
 	fs.StringVar(&c.Profile, "profile", c.Profile, "timing profile: a built-in one ("+strings.Join(profile.BuiltinNames(), ", ")+"), a profiler results directory (Dynamo planner), or a step-time CSV; empty: the built-in profile of --model on --system")
-	fs.StringVar(&c.PerfDB, "perf-db", c.PerfDB, "root of a performance database in AIConfigurator's layout (--timing default)")
-	fs.StringVar(&c.BackendVersion, "backend-version", c.BackendVersion, "version of the backend's tables in --perf-db (empty: the newest present)")
+	fs.StringVar(&c.PerfDB, "perf-db", c.PerfDB, "root of a performance database in AIConfigurator's layout, <system>/<op>/<backend>/<version>/ (--timing default; empty: $MOCKER_PERF_DB, an installed aiconfigurator Python package's systems/data, else the built-in tables)")
+	fs.StringVar(&c.BackendVersion, "backend-version", c.BackendVersion, "version of the backend's tables in the performance database (empty: the newest with every table needed)")
 	fs.Float64Var(&c.PrefillMs, "prefill-ms", c.PrefillMs, "fixed timing: milliseconds of a pass that computes prompt tokens")
 	fs.Float64Var(&c.DecodeMs, "decode-ms", c.DecodeMs, "fixed timing: milliseconds of a pass that samples tokens (at least 1)")
 	fs.Float64Var(&c.SpeedupRatio, "speedup-ratio", c.SpeedupRatio, "divide every modelled time by this")

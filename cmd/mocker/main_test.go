@@ -56,11 +56,99 @@ func readReport(t *testing.T, path string) map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m map[string]float64
-	if err := json.Unmarshal(data, &m); err != nil {
+	var all map[string]any
+	if err := json.Unmarshal(data, &all); err != nil {
 		t.Fatal(err)
 	}
+	m := map[string]float64{}
+	for k, v := range all {
+		if f, ok := v.(float64); ok {
+			m[k] = f
+		}
+	}
 	return m
+}
+
+// estimateJSON reads estimate's output: its numbers, and its timing_model.
+func estimateJSON(t *testing.T, out string) (map[string]float64, string) {
+	t.Helper()
+	var all map[string]any
+	if err := json.Unmarshal([]byte(out), &all); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	m := map[string]float64{}
+	for k, v := range all {
+		if f, ok := v.(float64); ok {
+			m[k] = f
+		}
+	}
+	model, _ := all["timing_model"].(string)
+	return m, model
+}
+
+// readTiming returns the timing keys of a report file.
+func readTiming(t *testing.T, path string) (model, source, version string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Model   string `json:"timing_model"`
+		Source  string `json:"timing_source"`
+		Version string `json:"timing_version"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Model, r.Source, r.Version
+}
+
+// TestPredictDefaultTimingOnCleanMachine: with no --perf-db, no $MOCKER_PERF_DB and no python3 (so no
+// AIConfigurator package), predict prices passes with the op-level model on the embedded tables,
+// and says so in the report and on stderr.
+func TestPredictDefaultTimingOnCleanMachine(t *testing.T) {
+	t.Setenv("MOCKER_PERF_DB", "")
+	t.Setenv("PATH", t.TempDir())
+	for _, backend := range []string{"vllm", "sglang"} {
+		path := filepath.Join(t.TempDir(), "report.json")
+		_, stderr, err := mocker(t, "predict", "--num-requests", "50", "--backend", backend, "--report-json", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"vllm": "vllm 0.24.0", "sglang": "sglang 0.5.14"}[backend]
+		model, source, version := readTiming(t, path)
+		if model != "default" || source != "embedded" || version != want {
+			t.Errorf("%s: report timing %q, %q, %q; want default, embedded, %s", backend, model, source, version, want)
+		}
+		if line := "; timing default (embedded, " + want + ")\n"; !strings.Contains(stderr, line) {
+			t.Errorf("%s: stderr lacks %q:\n%s", backend, line, stderr)
+		}
+	}
+	// The profile stays, opt-in, and is named as such.
+	path := filepath.Join(t.TempDir(), "report.json")
+	if _, _, err := mocker(t, "predict", "--num-requests", "50", "--timing", "profile", "--report-json", path); err != nil {
+		t.Fatal(err)
+	}
+	if model, source, version := readTiming(t, path); model != "profile" || source != "h200-llama-3.1-8b-bf16" || version != "" {
+		t.Errorf("--timing profile: report timing %q, %q, %q", model, source, version)
+	}
+}
+
+// TestPredictDefaultTimingMissingData: a system the embedded tables lack is an error that says what
+// is missing and how to get it.
+func TestPredictDefaultTimingMissingData(t *testing.T) {
+	t.Setenv("MOCKER_PERF_DB", "")
+	t.Setenv("PATH", t.TempDir())
+	_, _, err := mocker(t, "predict", "--num-requests", "10", "--system", "b200_sxm")
+	if err == nil {
+		t.Fatal("predict on b200_sxm with the embedded tables: no error")
+	}
+	for _, want := range []string{`no data for system "b200_sxm"`, "--perf-db", "MOCKER_PERF_DB", "aiconfigurator Python package", "--timing"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
 }
 
 func TestPredictDemo(t *testing.T) {
@@ -320,9 +408,9 @@ func TestEstimate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got map[string]float64
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatalf("%v: %q", err, out)
+	got, model := estimateJSON(t, out)
+	if model != "polynomial" {
+		t.Errorf("timing_model %q, want polynomial", model)
 	}
 	x := 1000.0 / 16000
 	want := map[string]float64{
@@ -338,13 +426,13 @@ func TestEstimate(t *testing.T) {
 	// Host overhead: 16 µs for each of the 4 requests, on the decode part.
 	out, _, err = mocker(t, "estimate", "--timing", "fixed", "--prefill-ms", "10", "--decode-ms", "5", "--decode-requests", "4",
 		"--decode-context", "100", "--host-overhead-us", "16")
-	if err != nil || strings.TrimSpace(out) != `{"pass_ms":5.064,"prefill_ms":0,"decode_ms":5.064}` {
+	if err != nil || strings.TrimSpace(out) != `{"pass_ms":5.064,"prefill_ms":0,"decode_ms":5.064,"timing_model":"fixed"}` {
 		t.Errorf("host overhead: %q, %v", out, err)
 	}
 	// --breakdown: a model without an itemization is one "pass" part, and the host cost its own.
 	out, _, err = mocker(t, "estimate", "--timing", "fixed", "--prefill-ms", "10", "--decode-ms", "5", "--decode-requests", "4",
 		"--decode-context", "100", "--host-overhead-us", "16", "--breakdown")
-	if want := `{"pass_ms":5.064,"prefill_ms":0,"decode_ms":5.064,"ops":[{"op":"pass","ms":5},{"op":"host","ms":0.064}]}`; err != nil || strings.TrimSpace(out) != want {
+	if want := `{"pass_ms":5.064,"prefill_ms":0,"decode_ms":5.064,"timing_model":"fixed","ops":[{"op":"pass","ms":5},{"op":"host","ms":0.064}]}`; err != nil || strings.TrimSpace(out) != want {
 		t.Errorf("breakdown: %q, %v; want %s", out, err, want)
 	}
 	if _, _, err := mocker(t, "predict", "--host-overhead-us", "-2"); err == nil || !strings.Contains(err.Error(), "host-overhead-us -2") {

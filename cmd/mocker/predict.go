@@ -28,7 +28,7 @@ func newPredictCmd() *cobra.Command {
 report in the style of 'vllm bench serve'. With no flags it runs a built-in demo: 1,000 synthetic
 requests (1,024 prompt and 128 output tokens on average, a quarter of each prompt shared within 8
 groups, Poisson arrivals at 8 req/s) on one vLLM worker serving Llama-3.1-8B on an H200, timed by the
-built-in measured H200 profile.
+op-level model (--timing default) on AIConfigurator's H200 tables built into the binary.
 
 A --config YAML file takes the same keys as the flags; flags given on the command line win.`,
 		Args: cobra.NoArgs,
@@ -71,6 +71,10 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	timing, err := cfg.TimingInfo()
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	bar := newProgress(stderr, src.Requests(), start)
 	opts.Progress = bar.update
@@ -80,6 +84,7 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 		return err
 	}
 	wall := time.Since(start)
+	res.Summary.Timing = timing
 
 	// The summary comes first: a report file that fails to write late does not lose it.
 	if err := res.Summary.WriteTable(stdout, ""); err != nil {
@@ -102,8 +107,8 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 		}
 	}
 	// Wall-clock figures vary from run to run, so they go to stderr, never into the report.
-	fmt.Fprintf(stderr, "simulated %.1f s in %.2f s of wall time (%.0fx real time), %d passes, peak RSS %s\n",
-		res.End.Seconds(), wall.Seconds(), res.End.Seconds()/wall.Seconds(), res.Passes, peakRSS())
+	fmt.Fprintf(stderr, "simulated %.1f s in %.2f s of wall time (%.0fx real time), %d passes, peak RSS %s; timing %s\n",
+		res.End.Seconds(), wall.Seconds(), res.End.Seconds()/wall.Seconds(), res.Passes, peakRSS(), timing)
 	errs = append(errs, rejections(res, stderr))
 	return errors.Join(errs...)
 }

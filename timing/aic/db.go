@@ -46,7 +46,7 @@ func (d db) dir(parts ...string) string {
 
 // check reports whether the system has a directory in the root.
 func (d db) check() error {
-	st, err := os.Stat(d.dir())
+	st, err := statPath(d.dir())
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("aic: no data for system %q: %s does not exist", d.system, d.dir())
@@ -61,7 +61,7 @@ func (d db) check() error {
 
 // versions lists the version directories of backend under op, newest first.
 func (d db) versions(op, backend string) []string {
-	entries, err := os.ReadDir(d.dir(op, backend))
+	entries, err := readDirPath(d.dir(op, backend))
 	if err != nil {
 		return nil
 	}
@@ -91,8 +91,13 @@ func (d db) sources(ref tableRef, version string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		if f := filepath.Join(dir, ref.table+".parquet"); !partial && fileExists(f) {
-			out = append(out, f)
+		if !partial {
+			for _, ext := range []string{".parquet", compactExt} {
+				if f := filepath.Join(dir, ref.table+ext); fileExists(f) {
+					out = append(out, f)
+					break
+				}
+			}
 		}
 		donors, err := reuseDonors(dir, ref.table)
 		if err != nil {
@@ -112,7 +117,7 @@ func (d db) sources(ref tableRef, version string) ([]string, error) {
 }
 
 func fileExists(path string) bool {
-	st, err := os.Stat(path)
+	st, err := statPath(path)
 	return err == nil && st.Mode().IsRegular()
 }
 
@@ -127,7 +132,7 @@ type reuseFile struct {
 // reuseDonors returns the versions dir/reuse.yaml declares for table, in file order.
 func reuseDonors(dir, table string) ([]string, error) {
 	path := filepath.Join(dir, "reuse.yaml")
-	data, err := os.ReadFile(path)
+	data, err := readFilePath(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -157,7 +162,7 @@ func reuseDonors(dir, table string) ([]string, error) {
 // partialTable reports whether dir/collection_meta.yaml marks table's collection as partial.
 func partialTable(dir, table string) (bool, error) {
 	path := filepath.Join(dir, "collection_meta.yaml")
-	data, err := os.ReadFile(path)
+	data, err := readFilePath(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -175,10 +180,16 @@ func partialTable(dir, table string) (bool, error) {
 	return meta.Tables[table].Status == "partial", nil
 }
 
-// ncclVersion is the system spec's misc.nccl_version (<root>/<system>.yaml), or "" without one.
+// ncclVersion is the system spec's misc.nccl_version, or "" without one. The spec is
+// <root>/<system>.yaml, or in an AIConfigurator package <root>/../<system>.yaml (systems/<system>.yaml
+// beside systems/data).
 func (d db) ncclVersion() (string, error) {
 	path := filepath.Join(d.root, d.system+".yaml")
-	data, err := os.ReadFile(path)
+	data, err := readFilePath(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		path = filepath.Join(filepath.Dir(d.root), d.system+".yaml")
+		data, err = readFilePath(path)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -293,9 +304,12 @@ type tableEntry struct {
 
 // readTable returns the parsed contents of a parquet file, reading it on first use.
 func readTable(path string) (*table, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("aic: %w", err)
+	abs := path
+	if _, _, ok := embeddedPath(path); !ok {
+		var err error
+		if abs, err = filepath.Abs(path); err != nil {
+			return nil, fmt.Errorf("aic: %w", err)
+		}
 	}
 	tables.Lock()
 	if tables.m == nil {
@@ -307,7 +321,13 @@ func readTable(path string) (*table, error) {
 		tables.m[abs] = e
 	}
 	tables.Unlock()
-	e.once.Do(func() { e.t, e.err = parseParquet(abs) })
+	e.once.Do(func() {
+		if strings.HasSuffix(abs, compactExt) {
+			e.t, e.err = parseCompact(abs)
+		} else {
+			e.t, e.err = parseParquet(abs)
+		}
+	})
 	return e.t, e.err
 }
 
@@ -321,7 +341,12 @@ func parseParquet(path string) (*table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aic: %w", err)
 	}
-	pf, err := parquet.OpenFile(f, st.Size())
+	return parquetTable(path, f, st.Size())
+}
+
+// parquetTable reads the columns a model may use from a parquet file.
+func parquetTable(path string, f io.ReaderAt, size int64) (*table, error) {
+	pf, err := parquet.OpenFile(f, size)
 	if err != nil {
 		return nil, fmt.Errorf("aic: %s: %w", path, err)
 	}

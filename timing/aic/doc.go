@@ -25,7 +25,10 @@
 //
 //	<Root>/<system>/<op>/<backend>/<version>/<table>.parquet
 //
-// with latency in ms per call of one op in one layer. The newest engine version that has every
+// with latency in ms per call of one op in one layer, as parquet files or as the compact gzip'd CSV
+// tables (*.csv.gz) that Generate writes. Options.Root EmbeddedRoot reads the tables built into the
+// binary (embedded/: H200, vLLM 0.24.0 and 0.18.0, SGLang 0.5.14, what the catalog's models read; see
+// embedded/PROVENANCE.md); Discover chooses the root when no directory is given. The newest engine version that has every
 // needed table (directly or through reuse.yaml) is used unless Options.Version names one. A
 // missing system, version, dtype, head configuration, MoE shape or TP group is an error naming the
 // file and the key; nothing is substituted silently. Two documented substitutions: 16-bit models use

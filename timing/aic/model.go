@@ -234,9 +234,24 @@ func moeDtype(q string) (string, error) {
 // silently. The one documented substitution is communication: with TP > 1 and no custom
 // all-reduce table for the engine version, NCCL's all_reduce table is used.
 func New(o Options) (*Model, error) {
+	m, err := newModel(o)
+	if err != nil && o.Root == EmbeddedRoot && !errors.Is(err, errNotData) {
+		err = fmt.Errorf("%w%s", err, missingHint(o.Root))
+	}
+	return m, err
+}
+
+// errNotData marks configuration errors that no database would cure (notData).
+var errNotData = errors.New("aic: not a data problem")
+
+type notData struct{ error }
+
+func (e notData) Unwrap() []error { return []error{e.error, errNotData} }
+
+func newModel(o Options) (*Model, error) {
 	c, err := resolve(o)
 	if err != nil {
-		return nil, err
+		return nil, notData{err}
 	}
 	d := db{root: c.Root, system: c.System.Name}
 	if err := d.check(); err != nil {
@@ -246,22 +261,7 @@ func New(o Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	needed := []tableRef{gemmTable, ctxAttnTable, genAttnTable}
-	switch {
-	case c.mlaModule:
-		needed = []tableRef{gemmTable, mlaCtxTable, mlaGenTable}
-	case c.m.MLA():
-		needed = []tableRef{gemmTable, mlaCtxOpTable, mlaGenOpTable}
-	}
-	if c.m.MoE() {
-		needed = append(needed, moeTable)
-	}
-	if c.m.MLA() && !c.mlaModule {
-		needed = append(needed, mlaBmmTable)
-	}
-	for i := range needed {
-		needed[i].backend = c.Backend
-	}
+	needed := c.neededTables()
 	version, src, err := pickVersion(d, c.Backend, c.Version, needed)
 	if err != nil {
 		return nil, err
@@ -330,6 +330,28 @@ func New(o Options) (*Model, error) {
 	}
 
 	return mdl.finish(d, c, version, rf, gemms, moeSrc, nil)
+}
+
+// neededTables lists the tables the configuration reads: GEMM, the two attention tables (or MLA's),
+// MoE and MLA's BMMs where the model has them. The all-reduce table is looked up apart (allReduce).
+func (c *config) neededTables() []tableRef {
+	needed := []tableRef{gemmTable, ctxAttnTable, genAttnTable}
+	switch {
+	case c.mlaModule:
+		needed = []tableRef{gemmTable, mlaCtxTable, mlaGenTable}
+	case c.m.MLA():
+		needed = []tableRef{gemmTable, mlaCtxOpTable, mlaGenOpTable}
+	}
+	if c.m.MoE() {
+		needed = append(needed, moeTable)
+	}
+	if c.m.MLA() && !c.mlaModule {
+		needed = append(needed, mlaBmmTable)
+	}
+	for i := range needed {
+		needed[i].backend = c.Backend
+	}
+	return needed
 }
 
 // finish loads the MoE and all-reduce curves and tabulates the per-pass curves.

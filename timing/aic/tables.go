@@ -42,6 +42,7 @@ type gemmSite struct {
 // gemmData is the GEMM table of one dtype: scattered (n, k) sites, each with a dense m sweep
 // (AIConfigurator's ScatteredSites resolver). On H200 the sites nearly fill an n × k grid.
 type gemmData struct {
+	src    string // the source files, as sourceList names them
 	dtype  string
 	flops  float64
 	elem   float64
@@ -58,7 +59,7 @@ func loadGEMM(paths []string, dtype string, rf *roofline) (*gemmData, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &gemmData{dtype: dtype, flops: flops, elem: bytesOf(dtype), rf: rf, sites: map[[2]float64]*gemmSite{}}
+	g := &gemmData{src: sourceList(paths), dtype: dtype, flops: flops, elem: bytesOf(dtype), rf: rf, sites: map[[2]float64]*gemmSite{}}
 	pts := map[[3]float64]float64{} // (m, n, k) → latency
 	have := map[string]bool{}
 	err = scan(paths, func(t *table) (func(int), error) {
@@ -110,6 +111,16 @@ func loadGEMM(paths []string, dtype string, rf *roofline) (*gemmData, error) {
 	return g, nil
 }
 
+// traceGEMM, when set, is told of every GEMM site a lookup reads: Generate keeps those. It is set only
+// while Generate runs.
+var traceGEMM func(src, dtype string, n, k float64)
+
+func (g *gemmData) read(s *gemmSite) {
+	if traceGEMM != nil {
+		traceGEMM(g.src, g.dtype, s.n, s.k)
+	}
+}
+
 func (g *gemmData) sol(m, n, k float64) float64 { return g.rf.gemmSOL(m, n, k, g.flops, g.elem) }
 
 // latency is one GEMM call's time in ms. A measured (n, k) uses its own m curve; any other shape
@@ -118,6 +129,7 @@ func (g *gemmData) sol(m, n, k float64) float64 { return g.rf.gemmSOL(m, n, k, g
 // the roofline carries the growth), and missing corners are dropped with their weight renormalised.
 func (g *gemmData) latency(m, n, k float64) float64 {
 	if s := g.sites[[2]float64{n, k}]; s != nil {
+		g.read(s)
 		return s.c.at(m, g.sol(m, n, k))
 	}
 	in, tn := logSeg(g.ns, n)
@@ -139,6 +151,7 @@ func (g *gemmData) latency(m, n, k float64) float64 {
 			if s == nil {
 				continue
 			}
+			g.read(s)
 			solS := g.sol(m, s.n, s.k)
 			util += w * solS / s.c.at(m, solS)
 			wsum += w
@@ -146,6 +159,7 @@ func (g *gemmData) latency(m, n, k float64) float64 {
 	}
 	if wsum == 0 {
 		s := g.nearest(n, k)
+		g.read(s)
 		solS := g.sol(m, s.n, s.k)
 		util, wsum = solS/s.c.at(m, solS), 1
 	}

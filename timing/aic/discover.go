@@ -1,0 +1,128 @@
+package aic
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// EnvPerfDB is the environment variable naming a database root when --perf-db is not given.
+const EnvPerfDB = "MOCKER_PERF_DB"
+
+// Source is where the op-level model's tables come from: Root for Options.Root and How it was found:
+// "flag" (--perf-db), "env" (EnvPerfDB), "python" (an installed AIConfigurator package) or
+// "embedded" (the tables built into the binary, Root EmbeddedRoot).
+type Source struct {
+	Root string
+	How  string
+}
+
+// String names the source for reports: "embedded", or the directory and how it was found.
+func (s Source) String() string {
+	if s.How == "embedded" {
+		return "embedded"
+	}
+	return s.Root + " (" + s.How + ")"
+}
+
+// The lookups Discover makes, replaceable by tests.
+var (
+	getenv = os.Getenv
+	// pythonPaths lists python3's sys.path (nil without python3), asked once per $PATH.
+	pythonPaths = func() []string {
+		pyPaths.Lock()
+		defer pyPaths.Unlock()
+		path := os.Getenv("PATH")
+		if p, ok := pyPaths.m[path]; ok {
+			return p
+		}
+		if pyPaths.m == nil {
+			pyPaths.m = map[string][]string{}
+		}
+		pyPaths.m[path] = pythonSysPath("python3")
+		return pyPaths.m[path]
+	}
+	pyPaths struct {
+		sync.Mutex
+		m map[string][]string
+	}
+)
+
+// Discover finds the database for system, in order: the directory given (--perf-db), the
+// directory $MOCKER_PERF_DB names, the systems data of an AIConfigurator Python package installed
+// for python3 when it has the system (aiconfigurator_core/systems/data in current releases,
+// aiconfigurator/systems/data in older ones), else the embedded tables. A directory given by flag
+// or environment is used as it is: a wrong one is an error when the model reads it, not a reason
+// to fall back.
+func Discover(flag, system string) Source {
+	if flag != "" {
+		return Source{Root: flag, How: "flag"}
+	}
+	if env := getenv(EnvPerfDB); env != "" {
+		return Source{Root: env, How: "env"}
+	}
+	if root := pythonDataDir(pythonPaths(), system); root != "" {
+		return Source{Root: root, How: "python"}
+	}
+	return Source{Root: EmbeddedRoot, How: "embedded"}
+}
+
+// pythonDataDir returns the first AIConfigurator systems data directory under the Python path
+// entries paths that holds system, or "".
+func pythonDataDir(paths []string, system string) string {
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		for _, pkg := range []string{"aiconfigurator_core", "aiconfigurator"} {
+			root := filepath.Join(p, pkg, "systems", "data")
+			if st, err := os.Stat(filepath.Join(root, system)); err == nil && st.IsDir() {
+				return root
+			}
+		}
+	}
+	return ""
+}
+
+// pythonSysPath runs python to print its sys.path; nil when python is absent or fails (within 10 s).
+func pythonSysPath(python string) []string {
+	exe, err := exec.LookPath(python)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, exe, "-c", "import sys; print('\\n'.join(sys.path))").Output()
+	if err != nil {
+		return nil
+	}
+	return strings.Split(strings.TrimSpace(string(bytes.TrimSpace(out))), "\n")
+}
+
+// missingHint says how to get data the embedded tables lack, for errors from a model built on them.
+func missingHint(root string) string {
+	if root != EmbeddedRoot {
+		return ""
+	}
+	var have []string
+	entries, _ := readDirPath(EmbeddedRoot)
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		d := db{root: EmbeddedRoot, system: e.Name()}
+		for _, b := range []string{"vllm", "sglang"} {
+			if vs := d.versions(gemmTable.op, b); len(vs) > 0 {
+				have = append(have, fmt.Sprintf("%s %s %s", e.Name(), b, strings.Join(vs, "/")))
+			}
+		}
+	}
+	return fmt.Sprintf("; the built-in tables hold %s only: give a database in AIConfigurator's layout with --perf-db DIR or $%s, install the aiconfigurator Python package, or choose another --timing (profile, polynomial, fixed)",
+		strings.Join(have, ", "), EnvPerfDB)
+}
