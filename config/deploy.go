@@ -180,6 +180,25 @@ func (c *Config) TimingName() string {
 // op-level model's database: "embedded" or a directory and how it was found; the profile's name or
 // path) and, for the op-level model, at which engine version.
 func (c *Config) TimingInfo() (report.Timing, error) {
+	if c.PrefillWorkers > 0 && c.role == "" {
+		// Each pool is priced at its own settings (TP, timing, version); where they differ the report
+		// names both.
+		p, err := c.ForRole("prefill").TimingInfo()
+		if err != nil {
+			return p, err
+		}
+		d, err := c.ForRole("decode").TimingInfo()
+		if err != nil || d == p {
+			return p, err
+		}
+		both := func(p, d string) string {
+			if p == d {
+				return p
+			}
+			return "prefill " + p + ", decode " + d
+		}
+		return report.Timing{Model: both(p.Model, d.Model), Source: both(p.Source, d.Source), Version: both(p.Version, d.Version)}, nil
+	}
 	t := report.Timing{Model: c.TimingName()}
 	if t.Model != "default" && t.Model != "profile" {
 		return t, nil

@@ -288,3 +288,28 @@ func TestRolesOpLevelTiming(t *testing.T) {
 		t.Errorf("no bandwidth, yet %d bytes per token", o.Transfer.BytesPerToken)
 	}
 }
+
+// TestRolesTimingInfo: the report names each pool's timing where the pools differ, and one where they
+// agree; the shared TP, which no pool runs, is not priced (70B does not fit one H200).
+func TestRolesTimingInfo(t *testing.T) {
+	c := Default()
+	c.Model, c.PrefillWorkers, c.DecodeWorkers = "llama-3.1-70b", 1, 1
+	c.Workers = 0
+	tp2, tp4 := 2, 4
+	c.Prefill.TP, c.Decode.TP = &tp2, &tp4
+	info, err := c.TimingInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Model != "default" || info.Source != "embedded" || strings.Contains(info.Version, "prefill") {
+		t.Errorf("pools alike: %+v, want one op-level timing", info)
+	}
+	poly := "polynomial"
+	c.Decode.Timing = &poly
+	if info, err = c.TimingInfo(); err != nil {
+		t.Fatal(err)
+	}
+	if info.Model != "prefill default, decode polynomial" {
+		t.Errorf("pools differ: timing %q, want both named", info.Model)
+	}
+}
