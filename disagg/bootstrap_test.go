@@ -506,10 +506,10 @@ func TestBootstrapPeerGone(t *testing.T) {
 		defer s.mu.Unlock()
 		return s.rooms[room].decode
 	})
+	s.mu.Lock()
+	r := s.rooms[room] // before the close, which ends and removes the room
+	s.mu.Unlock()
 	ready := async(func() error {
-		s.mu.Lock()
-		r := s.rooms[room]
-		s.mu.Unlock()
 		<-r.end
 		return r.err
 	})
