@@ -626,7 +626,7 @@ func (c *Config) ResolveDesync() (float64, error) {
 	}
 	ms, err := c.RequestLifetimeMs()
 	if err != nil {
-		return 0, fmt.Errorf("concurrency-desync-ms auto: %w", err)
+		return 0, err // a deployment that cannot run says so itself: auto is the default
 	}
 	c.ConcurrencyDesyncMs = ms
 	return ms, nil
@@ -652,7 +652,7 @@ func (c *Config) RequestLifetimeMs() (float64, error) {
 	}
 	res, err := sim.Run(src, o)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("concurrency-desync-ms auto: a lock-step replay of %d requests: %w", lock.NumRequests, err)
 	}
 	return res.Summary.E2E.Mean, nil
 }

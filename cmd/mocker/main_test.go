@@ -264,6 +264,10 @@ func TestConcurrencyDrifts(t *testing.T) {
 	if strings.Contains(errs, "concurrency-desync-ms") {
 		t.Errorf("--concurrency-desync-ms 0: stderr reports a desync:\n%s", errs)
 	}
+	// A deployment that cannot run is refused for what it is, not as a failed desync.
+	if _, _, err := mocker(t, "predict", "--model", "llama-3.1-70b", "--concurrency", "4"); err == nil || !strings.HasPrefix(err.Error(), "num-gpu-blocks auto (llama-3.1-70b on h200_sxm, tp 1): hardware: model does not fit") {
+		t.Errorf("70B on one GPU with --concurrency: %v", err)
+	}
 }
 
 // TestGenaiPerfExample: the documented genai-perf replay loads and runs, its prompts reused from the pool.
