@@ -200,6 +200,7 @@ func Default() Config {
 		TraceFormat:                    "auto",
 		TraceBlockSize:                 workload.DefaultTraceBlockSize,
 		ArrivalSpeedupRatio:            1,
+		ConcurrencyDesyncMs:            math.NaN(), // auto: --concurrency's clients drift apart (desyncPending)
 		NumRequests:                    1000,
 		InputTokens:                    1024,
 		InputTokensStddev:              256,
@@ -395,7 +396,8 @@ func (c *Config) validate() error {
 		set, valid bool
 	}{
 		{"concurrency-ramp-ms", "staggers", c.ConcurrencyRampMs, c.ConcurrencyRampMs > 0, finiteNonNegative(c.ConcurrencyRampMs)},
-		{"concurrency-desync-ms", "spreads", c.desync(), c.ConcurrencyDesyncMs > 0 || c.DesyncAuto(), c.DesyncAuto() || finiteNonNegative(c.ConcurrencyDesyncMs)},
+		// auto is the default: only when given does it ask for clients to spread.
+		{"concurrency-desync-ms", "spreads", c.desync(), c.ConcurrencyDesyncMs > 0 || c.DesyncAuto() && c.isGiven("concurrency-desync-ms"), c.DesyncAuto() || finiteNonNegative(c.ConcurrencyDesyncMs)},
 	} {
 		switch {
 		case !f.valid:
@@ -562,7 +564,7 @@ func (c *Config) BlockSizeOrDefault() int {
 
 // Source opens the workload: the trace if one is set, else the synthetic generator.
 func (c *Config) Source() (workload.Source, error) {
-	if c.DesyncAuto() {
+	if c.desyncPending() {
 		return nil, errors.New("concurrency-desync-ms auto: not resolved (Config.ResolveDesync)")
 	}
 	if c.Trace != "" {
@@ -584,7 +586,7 @@ func (c *Config) Source() (workload.Source, error) {
 		InterTurnDist:     c.InterTurnDelayDist,
 		Clients:           c.rampClients(),
 		Ramp:              time.Duration(c.ConcurrencyRampMs * float64(time.Millisecond)),
-		Desync:            time.Duration(c.ConcurrencyDesyncMs * float64(time.Millisecond)),
+		Desync:            time.Duration(c.desyncMs() * float64(time.Millisecond)),
 		Seed:              c.Seed,
 	})
 }
@@ -608,15 +610,35 @@ func (c *Config) desync() any {
 	return c.ConcurrencyDesyncMs
 }
 
+// desyncPending reports whether --concurrency-desync-ms auto spreads clients and waits for ResolveDesync.
+// auto, the default, spreads the closed-loop clients of a synthetic workload with --concurrency, as a
+// benchmark's drift apart; there are none to spread without --concurrency, with a trace (its requests
+// differ in length, so clients drift on their own, and the trace's order is replayed as recorded) or with
+// multi-turn sessions, and --concurrency-ramp-ms given alone already staggers them.
+func (c *Config) desyncPending() bool {
+	return c.DesyncAuto() && c.Concurrency > 0 && c.Trace == "" && c.TurnsPerSession <= 1 &&
+		(c.ConcurrencyRampMs == 0 || c.isGiven("concurrency-desync-ms"))
+}
+
+// desyncMs is the desync in effect: 0 for an auto that has nothing to spread.
+func (c *Config) desyncMs() float64 {
+	if c.DesyncAuto() {
+		return 0
+	}
+	return c.ConcurrencyDesyncMs
+}
+
 // ResolveDesync replaces --concurrency-desync-ms auto by one request's lifetime (RequestLifetimeMs) and
-// returns the milliseconds it chose; it does nothing, and returns 0, for any other value.
+// returns the milliseconds it chose, or by 0 where auto has no clients to spread (desyncPending); it does
+// nothing, and returns 0, for any other value.
 func (c *Config) ResolveDesync() (float64, error) {
-	if !c.DesyncAuto() {
+	if !c.desyncPending() {
+		c.ConcurrencyDesyncMs = c.desyncMs()
 		return 0, nil
 	}
 	ms, err := c.RequestLifetimeMs()
 	if err != nil {
-		return 0, fmt.Errorf("concurrency-desync-ms auto: %w", err)
+		return 0, err // a deployment that cannot run says so itself: auto is the default
 	}
 	c.ConcurrencyDesyncMs = ms
 	return ms, nil
@@ -642,7 +664,7 @@ func (c *Config) RequestLifetimeMs() (float64, error) {
 	}
 	res, err := sim.Run(src, o)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("concurrency-desync-ms auto: a lock-step replay of %d requests: %w", lock.NumRequests, err)
 	}
 	return res.Summary.E2E.Mean, nil
 }
@@ -654,7 +676,7 @@ func (c *Config) LifetimeRequests() int { return min(2*c.Concurrency, c.NumReque
 // when --concurrency-ramp-ms or --concurrency-desync-ms spreads them, else 0 (the simulator keeps
 // --concurrency sessions in flight itself, all starting at time 0).
 func (c *Config) rampClients() int {
-	if (c.ConcurrencyRampMs > 0 || c.ConcurrencyDesyncMs > 0 || c.DesyncAuto()) && c.Trace == "" {
+	if (c.ConcurrencyRampMs > 0 || c.ConcurrencyDesyncMs > 0 || c.desyncPending()) && c.Trace == "" {
 		return c.Concurrency
 	}
 	return 0

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,7 +87,7 @@ func TestLoadKeepsUnsetKeys(t *testing.T) {
 	want.BlockSize, want.EnablePrefixCaching, want.RequestRate = 64, false, c.RequestRate
 	want.given = map[string]string{"block-size": "config " + path + " line 2", "enable-prefix-caching": "config " + path + " line 3",
 		"request-rate": "config " + path + " line 4"}
-	if !reflect.DeepEqual(c, want) || c.RequestRate <= 1e308 {
+	if !reflect.DeepEqual(normal(c), normal(want)) || c.RequestRate <= 1e308 {
 		t.Fatalf("loaded %+v", c)
 	}
 	empty := filepath.Join(t.TempDir(), "empty.yaml")
@@ -110,6 +111,9 @@ func TestConcurrencyRamp(t *testing.T) {
 	run := func(rampMs float64) []float64 {
 		t.Helper()
 		c.ConcurrencyRampMs = rampMs
+		if rampMs == 0 {
+			c.ConcurrencyDesyncMs = 0 // lock step
+		}
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -157,6 +161,85 @@ func TestConcurrencyRamp(t *testing.T) {
 	}
 }
 
+// TestDesyncDefault: --concurrency alone replays clients that drift apart (auto, one request's lifetime),
+// and --concurrency-desync-ms 0, given, keeps them in lock step. TestDesyncAuto's workload: two clients,
+// 16-token prompts, 3 outputs, 10 ms prefill and 2 ms decode passes, a 16 ms lifetime. In lock step both
+// clients send at 0, 16 and 32 ms and always share a prefill. Drifting, client 1 waits 16·1/2 = 8 ms once
+// after its first request, and from then on every prompt has a pass of its own: client 0's second
+// (sent at 16) is prefilled alone from 16 to 28; client 1's (sent at 24) waits for that pass and is
+// prefilled from 28 to 40 beside client 0's first decode, which ends client 0's request with the decode
+// pass from 40 to 42; its third prompt (42) then shares the 42–54 pass with client 1's last decode.
+func TestDesyncDefault(t *testing.T) {
+	replay := func(c Config) (sends []float64) {
+		t.Helper()
+		c.Timing, c.PrefillMs, c.DecodeMs = "fixed", 10, 2
+		c.Concurrency, c.NumRequests = 2, 6
+		c.InputTokens, c.InputTokensStddev, c.OutputTokens, c.OutputTokensStddev = 16, 0, 3, 0
+		c.SharedPrefixRatio, c.RequestRate = 0, math.Inf(1)
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ResolveDesync(); err != nil {
+			t.Fatal(err)
+		}
+		src, err := c.Source()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := c.SimOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := sim.Run(src, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := res.Collector.WriteRequestsJSONL(&b); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+			var r struct {
+				Arrival float64 `json:"arrival_ms"`
+			}
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatal(err)
+			}
+			sends = append(sends, r.Arrival)
+		}
+		slices.Sort(sends)
+		return sends
+	}
+	def := Default()
+	if !def.DesyncAuto() {
+		t.Fatalf("default desync %v, want auto", def.ConcurrencyDesyncMs)
+	}
+	if got, want := replay(def), []float64{0, 0, 16, 24, 42, 54}; !reflect.DeepEqual(got, want) {
+		t.Errorf("default: sends at %v ms, want %v", got, want)
+	}
+	off := Default()
+	off.ConcurrencyDesyncMs = 0
+	if got, want := replay(off), []float64{0, 0, 16, 16, 32, 32}; !reflect.DeepEqual(got, want) {
+		t.Errorf("desync 0: sends at %v ms, want %v", got, want)
+	}
+	// Where the default has no clients to spread, it is 0 and no error: no --concurrency, a ramp.
+	for _, set := range []func(*Config){
+		func(c *Config) { c.Concurrency = 0 },
+		func(c *Config) { c.Concurrency, c.ConcurrencyRampMs = 2, 100 },
+		func(c *Config) { c.Concurrency, c.TurnsPerSession = 2, 2 },
+	} {
+		c := Default()
+		set(&c)
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: Validate() = %v", c, err)
+		}
+		if ms, err := c.ResolveDesync(); ms != 0 || err != nil || c.ConcurrencyDesyncMs != 0 {
+			t.Errorf("concurrency %d, ramp %v, turns %d: ResolveDesync() = %v, %v (desync %v), want 0",
+				c.Concurrency, c.ConcurrencyRampMs, c.TurnsPerSession, ms, err, c.ConcurrencyDesyncMs)
+		}
+	}
+}
+
 // TestFrontendLatency: the YAML key reaches the simulation as a duration, rounded to the nanosecond.
 func TestFrontendLatency(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
@@ -181,7 +264,7 @@ func TestFrontendLatency(t *testing.T) {
 func TestDatasetPool(t *testing.T) {
 	c := Default()
 	c.Timing, c.PrefillMs, c.DecodeMs = "fixed", 10, 2
-	c.Concurrency, c.NumRequests = 1, 4
+	c.Concurrency, c.NumRequests, c.ConcurrencyDesyncMs = 1, 4, 0
 	c.InputTokens, c.InputTokensStddev, c.OutputTokens, c.OutputTokensStddev = 32, 0, 2, 0
 	c.SharedPrefixRatio, c.RequestRate = 0, math.Inf(1)
 	reused := func(entries int) float64 {

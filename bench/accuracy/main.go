@@ -6,9 +6,14 @@
 // TPOT, and the rows it could not cover, with the reason. Every request passes through a simulated API
 // server first (-frontend-latency-ms, derived below from Dynamo's planner profile, not from these rows).
 //
+// One rule applies to every row: nothing is keyed on a row's source, harness, model or id. Beside the
+// normal figures it prints the leave-one-harness-out figures (each harness's rows predicted with the
+// settings the bench takes from measurements chosen without them) and, for the dense rows, the figures
+// of the plain replay a user gets from the benchmark's settings alone.
+//
 //	go run ./bench/accuracy [-data ../shared/data] [-rows N] [-backend vllm|sglang] [-csv out.csv]
 //	    [-schedule aic|steady|lockstep] [-frontend-latency-ms 13.6] [-sglang-host-overhead-us 16]
-//	    [-sglang-generator-config=true]
+//	    [-sglang-generator-config=true] [-prompt-pool 0] [-loho=true] [-plain=true]
 package main
 
 import (
@@ -20,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -60,10 +66,12 @@ func main() {
 	frontend := flag.Float64("frontend-latency-ms", frontendLatencyMs, "API-server time between a request's send and its routing to the engine (mocker predict --frontend-latency-ms); 0: none")
 	sglangGenerator := flag.Bool("sglang-generator-config", true, "SGLang rows: deploy as AIConfigurator's generator does (--sglang-enable-mixed-chunk, --sglang-max-prefill-tokens ISL+1500); false: SGLang's defaults")
 	backend := flag.String("backend", "", "only the rows of this backend (vllm or sglang; empty: all)")
-	pool := flag.Bool("prompt-pool", true, "vLLM rows of the aic-auto-gap-analysis harness: requests repeat a pool of 100 prompts, genai-perf's and AIPerf's default --num-dataset-entries (mocker predict --num-dataset-entries 100); false: every prompt new")
+	pool := flag.Int("prompt-pool", 0, "every row: requests repeat a pool of this many prompts (mocker predict --num-dataset-entries; genai-perf's and AIPerf's default is 100); 0: every prompt new")
+	loho := flag.Bool("loho", true, "also print the leave-one-harness-out figures: each harness's rows predicted with the frontend latency, SGLang host overhead and SGLang generator config chosen (from a coarse grid) without its rows")
+	plain := flag.Bool("plain", true, "also run, for every dense row, the plain replay `mocker predict --concurrency C --num-requests 10C --input-tokens I --output-tokens O --model M --tp T --backend B` (with --timing default --perf-db over the bench's database) and print its MdAPE")
 	sglangHost := flag.Float64("sglang-host-overhead-us", sglangHostOverheadUs, "SGLang rows: host time per request in each pass (mocker predict --host-overhead-us); 0: none")
 	flag.Parse()
-	set := settings{schedule: *schedule, frontendMs: *frontend, sglangHostUs: *sglangHost, sglangGenerator: *sglangGenerator, promptPool: *pool, backend: *backend}
+	set := settings{schedule: *schedule, frontendMs: *frontend, sglangHostUs: *sglangHost, sglangGenerator: *sglangGenerator, promptPool: *pool, backend: *backend, loho: *loho, plain: *plain}
 	if err := run(*data, *limit, *out, set, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "accuracy:", err)
 		os.Exit(1)
@@ -106,8 +114,9 @@ type settings struct {
 	frontendMs      float64
 	sglangHostUs    float64
 	sglangGenerator bool
-	promptPool      bool
+	promptPool      int    // --num-dataset-entries of every row (0: new prompts)
 	backend         string // only this backend's rows ("": all)
+	loho, plain     bool   // also the leave-one-harness-out figures, the plain replays
 }
 
 func run(data string, limit int, out string, set settings, w io.Writer) error {
@@ -120,6 +129,9 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 	if !(set.sglangHostUs >= 0) || math.IsInf(set.sglangHostUs, 0) {
 		return fmt.Errorf("sglang-host-overhead-us %v: must be a finite number >= 0", set.sglangHostUs)
 	}
+	if set.promptPool < 0 {
+		return fmt.Errorf("prompt-pool %d: must be >= 0", set.promptPool)
+	}
 	rows, err := readRows(filepath.Join(data, "aiconfigurator", "silicon_h200_dev.csv"))
 	if err != nil {
 		return err
@@ -131,28 +143,77 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 		rows = rows[:limit]
 	}
 	start := time.Now()
-	// Rows are independent replays: run them on every core, results in row order.
+	db := filepath.Join(data, "aiconfigurator")
+	// Every replay is independent: the normal pass, the grid of the leave-one-harness-out figures and the
+	// plain replays run as one list of jobs on every core.
+	var jobs []func()
 	results := make([]result, len(rows))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for i := range next {
-				results[i] = predict(rows[i], filepath.Join(data, "aiconfigurator"), set)
-			}
-		})
-	}
 	for i := range rows {
-		next <- i
+		jobs = append(jobs, func() { results[i] = predict(rows[i], db, set) })
 	}
-	close(next)
-	wg.Wait()
-	fmt.Fprintf(w, "schedule %s, frontend latency %g ms, SGLang host overhead %g µs per request and pass, SGLang generator config %v, prompt pool %v\n\n", set.schedule, set.frontendMs, set.sglangHostUs, set.sglangGenerator, set.promptPool)
-	report(w, results, time.Since(start))
+	var grid []calibration
+	var gridResults [][]result // [grid point][row]; a vLLM row's copy is shared where only SGLang settings differ
+	if set.loho {
+		grid = calibrationGrid()
+		gridResults = make([][]result, len(grid))
+		for g := range grid {
+			gridResults[g] = make([]result, len(rows))
+		}
+		for g, c := range grid {
+			for i, r := range rows {
+				if c.sameFor(r, set) || r.backend != "sglang" && g != c.first {
+					continue // filled from the normal pass or grid point c.first below
+				}
+				jobs = append(jobs, func() { gridResults[g][i] = predict(rows[i], db, c.apply(set)) })
+			}
+		}
+	}
+	var plains []result
+	if set.plain {
+		plains = make([]result, len(rows))
+		for i := range rows {
+			jobs = append(jobs, func() { plains[i] = predictPlain(rows[i], db) })
+		}
+	}
+	parallel(jobs)
+	for g, c := range grid {
+		for i, r := range rows {
+			switch {
+			case c.sameFor(r, set):
+				gridResults[g][i] = results[i]
+			case r.backend != "sglang" && g != c.first:
+				gridResults[g][i] = gridResults[c.first][i]
+			}
+		}
+	}
+	fmt.Fprintf(w, "schedule %s, frontend latency %g ms, SGLang host overhead %g µs per request and pass, SGLang generator config %v, prompt pool %d\n\n", set.schedule, set.frontendMs, set.sglangHostUs, set.sglangGenerator, set.promptPool)
+	var loho []result
+	if set.loho {
+		loho = leaveOneHarnessOut(w, rows, grid, gridResults)
+	}
+	report(w, results, loho, plains, time.Since(start))
 	if out != "" {
 		return writeCSV(out, results)
 	}
 	return nil
+}
+
+// parallel runs the jobs on every core.
+func parallel(jobs []func()) {
+	next := make(chan func())
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for job := range next {
+				job()
+			}
+		})
+	}
+	for _, job := range jobs {
+		next <- job
+	}
+	close(next)
+	wg.Wait()
 }
 
 func readRows(path string) ([]row, error) {
@@ -245,9 +306,7 @@ func predict(r row, db string, set settings) result {
 	cfg.InputTokens, cfg.InputTokensStddev = float64(r.isl), 0
 	cfg.OutputTokens, cfg.OutputTokensStddev = float64(r.osl), 0
 	cfg.SharedPrefixRatio = 0
-	if set.promptPool && pooledPrompts(r) {
-		cfg.NumDatasetEntries = promptPoolSize
-	}
+	cfg.NumDatasetEntries = set.promptPool
 	cfg.RequestRate = math.Inf(1)
 	cfg.FrontendLatencyMs = set.frontendMs
 	if cfg.BackendVersion, err = tablesFor(cfg, db, r.version); err != nil {
@@ -258,6 +317,7 @@ func predict(r row, db string, set settings) result {
 	if set.schedule == "lockstep" {
 		// Every client starts at time 0 and every request counts.
 		cfg.NumRequests = max(5*r.concurrency, 50)
+		cfg.ConcurrencyDesyncMs = 0
 		recs, err := replay(cfg)
 		if err != nil {
 			return fail("%v", err)
@@ -278,7 +338,7 @@ func predict(r row, db string, set settings) result {
 		// state that AIConfigurator's own queueing model assumes for warm-up-excluded closed-loop
 		// benchmarks (docs/design/queueing_model.md: TTFT_steady = residual of the pass in flight + the
 		// request's own prefill passes). 12·C requests; the first 2·C, the ramp, are not counted.
-		cfg.ConcurrencyRampMs = life
+		cfg.ConcurrencyRampMs, cfg.ConcurrencyDesyncMs = life, 0
 		if recs, err = replay(cfg); err != nil {
 			return fail("%v", err)
 		}
@@ -297,21 +357,157 @@ func predict(r row, db string, set settings) result {
 	return res
 }
 
-// promptPoolSize is the number of distinct prompts genai-perf and AIPerf send unless told otherwise
-// (--num-dataset-entries, default 100; the payloads are reused until the run is done).
-const promptPoolSize = 100
+// predictPlain is the replay a user gets from the benchmark's own settings and nothing else: `mocker
+// predict --concurrency C --num-requests 10·C --input-tokens I --output-tokens O --model M --tp T
+// --backend B`, priced by the op-level model over the bench's database (--timing default --perf-db).
+// Every other setting is mocker's default: lengths spread around I and O, a quarter of each prompt
+// shared within eight groups, the checkpoint's weight format, the newest tables, no frontend latency,
+// and clients that drift apart (--concurrency-desync-ms auto).
+func predictPlain(r row, db string) result {
+	res := result{row: r}
+	fail := func(err error) result { res.err = err.Error(); return res }
+	if r.mode != "agg" || r.dp > 1 || r.ep > 1 {
+		return fail(errors.New("not an aggregated TP deployment"))
+	}
+	m, err := model.Lookup(r.modelPath)
+	if err != nil {
+		return fail(err)
+	}
+	res.model, res.moe = m.Name, m.MoE()
+	if res.moe {
+		return fail(errors.New("the plain replay is checked on dense rows"))
+	}
+	cfg := config.Default()
+	cfg.Concurrency, cfg.NumRequests = r.concurrency, measuredRounds*r.concurrency
+	cfg.InputTokens, cfg.OutputTokens = float64(r.isl), float64(r.osl)
+	cfg.Model, cfg.TP, cfg.Backend = r.modelPath, r.tp, r.backend
+	cfg.Timing, cfg.PerfDB = "default", db
+	if err := cfg.Validate(); err != nil {
+		return fail(err)
+	}
+	if _, err := cfg.ResolveDesync(); err != nil {
+		return fail(err)
+	}
+	recs, err := replay(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	res.ttft, res.tpot = means(recs, 0)
+	return res
+}
 
-// pooledPrompts tells the rows whose client reused a pool of promptPoolSize prompts: the vLLM rows of
-// the aic-auto-gap-analysis harness (Llama-3.1-8B-Instruct-FP8 and Qwen3-235B-A22B-FP8 on vLLM 0.12.0).
-// Its Llama-3.1-8B rows cannot be cold prompts: by Little's law 11 of the 12 would prefill 0.6–1.9
-// PFLOP/s on one H200 while decoding in 7.5–17 ms. With vLLM's prefix caching (on by default) and a
-// pool of 100, their replayed TPOT MdAPE falls from 178.3 to 8.7 % (9 of 12 rows within 15 %; the
-// three 8,000/100 rows at C 16–40, whose 10·C requests use the pool 1.6–4 times, stay 28–34 % above)
-// and TTFT from 139.6 to 29.7 %; the Qwen rows' TTFT MdAPE goes from 7.0 to 5.5 %. The same harness's
-// SGLang Llama rows were sent new prompts: replayed with the pool, their TPOT MdAPE goes from 7.9 to
-// 36.4 % (TTFT 56.0 to 79.6 %); its SGLang Qwen rows send fewer requests than the pool holds.
-func pooledPrompts(r row) bool {
-	return r.backend == "vllm" && strings.Contains(r.source, "aic-auto-gap-analysis")
+// harness is the measurement set a row comes from: the first field of its silicon_data_source, the
+// file or dump it was read from, or for a file of a local checkout the checkout's directory (the
+// aic-auto-gap-analysis rows name one file per engine and model under it).
+func harness(source string) string {
+	h, _, _ := strings.Cut(source, ";")
+	h = strings.TrimPrefix(strings.TrimSpace(h), "source_file=")
+	if dir, _, ok := strings.Cut(h, "/data/"); ok && strings.HasPrefix(h, "/") {
+		return filepath.Base(dir)
+	}
+	return h
+}
+
+// calibration is one choice of the settings the bench takes from measurements.
+type calibration struct {
+	frontendMs, sglangHostUs float64
+	sglangGenerator          bool
+	first                    int // the grid point with this frontend latency that vLLM rows are replayed at
+}
+
+func (c calibration) apply(set settings) settings {
+	set.frontendMs, set.sglangHostUs, set.sglangGenerator = c.frontendMs, c.sglangHostUs, c.sglangGenerator
+	return set
+}
+
+// sameFor reports whether row r replays the same at c as with set: SGLang's settings apply to SGLang's
+// rows only.
+func (c calibration) sameFor(r row, set settings) bool {
+	if r.backend != "sglang" {
+		c.sglangHostUs, c.sglangGenerator = set.sglangHostUs, set.sglangGenerator
+	}
+	return c.apply(set) == set
+}
+
+func (c calibration) String() string {
+	return fmt.Sprintf("frontend %g ms, SGLang host %g µs, generator config %v", c.frontendMs, c.sglangHostUs, c.sglangGenerator)
+}
+
+// The coarse grid the leave-one-harness-out figures choose from: the frontend latency about the planner
+// profile's 13.6 ms (its intercept over other ISL ranges is 8.6 to 16.1 ms), SGLang's host overhead
+// about its 16 µs, and the SGLang flags of AIConfigurator's generator or SGLang's defaults.
+var (
+	gridFrontendMs   = []float64{8.6, 13.6, 18.6}
+	gridSGLangHostUs = []float64{0, 16, 32}
+)
+
+func calibrationGrid() []calibration {
+	var grid []calibration
+	for _, f := range gridFrontendMs {
+		first := len(grid)
+		for _, h := range gridSGLangHostUs {
+			for _, gen := range []bool{true, false} {
+				grid = append(grid, calibration{f, h, gen, first})
+			}
+		}
+	}
+	return grid
+}
+
+// choose is the grid point that best fits the rows keep selects: the least sum, over the backends, of
+// the TTFT and TPOT MdAPE of that backend's covered rows (so SGLang's settings are judged on SGLang's
+// rows, the frontend latency on all).
+func choose(grid []calibration, results [][]result, keep func(row) bool) int {
+	best, bestCost := -1, math.Inf(1)
+	for g := range grid {
+		apes := map[string]*[2][]float64{}
+		for _, r := range results[g] {
+			if r.err != "" || !keep(r.row) {
+				continue
+			}
+			if apes[r.backend] == nil {
+				apes[r.backend] = &[2][]float64{}
+			}
+			a := apes[r.backend]
+			a[0], a[1] = append(a[0], ape(r.ttft, r.row.ttft)), append(a[1], ape(r.tpot, r.row.tpot))
+		}
+		var cost float64
+		for _, b := range slices.Sorted(maps.Keys(apes)) {
+			cost += median(apes[b][0]) + median(apes[b][1])
+		}
+		if cost < bestCost {
+			best, bestCost = g, cost
+		}
+	}
+	return best
+}
+
+// leaveOneHarnessOut predicts each harness's rows at the grid point chosen without them, prints the
+// choices, and returns the predictions in row order.
+func leaveOneHarnessOut(w io.Writer, rows []row, grid []calibration, results [][]result) []result {
+	out := make([]result, len(rows))
+	var hs []string
+	for _, r := range rows {
+		if h := harness(r.source); !slices.Contains(hs, h) {
+			hs = append(hs, h)
+		}
+	}
+	slices.Sort(hs)
+	all := choose(grid, results, func(row) bool { return true })
+	fmt.Fprintf(w, "calibration grid: frontend %v ms × SGLang host %v µs × generator config on/off; chosen with every row: %v\n", gridFrontendMs, gridSGLangHostUs, grid[all])
+	for _, h := range hs {
+		g := choose(grid, results, func(r row) bool { return harness(r.source) != h })
+		n := 0
+		for i, r := range rows {
+			if harness(r.source) == h {
+				out[i] = results[g][i]
+				n++
+			}
+		}
+		fmt.Fprintf(w, "  without %s (%d rows): %v\n", h, n, grid[g])
+	}
+	fmt.Fprintln(w)
+	return out
 }
 
 // measuredRounds is how many requests per client AIConfigurator's benchmark runs measure: both of its
@@ -395,6 +591,10 @@ func quant(q string) string {
 // quantFor maps a row's gemm_quant_mode and moe_quant_mode onto --quantization and
 // --moe-quantization.
 //
+// One rule for every row: a label no H200 GEMM table holds (noH200Table) stands for the checkpoint's
+// own format when the checkpoint is quantized; any other label is taken as it is. Two sets of rows meet
+// the rule:
+//
 // The gpt-oss-120b rows say nvfp4 (precision fp4), but Hopper has no FP4 tensor cores and vLLM does
 // not run NVFP4 there: openai/gpt-oss-120b's checkpoint (quantization_config quant_method "mxfp4")
 // holds its routed experts in MXFP4 and every other weight in bf16, and vLLM on H200 runs the experts
@@ -403,8 +603,8 @@ func quant(q string) string {
 // (ai-dynamo/aiconfigurator src/aiconfigurator/sdk/models/helpers.py, _infer_quant_modes_from_raw_config:
 // quant_algo "mxfp4" → gemm_quant_mode float16, moe_quant_mode w4a16_mxfp4), and its H200 vLLM
 // MoE table measures that kernel as moe_dtype w4a16_mxfp4 (0.18.0: kernel_source vllm_mxfp4_moe;
-// 0.24.0: the gpt-oss OAI Triton MXFP4 experts). So such a row replays as --quantization mxfp4 (bf16
-// GEMMs, w4a16_mxfp4 experts).
+// 0.24.0: the gpt-oss OAI Triton MXFP4 experts). So such a row replays in the checkpoint's format,
+// mxfp4 (bf16 GEMMs, w4a16_mxfp4 experts).
 //
 // The Kimi-K2.5 rows say gemm_quant_mode int4_wo, which no GEMM table holds: moonshotai/Kimi-K2.5's
 // checkpoint (compressed-tensors int4, group 32) quantizes only the routed experts, and vLLM runs
@@ -413,14 +613,12 @@ func quant(q string) string {
 // MLP, LM head — in bf16. AIConfigurator maps the checkpoint to gemm_quant_mode bfloat16 and
 // moe_quant_mode int4_wo (ai-dynamo/aiconfigurator sdk/models/helpers.py,
 // _infer_quant_modes_from_raw_config; its model tests pin moonshotai/Kimi-K2.5 to bfloat16 /
-// int4_wo / bf16 attention and KV cache). So such a row replays as --quantization bf16
-// --moe-quantization int4_wo. Rows of other models keep their labels.
+// int4_wo / bf16 attention and KV cache). So such a row replays in the checkpoint's format, bf16
+// GEMMs and int4_wo experts. Rows of models whose checkpoint is not quantized keep the label, which
+// the configuration rejects by name.
 func quantFor(m *model.Model, gemm, moe string) (quantization, moeQuantization string) {
-	if m.Name == "gpt-oss-120b" && gemm == "nvfp4" && moe == "nvfp4" {
-		return "mxfp4", ""
-	}
-	if m.Name == "kimi-k2.5" && gemm == "int4_wo" && moe == "int4_wo" {
-		return "bf16", "int4_wo"
+	if noH200Table[gemm] && (m.Quantization != "" || m.MoEQuantization != "") {
+		return "", "" // the checkpoint's own format (model.Model.Quantization, MoEQuantization)
 	}
 	quantization, moeQuantization = quant(gemm), moe
 	if moeQuantization == gemm {
@@ -428,6 +626,10 @@ func quantFor(m *model.Model, gemm, moe string) (quantization, moeQuantization s
 	}
 	return quantization, moeQuantization
 }
+
+// noH200Table are the GEMM labels no H200 table holds: nvfp4 (Hopper has no FP4 tensor cores) and
+// int4_wo (a weight-only expert format, not a GEMM precision).
+var noH200Table = map[string]bool{"nvfp4": true, "int4_wo": true}
 
 // tablesFor is the database version that stands in for the row's engine version: the version itself
 // if present, else the oldest newer one, else the newest (aic.NearestVersion); "" (the newest with
@@ -521,55 +723,102 @@ func median(xs []float64) float64 {
 	}
 }
 
-func report(w io.Writer, results []result, took time.Duration) {
+// mdape is the TTFT and TPOT MdAPE of the covered results among rs and how many they are.
+func mdape(rs []result) (ttft, tpot float64, n int) {
+	var t1, t2 []float64
+	for _, r := range rs {
+		if r.err == "" {
+			t1, t2 = append(t1, ape(r.ttft, r.row.ttft)), append(t2, ape(r.tpot, r.row.tpot))
+		}
+	}
+	return median(t1), median(t2), len(t1)
+}
+
+// report prints the MdAPE per backend and model, per kind and per harness, beside them the
+// leave-one-harness-out figures (loho, in row order; nil: not run) and the plain replays' (plains).
+func report(w io.Writer, results, loho, plains []result, took time.Duration) {
 	type key struct {
 		backend, model string
 		moe            bool
 	}
-	groups := map[key][]result{}
+	groups := map[key][]int{}
 	var keys []key
 	reasons := map[string]int{}
-	for _, r := range results {
+	covered := 0
+	for i, r := range results {
 		if r.err != "" {
 			reasons[r.err]++
 			continue
 		}
+		covered++
 		k := key{r.backend, r.model, r.moe}
 		if groups[k] == nil {
 			keys = append(keys, k)
 		}
-		groups[k] = append(groups[k], r)
+		groups[k] = append(groups[k], i)
 	}
 	slices.SortFunc(keys, func(a, b key) int {
 		return cmp.Or(cmp.Compare(fmt.Sprint(a.moe), fmt.Sprint(b.moe)), cmp.Compare(a.backend, b.backend), cmp.Compare(a.model, b.model))
 	})
-	fmt.Fprintf(w, "%-8s %-18s %-6s %5s %14s %14s\n", "backend", "model", "kind", "rows", "TTFT MdAPE %", "TPOT MdAPE %")
-	var dense, moe [2][]float64
-	for _, k := range keys {
-		var t1, t2 []float64
-		for _, r := range groups[k] {
-			t1 = append(t1, ape(r.ttft, r.row.ttft))
-			t2 = append(t2, ape(r.tpot, r.row.tpot))
-		}
-		kind := "dense"
-		acc := &dense
-		if k.moe {
-			kind, acc = "MoE", &moe
-		}
-		acc[0], acc[1] = append(acc[0], t1...), append(acc[1], t2...)
-		fmt.Fprintf(w, "%-8s %-18s %-6s %5d %14.1f %14.1f\n", k.backend, k.model, kind, len(t1), median(t1), median(t2))
-	}
-	fmt.Fprintf(w, "%-8s %-18s %-6s %5d %14.1f %14.1f\n", "all", "dense", "dense", len(dense[0]), median(dense[0]), median(dense[1]))
-	fmt.Fprintf(w, "%-8s %-18s %-6s %5d %14.1f %14.1f\n", "all", "MoE", "MoE", len(moe[0]), median(moe[0]), median(moe[1]))
-	fmt.Fprintf(w, "\nnot covered (%d rows):\n", len(results)-len(dense[0])-len(moe[0]))
-	rs := slices.Sorted(func(yield func(string) bool) {
-		for r := range reasons {
-			if !yield(r) {
-				return
+	pick := func(rs []result, idx []int) []result {
+		var out []result
+		for _, i := range idx {
+			if rs != nil {
+				out = append(out, rs[i])
 			}
 		}
-	})
-	for _, r := range rs {
+		return out
+	}
+	pair := func(rs []result) string {
+		if len(rs) == 0 {
+			return "—"
+		}
+		t1, t2, n := mdape(rs)
+		if n == 0 {
+			return "—"
+		}
+		if n < len(rs) {
+			return fmt.Sprintf("%.1f / %.1f (%d rows)", t1, t2, n)
+		}
+		return fmt.Sprintf("%.1f / %.1f", t1, t2)
+	}
+	fmt.Fprintf(w, "%-8s %-18s %-6s %5s %14s %14s  %-22s %s\n", "backend", "model", "kind", "rows", "TTFT MdAPE %", "TPOT MdAPE %", "leave-harness-out", "plain replay")
+	line := func(backend, model, kind string, idx []int, plain bool) {
+		t1, t2, n := mdape(pick(results, idx))
+		p := "—"
+		if plain {
+			p = pair(pick(plains, idx))
+		}
+		fmt.Fprintf(w, "%-8s %-18s %-6s %5d %14.1f %14.1f  %-22s %s\n", backend, model, kind, n, t1, t2, pair(pick(loho, idx)), p)
+	}
+	var dense, moe []int
+	for _, k := range keys {
+		kind := "dense"
+		if k.moe {
+			kind = "MoE"
+			moe = append(moe, groups[k]...)
+		} else {
+			dense = append(dense, groups[k]...)
+		}
+		line(k.backend, k.model, kind, groups[k], !k.moe)
+	}
+	line("all", "dense", "dense", dense, true)
+	line("all", "MoE", "MoE", moe, false)
+	line("all", "all", "", append(slices.Clone(dense), moe...), false)
+
+	hs := map[string][]int{}
+	for i, r := range results {
+		if r.err == "" {
+			hs[harness(r.source)] = append(hs[harness(r.source)], i)
+		}
+	}
+	fmt.Fprintf(w, "\n%-32s %5s %16s  %s\n", "harness", "rows", "TTFT / TPOT %", "leave-harness-out")
+	for _, h := range slices.Sorted(maps.Keys(hs)) {
+		fmt.Fprintf(w, "%-32s %5d %16s  %s\n", h, len(hs[h]), pair(pick(results, hs[h])), pair(pick(loho, hs[h])))
+	}
+
+	fmt.Fprintf(w, "\nnot covered (%d rows):\n", len(results)-covered)
+	for _, r := range slices.Sorted(maps.Keys(reasons)) {
 		fmt.Fprintf(w, "  %3d  %s\n", reasons[r], r)
 	}
 	fmt.Fprintf(w, "\n%d rows in %.1f s\n", len(results), took.Seconds())

@@ -9,15 +9,16 @@ import (
 
 func TestQuantFor(t *testing.T) {
 	for _, tc := range []struct{ model, gemm, moe, quant, moeQuant string }{
-		// What vLLM runs on Hopper for the MXFP4 checkpoint: bf16 GEMMs, w4a16_mxfp4 experts.
-		{"openai/gpt-oss-120b", "nvfp4", "nvfp4", "mxfp4", ""},
+		// Labels no H200 table holds: the checkpoint's format ("", ""): for gpt-oss-120b bf16 GEMMs and
+		// w4a16_mxfp4 experts, what vLLM runs on Hopper.
+		{"openai/gpt-oss-120b", "nvfp4", "nvfp4", "", ""},
 		// Kimi-K2.5's int4 checkpoint: bf16 GEMMs, int4_wo (Marlin W4A16) routed experts.
-		{"moonshotai/Kimi-K2.5", "int4_wo", "int4_wo", "bf16", "int4_wo"},
+		{"moonshotai/Kimi-K2.5", "int4_wo", "int4_wo", "", ""},
 		{"Qwen/Qwen3-235B-A22B-FP8", "fp8", "fp8", "fp8", ""},
 		{"Qwen/Qwen3-235B-A22B", "fp8_block", "fp8_block", "fp8_block", ""},
 		{"meta-llama/Llama-3.1-70B", "bfloat16", "", "bf16", ""},
 		{"Qwen/Qwen3-235B-A22B", "fp8", "bfloat16", "fp8", "bfloat16"},
-		// Other models keep the label, which the configuration rejects by name.
+		// A model whose checkpoint is not quantized keeps the label, which the configuration rejects by name.
 		{"Qwen/Qwen3-235B-A22B", "nvfp4", "nvfp4", "nvfp4", ""},
 	} {
 		m, err := model.Lookup(tc.model)
@@ -56,18 +57,45 @@ func TestNewerVersions(t *testing.T) {
 	}
 }
 
-func TestPooledPrompts(t *testing.T) {
-	const gap = "source_file=/Users/harrli/projects/aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/nvidia_Llama-3.1-8B-Instruct-FP8.csv; silicon_concurrency=112"
-	for _, tc := range []struct {
-		backend, source string
-		want            bool
-	}{
-		{"vllm", gap, true},
-		{"sglang", "source_file=/Users/harrli/projects/aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/meta-llama_Llama-3.1-8B-Instruct.csv", false},
-		{"vllm", "source_file=2026-04-06.csv; model=Llama-3.1-70B; silicon_concurrency=4", false},
+func TestHarness(t *testing.T) {
+	for _, tc := range []struct{ source, want string }{
+		{"source_file=/Users/harrli/projects/aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/nvidia_Llama-3.1-8B-Instruct-FP8.csv; silicon_concurrency=112", "aic-auto-gap-analysis"},
+		{"source_file=/Users/harrli/projects/aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/meta-llama_Llama-3.1-8B-Instruct.csv", "aic-auto-gap-analysis"},
+		{"source_file=2026-04-06.csv; model=Llama-3.1-70B; silicon_concurrency=4", "2026-04-06.csv"},
+		{"db-dump/2026-04-27; config_id=81; silicon_concurrency=16; lmsysorg/sglang:v0.5.9-cu130", "db-dump/2026-04-27"},
+		{"source_file=kimi-k2.5-gap-analysis.csv; silicon_concurrency=4", "kimi-k2.5-gap-analysis.csv"},
 	} {
-		if got := pooledPrompts(row{backend: tc.backend, source: tc.source}); got != tc.want {
-			t.Errorf("pooledPrompts(%s, %q) = %v, want %v", tc.backend, tc.source, got, tc.want)
+		if got := harness(tc.source); got != tc.want {
+			t.Errorf("harness(%q) = %q, want %q", tc.source, got, tc.want)
+		}
+	}
+}
+
+// TestChoose: the grid point chosen without a harness is the one that fits the other rows, judged per
+// backend. Two grid points; harness a's SGLang row fits only point 1, harness b's only point 0, and the
+// vLLM row (harness c) is the same at both; without it, the SGLang rows' TTFT errors are 50 and 0 % at
+// point 0 (median 25) and 0 and 40 % at point 1 (median 20).
+func TestChoose(t *testing.T) {
+	grid := []calibration{{sglangHostUs: 0}, {sglangHostUs: 16}}
+	rows := []row{
+		{source: "source_file=a.csv", backend: "sglang", ttft: 100, tpot: 10},
+		{source: "source_file=b.csv", backend: "sglang", ttft: 100, tpot: 10},
+		{source: "source_file=c.csv", backend: "vllm", ttft: 100, tpot: 10},
+	}
+	res := func(pred ...float64) []result {
+		var out []result
+		for i, r := range rows {
+			out = append(out, result{row: r, ttft: pred[i], tpot: 10})
+		}
+		return out
+	}
+	results := [][]result{res(150, 100, 120), res(100, 140, 120)}
+	for _, tc := range []struct {
+		without string
+		want    int
+	}{{"a.csv", 0}, {"b.csv", 1}, {"c.csv", 1}} {
+		if got := choose(grid, results, func(r row) bool { return harness(r.source) != tc.without }); got != tc.want {
+			t.Errorf("without %s: grid point %d, want %d", tc.without, got, tc.want)
 		}
 	}
 }

@@ -125,7 +125,7 @@ func bindWorkloadFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.ArrivalSpeedupRatio, "arrival-speedup-ratio", c.ArrivalSpeedupRatio, "divide arrival times and inter-turn delays by this")
 	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "keep this many requests (sessions) in flight, ignoring arrival times (0: follow them)")
 	fs.Float64Var(&c.ConcurrencyRampMs, "concurrency-ramp-ms", c.ConcurrencyRampMs, "synthetic, with --concurrency N: start client k at k × this / N ms instead of all at 0; each client then sends its requests back to back")
-	fs.Var(autoFloat{&c.ConcurrencyDesyncMs}, "concurrency-desync-ms", "synthetic, with --concurrency N: client k waits k × this / N ms once, after its first request, so clients that start together spread out as a benchmark's do; auto: one request's lifetime (the mean E2E of a lock-step replay of 2·N requests), which gives the desynchronised steady state")
+	fs.Var(autoFloat{&c.ConcurrencyDesyncMs}, "concurrency-desync-ms", "synthetic, with --concurrency N: client k waits k × this / N ms once, after its first request, so clients that start together spread out as a benchmark's do; auto (the default): one request's lifetime (the mean E2E of a lock-step replay of 2·N requests), which gives the desynchronised steady state, and nothing with a trace, multi-turn sessions or --concurrency-ramp-ms; 0: lock step")
 	fs.IntVar(&c.NumRequests, "num-requests", c.NumRequests, "synthetic: requests (sessions, when multi-turn)")
 	fs.Float64Var(&c.InputTokens, "input-tokens", c.InputTokens, "synthetic: mean prompt tokens (new tokens per turn)")
 	fs.Float64Var(&c.InputTokensStddev, "input-tokens-stddev", c.InputTokensStddev, "synthetic: standard deviation of prompt tokens")

@@ -334,6 +334,30 @@ func TestAutoValues(t *testing.T) {
 	}
 }
 
+// TestConcurrencyDrifts: --concurrency alone spreads its clients (the default is auto, and predict says
+// what it chose); --concurrency-desync-ms 0 keeps them in lock step, with nothing to resolve.
+func TestConcurrencyDrifts(t *testing.T) {
+	plain := []string{"predict", "--concurrency", "4", "--num-requests", "40"}
+	_, errs, err := mocker(t, plain...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errs, "concurrency-desync-ms auto: ") {
+		t.Errorf("--concurrency alone: stderr does not report a desync:\n%s", errs)
+	}
+	_, errs, err = mocker(t, append(plain, "--concurrency-desync-ms", "0")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(errs, "concurrency-desync-ms") {
+		t.Errorf("--concurrency-desync-ms 0: stderr reports a desync:\n%s", errs)
+	}
+	// A deployment that cannot run is refused for what it is, not as a failed desync.
+	if _, _, err := mocker(t, "predict", "--model", "llama-3.1-70b", "--concurrency", "4"); err == nil || !strings.HasPrefix(err.Error(), "num-gpu-blocks auto (llama-3.1-70b on h200_sxm, tp 1): hardware: model does not fit") {
+		t.Errorf("70B on one GPU with --concurrency: %v", err)
+	}
+}
+
 // TestGenaiPerfExample: the documented genai-perf replay loads and runs, its prompts reused from the pool.
 func TestGenaiPerfExample(t *testing.T) {
 	out, errs, err := mocker(t, "predict", "--config", filepath.Join("..", "..", "docs", "examples", "genai-perf.yaml"), "--concurrency", "8", "--num-requests", "200")
