@@ -114,23 +114,9 @@ func TestConcurrencyRamp(t *testing.T) {
 		if rampMs == 0 {
 			c.ConcurrencyDesyncMs = 0 // lock step
 		}
-		if err := c.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		src, err := c.Source()
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := c.SimOptions()
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, o := simulate(t, &c)
 		if want := map[bool]int{true: 0, false: 2}[rampMs > 0]; o.Concurrency != want {
 			t.Errorf("ramp %v ms: sim concurrency %d, want %d", rampMs, o.Concurrency, want)
-		}
-		res, err := sim.Run(src, o)
-		if err != nil {
-			t.Fatal(err)
 		}
 		var b strings.Builder
 		if err := res.Collector.WriteRequestsJSONL(&b); err != nil {
@@ -176,24 +162,7 @@ func TestDesyncDefault(t *testing.T) {
 		c.Concurrency, c.NumRequests = 2, 6
 		c.InputTokens, c.InputTokensStddev, c.OutputTokens, c.OutputTokensStddev = 16, 0, 3, 0
 		c.SharedPrefixRatio, c.RequestRate = 0, math.Inf(1)
-		if err := c.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.ResolveDesync(); err != nil {
-			t.Fatal(err)
-		}
-		src, err := c.Source()
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := c.SimOptions()
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := sim.Run(src, o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, _ := simulate(t, &c)
 		var b strings.Builder
 		if err := res.Collector.WriteRequestsJSONL(&b); err != nil {
 			t.Fatal(err)
@@ -270,21 +239,7 @@ func TestDatasetPool(t *testing.T) {
 	reused := func(entries int) float64 {
 		t.Helper()
 		c.NumDatasetEntries = entries
-		if err := c.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		src, err := c.Source()
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := c.SimOptions()
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := sim.Run(src, o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, _ := simulate(t, &c)
 		return res.Collector.Summary().PrefixCacheReusedRatio
 	}
 	if got := reused(0); got != 0 {
@@ -406,4 +361,30 @@ func TestLoadRefusesWhatItCannotHold(t *testing.T) {
 			t.Errorf("/dev/zero: %v", err)
 		}
 	}
+}
+
+// simulate validates c, resolves its desync, and runs it with the engines' accounting checked after
+// every pass.
+func simulate(t *testing.T, c *Config) (*sim.Result, sim.Options) {
+	t.Helper()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ResolveDesync(); err != nil {
+		t.Fatal(err)
+	}
+	src, err := c.Source()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := c.SimOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.CheckInvariants = true
+	res, err := sim.Run(src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, o
 }

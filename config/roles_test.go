@@ -134,22 +134,7 @@ func TestRolesFixedTiming(t *testing.T) {
 		c.Timing, c.PrefillMs, c.DecodeMs = "fixed", 10, 1
 		c.PrefillWorkers, c.DecodeWorkers = 1, 1
 		edit(&c)
-		if err := c.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		src, err := c.Source()
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := c.SimOptions()
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.CheckInvariants = true
-		res, err := sim.Run(src, o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, _ := simulate(t, &c)
 		var b bytes.Buffer
 		must(t, res.Collector.WriteRequestsJSONL(&b))
 		dec := json.NewDecoder(&b)
