@@ -716,17 +716,31 @@ func tablesFor(cfg config.Config, db, version string) (string, error) {
 	if err = cfg.Validate(); err != nil {
 		return "", err
 	}
-	d, err := cfg.Deployment()
-	if err != nil {
-		return "", err
+	// The pools whose passes are priced: the one engine, or a disaggregated row's prefill and decode
+	// engines, each at its own TP.
+	pools := []*config.Config{&cfg}
+	if cfg.PrefillWorkers > 0 {
+		pools = []*config.Config{cfg.ForRole("prefill"), cfg.ForRole("decode")}
 	}
-	_, firstErr := cfg.TimingModel(d)
+	covers := func(v string) error {
+		for _, p := range pools {
+			p.BackendVersion = v
+			d, err := p.Deployment()
+			if err != nil {
+				return err
+			}
+			if _, err := p.TimingModel(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	firstErr := covers(first)
 	if firstErr == nil || first == "" {
 		return first, firstErr
 	}
 	for _, v := range newerVersions(db, cfg.System, cfg.Backend, first) {
-		cfg.BackendVersion = v
-		if _, err := cfg.TimingModel(d); err == nil {
+		if covers(v) == nil {
 			return v, nil
 		}
 	}
