@@ -2,7 +2,8 @@
 // AIConfigurator's silicon measurements on H200 (shared/data/aiconfigurator/silicon_h200_dev.csv). For
 // every row the catalogs and the performance database cover, it runs `mocker predict` in closed loop
 // (concurrency = the row's batch_size, fixed ISL and OSL, the row's backend, TP and quantization, --timing
-// default) and prints, per backend and model, the median absolute percentage error of mean TTFT and mean
+// default; a disaggregated row with its own prefill and decode pools) and prints, per backend and model
+// (disaggregated rows as groups of their own), the median absolute percentage error of mean TTFT and mean
 // TPOT, and the rows it could not cover, with the reason. Every request passes through a simulated API
 // server first (-frontend-latency-ms, derived below from Dynamo's planner profile, not from these rows).
 //

@@ -178,3 +178,25 @@ func TestKVTransferGBps(t *testing.T) {
 		}
 	}
 }
+
+// A disaggregated row replays with each pool at its own TP: the shared TP (1, the row's empty tp_size)
+// prices nothing, so it must not decide whether the model fits or which tables cover the row.
+func TestPredictDisaggRow(t *testing.T) {
+	const db = "../../../shared/data/aiconfigurator"
+	if _, err := os.Stat(db); err != nil {
+		t.Skip("shared AIConfigurator data not present")
+	}
+	path := filepath.Join(t.TempDir(), "rows.csv")
+	if err := os.WriteFile(path, []byte(disaggRows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := readRows(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := settings{schedule: "aic", frontendMs: frontendLatencyMs, sglangHostUs: sglangHostOverheadUs, sglangGenerator: true}
+	res := predict(rows[0], db, set)
+	if res.err != "" || res.tables != "0.5.9" || !(res.ttft > 0) || !(res.tpot > 0) {
+		t.Errorf("err %q, tables %q, TTFT %g, TPOT %g; want a replay over the 0.5.9 tables", res.err, res.tables, res.ttft, res.tpot)
+	}
+}
