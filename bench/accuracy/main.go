@@ -2,7 +2,8 @@
 // AIConfigurator's silicon measurements on H200 (shared/data/aiconfigurator/silicon_h200_dev.csv). For
 // every row the catalogs and the performance database cover, it runs `mocker predict` in closed loop
 // (concurrency = the row's batch_size, fixed ISL and OSL, the row's backend, TP and quantization, --timing
-// default) and prints, per backend and model, the median absolute percentage error of mean TTFT and mean
+// default; a disaggregated row with its own prefill and decode pools) and prints, per backend and model
+// (disaggregated rows as groups of their own), the median absolute percentage error of mean TTFT and mean
 // TPOT, and the rows it could not cover, with the reason. Every request passes through a simulated API
 // server first (-frontend-latency-ms, derived below from Dynamo's planner profile, not from these rows).
 //
@@ -37,6 +38,7 @@ import (
 	"time"
 
 	"github.com/mocker-sim/mocker/config"
+	"github.com/mocker-sim/mocker/hardware"
 	"github.com/mocker-sim/mocker/model"
 	"github.com/mocker-sim/mocker/sim"
 	"github.com/mocker-sim/mocker/timing/aic"
@@ -47,6 +49,13 @@ type row struct {
 	isl, osl, concurrency, tp, dp, ep             int
 	gemmQuant, moeQuant                           string
 	ttft, tpot                                    float64 // measured, ms
+	prefill, decode                               pool    // mode disagg: the two pools
+}
+
+// pool is one pool of a disaggregated row: its prefill_* or decode_* columns (an empty column reads as
+// 1, or 0 for the batch size: not recorded).
+type pool struct {
+	workers, tp, dp, ep, batch int
 }
 
 type result struct {
@@ -249,15 +258,32 @@ func readRows(path string) ([]row, error) {
 			return n
 		}
 		flt := func(k string) float64 { v, _ := strconv.ParseFloat(get(k), 64); return v }
+		pl := func(p string) pool {
+			return pool{workers: num(p+"_num_workers", 1), tp: num(p+"_tp_size", 1), dp: num(p+"_attention_dp_size", 1),
+				ep: num(p+"_moe_ep_size", 1), batch: num(p+"_batch_size", 0)}
+		}
 		rows = append(rows, row{
 			id: get("id"), source: get("silicon_data_source"), backend: get("backend"), version: get("backend_version"), modelPath: get("model_path"),
-			mode: get("mode"), isl: num("isl", 0), osl: num("osl", 0), concurrency: num("batch_size", 0),
+			mode: get("mode"), isl: num("isl", 0), osl: num("osl", 0), concurrency: num("batch_size", sourceConcurrency(get("silicon_data_source"))),
 			tp: num("tp_size", 1), dp: num("attention_dp_size", 1), ep: num("moe_ep_size", 1),
 			gemmQuant: get("gemm_quant_mode"), moeQuant: get("moe_quant_mode"),
 			ttft: flt("silicon_ttft_ms"), tpot: flt("silicon_tpot_ms"),
+			prefill: pl("prefill"), decode: pl("decode"),
 		})
 	}
 	return rows, nil
+}
+
+// sourceConcurrency is the client concurrency a silicon_data_source records (its silicon_concurrency=N
+// field; 0 when it records none): the disaggregated rows leave batch_size empty and record it there.
+func sourceConcurrency(source string) int {
+	for f := range strings.SplitSeq(source, ";") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(f), "silicon_concurrency="); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
 }
 
 // predict runs one row's deployment and workload.
@@ -265,8 +291,12 @@ func predict(r row, db string, set settings) result {
 	res := result{row: r}
 	fail := func(format string, a ...any) result { res.err = fmt.Sprintf(format, a...); return res }
 	switch {
-	case r.mode != "agg":
-		return fail("disaggregated deployment (prefill/decode pools are not in this benchmark)")
+	case r.mode != "agg" && r.mode != "disagg":
+		return fail("mode %q: want agg or disagg", r.mode)
+	case r.mode == "disagg" && (r.prefill.ep > 1 || r.decode.ep > 1):
+		return fail("expert parallelism is not modelled by the op-level timing")
+	case r.mode == "disagg" && (r.prefill.dp > 1 || r.decode.dp > 1):
+		return fail("attention data parallelism over MoE tensor parallelism is not modelled by the op-level timing")
 	case r.dp > 1:
 		return fail("attention data parallelism over MoE tensor parallelism is not modelled by the op-level timing")
 	case r.ep > 1:
@@ -294,7 +324,7 @@ func predict(r row, db string, set settings) result {
 	cfg.SGLangOverlapSchedule = true
 	if r.backend == "sglang" {
 		cfg.HostOverheadUs = set.sglangHostUs
-		if set.sglangGenerator {
+		if set.sglangGenerator && r.mode == "agg" {
 			// AIConfigurator's generator deploys aggregated SGLang workers with mixed chunking and a
 			// prefill budget of ISL + 1,500 tokens (src/aiconfigurator/generator/rule_plugin/sglang.rule:
 			// "agg enable_mixed_chunk = true", "max_prefill_tokens = SlaConfig.isl + 1500").
@@ -309,6 +339,11 @@ func predict(r row, db string, set settings) result {
 	cfg.NumDatasetEntries = set.promptPool
 	cfg.RequestRate = math.Inf(1)
 	cfg.FrontendLatencyMs = set.frontendMs
+	if r.mode == "disagg" {
+		if err := disaggregate(&cfg, r); err != nil {
+			return fail("%v", err)
+		}
+	}
 	if cfg.BackendVersion, err = tablesFor(cfg, db, r.version); err != nil {
 		return fail("%v", err)
 	}
@@ -355,6 +390,42 @@ func predict(r row, db string, set settings) result {
 	}
 	res.ttft, res.tpot = means(recs, 0)
 	return res
+}
+
+// disaggregate deploys a disaggregated row's pools: each pool's worker count, TP and, where the row
+// records one, batch size (prefill_batch_size, decode_batch_size: the running requests one worker of
+// the pool allows, its max-num-seqs); everything else is the shared setting, as for an aggregated row.
+// The KV handoff runs at the link the deployment implies (kvTransferGBps).
+func disaggregate(cfg *config.Config, r row) error {
+	sys, err := hardware.Lookup(cfg.System)
+	if err != nil {
+		return err
+	}
+	cfg.PrefillWorkers, cfg.DecodeWorkers = r.prefill.workers, r.decode.workers
+	for _, p := range []struct {
+		role *config.Role
+		pool pool
+	}{{&cfg.Prefill, r.prefill}, {&cfg.Decode, r.decode}} {
+		p.role.TP = &p.pool.tp
+		if p.pool.batch > 0 {
+			p.role.MaxNumSeqs = &p.pool.batch
+		}
+	}
+	cfg.KVTransferBandwidth = kvTransferGBps(sys, r.prefill.tp, r.decode.tp)
+	return nil
+}
+
+// kvTransferGBps is the bandwidth of one worker's KV link in GB/s: every GPU of a worker moves its own
+// shard of the KV over its own link, so a handoff runs at the narrower side's GPU count times one GPU's
+// link — NVLink when a prefill and a decode worker fit in one node together, else the inter-node
+// network (one NIC per GPU), as the system spec gives them (h200_sxm: 450 and 50 GB/s per GPU, 8 GPUs
+// a node).
+func kvTransferGBps(sys *hardware.System, prefillTP, decodeTP int) float64 {
+	perGPU := sys.InterNodeBandwidth
+	if prefillTP+decodeTP <= sys.GPUsPerNode {
+		perGPU = sys.NVLinkBandwidth
+	}
+	return float64(min(prefillTP, decodeTP)) * perGPU / 1e9
 }
 
 // predictPlain is the replay a user gets from the benchmark's own settings and nothing else: `mocker
@@ -646,17 +717,31 @@ func tablesFor(cfg config.Config, db, version string) (string, error) {
 	if err = cfg.Validate(); err != nil {
 		return "", err
 	}
-	d, err := cfg.Deployment()
-	if err != nil {
-		return "", err
+	// The pools whose passes are priced: the one engine, or a disaggregated row's prefill and decode
+	// engines, each at its own TP.
+	pools := []*config.Config{&cfg}
+	if cfg.PrefillWorkers > 0 {
+		pools = []*config.Config{cfg.ForRole("prefill"), cfg.ForRole("decode")}
 	}
-	_, firstErr := cfg.TimingModel(d)
+	covers := func(v string) error {
+		for _, p := range pools {
+			p.BackendVersion = v
+			d, err := p.Deployment()
+			if err != nil {
+				return err
+			}
+			if _, err := p.TimingModel(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	firstErr := covers(first)
 	if firstErr == nil || first == "" {
 		return first, firstErr
 	}
 	for _, v := range newerVersions(db, cfg.System, cfg.Backend, first) {
-		cfg.BackendVersion = v
-		if _, err := cfg.TimingModel(d); err == nil {
+		if covers(v) == nil {
 			return v, nil
 		}
 	}
@@ -740,6 +825,7 @@ func report(w io.Writer, results, loho, plains []result, took time.Duration) {
 	type key struct {
 		backend, model string
 		moe            bool
+		mode           string
 	}
 	groups := map[key][]int{}
 	var keys []key
@@ -751,14 +837,14 @@ func report(w io.Writer, results, loho, plains []result, took time.Duration) {
 			continue
 		}
 		covered++
-		k := key{r.backend, r.model, r.moe}
+		k := key{r.backend, r.model, r.moe, r.mode}
 		if groups[k] == nil {
 			keys = append(keys, k)
 		}
 		groups[k] = append(groups[k], i)
 	}
 	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(cmp.Compare(fmt.Sprint(a.moe), fmt.Sprint(b.moe)), cmp.Compare(a.backend, b.backend), cmp.Compare(a.model, b.model))
+		return cmp.Or(cmp.Compare(fmt.Sprint(a.moe), fmt.Sprint(b.moe)), cmp.Compare(a.backend, b.backend), cmp.Compare(a.model, b.model), cmp.Compare(a.mode, b.mode))
 	})
 	pick := func(rs []result, idx []int) []result {
 		var out []result
@@ -800,7 +886,11 @@ func report(w io.Writer, results, loho, plains []result, took time.Duration) {
 		} else {
 			dense = append(dense, groups[k]...)
 		}
-		line(k.backend, k.model, kind, groups[k], !k.moe)
+		name := k.model
+		if k.mode == "disagg" {
+			name += " disagg" // its own group: prefill and decode pools
+		}
+		line(k.backend, name, kind, groups[k], !k.moe)
 	}
 	line("all", "dense", "dense", dense, true)
 	line("all", "MoE", "MoE", moe, false)

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/mocker-sim/mocker/config"
+	"github.com/mocker-sim/mocker/hardware"
 	"github.com/mocker-sim/mocker/model"
 )
 
@@ -97,5 +101,102 @@ func TestChoose(t *testing.T) {
 		if got := choose(grid, results, func(r row) bool { return harness(r.source) != tc.without }); got != tc.want {
 			t.Errorf("without %s: grid point %d, want %d", tc.without, got, tc.want)
 		}
+	}
+}
+
+// Two disaggregated rows of silicon_h200_dev.csv as they stand there: DeepSeek-R1 on SGLang with TP 8
+// pools and no batch sizes or worker counts recorded, and the one row that records them (expert-parallel
+// decode, so not replayed).
+const disaggRows = `id,silicon_data_source,backend,backend_version,model_path,system,precision,mode,isl,osl,gemm_quant_mode,moe_quant_mode,batch_size,tp_size,pp_size,attention_dp_size,moe_tp_size,moe_ep_size,prefill_batch_size,prefill_num_workers,prefill_tp_size,prefill_pp_size,prefill_attention_dp_size,prefill_moe_tp_size,prefill_moe_ep_size,decode_batch_size,decode_num_workers,decode_tp_size,decode_pp_size,decode_attention_dp_size,decode_moe_tp_size,decode_moe_ep_size,silicon_ttft_ms,silicon_tpot_ms
+2026_04_06_deepseek_r1_h200_sxm_sglang_fp8_disagg_1024x1024_c8_tp8_ep1_1456,source_file=2026-04-06.csv; model=DeepSeek-R1; silicon_concurrency=8; measured=2026-02-07T00:00:00.000Z; wip=False; image=lmsysorg/sglang:v0.5.8.post1-cu130,sglang,0.5.8.post1,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,disagg,1024,1024,fp8,fp8_block,,,,,,,,,8,1,1,8,1,,,8,1,1,8,1,302.370435645571,8.308669054647913
+dsr1_h200_sglang_fp8_disagg_8192x1024_c64_cfg434,db-dump/2026-04-27; config_id=434; silicon_concurrency=64; measured=2026-02-07T00:00:00.000Z; workflow_run_id=266; lmsysorg/sglang:v0.5.8.post1-cu130,sglang,0.5.8.post1,deepseek-ai/DeepSeek-V3,h200_sxm,fp8,disagg,8192,1024,fp8,fp8_block,,,,,,,1,1,8,1,1,8,1,8,1,1,1,8,1,8,2026.2881303591712,34.68734627927778
+`
+
+func TestDisaggregate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rows.csv")
+	if err := os.WriteFile(path, []byte(disaggRows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := readRows(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rows[0]
+	if r.concurrency != 8 || r.isl != 1024 || r.osl != 1024 || r.mode != "disagg" {
+		t.Errorf("row: concurrency %d, %d/%d, mode %s; want 8, 1024/1024, disagg", r.concurrency, r.isl, r.osl, r.mode)
+	}
+	cfg := config.Default()
+	cfg.System = "h200_sxm"
+	if err := disaggregate(&cfg, r); err != nil {
+		t.Fatal(err)
+	}
+	// One prefill and one decode worker of TP 8 each: 16 GPUs, two nodes, so the KV crosses the
+	// inter-node network, 8 GPUs × 50 GB/s.
+	if cfg.PrefillWorkers != 1 || cfg.DecodeWorkers != 1 || *cfg.Prefill.TP != 8 || *cfg.Decode.TP != 8 ||
+		cfg.Prefill.MaxNumSeqs != nil || cfg.Decode.MaxNumSeqs != nil || cfg.KVTransferBandwidth != 400 {
+		t.Errorf("workers %d/%d, TP %d/%d, max-num-seqs %v/%v, KV link %g GB/s; want 1/1, 8/8, shared, 400",
+			cfg.PrefillWorkers, cfg.DecodeWorkers, *cfg.Prefill.TP, *cfg.Decode.TP, cfg.Prefill.MaxNumSeqs, cfg.Decode.MaxNumSeqs, cfg.KVTransferBandwidth)
+	}
+	if got := cfg.Prefill.Keys(); !slices.Equal(got, []string{"tp"}) {
+		t.Errorf("prefill sets %v, want [tp]", got)
+	}
+
+	// The row that records batch sizes: they are each pool's max-num-seqs; a TP 8 prefill and a TP 1
+	// decode worker are 9 GPUs, more than a node, so the inter-node network again, 1 GPU × 50 GB/s. Its
+	// expert-parallel decode is not replayed.
+	r = rows[1]
+	cfg = config.Default()
+	cfg.System = "h200_sxm"
+	if err := disaggregate(&cfg, r); err != nil {
+		t.Fatal(err)
+	}
+	if r.concurrency != 64 || *cfg.Prefill.TP != 8 || *cfg.Decode.TP != 1 || *cfg.Prefill.MaxNumSeqs != 1 || *cfg.Decode.MaxNumSeqs != 8 || cfg.KVTransferBandwidth != 50 {
+		t.Errorf("concurrency %d, TP %d/%d, max-num-seqs %d/%d, KV link %g GB/s; want 64, 8/1, 1/8, 50",
+			r.concurrency, *cfg.Prefill.TP, *cfg.Decode.TP, *cfg.Prefill.MaxNumSeqs, *cfg.Decode.MaxNumSeqs, cfg.KVTransferBandwidth)
+	}
+	if res := predict(r, "", settings{}); res.err != "expert parallelism is not modelled by the op-level timing" {
+		t.Errorf("expert-parallel row: %q", res.err)
+	}
+}
+
+func TestKVTransferGBps(t *testing.T) {
+	sys, err := hardware.Lookup("h200_sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		prefill, decode int
+		want            float64
+	}{
+		{4, 4, 1800}, // one node: NVLink, 4 × 450 GB/s
+		{2, 4, 900},
+		{8, 8, 400}, // two nodes: 8 NICs × 50 GB/s
+		{8, 1, 50},
+	} {
+		if got := kvTransferGBps(sys, tc.prefill, tc.decode); got != tc.want {
+			t.Errorf("prefill TP %d, decode TP %d: %g GB/s, want %g", tc.prefill, tc.decode, got, tc.want)
+		}
+	}
+}
+
+// A disaggregated row replays with each pool at its own TP: the shared TP (1, the row's empty tp_size)
+// prices nothing, so it must not decide whether the model fits or which tables cover the row.
+func TestPredictDisaggRow(t *testing.T) {
+	const db = "../../../shared/data/aiconfigurator"
+	if _, err := os.Stat(db); err != nil {
+		t.Skip("shared AIConfigurator data not present")
+	}
+	path := filepath.Join(t.TempDir(), "rows.csv")
+	if err := os.WriteFile(path, []byte(disaggRows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := readRows(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := settings{schedule: "aic", frontendMs: frontendLatencyMs, sglangHostUs: sglangHostOverheadUs, sglangGenerator: true}
+	res := predict(rows[0], db, set)
+	if res.err != "" || res.tables != "0.5.9" || !(res.ttft > 0) || !(res.tpot > 0) {
+		t.Errorf("err %q, tables %q, TTFT %g, TPOT %g; want a replay over the 0.5.9 tables", res.err, res.tables, res.ttft, res.tpot)
 	}
 }
