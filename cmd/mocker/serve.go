@@ -81,6 +81,7 @@ func bindServeFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.BootstrapPort, "bootstrap-port", c.BootstrapPort, "disaggregated serving: prefill worker i's bootstrap rendezvous listens on port + i (0: any free port)")
 	fs.StringVar(&c.BootstrapHost, "bootstrap-host", c.BootstrapHost, "disaggregated serving: address the bootstrap rendezvous listens on (the decode workers are in this process)")
 	fs.IntVar(&c.BootstrapMaxConns, "bootstrap-max-conns", c.BootstrapMaxConns, "disaggregated serving: open connections per bootstrap rendezvous server at most")
+	fs.BoolVar(&c.CheckInvariants, "check-invariants", c.CheckInvariants, "verify every engine's KV block accounting after every pass (slow); a violation makes the exit status non-zero")
 	fs.Float64Var(&c.ShutdownTimeoutS, "shutdown-timeout", c.ShutdownTimeoutS, "seconds to wait for requests in flight on SIGINT or SIGTERM")
 	fs.Float64Var(&c.ReadHeaderTimeoutS, "read-header-timeout", c.ReadHeaderTimeoutS, "seconds a connection may take to send a request's headers (0: 10)")
 	fs.Float64Var(&c.ReadTimeoutS, "read-timeout", c.ReadTimeoutS, "seconds a connection may take to send a whole request, body included (0: 60)")
@@ -152,12 +153,13 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 			WriteTimeout:      seconds(cfg.WriteTimeoutS),
 			MaxConns:          cfg.MaxConnections,
 		},
-		FailureRate:  cfg.FailureRate,
-		FailureTypes: cfg.FailureTypes,
-		FailureSeed:  cfg.Seed,
-		Tokenizer:    tk,
-		Metrics:      mx.Handler(),
-		Recorder:     func(w, r int) live.Recorder { return mx.Rank(w, r) },
+		FailureRate:     cfg.FailureRate,
+		FailureTypes:    cfg.FailureTypes,
+		FailureSeed:     cfg.Seed,
+		Tokenizer:       tk,
+		Metrics:         mx.Handler(),
+		Recorder:        func(w, r int) live.Recorder { return mx.Rank(w, r) },
+		CheckInvariants: cfg.CheckInvariants,
 	}
 	if cfg.PrefillWorkers > 0 {
 		o.Workers = cfg.PrefillWorkers
@@ -247,6 +249,12 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	err = srv.Shutdown(sctx, hs)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	if err == nil && cfg.CheckInvariants {
+		// The first accounting violation any worker found after a pass, or one it has now.
+		if err := srv.CheckInvariants(); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
 	}
 	return err
 }

@@ -300,6 +300,7 @@ func TestServeDisaggregated(t *testing.T) {
 	cfg.KVTransferTimingMode = "full_prompt"
 	// llama-3.1-8b holds 131,072 bytes of KV per token: 0.0131072 GB/s moves a token in 10 ms.
 	cfg.KVTransferBandwidth = 0.0131072
+	cfg.CheckInvariants = true // every engine checked after every pass; serve fails at shutdown on a violation
 	info, c := startServe(t, cfg)
 	if len(info.Bootstrap) != 2 {
 		t.Fatalf("bootstrap addresses %v, want one per prefill worker", info.Bootstrap)
