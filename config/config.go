@@ -55,6 +55,7 @@ type Config struct {
 	ModelConfig          string  `yaml:"model-config"`
 	System               string  `yaml:"system"`
 	TP                   int     `yaml:"tp"`
+	EP                   int     `yaml:"ep"`
 	Quantization         string  `yaml:"quantization"`
 	MoEQuantization      string  `yaml:"moe-quantization"`
 	KVCacheDtype         string  `yaml:"kv-cache-dtype"`
@@ -186,6 +187,7 @@ func Default() Config {
 		Model:                          "llama-3.1-8b",
 		System:                         "h200_sxm",
 		TP:                             1,
+		EP:                             1,
 		KVCacheDtype:                   "auto",
 		GPUMemoryUtilization:           0.9,
 		Timing:                         "default",
@@ -456,6 +458,10 @@ func (c *Config) validate() error {
 		return bad("timing", c.Timing, "want default, profile, polynomial or fixed")
 	case c.TP < 1:
 		return bad("tp", c.TP, "must be at least 1")
+	case c.EP < 1:
+		return bad("ep", c.EP, "must be at least 1")
+	case c.TP%c.EP != 0:
+		return bad("ep", c.EP, fmt.Sprintf("must divide tp %d (the experts are sharded over ep of the tp GPUs)", c.TP))
 	case c.Quantization != "" && c.Quantization != "bf16" && c.Quantization != "fp8" && c.Quantization != "fp8_block" && c.Quantization != "mxfp4":
 		return bad("quantization", c.Quantization, "want bf16, fp8, fp8_block or mxfp4 (empty: the model's dtype)")
 	case c.MoEQuantization != "" && !slices.Contains(moeQuantizations, c.MoEQuantization):

@@ -48,6 +48,9 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.VLLMAdmission = "half" }, "vllm-admission half: want prompt or chunk"},
 		{func(c *Config) { c.Backend, c.VLLMAdmission = "trtllm", "chunk" }, "vllm-admission chunk: applies to the vllm backend"},
 		{func(c *Config) { c.DPSize = 0 }, "dp-size"},
+		{func(c *Config) { c.EP = 0 }, "ep 0: must be at least 1"},
+		{func(c *Config) { c.TP, c.EP = 8, 3 }, "ep 3: must divide tp 8"},
+		{func(c *Config) { c.TP, c.EP = 2, 4 }, "ep 4: must divide tp 2"},
 		{func(c *Config) { c.BootstrapMaxConns = 0 }, "bootstrap-max-conns 0"},
 		{func(c *Config) { c.Timing = "roofline" }, "timing"},
 		{func(c *Config) { c.DecodeMs = -1 }, "decode-ms"},
@@ -387,4 +390,36 @@ func simulate(t *testing.T, c *Config) (*sim.Result, sim.Options) {
 		t.Fatal(err)
 	}
 	return res, o
+}
+
+// TestExpertParallelNeedsExperts: --ep above 1 is refused for a dense model and without a model; the
+// weights and KV cache per GPU are those of TP alone (the experts split TP ways either way).
+func TestExpertParallelNeedsExperts(t *testing.T) {
+	for _, tc := range []struct{ model, want string }{
+		{"llama-3.1-8b", "ep 2: shards routed experts, and model llama-3.1-8b has none"},
+		{"", "ep 2: shards routed experts, and no --model has none"},
+	} {
+		c := Default()
+		c.Model, c.TP, c.EP = tc.model, 2, 2
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Deployment(); err == nil || err.Error() != tc.want {
+			t.Errorf("%q: Deployment() = %v, want %q", tc.model, err, tc.want)
+		}
+	}
+	c := Default()
+	c.Model, c.System, c.TP = "qwen3-30b-a3b", "h200_sxm", 8
+	tp, err := c.Deployment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.EP = 8
+	ep, err := c.Deployment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.WeightBytes != tp.WeightBytes || ep.KVBytes != tp.KVBytes || ep.KVBlocks != tp.KVBlocks {
+		t.Errorf("EP 8: weights %d, KV %d B/token, %d blocks; want TP 8's %d, %d, %d", ep.WeightBytes, ep.KVBytes, ep.KVBlocks, tp.WeightBytes, tp.KVBytes, tp.KVBlocks)
+	}
 }

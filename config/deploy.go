@@ -47,6 +47,13 @@ func (c *Config) Deployment() (*Deployment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
+	if c.EP > 1 && (d.Model == nil || !d.Model.MoE()) {
+		name := "no --model"
+		if d.Model != nil {
+			name = "model " + d.Model.Name
+		}
+		return nil, fmt.Errorf("ep %d: shards routed experts, and %s has none", c.EP, name)
+	}
 	if c.System != "" {
 		if d.System, err = hardware.Lookup(c.System); err != nil {
 			return nil, fmt.Errorf("system: %w", err)
@@ -233,7 +240,7 @@ func (c *Config) opLevel(d *Deployment) (*aic.Model, aic.Source, error) {
 	}
 	src := aic.Discover(c.PerfDB, d.System.Name)
 	a, err := aic.New(aic.Options{Model: d.Model, System: d.System, Root: src.Root, Backend: c.Backend, Version: c.BackendVersion,
-		TP: c.TP, GEMMQuant: linear, KVCacheDtype: c.KVCacheDtype, MoEQuant: moe})
+		TP: c.TP, EP: c.EP, GEMMQuant: linear, KVCacheDtype: c.KVCacheDtype, MoEQuant: moe})
 	if err != nil {
 		return nil, src, fmt.Errorf("timing default (data: %s): %w", src, err)
 	}

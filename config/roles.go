@@ -20,6 +20,7 @@ import (
 // moves must mean the same on both sides.
 type Role struct {
 	TP                             *int     `yaml:"tp"`
+	EP                             *int     `yaml:"ep"`
 	DPSize                         *int     `yaml:"dp-size"`
 	NumGPUBlocks                   *int     `yaml:"num-gpu-blocks" auto:"model"`
 	GPUMemoryUtilization           *float64 `yaml:"gpu-memory-utilization"`

@@ -29,18 +29,20 @@ func TestDefaultTimingIsOpLevel(t *testing.T) {
 	mixed := timing.Batch{Seqs: append([]timing.Seq{{New: 512, Prefill: true, Samples: true}}, decode.Seqs[:8]...)}
 	for _, tc := range []struct {
 		model, backend string
-		tp             int
+		tp, ep         int
 	}{
-		{"llama-3.1-8b", "vllm", 1},
-		{"llama-3.1-70b", "sglang", 4},
-		{"qwen3-30b-a3b", "vllm", 2},
-		{"deepseek-v3", "sglang", 8},
+		{"llama-3.1-8b", "vllm", 1, 1},
+		{"llama-3.1-70b", "sglang", 4, 1},
+		{"qwen3-30b-a3b", "vllm", 2, 1},
+		{"deepseek-v3", "sglang", 8, 1},
+		{"qwen3-30b-a3b", "sglang", 8, 4},
+		{"qwen3-30b-a3b", "vllm", 8, 8},
 	} {
 		c := Default()
 		if c.Timing != "default" || c.PerfDB != "" {
 			t.Fatalf("Default: timing %q, perf-db %q; want the op-level model and no database", c.Timing, c.PerfDB)
 		}
-		c.Model, c.Backend, c.TP = tc.model, tc.backend, tc.tp
+		c.Model, c.Backend, c.TP, c.EP = tc.model, tc.backend, tc.tp, tc.ep
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +62,7 @@ func TestDefaultTimingIsOpLevel(t *testing.T) {
 			t.Errorf("%s: timing %+v, want the op-level model on the embedded tables", tc.model, info)
 		}
 		linear, moe := c.quantModes(d.Model)
-		ref, err := aic.New(aic.Options{Model: d.Model, System: d.System, Root: sharedAIC, Backend: tc.backend, TP: tc.tp,
+		ref, err := aic.New(aic.Options{Model: d.Model, System: d.System, Root: sharedAIC, Backend: tc.backend, TP: tc.tp, EP: tc.ep,
 			GEMMQuant: linear, KVCacheDtype: c.KVCacheDtype, MoEQuant: moe})
 		if err != nil {
 			t.Fatal(err)
@@ -70,7 +72,7 @@ func TestDefaultTimingIsOpLevel(t *testing.T) {
 		}
 		for name, b := range map[string]*timing.Batch{"decode": &decode, "chunk": &chunk, "mixed": &mixed} {
 			if g, w := got.Cost(b), ref.Cost(b); g != w || w.Total() <= 0 {
-				t.Errorf("%s %s tp %d, %s pass: default timing %v, op-level model on the parquet database %v", tc.model, tc.backend, tc.tp, name, g, w)
+				t.Errorf("%s %s tp %d ep %d, %s pass: default timing %v, op-level model on the parquet database %v", tc.model, tc.backend, tc.tp, tc.ep, name, g, w)
 			}
 		}
 	}

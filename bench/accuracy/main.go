@@ -293,14 +293,10 @@ func predict(r row, db string, set settings) result {
 	switch {
 	case r.mode != "agg" && r.mode != "disagg":
 		return fail("mode %q: want agg or disagg", r.mode)
-	case r.mode == "disagg" && (r.prefill.ep > 1 || r.decode.ep > 1):
-		return fail("expert parallelism is not modelled by the op-level timing")
 	case r.mode == "disagg" && (r.prefill.dp > 1 || r.decode.dp > 1):
 		return fail("attention data parallelism over MoE tensor parallelism is not modelled by the op-level timing")
 	case r.dp > 1:
 		return fail("attention data parallelism over MoE tensor parallelism is not modelled by the op-level timing")
-	case r.ep > 1:
-		return fail("expert parallelism is not modelled by the op-level timing")
 	}
 	m, err := model.Lookup(r.modelPath)
 	if err != nil {
@@ -312,7 +308,9 @@ func predict(r row, db string, set settings) result {
 	cfg.Backend = r.backend
 	cfg.Model = r.modelPath
 	cfg.System = "h200_sxm"
-	cfg.TP = r.tp
+	// Expert parallelism with attention DP 1 (the only kind replayed): moe_ep_size is --ep, and
+	// moe_tp_size = tp_size / moe_ep_size as the config implies.
+	cfg.TP, cfg.EP = r.tp, r.ep
 	cfg.Timing = "default"
 	cfg.PerfDB = db
 	cfg.Quantization, cfg.MoEQuantization = quantFor(m, r.gemmQuant, r.moeQuant)
@@ -407,6 +405,9 @@ func disaggregate(cfg *config.Config, r row) error {
 		pool pool
 	}{{&cfg.Prefill, r.prefill}, {&cfg.Decode, r.decode}} {
 		p.role.TP = &p.pool.tp
+		if p.pool.ep > 1 {
+			p.role.EP = &p.pool.ep
+		}
 		if p.pool.batch > 0 {
 			p.role.MaxNumSeqs = &p.pool.batch
 		}

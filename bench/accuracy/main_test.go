@@ -106,7 +106,7 @@ func TestChoose(t *testing.T) {
 
 // Two disaggregated rows of silicon_h200_dev.csv as they stand there: DeepSeek-R1 on SGLang with TP 8
 // pools and no batch sizes or worker counts recorded, and the one row that records them (expert-parallel
-// decode, so not replayed).
+// decode with attention DP 8, so not replayed).
 const disaggRows = `id,silicon_data_source,backend,backend_version,model_path,system,precision,mode,isl,osl,gemm_quant_mode,moe_quant_mode,batch_size,tp_size,pp_size,attention_dp_size,moe_tp_size,moe_ep_size,prefill_batch_size,prefill_num_workers,prefill_tp_size,prefill_pp_size,prefill_attention_dp_size,prefill_moe_tp_size,prefill_moe_ep_size,decode_batch_size,decode_num_workers,decode_tp_size,decode_pp_size,decode_attention_dp_size,decode_moe_tp_size,decode_moe_ep_size,silicon_ttft_ms,silicon_tpot_ms
 2026_04_06_deepseek_r1_h200_sxm_sglang_fp8_disagg_1024x1024_c8_tp8_ep1_1456,source_file=2026-04-06.csv; model=DeepSeek-R1; silicon_concurrency=8; measured=2026-02-07T00:00:00.000Z; wip=False; image=lmsysorg/sglang:v0.5.8.post1-cu130,sglang,0.5.8.post1,deepseek-ai/DeepSeek-R1,h200_sxm,fp8,disagg,1024,1024,fp8,fp8_block,,,,,,,,,8,1,1,8,1,,,8,1,1,8,1,302.370435645571,8.308669054647913
 dsr1_h200_sglang_fp8_disagg_8192x1024_c64_cfg434,db-dump/2026-04-27; config_id=434; silicon_concurrency=64; measured=2026-02-07T00:00:00.000Z; workflow_run_id=266; lmsysorg/sglang:v0.5.8.post1-cu130,sglang,0.5.8.post1,deepseek-ai/DeepSeek-V3,h200_sxm,fp8,disagg,8192,1024,fp8,fp8_block,,,,,,,1,1,8,1,1,8,1,8,1,1,1,8,1,8,2026.2881303591712,34.68734627927778
@@ -143,7 +143,7 @@ func TestDisaggregate(t *testing.T) {
 
 	// The row that records batch sizes: they are each pool's max-num-seqs; a TP 8 prefill and a TP 1
 	// decode worker are 9 GPUs, more than a node, so the inter-node network again, 1 GPU × 50 GB/s. Its
-	// expert-parallel decode is not replayed.
+	// decode pool (attention DP 8, expert parallelism 8) is not replayed.
 	r = rows[1]
 	cfg = config.Default()
 	cfg.System = "h200_sxm"
@@ -154,8 +154,11 @@ func TestDisaggregate(t *testing.T) {
 		t.Errorf("concurrency %d, TP %d/%d, max-num-seqs %d/%d, KV link %g GB/s; want 64, 8/1, 1/8, 50",
 			r.concurrency, *cfg.Prefill.TP, *cfg.Decode.TP, *cfg.Prefill.MaxNumSeqs, *cfg.Decode.MaxNumSeqs, cfg.KVTransferBandwidth)
 	}
-	if res := predict(r, "", settings{}); res.err != "expert parallelism is not modelled by the op-level timing" {
-		t.Errorf("expert-parallel row: %q", res.err)
+	if got := cfg.Decode.Keys(); !slices.Equal(got, []string{"tp", "ep", "max-num-seqs"}) || *cfg.Decode.EP != 8 {
+		t.Errorf("decode sets %v, want [tp ep max-num-seqs] with ep 8", got)
+	}
+	if res := predict(r, "", settings{}); res.err != "attention data parallelism over MoE tensor parallelism is not modelled by the op-level timing" {
+		t.Errorf("attention-DP row: %q", res.err)
 	}
 }
 

@@ -56,7 +56,7 @@ by operation ([{"op": ..., "ms": ...}], summing to pass_ms) where the timing mod
 func hideWorkloadFlags(fs *pflag.FlagSet) {
 	keep := map[string]bool{}
 	for _, name := range []string{"config", "prefill-tokens", "prefill-cached", "decode-requests", "decode-context", "breakdown",
-		"backend", "block-size", "num-gpu-blocks", "page-size", "model", "model-config", "system", "tp", "quantization",
+		"backend", "block-size", "num-gpu-blocks", "page-size", "model", "model-config", "system", "tp", "ep", "quantization",
 		"kv-cache-dtype", "moe-quantization", "gpu-memory-utilization", "timing", "profile", "perf-db", "backend-version",
 		"prefill-ms", "decode-ms", "speedup-ratio", "decode-speedup-ratio"} {
 		keep[name] = true

@@ -13,7 +13,7 @@
 //
 // One pass of one engine rank (tensor parallelism TP) with T new tokens costs, per layer, the QKV,
 // O and MLP GEMMs at m = T (MoE layers: the bf16 router GEMM, the fused-MoE table at T tokens with
-// moe_tp = TP, shared experts as GEMMs), two memory-bound norms and the activation (AIConfigurator's
+// moe_tp = TP, or with expert parallelism EP moe_tp = TP/EP and moe_ep = EP; shared experts as GEMMs), two memory-bound norms and the activation (AIConfigurator's
 // ElementWise ops), two all-reduces of T·hidden bf16 elements when TP > 1; once per pass the
 // embedding lookup and its all-reduce; context attention for each prompt chunk, generation attention
 // for the decode requests, and the bf16 LM-head GEMM at m = number of sampling requests. All of it
@@ -64,7 +64,10 @@
 //
 // # Not covered
 //
-// Expert parallelism, attention data parallelism, pipeline parallelism
+// Expert parallelism is modelled for attention data parallelism 1 only (Options.EP): the experts'
+// table rows change, the dispatch and combine stay the layer's two TP all-reduces (AIConfigurator's
+// MoEDispatch for vLLM and SGLang without DeepEP), and the weights and KV cache per GPU do not
+// change (the experts split TP ways either way). Attention data parallelism, pipeline parallelism
 // and speculative decoding are not modelled. AIConfigurator's end-to-end corrections (vLLM's
 // per-request "prefill dispatch overhead" of 0.8 ms × layers on TTFT, queueing and mixed-step
 // factors) are not pass costs and are left out.

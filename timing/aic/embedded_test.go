@@ -162,6 +162,46 @@ func TestEmbeddedMatchesDatabase(t *testing.T) {
 			}
 		}
 	}
+	// Expert parallelism reads other MoE rows: EP = TP on both engines, and TP/2 on SGLang.
+	var ep int
+	for _, c := range coveredConfigs(t) {
+		m, err := model.Lookup(c.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !m.MoE() || c.tp < 2 {
+			continue
+		}
+		eps := []int{c.tp}
+		if c.backend == "sglang" && c.tp >= 4 {
+			eps = append(eps, c.tp/2)
+		}
+		linear, moe := linearQuant(m)
+		for _, e := range eps {
+			o := Options{Model: m, System: h200(t), Backend: c.backend, Version: c.version, TP: c.tp, EP: e, GEMMQuant: linear, MoEQuant: moe}
+			o.Root = aicRoot
+			want, werr := New(o)
+			o.Root = EmbeddedRoot
+			got, gerr := New(o)
+			if (werr == nil) != (gerr == nil) {
+				t.Errorf("%s %s %s tp %d ep %d: database error %v, embedded error %v", c.model, c.backend, c.version, c.tp, e, werr, gerr)
+				continue
+			}
+			if werr != nil {
+				continue
+			}
+			ep++
+			for _, b := range batches {
+				if w, g := want.Cost(&b), got.Cost(&b); w != g {
+					t.Errorf("%s %s %s tp %d ep %d: batch %+v: embedded %+v, database %+v", c.model, c.backend, c.version, c.tp, e, b.Seqs, g, w)
+				}
+			}
+		}
+	}
+	if ep == 0 {
+		t.Error("no expert-parallel configuration built from either")
+	}
+	t.Logf("%d expert-parallel configurations match", ep)
 }
 
 // parityBatches spans the lookups: decodes at short and long contexts, prompt chunks with and

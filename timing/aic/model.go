@@ -23,6 +23,10 @@ type Options struct {
 	Backend string // "vllm" or "sglang"
 	Version string // engine version directory; "" = the newest that has every table needed
 	TP      int    // tensor parallelism: GPUs per engine rank; 0 means 1
+	// EP is expert parallelism: the routed experts sharded over EP of the TP GPUs, each shard split
+	// over TP/EP of them (moe_ep_size = EP, moe_tp_size = TP/EP; attention stays TP); 0 means 1.
+	// It must divide TP; vLLM shards experts over all TP GPUs or none (EP 1 or TP).
+	EP int
 
 	// GEMMQuant is the linear layers' precision as vLLM names it: "bf16" (also "" and "auto"),
 	// "fp8" (per-tensor), "fp8_block" (128×128 block scales).
@@ -99,7 +103,7 @@ func (m *Model) Sources() []string { return slices.Clone(m.sources) }
 type config struct {
 	Options
 	m                      *model.Model
-	tp                     int
+	tp, ep                 int
 	gemmDtype, kvDtype     string
 	moeDtype, dist         string
 	heads, kvHeads, headDm int // per GPU
@@ -129,7 +133,7 @@ type config struct {
 func deepSeekFamily(m *model.Model) bool { return m.MLA() && m.MoE() }
 
 func resolve(o Options) (*config, error) {
-	c := &config{Options: o, m: o.Model, tp: max(o.TP, 1)}
+	c := &config{Options: o, m: o.Model, tp: max(o.TP, 1), ep: max(o.EP, 1)}
 	switch {
 	case o.Model == nil:
 		return nil, errors.New("aic: no model")
@@ -139,6 +143,8 @@ func resolve(o Options) (*config, error) {
 		return nil, errors.New("aic: no database root")
 	case o.TP < 0:
 		return nil, fmt.Errorf("aic: tensor parallelism %d is negative", o.TP)
+	case o.EP < 0:
+		return nil, fmt.Errorf("aic: expert parallelism %d is negative", o.EP)
 	}
 	if err := o.Model.Validate(); err != nil {
 		return nil, fmt.Errorf("aic: model %s: %w", o.Model.Name, err)
@@ -158,6 +164,9 @@ func resolve(o Options) (*config, error) {
 		return nil, fmt.Errorf("aic: MLP sizes %d/%d do not split over tensor parallelism %d", m.Intermediate, m.MoEIntermediate, c.tp)
 	}
 	c.heads, c.kvHeads, c.headDm = m.Heads/c.tp, max(1, m.KVHeads/c.tp), m.HeadDim
+	if err := checkEP(m, c.Backend, c.tp, c.ep); err != nil {
+		return nil, err
+	}
 
 	var err error
 	if c.gemmDtype, err = gemmDtype(o.GEMMQuant); err != nil {
@@ -183,6 +192,27 @@ func resolve(o Options) (*config, error) {
 		c.overlapShared = deepSeekFamily(m) && m.SharedExperts > 0
 	}
 	return c, nil
+}
+
+// checkEP checks expert parallelism ep against the model and tensor parallelism tp: the experts
+// go to ep shards of whole experts, each split over tp/ep GPUs (AIConfigurator's moe_tp_size ×
+// moe_ep_size = tp with attention data parallelism 1). vLLM cannot split experts both ways
+// (AIConfigurator's MoEDispatch asserts moe_tp 1 or moe_ep 1 for it): its --enable-expert-parallel
+// shards them over all tp GPUs.
+func checkEP(m *model.Model, backend string, tp, ep int) error {
+	switch {
+	case ep == 1:
+		return nil
+	case !m.MoE():
+		return fmt.Errorf("aic: expert parallelism %d: model %s has no routed experts", ep, m.Name)
+	case tp%ep != 0:
+		return fmt.Errorf("aic: expert parallelism %d does not divide tensor parallelism %d", ep, tp)
+	case m.Experts%ep != 0:
+		return fmt.Errorf("aic: expert parallelism %d does not divide the %d experts", ep, m.Experts)
+	case backend == "vllm" && ep != tp:
+		return fmt.Errorf("aic: expert parallelism %d with tensor parallelism %d: vLLM shards the experts over all TP GPUs (EP 1 or %d)", ep, tp, tp)
+	}
+	return nil
 }
 
 // gemmDtype maps vLLM's quantization names to the GEMM table's gemm_dtype. The tables have no
@@ -362,7 +392,7 @@ func (mdl *Model) finish(d db, c *config, version string, rf *roofline, gemms ma
 	var mk moeKey
 	if c.m.MoE() {
 		mk = moeKey{dtype: c.moeDtype, dist: c.dist, topk: c.m.ExpertsPerToken, experts: c.m.Experts,
-			hidden: c.m.Hidden, inter: c.m.MoEIntermediate, tp: c.tp, ep: 1}
+			hidden: c.m.Hidden, inter: c.m.MoEIntermediate, tp: c.tp / c.ep, ep: c.ep}
 		if moe, err = loadMoE(moeSrc, mk, rf); err != nil {
 			return nil, err
 		}
