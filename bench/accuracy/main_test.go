@@ -112,7 +112,9 @@ const disaggRows = `id,silicon_data_source,backend,backend_version,model_path,sy
 dsr1_h200_sglang_fp8_disagg_8192x1024_c64_cfg434,db-dump/2026-04-27; config_id=434; silicon_concurrency=64; measured=2026-02-07T00:00:00.000Z; workflow_run_id=266; lmsysorg/sglang:v0.5.8.post1-cu130,sglang,0.5.8.post1,deepseek-ai/DeepSeek-V3,h200_sxm,fp8,disagg,8192,1024,fp8,fp8_block,,,,,,,1,1,8,1,1,8,1,8,1,1,1,8,1,8,2026.2881303591712,34.68734627927778
 `
 
-func TestDisaggregate(t *testing.T) {
+// readDisaggRows reads disaggRows as the bench reads its CSV.
+func readDisaggRows(t *testing.T) []row {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "rows.csv")
 	if err := os.WriteFile(path, []byte(disaggRows), 0o644); err != nil {
 		t.Fatal(err)
@@ -121,6 +123,11 @@ func TestDisaggregate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rows
+}
+
+func TestDisaggregate(t *testing.T) {
+	rows := readDisaggRows(t)
 	r := rows[0]
 	if r.concurrency != 8 || r.isl != 1024 || r.osl != 1024 || r.mode != "disagg" {
 		t.Errorf("row: concurrency %d, %d/%d, mode %s; want 8, 1024/1024, disagg", r.concurrency, r.isl, r.osl, r.mode)
@@ -189,14 +196,7 @@ func TestPredictDisaggRow(t *testing.T) {
 	if _, err := os.Stat(db); err != nil {
 		t.Skip("shared AIConfigurator data not present")
 	}
-	path := filepath.Join(t.TempDir(), "rows.csv")
-	if err := os.WriteFile(path, []byte(disaggRows), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := readRows(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := readDisaggRows(t)
 	set := settings{schedule: "aic", frontendMs: frontendLatencyMs, sglangHostUs: sglangHostOverheadUs, sglangGenerator: true}
 	res := predict(rows[0], db, set)
 	if res.err != "" || res.tables != "0.5.9" || !(res.ttft > 0) || !(res.tpot > 0) {
