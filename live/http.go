@@ -3,8 +3,9 @@ package live
 import (
 	"net"
 	"net/http"
-	"sync"
 	"time"
+
+	"golang.org/x/net/netutil"
 )
 
 // HTTPLimits bound what one client can hold of the HTTP server: a connection that trickles its request,
@@ -53,52 +54,9 @@ func (s *Server) HTTPServer() *http.Server {
 	}
 }
 
-// Serve answers the API on ln, with at most the limits' MaxConns connections open, until hs is shut
-// down. hs is usually HTTPServer's.
+// Serve answers the API on ln, with at most the limits' MaxConns connections open (past it, new
+// connections wait in the kernel's backlog rather than each holding a descriptor and a goroutine),
+// until hs is shut down. hs is usually HTTPServer's.
 func (s *Server) Serve(hs *http.Server, ln net.Listener) error {
-	return hs.Serve(limitListener(ln, s.o.HTTP.MaxConns))
-}
-
-// limitListener accepts at most n connections at once: past it, Accept waits for one to close, and
-// new connections wait in the kernel's backlog rather than each holding a descriptor and a goroutine.
-func limitListener(ln net.Listener, n int) net.Listener {
-	return &limitedListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
-}
-
-type limitedListener struct {
-	net.Listener
-	sem       chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-func (l *limitedListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-func (l *limitedListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
-}
-
-type limitedConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitedConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
+	return hs.Serve(netutil.LimitListener(ln, s.o.HTTP.MaxConns))
 }
