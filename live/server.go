@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"golang.org/x/sync/semaphore"
 	"net/http"
 	"slices"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/tokenize"
 	"github.com/mocker-sim/mocker/tokens"
+	"golang.org/x/sync/semaphore"
 )
 
 var (
