@@ -421,11 +421,11 @@ func TestSlowBodyIsCut(t *testing.T) {
 }
 
 // TestStreamOutlivesReadTimeout: ReadTimeout bounds reading the request only; a response that lasts
-// longer (20 tokens at 20 ms, at least 400 ms) is cut neither by it nor by the write deadline, which
-// bounds each write only.
+// longer (20 tokens at 40 ms, at least 800 ms) is cut neither by it nor by the write deadline, which
+// bounds each write only. The limits leave a busy machine room to read the request and make a write.
 func TestStreamOutlivesReadTimeout(t *testing.T) {
-	l := HTTPLimits{ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond}
-	_, url, _ := limitedServer(t, l, testOptions(5, 20, 1))
+	l := HTTPLimits{ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond}
+	_, url, _ := limitedServer(t, l, testOptions(5, 40, 1))
 	res, err := patientClient.Post(url+"/v1/completions", "application/json",
 		strings.NewReader(`{"model": "test-model", "prompt": "hi", "max_tokens": 20, "stream": true}`))
 	if err != nil {
