@@ -88,16 +88,6 @@ func coveredConfigs(t *testing.T) []coveredConfig {
 	return out
 }
 
-// linearQuant is the catalog model's own linear precision and experts' precision, as --quantization
-// and --moe-quantization default to them.
-func linearQuant(m *model.Model) (linear, moe string) {
-	linear, moe = m.Quantization, m.MoEQuantization
-	if linear == "mxfp4" {
-		linear, moe = "", "mxfp4"
-	}
-	return linear, moe
-}
-
 // TestEmbeddedCoversCatalog: with nothing but the binary, every catalog model at every TP its shapes
 // split over, on vLLM and SGLang, is priced by the op-level model (the list the generator wrote;
 // the list itself is checked against the catalog here and against the database in
