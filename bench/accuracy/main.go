@@ -138,6 +138,9 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 	if !(set.sglangHostUs >= 0) || math.IsInf(set.sglangHostUs, 0) {
 		return fmt.Errorf("sglang-host-overhead-us %v: must be a finite number >= 0", set.sglangHostUs)
 	}
+	if set.backend != "" && set.backend != "vllm" && set.backend != "sglang" {
+		return fmt.Errorf("backend %q: want vllm or sglang (empty: all)", set.backend)
+	}
 	if set.promptPool < 0 {
 		return fmt.Errorf("prompt-pool %d: must be >= 0", set.promptPool)
 	}

@@ -290,7 +290,7 @@ func (t *table) fOr(name string) []float64 {
 // provenanceColumns are columns of every perf table that no model reads.
 var provenanceColumns = map[string]bool{"framework": true, "version": true, "device": true, "power": true, "power_limit": true}
 
-// tables caches parsed parquet files by path: each file is read once per process.
+// tables caches parsed table files (parquet or compact) by path: each is read once per process.
 var tables struct {
 	sync.Mutex
 	m map[string]*tableEntry
@@ -302,7 +302,7 @@ type tableEntry struct {
 	err  error
 }
 
-// readTable returns the parsed contents of a parquet file, reading it on first use.
+// readTable returns the parsed contents of a table file, reading it on first use.
 func readTable(path string) (*table, error) {
 	abs := path
 	if _, _, ok := embeddedPath(path); !ok {

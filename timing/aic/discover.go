@@ -1,7 +1,6 @@
 package aic
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -102,14 +101,11 @@ func pythonSysPath(python string) []string {
 	if err != nil {
 		return nil
 	}
-	return strings.Split(strings.TrimSpace(string(bytes.TrimSpace(out))), "\n")
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
 
 // missingHint says how to get data the embedded tables lack, for errors from a model built on them.
-func missingHint(root string) string {
-	if root != EmbeddedRoot {
-		return ""
-	}
+func missingHint() string {
 	var have []string
 	entries, _ := readDirPath(EmbeddedRoot)
 	for _, e := range entries {

@@ -2,6 +2,7 @@ package aic
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -88,16 +89,6 @@ func coveredConfigs(t *testing.T) []coveredConfig {
 	return out
 }
 
-// linearQuant is the catalog model's own linear precision and experts' precision, as --quantization
-// and --moe-quantization default to them.
-func linearQuant(m *model.Model) (linear, moe string) {
-	linear, moe = m.Quantization, m.MoEQuantization
-	if linear == "mxfp4" {
-		linear, moe = "", "mxfp4"
-	}
-	return linear, moe
-}
-
 // TestEmbeddedCoversCatalog: with nothing but the binary, every catalog model at every TP its shapes
 // split over, on vLLM and SGLang, is priced by the op-level model (the list the generator wrote;
 // the list itself is checked against the catalog here and against the database in
@@ -144,22 +135,7 @@ func TestEmbeddedMatchesDatabase(t *testing.T) {
 		linear, moe := linearQuant(m)
 		for _, q := range []string{linear, "fp8", "fp8_block"} {
 			o := Options{Model: m, System: h200(t), Backend: c.backend, Version: c.version, TP: c.tp, GEMMQuant: q, MoEQuant: moe}
-			o.Root = aicRoot
-			want, werr := New(o)
-			o.Root = EmbeddedRoot
-			got, gerr := New(o)
-			if (werr == nil) != (gerr == nil) {
-				t.Errorf("%s %s %s tp %d %s: database error %v, embedded error %v", c.model, c.backend, c.version, c.tp, q, werr, gerr)
-				continue
-			}
-			if werr != nil {
-				continue
-			}
-			for _, b := range batches {
-				if w, g := want.Cost(&b), got.Cost(&b); w != g {
-					t.Errorf("%s %s %s tp %d %s: batch %+v: embedded %+v, database %+v", c.model, c.backend, c.version, c.tp, q, b.Seqs, g, w)
-				}
-			}
+			samePrices(t, o, batches, fmt.Sprintf("%s %s %s tp %d %s", c.model, c.backend, c.version, c.tp, q))
 		}
 	}
 	// Expert parallelism reads other MoE rows: EP = TP on both engines, and TP/2 on SGLang.
@@ -179,22 +155,8 @@ func TestEmbeddedMatchesDatabase(t *testing.T) {
 		linear, moe := linearQuant(m)
 		for _, e := range eps {
 			o := Options{Model: m, System: h200(t), Backend: c.backend, Version: c.version, TP: c.tp, EP: e, GEMMQuant: linear, MoEQuant: moe}
-			o.Root = aicRoot
-			want, werr := New(o)
-			o.Root = EmbeddedRoot
-			got, gerr := New(o)
-			if (werr == nil) != (gerr == nil) {
-				t.Errorf("%s %s %s tp %d ep %d: database error %v, embedded error %v", c.model, c.backend, c.version, c.tp, e, werr, gerr)
-				continue
-			}
-			if werr != nil {
-				continue
-			}
-			ep++
-			for _, b := range batches {
-				if w, g := want.Cost(&b), got.Cost(&b); w != g {
-					t.Errorf("%s %s %s tp %d ep %d: batch %+v: embedded %+v, database %+v", c.model, c.backend, c.version, c.tp, e, b.Seqs, g, w)
-				}
+			if samePrices(t, o, batches, fmt.Sprintf("%s %s %s tp %d ep %d", c.model, c.backend, c.version, c.tp, e)) {
+				ep++
 			}
 		}
 	}
@@ -202,6 +164,29 @@ func TestEmbeddedMatchesDatabase(t *testing.T) {
 		t.Error("no expert-parallel configuration built from either")
 	}
 	t.Logf("%d expert-parallel configurations match", ep)
+}
+
+// samePrices checks that o builds from the shared database and from the embedded tables alike (both
+// or neither) and that the two price batches equally; it reports whether both built.
+func samePrices(t *testing.T, o Options, batches []timing.Batch, name string) bool {
+	t.Helper()
+	o.Root = aicRoot
+	want, werr := New(o)
+	o.Root = EmbeddedRoot
+	got, gerr := New(o)
+	if (werr == nil) != (gerr == nil) {
+		t.Errorf("%s: database error %v, embedded error %v", name, werr, gerr)
+		return false
+	}
+	if werr != nil {
+		return false
+	}
+	for _, b := range batches {
+		if w, g := want.Cost(&b), got.Cost(&b); w != g {
+			t.Errorf("%s: batch %+v: embedded %+v, database %+v", name, b.Seqs, g, w)
+		}
+	}
+	return true
 }
 
 // parityBatches spans the lookups: decodes at short and long contexts, prompt chunks with and

@@ -192,10 +192,7 @@ func (g *generator) add(o Options) (string, error) {
 	}
 	g.need(c)
 	// Every linear precision (each reads its own GEMM sites), the experts as the model has them.
-	linear, moe := o.Model.Quantization, o.Model.MoEQuantization
-	if linear == "mxfp4" {
-		linear, moe = "", "mxfp4"
-	}
+	linear, moe := linearQuant(o.Model)
 	ok := true
 	for _, q := range []string{linear, "bf16", "fp8", "fp8_block"} {
 		o.GEMMQuant, o.MoEQuant = q, moe
@@ -207,6 +204,16 @@ func (g *generator) add(o Options) (string, error) {
 		return "", nil
 	}
 	return version, nil
+}
+
+// linearQuant is the catalog model's own linear precision and experts' precision, as --quantization
+// and --moe-quantization default to them.
+func linearQuant(m *model.Model) (linear, moe string) {
+	linear, moe = m.Quantization, m.MoEQuantization
+	if linear == "mxfp4" {
+		linear, moe = "", "mxfp4"
+	}
+	return linear, moe
 }
 
 // readColumns are the columns the loaders read (tables.go); no other column is kept.

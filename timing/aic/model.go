@@ -266,7 +266,7 @@ func moeDtype(q string) (string, error) {
 func New(o Options) (*Model, error) {
 	m, err := newModel(o)
 	if err != nil && o.Root == EmbeddedRoot && !errors.Is(err, errNotData) {
-		err = fmt.Errorf("%w%s", err, missingHint(o.Root))
+		err = fmt.Errorf("%w%s", err, missingHint())
 	}
 	return m, err
 }
