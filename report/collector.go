@@ -26,7 +26,7 @@ type Collector struct {
 	// slice grows.
 	gaps [][]gap
 
-	// reasons holds Rejected's reason by id; rejections are rare, so a map beats a
+	// reasons holds Rejected's and Failed's reason by id; they are rare, so a map beats a
 	// string header in every record.
 	reasons map[int]string
 
@@ -119,8 +119,8 @@ func (c *Collector) Identify(id int, requestID string, line int) {
 // line if given — and why it was rejected; ok is false when no request was rejected.
 func (c *Collector) FirstRejection() (id int, requestID string, line int, reason string, ok bool) {
 	id = -1
-	for i := range c.reasons {
-		if id < 0 || i < id {
+	for i := range c.reasons { // rejections' and failures' reasons
+		if c.reqs[i].state&rejected != 0 && (id < 0 || i < id) {
 			id = i
 		}
 	}
