@@ -272,17 +272,22 @@ func (c *Config) Load(path string) error {
 		}
 		seen[k.Value] = true
 		c.Given(k.Value, fmt.Sprintf("config %s line %d", path, v.Line))
-		if field.auto {
-			if err := field.setAuto(v); err != nil {
-				return fmt.Errorf("config %s line %d: %s: %w, got %q", path, v.Line, k.Value, err, v.Value)
-			}
-			continue
+		if err := field.decode(v); err != nil {
+			return fmt.Errorf("config %s line %d: %s: %w, got %q", path, v.Line, k.Value, err, v.Value)
 		}
-		// yaml decodes 2.9 into an int as 2: an integer setting takes only an integer.
-		isInt := field.Kind() == reflect.Int || field.Kind() == reflect.Uint64
-		if err := v.Decode(field.Addr().Interface()); err != nil || isInt && v.ShortTag() != "!!int" {
-			return fmt.Errorf("config %s line %d: %s: want %s, got %q", path, v.Line, k.Value, kindName(field.Kind()), v.Value)
-		}
+	}
+	return nil
+}
+
+// decode stores the YAML value v in the setting.
+func (f setting) decode(v *yaml.Node) error {
+	if f.auto {
+		return f.setAuto(v)
+	}
+	// yaml decodes 2.9 into an int as 2: an integer setting takes only an integer.
+	isInt := f.Kind() == reflect.Int || f.Kind() == reflect.Uint64
+	if err := v.Decode(f.Addr().Interface()); err != nil || isInt && v.ShortTag() != "!!int" {
+		return errors.New("want " + kindName(f.Kind()))
 	}
 	return nil
 }

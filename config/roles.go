@@ -188,12 +188,8 @@ func (c *Config) loadRole(path, name string, v *yaml.Node) error {
 		seen[k.Value] = true
 		c.Given(name+"-"+k.Value, fmt.Sprintf("config %s line %d", path, val.Line))
 		p := reflect.New(f.Type().Elem())
-		if auto {
-			if err := (setting{p.Elem(), true}).setAuto(val); err != nil {
-				return fmt.Errorf("config %s line %d: %s: %s: %w, got %q", path, val.Line, name, k.Value, err, val.Value)
-			}
-		} else if err := val.Decode(p.Interface()); err != nil || p.Elem().Kind() == reflect.Int && val.ShortTag() != "!!int" {
-			return fmt.Errorf("config %s line %d: %s: %s: want %s, got %q", path, val.Line, name, k.Value, kindName(p.Elem().Kind()), val.Value)
+		if err := (setting{p.Elem(), auto}).decode(val); err != nil {
+			return fmt.Errorf("config %s line %d: %s: %s: %w, got %q", path, val.Line, name, k.Value, err, val.Value)
 		}
 		f.Set(p)
 	}
