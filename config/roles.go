@@ -188,12 +188,8 @@ func (c *Config) loadRole(path, name string, v *yaml.Node) error {
 		seen[k.Value] = true
 		c.Given(name+"-"+k.Value, fmt.Sprintf("config %s line %d", path, val.Line))
 		p := reflect.New(f.Type().Elem())
-		if auto {
-			if err := (setting{p.Elem(), true}).setAuto(val); err != nil {
-				return fmt.Errorf("config %s line %d: %s: %s: %w, got %q", path, val.Line, name, k.Value, err, val.Value)
-			}
-		} else if err := val.Decode(p.Interface()); err != nil || p.Elem().Kind() == reflect.Int && val.ShortTag() != "!!int" {
-			return fmt.Errorf("config %s line %d: %s: %s: want %s, got %q", path, val.Line, name, k.Value, kindName(p.Elem().Kind()), val.Value)
+		if err := (setting{p.Elem(), auto}).decode(val); err != nil {
+			return fmt.Errorf("config %s line %d: %s: %s: %w, got %q", path, val.Line, name, k.Value, err, val.Value)
 		}
 		f.Set(p)
 	}
@@ -221,22 +217,22 @@ func (c *Config) validateRoles() error {
 	if c.role != "" {
 		return nil // one pool's settings (ForRole): the whole was checked
 	}
-	for _, name := range Roles {
-		if dp := c.ForRole(name).DPSize; dp > MaxRanks {
-			key := "dp-size"
-			if c.Role(name).DPSize != nil {
-				key = name + "-dp-size"
-			}
+	pools := make([]*Config, len(Roles)) // each pool's settings, in the order of Roles
+	for i, name := range Roles {
+		pools[i] = c.ForRole(name)
+		// Only a pool's own dp-size can be too large here: validateBounds refused a shared one.
+		if dp := pools[i].DPSize; dp > MaxRanks {
+			key := name + "-dp-size"
 			return &settingError{key, fmt.Sprintf("%s %d: at most %d (each engine rank holds ~1 MB)", key, dp, MaxRanks)}
 		}
 	}
 	// Each pool's workers × its data-parallel ranks (workers and ranks are at most MaxRanks each).
-	ranks := c.PrefillWorkers*max(c.ForRole("prefill").DPSize, 0) + c.DecodeWorkers*max(c.ForRole("decode").DPSize, 0)
+	ranks := c.PrefillWorkers*max(pools[0].DPSize, 0) + c.DecodeWorkers*max(pools[1].DPSize, 0)
 	if ranks > MaxRanks {
 		return &settingError{"prefill-workers", fmt.Sprintf("prefill-workers %d × their dp-size and decode-workers %d × theirs are %d engine ranks; at most %d (each holds ~1 MB)",
 			c.PrefillWorkers, c.DecodeWorkers, ranks, MaxRanks)}
 	}
-	for _, name := range Roles {
+	for i, name := range Roles {
 		keys := c.Role(name).Keys()
 		if len(keys) == 0 {
 			continue
@@ -246,7 +242,7 @@ func (c *Config) validateRoles() error {
 			return &settingError{key, fmt.Sprintf("%s %s: sets the %s workers of disaggregated serving; give --prefill-workers and --decode-workers (aggregated workers take --%s)",
 				key, c.Role(name).Get(keys[0]), name, keys[0])}
 		}
-		if err := c.ForRole(name).validate(); err != nil {
+		if err := pools[i].validate(); err != nil {
 			var se *settingError
 			if errors.As(err, &se) && slices.Contains(keys, se.key) {
 				return &settingError{name + "-" + se.key, name + "-" + se.msg}

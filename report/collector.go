@@ -26,7 +26,7 @@ type Collector struct {
 	// slice grows.
 	gaps [][]gap
 
-	// reasons holds Rejected's reason by id; rejections are rare, so a map beats a
+	// reasons holds Rejected's and Failed's reason by id; they are rare, so a map beats a
 	// string header in every record.
 	reasons map[int]string
 
@@ -119,8 +119,8 @@ func (c *Collector) Identify(id int, requestID string, line int) {
 // line if given — and why it was rejected; ok is false when no request was rejected.
 func (c *Collector) FirstRejection() (id int, requestID string, line int, reason string, ok bool) {
 	id = -1
-	for i := range c.reasons {
-		if id < 0 || i < id {
+	for i := range c.reasons { // rejections' and failures' reasons
+		if c.reqs[i].state&rejected != 0 && (id < 0 || i < id) {
 			id = i
 		}
 	}
@@ -207,13 +207,7 @@ func (c *Collector) Finished(id int, at time.Duration) {
 // Rejected records that request id was refused at `at`, for example because its prompt can
 // never fit in the KV cache. Rejected requests count only toward rejected_requests.
 func (c *Collector) Rejected(id int, at time.Duration, reason string) {
-	r := c.live(id, at, "Rejected")
-	r.state |= rejected
-	r.end = at
-	if c.reasons == nil {
-		c.reasons = make(map[int]string)
-	}
-	c.reasons[id] = reason
+	c.abort(id, at, "Rejected", rejected, reason)
 }
 
 // Retried records that request id starts over at `at` because its worker failed: it is routed and
@@ -238,8 +232,13 @@ func (c *Collector) dropGaps(id int32) {
 // Failed records that request id ended at `at` without completing because the worker serving it
 // failed (or none was left). Failed requests count only toward failed_requests.
 func (c *Collector) Failed(id int, at time.Duration, reason string) {
-	r := c.live(id, at, "Failed")
-	r.state |= failed
+	c.abort(id, at, "Failed", failed, reason)
+}
+
+// abort ends request id at `at` without completing it, in state s (rejected or failed), for reason.
+func (c *Collector) abort(id int, at time.Duration, op string, s state, reason string) {
+	r := c.live(id, at, op)
+	r.state |= s
 	r.end = at
 	if c.reasons == nil {
 		c.reasons = make(map[int]string)

@@ -405,3 +405,19 @@ func TestFirstRejection(t *testing.T) {
 		t.Errorf("FirstRejection() = %d, %q, %d, %q, %v; want 0, \"r0\", 1, \"too long\", true", id, rid, line, reason, ok)
 	}
 }
+
+// TestFirstRejectionSkipsFailures: a request that failed with its worker was not rejected.
+func TestFirstRejectionSkipsFailures(t *testing.T) {
+	c := NewCollector()
+	for id := range 3 {
+		c.Arrived(id, time.Duration(id)*msec, 10, 1)
+	}
+	c.Failed(0, 3*msec, "worker 0 failed")
+	if _, _, _, reason, ok := c.FirstRejection(); ok {
+		t.Fatalf("FirstRejection with only a failure: ok, reason %q", reason)
+	}
+	c.Rejected(2, 3*msec, "too long")
+	if id, _, _, reason, ok := c.FirstRejection(); id != 2 || reason != "too long" || !ok {
+		t.Errorf("FirstRejection() = %d, %q, %v; want 2, \"too long\", true", id, reason, ok)
+	}
+}

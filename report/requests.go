@@ -77,22 +77,14 @@ func (c *Collector) WriteRequestsJSONL(w io.Writer) error {
 		}
 		b = appendMs(b, "e2e_ms", r.end-r.arrival, r.completed())
 		if r.state&rejected != 0 {
-			reason, err := json.Marshal(c.reasons[id])
-			if err != nil {
-				return err
-			}
 			b = append(b, `,"rejected":true,"reject_reason":`...)
-			b = append(b, reason...)
+			b = appendString(b, c.reasons[id])
 		} else {
 			b = append(b, `,"rejected":false`...)
 		}
 		if r.state&failed != 0 {
-			reason, err := json.Marshal(c.reasons[id])
-			if err != nil {
-				return err
-			}
 			b = append(b, `,"failed":true,"fail_reason":`...)
-			b = append(b, reason...)
+			b = appendString(b, c.reasons[id])
 		}
 		if r.retries > 0 {
 			b = append(b, `,"retries":`...)

@@ -58,12 +58,12 @@ func readAzure(lr *lineReader, name string) (*sessionList, error) {
 			return nil, fail("TIMESTAMP", fmt.Errorf("%s is before line %d's (the trace must be in time order)", stamp, reqs[n-1].Line))
 		}
 		in, err := strconv.ParseUint(string(ctx), 10, 64)
-		if err != nil || in < 1 || in > maxLength {
-			return nil, fail("ContextTokens", fmt.Errorf("want an integer in [1, %d], got %q", maxLength, ctx))
+		if err != nil || in < 1 || in > MaxTokens {
+			return nil, fail("ContextTokens", fmt.Errorf("want an integer in [1, %d], got %q", MaxTokens, ctx))
 		}
 		out, err := strconv.ParseUint(string(gen), 10, 64)
-		if err != nil || out > maxLength {
-			return nil, fail("GeneratedTokens", fmt.Errorf("want an integer in [0, %d], got %q", maxLength, gen))
+		if err != nil || out > MaxTokens {
+			return nil, fail("GeneratedTokens", fmt.Errorf("want an integer in [0, %d], got %q", MaxTokens, gen))
 		}
 		reqs = append(reqs, Request{Key: uint64(len(reqs)), Line: lr.line, InputLen: int(in), OutputLen: int(out)})
 		stamps = append(stamps, t)

@@ -73,8 +73,6 @@ var mooncakeCanonical = [numMooncakeFields]string{
 // tokens are made, not after gigabytes of them.
 const MaxTokens = 1 << 24
 
-const maxLength = MaxTokens
-
 // mooncakeRow is one parsed line. name[f] is the key field f was given
 // under ("" if absent); has[f] is whether it had a non-null value.
 type mooncakeRow struct {
@@ -372,8 +370,8 @@ func length(v *fastjson.Value) (int, error) {
 	switch {
 	case err != nil:
 		return 0, err
-	case u > maxLength:
-		return 0, fmt.Errorf("must be <= %d, got %s", maxLength, v)
+	case u > MaxTokens:
+		return 0, fmt.Errorf("must be <= %d, got %s", MaxTokens, v)
 	case neg:
 		return -int(u), nil
 	}
@@ -428,7 +426,7 @@ func (r *mooncakeRow) request(blockSize int) (Request, string, error) {
 			}
 		}
 	case r.hashN > 0:
-		if r.hashN > maxLength/blockSize {
+		if r.hashN > MaxTokens/blockSize {
 			return req, "hash_ids", fmt.Errorf("%d blocks of %d tokens is too long a prompt", r.hashN, blockSize)
 		}
 		req.InputLen = r.hashN * blockSize

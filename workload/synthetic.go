@@ -183,21 +183,21 @@ func (l Length) check(name string, least float64) error {
 		return fmt.Errorf("%s: mean must be finite, got %v", name, l.Mean)
 	case l.Mean < least:
 		return fmt.Errorf("%s: mean must be >= %v, got %v", name, least, l.Mean)
-	case l.Mean > maxLength:
-		return fmt.Errorf("%s: mean must be <= %d, got %v", name, maxLength, l.Mean)
+	case l.Mean > MaxTokens:
+		return fmt.Errorf("%s: mean must be <= %d, got %v", name, MaxTokens, l.Mean)
 	case !(l.Stddev >= 0) || math.IsInf(l.Stddev, 0):
 		return fmt.Errorf("%s: stddev must be >= 0 and finite, got %v", name, l.Stddev)
 	}
 	return nil
 }
 
-// draw returns a length: normal, rounded, clamped to [least, maxLength].
+// draw returns a length: normal, rounded, clamped to [least, MaxTokens].
 func (l Length) draw(r *rand.Rand, least int) int {
 	v := l.Mean
 	if l.Stddev > 0 {
 		v += l.Stddev * r.NormFloat64()
 	}
-	return int(math.Round(min(max(v, float64(least)), maxLength)))
+	return int(math.Round(min(max(v, float64(least)), MaxTokens)))
 }
 
 // synthetic is the Source of NewSynthetic.

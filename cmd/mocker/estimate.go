@@ -58,7 +58,7 @@ func hideWorkloadFlags(fs *pflag.FlagSet) {
 	for _, name := range []string{"config", "prefill-tokens", "prefill-cached", "decode-requests", "decode-context", "breakdown",
 		"backend", "block-size", "num-gpu-blocks", "page-size", "model", "model-config", "system", "tp", "ep", "quantization",
 		"kv-cache-dtype", "moe-quantization", "gpu-memory-utilization", "timing", "profile", "perf-db", "backend-version",
-		"prefill-ms", "decode-ms", "speedup-ratio", "decode-speedup-ratio"} {
+		"prefill-ms", "decode-ms", "speedup-ratio", "decode-speedup-ratio", "host-overhead-us"} {
 		keep[name] = true
 	}
 	fs.VisitAll(func(f *pflag.Flag) {

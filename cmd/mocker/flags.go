@@ -20,6 +20,11 @@ func bindFlags(fs *pflag.FlagSet, c *config.Config) {
 	bindEngineFlags(fs, c)
 	// The simulated API server; serve has a real one.
 	fs.Float64Var(&c.FrontendLatencyMs, "frontend-latency-ms", c.FrontendLatencyMs, "milliseconds between a request's arrival and its routing (API server: parsing, tokenisation, hand-off); TTFT and E2E include them")
+	// The simulated routers and planner; serve's routers see KV events as its engines publish them, and
+	// it has no planner.
+	fs.Float64Var(&c.RouterEventDelayMs, "router-event-delay-ms", c.RouterEventDelayMs, "delay the KV events the router's indexer sees, to study stale routing")
+	fs.BoolVar(&c.RouterEventsAtPassEnd, "router-events-at-pass-end", c.RouterEventsAtPassEnd, "vLLM workers' KV events reach the router when the pass ends, not when it starts (SGLang's always do)")
+	fs.StringVar(&c.PlannerConfig, "planner-config", c.PlannerConfig, "autoscale the pools with this planner configuration (YAML)")
 	bindWorkloadFlags(fs, c)
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of every random choice")
 	fs.StringArrayVar(&c.FailWorker, "fail-worker", c.FailWorker, "kill worker ID at simulated TIME, back empty after DURATION or gone for good without one: ID@TIME[:DURATION], times as Go durations (90s, 1m30s, 250ms) or seconds; repeatable. Workers are numbered as in --requests-jsonl: aggregated 0..N-1, or prefill workers then decode workers")
@@ -81,12 +86,9 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.RouterTemperature, "router-temperature", c.RouterTemperature, "kv router: 0 picks the cheapest worker, > 0 samples a softmax of the costs")
 	fs.Float64Var(&c.RouterQueueThreshold, "router-queue-threshold", c.RouterQueueThreshold, "queue requests while every worker has more than this × max-num-batched-tokens of prompt in flight (0: no queue)")
 	fs.StringVar(&c.RouterQueuePolicy, "router-queue-policy", c.RouterQueuePolicy, "order of the router's queue: fcfs, lcfs or wspt (least prefill work first)")
-	fs.Float64Var(&c.RouterEventDelayMs, "router-event-delay-ms", c.RouterEventDelayMs, "delay the KV events the router's indexer sees, to study stale routing")
-	fs.BoolVar(&c.RouterEventsAtPassEnd, "router-events-at-pass-end", c.RouterEventsAtPassEnd, "vLLM workers' KV events reach the router when the pass ends, not when it starts (SGLang's always do)")
 	fs.Float64Var(&c.KVTransferBandwidth, "kv-transfer-bandwidth", c.KVTransferBandwidth, "disaggregated serving: each worker's KV link in GB/s, shared by its transfers (0: transfers take no time)")
 	fs.Var(autoInt{&c.KVBytesPerToken}, "kv-bytes-per-token", "KV bytes per token a transfer moves (auto or 0: from --model)")
 	fs.StringVar(&c.KVTransferTimingMode, "kv-transfer-timing-mode", c.KVTransferTimingMode, "what a handoff moves: destination_missing (blocks the decode worker lacks) or full_prompt")
-	fs.StringVar(&c.PlannerConfig, "planner-config", c.PlannerConfig, "autoscale the pools with this planner configuration (YAML)")
 	bindRoleFlags(fs, c)
 }
 

@@ -49,11 +49,9 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 		return err
 	}
 	outputs := []output{
-		{"report-json", cfg.ReportJSON, func(res *sim.Result) func(io.Writer) error { return res.Summary.WriteJSON }},
-		{"requests-jsonl", cfg.RequestsJSONL, func(res *sim.Result) func(io.Writer) error { return res.Collector.WriteRequestsJSONL }},
-		{"scaling-jsonl", cfg.ScalingJSONL, func(res *sim.Result) func(io.Writer) error {
-			return func(w io.Writer) error { return writeScaling(w, res) }
-		}},
+		{"report-json", cfg.ReportJSON, func(res *sim.Result, w io.Writer) error { return res.Summary.WriteJSON(w) }},
+		{"requests-jsonl", cfg.RequestsJSONL, func(res *sim.Result, w io.Writer) error { return res.Collector.WriteRequestsJSONL(w) }},
+		{"scaling-jsonl", cfg.ScalingJSONL, writeScaling},
 	}
 	if err := checkOutputs(outputs, cfg); err != nil {
 		return err
@@ -103,7 +101,7 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	var errs []error
 	for _, o := range outputs {
 		if o.path != "" {
-			errs = append(errs, report.WriteFile(o.path, o.write(res)))
+			errs = append(errs, report.WriteFile(o.path, func(w io.Writer) error { return o.write(res, w) }))
 		}
 	}
 	// Wall-clock figures vary from run to run, so they go to stderr, never into the report.
@@ -143,7 +141,7 @@ func rejections(res *sim.Result, stderr io.Writer) error {
 // output is a report file of predict: its flag, its path ("" when not asked for) and what writes it.
 type output struct {
 	flag, path string
-	write      func(*sim.Result) func(io.Writer) error
+	write      func(*sim.Result, io.Writer) error
 }
 
 // checkOutputs makes sure, before a run that may take minutes, that every report file can be
@@ -201,7 +199,7 @@ func unwrapPath(err error) error {
 }
 
 // writeScaling writes one JSON object per worker-count change and per planner decision, in time order.
-func writeScaling(w io.Writer, res *sim.Result) error {
+func writeScaling(res *sim.Result, w io.Writer) error {
 	enc := json.NewEncoder(w)
 	for _, p := range res.Scaling {
 		if err := enc.Encode(struct {

@@ -111,9 +111,11 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	if err != nil {
 		return err
 	}
-	eo, ro := so.Engine, so.Router                                                                 // disaggregated, so.Engine is the prefill workers'
-	eo.VLLM.Events, eo.SGLang.Events = true, true                                                  // routers and subscribers read them
-	ro.BlockSize, ro.MaxBatchedTokens = eo.BlockSize(), cfg.ForRole("prefill").MaxNumBatchedTokens // aggregated: the shared setting
+	eo, ro := so.Engine, so.Router                // disaggregated, so.Engine is the prefill workers'
+	eo.VLLM.Events, eo.SGLang.Events = true, true // routers and subscribers read them
+	// The routers' queue threshold is in units of the pool's --max-num-batched-tokens, which every
+	// backend's options carry in VLLM (EngineOptions).
+	ro.BlockSize, ro.MaxBatchedTokens = eo.BlockSize(), eo.VLLM.MaxBatchedTokens
 
 	name := cfg.ModelName
 	if name == "" {
@@ -165,7 +167,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		o.Workers = cfg.PrefillWorkers
 		de := so.DecodeEngine
 		dr := so.DecodeRouter
-		dr.BlockSize, dr.MaxBatchedTokens = ro.BlockSize, cfg.ForRole("decode").MaxNumBatchedTokens
+		dr.BlockSize, dr.MaxBatchedTokens = ro.BlockSize, de.VLLM.MaxBatchedTokens
 		o.Disagg = &live.Disagg{
 			DecodeWorkers:     cfg.DecodeWorkers,
 			Engine:            &de,
