@@ -78,6 +78,11 @@ func estimate(cfg *config.Config, shape batchShape, breakdown bool, w io.Writer)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	// One pass at the shared settings: a disaggregated file's pools (--prefill-*, --decode-*) are, like
+	// its workload, accepted and not priced, so the timing reported is the shared one too.
+	shared := *cfg
+	shared.PrefillWorkers, shared.DecodeWorkers = 0, 0
+	cfg = &shared
 	d, err := cfg.Deployment()
 	if err != nil {
 		return err

@@ -86,3 +86,16 @@ func TestServeRefusesPredictFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateSharedTiming: estimate prices one pass at the shared settings, and reports that timing,
+// not a disaggregated file's per-pool ones.
+func TestEstimateSharedTiming(t *testing.T) {
+	out, _, err := mocker(t, "estimate", "--decode-requests", "4", "--decode-context", "100",
+		"--prefill-workers", "1", "--decode-workers", "1", "--prefill-timing", "polynomial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"timing_model":"default"`) {
+		t.Errorf("estimate: %s, want the shared op-level timing", out)
+	}
+}
