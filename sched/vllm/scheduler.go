@@ -526,7 +526,8 @@ func (s *Scheduler) preempt(i int, budget *int) {
 // admitWaiting admits waiting requests strictly in FIFO order, but for activated transfers when the front
 // cannot start (see admitActivated).
 func (s *Scheduler) admitWaiting(budget *int) {
-	if !s.admitFIFO(budget) {
+	// The count spares every other blocked pass a scan of the queue.
+	if !s.admitFIFO(budget) && s.waiting.transfers > 0 {
 		s.admitActivated(budget)
 	}
 }
@@ -607,7 +608,7 @@ func (s *Scheduler) admitFIFO(budget *int) bool {
 // blocks until they run, and the front (a decode worker's preempted request, which recomputes locally) may
 // be waiting for exactly those blocks.
 func (s *Scheduler) admitActivated(budget *int) {
-	for i := 0; i < s.waiting.len() && *budget > 0 && (s.opt.MaxNumSeqs == 0 || len(s.running) < s.opt.MaxNumSeqs); {
+	for i := 0; s.waiting.transfers > 0 && *budget > 0 && (s.opt.MaxNumSeqs == 0 || len(s.running) < s.opt.MaxNumSeqs); {
 		r := s.waiting.at(i)
 		if len(r.table) == 0 {
 			i++
