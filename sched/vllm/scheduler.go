@@ -348,7 +348,7 @@ func (s *Scheduler) retire(r *request) {
 // Cancel removes a request wherever it is (waiting, running, held for its transfer, reserved while its
 // KV arrives) and releases its blocks. It reports whether it was found.
 func (s *Scheduler) Cancel(id uint64) bool {
-	if s.drop(s.held, id) || s.drop(s.reserved, id) {
+	if s.Release(id) || s.Unreserve(id) {
 		return true
 	}
 	r := s.byID[id]
