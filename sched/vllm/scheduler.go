@@ -296,7 +296,7 @@ func (s *Scheduler) promised() int {
 	for _, r := range s.running {
 		n += s.need(r) - len(r.table)
 	}
-	for i := range s.waiting.len() {
+	for i := 0; s.waiting.transfers > 0 && i < s.waiting.len(); i++ {
 		if r := s.waiting.at(i); len(r.table) > 0 {
 			n += s.need(r) - len(r.table)
 		}
