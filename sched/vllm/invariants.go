@@ -35,8 +35,12 @@ func (s *Scheduler) CheckInvariants() error {
 			held[id] = true
 		}
 	}
+	transfers := 0
 	for i := range s.waiting.len() {
 		r := s.waiting.at(i)
+		if len(r.table) > 0 {
+			transfers++
+		}
 		// Only an activated transfer holds blocks while waiting, with all but its last prompt token computed.
 		activated := len(r.table) > 0 && r.computed == r.seq.Len()-1
 		if s.byID[r.id] != r || !activated && (r.computed != 0 || len(r.table) != 0) {
@@ -45,6 +49,9 @@ func (s *Scheduler) CheckInvariants() error {
 		for _, id := range r.table {
 			held[id] = true
 		}
+	}
+	if transfers != s.waiting.transfers {
+		return fmt.Errorf("vllm: %d activated transfers waiting, the queue counts %d", transfers, s.waiting.transfers)
 	}
 	for _, m := range []map[uint64]*request{s.held, s.reserved} {
 		for _, r := range m {

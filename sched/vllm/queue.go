@@ -8,6 +8,7 @@ type queue struct {
 	buf        []*request // ring buffer
 	head, n    int
 	fresh, old sched.Moments // never-admitted (prefill) and preempted (decode) requests, by length
+	transfers  int           // activated transfers (the only waiting requests holding blocks)
 }
 
 func (q *queue) len() int { return q.n }
@@ -69,6 +70,9 @@ func (q *queue) remove(r *request) bool {
 }
 
 func (q *queue) count(r *request, sign int) {
+	if len(r.table) > 0 {
+		q.transfers += sign
+	}
 	m := &q.fresh
 	if r.preemptions > 0 {
 		m = &q.old

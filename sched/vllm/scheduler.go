@@ -296,7 +296,7 @@ func (s *Scheduler) promised() int {
 	for _, r := range s.running {
 		n += s.need(r) - len(r.table)
 	}
-	for i := range s.waiting.len() {
+	for i := 0; s.waiting.transfers > 0 && i < s.waiting.len(); i++ {
 		if r := s.waiting.at(i); len(r.table) > 0 {
 			n += s.need(r) - len(r.table)
 		}
@@ -348,7 +348,7 @@ func (s *Scheduler) retire(r *request) {
 // Cancel removes a request wherever it is (waiting, running, held for its transfer, reserved while its
 // KV arrives) and releases its blocks. It reports whether it was found.
 func (s *Scheduler) Cancel(id uint64) bool {
-	if s.drop(s.held, id) || s.drop(s.reserved, id) {
+	if s.Release(id) || s.Unreserve(id) {
 		return true
 	}
 	r := s.byID[id]
@@ -526,7 +526,8 @@ func (s *Scheduler) preempt(i int, budget *int) {
 // admitWaiting admits waiting requests strictly in FIFO order, but for activated transfers when the front
 // cannot start (see admitActivated).
 func (s *Scheduler) admitWaiting(budget *int) {
-	if !s.admitFIFO(budget) {
+	// The count spares every other blocked pass a scan of the queue.
+	if !s.admitFIFO(budget) && s.waiting.transfers > 0 {
 		s.admitActivated(budget)
 	}
 }
@@ -607,7 +608,7 @@ func (s *Scheduler) admitFIFO(budget *int) bool {
 // blocks until they run, and the front (a decode worker's preempted request, which recomputes locally) may
 // be waiting for exactly those blocks.
 func (s *Scheduler) admitActivated(budget *int) {
-	for i := 0; i < s.waiting.len() && *budget > 0 && (s.opt.MaxNumSeqs == 0 || len(s.running) < s.opt.MaxNumSeqs); {
+	for i := 0; s.waiting.transfers > 0 && *budget > 0 && (s.opt.MaxNumSeqs == 0 || len(s.running) < s.opt.MaxNumSeqs); {
 		r := s.waiting.at(i)
 		if len(r.table) == 0 {
 			i++
