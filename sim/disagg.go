@@ -31,6 +31,9 @@ func (r *runner) prefilled(req *request) error {
 func (r *runner) reserve(req *request, d router.Decision) error {
 	w := r.decode.workers[d.Target.Worker]
 	req.decode, req.drank = w, d.Target.Rank
+	if r.o.Observer != nil {
+		r.o.Observer.Routed(r.now, req.id, r.decode.name, w.serial, d.Target.Rank)
+	}
 	if len(w.pending) == 0 {
 		if ok, err := r.tryReserve(w, req); ok || err != nil {
 			return err
@@ -98,6 +101,9 @@ func (r *runner) transfersDone() error {
 	for _, id := range r.doneIDs {
 		req := r.req(id)
 		r.stages.transfer = append(r.stages.transfer, ms(r.now-req.transferFrom))
+		if r.o.Observer != nil {
+			r.o.Observer.Transferred(id, req.transferFrom, r.now)
+		}
 		req.ingress.eng.Release(req.rank, id)
 		req.activated = r.now
 		req.onDecode = true

@@ -155,7 +155,7 @@ func (r *runner) run(w *worker, bound time.Duration, ahead bool) error {
 	now := r.now
 	defer func() { r.now = now }()
 	for {
-		if ahead && !r.o.CheckInvariants { // invariant checks want every pass through deliver
+		if ahead && !r.o.CheckInvariants && r.o.Observer == nil { // these want every pass through step and deliver
 			r.coast(w, bound)
 		}
 		r.step(w)
@@ -233,6 +233,10 @@ func (r *runner) step(w *worker) {
 		}
 	}
 	w.pass = pass
+	if r.o.Observer != nil {
+		r.o.Observer.Pass(&ObservedPass{Pool: p.name, Worker: w.serial, Start: pass.Start, End: pass.End,
+			Ranks: pass.Ranks, Metrics: w.eng.Metrics()})
+	}
 }
 
 // publishKV hands a worker's KV events to its pool's router, now or after the configured delay.

@@ -50,6 +50,8 @@ type Options struct {
 	Concurrency     int     // > 0: keep this many sessions in flight, ignoring arrival times
 	ArrivalSpeedup  float64 // divides arrival times and inter-turn delays; <= 0 means 1
 	CheckInvariants bool    // verify every engine's accounting after every pass (slow)
+	// Observer, if set, sees every pass and hand-off (slower: plain decode passes are no longer coasted).
+	Observer Observer
 	// Progress, if set, is called with the number of requests that have ended so far.
 	Progress func(ended int)
 
@@ -437,6 +439,9 @@ func (r *runner) dispatch(req *request, d router.Decision) error {
 		return r.requestEnded(req)
 	}
 	r.col.Routed(int(req.id), w.serial)
+	if r.o.Observer != nil {
+		r.o.Observer.Routed(r.now, req.id, r.ingress.name, w.serial, d.Target.Rank)
+	}
 	r.wake(w)
 	return nil
 }

@@ -1,0 +1,35 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/sched"
+)
+
+// An Observer watches a run as it happens, for timelines (a Perfetto trace, an HTML report's charts).
+// It sees every forward pass and every request's hand-offs; nothing it does changes the run, and a run
+// with an observer gives the same results as one without.
+//
+// One worker's passes come in time order, but workers interleave out of order: lookahead delivers a
+// worker's passes ahead of the event heap (see runner.lookahead). An observer that wants one time
+// order across workers sorts what it kept.
+type Observer interface {
+	// Pass reports a forward pass as it starts. p and what it points to are valid only during the call.
+	Pass(p *ObservedPass)
+	// Routed reports a request handed to a worker's rank: to an aggregated or prefill worker by the
+	// ingress router, or to the decode worker that reserves room for its KV.
+	Routed(at time.Duration, id uint64, pool string, worker uint64, rank int)
+	// Transferred reports a disaggregated request's KV transfer, from the decode worker's reservation
+	// to the KV's arrival there.
+	Transferred(id uint64, start, end time.Duration)
+}
+
+// ObservedPass is one forward pass of one worker.
+type ObservedPass struct {
+	Pool       string
+	Worker     uint64 // the worker's serial, unique over all pools, as in the per-request records
+	Start, End time.Duration
+	Ranks      []engine.RankPass // the ranks that did something
+	Metrics    []sched.Metrics   // every rank's state once the pass was planned
+}
