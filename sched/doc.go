@@ -2,7 +2,8 @@
 // a scheduler plans — which requests were admitted, preempted or finished, which tokens came out, which KV
 // events the cache emitted, and the timing.Batch that describes the pass's work.
 //
-// The schedulers themselves live in subpackages (sched/vllm). A scheduler is a pure state machine: it has
-// no clock, does no I/O and draws no random numbers; output token ids are a hash of the request id and
-// position (TokenID), so any replay is reproducible.
+// The schedulers themselves live in subpackages (sched/vllm, sched/sglang; TensorRT-LLM runs sched/vllm with its capacity policy). A scheduler is a
+// pure state machine: it has no clock and does no I/O. Output token ids are the trace's or a hash of the
+// request id and position (OutputToken), and the one random draw, speculative decoding's acceptance
+// (Sampler), comes from a seeded generator in a fixed call order, so any replay is reproducible.
 package sched

@@ -8,5 +8,9 @@
 // constant memory; a session's next turn is scheduled only when its previous turn completes (closed
 // loop), and in concurrency mode a new session starts whenever one ends.
 //
-// Requests are routed round-robin over (worker, data-parallel rank).
+// Requests are routed over (worker, data-parallel rank) by each pool's router (package router: KV-aware by
+// default, fed by the workers' KV events; or round-robin, random, least-loaded). Disaggregated runs route
+// arrivals over the prefill pool and, once a prompt is computed, over the decode pool, and time the KV
+// transfer between them (package disagg). While no request can be routed, workers run ahead of the heap
+// (lookahead; see runner.lookahead), with the results of strict time order.
 package sim
