@@ -1,8 +1,6 @@
 package report
 
-import (
-	"testing"
-)
+import "testing"
 
 // TestLifetimes: every request that arrived is yielded once, in id order, with its times as recorded
 // (a skipped id is not); a retry keeps the arrival and drops the rest; rejection keeps its reason.
