@@ -324,4 +324,3 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
-
