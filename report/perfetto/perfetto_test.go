@@ -5,6 +5,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -323,4 +325,24 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// FuzzParseWindow: any input is a window that starts at or after 0 and ends after it starts, or an
+// error naming the input; never a panic.
+func FuzzParseWindow(f *testing.F) {
+	for _, s := range []string{"30s:40s", "1.5:2m", "0:250ms", "5s:5s", ":", "1e300:1e301", "-0:1ns", "NaN:1", "9223372036s:9223372037s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		from, to, err := ParseWindow(s)
+		if err != nil {
+			if !strings.Contains(err.Error(), strconv.Quote(s)) {
+				t.Fatalf("ParseWindow(%q): error %q does not name the input", s, err)
+			}
+			return
+		}
+		if from < 0 || to <= from {
+			t.Fatalf("ParseWindow(%q) = %v, %v", s, from, to)
+		}
+	})
 }
