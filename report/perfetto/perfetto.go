@@ -320,8 +320,11 @@ func (t *trace) requests(rec *timeline.Recorder, col *report.Collector) error {
 			}
 		}
 		for i, p := range phases {
-			if i > 0 && p.at < phases[i-1].at || p.at > l.End {
-				return fmt.Errorf("perfetto: request %d: %s at %v is out of order with its other phases %v and end %v", id, p.name, p.at, phases, l.End)
+			switch {
+			case i > 0 && p.at < phases[i-1].at:
+				return fmt.Errorf("perfetto: request %d: %s at %v is before %s at %v", id, p.name, p.at, phases[i-1].name, phases[i-1].at)
+			case p.at > l.End:
+				return fmt.Errorf("perfetto: request %d: %s at %v is after its end at %v", id, p.name, p.at, l.End)
 			}
 		}
 		t.request(id, l, phases)

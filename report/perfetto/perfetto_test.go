@@ -3,8 +3,10 @@ package perfetto
 import (
 	"bytes"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/mocker-sim/mocker/disagg"
 	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/report"
 	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/sim"
@@ -345,4 +348,47 @@ func FuzzParseWindow(f *testing.F) {
 			t.Fatalf("ParseWindow(%q) = %v, %v", s, from, to)
 		}
 	})
+}
+
+// TestEndedWithoutCompleting: a rejected or a failed request is one phase of its name from arrival to
+// its end, with the reason in the request's args; a request still running when the run stopped is left
+// out; hand-off times out of order with the collector's are an error, not a torn request.
+func TestEndedWithoutCompleting(t *testing.T) {
+	col := report.NewCollector()
+	col.Arrived(0, 1000, 10, 2)
+	col.Rejected(0, 1000, "prompt too long")
+	col.Arrived(1, 2000, 10, 2)
+	col.Routed(1, 0)
+	col.Admitted(1, 3000, 0)
+	col.Failed(1, 5000, "no agg worker left")
+	col.Arrived(2, 2500, 10, 2)
+	var b bytes.Buffer
+	if err := Write(&b, &timeline.Recorder{}, col); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := parse(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(evs); err != nil {
+		t.Fatal(err)
+	}
+	spans := requestSpans(t, evs)
+	want := map[int][]span{
+		0: {{"request", 1000, 1000}},
+		1: {{"request", 2000, 5000}, {"failed", 2000, 5000}},
+	}
+	if len(spans) != 2 || !slices.Equal(spans[0], want[0]) || !slices.Equal(spans[1], want[1]) {
+		t.Fatalf("spans %+v, want %+v", spans, want)
+	}
+	if !bytes.Contains(b.Bytes(), []byte(`"reason":"no agg worker left"`)) {
+		t.Errorf("no reason in\n%s", b.Bytes())
+	}
+
+	col.Finished(2, 9000)
+	rec := &timeline.Recorder{Prefills: []timeline.Prefill{{ID: 2, At: 3500}}, Transfers: []timeline.Transfer{{ID: 2, Start: 4000, End: 3000}}}
+	err = Write(io.Discard, rec, col)
+	if want := "perfetto: request 2: first token at 3µs is before transfer at 4µs"; err == nil || err.Error() != want {
+		t.Errorf("out-of-order transfer: error %v, want %q", err, want)
+	}
 }
