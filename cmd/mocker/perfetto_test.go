@@ -85,7 +85,7 @@ func TestPerfettoOutputChecked(t *testing.T) {
 		{[]string{"--perfetto", dir}, "--perfetto " + dir + ": is a directory"},
 		{[]string{"--report-json", r, "--perfetto", r}, "--perfetto " + r + ": is also --report-json"},
 		{[]string{"--perfetto-window", "1s:2s"}, `perfetto-window "1s:2s": applies to --perfetto, which is not given`},
-		{[]string{"--perfetto", r, "--perfetto-window", "2s:1s"}, `perfetto-window "2s:1s": ends before it starts`},
+		{[]string{"--perfetto", r, "--perfetto-window", "2s:1s"}, `perfetto-window "2s:1s": TO must be after FROM`},
 		{[]string{"--perfetto", r, "--perfetto-window", "1s-2s"}, `perfetto-window "1s-2s": no colon (want FROM:TO, e.g. 30s:40s)`},
 	} {
 		out, stderr, err := mocker(t, append([]string{"predict", "--num-requests", "5"}, tc.args...)...)

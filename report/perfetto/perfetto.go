@@ -77,7 +77,7 @@ func ParseWindow(s string) (from, to time.Duration, err error) {
 		return 0, 0, fmt.Errorf("window %q: to: %w", s, err)
 	}
 	if to <= from {
-		return 0, 0, fmt.Errorf("window %q: ends before it starts", s)
+		return 0, 0, fmt.Errorf("window %q: TO must be after FROM", s)
 	}
 	return from, to, nil
 }

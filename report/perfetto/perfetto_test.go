@@ -311,8 +311,8 @@ func TestParseWindow(t *testing.T) {
 		{"1.5:2m", 1500 * time.Millisecond, 2 * time.Minute, ""},
 		{"0:250ms", 0, 250 * time.Millisecond, ""},
 		{"30s", 0, 0, `window "30s": no colon (want FROM:TO, e.g. 30s:40s)`},
-		{"40s:30s", 0, 0, `window "40s:30s": ends before it starts`},
-		{"5s:5s", 0, 0, `window "5s:5s": ends before it starts`},
+		{"40s:30s", 0, 0, `window "40s:30s": TO must be after FROM`},
+		{"5s:5s", 0, 0, `window "5s:5s": TO must be after FROM`},
 		{"-1s:5s", 0, 0, `window "-1s:5s": from: "-1s" is negative`},
 		{"1s:x", 0, 0, `window "1s:x": to: "x" is not a duration (90s, 1m30s, 250ms) or seconds (90, 0.25)`},
 	} {
