@@ -123,6 +123,8 @@ type Config struct {
 	ReportJSON      string `yaml:"report-json"`
 	RequestsJSONL   string `yaml:"requests-jsonl"`
 	ScalingJSONL    string `yaml:"scaling-jsonl"`
+	Perfetto        string `yaml:"perfetto"`
+	PerfettoWindow  string `yaml:"perfetto-window"`
 	CheckInvariants bool   `yaml:"check-invariants"`
 
 	// Live serving (mocker serve).
@@ -547,6 +549,9 @@ func (c *Config) validate() error {
 		return bad("max-connections", c.MaxConnections, "must be in [0, 1048576] (0: 4096)")
 	case !(c.FailureRate >= 0 && c.FailureRate <= 1):
 		return bad("failure-rate", c.FailureRate, "must be in [0, 1]")
+	}
+	if err := c.validatePerfetto(); err != nil {
+		return err
 	}
 	for _, r := range c.SpecAcceptRates {
 		if !(r >= 0 && r <= 1) {

@@ -48,11 +48,11 @@ func ParseFailure(s string) (Failure, error) {
 	}
 	at, dur, hasDur := strings.Cut(rest, ":")
 	f := Failure{Worker: w}
-	if f.At, err = parseTime(at); err != nil {
+	if f.At, err = ParseTime(at); err != nil {
 		return bad("time: " + err.Error())
 	}
 	if hasDur {
-		if f.Duration, err = parseTime(dur); err != nil {
+		if f.Duration, err = ParseTime(dur); err != nil {
 			return bad("duration: " + err.Error())
 		}
 		if f.Duration == 0 {
@@ -62,8 +62,9 @@ func ParseFailure(s string) (Failure, error) {
 	return f, nil
 }
 
-// parseTime parses a non-negative Go duration or number of seconds.
-func parseTime(s string) (time.Duration, error) {
+// ParseTime parses a simulated time given on the command line: a non-negative Go duration or number of
+// seconds.
+func ParseTime(s string) (time.Duration, error) {
 	if d, err := time.ParseDuration(s); err == nil {
 		if d < 0 {
 			return 0, fmt.Errorf("%q is negative", s)

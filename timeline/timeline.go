@@ -13,13 +13,16 @@ import (
 )
 
 // Recorder keeps a run's passes and hand-offs. Its zero value records everything; From and To, when To
-// is above 0, keep only the passes, routes and transfers that overlap [From, To), so a long run's
-// timeline stays small.
+// is above 0, keep only the passes and routes that overlap [From, To), so a long run's timeline stays
+// small. A request's prefill completion and KV transfer are kept whatever the window: they are a few
+// values per request, as the collector's records are, and a report that draws a request straddling the
+// window needs them.
 type Recorder struct {
 	From, To time.Duration
 
 	workers   map[uint64]*Worker
 	Routes    []Route    // in the order they happened
+	Prefills  []Prefill  // disaggregated: in the order their passes started
 	Transfers []Transfer // in the order they completed
 	Skipped   int64      // passes outside the window
 }
@@ -73,6 +76,13 @@ type Route struct {
 	Rank   int
 }
 
+// Prefill is a disaggregated request's prompt done on its prefill worker: the end of the pass that
+// computed its last prompt tokens. A retried request has one for each time it was prefilled.
+type Prefill struct {
+	ID uint64
+	At time.Duration
+}
+
 // Transfer is a disaggregated request's KV transfer, from the decode worker's reservation to arrival.
 type Transfer struct {
 	ID         uint64
@@ -85,6 +95,14 @@ func (c *Recorder) keeps(start, end time.Duration) bool {
 
 // Pass records a pass (sim.Observer).
 func (c *Recorder) Pass(p *sim.ObservedPass) {
+	if p.Pool == "prefill" {
+		// A prefill worker's outputs are its requests' prompts done, handed off at the pass end.
+		for _, rp := range p.Ranks {
+			for _, out := range rp.Outputs {
+				c.Prefills = append(c.Prefills, Prefill{ID: out.ID, At: p.End})
+			}
+		}
+	}
 	if !c.keeps(p.Start, p.End) {
 		c.Skipped++
 		return
@@ -133,9 +151,7 @@ func (c *Recorder) Routed(at time.Duration, id uint64, pool string, worker uint6
 
 // Transferred records a KV transfer (sim.Observer).
 func (c *Recorder) Transferred(id uint64, start, end time.Duration) {
-	if c.keeps(start, end) {
-		c.Transfers = append(c.Transfers, Transfer{ID: id, Start: start, End: end})
-	}
+	c.Transfers = append(c.Transfers, Transfer{ID: id, Start: start, End: end})
 }
 
 // Workers returns the workers that ran a pass in the window, by serial.

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-sim/mocker/disagg"
 	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sched/vllm"
@@ -107,6 +108,43 @@ func TestRecorderWindow(t *testing.T) {
 	for _, r := range win.Routes {
 		if r.At < from || r.At >= to {
 			t.Fatalf("route at %v outside the window", r.At)
+		}
+	}
+}
+
+// TestRecorderHandoffs: in a disaggregated run, every request is prefilled once (no failures) and
+// transferred once, its prompt done before its transfer starts; a window keeps them all, since a
+// report drawing a request that straddles the window needs them.
+func TestRecorderHandoffs(t *testing.T) {
+	src, err := workload.NewSynthetic(workload.SyntheticOptions{
+		NumRequests: 40, Input: workload.Length{Mean: 300, Stddev: 100}, Output: workload.Length{Mean: 20, Stddev: 10},
+		RequestRate: 50, Arrival: "poisson", Seed: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := engine.Options{VLLM: vllm.Options{BlockSize: 16, NumBlocks: 200, MaxNumSeqs: 8, MaxBatchedTokens: 256, ChunkedPrefill: true, PrefixCaching: true, Events: true},
+		Timing: timing.Polynomial{}}
+	dr := router.DefaultOptions()
+	dr.OverlapScoreWeight, dr.TrackPrefillTokens = 0, false
+	rec := &Recorder{From: 200 * time.Millisecond, To: 300 * time.Millisecond}
+	res, err := sim.Run(src, sim.Options{PrefillWorkers: 2, DecodeWorkers: 1, PrefillEngine: e, DecodeEngine: e,
+		Router: router.DefaultOptions(), DecodeRouter: dr, Observer: rec,
+		Transfer: disagg.Transfer{GBps: 10, BytesPerToken: 1e5, Mode: disagg.DestinationMissing}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := res.Summary.CompletedRequests
+	if n != 40 || len(rec.Prefills) != n || len(rec.Transfers) != n {
+		t.Fatalf("completed %d, prefills %d, transfers %d; want 40 each", n, len(rec.Prefills), len(rec.Transfers))
+	}
+	done := map[uint64]time.Duration{}
+	for _, p := range rec.Prefills {
+		done[p.ID] = p.At
+	}
+	for _, tr := range rec.Transfers {
+		if at, ok := done[tr.ID]; !ok || at > tr.Start || tr.Start > tr.End {
+			t.Fatalf("request %d: prefilled at %v (%v), transfer [%v, %v]", tr.ID, at, ok, tr.Start, tr.End)
 		}
 	}
 }

@@ -151,6 +151,8 @@ func bindOutputFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.ReportJSON, "report-json", c.ReportJSON, "write the summary report as JSON to this file")
 	fs.StringVar(&c.RequestsJSONL, "requests-jsonl", c.RequestsJSONL, "write one JSON record per request to this file")
 	fs.StringVar(&c.ScalingJSONL, "scaling-jsonl", c.ScalingJSONL, "with --planner-config: write the worker counts over time and the planner's decisions to this file")
+	fs.StringVar(&c.Perfetto, "perfetto", c.Perfetto, "write a timeline of the run to this file, for ui.perfetto.dev or chrome://tracing: every pass of every worker and DP rank, KV usage and queues, routes, and each request's phases (queued, prefill, transfer, decode)")
+	fs.StringVar(&c.PerfettoWindow, "perfetto-window", c.PerfettoWindow, "with --perfetto: keep only the passes and routes in simulated time FROM:TO (Go durations or seconds, e.g. 60s:70s), and the requests that overlap it, whole; a big run's trace stays small enough to open")
 	fs.BoolVar(&c.CheckInvariants, "check-invariants", c.CheckInvariants, "verify KV block accounting after every pass (slow)")
 }
 

@@ -15,7 +15,9 @@ import (
 
 	"github.com/mocker-sim/mocker/config"
 	"github.com/mocker-sim/mocker/report"
+	"github.com/mocker-sim/mocker/report/perfetto"
 	"github.com/mocker-sim/mocker/sim"
+	"github.com/mocker-sim/mocker/timeline"
 )
 
 func newPredictCmd() *cobra.Command {
@@ -48,10 +50,12 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	rec := &timeline.Recorder{} // watches the run only for the outputs drawn from it
 	outputs := []output{
 		{"report-json", cfg.ReportJSON, func(res *sim.Result, w io.Writer) error { return res.Summary.WriteJSON(w) }},
 		{"requests-jsonl", cfg.RequestsJSONL, func(res *sim.Result, w io.Writer) error { return res.Collector.WriteRequestsJSONL(w) }},
 		{"scaling-jsonl", cfg.ScalingJSONL, writeScaling},
+		{"perfetto", cfg.Perfetto, func(res *sim.Result, w io.Writer) error { return perfetto.Write(w, rec, res.Collector) }},
 	}
 	if err := checkOutputs(outputs, cfg); err != nil {
 		return err
@@ -68,6 +72,12 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	opts, err := cfg.SimOptions()
 	if err != nil {
 		return err
+	}
+	if cfg.Perfetto != "" {
+		if rec.From, rec.To, err = cfg.PerfettoRange(); err != nil {
+			return err
+		}
+		opts.Observer = rec
 	}
 	timing, err := cfg.TimingInfo()
 	if err != nil {
