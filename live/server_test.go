@@ -494,8 +494,9 @@ type timesRecorder struct {
 }
 
 func (r *timesRecorder) SetState(m sched.Metrics) { r.mu.Lock(); r.state = m; r.mu.Unlock() }
-func (r *timesRecorder) Prompt(int)               {}
+func (r *timesRecorder) Prompt(int, int)          {}
 func (r *timesRecorder) Generated(int)            {}
+func (r *timesRecorder) Iteration(int)            {}
 func (r *timesRecorder) QueueTime(time.Duration)  {}
 func (r *timesRecorder) FirstToken(d time.Duration) {
 	r.mu.Lock()
@@ -507,9 +508,9 @@ func (r *timesRecorder) InterToken(d time.Duration) {
 	r.itl = append(r.itl, d)
 	r.mu.Unlock()
 }
-func (r *timesRecorder) Finished(_ string, e2e time.Duration, _, _ int) {
+func (r *timesRecorder) Finished(q metrics.Request) {
 	r.mu.Lock()
-	r.e2e = append(r.e2e, e2e)
+	r.e2e = append(r.e2e, q.E2E)
 	r.mu.Unlock()
 }
 
@@ -705,7 +706,7 @@ func TestRoutingAcrossWorkers(t *testing.T) {
 func TestCancelClearsMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := testOptions(5, 10, 1)
-		mx := metrics.New(testModel, 4096)
+		mx := metrics.New(metrics.Options{Model: testModel, MaxModelLen: 4096})
 		o.Metrics, o.Recorder = mx.Handler(), func(w, r int) Recorder { return mx.Rank(w, r) }
 		ps := startPipe(t, o)
 		ctx, cancel := context.WithCancel(t.Context())
@@ -731,6 +732,20 @@ func TestCancelClearsMetrics(t *testing.T) {
 		time.Sleep(time.Minute) // on synctest's clock: no other request comes
 		if running, kv := gauges(t, ps); running != 0 || kv != 0 {
 			t.Errorf("a minute after the client left: num_requests_running %v, kv_cache_usage_perc %v; want 0 and 0", running, kv)
+		}
+		// vLLM counts the abandoned request as finished, with reason abort.
+		fams := scrape(t, ps.http, ps.url)
+		for _, m := range fams["vllm:request_success_total"].GetMetric() {
+			want := 0.0
+			if reason := labelValue(m, "finished_reason"); reason == "abort" {
+				want = 1
+			}
+			if v := m.GetCounter().GetValue(); v != want {
+				t.Errorf("request_success_total{%v} = %v, want %v", m.GetLabel(), v, want)
+			}
+		}
+		if h := fams["vllm:e2e_request_latency_seconds"].GetMetric()[0].GetHistogram(); h.GetSampleCount() != 1 {
+			t.Errorf("e2e_request_latency_seconds counts %d requests, want the aborted one", h.GetSampleCount())
 		}
 	})
 }
@@ -809,7 +824,7 @@ type streamRecorder struct {
 	doneFirst bool
 }
 
-func (r *streamRecorder) Finished(reason string, e2e time.Duration, prompt, output int) {
+func (r *streamRecorder) Finished(metrics.Request) {
 	r.st.mu.Lock()
 	done := r.st.done
 	r.st.mu.Unlock()
@@ -817,4 +832,13 @@ func (r *streamRecorder) Finished(reason string, e2e time.Duration, prompt, outp
 	r.finished++
 	r.doneFirst = r.doneFirst || done
 	r.mu.Unlock()
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, lp := range m.GetLabel() {
+		if lp.GetName() == name {
+			return lp.GetValue()
+		}
+	}
+	return ""
 }
