@@ -842,3 +842,65 @@ func labelValue(m *dto.Metric, name string) string {
 	}
 	return ""
 }
+
+// TestWorkerHandler: a worker's own handler sends every request to that worker, even when the shared
+// router would pick another (the prompt is cached on the other worker), serves its /metrics, and the
+// shared router's count of the pinned requests returns to zero when they finish.
+func TestWorkerHandler(t *testing.T) {
+	o := testOptions(5, 1, math.Inf(1))
+	o.Workers = 2
+	o.Router.Policy = router.KV
+	s, _, shared := start(t, o)
+	params := openai.CompletionNewParams{Model: testModel,
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(longPrompt)}, MaxTokens: openai.Int(2)}
+	if _, err := shared.Completions.New(context.Background(), params); err != nil {
+		t.Fatal(err)
+	}
+	queries := func() [2]int64 {
+		var q [2]int64
+		for w := range 2 {
+			q[w] = s.Workers()[w].State()[0].PrefixQueries
+		}
+		return q
+	}
+	first := queries()
+	pin := 0 // the worker that has not seen the prompt
+	if first[0] > 0 {
+		pin = 1
+	}
+	metricsOf := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "the worker's metrics\n") })
+	hs := httptest.NewServer(s.WorkerHandler(pin, metricsOf))
+	t.Cleanup(hs.Close)
+	pinned := openai.NewClient(option.WithBaseURL(hs.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	for i := range 3 {
+		res, err := pinned.Completions.New(context.Background(), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := res.Usage.PromptTokensDetails.CachedTokens; i == 0 && c != 0 {
+			t.Errorf("first pinned request found %d cached tokens: it went to the worker that had the prompt", c)
+		}
+	}
+	got := queries()
+	n := int64(len(tokenize.Builtin().Encode(longPrompt)))
+	want := first
+	want[pin] += 3 * n
+	if got != want {
+		t.Errorf("prompt tokens looked up per worker %v after 3 requests pinned to worker %d, want %v", got, pin, want)
+	}
+	res, err := http.Get(hs.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if string(body) != "the worker's metrics\n" {
+		t.Errorf("worker handler's /metrics = %q, want the worker's", body)
+	}
+	s.mu.Lock()
+	load := s.router.Load(router.Target{Worker: pin}).Requests
+	s.mu.Unlock()
+	if load != 0 {
+		t.Errorf("worker %d still carries %d requests in the router after they finished", pin, load)
+	}
+}
