@@ -432,10 +432,10 @@ func (s *Server) drain() {
 // pinKey is the context key of the worker a request was sent to (WorkerHandler).
 type pinKey struct{}
 
-// WorkerHandler is the HTTP API of worker w alone, for a listener of its own: an endpoint picker that
-// treats each worker as a pod sends a request to the worker it chose, and scrapes metrics, the worker's
-// own (nil: no /metrics). Requests skip the server's router choice and its queue; the router still
-// counts them, so requests sent to the shared Handler route around them. Aggregated serving only.
+// WorkerHandler is the HTTP API of worker w alone, for a listener of its own, so that an endpoint picker
+// that treats each worker as a pod can address it: every request goes to w, skipping the router's choice
+// and its queue (the router still counts it, so requests to the shared Handler route around it), and
+// /metrics is served by metrics (nil: the shared Handler's). It panics unless w is an aggregated worker.
 func (s *Server) WorkerHandler(w int, metrics http.Handler) http.Handler {
 	if w < 0 || w >= len(s.workers) || s.decode != nil {
 		panic(fmt.Sprintf("live: no aggregated worker %d", w))

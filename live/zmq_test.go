@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,4 +72,26 @@ func TestExpandTopic(t *testing.T) {
 			t.Errorf("ExpandTopic(%q) = %q, %q; want %q, %q", c.template, got, msg, c.want, c.err)
 		}
 	}
+}
+
+// FuzzExpandTopic: a template expands without error exactly when every "{" opens a known placeholder,
+// and then to the template with each placeholder replaced by its value.
+func FuzzExpandTopic(f *testing.F) {
+	for _, s := range []string{"", "kv", "kv@{host}@{model}", "kv@{host}:{port}@{model}", "{worker}{worker}",
+		"{", "}", "{}", "{{host}}", "{pod}", "a}b{model"} {
+		f.Add(s)
+	}
+	want := strings.NewReplacer("{host}", "10.0.0.7", "{port}", "8002", "{model}", "org/model", "{worker}", "3")
+	f.Fuzz(func(t *testing.T, template string) {
+		got, err := ExpandTopic(template, "10.0.0.7", 8002, "org/model", 3)
+		if err != nil {
+			if !strings.Contains(template, "{") {
+				t.Fatalf("ExpandTopic(%q): %v, but it has no placeholder", template, err)
+			}
+			return
+		}
+		if w := want.Replace(template); got != w {
+			t.Fatalf("ExpandTopic(%q) = %q, want %q", template, got, w)
+		}
+	})
 }
