@@ -36,7 +36,7 @@ func newServeCmd() *cobra.Command {
 		Long: `serve runs simulated engines on the wall clock behind an OpenAI-compatible HTTP API
 (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics): requests stream tokens at
 the pace the timing model gives, workers publish KV events (NATS in Dynamo's format, ZMQ in vLLM's)
-and Prometheus metrics with vLLM's names. Use it to test routers, autoscalers and clients against a
+and Prometheus metrics with the engine's names. Use it to test routers, autoscalers and clients against a
 fleet of "GPUs" that costs nothing.
 
   mocker serve                                   one worker on 127.0.0.1:8000
@@ -44,6 +44,8 @@ fleet of "GPUs" that costs nothing.
   mocker serve --prefill-workers 2 --decode-workers 2 --kv-transfer-bandwidth 50
   mocker serve --prefill-workers 2 --decode-workers 1 --prefill-max-num-batched-tokens 16384 \
       --decode-max-num-seqs 512                  each pool with its own engine flags (or prefill:/decode: in --config)
+  mocker serve --workers 4 --worker-ports 8001 --kv-events-endpoint tcp://127.0.0.1:5557 \
+      --kv-events-topic 'kv@{host}:{port}@{model}'  four pods on ports 8001-8004 for llm-d's picker and indexer
 
 SIGINT or SIGTERM stops accepting requests and waits up to --shutdown-timeout for those in flight.`,
 		Args: cobra.NoArgs,
