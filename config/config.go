@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -142,6 +143,9 @@ type Config struct {
 	ZMQReplayPort     int     `yaml:"zmq-replay-port"`
 	KVEventsMapFormat bool    `yaml:"kv-events-map-format"`
 	KVHashSeed        string  `yaml:"kv-hash-seed"`
+	KVEventsTopic     string  `yaml:"kv-events-topic"`
+	KVEventsEndpoint  string  `yaml:"kv-events-endpoint"`
+	WorkerPorts       int     `yaml:"worker-ports"`
 	BootstrapPort     int     `yaml:"bootstrap-port"`
 	BootstrapHost     string  `yaml:"bootstrap-host"`
 	BootstrapMaxConns int     `yaml:"bootstrap-max-conns"`
@@ -529,8 +533,20 @@ func (c *Config) validate() error {
 		return bad("zmq-kv-events-port", c.ZMQKVEventsPort, "must be in [0, 65535] (0: off)")
 	case c.ZMQReplayPort < 0 || c.ZMQReplayPort > 65535:
 		return bad("zmq-replay-port", c.ZMQReplayPort, "must be in [0, 65535] (0: off)")
-	case c.ZMQReplayPort > 0 && c.ZMQKVEventsPort == 0:
-		return bad("zmq-replay-port", c.ZMQReplayPort, "needs --zmq-kv-events-port")
+	case c.ZMQReplayPort > 0 && c.ZMQKVEventsPort == 0 && c.KVEventsEndpoint == "":
+		return bad("zmq-replay-port", c.ZMQReplayPort, "needs --zmq-kv-events-port or --kv-events-endpoint")
+	case c.KVEventsEndpoint != "" && c.ZMQKVEventsPort > 0:
+		return bad("kv-events-endpoint", strconv.Quote(c.KVEventsEndpoint), "conflicts with --zmq-kv-events-port; give one of them")
+	case c.KVEventsEndpoint != "" && !strings.HasPrefix(c.KVEventsEndpoint, "tcp://") && !strings.HasPrefix(c.KVEventsEndpoint, "ipc://"):
+		return bad("kv-events-endpoint", strconv.Quote(c.KVEventsEndpoint), "want tcp://HOST:PORT (\"*\" binds, an address connects) or ipc://PATH")
+	case c.KVEventsTopic != "" && c.ZMQKVEventsPort == 0 && c.KVEventsEndpoint == "":
+		return bad("kv-events-topic", strconv.Quote(c.KVEventsTopic), "needs --zmq-kv-events-port or --kv-events-endpoint")
+	case c.WorkerPorts < 0 || c.WorkerPorts > 65535:
+		return bad("worker-ports", c.WorkerPorts, "must be in [0, 65535] (0: one HTTP port for all workers)")
+	case c.WorkerPorts > 0 && c.PrefillWorkers > 0:
+		return bad("worker-ports", c.WorkerPorts, "needs aggregated workers; disaggregated serving has one API port")
+	case c.WorkerPorts > 0 && c.WorkerPorts+c.Workers-1 > 65535:
+		return bad("worker-ports", c.WorkerPorts, fmt.Sprintf("%d workers need ports up to %d, past 65535", c.Workers, c.WorkerPorts+c.Workers-1))
 	case c.BootstrapPort < 0 || c.BootstrapPort > 65535:
 		return bad("bootstrap-port", c.BootstrapPort, "must be in [0, 65535] (0: any free port)")
 	case c.BootstrapMaxConns < 1 || c.BootstrapMaxConns > 1<<20:

@@ -76,7 +76,7 @@ func newStageEnv(t *testing.T, o Options) *stageEnv {
 
 func (e *stageEnv) submit(prompt []uint32, maxTokens int) *Stream {
 	e.t.Helper()
-	st, ae := e.s.admit(prompt, maxTokens)
+	st, ae := e.s.admit(context.Background(), prompt, maxTokens)
 	if ae != nil {
 		e.t.Fatal(ae)
 	}
@@ -318,7 +318,7 @@ func TestDisaggMaxWaiting(t *testing.T) {
 			}
 			refused := 0
 			for i := 1; i <= 10 && refused == 0; i++ {
-				st, ae := e.s.admit(ids(i*1000, 100), 10)
+				st, ae := e.s.admit(context.Background(), ids(i*1000, 100), 10)
 				if ae != nil {
 					if ae.status != http.StatusTooManyRequests {
 						t.Fatalf("request %d: %d %s, want 429", i, ae.status, ae.message)

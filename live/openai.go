@@ -2,6 +2,7 @@ package live
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -236,7 +237,7 @@ func (s *Server) check(c *common, max *int, maxName string) (int, *apiError) {
 }
 
 // admit checks a prompt's length and submits it; the stream carries its output.
-func (s *Server) admit(prompt []uint32, maxTokens int) (*Stream, *apiError) {
+func (s *Server) admit(ctx context.Context, prompt []uint32, maxTokens int) (*Stream, *apiError) {
 	if len(prompt) == 0 {
 		return nil, badRequest("prompt", "the prompt is empty")
 	}
@@ -254,7 +255,7 @@ func (s *Server) admit(prompt []uint32, maxTokens int) (*Stream, *apiError) {
 	}
 	req := s.newRequest(prompt, maxTokens)
 	st := newStream(req.ID, len(prompt), time.Now())
-	if err := s.submit(req, st); err != nil {
+	if err := s.submit(ctx, req, st); err != nil {
 		return nil, submitError(err)
 	}
 	return st, nil
@@ -466,7 +467,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, c *common, cha
 		writeError(w, s.injected(f))
 		return
 	}
-	st, e := s.admit(prompt, maxTokens)
+	st, e := s.admit(r.Context(), prompt, maxTokens)
 	if e != nil {
 		writeError(w, e)
 		return

@@ -270,15 +270,20 @@ func (s *Server) DecodeWorkers() []*Worker {
 	return s.decode.workers
 }
 
-// submit routes a request to a worker, or queues it in the router. The stream it returns carries the
+// submit routes a request to a worker, or queues it in the router; a request that came in on a worker's
+// own handler (WorkerHandler, recorded in ctx) goes to that worker. The stream it returns carries the
 // output; an error means the request was refused: *sched.RejectError (it can never run), errBusy (too
 // many requests waiting), errClosed.
-func (s *Server) submit(req *sched.Request, st *Stream) error {
+func (s *Server) submit(ctx context.Context, req *sched.Request, st *Stream) error {
 	// Sinks learn the prompt before any worker can store its blocks.
 	for _, sk := range s.o.Sinks {
 		sk.Prompt(req.ID, req.Prompt)
 	}
-	err := s.route(req, st)
+	pin, pinned := ctx.Value(pinKey{}).(int)
+	if !pinned {
+		pin = -1
+	}
+	err := s.route(req, st, pin)
 	if err != nil {
 		s.sinksEnded(-1, req.ID)
 	}
@@ -292,7 +297,8 @@ func (s *Server) sinksEnded(worker int, id uint64) {
 	}
 }
 
-func (s *Server) route(req *sched.Request, st *Stream) error {
+// route routes req, to worker pin if it is not negative.
+func (s *Server) route(req *sched.Request, st *Stream, pin int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -304,7 +310,15 @@ func (s *Server) route(req *sched.Request, st *Stream) error {
 	if s.decode != nil {
 		s.handoffs[req.ID] = &handoff{req: req, st: st}
 	}
-	d, queued := s.router.Route(router.Request{ID: req.ID, Blocks: req.Seq.Blocks(), PromptTokens: req.PromptLen()})
+	rr := router.Request{ID: req.ID, Blocks: req.Seq.Blocks(), PromptTokens: req.PromptLen()}
+	if pin >= 0 {
+		d, ok := s.router.RouteTo(rr, pin)
+		if !ok {
+			return fmt.Errorf("live: no worker %d", pin)
+		}
+		return s.dispatch(d, req, st)
+	}
+	d, queued := s.router.Route(rr)
 	if queued {
 		s.pending[req.ID] = &pendingReq{req: req, stream: st}
 		return nil
@@ -413,6 +427,26 @@ func (s *Server) drain() {
 			p.stream.fail(err)
 		}
 	}
+}
+
+// pinKey is the context key of the worker a request was sent to (WorkerHandler).
+type pinKey struct{}
+
+// WorkerHandler is the HTTP API of worker w alone, for a listener of its own, so that an endpoint picker
+// that treats each worker as a pod can address it: every request goes to w, skipping the router's choice
+// and its queue (the router still counts it, so requests to the shared Handler route around it), and
+// /metrics is served by metrics (nil: the shared Handler's). It panics unless w is an aggregated worker.
+func (s *Server) WorkerHandler(w int, metrics http.Handler) http.Handler {
+	if w < 0 || w >= len(s.workers) || s.decode != nil {
+		panic(fmt.Sprintf("live: no aggregated worker %d", w))
+	}
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if metrics != nil && r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			metrics.ServeHTTP(rw, r)
+			return
+		}
+		s.mux.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), pinKey{}, w)))
+	})
 }
 
 // newRequest builds the engine request of a prompt, hashing its blocks once for the router and the

@@ -494,8 +494,9 @@ type timesRecorder struct {
 }
 
 func (r *timesRecorder) SetState(m sched.Metrics) { r.mu.Lock(); r.state = m; r.mu.Unlock() }
-func (r *timesRecorder) Prompt(int)               {}
+func (r *timesRecorder) Prompt(int, int)          {}
 func (r *timesRecorder) Generated(int)            {}
+func (r *timesRecorder) Iteration(int)            {}
 func (r *timesRecorder) QueueTime(time.Duration)  {}
 func (r *timesRecorder) FirstToken(d time.Duration) {
 	r.mu.Lock()
@@ -507,9 +508,9 @@ func (r *timesRecorder) InterToken(d time.Duration) {
 	r.itl = append(r.itl, d)
 	r.mu.Unlock()
 }
-func (r *timesRecorder) Finished(_ string, e2e time.Duration, _, _ int) {
+func (r *timesRecorder) Finished(q metrics.Request) {
 	r.mu.Lock()
-	r.e2e = append(r.e2e, e2e)
+	r.e2e = append(r.e2e, q.E2E)
 	r.mu.Unlock()
 }
 
@@ -705,7 +706,7 @@ func TestRoutingAcrossWorkers(t *testing.T) {
 func TestCancelClearsMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := testOptions(5, 10, 1)
-		mx := metrics.New(testModel, 4096)
+		mx := metrics.New(metrics.Options{Model: testModel, MaxModelLen: 4096})
 		o.Metrics, o.Recorder = mx.Handler(), func(w, r int) Recorder { return mx.Rank(w, r) }
 		ps := startPipe(t, o)
 		ctx, cancel := context.WithCancel(t.Context())
@@ -731,6 +732,20 @@ func TestCancelClearsMetrics(t *testing.T) {
 		time.Sleep(time.Minute) // on synctest's clock: no other request comes
 		if running, kv := gauges(t, ps); running != 0 || kv != 0 {
 			t.Errorf("a minute after the client left: num_requests_running %v, kv_cache_usage_perc %v; want 0 and 0", running, kv)
+		}
+		// vLLM counts the abandoned request as finished, with reason abort.
+		fams := scrape(t, ps.http, ps.url)
+		for _, m := range fams["vllm:request_success_total"].GetMetric() {
+			want := 0.0
+			if reason := labelValue(m, "finished_reason"); reason == "abort" {
+				want = 1
+			}
+			if v := m.GetCounter().GetValue(); v != want {
+				t.Errorf("request_success_total{%v} = %v, want %v", m.GetLabel(), v, want)
+			}
+		}
+		if h := fams["vllm:e2e_request_latency_seconds"].GetMetric()[0].GetHistogram(); h.GetSampleCount() != 1 {
+			t.Errorf("e2e_request_latency_seconds counts %d requests, want the aborted one", h.GetSampleCount())
 		}
 	})
 }
@@ -809,7 +824,7 @@ type streamRecorder struct {
 	doneFirst bool
 }
 
-func (r *streamRecorder) Finished(reason string, e2e time.Duration, prompt, output int) {
+func (r *streamRecorder) Finished(metrics.Request) {
 	r.st.mu.Lock()
 	done := r.st.done
 	r.st.mu.Unlock()
@@ -817,4 +832,75 @@ func (r *streamRecorder) Finished(reason string, e2e time.Duration, prompt, outp
 	r.finished++
 	r.doneFirst = r.doneFirst || done
 	r.mu.Unlock()
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, lp := range m.GetLabel() {
+		if lp.GetName() == name {
+			return lp.GetValue()
+		}
+	}
+	return ""
+}
+
+// TestWorkerHandler: a worker's own handler sends every request to that worker, even when the shared
+// router would pick another (the prompt is cached on the other worker), serves its /metrics, and the
+// shared router's count of the pinned requests returns to zero when they finish.
+func TestWorkerHandler(t *testing.T) {
+	o := testOptions(5, 1, math.Inf(1))
+	o.Workers = 2
+	o.Router.Policy = router.KV
+	s, _, shared := start(t, o)
+	params := openai.CompletionNewParams{Model: testModel,
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(longPrompt)}, MaxTokens: openai.Int(2)}
+	if _, err := shared.Completions.New(context.Background(), params); err != nil {
+		t.Fatal(err)
+	}
+	queries := func() [2]int64 {
+		var q [2]int64
+		for w := range 2 {
+			q[w] = s.Workers()[w].State()[0].PrefixQueries
+		}
+		return q
+	}
+	first := queries()
+	pin := 0 // the worker that has not seen the prompt
+	if first[0] > 0 {
+		pin = 1
+	}
+	metricsOf := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "the worker's metrics\n") })
+	hs := httptest.NewServer(s.WorkerHandler(pin, metricsOf))
+	t.Cleanup(hs.Close)
+	pinned := openai.NewClient(option.WithBaseURL(hs.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	for i := range 3 {
+		res, err := pinned.Completions.New(context.Background(), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := res.Usage.PromptTokensDetails.CachedTokens; i == 0 && c != 0 {
+			t.Errorf("first pinned request found %d cached tokens: it went to the worker that had the prompt", c)
+		}
+	}
+	got := queries()
+	n := int64(len(tokenize.Builtin().Encode(longPrompt)))
+	want := first
+	want[pin] += 3 * n
+	if got != want {
+		t.Errorf("prompt tokens looked up per worker %v after 3 requests pinned to worker %d, want %v", got, pin, want)
+	}
+	res, err := http.Get(hs.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if string(body) != "the worker's metrics\n" {
+		t.Errorf("worker handler's /metrics = %q, want the worker's", body)
+	}
+	s.mu.Lock()
+	load := s.router.Load(router.Target{Worker: pin}).Requests
+	s.mu.Unlock()
+	if load != 0 {
+		t.Errorf("worker %d still carries %d requests in the router after they finished", pin, load)
+	}
 }

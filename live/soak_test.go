@@ -105,7 +105,7 @@ func soak(t *testing.T, o Options, d time.Duration) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	mx := metrics.New(testModel, 1<<14)
+	mx := metrics.New(metrics.Options{Model: testModel, MaxModelLen: 1 << 14})
 	o.Metrics, o.Recorder = mx.Handler(), func(w, r int) Recorder { return mx.Rank(w, r) }
 	o.Sinks = []Sink{NewNATSSink(nc, natsevents.Subject(testModel), o.Workers)}
 	s, hs, _ := start(t, o)

@@ -19,12 +19,16 @@ type Stream struct {
 	err     error
 	ready   chan struct{} // signalled (without blocking) whenever something changes
 
-	// Written by the worker's loop only.
+	// Written by the worker's loop only (and by Submit before the loop sees the stream).
 	enqueued  time.Time // handed to the engine
 	arrived   time.Time // accepted by the server
+	scheduled time.Time // first admitted into a pass
+	first     time.Time // first token's publication
 	last      time.Time // last token's publication
 	prompt    int
 	generated int
+	maxTokens int
+	rank      int
 	admitted  bool
 }
 

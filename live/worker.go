@@ -7,6 +7,7 @@ import (
 
 	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/live/metrics"
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/tokens"
 )
@@ -14,12 +15,13 @@ import (
 // Recorder receives one data-parallel rank's request metrics; *metrics.Rank implements it.
 type Recorder interface {
 	SetState(m sched.Metrics)
-	Prompt(tokens int)
+	Prompt(tokens, cached int)
 	Generated(tokens int)
+	Iteration(tokens int)
 	QueueTime(d time.Duration)
 	FirstToken(ttft time.Duration)
 	InterToken(d time.Duration)
-	Finished(reason string, e2e time.Duration, promptTokens, outputTokens int)
+	Finished(r metrics.Request)
 }
 
 // Hooks connect a worker to the rest of the server. Each is called on the worker's own goroutine, never
@@ -73,6 +75,7 @@ type Worker struct {
 	blocks   []tokens.Block
 	hashes   []uint64
 	state    []sched.Metrics // by rank, as last published
+	iter     []int           // by rank: tokens the pass processed (prompts completed and tokens generated)
 	end      time.Duration   // the last pass's end on the engine's clock
 	busy     bool            // the last pass followed another without an idle wait
 }
@@ -112,6 +115,7 @@ func newWorker(id, global int, eng *engine.Engine, role sched.Role, check bool, 
 		exited:  make(chan struct{}),
 	}
 	w.recs = make([]Recorder, eng.DPSize())
+	w.iter = make([]int, eng.DPSize())
 	if hooks.Recorder != nil {
 		for r := range w.recs {
 			w.recs[r] = hooks.Recorder(global, r)
@@ -134,6 +138,7 @@ func (w *Worker) Submit(r *sched.Request, s *Stream) error {
 		return err
 	}
 	s.enqueued = time.Now()
+	s.rank, s.maxTokens = r.Rank, r.MaxTokens
 	w.streams[r.ID] = s
 	w.mu.Unlock()
 	w.poke()
@@ -151,6 +156,10 @@ func (w *Worker) Cancel(id uint64) bool {
 	delete(w.streams, id)
 	w.eng.Cancel(id)
 	w.mu.Unlock()
+	// vLLM counts a request its client abandoned as finished, with reason abort.
+	if s.rank < len(w.recs) && w.recs[s.rank] != nil {
+		w.recs[s.rank].Finished(s.stats("abort", time.Now()))
+	}
 	s.fail(errCancelled)
 	w.poke()
 	if w.hooks.Ended != nil {
@@ -175,7 +184,7 @@ func (w *Worker) Activate(rank int, id uint64, s *Stream) bool {
 	w.mu.Lock()
 	ok := !w.closed && w.eng.Activate(rank, id)
 	if ok {
-		s.enqueued = time.Now()
+		s.enqueued, s.rank = time.Now(), rank
 		w.streams[id] = s
 	}
 	w.mu.Unlock()
@@ -393,7 +402,7 @@ func (w *Worker) publishStart() {
 		if s == nil || s.admitted {
 			continue
 		}
-		s.admitted = true
+		s.admitted, s.scheduled = true, now
 		s.setCached(a.Cached)
 		if rec := w.recs[a.rank]; rec != nil {
 			rec.QueueTime(now.Sub(s.enqueued))
@@ -426,6 +435,7 @@ func (w *Worker) publishEnd() {
 	var ended []uint64
 	var prefilled []rankID
 	w.mu.Lock()
+	clear(w.iter)
 	for i := range w.outs {
 		o := &w.outs[i]
 		s := w.streams[o.id]
@@ -438,7 +448,9 @@ func (w *Worker) publishEnd() {
 		if rec != nil && len(toks) > 0 {
 			if o.first {
 				rec.FirstToken(now.Sub(s.arrived))
-				rec.Prompt(s.prompt)
+				rec.Prompt(s.prompt, s.Cached())
+				s.first = now
+				w.iter[o.rank] += s.prompt
 			} else {
 				gap := now.Sub(s.last) / time.Duration(len(toks))
 				for range toks {
@@ -446,6 +458,7 @@ func (w *Worker) publishEnd() {
 				}
 			}
 			rec.Generated(len(toks))
+			w.iter[o.rank] += len(toks)
 		}
 		if len(toks) > 0 {
 			s.last = now
@@ -460,10 +473,15 @@ func (w *Worker) publishEnd() {
 			delete(w.streams, o.id)
 			ended = append(ended, o.id)
 			if rec != nil {
-				rec.Finished("length", now.Sub(s.arrived), s.prompt, s.generated)
+				rec.Finished(s.stats("length", now))
 			}
 		}
 		s.push(toks, o.done)
+	}
+	for r, n := range w.iter {
+		if n > 0 && w.recs[r] != nil {
+			w.recs[r].Iteration(n)
+		}
 	}
 	w.mu.Unlock()
 	if w.hooks.Tokens != nil {
@@ -489,4 +507,14 @@ func (w *Worker) publishEnd() {
 type rankID struct {
 	rank int
 	id   uint64
+}
+
+// stats is what the request's end tells the metrics, as it ends at now for reason.
+func (s *Stream) stats(reason string, now time.Time) metrics.Request {
+	r := metrics.Request{Reason: reason, E2E: now.Sub(s.arrived), PromptTokens: s.prompt, CachedTokens: s.Cached(),
+		OutputTokens: s.generated, MaxTokens: s.maxTokens, N: 1}
+	if !s.first.IsZero() {
+		r.Prefill, r.Decode, r.Inference = s.first.Sub(s.scheduled), s.last.Sub(s.first), s.last.Sub(s.scheduled)
+	}
+	return r
 }

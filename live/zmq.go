@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,11 +20,51 @@ type ZMQOptions struct {
 	// vLLM offsets its port by the data-parallel rank. ReplayPort numbers the ROUTER sockets the same
 	// way (0: no replay).
 	Port, ReplayPort int
-	Workers, DPSize  int
-	BlockSize        int
-	HashSeed         string // vLLM's PYTHONHASHSEED
-	MapFormat        bool   // msgpack maps instead of arrays
-	Topic            string
+	// Endpoint, when set, replaces Host and Port with a vLLM kv-events endpoint and vLLM's rule
+	// (vllmevents.Binds): one that binds ("tcp://*:5557") numbers the workers' ports as Port does; one
+	// that connects ("tcp://indexer:5557", a subscriber that binds) is where every worker's rank r
+	// connects, at its port + r.
+	Endpoint        string
+	Workers, DPSize int
+	BlockSize       int
+	HashSeed        string // vLLM's PYTHONHASHSEED
+	MapFormat       bool   // msgpack maps instead of arrays
+	// Topics are the workers' topics, by worker (see ExpandTopic); missing ones are "", vLLM's default.
+	Topics []string
+}
+
+// ExpandTopic fills in a kv-events topic template for one worker: {host} and {port} are the address
+// its HTTP API answers on, {model} the served model name, {worker} its index. llm-d's guides set vLLM's
+// topic to kv@<pod IP>@<model>, and its indexer reads the pod and the model from it; kv@{host}:{port}@{model}
+// makes each worker of a --worker-ports fleet a pod of its own. Any other {name} is an error.
+func ExpandTopic(template, host string, port int, model string, worker int) (string, error) {
+	var b strings.Builder
+	for rest := template; rest != ""; {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		b.WriteString(rest[:i])
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			return "", fmt.Errorf("topic %q: unclosed {", template)
+		}
+		switch name := rest[i+1 : i+j]; name {
+		case "host":
+			b.WriteString(host)
+		case "port":
+			b.WriteString(strconv.Itoa(port))
+		case "model":
+			b.WriteString(model)
+		case "worker":
+			b.WriteString(strconv.Itoa(worker))
+		default:
+			return "", fmt.Errorf("topic %q: unknown placeholder {%s} (want {host}, {port}, {model} or {worker})", template, name)
+		}
+		rest = rest[i+j+1:]
+	}
+	return b.String(), nil
 }
 
 // ZMQSink publishes KV events in vLLM's own format, so that an indexer written for vLLM (one that
@@ -62,12 +103,34 @@ func NewZMQSink(o ZMQOptions) (*ZMQSink, error) {
 	if o.DPSize < 1 {
 		o.DPSize = 1
 	}
+	connect := o.Endpoint != "" && !vllmevents.Binds(o.Endpoint)
+	if o.Endpoint != "" && !connect && o.Workers > 1 && !strings.HasPrefix(o.Endpoint, "tcp://") {
+		return nil, fmt.Errorf("zmq kv events endpoint %q: %d workers cannot bind one non-TCP endpoint; use tcp://*:PORT", o.Endpoint, o.Workers)
+	}
 	s := &ZMQSink{o: o, hasher: vllmevents.NewHasher(o.HashSeed), blocks: make(map[uint64]*vblock), reqs: make(map[uint64]*vreq)}
 	for w := range o.Workers {
+		var topic string
+		if w < len(o.Topics) {
+			topic = o.Topics[w]
+		}
 		for r := range o.DPSize {
-			// The publisher adds its rank to the ports, as vLLM does; the worker's offset is ours.
+			// The publisher adds its rank to the ports, as vLLM does; the worker's offset is ours, except
+			// where every worker connects to one subscriber.
 			base := w * o.DPSize
-			po := vllmevents.Options{Endpoint: endpoint(o.Host, o.Port+base), Topic: o.Topic, MapFormat: o.MapFormat, DPRank: r}
+			po := vllmevents.Options{Endpoint: endpoint(o.Host, o.Port+base), Topic: topic, MapFormat: o.MapFormat, DPRank: r, Connect: connect}
+			switch {
+			case connect:
+				po.Endpoint = o.Endpoint
+			case o.Endpoint != "" && w > 0:
+				ep, err := offsetPort(o.Endpoint, base)
+				if err != nil {
+					s.Close()
+					return nil, err
+				}
+				po.Endpoint = ep
+			case o.Endpoint != "":
+				po.Endpoint = o.Endpoint
+			}
 			if o.ReplayPort > 0 {
 				po.ReplayEndpoint = endpoint(o.Host, o.ReplayPort+base)
 			}
@@ -84,6 +147,16 @@ func NewZMQSink(o ZMQOptions) (*ZMQSink, error) {
 
 func endpoint(host string, port int) string {
 	return "tcp://" + net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// offsetPort adds n to a TCP endpoint's port.
+func offsetPort(ep string, n int) (string, error) {
+	i := strings.LastIndexByte(ep, ':')
+	port, err := strconv.Atoi(ep[i+1:])
+	if i < 0 || err != nil || port == 0 {
+		return "", fmt.Errorf("zmq kv events endpoint %q: several workers need a TCP port to number theirs from", ep)
+	}
+	return ep[:i+1] + strconv.Itoa(port+n), nil
 }
 
 // Close closes every socket.

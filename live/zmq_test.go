@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 // One connection to a KV-event port that declares a huge ZMTP frame must cost that connection only:
 // requests are still served. Before the guard, go-zeromq allocated the frame and the process died.
 func TestZMQOversizedFrame(t *testing.T) {
-	zs, err := NewZMQSink(ZMQOptions{Host: "127.0.0.1", Workers: 1, BlockSize: 16, Topic: "kv"})
+	zs, err := NewZMQSink(ZMQOptions{Host: "127.0.0.1", Workers: 1, BlockSize: 16, Topics: []string{"kv"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,4 +51,47 @@ func TestZMQOversizedFrame(t *testing.T) {
 	if r.Usage.CompletionTokens != 3 {
 		t.Fatalf("%d completion tokens, want 3", r.Usage.CompletionTokens)
 	}
+}
+
+func TestExpandTopic(t *testing.T) {
+	for _, c := range []struct{ template, want, err string }{
+		{"", "", ""},
+		{"kv", "kv", ""},
+		{"kv@{host}@{model}", "kv@10.0.0.7@meta-llama/Llama-3.1-8B", ""},
+		{"kv@{host}:{port}@{model}", "kv@10.0.0.7:8002@meta-llama/Llama-3.1-8B", ""},
+		{"w{worker}-{worker}", "w2-2", ""},
+		{"kv@{pod}@{model}", "", `topic "kv@{pod}@{model}": unknown placeholder {pod} (want {host}, {port}, {model} or {worker})`},
+		{"kv@{host", "", `topic "kv@{host": unclosed {`},
+	} {
+		got, err := ExpandTopic(c.template, "10.0.0.7", 8002, "meta-llama/Llama-3.1-8B", 2)
+		var msg string
+		if err != nil {
+			msg = err.Error()
+		}
+		if got != c.want || msg != c.err {
+			t.Errorf("ExpandTopic(%q) = %q, %q; want %q, %q", c.template, got, msg, c.want, c.err)
+		}
+	}
+}
+
+// FuzzExpandTopic: a template expands without error exactly when every "{" opens a known placeholder,
+// and then to the template with each placeholder replaced by its value.
+func FuzzExpandTopic(f *testing.F) {
+	for _, s := range []string{"", "kv", "kv@{host}@{model}", "kv@{host}:{port}@{model}", "{worker}{worker}",
+		"{", "}", "{}", "{{host}}", "{pod}", "a}b{model"} {
+		f.Add(s)
+	}
+	want := strings.NewReplacer("{host}", "10.0.0.7", "{port}", "8002", "{model}", "org/model", "{worker}", "3")
+	f.Fuzz(func(t *testing.T, template string) {
+		got, err := ExpandTopic(template, "10.0.0.7", 8002, "org/model", 3)
+		if err != nil {
+			if !strings.Contains(template, "{") {
+				t.Fatalf("ExpandTopic(%q): %v, but it has no placeholder", template, err)
+			}
+			return
+		}
+		if w := want.Replace(template); got != w {
+			t.Fatalf("ExpandTopic(%q) = %q, want %q", template, got, w)
+		}
+	})
 }

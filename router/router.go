@@ -308,6 +308,31 @@ func (r *Router) Route(req Request) (d Decision, queued bool) {
 	return r.dispatch(q), false
 }
 
+// RouteTo makes req active on one of worker's ranks, the one with the longest cached prefix of it (the
+// first added on a tie), without queueing: a caller outside the router (an endpoint picker addressing
+// the worker's own port) has chosen the worker. ok is false, and nothing is kept, when the worker has no
+// target. It panics as Route does.
+func (r *Router) RouteTo(req Request, worker int) (d Decision, ok bool) {
+	if r.reqs[req.ID] != nil {
+		panic(fmt.Sprintf("router: request %d routed twice", req.ID))
+	}
+	if n, bs := len(req.Blocks), r.o.BlockSize; req.PromptTokens < n*bs || req.PromptTokens >= (n+1)*bs {
+		panic(fmt.Sprintf("router: request %d has %d prompt tokens and %d blocks of %d", req.ID, req.PromptTokens, n, bs))
+	}
+	best, overlap := -1, -1
+	for i, o := range r.overlaps(req.Blocks) {
+		if r.targets[i].id.Worker == worker && o > overlap {
+			best, overlap = i, o
+		}
+	}
+	if best < 0 {
+		return Decision{}, false
+	}
+	q := r.newRequest(req)
+	r.reqs[req.ID] = q
+	return r.activate(q, best, overlap), true
+}
+
 // routable reports whether a request could be routed now: some target exists and, with queueing, one
 // is not busy.
 func (r *Router) routable() bool {

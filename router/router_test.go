@@ -543,3 +543,31 @@ var reqs = func() []Request {
 	}
 	return out
 }()
+
+// TestRouteTo pins a request to a worker whatever the policy prefers: the worker's rank with the
+// longest cached prefix takes it, the request counts on that rank until Finished, and a worker with no
+// target refuses it and keeps nothing.
+func TestRouteTo(t *testing.T) {
+	w1r0, w1r1 := Target{Worker: 1, Rank: 0}, Target{Worker: 1, Rank: 1}
+	r := newRouter(t, kvOptions(4), tA, w1r0, w1r1)
+	req := prompt(1, 4, run(0, 12)...)
+	store(r, tA, req)                          // worker 0 has all three blocks: Route would pick it
+	store(r, w1r1, prompt(9, 4, run(0, 4)...)) // worker 1 rank 1 has the first one
+	d, ok := r.RouteTo(req, 1)
+	if !ok || d.Target != w1r1 || d.Overlap != 1 {
+		t.Fatalf("RouteTo(worker 1) = %+v, %v; want rank 1 with overlap 1", d, ok)
+	}
+	if got := r.Load(w1r1).Requests; got != 1 {
+		t.Fatalf("requests on %v = %d, want 1", w1r1, got)
+	}
+	r.Finished(1)
+	if got := r.Load(w1r1).Requests; got != 0 {
+		t.Fatalf("requests on %v after Finished = %d, want 0", w1r1, got)
+	}
+	if d, ok := r.RouteTo(prompt(2, 4, run(0, 4)...), 7); ok {
+		t.Fatalf("RouteTo(worker 7) = %+v, true; want false", d)
+	}
+	if d, queued := r.Route(prompt(2, 4, run(0, 4)...)); queued || d.ID != 2 {
+		t.Fatalf("request 2 after a refused RouteTo: Route = %+v, %v; want it routed", d, queued)
+	}
+}

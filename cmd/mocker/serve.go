@@ -18,9 +18,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mocker-sim/mocker/config"
+	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/live"
 	"github.com/mocker-sim/mocker/live/metrics"
 	"github.com/mocker-sim/mocker/live/natsevents"
+	"github.com/mocker-sim/mocker/live/vllmevents"
 	"github.com/mocker-sim/mocker/tokenize"
 )
 
@@ -34,7 +36,7 @@ func newServeCmd() *cobra.Command {
 		Long: `serve runs simulated engines on the wall clock behind an OpenAI-compatible HTTP API
 (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics): requests stream tokens at
 the pace the timing model gives, workers publish KV events (NATS in Dynamo's format, ZMQ in vLLM's)
-and Prometheus metrics with vLLM's names. Use it to test routers, autoscalers and clients against a
+and Prometheus metrics with the engine's names. Use it to test routers, autoscalers and clients against a
 fleet of "GPUs" that costs nothing.
 
   mocker serve                                   one worker on 127.0.0.1:8000
@@ -42,6 +44,8 @@ fleet of "GPUs" that costs nothing.
   mocker serve --prefill-workers 2 --decode-workers 2 --kv-transfer-bandwidth 50
   mocker serve --prefill-workers 2 --decode-workers 1 --prefill-max-num-batched-tokens 16384 \
       --decode-max-num-seqs 512                  each pool with its own engine flags (or prefill:/decode: in --config)
+  mocker serve --workers 4 --worker-ports 8001 --kv-events-endpoint tcp://127.0.0.1:5557 \
+      --kv-events-topic 'kv@{host}:{port}@{model}'  four pods on ports 8001-8004 for llm-d's picker and indexer
 
 SIGINT or SIGTERM stops accepting requests and waits up to --shutdown-timeout for those in flight.`,
 		Args: cobra.NoArgs,
@@ -78,6 +82,9 @@ func bindServeFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.ZMQReplayPort, "zmq-replay-port", c.ZMQReplayPort, "serve replays of buffered vLLM-format KV events on ZMQ ROUTER sockets from this port, numbered as the PUB ports (0: off)")
 	fs.BoolVar(&c.KVEventsMapFormat, "kv-events-map-format", c.KVEventsMapFormat, "encode vLLM-format KV events as msgpack maps instead of arrays")
 	fs.StringVar(&c.KVHashSeed, "kv-hash-seed", c.KVHashSeed, "vLLM's PYTHONHASHSEED for the block hashes of vLLM-format KV events")
+	fs.StringVar(&c.KVEventsEndpoint, "kv-events-endpoint", c.KVEventsEndpoint, `vLLM's kv-events endpoint for vLLM-format KV events, by vLLM's rule: tcp://*:PORT binds (worker w, rank r on PORT + w×dp-size + r), tcp://HOST:PORT connects every worker to a subscriber that binds (llm-d's centralized indexer; rank r to PORT + r)`)
+	fs.StringVar(&c.KVEventsTopic, "kv-events-topic", c.KVEventsTopic, "topic of vLLM-format KV events (vLLM's default: empty); {host} and {port} are the worker's HTTP address, {model} the served model, {worker} its index: kv@{host}:{port}@{model} is llm-d's kv@<pod>@<model> with --worker-ports")
+	fs.IntVar(&c.WorkerPorts, "worker-ports", c.WorkerPorts, "also serve worker i alone (its /v1 routes, its /metrics) on HTTP port BASE + i, so an endpoint picker can address each worker as a pod (0: off)")
 	fs.IntVar(&c.BootstrapPort, "bootstrap-port", c.BootstrapPort, "disaggregated serving: prefill worker i's bootstrap rendezvous listens on port + i (0: any free port)")
 	fs.StringVar(&c.BootstrapHost, "bootstrap-host", c.BootstrapHost, "disaggregated serving: address the bootstrap rendezvous listens on (the decode workers are in this process)")
 	fs.IntVar(&c.BootstrapMaxConns, "bootstrap-max-conns", c.BootstrapMaxConns, "disaggregated serving: open connections per bootstrap rendezvous server at most")
@@ -94,11 +101,12 @@ func bindServeFlags(fs *pflag.FlagSet, c *config.Config) {
 
 // serving is what serve started; ready, when set, receives it once the server accepts requests.
 type serving struct {
-	Addr      string // HTTP address
-	NATSURL   string // "" without NATS
-	Subject   string // the NATS subject of KV events
-	Bootstrap []string
-	Server    *live.Server
+	Addr        string   // HTTP address
+	WorkerAddrs []string // worker i's own HTTP address (--worker-ports)
+	NATSURL     string   // "" without NATS
+	Subject     string   // the NATS subject of KV events
+	Bootstrap   []string
+	Server      *live.Server
 }
 
 // serve runs the server until ctx ends, then shuts it down gracefully.
@@ -136,7 +144,13 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	if maxLen == 0 {
 		maxLen = 1 << 17 // the token-count histograms' last bucket
 	}
-	mx := metrics.New(name, maxLen)
+	blocks := eo.VLLM.NumBlocks
+	if eo.Backend == engine.SGLang {
+		blocks = eo.SGLang.NumPages
+	}
+	mx := metrics.New(metrics.Options{Backend: cfg.Backend, Model: name, MaxModelLen: maxLen,
+		BlockSize: eo.BlockSize(), NumBlocks: blocks, PrefixCaching: cfg.EnablePrefixCaching, CacheDtype: cfg.KVCacheDtype,
+		GPUMemoryUtilization: cfg.GPUMemoryUtilization, DPSize: eo.DPSize, SpecTokens: cfg.SpecNumTokens})
 
 	o := live.Options{
 		Engine:           eo,
@@ -186,6 +200,30 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 			cleanup[i]()
 		}
 	}()
+	// Listen first: the workers' topics name their addresses. Serve owns the listeners once it runs.
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	lns := []net.Listener{ln}
+	defer func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}()
+	var workerLns []net.Listener
+	for i := range cfg.Workers {
+		if cfg.WorkerPorts == 0 {
+			break
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WorkerPorts+i)))
+		if err != nil {
+			return fmt.Errorf("serve: worker %d: %w (choose another --worker-ports)", i, err)
+		}
+		lns = append(lns, l)
+		workerLns = append(workerLns, l)
+		info.WorkerAddrs = append(info.WorkerAddrs, l.Addr().String())
+	}
 	if cfg.NATS != "none" {
 		url := cfg.NATS
 		if url == "embedded" {
@@ -204,10 +242,21 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		info.NATSURL, info.Subject = url, natsevents.Subject(name)
 		o.Sinks = append(o.Sinks, live.NewNATSSink(nc, info.Subject, o.Workers))
 	}
-	if cfg.ZMQKVEventsPort > 0 {
+	if cfg.ZMQKVEventsPort > 0 || cfg.KVEventsEndpoint != "" {
+		topics := make([]string, o.Workers)
+		for w := range topics {
+			addr := ln.Addr().(*net.TCPAddr)
+			if w < len(workerLns) {
+				addr = workerLns[w].Addr().(*net.TCPAddr)
+			}
+			if topics[w], err = live.ExpandTopic(cfg.KVEventsTopic, addr.IP.String(), addr.Port, name, w); err != nil {
+				return fmt.Errorf("kv-events-topic: %w", err)
+			}
+		}
 		zs, err := live.NewZMQSink(live.ZMQOptions{
-			Host: cfg.Host, Port: cfg.ZMQKVEventsPort, ReplayPort: cfg.ZMQReplayPort, Workers: o.Workers, DPSize: eo.DPSize,
-			BlockSize: ro.BlockSize, HashSeed: cfg.KVHashSeed, MapFormat: cfg.KVEventsMapFormat,
+			Host: cfg.Host, Port: cfg.ZMQKVEventsPort, ReplayPort: cfg.ZMQReplayPort, Endpoint: cfg.KVEventsEndpoint,
+			Workers: o.Workers, DPSize: eo.DPSize, BlockSize: ro.BlockSize, HashSeed: cfg.KVHashSeed,
+			MapFormat: cfg.KVEventsMapFormat, Topics: topics,
 		})
 		if err != nil {
 			return err
@@ -220,27 +269,43 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
-	if err != nil {
-		srv.Close()
-		return fmt.Errorf("serve: %w", err)
-	}
 	hs := srv.HTTPServer()
 	info.Addr, info.Bootstrap, info.Server = ln.Addr().String(), srv.BootstrapAddrs(), srv
 	fmt.Fprintf(stderr, "mocker serve: model %s on http://%s (%s)\n", name, info.Addr, describeServe(cfg, o.Workers))
 	if info.NATSURL != "" {
 		fmt.Fprintf(stderr, "mocker serve: KV events on NATS %s, subject %s\n", info.NATSURL, info.Subject)
 	}
-	if cfg.ZMQKVEventsPort > 0 {
+	switch {
+	case cfg.KVEventsEndpoint != "" && vllmevents.Binds(cfg.KVEventsEndpoint):
+		fmt.Fprintf(stderr, "mocker serve: vLLM KV events on ZMQ %s (bound)\n", cfg.KVEventsEndpoint)
+	case cfg.KVEventsEndpoint != "":
+		fmt.Fprintf(stderr, "mocker serve: vLLM KV events on ZMQ, connecting to %s\n", cfg.KVEventsEndpoint)
+	case cfg.ZMQKVEventsPort > 0:
 		fmt.Fprintf(stderr, "mocker serve: vLLM KV events on ZMQ tcp://%s:%d+\n", cfg.Host, cfg.ZMQKVEventsPort)
 	}
-	errc := make(chan error, 1)
+	for i, a := range info.WorkerAddrs {
+		fmt.Fprintf(stderr, "mocker serve: worker %d alone on http://%s\n", i, a)
+	}
+	// Each listener's Serve returns once; the first error stops the server.
+	errc := make(chan error, len(lns))
 	go func() { errc <- srv.Serve(hs, ln) }()
+	var workerHS []*http.Server
+	for i, l := range workerLns {
+		whs := srv.HTTPServer()
+		whs.Handler = srv.WorkerHandler(i, mx.WorkerHandler(i))
+		workerHS = append(workerHS, whs)
+		go func() { errc <- srv.Serve(whs, l) }()
+	}
+	lns = nil // the servers close them
 	if ready != nil {
 		ready <- info
 	}
 	select {
 	case err := <-errc:
+		hs.Close()
+		for _, whs := range workerHS {
+			whs.Close()
+		}
 		srv.Close()
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
@@ -248,9 +313,14 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	fmt.Fprintln(stderr, "mocker serve: shutting down, draining requests in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), seconds(cfg.ShutdownTimeoutS))
 	defer cancel()
+	for _, whs := range workerHS {
+		whs.Shutdown(sctx) // its requests drain; the workers stop with the server below
+	}
 	err = srv.Shutdown(sctx, hs)
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	for range 1 + len(workerHS) {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 	}
 	if err == nil && cfg.CheckInvariants {
 		// The first accounting violation any worker found after a pass, or one it has now.

@@ -443,3 +443,61 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Error("the server still accepts connections after shutting down")
 	}
 }
+
+// TestServeMetricsBackends: --backend sglang and trtllm export their engines' names, the ones llm-d's
+// picker reads for them (queue, running, KV usage, the pool's page size and pages), and no vLLM name.
+func TestServeMetricsBackends(t *testing.T) {
+	for _, tc := range []struct {
+		backend, prefix string
+		want            map[string]float64 // gauges after one request
+		labels          map[string][]string
+	}{
+		{"sglang", "sglang:", map[string]float64{"sglang:num_queue_reqs": 0, "sglang:num_running_reqs": 0,
+			"sglang:token_usage": 0, "sglang:page_size": 16, "sglang:cache_config_info": 1},
+			map[string][]string{"sglang:cache_config_info": {"page_size", "16"}}},
+		{"trtllm", "trtllm_", map[string]float64{"trtllm_num_requests_waiting": 0, "trtllm_num_requests_running": 0,
+			"trtllm_kv_cache_utilization": 0, "trtllm_kv_cache_tokens_per_block": 16},
+			map[string][]string{"trtllm_kv_cache_utilization": {"engine_type", "trtllm"}}},
+	} {
+		t.Run(tc.backend, func(t *testing.T) {
+			cfg := serveConfig()
+			cfg.NATS = "none"
+			cfg.Backend = tc.backend
+			cfg.Timing = "fixed"
+			if tc.backend == "sglang" {
+				cfg.PageSize = 16
+			} else {
+				cfg.BlockSize = 16
+			}
+			info, c := startServe(t, cfg)
+			res := complete(t, c, servePrompt, 3)
+			fams := scrapeURL(t, "http://"+info.Addr+"/metrics")
+			for name := range fams {
+				if !strings.HasPrefix(name, tc.prefix) {
+					t.Errorf("--backend %s exports %s", tc.backend, name)
+				}
+			}
+			for name, want := range tc.want {
+				f := fams[name]
+				if f == nil || len(f.GetMetric()) != 1 {
+					t.Fatalf("%s: %v, want one series", name, f)
+				}
+				if v := f.GetMetric()[0].GetGauge().GetValue(); v != want {
+					t.Errorf("%s = %v, want %v", name, v, want)
+				}
+			}
+			for name, kv := range tc.labels {
+				if m := fams[name].GetMetric()[0]; !hasLabels(m, kv) {
+					t.Errorf("%s labels %v, want %v", name, m.GetLabel(), kv)
+				}
+			}
+			var gen float64
+			for _, m := range fams[tc.prefix+"generation_tokens_total"].GetMetric() {
+				gen += m.GetCounter().GetValue()
+			}
+			if gen != float64(res.Usage.CompletionTokens) {
+				t.Errorf("%sgeneration_tokens_total = %v, want %d", tc.prefix, gen, res.Usage.CompletionTokens)
+			}
+		})
+	}
+}

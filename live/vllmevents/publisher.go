@@ -33,10 +33,13 @@ var ErrClosed = errors.New("vllmevents: publisher closed")
 // Options configure a Publisher, with the meaning of vLLM's KVEventsConfig fields.
 type Options struct {
 	// Endpoint is where the PUB socket listens, e.g. "tcp://*:5557" (vLLM's default),
-	// "tcp://127.0.0.1:5557" or "ipc:///run/kv.sock"; TCP port 0 picks a free port (see Addr). vLLM
-	// connects instead when a TCP endpoint has no "*" or "::", to reach a subscriber that listens; a
-	// Publisher always listens.
+	// "tcp://127.0.0.1:5557" or "ipc:///run/kv.sock"; TCP port 0 picks a free port (see Addr). With
+	// Connect, it is where a subscriber listens instead.
 	Endpoint string
+	// Connect makes the PUB socket connect to Endpoint, where the subscriber binds (llm-d's centralized
+	// indexer), redialling whenever the connection fails, instead of listening. Binds says which one
+	// vLLM chooses for an endpoint.
+	Connect bool
 	// ReplayEndpoint is where the ROUTER socket serving replays listens (tcp, ipc or inproc); "" serves
 	// none.
 	ReplayEndpoint string
@@ -87,7 +90,11 @@ func Listen(o Options) (*Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub, err := listenPub(ep)
+	open := listenPub
+	if o.Connect {
+		open = dialPub
+	}
+	pub, err := open(ep)
 	if err != nil {
 		return nil, err
 	}
@@ -123,8 +130,21 @@ func Listen(o Options) (*Publisher, error) {
 	return p, nil
 }
 
-// Addr returns the address the PUB socket listens on.
-func (p *Publisher) Addr() net.Addr { return p.pub.ln.Addr() }
+// Addr returns the address the PUB socket listens on; nil when it connects.
+func (p *Publisher) Addr() net.Addr {
+	if p.pub.ln == nil {
+		return nil
+	}
+	return p.pub.ln.Addr()
+}
+
+// Binds reports whether vLLM's ZmqEventPublisher binds its PUB socket to endpoint rather than
+// connecting to it: when the address is a wildcard ("*", "::" or "0.0.0.0" anywhere in it) or the
+// transport is ipc or inproc. A host address connects, to a subscriber that binds.
+func Binds(endpoint string) bool {
+	return strings.Contains(endpoint, "*") || strings.Contains(endpoint, "::") || strings.Contains(endpoint, "0.0.0.0") ||
+		strings.HasPrefix(endpoint, "ipc://") || strings.HasPrefix(endpoint, "inproc://")
+}
 
 // ReplayAddr returns the address the replay socket listens on, or nil if there is none.
 func (p *Publisher) ReplayAddr() net.Addr {

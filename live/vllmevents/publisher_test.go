@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"net"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -333,5 +334,72 @@ func TestSubscriptionMatching(t *testing.T) {
 	sub.topics[""] = 1 // everything
 	if !sub.matches(nil) {
 		t.Error("the empty subscription does not match the empty topic")
+	}
+}
+
+// TestBinds pins vLLM's ZmqEventPublisher rule: a wildcard address or an ipc/inproc endpoint binds, a
+// host address connects.
+func TestBinds(t *testing.T) {
+	for ep, want := range map[string]bool{
+		"tcp://*:5557":           true,
+		"tcp://[::]:5557":        true,
+		"tcp://0.0.0.0:5557":     true,
+		"ipc:///tmp/kv.sock":     true,
+		"inproc://kv":            true,
+		"tcp://127.0.0.1:5557":   false,
+		"tcp://indexer:5557":     false,
+		"tcp://10.0.0.7:5557":    false,
+		"tcp://[fe80::1]:5557":   true, // "::" is in it, as vLLM tests
+		"tcp://epp.svc.local:80": false,
+	} {
+		if got := Binds(ep); got != want {
+			t.Errorf("Binds(%q) = %v, want %v", ep, got, want)
+		}
+	}
+}
+
+// TestConnect is llm-d's centralized mode: the subscriber binds and filters on its topic prefix, the
+// publisher connects (before the subscriber listens, so it must keep dialing) and its batches reach it.
+func TestConnect(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // the port is free again: the publisher dials nothing yet
+	p := listen(t, Options{Endpoint: "tcp://" + addr, Topic: topic, Connect: true})
+	if p.Addr() != nil {
+		t.Fatalf("a connecting publisher's Addr = %v, want nil", p.Addr())
+	}
+	sub := zmq4.NewSub(context.Background())
+	t.Cleanup(func() { sub.Close() })
+	if err := sub.Listen("tcp://" + addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.SetOption(zmq4.OptionSubscribe, "kv@"); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan zmq4.Msg, 1)
+	go func() {
+		if m, err := sub.Recv(); err == nil {
+			got <- m
+		}
+	}()
+	// A PUB drops what it sends before the subscription arrives: publish until a batch gets through.
+	deadline := time.After(timeout)
+	for {
+		if err := p.Publish(Batch{TS: 1, Events: []Event{AllBlocksCleared{}}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-got:
+			if len(m.Frames) != 3 || string(m.Frames[0]) != topic {
+				t.Fatalf("received %d frames, topic %q; want 3 frames under %q", len(m.Frames), m.Frames[0], topic)
+			}
+			return
+		case <-deadline:
+			t.Fatal("nothing received")
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }

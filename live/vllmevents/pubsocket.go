@@ -1,6 +1,7 @@
 package vllmevents
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -17,8 +18,10 @@ import (
 // here each subscriber has its own queue, cut at the high-water mark as libzmq does, and close stops
 // every goroutine.
 type pubSocket struct {
-	ln net.Listener
-	wg sync.WaitGroup
+	ln     net.Listener       // nil when the socket connects
+	quit   chan struct{}      // closed by close: stops the dialer
+	cancel context.CancelFunc // ends a dial in progress (connecting sockets)
+	wg     sync.WaitGroup
 
 	mu     sync.Mutex
 	closed bool
@@ -55,10 +58,67 @@ func listenPub(endpoint string) (*pubSocket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vllmevents: %w", err)
 	}
-	s := &pubSocket{ln: &guardListener{Listener: ln}, subs: make(map[*subscriber]struct{})}
+	s := &pubSocket{ln: &guardListener{Listener: ln}, quit: make(chan struct{}), subs: make(map[*subscriber]struct{})}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
+}
+
+// redialInterval is how long a connecting socket waits before it dials again: libzmq's ZMQ_RECONNECT_IVL
+// default.
+const redialInterval = 100 * time.Millisecond
+
+// dialPub connects to a SUB socket listening on a "tcp://host:port" or "ipc://path" endpoint, as a
+// ZMQ PUB does when it connects: it keeps dialing until the peer listens, and again whenever the
+// connection fails, until close.
+func dialPub(endpoint string) (*pubSocket, error) {
+	network, addr, ok := strings.Cut(endpoint, "://")
+	switch network {
+	case "tcp":
+	case "ipc":
+		network = "unix"
+	default:
+		ok = false
+	}
+	if !ok || addr == "" {
+		return nil, fmt.Errorf("vllmevents: PUB endpoint %q is not tcp:// or ipc://", endpoint)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &pubSocket{quit: make(chan struct{}), cancel: cancel, subs: make(map[*subscriber]struct{})}
+	s.wg.Add(1)
+	go s.dial(ctx, network, addr)
+	return s, nil
+}
+
+func (s *pubSocket) dial(ctx context.Context, network, addr string) {
+	defer s.wg.Done()
+	d := net.Dialer{Timeout: handshakeTimeout}
+	for {
+		if nc, err := d.DialContext(ctx, network, addr); err == nil {
+			sub := newSubscriber(nc)
+			s.mu.Lock()
+			closed := s.closed
+			if !closed {
+				s.subs[sub] = struct{}{}
+				s.wg.Add(1)
+			}
+			s.mu.Unlock()
+			if closed {
+				nc.Close()
+				return
+			}
+			s.serve(sub, false) // until the connection fails
+		}
+		select {
+		case <-s.quit:
+			return
+		case <-time.After(redialInterval):
+		}
+	}
+}
+
+func newSubscriber(nc net.Conn) *subscriber {
+	return &subscriber{nc: nc, quit: make(chan struct{}), wake: make(chan struct{}, 1), topics: make(map[string]int)}
 }
 
 func (s *pubSocket) accept() {
@@ -72,8 +132,7 @@ func (s *pubSocket) accept() {
 			time.Sleep(10 * time.Millisecond) // out of file descriptors, say: try again later
 			continue
 		}
-		sub := &subscriber{nc: nc, quit: make(chan struct{}), wake: make(chan struct{}, 1),
-			topics: make(map[string]int)}
+		sub := newSubscriber(nc)
 		s.mu.Lock()
 		closed := s.closed
 		if !closed {
@@ -85,16 +144,16 @@ func (s *pubSocket) accept() {
 			nc.Close()
 			return
 		}
-		go s.serve(sub)
+		go s.serve(sub, true)
 	}
 }
 
-// serve does the ZMTP handshake, then starts the writer and reads subscriptions until the connection
-// fails or is dropped.
-func (s *pubSocket) serve(sub *subscriber) {
+// serve does the ZMTP handshake (as the side that accepted the connection, or dialed it), then starts
+// the writer and reads subscriptions until the connection fails or is dropped.
+func (s *pubSocket) serve(sub *subscriber, accepted bool) {
 	defer s.wg.Done()
 	defer s.drop(sub)
-	conn, err := zmq4.Open(sub.nc, null.Security(), zmq4.Pub, nil, true, nil)
+	conn, err := zmq4.Open(sub.nc, null.Security(), zmq4.Pub, nil, accepted, nil)
 	if err != nil {
 		return
 	}
@@ -194,7 +253,14 @@ func (s *pubSocket) close() error {
 	subs := s.subs
 	s.subs = nil
 	s.mu.Unlock()
-	err := s.ln.Close()
+	close(s.quit)
+	if s.cancel != nil {
+		s.cancel()
+	}
+	var err error
+	if s.ln != nil {
+		err = s.ln.Close()
+	}
 	for sub := range subs {
 		close(sub.quit)
 		sub.nc.Close()
