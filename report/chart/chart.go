@@ -74,7 +74,7 @@ func (c *Chart) SVG() string {
 		w, h = 640, 300
 	}
 	legend := c.legend(w)
-	top := marginTop + legendRow*legend.rows
+	top := marginTop + legendRow*legend.rows + 4*min(legend.rows, 1)
 	plot := box{x0: marginLeft, y0: float64(top), x1: float64(w - marginRight), y1: float64(h - marginBottom)}
 
 	xlo, xhi, ylo, yhi := c.extent()
@@ -257,7 +257,7 @@ func (c *Chart) legend(width int) legendLayout {
 		if x+w > float64(width-marginRight) && x > marginLeft {
 			x, row = marginLeft, row+1
 		}
-		l.at[i] = [2]float64{x, float64(marginTop + legendRow*row)}
+		l.at[i] = [2]float64{x, float64(marginTop + 6 + legendRow*row)}
 		x += w
 	}
 	l.rows = row + 1
