@@ -51,7 +51,10 @@ type Chart struct {
 	Series                []Series
 	Regions               []Region
 	YMax                  float64
-	Width, Height         int // in SVG user units; 0: 640 by 300
+	// XLog puts x on a log scale (a latency CDF whose tail is a hundred times its median); points
+	// with x ≤ 0 are left out.
+	XLog          bool
+	Width, Height int // in SVG user units; 0: 640 by 300
 }
 
 // Palette is the colours series take in turn (Tableau 10: distinguishable, also in grey print).
@@ -60,7 +63,7 @@ var Palette = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#
 // Margins around the plot area, in SVG units: room for tick labels, axis titles, title and legend.
 const (
 	marginLeft   = 64
-	marginRight  = 16
+	marginRight  = 20
 	marginTop    = 30
 	marginBottom = 44
 	legendRow    = 16
@@ -79,7 +82,10 @@ func (c *Chart) SVG() string {
 
 	xlo, xhi, ylo, yhi := c.extent()
 	xt, yt := Ticks(xlo, xhi, 6), Ticks(ylo, yhi, 5)
-	sx := Scale{Lo: xt.Lo, Hi: xt.Hi, From: plot.x0, To: plot.x1}
+	if c.XLog {
+		xt = LogTicks(xlo, xhi)
+	}
+	sx := Scale{Lo: xt.Lo, Hi: xt.Hi, From: plot.x0, To: plot.x1, Log: c.XLog}
 	sy := Scale{Lo: yt.Lo, Hi: yt.Hi, From: plot.y1, To: plot.y0}
 
 	var b svg
@@ -112,13 +118,16 @@ func (c *Chart) color(i int) string {
 	return Palette[i%len(Palette)]
 }
 
-// extent is the data's range, zero included, and YMax.
+// extent is the data's range, zero included (on a log x axis, from the least positive x), and YMax.
 func (c *Chart) extent() (xlo, xhi, ylo, yhi float64) {
 	yhi = max(c.YMax, 0)
+	if c.XLog {
+		xlo = math.Inf(1)
+	}
 	for _, s := range c.Series {
 		for i, y := range s.Y {
 			x := s.X[i]
-			if !finite(x) || !finite(y) {
+			if !finite(x) || !finite(y) || c.XLog && x <= 0 {
 				continue
 			}
 			xlo, xhi = min(xlo, x), max(xhi, x)
@@ -148,10 +157,11 @@ func (c *Chart) series(b *svg, i int, sx, sy Scale) int {
 	if s.Kind == Points {
 		marks := 0
 		for j := range n {
-			if !finite(s.X[j]) || !finite(s.Y[j]) {
+			x, y := sx.Map(s.X[j]), sy.Map(s.Y[j])
+			if !finite(x) || !finite(y) {
 				continue
 			}
-			b.printf(`<circle class="mark" cx="%s" cy="%s" r="3.5" fill="%s" fill-opacity="0.8">`, num(sx.Map(s.X[j])), num(sy.Map(s.Y[j])), color)
+			b.printf(`<circle class="mark" cx="%s" cy="%s" r="3.5" fill="%s" fill-opacity="0.8">`, num(x), num(y), color)
 			if j < len(s.Labels) {
 				b.printf(`<title>%s</title>`, html.EscapeString(s.Labels[j]))
 			}
@@ -163,12 +173,12 @@ func (c *Chart) series(b *svg, i int, sx, sy Scale) int {
 	var d strings.Builder
 	pen := false // whether the path has a current point
 	for j := range n {
-		x, y := s.X[j], s.Y[j]
+		x, y := sx.Map(s.X[j]), sy.Map(s.Y[j])
 		if !finite(x) || !finite(y) {
 			pen = false
 			continue
 		}
-		px, py := num(sx.Map(x)), num(sy.Map(y))
+		px, py := num(x), num(y)
 		switch {
 		case !pen:
 			d.WriteString("M" + px + " " + py)
@@ -193,8 +203,18 @@ func (c *Chart) series(b *svg, i int, sx, sy Scale) int {
 
 // region shades r, clipped to the plot.
 func (c *Chart) region(b *svg, r Region, sx, sy Scale, plot box) {
-	clampX := func(v float64) float64 { return min(max(sx.Map(v), plot.x0), plot.x1) }
-	clampY := func(v float64) float64 { return min(max(sy.Map(v), plot.y0), plot.y1) }
+	// An infinite edge is the axis's end; then the edges are clipped to the plot.
+	edge := func(s Scale, v float64) float64 {
+		switch {
+		case math.IsInf(v, -1):
+			return s.From
+		case math.IsInf(v, 1):
+			return s.To
+		}
+		return s.Map(v)
+	}
+	clampX := func(v float64) float64 { return min(max(edge(sx, v), plot.x0), plot.x1) }
+	clampY := func(v float64) float64 { return min(max(edge(sy, v), plot.y0), plot.y1) }
 	x0, x1 := clampX(r.X0), clampX(r.X1)
 	y0, y1 := clampY(r.Y1), clampY(r.Y0) // SVG's y grows downward
 	if x1 <= x0 || y1 <= y0 {
@@ -274,15 +294,28 @@ func (l legendLayout) draw(b *svg, c *Chart) {
 	}
 }
 
-// Scale maps data values in [Lo, Hi] linearly onto [From, To].
-type Scale struct{ Lo, Hi, From, To float64 }
+// Scale maps data values in [Lo, Hi] onto [From, To], linearly or, with Log, linearly in log10.
+type Scale struct {
+	Lo, Hi, From, To float64
+	Log              bool
+}
 
-// Map returns v's position; a scale of no width maps everything to From.
+// Map returns v's position: NaN for a non-finite v, or v ≤ 0 on a log scale; From on a scale of no width.
 func (s Scale) Map(v float64) float64 {
-	if s.Hi == s.Lo {
+	lo, hi := s.Lo, s.Hi
+	if s.Log {
+		if v <= 0 {
+			return math.NaN()
+		}
+		v, lo, hi = math.Log10(v), math.Log10(lo), math.Log10(hi)
+	}
+	if !finite(v) {
+		return math.NaN()
+	}
+	if hi == lo {
 		return s.From
 	}
-	return s.From + (v-s.Lo)/(s.Hi-s.Lo)*(s.To-s.From)
+	return s.From + (v-lo)/(hi-lo)*(s.To-s.From)
 }
 
 // Axis is an axis's domain, widened to nice numbers, and its ticks.
@@ -334,6 +367,39 @@ func Ticks(lo, hi float64, n int) Axis {
 	return a
 }
 
+// LogTicks covers [lo, hi] (lo > 0) with whole decades, ticked at every power of ten and, across
+// at most two decades, at 2 and 5 times each too. A range with no positive value becomes [1, 10].
+func LogTicks(lo, hi float64) Axis {
+	if !(lo > 0) || !finite(lo) {
+		lo = 1
+	}
+	if !finite(hi) || hi < lo {
+		hi = lo
+	}
+	e0, e1 := int(math.Floor(math.Log10(lo))), int(math.Ceil(math.Log10(hi)))
+	for value(1, e0) > lo { // guard against rounding in Log10
+		e0--
+	}
+	for value(1, e1) < hi {
+		e1++
+	}
+	if e1 == e0 {
+		e1++
+	}
+	a := Axis{Lo: value(1, e0), Hi: value(1, e1)}
+	for e := e0; e <= e1; e++ {
+		for _, m := range []int64{1, 2, 5} {
+			if m > 1 && (e == e1 || e1-e0 > 2) {
+				continue
+			}
+			v := value(m, e)
+			a.Values = append(a.Values, v)
+			a.Labels = append(a.Labels, label(v, max(0, -e)))
+		}
+	}
+	return a
+}
+
 // value is k·10^exp, rounded once.
 func value(k int64, exp int) float64 {
 	if exp < 0 {
@@ -342,13 +408,15 @@ func value(k int64, exp int) float64 {
 	return float64(k) * math.Pow10(exp)
 }
 
-// label formats a tick with prec decimals, with an M or G suffix from a million on to keep labels short.
+// label formats a tick with prec decimals, with a k, M or G suffix from ten thousand on to keep labels short.
 func label(v float64, prec int) string {
 	switch a := math.Abs(v); {
 	case a >= 1e9:
 		return strconv.FormatFloat(v/1e9, 'f', -1, 64) + "G"
 	case a >= 1e6:
 		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case a >= 1e4:
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
 	}
 	s := strconv.FormatFloat(v, 'f', prec, 64)
 	if s == "-0" {

@@ -64,7 +64,7 @@ func (f *Frontier) Chart() chart.Chart {
 		front.X = append(front.X, cand.TokensPerUser)
 		front.Y = append(front.Y, cand.TokensPerGPU)
 	}
-	c.Series = []chart.Series{fail, pass, front}
+	c.Series = []chart.Series{front, fail, pass} // the line under the points
 	return c
 }
 

@@ -84,7 +84,8 @@ func WriteRun(w io.Writer, r *Run) error {
 		}
 		return c
 	}
-	workerNote := "Per worker, summed over its data-parallel ranks, as the engine saw it after planning each pass."
+	workerNote := "Per worker, summed over its data-parallel ranks: the engine's state after each pass, held until " +
+		"the next (a worker idle between passes may hold a queue and KV); during a pass, the requests finishing at its end count as running."
 	if peaks {
 		workerNote += " Faint lines: each bucket's maximum."
 	}
@@ -102,24 +103,24 @@ func WriteRun(w io.Writer, r *Run) error {
 	prefix := chart.Chart{Title: "Prefix-cache hit rate", XLabel: "time (s)", YLabel: "cached / looked-up prompt tokens", YMax: 1}
 	for _, pool := range s.pools {
 		preempt.Series = append(preempt.Series, chart.Series{Name: pool, X: x, Y: s.preempt[pool].perSecond()})
-		prefix.Series = append(prefix.Series, chart.Series{Name: pool, X: x, Y: s.prefix[pool].values()})
+		prefix.Series = append(prefix.Series, chart.Series{Name: pool, Kind: chart.Points, X: x, Y: s.prefix[pool].values()})
 	}
 	p.Sections = append(p.Sections, section{
 		Title:  "Preemption and prefix caching",
-		Note:   "Per pool. The hit rate is over the prompt tokens looked up at admissions in each bucket; gaps: no admission.",
+		Note:   "Per pool. The hit rate is over the prompt tokens looked up at admissions in each bucket (none: no point).",
 		Charts: svgs(preempt, prefix),
 	})
 
 	if len(s.transfers.all) > 0 {
 		p.Sections = append(p.Sections, section{
 			Title: "KV transfers",
-			Note:  fmt.Sprintf("%d transfers, from the decode worker's reservation to the KV's arrival.", len(s.transfers.all)),
+			Note:  fmt.Sprintf("%d transfers, from the decode worker's reservation to the KV's arrival; over time, each bucket's mean and max by completion.", len(s.transfers.all)),
 			Charts: svgs(
 				chart.Chart{
 					Title: "Transfer time", XLabel: "time (s)", YLabel: "ms",
 					Series: []chart.Series{
-						{Name: "mean", X: x, Y: s.transfers.sum.values()},
-						{Name: "max", X: x, Y: s.transfers.max()},
+						{Name: "mean", Kind: chart.Points, X: x, Y: s.transfers.sum.values()},
+						{Name: "max", Kind: chart.Points, X: x, Y: s.transfers.max()},
 					},
 				},
 				cdf("Transfer time", quantiles(s.transfers.all, points)),
@@ -136,7 +137,7 @@ func cdf(title string, q []float64) chart.Chart {
 		y[i] = float64(i) / float64(len(q)-1)
 	}
 	return chart.Chart{
-		Title: title, XLabel: "ms", YLabel: "fraction of requests", YMax: 1,
+		Title: title, XLabel: "ms (log scale)", YLabel: "fraction", YMax: 1, XLog: true,
 		Series: []chart.Series{{Name: title, Kind: chart.Step, X: q, Y: y}},
 	}
 }

@@ -150,9 +150,12 @@ func TestWriteFrontier(t *testing.T) {
 	}
 	// The frontier runs through the Pareto candidates in order of tokens/s per user.
 	c := f.Chart()
-	front := c.Series[2]
+	front := c.Series[0]
 	if fmt.Sprint(front.X, front.Y) != "[20 45 80] [900 700 300]" {
 		t.Errorf("frontier %v %v, want [20 45 80] [900 700 300]", front.X, front.Y)
+	}
+	if strings.Contains(page, "NaN") {
+		t.Error("page has a NaN")
 	}
 	for _, want := range []string{`<tr class="pass"><td>agg TP2 ×4</td><td>8</td><td>700.0</td><td>45.0</td><td>meets</td><td>yes</td><td></td></tr>`,
 		`<td>ITL p90 41 ms &gt; 30 ms</td>`} {

@@ -47,14 +47,21 @@ func newLevel(g grid) *level {
 	return &level{g: g, area: make([]float64, g.n), peak: make([]float64, g.n)}
 }
 
-// hold records v over [start, end).
+// hold records v over [start, end); an empty interval records nothing.
 func (l *level) hold(start, end time.Duration, v float64) {
+	if end <= start {
+		return
+	}
 	for i := l.g.bucket(start); i < l.g.n; i++ {
 		lo, hi := time.Duration(i)*l.g.width, time.Duration(i+1)*l.g.width
-		if i > l.g.bucket(start) && lo >= end {
+		if lo >= end {
 			break
 		}
-		l.area[i] += v * max(min(end, hi)-max(start, lo), 0).Seconds()
+		overlap := min(end, hi) - max(start, lo)
+		if overlap <= 0 {
+			break // past the grid's end
+		}
+		l.area[i] += v * overlap.Seconds()
 		l.peak[i] = max(l.peak[i], v)
 	}
 }
@@ -196,11 +203,12 @@ func bucketize(rec *timeline.Recorder, end time.Duration, n int) *series {
 		lastQueries, lastHits := make([]int64, w.Ranks), make([]int64, w.Ranks)
 		for i := range w.Passes {
 			p := &w.Passes[i]
-			var waiting, running, active, total, preempted, queries, hits int64
+			var waiting, running, finished, active, total, preempted, queries, hits int64
 			for k := range p.Ranks {
 				r := &p.Ranks[k]
 				waiting += int64(r.Waiting)
 				running += int64(r.Running)
+				finished += int64(r.Finished)
 				active += int64(r.ActiveBlocks)
 				total += int64(r.TotalBlocks)
 				preempted += int64(r.Preempted)
@@ -211,11 +219,22 @@ func bucketize(rec *timeline.Recorder, end time.Duration, n int) *series {
 					lastQueries[k], lastHits[k] = r.PrefixQueries, r.PrefixHits
 				}
 			}
-			ws.waiting.hold(p.Start, p.End, float64(waiting))
-			ws.running.hold(p.Start, p.End, float64(running))
-			if total > 0 {
-				ws.kvUsed.hold(p.Start, p.End, float64(active)/float64(total))
+			// The engine applies a pass's completions as it plans it, so the state it reports is the one
+			// after the pass: held from the pass's end to the next pass, as a worker
+			// idle between passes may still hold a queue and KV (a prefill worker waiting for room on the
+			// decode side). During the pass, the requests that finished at its end were running too.
+			next := p.End // after its last pass, a worker has nothing more to show
+			if i+1 < len(w.Passes) {
+				next = w.Passes[i+1].Start
 			}
+			usage := 0.0
+			if total > 0 {
+				usage = float64(active) / float64(total)
+			}
+			ws.waiting.hold(p.Start, next, float64(waiting))
+			ws.running.hold(p.Start, p.End, float64(running+finished))
+			ws.running.hold(p.End, next, float64(running))
+			ws.kvUsed.hold(p.Start, next, usage)
 			s.preempt[w.Pool].add(p.Start, float64(preempted))
 			s.prefix[w.Pool].add(p.Start, float64(hits), float64(queries))
 		}

@@ -42,11 +42,13 @@ func TestLevel(t *testing.T) {
 	l := newLevel(newGrid(10*sec, 5))        // 2 s buckets
 	l.hold(1*sec, 5*sec, 4)                  // 1 s of bucket 0, all of 1, 1 s of 2
 	l.hold(5*sec, 5500*time.Millisecond, 10) // half a second of bucket 2
-	l.hold(9*sec, 9*sec, 7)                  // an instant: a peak, no area
-	if got, want := l.mean(), []float64{2, 4, 4.5, 0, 0}; !slices.Equal(got, want) {
+	l.hold(9*sec, 9*sec, 7)                  // an empty interval: nothing
+	l.hold(9*sec, 11*sec, 3)                 // across the end: the 1 s inside it
+	l.hold(11*sec, 12*sec, 5)                // past the end: nothing
+	if got, want := l.mean(), []float64{2, 4, 4.5, 0, 1.5}; !slices.Equal(got, want) {
 		t.Errorf("mean = %v, want %v", got, want)
 	}
-	if got, want := l.peak, []float64{4, 4, 10, 0, 7}; !slices.Equal(got, want) {
+	if got, want := l.peak, []float64{4, 4, 10, 0, 3}; !slices.Equal(got, want) {
 		t.Errorf("peak = %v, want %v", got, want)
 	}
 }
@@ -92,28 +94,32 @@ func TestBucketize(t *testing.T) {
 			{Rank: 1, Pass: &sched.Pass{Outputs: []sched.Output{out(4, 2, true)}}},
 		},
 		Metrics: []sched.Metrics{
-			{Running: 2, Waiting: 1, ActiveBlocks: 30, TotalBlocks: 100, PrefixQueries: 100, PrefixHits: 50},
-			{Running: 1, Waiting: 0, ActiveBlocks: 10, TotalBlocks: 100, PrefixQueries: 0, PrefixHits: 0},
+			{Running: 2, Waiting: 1, ActiveBlocks: 30, TotalBlocks: 80, PrefixQueries: 100, PrefixHits: 50},
+			{Running: 1, Waiting: 0, ActiveBlocks: 10, TotalBlocks: 80, PrefixQueries: 0, PrefixHits: 0},
 		}})
 	rec.Pass(&sim.ObservedPass{Pool: "agg", Worker: 0, Start: 3 * sec, End: 4 * sec,
 		Ranks: []engine.RankPass{{Rank: 1, Pass: &sched.Pass{Outputs: []sched.Output{out(5, 1, true)}}}},
 		Metrics: []sched.Metrics{
-			{Running: 0, Waiting: 0, ActiveBlocks: 0, TotalBlocks: 100, PrefixQueries: 100, PrefixHits: 50},
-			{Running: 1, Waiting: 0, ActiveBlocks: 20, TotalBlocks: 100, PrefixQueries: 200, PrefixHits: 50},
+			{Running: 0, Waiting: 0, ActiveBlocks: 0, TotalBlocks: 80, PrefixQueries: 100, PrefixHits: 50},
+			{Running: 1, Waiting: 0, ActiveBlocks: 20, TotalBlocks: 80, PrefixQueries: 200, PrefixHits: 50},
 		}})
 	rec.Transferred(9, sec, 1500*time.Millisecond)
 
-	s := bucketize(rec, 4*sec, 2) // 2 s buckets
+	// 2 s buckets. The engine reports the state after each pass, held to the next pass; during a pass,
+	// the requests finishing at its end run too. Pass 1 [0, 1 s): 1 waiting, 3+1 running, KV 40/160;
+	// until pass 2, 1 waiting, 3 running. Pass 2 [3 s, 4 s): 1+1 running, KV 20/160; after the last
+	// pass, nothing.
+	s := bucketize(rec, 6*sec, 3)
 	for _, tc := range []struct {
 		name      string
 		got, want []float64
 	}{
-		{"output tokens/s", s.throughput.perSecond(), []float64{2, 0.5}}, // 4 tokens at 1 s, 1 at 4 s (the last bucket)
-		{"waiting mean", s.workers[0].waiting.mean(), []float64{0.5, 0}},
-		{"running mean", s.workers[0].running.mean(), []float64{1.5, 0.5}},
-		{"running max", s.workers[0].running.peak, []float64{3, 1}},
-		{"kv mean", s.workers[0].kvUsed.mean(), []float64{0.1, 0.05}}, // 40/200 for 1 s of 2, 20/200 for 1 s of 2
-		{"preemptions/s", s.preempt["agg"].perSecond(), []float64{0.5, 0}},
+		{"output tokens/s", s.throughput.perSecond(), []float64{2, 0, 0.5}}, // 4 tokens at 1 s, 1 at 4 s
+		{"waiting mean", s.workers[0].waiting.mean(), []float64{1, 0.5, 0}},
+		{"running mean", s.workers[0].running.mean(), []float64{3.5, 2.5, 0}}, // (4·1 + 3·1)/2, (3·1 + 2·1)/2
+		{"running max", s.workers[0].running.peak, []float64{4, 3, 0}},
+		{"kv mean", s.workers[0].kvUsed.mean(), []float64{0.25, 0.1875, 0}}, // (0.25·1 + 0.125·1)/2
+		{"preemptions/s", s.preempt["agg"].perSecond(), []float64{0.5, 0, 0}},
 		{"transfer ms", s.transfers.all, []float64{500}},
 	} {
 		if !slices.Equal(tc.got, tc.want) {
@@ -121,8 +127,8 @@ func TestBucketize(t *testing.T) {
 		}
 	}
 	// Prefix hits: 50 of 100 in the first pass, 50 of the 200 rank 1 looked up by the second.
-	if got := s.prefix["agg"].values(); !slices.Equal(got, []float64{0.5, 0.25}) {
-		t.Errorf("prefix hit rate = %v, want [0.5 0.25]", got)
+	if got := s.prefix["agg"].values(); got[0] != 0.5 || got[1] != 0.25 || !math.IsNaN(got[2]) {
+		t.Errorf("prefix hit rate = %v, want [0.5 0.25 NaN]", got)
 	}
 	if s.workers[0].name != "worker 0" || !slices.Equal(s.pools, []string{"agg"}) {
 		t.Errorf("names %q, pools %q", s.workers[0].name, s.pools)
