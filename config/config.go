@@ -123,6 +123,7 @@ type Config struct {
 	ReportJSON      string `yaml:"report-json"`
 	RequestsJSONL   string `yaml:"requests-jsonl"`
 	ScalingJSONL    string `yaml:"scaling-jsonl"`
+	HTML            string `yaml:"html"`
 	CheckInvariants bool   `yaml:"check-invariants"`
 
 	// Live serving (mocker serve).

@@ -151,6 +151,7 @@ func bindOutputFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.ReportJSON, "report-json", c.ReportJSON, "write the summary report as JSON to this file")
 	fs.StringVar(&c.RequestsJSONL, "requests-jsonl", c.RequestsJSONL, "write one JSON record per request to this file")
 	fs.StringVar(&c.ScalingJSONL, "scaling-jsonl", c.ScalingJSONL, "with --planner-config: write the worker counts over time and the planner's decisions to this file")
+	fs.StringVar(&c.HTML, "html", c.HTML, "write a self-contained HTML report to this file: the summary, latency CDFs, and throughput, queues, KV usage, preemptions, prefix hits and KV transfers over time")
 	fs.BoolVar(&c.CheckInvariants, "check-invariants", c.CheckInvariants, "verify KV block accounting after every pass (slow)")
 }
 

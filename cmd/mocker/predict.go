@@ -15,7 +15,9 @@ import (
 
 	"github.com/mocker-sim/mocker/config"
 	"github.com/mocker-sim/mocker/report"
+	"github.com/mocker-sim/mocker/report/html"
 	"github.com/mocker-sim/mocker/sim"
+	"github.com/mocker-sim/mocker/timeline"
 )
 
 func newPredictCmd() *cobra.Command {
@@ -48,10 +50,15 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	var rec *timeline.Recorder // what --html draws its series over time from
 	outputs := []output{
 		{"report-json", cfg.ReportJSON, func(res *sim.Result, w io.Writer) error { return res.Summary.WriteJSON(w) }},
 		{"requests-jsonl", cfg.RequestsJSONL, func(res *sim.Result, w io.Writer) error { return res.Collector.WriteRequestsJSONL(w) }},
 		{"scaling-jsonl", cfg.ScalingJSONL, writeScaling},
+		{"html", cfg.HTML, func(res *sim.Result, w io.Writer) error {
+			return html.WriteRun(w, &html.Run{Subtitle: describePredict(cfg, res.Summary.Timing), Summary: res.Summary,
+				Collector: res.Collector, Timeline: rec, End: res.End})
+		}},
 	}
 	if err := checkOutputs(outputs, cfg); err != nil {
 		return err
@@ -72,6 +79,10 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	timing, err := cfg.TimingInfo()
 	if err != nil {
 		return err
+	}
+	if cfg.HTML != "" {
+		rec = &timeline.Recorder{}
+		opts.Observer = rec
 	}
 	start := time.Now()
 	bar := newProgress(stderr, src.Requests(), start)
@@ -109,6 +120,20 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 		res.End.Seconds(), wall.Seconds(), res.End.Seconds()/wall.Seconds(), res.Passes, peakRSS(), timing)
 	errs = append(errs, rejections(res, stderr))
 	return errors.Join(errs...)
+}
+
+// describePredict says what a predict run simulated, for the HTML report's heading.
+func describePredict(cfg *config.Config, timing report.Timing) string {
+	deploy := fmt.Sprintf("%d %s workers", cfg.Workers, cfg.Backend)
+	if cfg.PrefillWorkers > 0 {
+		deploy = fmt.Sprintf("%d prefill + %d decode %s workers", cfg.PrefillWorkers, cfg.DecodeWorkers, cfg.Backend)
+	}
+	load := fmt.Sprintf("%d synthetic requests", cfg.NumRequests)
+	if cfg.Trace != "" {
+		load = "trace " + filepath.Base(cfg.Trace)
+	}
+	return fmt.Sprintf("%s on %s, TP %d: %s, router %s; %s; timing %s; seed %d",
+		cfg.Model, cfg.System, cfg.TP, deploy, cfg.Router, load, timing, cfg.Seed)
 }
 
 // rejections warns on stderr of rejected requests, saying how many and why the first was; a run in
