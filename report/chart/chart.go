@@ -8,8 +8,8 @@
 package chart
 
 import (
+	"encoding/xml"
 	"fmt"
-	"html"
 	"math"
 	"strconv"
 	"strings"
@@ -90,14 +90,14 @@ func (c *Chart) SVG() string {
 
 	var b svg
 	b.printf(`<svg class="chart" viewBox="0 0 %d %d" width="100%%" role="img" xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="11">`, w, h)
-	b.printf(`<title>%s</title>`, html.EscapeString(c.Title))
-	b.printf(`<text x="%d" y="18" font-size="14" font-weight="bold">%s</text>`, marginLeft, html.EscapeString(c.Title))
+	b.printf(`<title>%s</title>`, esc(c.Title))
+	b.printf(`<text x="%d" y="18" font-size="14" font-weight="bold">%s</text>`, marginLeft, esc(c.Title))
 	for _, r := range c.Regions {
 		c.region(&b, r, sx, sy, plot)
 	}
 	axes(&b, xt, yt, sx, sy, plot)
-	b.printf(`<text x="%s" y="%d" text-anchor="middle">%s</text>`, num((plot.x0+plot.x1)/2), h-8, html.EscapeString(c.XLabel))
-	b.printf(`<text transform="translate(14 %s) rotate(-90)" text-anchor="middle">%s</text>`, num((plot.y0+plot.y1)/2), html.EscapeString(c.YLabel))
+	b.printf(`<text x="%s" y="%d" text-anchor="middle">%s</text>`, num((plot.x0+plot.x1)/2), h-8, esc(c.XLabel))
+	b.printf(`<text transform="translate(14 %s) rotate(-90)" text-anchor="middle">%s</text>`, num((plot.y0+plot.y1)/2), esc(c.YLabel))
 	marks := 0
 	for i := range c.Series {
 		marks += c.series(&b, i, sx, sy)
@@ -163,7 +163,7 @@ func (c *Chart) series(b *svg, i int, sx, sy Scale) int {
 			}
 			b.printf(`<circle class="mark" cx="%s" cy="%s" r="3.5" fill="%s" fill-opacity="0.8">`, num(x), num(y), color)
 			if j < len(s.Labels) {
-				b.printf(`<title>%s</title>`, html.EscapeString(s.Labels[j]))
+				b.printf(`<title>%s</title>`, esc(s.Labels[j]))
 			}
 			b.printf(`</circle>`)
 			marks++
@@ -197,21 +197,22 @@ func (c *Chart) series(b *svg, i int, sx, sy Scale) int {
 		width, opacity = "1", "0.45"
 	}
 	b.printf(`<path class="mark" d="%s" fill="none" stroke="%s" stroke-width="%s" stroke-opacity="%s" stroke-linejoin="round"><title>%s</title></path>`,
-		d.String(), color, width, opacity, html.EscapeString(s.Name))
+		d.String(), color, width, opacity, esc(s.Name))
 	return 1
 }
 
 // region shades r, clipped to the plot.
 func (c *Chart) region(b *svg, r Region, sx, sy Scale, plot box) {
-	// An infinite edge is the axis's end; then the edges are clipped to the plot.
+	// An infinite edge is the axis's end, and so is one the scale cannot place (≤ 0 on a log axis);
+	// then the edges are clipped to the plot.
 	edge := func(s Scale, v float64) float64 {
-		switch {
-		case math.IsInf(v, -1):
-			return s.From
-		case math.IsInf(v, 1):
+		if math.IsInf(v, 1) {
 			return s.To
 		}
-		return s.Map(v)
+		if p := s.Map(v); !math.IsNaN(p) {
+			return p
+		}
+		return s.From
 	}
 	clampX := func(v float64) float64 { return min(max(edge(sx, v), plot.x0), plot.x1) }
 	clampY := func(v float64) float64 { return min(max(edge(sy, v), plot.y0), plot.y1) }
@@ -225,9 +226,9 @@ func (c *Chart) region(b *svg, r Region, sx, sy Scale, plot box) {
 		color = "#59a14f"
 	}
 	b.printf(`<rect class="region" x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.12"><title>%s</title></rect>`,
-		num(x0), num(y0), num(x1-x0), num(y1-y0), color, html.EscapeString(r.Label))
+		num(x0), num(y0), num(x1-x0), num(y1-y0), color, esc(r.Label))
 	if r.Label != "" {
-		b.printf(`<text x="%s" y="%s" fill="%s">%s</text>`, num(x0+4), num(y0+12), color, html.EscapeString(r.Label))
+		b.printf(`<text x="%s" y="%s" fill="%s">%s</text>`, num(x0+4), num(y0+12), color, esc(r.Label))
 	}
 }
 
@@ -290,7 +291,7 @@ func (l legendLayout) draw(b *svg, c *Chart) {
 			continue
 		}
 		b.printf(`<rect x="%s" y="%s" width="12" height="8" fill="%s"/>`, num(p[0]), num(p[1]-9), c.color(i))
-		b.printf(`<text x="%s" y="%s">%s</text>`, num(p[0]+16), num(p[1]-1), html.EscapeString(c.Series[i].Name))
+		b.printf(`<text x="%s" y="%s">%s</text>`, num(p[0]+16), num(p[1]-1), esc(c.Series[i].Name))
 	}
 }
 
@@ -328,13 +329,19 @@ type Axis struct {
 // Ticks chooses about n ticks covering [lo, hi]: a step of 1, 2 or 5 times a power of ten, the smallest
 // such step giving at most n intervals, and the domain widened to multiples of it. Tick values are
 // computed from integers (i·m/10^k), so 0.1 steps give 0.3, not 0.30000000000000004. An empty or
-// non-finite range becomes [lo, lo+1].
+// non-finite range becomes [lo, lo+1]; values beyond ±10^300 are taken as ±10^300.
 func Ticks(lo, hi float64, n int) Axis {
+	// Far from zero, a range below the numbers' precision is widened, so ticks stay distinct and
+	// their indexes fit an int64; the range is bounded so its width is finite.
 	if !finite(lo) {
 		lo = 0
 	}
 	if !finite(hi) || hi <= lo {
 		hi = lo + 1
+	}
+	lo, hi = min(max(lo, -1e300), 1e300), min(max(hi, -1e300), 1e300)
+	if span := max(math.Abs(lo), math.Abs(hi)) * 1e-9; hi-lo < span {
+		hi = lo + span
 	}
 	n = max(n, 1)
 	raw := (hi - lo) / float64(n)
@@ -373,9 +380,11 @@ func LogTicks(lo, hi float64) Axis {
 	if !(lo > 0) || !finite(lo) {
 		lo = 1
 	}
+	lo = min(max(lo, 1e-300), 1e300)
 	if !finite(hi) || hi < lo {
 		hi = lo
 	}
+	hi = min(hi, 1e300)
 	e0, e1 := int(math.Floor(math.Log10(lo))), int(math.Ceil(math.Log10(hi)))
 	for value(1, e0) > lo { // guard against rounding in Log10
 		e0--
@@ -386,8 +395,11 @@ func LogTicks(lo, hi float64) Axis {
 	if e1 == e0 {
 		e1++
 	}
+	// Across many decades, tick every k-th power of ten only.
+	k := (e1 - e0 + 9) / 10
+	e0, e1 = floorTo(e0, k), -floorTo(-e1, k)
 	a := Axis{Lo: value(1, e0), Hi: value(1, e1)}
-	for e := e0; e <= e1; e++ {
+	for e := e0; e <= e1; e += k {
 		for _, m := range []int64{1, 2, 5} {
 			if m > 1 && (e == e1 || e1-e0 > 2) {
 				continue
@@ -400,6 +412,15 @@ func LogTicks(lo, hi float64) Axis {
 	return a
 }
 
+// floorTo rounds e down to a multiple of k.
+func floorTo(e, k int) int {
+	r := e % k
+	if r < 0 {
+		r += k
+	}
+	return e - r
+}
+
 // value is k·10^exp, rounded once.
 func value(k int64, exp int) float64 {
 	if exp < 0 {
@@ -408,9 +429,12 @@ func value(k int64, exp int) float64 {
 	return float64(k) * math.Pow10(exp)
 }
 
-// label formats a tick with prec decimals, with a k, M or G suffix from ten thousand on to keep labels short.
+// label formats a tick with prec decimals, with a k, M or G suffix from ten thousand on and in exponent
+// form from 10^12 on, to keep labels short.
 func label(v float64, prec int) string {
 	switch a := math.Abs(v); {
+	case a >= 1e12:
+		return strconv.FormatFloat(v, 'g', 3, 64)
 	case a >= 1e9:
 		return strconv.FormatFloat(v/1e9, 'f', -1, 64) + "G"
 	case a >= 1e6:
@@ -423,6 +447,14 @@ func label(v float64, prec int) string {
 		s = "0"
 	}
 	return s
+}
+
+// esc escapes text for the SVG, which is XML inside HTML: markup characters as entities, and
+// what XML cannot hold (invalid UTF-8, control characters) as U+FFFD.
+func esc(s string) string {
+	var b strings.Builder
+	xml.EscapeText(&b, []byte(s)) // a strings.Builder never fails
+	return b.String()
 }
 
 // num formats an SVG coordinate with one decimal: enough for a screen, and short.
