@@ -3,6 +3,7 @@ package html
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -103,15 +104,17 @@ func WriteRun(w io.Writer, r *Run) error {
 	prefix := chart.Chart{Title: "Prefix-cache hit rate", XLabel: "time (s)", YLabel: "cached / looked-up prompt tokens", YMax: 1}
 	for _, pool := range s.pools {
 		preempt.Series = append(preempt.Series, chart.Series{Name: pool, X: x, Y: s.preempt[pool].perSecond()})
-		prefix.Series = append(prefix.Series, chart.Series{Name: pool, Kind: chart.Points, X: x, Y: s.prefix[pool].values()})
+		hits := s.prefix[pool].values()
+		prefix.Series = append(prefix.Series, chart.Series{Name: pool, Kind: sparse(hits), X: x, Y: hits})
 	}
 	p.Sections = append(p.Sections, section{
 		Title:  "Preemption and prefix caching",
-		Note:   "Per pool. The hit rate is over the prompt tokens looked up at admissions in each bucket (none: no point).",
+		Note:   "Per pool. The hit rate is over the prompt tokens looked up at admissions in each bucket (drawn as points when some bucket has none).",
 		Charts: svgs(preempt, prefix),
 	})
 
 	if len(s.transfers.all) > 0 {
+		mean, peak := s.transfers.sum.values(), s.transfers.max()
 		p.Sections = append(p.Sections, section{
 			Title: "KV transfers",
 			Note:  fmt.Sprintf("%d transfers, from the decode worker's reservation to the KV's arrival; over time, each bucket's mean and max by completion.", len(s.transfers.all)),
@@ -119,8 +122,8 @@ func WriteRun(w io.Writer, r *Run) error {
 				chart.Chart{
 					Title: "Transfer time", XLabel: "time (s)", YLabel: "ms",
 					Series: []chart.Series{
-						{Name: "mean", Kind: chart.Points, X: x, Y: s.transfers.sum.values()},
-						{Name: "max", Kind: chart.Points, X: x, Y: s.transfers.max()},
+						{Name: "mean", Kind: sparse(mean), X: x, Y: mean},
+						{Name: "max", Kind: sparse(peak), X: x, Y: peak},
 					},
 				},
 				cdf("Transfer time", quantiles(s.transfers.all, points)),
@@ -128,6 +131,17 @@ func WriteRun(w io.Writer, r *Run) error {
 		})
 	}
 	return p.write(w)
+}
+
+// sparse is how to draw a series with a value in only some buckets: as a line when every bucket has one,
+// else as points, since a line broken at every empty bucket shows little.
+func sparse(y []float64) chart.Kind {
+	for _, v := range y {
+		if math.IsNaN(v) {
+			return chart.Points
+		}
+	}
+	return chart.Line
 }
 
 // cdf is the step chart of a distribution given at evenly spaced quantiles.

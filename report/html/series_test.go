@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/report/chart"
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/sim"
 	"github.com/mocker-sim/mocker/timeline"
@@ -132,5 +133,14 @@ func TestBucketize(t *testing.T) {
 	}
 	if s.workers[0].name != "worker 0" || !slices.Equal(s.pools, []string{"agg"}) {
 		t.Errorf("names %q, pools %q", s.workers[0].name, s.pools)
+	}
+}
+
+func TestSparse(t *testing.T) {
+	if k := sparse([]float64{1, 2}); k != chart.Line {
+		t.Errorf("a full series is drawn as %v, want a line", k)
+	}
+	if k := sparse([]float64{1, math.NaN()}); k != chart.Points {
+		t.Errorf("a series with an empty bucket is drawn as %v, want points", k)
 	}
 }
