@@ -74,7 +74,11 @@ func TestBrowser(t *testing.T) {
 	err := chromedp.Listen(ctx, func(ev any) {
 		switch ev := ev.(type) {
 		case *runtime.EventConsoleAPICalled:
-			note("console." + string(ev.Type))
+			msg := "console." + string(ev.Type) + ":"
+			for _, a := range ev.Args {
+				msg += " " + string(a.Value) + a.Description
+			}
+			note(msg)
 		case *runtime.EventExceptionThrown:
 			note("exception: " + ev.ExceptionDetails.Text)
 		case *log.EventEntryAdded:
