@@ -7,7 +7,7 @@ import "time"
 // nearest-rank rule: a CDF drawn with a fixed number of points however many samples the run has. A
 // distribution with no sample is nil.
 func (c *Collector) Quantiles(points int) (ttft, itl, e2e []float64) {
-	var t, e []float64
+	t, e := make([]float64, 0, len(c.reqs)), make([]float64, 0, len(c.reqs))
 	for i := range c.reqs {
 		r := &c.reqs[i]
 		if !r.completed() {
@@ -18,8 +18,11 @@ func (c *Collector) Quantiles(points int) (ttft, itl, e2e []float64) {
 			t = append(t, ms(r.firstToken-r.arrival))
 		}
 	}
-	var keys []uint64
-	var counts []uint32
+	size := 0
+	for _, chunk := range c.gaps {
+		size += len(chunk)
+	}
+	keys, counts := make([]uint64, 0, size), make([]uint32, 0, size)
 	n := 0
 	for _, chunk := range c.gaps {
 		for _, g := range chunk {
