@@ -144,16 +144,21 @@ func sparse(y []float64) chart.Kind {
 	return chart.Line
 }
 
-// cdf is the step chart of a distribution given at evenly spaced quantiles.
+// cdf is the step chart of a distribution given at evenly spaced quantiles (ascending). Its x axis is
+// logarithmic when the values are positive and span two decades or more (a latency's tail), else linear.
 func cdf(title string, q []float64) chart.Chart {
 	y := make([]float64, len(q))
 	for i := range y {
 		y[i] = float64(i) / float64(len(q)-1)
 	}
-	return chart.Chart{
-		Title: title, XLabel: "ms (log scale)", YLabel: "fraction", YMax: 1, XLog: true,
+	c := chart.Chart{
+		Title: title, XLabel: "ms", YLabel: "fraction", YMax: 1,
 		Series: []chart.Series{{Name: title, Kind: chart.Step, X: q, Y: y}},
 	}
+	if len(q) > 0 && q[0] > 0 && q[len(q)-1] >= 100*q[0] {
+		c.XLog, c.XLabel = true, "ms (log scale)"
+	}
+	return c
 }
 
 // seconds formats a bucket width: "12.5 s", "250 ms".

@@ -144,3 +144,19 @@ func TestSparse(t *testing.T) {
 		t.Errorf("a series with an empty bucket is drawn as %v, want points", k)
 	}
 }
+
+func TestCDFScale(t *testing.T) {
+	for _, tc := range []struct {
+		q   []float64
+		log bool
+	}{
+		{[]float64{5, 6, 200, 15000}, true},
+		{[]float64{5, 6, 200, 499}, false}, // under two decades
+		{[]float64{0, 0, 20, 40}, false},   // a zero has no place on a log axis
+		{nil, false},
+	} {
+		if c := cdf("x", tc.q); c.XLog != tc.log {
+			t.Errorf("cdf(%v) log x = %v, want %v", tc.q, c.XLog, tc.log)
+		}
+	}
+}
