@@ -13,8 +13,8 @@ import (
 )
 
 // simulate runs a small workload that exercises every chart: two workers (or one prefill and one
-// decode worker) with a KV pool small enough to preempt, and shared prefixes.
-func simulate(t testing.TB, disagg bool) *Run {
+// decode worker) with a KV pool small enough to preempt, and shared prefixes; set changes the settings.
+func simulate(t testing.TB, disagg bool, set ...func(*config.Config)) *Run {
 	t.Helper()
 	c := config.Default()
 	c.NumRequests, c.RequestRate = 200, 40
@@ -24,6 +24,9 @@ func simulate(t testing.TB, disagg bool) *Run {
 		c.PrefillWorkers, c.DecodeWorkers, c.KVTransferBandwidth = 1, 1, 5
 	} else {
 		c.Workers = 2
+	}
+	for _, f := range set {
+		f(&c)
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -65,14 +68,18 @@ func charts(page string) []string {
 
 func TestWriteRun(t *testing.T) {
 	for _, tc := range []struct {
+		name   string
 		disagg bool
+		set    func(*config.Config)
 		charts int
-	}{{false, 9}, {true, 11}} {
-		t.Run(fmt.Sprintf("disagg=%v", tc.disagg), func(t *testing.T) {
-			r := simulate(t, tc.disagg)
-			if r.Summary.Preemptions == 0 && !tc.disagg {
-				t.Log("no preemption in the aggregated run: the preemption chart is flat")
-			}
+	}{
+		{"agg", false, func(*config.Config) {}, 9},
+		{"disagg", true, func(*config.Config) {}, 11},
+		// Instant KV transfers (no bandwidth given) and two ranks per worker.
+		{"disagg-instant-dp2", true, func(c *config.Config) { c.KVTransferBandwidth, c.DPSize = 0, 2 }, 11},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := simulate(t, tc.disagg, tc.set)
 			page := string(render(t, r))
 			cs := charts(page)
 			if len(cs) != tc.charts {
@@ -92,7 +99,7 @@ func TestWriteRun(t *testing.T) {
 					t.Errorf("page contains %q", bad)
 				}
 			}
-			if again := string(render(t, simulate(t, tc.disagg))); again != string(render(t, r)) {
+			if again := string(render(t, simulate(t, tc.disagg, tc.set))); again != string(render(t, r)) {
 				t.Error("two runs of one seed give different pages")
 			}
 		})
