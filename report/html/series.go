@@ -214,15 +214,18 @@ func bucketize(rec *timeline.Recorder, end time.Duration, n int) *series {
 				preempted += int64(r.Preempted)
 				s.throughput.add(p.End, float64(r.Sampled))
 				if k < len(lastQueries) {
+					if r.PrefixQueries < lastQueries[k] { // a failed worker's new engine counts from 0
+						lastQueries[k], lastHits[k] = 0, 0
+					}
 					queries += r.PrefixQueries - lastQueries[k]
 					hits += r.PrefixHits - lastHits[k]
 					lastQueries[k], lastHits[k] = r.PrefixQueries, r.PrefixHits
 				}
 			}
 			// The engine applies a pass's completions as it plans it, so the state it reports is the one
-			// after the pass: held from the pass's end to the next pass, as a worker
-			// idle between passes may still hold a queue and KV (a prefill worker waiting for room on the
-			// decode side). During the pass, the requests that finished at its end were running too.
+			// after the pass: held from the pass's end to the next pass, as a worker idle between passes
+			// may still hold a queue and KV (a prefill worker waiting for room on the decode side).
+			// During the pass, the requests that finished at its end were running too.
 			next := p.End // after its last pass, a worker has nothing more to show
 			if i+1 < len(w.Passes) {
 				next = w.Passes[i+1].Start

@@ -104,12 +104,15 @@ func TestBucketize(t *testing.T) {
 			{Running: 0, Waiting: 0, ActiveBlocks: 0, TotalBlocks: 80, PrefixQueries: 100, PrefixHits: 50},
 			{Running: 1, Waiting: 0, ActiveBlocks: 20, TotalBlocks: 80, PrefixQueries: 200, PrefixHits: 50},
 		}})
+	// The worker failed and came back with a new engine, whose counters start from 0 again.
+	rec.Pass(&sim.ObservedPass{Pool: "agg", Worker: 0, Start: 5 * sec, End: 5 * sec,
+		Metrics: []sched.Metrics{{TotalBlocks: 80, PrefixQueries: 10, PrefixHits: 10}, {TotalBlocks: 80}}})
 	rec.Transferred(9, sec, 1500*time.Millisecond)
 
 	// 2 s buckets. The engine reports the state after each pass, held to the next pass; during a pass,
 	// the requests finishing at its end run too. Pass 1 [0, 1 s): 1 waiting, 3+1 running, KV 40/160;
-	// until pass 2, 1 waiting, 3 running. Pass 2 [3 s, 4 s): 1+1 running, KV 20/160; after the last
-	// pass, nothing.
+	// until pass 2, 1 waiting, 3 running. Pass 2 [3 s, 4 s): 1+1 running, KV 20/160, held to the restart
+	// at 5 s; after the last pass, nothing.
 	s := bucketize(rec, 6*sec, 3)
 	for _, tc := range []struct {
 		name      string
@@ -117,9 +120,9 @@ func TestBucketize(t *testing.T) {
 	}{
 		{"output tokens/s", s.throughput.perSecond(), []float64{2, 0, 0.5}}, // 4 tokens at 1 s, 1 at 4 s
 		{"waiting mean", s.workers[0].waiting.mean(), []float64{1, 0.5, 0}},
-		{"running mean", s.workers[0].running.mean(), []float64{3.5, 2.5, 0}}, // (4·1 + 3·1)/2, (3·1 + 2·1)/2
-		{"running max", s.workers[0].running.peak, []float64{4, 3, 0}},
-		{"kv mean", s.workers[0].kvUsed.mean(), []float64{0.25, 0.1875, 0}}, // (0.25·1 + 0.125·1)/2
+		{"running mean", s.workers[0].running.mean(), []float64{3.5, 2.5, 0.5}}, // (4·1 + 3·1)/2, (3·1 + 2·1)/2, 1·1/2
+		{"running max", s.workers[0].running.peak, []float64{4, 3, 1}},
+		{"kv mean", s.workers[0].kvUsed.mean(), []float64{0.25, 0.1875, 0.0625}}, // (0.25·1 + 0.125·1)/2, 0.125·1/2
 		{"preemptions/s", s.preempt["agg"].perSecond(), []float64{0.5, 0, 0}},
 		{"transfer ms", s.transfers.all, []float64{500}},
 	} {
@@ -127,9 +130,10 @@ func TestBucketize(t *testing.T) {
 			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
 		}
 	}
-	// Prefix hits: 50 of 100 in the first pass, 50 of the 200 rank 1 looked up by the second.
-	if got := s.prefix["agg"].values(); got[0] != 0.5 || got[1] != 0.25 || !math.IsNaN(got[2]) {
-		t.Errorf("prefix hit rate = %v, want [0.5 0.25 NaN]", got)
+	// Prefix hits: 50 of 100 in the first pass, 50 of the 200 rank 1 looked up by the second, 10 of 10
+	// after the restart.
+	if got := s.prefix["agg"].values(); !slices.Equal(got, []float64{0.5, 0.25, 1}) {
+		t.Errorf("prefix hit rate = %v, want [0.5 0.25 1]", got)
 	}
 	if s.workers[0].name != "worker 0" || !slices.Equal(s.pools, []string{"agg"}) {
 		t.Errorf("names %q, pools %q", s.workers[0].name, s.pools)
