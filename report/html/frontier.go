@@ -97,8 +97,18 @@ func WriteFrontier(w io.Writer, f *Frontier) error {
 		}
 		t.Rows = append(t.Rows, row)
 	}
+	passing := 0
+	for _, c := range f.Candidates {
+		if c.Pass {
+			passing++
+		}
+	}
+	note := fmt.Sprintf("%d candidates, %d meeting the SLA; hover a point for its figures.", len(f.Candidates), passing)
+	if passing == 0 {
+		note = fmt.Sprintf("No candidate meets the SLA (%d tried); hover a point for its figures.", len(f.Candidates))
+	}
 	p := page{Title: title, Subtitle: f.Subtitle, Sections: []section{
-		{Title: "Candidates", Note: fmt.Sprintf("%d candidates; hover a point for its figures.", len(f.Candidates)), Charts: svgs(f.Chart())},
+		{Title: "Candidates", Note: note, Charts: svgs(f.Chart())},
 		{Title: "Every candidate", Table: t},
 	}}
 	return p.write(w)

@@ -161,6 +161,19 @@ func TestWriteFrontier(t *testing.T) {
 	if fmt.Sprint(front.X, front.Y) != "[20 45 80] [900 700 300]" {
 		t.Errorf("frontier %v %v, want [20 45 80] [900 700 300]", front.X, front.Y)
 	}
+	if !strings.Contains(page, "5 candidates, 4 meeting the SLA") {
+		t.Error("page does not say how many candidates meet the SLA")
+	}
+	for i := range f.Candidates {
+		f.Candidates[i].Pass = false
+	}
+	b.Reset()
+	if err := WriteFrontier(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "No candidate meets the SLA (5 tried)") {
+		t.Error("a page where no candidate passes does not say so")
+	}
 	if strings.Contains(page, "NaN") {
 		t.Error("page has a NaN")
 	}
