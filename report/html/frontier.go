@@ -86,7 +86,7 @@ func WriteFrontier(w io.Writer, f *Frontier) error {
 	if title == "" {
 		title = "mocker recommend"
 	}
-	t := &table{Head: []string{"deployment", "GPUs", "tokens/s per GPU", "tokens/s per user", "SLA", "Pareto", "note"}}
+	t := &table{Class: "notes", Head: []string{"deployment", "GPUs", "tokens/s per GPU", "tokens/s per user", "SLA", "Pareto", "note"}}
 	for _, c := range f.Candidates {
 		row := tableRow{Class: "fail", Cells: []string{c.Name, strconv.Itoa(c.GPUs), fixed(c.TokensPerGPU), fixed(c.TokensPerUser), "fails", "", c.Note}}
 		if c.Pass {

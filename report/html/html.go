@@ -39,8 +39,9 @@ type section struct {
 }
 
 type table struct {
-	Head []string
-	Rows []tableRow
+	Class string // "notes": the last column is text, aligned left
+	Head  []string
+	Rows  []tableRow
 }
 
 // tableRow is a row of cells, or a sub-heading spanning the table when Heading is set.
