@@ -126,6 +126,7 @@ type Config struct {
 	ScalingJSONL    string `yaml:"scaling-jsonl"`
 	Perfetto        string `yaml:"perfetto"`
 	PerfettoWindow  string `yaml:"perfetto-window"`
+	HTML            string `yaml:"html"`
 	CheckInvariants bool   `yaml:"check-invariants"`
 
 	// Live serving (mocker serve).

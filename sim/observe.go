@@ -33,3 +33,27 @@ type ObservedPass struct {
 	Ranks      []engine.RankPass // the ranks that did something
 	Metrics    []sched.Metrics   // every rank's state once the pass was planned
 }
+
+// Observers shows a run to each of its observers in turn.
+type Observers []Observer
+
+// Pass implements Observer.
+func (os Observers) Pass(p *ObservedPass) {
+	for _, o := range os {
+		o.Pass(p)
+	}
+}
+
+// Routed implements Observer.
+func (os Observers) Routed(at time.Duration, id uint64, pool string, worker uint64, rank int) {
+	for _, o := range os {
+		o.Routed(at, id, pool, worker, rank)
+	}
+}
+
+// Transferred implements Observer.
+func (os Observers) Transferred(id uint64, start, end time.Duration) {
+	for _, o := range os {
+		o.Transferred(id, start, end)
+	}
+}

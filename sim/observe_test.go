@@ -126,3 +126,20 @@ func TestObserverSeesEveryPass(t *testing.T) {
 		})
 	}
 }
+
+// TestObserversShowEach: Observers shows every pass, route and transfer to each of its observers.
+func TestObserversShowEach(t *testing.T) {
+	a, b := newRecorder(), newRecorder()
+	o := disaggOptions(1, 1)
+	o.Observer = Observers{a, b}
+	res := run(t, trace(t, `{"timestamp": 0, "input_length": 8, "output_length": 3}`+"\n"+`{"timestamp": 5, "input_length": 8, "output_length": 2}`+"\n"), o)
+	for _, c := range []*recorder{a, b} {
+		n := 0
+		for _, ps := range c.passes {
+			n += len(ps)
+		}
+		if int64(n) != res.Passes || c.routed["prefill"] != 2 || c.routed["decode"] != 2 || len(c.transfers) != 2 {
+			t.Fatalf("observer saw %d of %d passes, routes %v, %d transfers", n, res.Passes, c.routed, len(c.transfers))
+		}
+	}
+}

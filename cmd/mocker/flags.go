@@ -153,6 +153,7 @@ func bindOutputFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.ScalingJSONL, "scaling-jsonl", c.ScalingJSONL, "with --planner-config: write the worker counts over time and the planner's decisions to this file")
 	fs.StringVar(&c.Perfetto, "perfetto", c.Perfetto, "write a timeline of the run to this file, for ui.perfetto.dev or chrome://tracing: every pass of every worker and DP rank, KV usage and queues, routes, and each request's phases (queued, prefill, transfer, decode)")
 	fs.StringVar(&c.PerfettoWindow, "perfetto-window", c.PerfettoWindow, "with --perfetto: keep only the passes and routes in simulated time FROM:TO (Go durations or seconds, e.g. 60s:70s), and the requests that overlap it, whole; a big run's trace stays small enough to open")
+	fs.StringVar(&c.HTML, "html", c.HTML, "write a self-contained HTML report to this file: the summary, latency CDFs, and throughput, queues, KV usage, preemptions, prefix hits and KV transfers over time")
 	fs.BoolVar(&c.CheckInvariants, "check-invariants", c.CheckInvariants, "verify KV block accounting after every pass (slow)")
 }
 

@@ -609,6 +609,7 @@ func TestOutputsCheckedBeforeTheRun(t *testing.T) {
 		{[]string{"--scaling-jsonl", filepath.Join(file, "x")}, "--scaling-jsonl " + filepath.Join(file, "x") + ": " + file + " is not a directory"},
 		{[]string{"--report-json", filepath.Join(dir, "r"), "--requests-jsonl", filepath.Join(dir, "r")}, "--requests-jsonl " + filepath.Join(dir, "r") + ": is also --report-json"},
 		{[]string{"--report-json", trace}, "--report-json " + trace + ": is also --trace"},
+		{[]string{"--html", dir}, "--html " + dir + ": is a directory"},
 	} {
 		out, stderr, err := mocker(t, append([]string{"predict", "--trace", trace}, tc.args...)...)
 		if err == nil || err.Error() != tc.want {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mocker-sim/mocker/config"
 	"github.com/mocker-sim/mocker/report"
+	"github.com/mocker-sim/mocker/report/html"
 	"github.com/mocker-sim/mocker/report/perfetto"
 	"github.com/mocker-sim/mocker/sim"
 	"github.com/mocker-sim/mocker/timeline"
@@ -50,12 +51,17 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	rec := &timeline.Recorder{} // watches the run only for the outputs drawn from it
+	// The outputs drawn from a timeline watch the run: the trace within its window, the page whole.
+	trace, page := &timeline.Recorder{}, &timeline.Recorder{}
 	outputs := []output{
 		{"report-json", cfg.ReportJSON, func(res *sim.Result, w io.Writer) error { return res.Summary.WriteJSON(w) }},
 		{"requests-jsonl", cfg.RequestsJSONL, func(res *sim.Result, w io.Writer) error { return res.Collector.WriteRequestsJSONL(w) }},
 		{"scaling-jsonl", cfg.ScalingJSONL, writeScaling},
-		{"perfetto", cfg.Perfetto, func(res *sim.Result, w io.Writer) error { return perfetto.Write(w, rec, res.Collector) }},
+		{"perfetto", cfg.Perfetto, func(res *sim.Result, w io.Writer) error { return perfetto.Write(w, trace, res.Collector) }},
+		{"html", cfg.HTML, func(res *sim.Result, w io.Writer) error {
+			return html.WriteRun(w, &html.Run{Subtitle: describePredict(cfg, res.Summary.Timing), Summary: res.Summary,
+				Collector: res.Collector, Timeline: page, End: res.End})
+		}},
 	}
 	if err := checkOutputs(outputs, cfg); err != nil {
 		return err
@@ -73,11 +79,18 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var watch sim.Observers
 	if cfg.Perfetto != "" {
-		if rec.From, rec.To, err = cfg.PerfettoRange(); err != nil {
+		if trace.From, trace.To, err = cfg.PerfettoRange(); err != nil {
 			return err
 		}
-		opts.Observer = rec
+		watch = append(watch, trace)
+	}
+	if cfg.HTML != "" {
+		watch = append(watch, page)
+	}
+	if len(watch) > 0 {
+		opts.Observer = watch
 	}
 	timing, err := cfg.TimingInfo()
 	if err != nil {
@@ -119,6 +132,20 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 		res.End.Seconds(), wall.Seconds(), res.End.Seconds()/wall.Seconds(), res.Passes, peakRSS(), timing)
 	errs = append(errs, rejections(res, stderr))
 	return errors.Join(errs...)
+}
+
+// describePredict says what a predict run simulated, for the HTML report's heading.
+func describePredict(cfg *config.Config, timing report.Timing) string {
+	deploy := fmt.Sprintf("%d %s workers", cfg.Workers, cfg.Backend)
+	if cfg.PrefillWorkers > 0 {
+		deploy = fmt.Sprintf("%d prefill + %d decode %s workers", cfg.PrefillWorkers, cfg.DecodeWorkers, cfg.Backend)
+	}
+	load := fmt.Sprintf("%d synthetic requests", cfg.NumRequests)
+	if cfg.Trace != "" {
+		load = "trace " + filepath.Base(cfg.Trace)
+	}
+	return fmt.Sprintf("%s on %s, TP %d: %s, router %s; %s; timing %s; seed %d",
+		cfg.Model, cfg.System, cfg.TP, deploy, cfg.Router, load, timing, cfg.Seed)
 }
 
 // rejections warns on stderr of rejected requests, saying how many and why the first was; a run in

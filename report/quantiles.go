@@ -1,0 +1,67 @@
+package report
+
+import "time"
+
+// Quantiles returns the TTFT, ITL and E2E of completed requests in milliseconds at points+1 evenly
+// spaced quantiles from 0 to 1 (the minimum, then q = i/points, up to the maximum), by the report's
+// nearest-rank rule: a CDF drawn with a fixed number of points however many samples the run has. A
+// distribution with no sample is nil.
+func (c *Collector) Quantiles(points int) (ttft, itl, e2e []float64) {
+	t, e := make([]float64, 0, len(c.reqs)), make([]float64, 0, len(c.reqs))
+	for i := range c.reqs {
+		r := &c.reqs[i]
+		if !r.completed() {
+			continue
+		}
+		e = append(e, ms(r.end-r.arrival))
+		if r.deliveries >= 1 {
+			t = append(t, ms(r.firstToken-r.arrival))
+		}
+	}
+	size := 0
+	for _, chunk := range c.gaps {
+		size += len(chunk)
+	}
+	keys, counts := make([]uint64, 0, size), make([]uint32, 0, size)
+	n := 0
+	for _, chunk := range c.gaps {
+		for _, g := range chunk {
+			if c.reqs[g.owner].completed() {
+				keys = append(keys, uint64(g.d))
+				counts = append(counts, uint32(g.n))
+				n += int(g.n)
+			}
+		}
+	}
+	keys, counts = radixSortPairs(keys, counts)
+	xs := make([]float64, len(keys))
+	for i, k := range keys {
+		xs[i] = ms(time.Duration(k))
+	}
+	sortFloats(t)
+	sortFloats(e)
+	return quantiles(t, nil, len(t), points), quantiles(xs, counts, n, points), quantiles(e, nil, len(e), points)
+}
+
+// quantiles returns the sorted values xs (value i occurring counts[i] times; counts nil: once each),
+// n samples in all, at q = i/points for i = 0..points: the sample of rank round((n−1)·q).
+func quantiles(xs []float64, counts []uint32, n, points int) []float64 {
+	if n == 0 || points < 1 {
+		return nil
+	}
+	out := make([]float64, points+1)
+	j, below := 0, 0 // the run holding rank r, and the samples before it
+	for i := range out {
+		r := ((n-1)*i*2 + points) / (2 * points) // round((n−1)·i/points), half up
+		if counts == nil {
+			out[i] = xs[r]
+			continue
+		}
+		for r >= below+int(counts[j]) {
+			below += int(counts[j])
+			j++
+		}
+		out[i] = xs[j]
+	}
+	return out
+}
