@@ -111,7 +111,8 @@ func (r *Report) noCandidate(b *strings.Builder) {
 		fmt.Fprintf(b, "  %s (%d GPUs): %s\n", c.rateNote(), c.GPUs, c.Why)
 		if sr := r.shape(c.Shape); sr != nil {
 			for _, tb := range sr.Bounds {
-				fmt.Fprintf(b, "    bound: %s\n", tb.Bound)
+				t, _ := ParseTarget(tb.Target)
+				fmt.Fprintf(b, "    %s at least %.1f ms: %s\n", t.Label(), tb.Ms, tb.Bound)
 			}
 		}
 	}
