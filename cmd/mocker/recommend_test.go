@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// small is a workload and timing quick to search: 100 requests on fixed timing.
+var small = []string{"recommend", "--num-requests", "100", "--request-rate", "100", "--input-tokens", "256", "--input-tokens-stddev", "0",
+	"--output-tokens", "16", "--output-tokens-stddev", "0", "--timing", "fixed", "--prefill-ms", "20", "--decode-ms", "5", "--max-num-batched-tokens", "512"}
+
+func TestRecommendReportJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.json")
+	out, _, err := mocker(t, append(small, "--ttft-p90-ms", "60", "--sla", "e2e:p50:300", "--tp-list", "1,2", "--max-workers", "4", "--report-json", path)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Targets    []string
+		Candidates []struct {
+			GPUs    int
+			Workers int
+			Pass    bool
+			Checks  []struct{ Target string }
+		}
+		Simulated, Skipped int
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(rep.Targets, " ") != "ttft:p90:60 e2e:p50:300" || rep.Simulated != len(rep.Candidates) || rep.Simulated+rep.Skipped != 8 {
+		t.Errorf("targets %v, %d candidates, %d simulated, %d skipped: want both targets and 8 sizes in all", rep.Targets, len(rep.Candidates), rep.Simulated, rep.Skipped)
+	}
+	// One worker misses p90 TTFT 60 ms; two meet both targets.
+	if c := rep.Candidates[0]; !c.Pass || c.Workers != 2 || c.GPUs != 2 || !strings.Contains(out, "*  2 × vllm agg tp1 seqs 256 mbt 512 round-robin\n") {
+		t.Errorf("first candidate %+v; table:\n%s", c, out)
+	}
+}
+
+func TestRecommendRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"recommend"}, "no latency target: give --ttft-p90-ms, --itl-p90-ms, --e2e-p90-ms or --sla METRIC:pN:MS"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--tp", "2", "--tp-list", "1,2"}, "--tp-list and --tp: give the list (the space), or the one value"},
+		{[]string{"recommend", "--sla", "ttft:p90"}, `--sla "ttft:p90": want METRIC:pN:MS, as in ttft:p95:500`},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--requests-jsonl", "x"}, "--requests-jsonl: a file of one run's requests"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--prefill-tp", "2"}, "--prefill-tp: recommend sizes the pools itself"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--ratios", "1:0", "--modes", "disagg"}, `--ratios: ratio "1:0": want PREFILL:DECODE workers`},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--report-json", "/nonexistent/r.json"}, "--report-json /nonexistent/r.json: directory /nonexistent"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--find-max-rate", "--objective", "tokens-per-gpu"}, "--find-max-rate and --objective"},
+	} {
+		_, _, err := mocker(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
