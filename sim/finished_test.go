@@ -46,4 +46,3 @@ func TestFinishedSeesEachCompletion(t *testing.T) {
 		t.Errorf("stopping at the 5th completion: err %v after %d completions; want ErrStopped after 5", err, seen)
 	}
 }
-
