@@ -29,6 +29,9 @@ type Options struct {
 	Threads   int    // shapes simulated at once (0: GOMAXPROCS)
 	// Progress, if set, is called (from one goroutine at a time) as each shape is done.
 	Progress func(done, total int)
+	// Runner, if set, runs each job in place of Evaluate in this process (package sweep: on workers
+	// elsewhere); it is called from Threads goroutines at once and must return what Evaluate would.
+	Runner func(Job) (Candidate, error)
 }
 
 // rateTolerance is how close MaxRate brackets the highest rate: the failing scale is at most this much
@@ -145,7 +148,21 @@ func search(base *config.Config, s Shape, sp *Space, o Options, ps []prompt) sha
 		return out
 	}
 	run := func(scale int, rate float64, early bool) *Candidate {
-		c := evaluate(base, s, scale, rate, o.Targets, early)
+		if out.err != nil {
+			return &Candidate{} // the search has failed: fail fast, recording nothing
+		}
+		j := Job{Shape: s, Scale: scale, Rate: rate, Early: early}
+		var c Candidate
+		if o.Runner != nil {
+			var err error
+			if c, err = o.Runner(j); err != nil {
+				out.err = fmt.Errorf("%s: %w", s, err)
+				return &Candidate{}
+			}
+			c.Shape = s // the runner's copy lacks the parsed ratio
+		} else {
+			c = Evaluate(base, o.Targets, j)
+		}
 		out.cands = append(out.cands, c)
 		out.res.Simulated++
 		return &out.cands[len(out.cands)-1]
@@ -214,6 +231,25 @@ func maxRate(run func(rate float64) *Candidate, scale int) RateBracket {
 	return b
 }
 
+// Job is one run of a search: a shape at a size (workers, or disaggregated ratio groups) with the
+// workload's arrival rate scaled by Rate; Early lets the run stop once a target is certainly missed.
+type Job struct {
+	Shape Shape   `json:"shape"`
+	Scale int     `json:"scale"`
+	Rate  float64 `json:"rate"`
+	Early bool    `json:"early"`
+}
+
+// Evaluate runs a job on base's workload and checks the targets: what Search does with each job when
+// Options.Runner is nil, and what a runner elsewhere must do.
+func Evaluate(base *config.Config, targets []Target, j Job) Candidate {
+	s := j.Shape
+	if s.Disagg && s.ratio == (Ratio{}) {
+		s.ratio, _ = ParseRatio(s.Ratio) // a job decoded from JSON; a bad ratio fails in Validate
+	}
+	return evaluate(base, s, j.Scale, j.Rate, targets, j.Early)
+}
+
 // evaluate simulates shape s at scale with the arrival rate scaled by rate and checks the targets.
 // early lets the run stop once a target is certainly missed (stopRule).
 func evaluate(base *config.Config, s Shape, scale int, rate float64, targets []Target, early bool) Candidate {
@@ -227,6 +263,9 @@ func evaluate(base *config.Config, s Shape, scale int, rate float64, targets []T
 		c.Error = err.Error()
 		c.Why = "the run failed: " + c.Error
 		return c
+	}
+	if err := cfg.Validate(); err != nil {
+		return fail(err)
 	}
 	if _, err := cfg.ResolveDesync(); err != nil {
 		return fail(err)

@@ -1,19 +1,25 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
+	"github.com/nats-io/nats.go"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/mocker-sim/mocker/config"
 	"github.com/mocker-sim/mocker/recommend"
+	"github.com/mocker-sim/mocker/recommend/sweep"
 	"github.com/mocker-sim/mocker/report"
 )
 
@@ -24,6 +30,8 @@ type recommendFlags struct {
 	objective      string
 	findMaxRate    bool
 	threads        int
+	nats           string
+	ackWait        time.Duration
 
 	backends, modes, ratios, routers        []string
 	tp, ep, prefillTP, decodeTP, seqs, mbts []int
@@ -59,7 +67,7 @@ misses the target is not run at all.`,
 			if err := loadSettings(cmd.Flags(), &cfg, configPath); err != nil {
 				return err
 			}
-			return runRecommend(cmd.Flags(), &cfg, &rf, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runRecommend(cmd.Context(), cmd.Flags(), &cfg, &rf, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
@@ -71,6 +79,8 @@ misses the target is not run at all.`,
 	fs.StringVar(&rf.objective, "objective", recommend.FewestGPUs, "rank the deployments that meet the targets by fewest-gpus or tokens-per-gpu (output tokens/s per GPU)")
 	fs.BoolVar(&rf.findMaxRate, "find-max-rate", false, "for each deployment, bisect the arrival-rate scale for the highest rate that meets the targets")
 	fs.IntVar(&rf.threads, "threads", 0, "shapes simulated at once (0: GOMAXPROCS); the report is the same whatever the number")
+	fs.StringVar(&rf.nats, "nats", "", "run the jobs on mocker sweep-worker processes through a NATS JetStream work queue at this server (same report as a local run)")
+	fs.DurationVar(&rf.ackWait, "nats-ack-wait", 30*time.Second, "with --nats: a job a worker holds this long without a sign of life goes to another worker")
 	fs.StringSliceVar(&rf.backends, "backends", nil, "space: backends (default: --backend)")
 	fs.IntSliceVar(&rf.tp, "tp-list", nil, "space: tensor parallelism of aggregated workers (default: --tp when given, else 1,2,4,8)")
 	fs.IntSliceVar(&rf.ep, "ep-list", nil, "space: expert parallelism, MoE models only (default: --ep)")
@@ -164,7 +174,7 @@ func (rf *recommendFlags) targets() ([]recommend.Target, error) {
 	return ts, nil
 }
 
-func runRecommend(fs *pflag.FlagSet, cfg *config.Config, rf *recommendFlags, stdout, stderr io.Writer) error {
+func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf *recommendFlags, stdout, stderr io.Writer) error {
 	for _, f := range []string{"requests-jsonl", "scaling-jsonl"} {
 		if fs.Changed(f) {
 			return fmt.Errorf("--%s: a file of one run's requests; run predict on the deployment recommend picks", f)
@@ -202,6 +212,22 @@ func runRecommend(fs *pflag.FlagSet, cfg *config.Config, rf *recommendFlags, std
 			bar.Set(done)
 		}
 	}
+	if rf.nats != "" {
+		nc, err := nats.Connect(rf.nats, nats.Name("mocker recommend"))
+		if err != nil {
+			return fmt.Errorf("--nats %s: %w", rf.nats, err)
+		}
+		defer nc.Close()
+		co, err := sweep.NewCoordinator(ctx, nc, cfg, targets, rf.ackWait)
+		if err != nil {
+			return fmt.Errorf("--nats %s: %w", rf.nats, err)
+		}
+		defer co.Close()
+		o.Runner = co.Run
+		if rf.threads == 0 {
+			o.Threads = 1 << 16 // every shape's next job on the queue at once: the workers set the pace
+		}
+	}
 	rep, err := recommend.Search(cfg, sp, o)
 	if bar != nil {
 		bar.Finish()
@@ -217,4 +243,35 @@ func runRecommend(fs *pflag.FlagSet, cfg *config.Config, rf *recommendFlags, std
 		return report.WriteFile(cfg.ReportJSON, rep.WriteJSON)
 	}
 	return nil
+}
+
+func newSweepWorkerCmd() *cobra.Command {
+	var url string
+	var jobs int
+	cmd := &cobra.Command{
+		Use:   "sweep-worker",
+		Short: "Run the jobs of mocker recommend --nats searches, from a NATS JetStream work queue",
+		Long: `sweep-worker takes the jobs of recommend searches from the NATS server's work queue, runs each
+(a full simulation of one deployment) and publishes its result, until interrupted. A job's trace, model
+config and perf database are read at the paths the coordinator gave, made absolute: on another machine
+they must be there too (a trace whose SHA-256 differs is refused). A worker that dies holding a job
+leaves it to another once --nats-ack-wait (the coordinator's) has passed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if jobs < 1 {
+				return fmt.Errorf("--jobs %d: at least 1", jobs)
+			}
+			nc, err := nats.Connect(url, nats.Name("mocker sweep-worker"), nats.MaxReconnects(-1))
+			if err != nil {
+				return fmt.Errorf("--nats %s: %w", url, err)
+			}
+			defer nc.Close()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return sweep.Serve(ctx, nc, jobs, cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&url, "nats", nats.DefaultURL, "NATS server (with JetStream) of the work queue")
+	cmd.Flags().IntVar(&jobs, "jobs", runtime.GOMAXPROCS(0), "jobs run at once")
+	return cmd
 }
