@@ -9,8 +9,8 @@
 // and other renderers can take it as it is.
 //
 // The search is pruned three ways, each safe under an assumption stated where it is made:
-//   - monotonicity in worker count: for one engine shape, more workers never hurt, so the fewest that
-//     pass are found by bisection (Search);
+//   - monotonicity in worker count: for one engine shape, more workers are taken never to hurt (the
+//     same requests spread wider; assumed, not proved), so the fewest that pass are found by bisection;
 //   - early stop: a run ends as soon as enough requests have finished late that the target percentile
 //     is already above its target whatever the rest do (stopRule);
 //   - a lower bound per shape: the TTFT a request would have on an idle worker with a perfect prefix

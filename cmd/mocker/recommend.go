@@ -59,7 +59,7 @@ The space: --backends × --tp-list (× --ep-list, MoE) × --modes (disagg: × --
 × --decode-tp-list) × --max-num-seqs-list × --max-num-batched-tokens-list × --routers, each at every
 size from --min-workers to --max-workers workers (both pools together). A list left unset is the
 setting's single flag (--backend, --tp ...) when given, else its default. For one shape, more workers
-never hurt, so the fewest that pass are found by bisection; a run stops as soon as a TTFT or E2E target
+are taken never to hurt, so the fewest that pass are found by bisection; a run stops as soon as a TTFT or E2E target
 is certainly missed; a shape whose TTFT on an idle worker with the best possible prefix cache already
 misses the target is not run at all.`,
 		Args: cobra.NoArgs,
@@ -77,7 +77,7 @@ misses the target is not run at all.`,
 	fs.Float64Var(&rf.e2e, "e2e-p90-ms", 0, "target: p90 end-to-end latency at most this many ms (0: none)")
 	fs.StringArrayVar(&rf.sla, "sla", nil, "target on any percentile: METRIC:pN:MS with METRIC ttft, itl or e2e, as in ttft:p95:500; repeatable")
 	fs.StringVar(&rf.objective, "objective", recommend.FewestGPUs, "rank the deployments that meet the targets by fewest-gpus or tokens-per-gpu (output tokens/s per GPU)")
-	fs.BoolVar(&rf.findMaxRate, "find-max-rate", false, "for each deployment, bisect the arrival-rate scale for the highest rate that meets the targets")
+	fs.BoolVar(&rf.findMaxRate, "find-max-rate", false, "for each deployment, bisect the arrival-rate scale for the highest rate that meets the targets (each size of the worker range is a deployment; default range 1 to 1)")
 	fs.IntVar(&rf.threads, "threads", 0, "shapes simulated at once (0: GOMAXPROCS); the report is the same whatever the number")
 	fs.StringVar(&rf.nats, "nats", "", "run the jobs on mocker sweep-worker processes through a NATS JetStream work queue at this server (same report as a local run)")
 	fs.DurationVar(&rf.ackWait, "nats-ack-wait", 30*time.Second, "with --nats: a job a worker holds this long without a sign of life goes to another worker")
@@ -127,6 +127,10 @@ func (rf *recommendFlags) space(fs *pflag.FlagSet, cfg *config.Config) (*recomme
 	}
 	if len(sp.TP) == 0 {
 		sp.TP = []int{1, 2, 4, 8}
+	}
+	if rf.findMaxRate && !fs.Changed("workers") && !fs.Changed("min-workers") && !fs.Changed("max-workers") {
+		// Each size is its own rate search: one size unless asked for more.
+		sp.MinWorkers, sp.MaxWorkers = 1, 1
 	}
 	if len(sp.Modes) == 0 {
 		sp.Modes = []string{"agg"}

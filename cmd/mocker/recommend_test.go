@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,5 +63,24 @@ func TestRecommendRefuses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+func TestRecommendFindMaxRate(t *testing.T) {
+	out, _, err := mocker(t, append(small, "--ttft-p90-ms", "60", "--tp-list", "1", "--find-max-rate")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One deployment (one worker, the default range): its bracket, within 5 %.
+	var pass, fail float64
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasSuffix(l, "  1 × vllm agg tp1 seqs 256 mbt 512 round-robin") {
+			if _, err := fmt.Sscanf(strings.TrimSpace(l), "%g×%g×", &pass, &fail); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+		}
+	}
+	if !(pass > 0 && fail > pass && fail <= pass*1.05) {
+		t.Errorf("bracket %v to %v: want 0 < pass < fail <= pass × 1.05; output:\n%s", pass, fail, out)
 	}
 }
