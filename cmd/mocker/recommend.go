@@ -104,7 +104,10 @@ func (rf *recommendFlags) space(fs *pflag.FlagSet, cfg *config.Config) (*recomme
 		Backends: rf.backends, TP: rf.tp, EP: rf.ep, Modes: rf.modes, PrefillTP: rf.prefillTP, DecodeTP: rf.decodeTP,
 		MinWorkers: rf.minWorkers, MaxWorkers: rf.maxWorkers, MaxNumSeqs: rf.seqs, MaxNumBatchedTokens: rf.mbts, Routers: rf.routers,
 	}
-	// A list not given is its single setting's value; both given is a contradiction.
+	// A list not given is its single setting's value; both given is a contradiction. A setting is given
+	// on the command line or in the --config file.
+	given := cfg.GivenKeys()
+	isGiven := func(key string) bool { _, ok := given[key]; return ok }
 	for _, l := range []struct {
 		list, single string
 		set          func()
@@ -119,16 +122,20 @@ func (rf *recommendFlags) space(fs *pflag.FlagSet, cfg *config.Config) (*recomme
 		{"max-workers", "workers", func() {}},
 	} {
 		switch {
-		case fs.Changed(l.list) && fs.Changed(l.single):
-			return nil, fmt.Errorf("--%s and --%s: give the list (the space), or the one value", l.list, l.single)
-		case !fs.Changed(l.list) && (fs.Changed(l.single) || l.single != "tp" && l.single != "workers"):
+		case fs.Changed(l.list) && isGiven(l.single):
+			where := ""
+			if w := given[l.single]; w != "" {
+				where = " (" + w + ")"
+			}
+			return nil, fmt.Errorf("--%s and --%s%s: give the list (the space), or the one value", l.list, l.single, where)
+		case !fs.Changed(l.list) && (isGiven(l.single) || l.single != "tp" && l.single != "workers"):
 			l.set()
 		}
 	}
 	if len(sp.TP) == 0 {
 		sp.TP = []int{1, 2, 4, 8}
 	}
-	if rf.findMaxRate && !fs.Changed("workers") && !fs.Changed("min-workers") && !fs.Changed("max-workers") {
+	if rf.findMaxRate && !isGiven("workers") && !fs.Changed("min-workers") && !fs.Changed("max-workers") {
 		// Each size is its own rate search: one size unless asked for more.
 		sp.MinWorkers, sp.MaxWorkers = 1, 1
 	}
@@ -136,7 +143,7 @@ func (rf *recommendFlags) space(fs *pflag.FlagSet, cfg *config.Config) (*recomme
 		sp.Modes = []string{"agg"}
 	}
 	for _, f := range []string{"prefill-workers", "decode-workers", "prefill-tp", "decode-tp"} {
-		if fs.Changed(f) {
+		if isGiven(f) {
 			return nil, fmt.Errorf("--%s: recommend sizes the pools itself; use --modes disagg with --ratios, --prefill-tp-list and --decode-tp-list", f)
 		}
 	}

@@ -45,6 +45,26 @@ func TestRecommendReportJSON(t *testing.T) {
 	}
 }
 
+// TestRecommendConfigFile: a --config file's tp is the space's one TP, as the flag would be, and
+// contradicts --tp-list as the flag does.
+func TestRecommendConfigFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("tp: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := mocker(t, append(small, "--ttft-p90-ms", "60", "--max-workers", "2", "--config", path)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "Searched 1 shapes") || !strings.Contains(out, "vllm agg tp2 ") || strings.Contains(out, "tp1") {
+		t.Errorf("want the one shape at TP 2:\n%s", out)
+	}
+	_, _, err = mocker(t, append(small, "--ttft-p90-ms", "60", "--tp-list", "1,2", "--config", path)...)
+	if want := "--tp-list and --tp (config " + path + " line 1): give the list"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
 func TestRecommendRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
