@@ -224,6 +224,10 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 		}
 	}
 	if rf.nats != "" {
+		// Interrupted, the search returns and Close takes its waiting jobs off the queue.
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
 		nc, err := nats.Connect(rf.nats, nats.Name("mocker recommend"))
 		if err != nil {
 			return fmt.Errorf("--nats %s: %w", rf.nats, err)

@@ -38,7 +38,7 @@ import (
 // The streams, subjects and consumer the coordinators and workers share.
 const (
 	JobStream     = "MOCKER_SWEEP"
-	JobSubject    = "mocker.sweep.jobs"
+	JobPrefix     = "mocker.sweep.jobs." // + the coordinator's run id
 	ResultStream  = "MOCKER_SWEEP_RESULTS"
 	ResultPrefix  = "mocker.sweep.results." // + the coordinator's run id
 	WorkerGroup   = "sweep-workers"         // the work queue's durable consumer
@@ -84,7 +84,7 @@ func NewCoordinator(ctx context.Context, nc *nats.Conn, base *config.Config, tar
 	if err != nil {
 		return nil, err
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: JobStream, Subjects: []string{JobSubject},
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: JobStream, Subjects: []string{JobPrefix + ">"},
 		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.MemoryStorage}); err != nil {
 		return nil, fmt.Errorf("stream %s: %w", JobStream, err)
 	}
@@ -159,7 +159,7 @@ func (c *Coordinator) Run(j recommend.Job) (recommend.Candidate, error) {
 	c.mu.Lock()
 	c.pending[m.ID] = ch
 	c.mu.Unlock()
-	if _, err := c.js.Publish(c.ctx, JobSubject, data); err != nil {
+	if _, err := c.js.Publish(c.ctx, JobPrefix+c.tmpl.Run, data); err != nil {
 		return recommend.Candidate{}, fmt.Errorf("publishing a job: %w", err)
 	}
 	select {
@@ -173,8 +173,16 @@ func (c *Coordinator) Run(j recommend.Job) (recommend.Candidate, error) {
 	}
 }
 
-// Close stops collecting results.
-func (c *Coordinator) Close() { c.results.Stop() }
+// Close stops collecting results and takes this run's jobs still waiting off the queue (a search that
+// failed or was interrupted leaves the workers nothing of its own to do).
+func (c *Coordinator) Close() {
+	c.results.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if st, err := c.js.Stream(ctx, JobStream); err == nil {
+		st.Purge(ctx, jetstream.WithPurgeSubject(JobPrefix+c.tmpl.Run))
+	}
+}
 
 // Serve takes jobs from the work queue, parallel at a time, until ctx is done. It waits for a
 // coordinator to create the queue. log gets a line as each job starts and ends.

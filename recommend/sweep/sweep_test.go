@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,13 +12,15 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mocker-sim/mocker/config"
 	"github.com/mocker-sim/mocker/recommend"
 	"github.com/mocker-sim/mocker/report"
 )
 
-// serve starts an embedded JetStream server and n workers in this process; it returns a connection.
+// serve starts an embedded JetStream server and n workers (none if 0) in this process; it returns a
+// connection.
 func serve(t *testing.T, n int) *nats.Conn {
 	t.Helper()
 	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
@@ -40,7 +43,9 @@ func serve(t *testing.T, n int) *nats.Conn {
 	}
 	go func() {
 		defer close(done)
-		Serve(ctx, conns[1], n, discard{})
+		if n > 0 {
+			Serve(ctx, conns[1], n, discard{})
+		}
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -124,5 +129,50 @@ func TestTraceChanged(t *testing.T) {
 	_, err = co.Run(recommend.Job{Shape: recommend.Shape{Backend: "vllm", TP: 1, EP: 1, MaxNumSeqs: 256, MaxNumBatchedTokens: 512, Router: "round-robin"}, Scale: 1, Rate: 1})
 	if err == nil || !strings.Contains(err.Error(), "sweep worker: trace "+path+": SHA-256 ") || !strings.Contains(err.Error(), "at the coordinator") {
 		t.Errorf("error %v, want the worker's refusal of the changed trace", err)
+	}
+}
+
+// TestCloseTakesJobsBack: a search interrupted while its jobs wait (here with no worker at all) takes
+// them off the queue when its coordinator closes.
+func TestCloseTakesJobsBack(t *testing.T) {
+	nc := serve(t, 0)
+	b := base(t, trace(t, 50))
+	ctx, cancel := context.WithCancel(context.Background())
+	co, err := NewCoordinator(ctx, nc, b, []recommend.Target{{Metric: report.TTFT, Percentile: 90, Ms: 40}}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := co.Run(recommend.Job{Shape: recommend.Shape{Backend: "vllm", TP: 1, EP: 1, MaxNumSeqs: 256, MaxNumBatchedTokens: 512, Router: "round-robin"}, Scale: 1, Rate: 1})
+		errc <- err
+	}()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := func() uint64 {
+		st, err := js.Stream(context.Background(), JobStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	for deadline := time.Now().Add(30 * time.Second); waiting() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the job never reached the queue")
+		}
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run after cancel: %v, want context.Canceled", err)
+	}
+	co.Close()
+	if n := waiting(); n != 0 {
+		t.Errorf("%d jobs left on the queue after Close, want 0", n)
 	}
 }
