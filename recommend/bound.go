@@ -15,7 +15,7 @@ import (
 
 // prompt is a request's prompt as a TTFT lower bound sees it: its length, and the fewest of its tokens
 // a worker must compute with the best prefix cache possible.
-type prompt struct{ tokens, minNew int }
+type prompt struct{ tokens, minNew, out int }
 
 // prompts reads the workload's requests that produce tokens (the ones with a TTFT) and bounds what a
 // prefix cache could spare each. A request's cached prefix can only be blocks some other request (or
@@ -76,7 +76,7 @@ func prompts(base *config.Config, blockSize int) ([]prompt, error) {
 		if r.out < 1 {
 			continue
 		}
-		p := prompt{tokens: r.tokens, minNew: 1}
+		p := prompt{tokens: r.tokens, minNew: 1, out: r.out}
 		if r.turn == 0 {
 			shared := 0
 			for _, b := range r.blocks {
@@ -98,12 +98,10 @@ func uniq(xs []uint64) []uint64 {
 	return slices.Compact(s)
 }
 
-// Bound is a lower bound on a shape's TTFT at a target's percentile.
+// Bound is a lower bound on a shape's figure at a target's percentile, and what it is.
 type Bound struct {
-	Ms     float64 `json:"ms"`
-	Tokens int     `json:"prompt_tokens"` // the prompt whose bound is the percentile
-	New    int     `json:"new_tokens"`    // of those, the fewest a worker must compute
-	TP     int     `json:"tp"`            // of the worker that computes them
+	Ms   float64 `json:"ms"`
+	What string  `json:"what"`
 }
 
 // ttftBound is the p-th percentile over the requests of their TTFT on an idle worker of cfg (the
@@ -165,10 +163,42 @@ func ttftBound(cfg *config.Config, ps []prompt, p int) (Bound, error) {
 	}
 	slices.SortStableFunc(lbs, func(a, b lb) int { return cmp.Compare(a.d, b.d) })
 	at := lbs[((len(lbs)-1)*p+50)/100]
-	return Bound{Ms: float64(at.d) / float64(time.Millisecond), Tokens: at.tokens, New: at.new, TP: pc.TP}, nil
+	ms := float64(at.d) / float64(time.Millisecond)
+	return Bound{Ms: ms, What: fmt.Sprintf("prefill of the %d-token prompt (%d tokens uncached at best) alone takes %.0f ms on one idle worker at TP %d",
+		at.tokens, at.new, ms, pc.TP)}, nil
 }
 
-// String says what the bound means.
-func (b Bound) String() string {
-	return fmt.Sprintf("prefill of the %d-token prompt (%d tokens uncached at best) alone takes %.0f ms on one idle worker at TP %d", b.Tokens, b.New, b.Ms, b.TP)
+// itlBound bounds every ITL sample of a run of cfg from below: a gap between two deliveries of a
+// request ends with a pass that decodes it, which takes at least a decode step of that request alone
+// (on the decode pool's worker, disaggregated), and that step takes the least at the shortest context
+// any request decodes at: the shortest prompt of a request with two tokens or more, plus one. It assumes
+// the timing model charges a pass no less when it holds more, and a decode step no less at a longer
+// context.
+func itlBound(cfg *config.Config, ps []prompt) (Bound, error) {
+	dc := cfg
+	if cfg.PrefillWorkers > 0 {
+		dc = cfg.ForRole("decode")
+	}
+	eo, err := dc.EngineOptions()
+	if err != nil {
+		return Bound{}, err
+	}
+	d, err := dc.Deployment()
+	if err != nil {
+		return Bound{}, err
+	}
+	ctx := -1
+	for _, q := range ps {
+		if q.out >= 2 && (ctx < 0 || q.tokens < ctx) {
+			ctx = q.tokens
+		}
+	}
+	if ctx < 0 {
+		return Bound{}, nil // no request has an ITL
+	}
+	ctx++
+	b := timing.Batch{Seqs: []timing.Seq{{New: 1, Cached: ctx - 1, Samples: true}}, TotalKVTokens: d.KVBlocks * d.BlockSize}
+	b.ActiveKVTokens = min(b.TotalKVTokens, (ctx+d.BlockSize-1)/d.BlockSize*d.BlockSize)
+	ms := float64(eo.Timing.Cost(&b).Total()) / float64(time.Millisecond)
+	return Bound{Ms: ms, What: fmt.Sprintf("a decode step of one request alone, at the shortest context (%d tokens), takes %.1f ms on one idle worker at TP %d", ctx, ms, dc.TP)}, nil
 }

@@ -13,8 +13,9 @@
 //     same requests spread wider; assumed, not proved), so the fewest that pass are found by bisection;
 //   - early stop: a run ends as soon as enough requests have finished late that the target percentile
 //     is already above its target whatever the rest do (stopRule);
-//   - a lower bound per shape: the TTFT a request would have on an idle worker with a perfect prefix
-//     cache (Bound); when its percentile already exceeds the TTFT target, no worker count can pass.
+//   - lower bounds per shape: the TTFT a request would have on an idle worker with a perfect prefix
+//     cache (ttftBound), and a decode step alone at the shortest context (itlBound); when one already
+//     exceeds its target, no worker count can pass.
 //
 // Candidates are simulated in parallel, one engine shape per goroutine; each shape's sequence of runs
 // depends only on its own results, so the report is byte-identical whatever the number of threads.

@@ -31,10 +31,10 @@ const rows = 10
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Targets: %s; objective: %s.\n", strings.Join(r.Targets, ", "), r.Objective)
-	fmt.Fprintf(&b, "Searched %d shapes: %d runs simulated (%d stopped early once a target was certainly missed), %d deployments skipped (%d shapes ruled out by their TTFT bound, the rest by bisection over workers).\n",
-		len(r.Shapes), r.Simulated, r.StoppedEarly, r.Skipped, r.BoundPruned)
+	fmt.Fprintf(&b, "Searched %s: %s simulated (%d stopped early once a target was certainly missed), %s skipped (%s ruled out by a TTFT or ITL bound, the rest by bisection over workers).\n",
+		count(len(r.Shapes), "shape"), count(r.Simulated, "run"), r.StoppedEarly, count(r.Skipped, "deployment"), count(r.BoundPruned, "shape"))
 	if len(r.Refused) > 0 {
-		fmt.Fprintf(&b, "%d shapes of the space are not valid deployments (--report-json lists them and why).\n", len(r.Refused))
+		fmt.Fprintf(&b, "%s not a valid deployment (--report-json lists them and why).\n", count(len(r.Refused), "shape of the space is", "shapes of the space are"))
 	}
 	if r.Objective == MaxRate {
 		r.rateTable(&b)
@@ -50,7 +50,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	fmt.Fprintf(&b, "\n%d runs meet the targets; the best:\n", len(pass))
+	fmt.Fprintf(&b, "\n%s the targets; the best:\n", count(len(pass), "run meets", "runs meet"))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "#\tGPUs\t")
 	for _, t := range r.Targets {
@@ -112,7 +112,7 @@ func (r *Report) noCandidate(b *strings.Builder) {
 		if sr := r.shape(c.Shape); sr != nil {
 			for _, tb := range sr.Bounds {
 				t, _ := ParseTarget(tb.Target)
-				fmt.Fprintf(b, "    %s at least %.1f ms: %s\n", t.Label(), tb.Ms, tb.Bound)
+				fmt.Fprintf(b, "    %s at least %.1f ms: %s\n", t.Label(), tb.Ms, tb.What)
 			}
 		}
 	}
@@ -129,7 +129,7 @@ func (r *Report) noCandidate(b *strings.Builder) {
 		}
 	}
 	if len(ruled) > 0 {
-		fmt.Fprintf(b, "Ruled out at any worker count, by TTFT on an idle worker with the best prefix cache possible:\n")
+		fmt.Fprintf(b, "Ruled out at any worker count by a lower bound (a request alone on an idle worker, with the best prefix cache possible):\n")
 		for i, l := range ruled {
 			if i == rows {
 				fmt.Fprintf(b, "  ... %d more (--report-json)\n", len(ruled)-i)
@@ -176,4 +176,15 @@ func (r *Report) rateTable(b *strings.Builder) {
 		}
 	}
 	tw.Flush()
+}
+
+// count is "1 shape", "2 shapes"; plural, if given, replaces noun+"s".
+func count(n int, noun string, plural ...string) string {
+	switch {
+	case n == 1:
+		return "1 " + noun
+	case len(plural) > 0:
+		return fmt.Sprintf("%d %s", n, plural[0])
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

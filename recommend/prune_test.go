@@ -64,7 +64,7 @@ func TestEarlyStopAgrees(t *testing.T) {
 	}
 }
 
-// TestBoundBelowRuns checks the TTFT bound against runs with the op-level timing on a workload with
+// TestBoundBelowRuns checks the TTFT and ITL bounds against runs with the op-level timing on a workload with
 // shared prefixes, lightly and heavily loaded: every run's percentile is at least the bound.
 func TestBoundBelowRuns(t *testing.T) {
 	base := small()
@@ -85,6 +85,18 @@ func TestBoundBelowRuns(t *testing.T) {
 		t.Fatal("no prompt shares a prefix: the bound's cache side is untested")
 	}
 	for _, rate := range []float64{1, 50} {
+		c := base
+		c.RequestRate = rate
+		ib, err := itlBound(&c, ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The ITL bound holds for every sample: the smallest gap is at least the bound.
+		if least := direct(t, c, report.ITL, 0); least < ib.Ms || ib.Ms <= 0 {
+			t.Errorf("rate %v: smallest ITL %v ms below its bound %v ms", rate, least, ib.Ms)
+		} else {
+			t.Logf("rate %v: smallest ITL %.3f ms, bound %.3f ms", rate, least, ib.Ms)
+		}
 		for _, p := range []int{10, 50, 90} {
 			c := base
 			c.RequestRate = rate

@@ -13,7 +13,7 @@ type Report struct {
 	Simulated    int `json:"simulated"`     // runs
 	Skipped      int `json:"skipped"`       // deployments never run: bisection and bounds
 	StoppedEarly int `json:"stopped_early"` // runs ended once a target was certainly missed
-	BoundPruned  int `json:"bound_pruned"`  // shapes whose TTFT bound exceeds the target: none of their sizes ran
+	BoundPruned  int `json:"bound_pruned"`  // shapes whose TTFT or ITL bound exceeds its target: none of their sizes ran
 }
 
 // Candidate is one simulated deployment.
@@ -62,12 +62,12 @@ type ShapeResult struct {
 	Scales     int           `json:"sizes"` // deployment sizes in the worker range
 	Simulated  int           `json:"simulated"`
 	Skipped    int           `json:"skipped"`
-	Bounds     []TargetBound `json:"ttft_bounds,omitempty"`
+	Bounds     []TargetBound `json:"bounds,omitempty"`     // per TTFT or ITL target
 	Infeasible string        `json:"infeasible,omitempty"` // a bound rules out every size
 	Rates      []RateBracket `json:"max_rate,omitempty"`
 }
 
-// TargetBound is a shape's TTFT lower bound at a target's percentile.
+// TargetBound is a shape's lower bound on a TTFT or ITL target's figure.
 type TargetBound struct {
 	Target string `json:"target"`
 	Bound

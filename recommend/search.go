@@ -66,9 +66,9 @@ func Search(base *config.Config, sp *Space, o Options) (*Report, error) {
 	if len(shapes) == 0 {
 		return nil, fmt.Errorf("no deployment in the search space is valid: %s", strings.Join(refused, "; "))
 	}
-	// The TTFT bounds read the workload once per KV block size.
+	// The bounds read the workload once per KV block size.
 	ps := map[int][]prompt{}
-	if slices.ContainsFunc(o.Targets, func(t Target) bool { return t.Metric == report.TTFT }) {
+	if slices.ContainsFunc(o.Targets, func(t Target) bool { return t.Metric != report.E2E }) {
 		for _, s := range shapes {
 			c := s.config(base, 1)
 			bs := c.BlockSizeOrDefault()
@@ -123,24 +123,30 @@ type shapeOut struct {
 	err   error
 }
 
-// search runs one shape: its TTFT bound, then bisection over its scales (or, for MaxRate, over the
+// search runs one shape: its bounds, then bisection over its scales (or, for MaxRate, over the
 // arrival rate at each scale).
 func search(base *config.Config, s Shape, sp *Space, o Options, ps []prompt) shapeOut {
 	lo, hi := s.scales(sp.MinWorkers, sp.MaxWorkers)
 	out := shapeOut{res: ShapeResult{Shape: s, Scales: hi - lo + 1}}
 	for _, t := range o.Targets {
-		if t.Metric != report.TTFT {
+		c := s.config(base, lo)
+		var b Bound
+		var err error
+		switch t.Metric {
+		case report.TTFT:
+			b, err = ttftBound(&c, ps, t.Percentile)
+		case report.ITL:
+			b, err = itlBound(&c, ps)
+		default:
 			continue
 		}
-		c := s.config(base, lo)
-		b, err := ttftBound(&c, ps, t.Percentile)
 		if err != nil {
 			out.err = fmt.Errorf("%s: %w", s, err)
 			return out
 		}
 		out.res.Bounds = append(out.res.Bounds, TargetBound{Target: t.String(), Bound: b})
 		if b.Ms > t.Ms && out.res.Infeasible == "" {
-			out.res.Infeasible = fmt.Sprintf("%s %.1f ms at best > %g ms: %s", t.Label(), b.Ms, t.Ms, b)
+			out.res.Infeasible = fmt.Sprintf("%s %.1f ms at best > %g ms: %s", t.Label(), b.Ms, t.Ms, b.What)
 		}
 	}
 	if out.res.Infeasible != "" {

@@ -102,8 +102,9 @@ func TestUnreachableByBound(t *testing.T) {
 	if rep.Simulated != 0 || rep.Skipped != 8 || rep.BoundPruned != 1 {
 		t.Errorf("simulated %d, skipped %d, bound-pruned %d; want 0, 8, 1", rep.Simulated, rep.Skipped, rep.BoundPruned)
 	}
-	if b := rep.Shapes[0].Bounds[0]; b.Ms != 25 || b.Tokens != 256 || b.New != 256 {
-		t.Errorf("bound %+v, want 25 ms for a 256-token prompt, all of it new", b)
+	want := "prefill of the 256-token prompt (256 tokens uncached at best) alone takes 25 ms on one idle worker at TP 1"
+	if b := rep.Shapes[0].Bounds[0]; b.Ms != 25 || b.What != want {
+		t.Errorf("bound %+v, want 25 ms: %s", b, want)
 	}
 	var out bytes.Buffer
 	if err := rep.WriteTable(&out); err != nil {
@@ -119,22 +120,41 @@ func TestUnreachableByBound(t *testing.T) {
 	}
 }
 
+func TestUnreachableByITLBound(t *testing.T) {
+	base := small()
+	// A pass that samples takes 5 ms, so no gap between two tokens is shorter.
+	rep, err := Search(&base, space(), Options{Targets: []Target{{report.ITL, 50, 4.9}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep.WriteTable(&out)
+	want := "p50 ITL 5.0 ms at best > 4.9 ms: a decode step of one request alone, at the shortest context (257 tokens), takes 5.0 ms on one idle worker at TP 1\n"
+	if rep.Simulated != 0 || rep.BoundPruned != 1 || !strings.Contains(out.String(), want) {
+		t.Errorf("simulated %d, bound-pruned %d; want 0 and 1, and the table to say %q:\n%s", rep.Simulated, rep.BoundPruned, want, out.String())
+	}
+	// At 5 ms the bound allows it, and the runs decide.
+	if rep, err = Search(&base, space(), Options{Targets: []Target{{report.ITL, 50, 5}}}); err != nil || rep.BoundPruned != 0 || rep.Simulated == 0 {
+		t.Errorf("target 5 ms: bound-pruned %d, simulated %d, err %v; want the shape run", rep.BoundPruned, rep.Simulated, err)
+	}
+}
+
 func TestUnreachableNamesClosest(t *testing.T) {
 	base := small()
-	// A decode pass takes 5 ms: an ITL of 4 ms is out of reach, and nothing bounds ITL ahead, so the
-	// largest deployment runs, fails, and is named with its miss.
-	rep, err := Search(&base, space(), Options{Targets: []Target{{report.TTFT, 90, 1000}, {report.ITL, 90, 4}}})
+	// 16 tokens, a pass each of 5 ms at least: an E2E of 50 ms is out of reach, and nothing bounds E2E
+	// ahead, so the largest deployment runs, fails, and is named with its miss and its shape's bounds.
+	rep, err := Search(&base, space(), Options{Targets: []Target{{report.TTFT, 90, 1000}, {report.E2E, 90, 50}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := base
 	c.Workers = 8
-	itl := direct(t, c, report.ITL, 90)
+	e2e := direct(t, c, report.E2E, 90)
 	var out bytes.Buffer
 	rep.WriteTable(&out)
 	for _, want := range []string{
 		"No deployment in the search space meets the targets.",
-		fmt.Sprintf("Closest:\n  8 × vllm agg tp1 seqs 256 mbt 512 round-robin (8 GPUs): p90 ITL %.1f ms > 4 ms (+%.0f%%)\n", itl, 100*(itl/4-1)),
+		fmt.Sprintf("Closest:\n  8 × vllm agg tp1 seqs 256 mbt 512 round-robin (8 GPUs): p90 E2E %.1f ms > 50 ms (+%.0f%%)\n", e2e, 100*(e2e/50-1)),
 		"    p90 TTFT at least 25.0 ms: prefill of the 256-token prompt",
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -56,7 +56,7 @@ func TestRecommendConfigFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "Searched 1 shapes") || !strings.Contains(out, "vllm agg tp2 ") || strings.Contains(out, "tp1") {
+	if !strings.Contains(out, "Searched 1 shape:") || !strings.Contains(out, "vllm agg tp2 ") || strings.Contains(out, "tp1") {
 		t.Errorf("want the one shape at TP 2:\n%s", out)
 	}
 	_, _, err = mocker(t, append(small, "--ttft-p90-ms", "60", "--tp-list", "1,2", "--config", path)...)
