@@ -25,7 +25,11 @@ type prompt struct{ tokens, minNew, out int }
 // tokens, hashed with their prefix as the engines hash them. A later turn of a conversation may find
 // its whole history cached: it is bounded by one token.
 func prompts(base *config.Config, blockSize int) ([]prompt, error) {
-	src, err := base.Source()
+	c := *base
+	if c.DesyncAuto() {
+		c.ConcurrencyDesyncMs = 0 // it moves arrivals, not prompts: no need to resolve it here
+	}
+	src, err := c.Source()
 	if err != nil {
 		return nil, err
 	}

@@ -104,3 +104,47 @@ func TestRecommendFindMaxRate(t *testing.T) {
 		t.Errorf("bracket %v to %v: want 0 < pass < fail <= pass × 1.05; output:\n%s", pass, fail, out)
 	}
 }
+
+// TestRecommendAsPredict: each run is predict's run of the same flags at its size, here with closed-loop
+// clients (--concurrency, whose desync is auto by default): the figures agree.
+func TestRecommendAsPredict(t *testing.T) {
+	dir := t.TempDir()
+	flags := []string{"--num-requests", "100", "--input-tokens", "256", "--output-tokens", "16", "--timing", "fixed",
+		"--prefill-ms", "20", "--decode-ms", "5", "--max-num-batched-tokens", "512", "--concurrency", "8"}
+	rec := filepath.Join(dir, "rec.json")
+	if _, _, err := mocker(t, append(append([]string{"recommend"}, flags...), "--ttft-p90-ms", "60", "--sla", "e2e:p99:400", "--tp-list", "1", "--max-workers", "3", "--report-json", rec)...); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Candidates []struct {
+			Workers      int
+			StoppedEarly bool `json:"stopped_early"`
+			Checks       []struct{ Ms float64 }
+		}
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for _, c := range rep.Candidates {
+		if c.StoppedEarly {
+			continue
+		}
+		pred := filepath.Join(dir, fmt.Sprintf("predict%d.json", c.Workers))
+		if _, _, err := mocker(t, append(append([]string{"predict"}, flags...), "--workers", fmt.Sprint(c.Workers), "--report-json", pred)...); err != nil {
+			t.Fatal(err)
+		}
+		r := readReport(t, pred)
+		if c.Checks[0].Ms != r["p90_ttft_ms"] || c.Checks[1].Ms != r["p99_e2e_ms"] {
+			t.Errorf("%d workers: recommend's p90 TTFT %v, p99 E2E %v; predict's %v, %v", c.Workers, c.Checks[0].Ms, c.Checks[1].Ms, r["p90_ttft_ms"], r["p99_e2e_ms"])
+		}
+		compared++
+	}
+	if compared == 0 {
+		t.Error("no run to compare")
+	}
+}
