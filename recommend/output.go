@@ -81,6 +81,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if len(pass) > rows {
 		fmt.Fprintf(&b, "... %d more (--report-json has every run)\n", len(pass)-rows)
 	}
+	if n := len(frontier); n > rows {
+		frontier = append(frontier[:rows], fmt.Sprintf("and %d more", n-rows))
+	}
 	fmt.Fprintf(&b, "Pareto frontier (output tokens/s per GPU vs per user): %s\n", strings.Join(frontier, ", "))
 	_, err := io.WriteString(w, b.String())
 	return err
