@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strconv"
 
@@ -33,6 +34,10 @@ func (c *Config) Given(key, where string) {
 	}
 	c.given[key] = where
 }
+
+// GivenKeys are the settings given explicitly (Given), each with where it came from ("" for a flag), as
+// a copy: what another process needs, with the settings' values, to rebuild the same configuration.
+func (c *Config) GivenKeys() map[string]string { return maps.Clone(c.given) }
 
 func (c *Config) isGiven(key string) bool {
 	_, ok := c.given[key]

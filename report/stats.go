@@ -96,19 +96,7 @@ func describeRuns(xs []float64, counts []uint32, n int) Stats {
 			sq += float64(d * d)
 		}
 	}
-	at := func(p int) float64 {
-		if counts == nil {
-			return percentile(xs, p)
-		}
-		r := rank(n, p)
-		for i, c := range counts {
-			if r < int(c) {
-				return xs[i]
-			}
-			r -= int(c)
-		}
-		return xs[len(xs)-1]
-	}
+	at := func(p int) float64 { return atRank(xs, counts, n, p) }
 	return Stats{
 		Count: n,
 		Mean:  mean,
@@ -121,6 +109,22 @@ func describeRuns(xs []float64, counts []uint32, n int) Stats {
 		P95:   at(95),
 		P99:   at(99),
 	}
+}
+
+// atRank is the p-th percentile of n samples: the sorted values xs, value i occurring counts[i] times
+// (counts nil: once each).
+func atRank(xs []float64, counts []uint32, n, p int) float64 {
+	if counts == nil {
+		return percentile(xs, p)
+	}
+	r := rank(n, p)
+	for i, c := range counts {
+		if r < int(c) {
+			return xs[i]
+		}
+		r -= int(c)
+	}
+	return xs[len(xs)-1]
 }
 
 // percentile returns sorted[rank(len(sorted), p)].

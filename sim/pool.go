@@ -355,6 +355,9 @@ func (r *runner) decoded(req *request, out sched.Output) error {
 	p.router.PrefillDone(req.id)
 	p.router.Finished(req.id)
 	r.col.Finished(int(req.id), r.now)
+	if r.o.Finished != nil && !r.o.Finished(r.col.Latency(int(req.id))) {
+		return ErrStopped
+	}
 	if r.planner != nil {
 		r.planner.completed(req)
 	}

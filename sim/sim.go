@@ -54,6 +54,10 @@ type Options struct {
 	Observer Observer
 	// Progress, if set, is called with the number of requests that have ended so far.
 	Progress func(ended int)
+	// Finished, if set, is called as each request completes, with its TTFT (first false: it produced
+	// no token) and E2E; returning false stops the run at once, and Run returns ErrStopped. A search
+	// uses it to drop a candidate whose latency target can no longer be met.
+	Finished func(ttft, e2e time.Duration, first bool) bool
 
 	noLookahead bool // tests: every pass goes through the event heap
 	// Tests: a run that goes past limit (simulated time) or maxPasses (passes) fails instead of running on,
@@ -155,6 +159,9 @@ type runner struct {
 	planner  *plannerState
 	failures int // workers failed so far
 }
+
+// ErrStopped is Run's error when Options.Finished stopped the run.
+var ErrStopped = errors.New("sim: stopped by Options.Finished")
 
 // Run replays src until every request has ended.
 func Run(src workload.Source, o Options) (*Result, error) {

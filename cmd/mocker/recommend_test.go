@@ -1,0 +1,150 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// small is a workload and timing quick to search: 100 requests on fixed timing.
+var small = []string{"recommend", "--num-requests", "100", "--request-rate", "100", "--input-tokens", "256", "--input-tokens-stddev", "0",
+	"--output-tokens", "16", "--output-tokens-stddev", "0", "--timing", "fixed", "--prefill-ms", "20", "--decode-ms", "5", "--max-num-batched-tokens", "512"}
+
+func TestRecommendReportJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.json")
+	out, _, err := mocker(t, append(small, "--ttft-p90-ms", "60", "--sla", "e2e:p50:300", "--tp-list", "1,2", "--max-workers", "4", "--report-json", path)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Targets    []string
+		Candidates []struct {
+			GPUs    int
+			Workers int
+			Pass    bool
+			Checks  []struct{ Target string }
+		}
+		Simulated, Skipped int
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(rep.Targets, " ") != "ttft:p90:60 e2e:p50:300" || rep.Simulated != len(rep.Candidates) || rep.Simulated+rep.Skipped != 8 {
+		t.Errorf("targets %v, %d candidates, %d simulated, %d skipped: want both targets and 8 sizes in all", rep.Targets, len(rep.Candidates), rep.Simulated, rep.Skipped)
+	}
+	// One worker misses p90 TTFT 60 ms; two meet both targets.
+	if c := rep.Candidates[0]; !c.Pass || c.Workers != 2 || c.GPUs != 2 || !strings.Contains(out, "*  2 × vllm agg tp1 seqs 256 mbt 512 round-robin\n") {
+		t.Errorf("first candidate %+v; table:\n%s", c, out)
+	}
+}
+
+// TestRecommendConfigFile: a --config file's tp is the space's one TP, as the flag would be, and
+// contradicts --tp-list as the flag does.
+func TestRecommendConfigFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("tp: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := mocker(t, append(small, "--ttft-p90-ms", "60", "--max-workers", "2", "--config", path)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "Searched 1 shape:") || !strings.Contains(out, "vllm agg tp2 ") || strings.Contains(out, "tp1") {
+		t.Errorf("want the one shape at TP 2:\n%s", out)
+	}
+	_, _, err = mocker(t, append(small, "--ttft-p90-ms", "60", "--tp-list", "1,2", "--config", path)...)
+	if want := "--tp-list and --tp (config " + path + " line 1): give the list"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
+func TestRecommendRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"recommend"}, "no latency target: give --ttft-p90-ms, --itl-p90-ms, --e2e-p90-ms or --sla METRIC:pN:MS"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--tp", "2", "--tp-list", "1,2"}, "--tp-list and --tp: give the list (the space), or the one value"},
+		{[]string{"recommend", "--sla", "ttft:p90"}, `--sla "ttft:p90": want METRIC:pN:MS, as in ttft:p95:500`},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--requests-jsonl", "x"}, "--requests-jsonl: a file of one run's requests"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--prefill-tp", "2"}, "--prefill-tp: recommend sizes the pools itself"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--ratios", "1:0", "--modes", "disagg"}, `--ratios: ratio "1:0": want PREFILL:DECODE workers`},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--report-json", "/nonexistent/r.json"}, "--report-json /nonexistent/r.json: directory /nonexistent"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--find-max-rate", "--objective", "tokens-per-gpu"}, "--find-max-rate and --objective"},
+	} {
+		_, _, err := mocker(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestRecommendFindMaxRate(t *testing.T) {
+	out, _, err := mocker(t, append(small, "--ttft-p90-ms", "60", "--tp-list", "1", "--find-max-rate")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One deployment (one worker, the default range): its bracket, within 5 %.
+	var pass, fail float64
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasSuffix(l, "  1 × vllm agg tp1 seqs 256 mbt 512 round-robin") {
+			if _, err := fmt.Sscanf(strings.TrimSpace(l), "%g×%g×", &pass, &fail); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+		}
+	}
+	if !(pass > 0 && fail > pass && fail <= pass*1.05) {
+		t.Errorf("bracket %v to %v: want 0 < pass < fail <= pass × 1.05; output:\n%s", pass, fail, out)
+	}
+}
+
+// TestRecommendAsPredict: each run is predict's run of the same flags at its size, here with closed-loop
+// clients (--concurrency, whose desync is auto by default): the figures agree.
+func TestRecommendAsPredict(t *testing.T) {
+	dir := t.TempDir()
+	flags := []string{"--num-requests", "100", "--input-tokens", "256", "--output-tokens", "16", "--timing", "fixed",
+		"--prefill-ms", "20", "--decode-ms", "5", "--max-num-batched-tokens", "512", "--concurrency", "8"}
+	rec := filepath.Join(dir, "rec.json")
+	if _, _, err := mocker(t, append(append([]string{"recommend"}, flags...), "--ttft-p90-ms", "60", "--sla", "e2e:p99:400", "--tp-list", "1", "--max-workers", "3", "--report-json", rec)...); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Candidates []struct {
+			Workers      int
+			StoppedEarly bool `json:"stopped_early"`
+			Checks       []struct{ Ms float64 }
+		}
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for _, c := range rep.Candidates {
+		if c.StoppedEarly {
+			continue
+		}
+		pred := filepath.Join(dir, fmt.Sprintf("predict%d.json", c.Workers))
+		if _, _, err := mocker(t, append(append([]string{"predict"}, flags...), "--workers", fmt.Sprint(c.Workers), "--report-json", pred)...); err != nil {
+			t.Fatal(err)
+		}
+		r := readReport(t, pred)
+		if c.Checks[0].Ms != r["p90_ttft_ms"] || c.Checks[1].Ms != r["p99_e2e_ms"] {
+			t.Errorf("%d workers: recommend's p90 TTFT %v, p99 E2E %v; predict's %v, %v", c.Workers, c.Checks[0].Ms, c.Checks[1].Ms, r["p90_ttft_ms"], r["p99_e2e_ms"])
+		}
+		compared++
+	}
+	if compared == 0 {
+		t.Error("no run to compare")
+	}
+}

@@ -1,0 +1,219 @@
+package recommend
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mocker-sim/mocker/config"
+	"github.com/mocker-sim/mocker/report"
+	"github.com/mocker-sim/mocker/sim"
+)
+
+// small is a synthetic workload that queues on few workers: 200 requests of 256 prompt and 16 output
+// tokens at 200 req/s, priced by fixed timing (a pass that computes prompt tokens 20 ms, one that
+// samples 5 ms), at most 512 tokens a pass.
+func small() config.Config {
+	c := config.Default()
+	c.Model, c.System = "", ""
+	c.Timing, c.PrefillMs, c.DecodeMs = "fixed", 20, 5
+	c.NumRequests, c.RequestRate, c.Arrival = 200, 200, "constant"
+	c.InputTokens, c.InputTokensStddev = 256, 0
+	c.OutputTokens, c.OutputTokensStddev = 16, 0
+	c.SharedPrefixRatio = 0
+	c.MaxNumBatchedTokens = 512
+	return c
+}
+
+// direct runs cfg as predict would and returns the p-th percentile of metric.
+func direct(t *testing.T, cfg config.Config, m report.Metric, p int) float64 {
+	t.Helper()
+	src, err := cfg.Source()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := cfg.SimOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := res.Collector.Percentile(m, p)
+	return v
+}
+
+func space() *Space {
+	return &Space{Backends: []string{"vllm"}, TP: []int{1}, EP: []int{1}, Modes: []string{"agg"},
+		MinWorkers: 1, MaxWorkers: 8, MaxNumSeqs: []int{256}, MaxNumBatchedTokens: []int{512}, Routers: []string{"round-robin"}}
+}
+
+func TestFewestWorkers(t *testing.T) {
+	base := small()
+	// The p90 TTFT at each worker count, run directly; the target sits between 2 and 3 workers'.
+	var ttft []float64
+	for n := 1; n <= 8; n++ {
+		c := base
+		c.Workers = n
+		ttft = append(ttft, direct(t, c, report.TTFT, 90))
+	}
+	t.Logf("p90 TTFT by workers: %v", ttft)
+	for i := 1; i < len(ttft); i++ {
+		if ttft[i] > ttft[i-1] {
+			t.Fatalf("p90 TTFT grows from %d to %d workers: %v", i, i+1, ttft)
+		}
+	}
+	target := (ttft[1] + ttft[2]) / 2
+	if !(ttft[1] > target && ttft[2] <= target) {
+		t.Fatalf("workload does not separate 2 from 3 workers: %v", ttft)
+	}
+	rep, err := Search(&base, space(), Options{Targets: []Target{{report.TTFT, 90, target}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := rep.Candidates[0]
+	if !best.Pass || best.Workers != 3 || best.GPUs != 3 {
+		t.Fatalf("best = %+v, want 3 workers passing", best)
+	}
+	if got := best.Checks[0].Ms; got != ttft[2] {
+		t.Errorf("best's p90 TTFT %v, want %v as run directly", got, ttft[2])
+	}
+	// 8 sizes: 8 runs in full, then 4, 2, 3 (4 passes, 2 fails, 3 passes).
+	if rep.Simulated != 4 || rep.Skipped != 4 {
+		t.Errorf("simulated %d, skipped %d; want 4 and 4", rep.Simulated, rep.Skipped)
+	}
+	for _, c := range rep.Candidates {
+		want := c.Workers >= 3
+		if c.Pass != want {
+			t.Errorf("%d workers: pass %v, want %v (%s)", c.Workers, c.Pass, want, c.Why)
+		}
+	}
+}
+
+func TestUnreachableByBound(t *testing.T) {
+	base := small()
+	// Any request's first token takes a pass that computes prompt tokens and samples: 20 + 5 ms.
+	rep, err := Search(&base, space(), Options{Targets: []Target{{report.TTFT, 90, 24}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Simulated != 0 || rep.Skipped != 8 || rep.BoundPruned != 1 {
+		t.Errorf("simulated %d, skipped %d, bound-pruned %d; want 0, 8, 1", rep.Simulated, rep.Skipped, rep.BoundPruned)
+	}
+	want := "prefill of the 256-token prompt (256 tokens uncached at best) alone takes 25 ms on one idle worker at TP 1"
+	if b := rep.Shapes[0].Bounds[0]; b.Ms != 25 || b.What != want {
+		t.Errorf("bound %+v, want 25 ms: %s", b, want)
+	}
+	var out bytes.Buffer
+	if err := rep.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"No deployment in the search space meets the targets.",
+		"p90 TTFT 25.0 ms at best > 24 ms: prefill of the 256-token prompt (256 tokens uncached at best) alone takes 25 ms on one idle worker at TP 1",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestUnreachableByITLBound(t *testing.T) {
+	base := small()
+	// A pass that samples takes 5 ms, so no gap between two tokens is shorter.
+	rep, err := Search(&base, space(), Options{Targets: []Target{{report.ITL, 50, 4.9}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep.WriteTable(&out)
+	want := "p50 ITL 5.0 ms at best > 4.9 ms: a decode step of one request alone, at the shortest context (257 tokens), takes 5.0 ms on one idle worker at TP 1\n"
+	if rep.Simulated != 0 || rep.BoundPruned != 1 || !strings.Contains(out.String(), want) {
+		t.Errorf("simulated %d, bound-pruned %d; want 0 and 1, and the table to say %q:\n%s", rep.Simulated, rep.BoundPruned, want, out.String())
+	}
+	// At 5 ms the bound allows it, and the runs decide.
+	if rep, err = Search(&base, space(), Options{Targets: []Target{{report.ITL, 50, 5}}}); err != nil || rep.BoundPruned != 0 || rep.Simulated == 0 {
+		t.Errorf("target 5 ms: bound-pruned %d, simulated %d, err %v; want the shape run", rep.BoundPruned, rep.Simulated, err)
+	}
+}
+
+func TestUnreachableNamesClosest(t *testing.T) {
+	base := small()
+	// 16 tokens, a pass each of 5 ms at least: an E2E of 50 ms is out of reach, and nothing bounds E2E
+	// ahead, so the largest deployment runs, fails, and is named with its miss and its shape's bounds.
+	rep, err := Search(&base, space(), Options{Targets: []Target{{report.TTFT, 90, 1000}, {report.E2E, 90, 50}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := base
+	c.Workers = 8
+	e2e := direct(t, c, report.E2E, 90)
+	var out bytes.Buffer
+	rep.WriteTable(&out)
+	for _, want := range []string{
+		"No deployment in the search space meets the targets.",
+		fmt.Sprintf("Closest:\n  8 × vllm agg tp1 seqs 256 mbt 512 round-robin (8 GPUs): p90 E2E %.1f ms > 50 ms (+%.0f%%)\n", e2e, 100*(e2e/50-1)),
+		"    p90 TTFT at least 25.0 ms: prefill of the 256-token prompt",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	if rep.Simulated != 1 {
+		t.Errorf("simulated %d, want 1: the largest fails, so every smaller one does", rep.Simulated)
+	}
+}
+
+func TestFindMaxRate(t *testing.T) {
+	base := small()
+	sp := space()
+	sp.MinWorkers, sp.MaxWorkers = 2, 2
+	const target = 60
+	rep, err := Search(&base, sp, Options{Targets: []Target{{report.TTFT, 90, target}}, Objective: MaxRate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := rep.Shapes[0].Rates[0]
+	if !(b.Pass > 0 && b.Fail > b.Pass && b.Fail/b.Pass <= rateTolerance) {
+		t.Fatalf("bracket %+v: want 0 < pass < fail <= pass × %v", b, rateTolerance)
+	}
+	at := func(rate float64) float64 {
+		c := base
+		c.Workers, c.ArrivalSpeedupRatio = 2, rate
+		return direct(t, c, report.TTFT, 90)
+	}
+	if lo, hi := at(b.Pass), at(b.Fail); !(lo <= target && hi > target) {
+		t.Errorf("p90 TTFT %v ms at %v× and %v ms at %v×: want the %v ms target crossed between", lo, b.Pass, hi, b.Fail, float64(target))
+	}
+}
+
+func TestThreadsSameJSON(t *testing.T) {
+	base := small()
+	// The op-level model, whose tables the threads share.
+	base.Model, base.System, base.Timing = "llama-3.1-8b", "h200_sxm", "default"
+	sp := space()
+	sp.TP = []int{1, 2}
+	sp.Routers = []string{"round-robin", "kv"}
+	sp.Modes = []string{"agg", "disagg"}
+	sp.Ratios = []Ratio{{1, 1}}
+	sp.MaxWorkers = 6
+	targets := []Target{{report.TTFT, 90, 60}, {report.E2E, 90, 200}}
+	var outs [2]bytes.Buffer
+	for i, threads := range []int{1, 4} {
+		rep, err := Search(&base, sp, Options{Targets: targets, Threads: threads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rep.WriteJSON(&outs[i]); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 && (rep.StoppedEarly == 0 || len(rep.Shapes) != 12) {
+			t.Errorf("%d shapes, %d runs stopped early: want 12 shapes and some early stops", len(rep.Shapes), rep.StoppedEarly)
+		}
+	}
+	if !bytes.Equal(outs[0].Bytes(), outs[1].Bytes()) {
+		t.Error("the report differs between 1 and 4 threads")
+	}
+}

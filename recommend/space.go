@@ -1,0 +1,200 @@
+package recommend
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/mocker-sim/mocker/config"
+)
+
+// Space is the set of deployments a search tries: every combination of its lists (a shape) at every
+// worker count in [MinWorkers, MaxWorkers]. Settings it does not list come from the base configuration.
+type Space struct {
+	Backends []string
+	TP       []int // aggregated workers' tensor parallelism
+	EP       []int // expert parallelism, for MoE models (each must divide the TP it goes with)
+	// Modes are "agg" and "disagg". A disaggregated shape takes each prefill:decode Ratio and each pair
+	// of PrefillTP and DecodeTP (empty: TP); its worker count is a multiple of the ratio's sum.
+	Modes                  []string
+	Ratios                 []Ratio
+	PrefillTP, DecodeTP    []int
+	MinWorkers, MaxWorkers int // workers of a deployment, both pools together
+	MaxNumSeqs             []int
+	MaxNumBatchedTokens    []int
+	Routers                []string
+}
+
+// Ratio is a disaggregated deployment's prefill workers to decode workers.
+type Ratio struct{ Prefill, Decode int }
+
+// ParseRatio parses P:D, as in 1:2.
+func ParseRatio(s string) (Ratio, error) {
+	p, d, ok := strings.Cut(s, ":")
+	var r Ratio
+	var err1, err2 error
+	r.Prefill, err1 = strconv.Atoi(p)
+	r.Decode, err2 = strconv.Atoi(d)
+	if !ok || err1 != nil || err2 != nil || r.Prefill < 1 || r.Decode < 1 || r.Prefill > 64 || r.Decode > 64 {
+		return Ratio{}, fmt.Errorf("ratio %q: want PREFILL:DECODE workers, each 1 to 64, as in 1:2", s)
+	}
+	return r, nil
+}
+
+func (r Ratio) String() string { return fmt.Sprintf("%d:%d", r.Prefill, r.Decode) }
+
+// Shape is a deployment but for its size: everything a search fixes while it varies the worker count.
+type Shape struct {
+	Backend string `json:"backend"`
+	Disagg  bool   `json:"disagg"`
+	TP      int    `json:"tp,omitempty"` // aggregated
+	EP      int    `json:"ep"`
+	// Disaggregated: the workers come in groups of Ratio.Prefill prefill and Ratio.Decode decode workers.
+	Ratio     string `json:"ratio,omitempty"`
+	PrefillTP int    `json:"prefill_tp,omitempty"`
+	DecodeTP  int    `json:"decode_tp,omitempty"`
+
+	MaxNumSeqs          int    `json:"max_num_seqs"`
+	MaxNumBatchedTokens int    `json:"max_num_batched_tokens"`
+	Router              string `json:"router"`
+
+	ratio Ratio
+}
+
+// String names the shape in a table row.
+func (s Shape) String() string {
+	var b strings.Builder
+	b.WriteString(s.Backend)
+	if s.Disagg {
+		fmt.Fprintf(&b, " disagg %s tp%d/%d", s.Ratio, s.PrefillTP, s.DecodeTP)
+	} else {
+		fmt.Fprintf(&b, " agg tp%d", s.TP)
+	}
+	if s.EP > 1 {
+		fmt.Fprintf(&b, " ep%d", s.EP)
+	}
+	fmt.Fprintf(&b, " seqs %d mbt %d %s", s.MaxNumSeqs, s.MaxNumBatchedTokens, s.Router)
+	return b.String()
+}
+
+// scales are the deployment sizes the shape takes in [minW, maxW] workers: the worker count itself, or
+// for a disaggregated shape the number of ratio groups.
+func (s Shape) scales(minW, maxW int) (lo, hi int) {
+	if !s.Disagg {
+		return minW, maxW
+	}
+	g := s.ratio.Prefill + s.ratio.Decode
+	return max(1, (minW+g-1)/g), maxW / g
+}
+
+// shapes lists the space's shapes in a fixed order; a combination the base configuration refuses
+// (EP not dividing TP, TensorRT-LLM disaggregated, ...) is left out with the reason.
+func (sp *Space) shapes(base *config.Config) (shapes []Shape, refused []string, err error) {
+	if sp.MinWorkers < 1 || sp.MaxWorkers < sp.MinWorkers {
+		return nil, nil, fmt.Errorf("workers %d to %d: want 1 <= min <= max", sp.MinWorkers, sp.MaxWorkers)
+	}
+	for _, l := range []struct {
+		name string
+		n    int
+	}{{"backends", len(sp.Backends)}, {"tp", len(sp.TP)}, {"ep", len(sp.EP)}, {"modes", len(sp.Modes)},
+		{"max-num-seqs", len(sp.MaxNumSeqs)}, {"max-num-batched-tokens", len(sp.MaxNumBatchedTokens)}, {"routers", len(sp.Routers)}} {
+		if l.n == 0 {
+			return nil, nil, fmt.Errorf("search space: %s: empty list", l.name)
+		}
+	}
+	type pair struct{ p, d int }
+	var pairs []pair
+	ptp, dtp := sp.PrefillTP, sp.DecodeTP
+	if len(ptp) == 0 {
+		ptp = sp.TP
+	}
+	if len(dtp) == 0 {
+		dtp = sp.TP
+	}
+	for _, p := range ptp {
+		for _, d := range dtp {
+			pairs = append(pairs, pair{p, d})
+		}
+	}
+	for _, mode := range sp.Modes {
+		if mode != "agg" && mode != "disagg" {
+			return nil, nil, fmt.Errorf("mode %q: want agg or disagg", mode)
+		}
+		if mode == "disagg" && len(sp.Ratios) == 0 {
+			return nil, nil, fmt.Errorf("search space: disagg needs at least one prefill:decode ratio")
+		}
+	}
+	for _, backend := range sp.Backends {
+		for _, mode := range sp.Modes {
+			for _, ep := range sp.EP {
+				for _, seqs := range sp.MaxNumSeqs {
+					for _, mbt := range sp.MaxNumBatchedTokens {
+						for _, rt := range sp.Routers {
+							s := Shape{Backend: backend, EP: ep, MaxNumSeqs: seqs, MaxNumBatchedTokens: mbt, Router: rt}
+							var list []Shape
+							if mode == "agg" {
+								for _, tp := range sp.TP {
+									s.TP = tp
+									list = append(list, s)
+								}
+							} else {
+								s.Disagg = true
+								for _, r := range sp.Ratios {
+									for _, pr := range pairs {
+										s.ratio, s.Ratio, s.PrefillTP, s.DecodeTP = r, r.String(), pr.p, pr.d
+										list = append(list, s)
+									}
+								}
+							}
+							for _, s := range list {
+								lo, hi := s.scales(sp.MinWorkers, sp.MaxWorkers)
+								cfg := s.config(base, lo)
+								switch {
+								case lo > hi:
+									refused = append(refused, fmt.Sprintf("%s: no multiple of %s fits in %d to %d workers", s, s.Ratio, sp.MinWorkers, sp.MaxWorkers))
+								default:
+									if err := cfg.Validate(); err != nil {
+										refused = append(refused, fmt.Sprintf("%s: %v", s, err))
+										continue
+									}
+									if _, err := cfg.SimOptions(); err != nil {
+										refused = append(refused, fmt.Sprintf("%s: %v", s, err))
+										continue
+									}
+									shapes = append(shapes, s)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return shapes, refused, nil
+}
+
+// config is the base configuration deployed as shape s at the given scale.
+func (s Shape) config(base *config.Config, scale int) config.Config {
+	c := *base
+	c.Backend, c.EP, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.Router = s.Backend, s.EP, s.MaxNumSeqs, s.MaxNumBatchedTokens, s.Router
+	if !s.Disagg {
+		c.TP, c.Workers, c.PrefillWorkers, c.DecodeWorkers = s.TP, scale, 0, 0
+		return c
+	}
+	c.Workers = 1
+	c.PrefillWorkers, c.DecodeWorkers = s.ratio.Prefill*scale, s.ratio.Decode*scale
+	// The shared TP is the prefill pool's, so settings derived from it (KV bytes) stay consistent.
+	c.TP = s.PrefillTP
+	pt, dt := s.PrefillTP, s.DecodeTP
+	c.Prefill.TP, c.Decode.TP = &pt, &dt
+	return c
+}
+
+// gpus is the GPUs the shape takes at a scale: workers × TP × data-parallel ranks, per pool.
+func (s Shape) gpus(c *config.Config, scale int) int {
+	if !s.Disagg {
+		return scale * s.TP * c.DPSize
+	}
+	p, d := c.ForRole("prefill"), c.ForRole("decode")
+	return scale * (s.ratio.Prefill*s.PrefillTP*p.DPSize + s.ratio.Decode*s.DecodeTP*d.DPSize)
+}
