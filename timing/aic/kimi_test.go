@@ -2,6 +2,7 @@ package aic
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,18 +70,41 @@ func TestMLAModuleComposition(t *testing.T) {
 		t.Errorf("decode step: %+v, want decode %.6f ms", got, want)
 	}
 
-	// The MoE: power_law_1.01 (DeepSeek family), int4_wo at moe_tp 8: 0.3840640068… ms at 16 tokens
-	// (h200_sxm/moe/vllm/0.19.0); on vLLM the all-reduces stay outside the overlap, so decode saves
-	// 60 MoE layers × the bf16 shared expert (gate_up 512 from 7,168; down 7,168 from 256).
+	// The MoE: power_law_1.01 (DeepSeek family), int4_wo at moe_tp 8. 0.19.0's rows time vLLM's WNA16
+	// kernels (0.3840640068… ms at 16 tokens), so the experts are priced from the nearest version with
+	// Marlin rows, 0.24.0: 0.16435199975… ms (h200_sxm/moe/vllm/0.24.0, kernel_source
+	// vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts). On vLLM the all-reduces stay
+	// outside the overlap, so decode saves 60 MoE layers × the bf16 shared expert (gate_up 512 from
+	// 7,168; down 7,168 from 256).
 	rf := h200Roofline(t)
 	k := moeKey{dtype: "int4_wo", dist: "power_law_1.01", topk: 8, experts: 384, hidden: 7168, inter: 2048, tp: 8, ep: 1}
-	moe, err := loadMoE([]string{aicRoot + "/h200_sxm/moe/vllm/0.19.0/moe_perf.parquet"}, k, rf)
-	if err != nil {
-		t.Fatal(err)
-	}
 	flops, _ := rf.flopsOf("int4_wo")
-	if v := moe.at(16, rf.moeSOL(16, k, flops)); !near(v, 0.3840640068054199, 1e-12) {
-		t.Errorf("int4_wo MoE at 16 tokens: %.12g ms", v)
+	for _, tc := range []struct {
+		version, kernel string
+		at16            float64
+	}{
+		{"0.19.0", vllmWNA16Kernel, 0.3840640068054199},
+		{"0.24.0", "vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts", 0.16435199975967407},
+	} {
+		moe, kernels, err := loadMoE([]string{aicRoot + "/h200_sxm/moe/vllm/" + tc.version + "/moe_perf.parquet"}, k, rf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := moe.at(16, rf.moeSOL(16, k, flops)); !near(v, tc.at16, 1e-12) || !slices.Equal(kernels, []string{tc.kernel}) {
+			t.Errorf("%s int4_wo MoE at 16 tokens: %.12g ms from %v, want %.12g from %s", tc.version, v, kernels, tc.at16, tc.kernel)
+		}
+	}
+	var experts float64
+	for _, p := range mdl.Parts(&timing.Batch{Seqs: seqs}) {
+		if p.Op == "moe_experts" {
+			experts = p.Ms
+		}
+	}
+	if want := 60 * 0.16435199975967407; !near(experts, want, 1e-9) {
+		t.Errorf("decode step's experts: %.9g ms, want 60 × 0.24.0's Marlin row at 16 tokens = %.9g", experts, want)
+	}
+	if src := strings.Join(mdl.Sources(), " "); !strings.Contains(src, "moe/vllm/0.24.0/moe_perf") || strings.Contains(src, "moe/vllm/0.19.0") {
+		t.Errorf("sources %s: want 0.24.0's MoE table in place of 0.19.0's", src)
 	}
 	g, err := loadGEMM([]string{aicRoot + "/h200_sxm/gemm/vllm/0.19.0/gemm_perf.parquet"}, "bfloat16", rf)
 	if err != nil {
