@@ -2,6 +2,8 @@ package aic
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -128,5 +130,60 @@ func TestMLAModuleErrors(t *testing.T) {
 	_, err = onH200(t, "kimi-k2.5", Options{Backend: "vllm", Version: "0.14.0", TP: 8, GEMMQuant: "bf16", MoEQuant: "int4_wo"})
 	if err == nil || !strings.Contains(err.Error(), "mla_context_module_perf") {
 		t.Errorf("0.14.0: err = %v, want one naming the missing module table", err)
+	}
+}
+
+// TestMarlinMoEChoice: marlinMoE takes the oldest newer version with Marlin rows, else the newest
+// older one, skipping versions whose rows time the WNA16 kernels too, and names what is missing when
+// no version has Marlin rows. Databases of moe tables only, linked from the shared one.
+func TestMarlinMoEChoice(t *testing.T) {
+	needData(t)
+	rf := h200Roofline(t)
+	k := moeKey{dtype: "int4_wo", dist: "power_law_1.01", topk: 8, experts: 384, hidden: 7168, inter: 2048, tp: 8, ep: 1}
+	flops, _ := rf.flopsOf("int4_wo")
+	abs, err := filepath.Abs(aicRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		versions []string
+		want     float64 // at 16 tokens; 0: an error
+	}{
+		{"newer first", []string{"0.14.0", "0.18.0", "0.19.0", "0.24.0"}, 0.16435199975967407},
+		{"older when no newer", []string{"0.14.0", "0.18.0", "0.19.0"}, 0.1417855978012085},
+		{"none", []string{"0.18.0", "0.19.0"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for _, v := range tc.versions {
+				dir := filepath.Join(root, "h200_sxm", "moe", "vllm", v)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(filepath.Join(abs, "h200_sxm/moe/vllm", v, "moe_perf.parquet"), filepath.Join(dir, "moe_perf.parquet")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d := db{root: root, system: "h200_sxm"}
+			own := []string{filepath.Join(root, "h200_sxm/moe/vllm/0.19.0/moe_perf.parquet")}
+			mdl := &Model{sources: append([]string{"gemm"}, own...)}
+			moe, err := mdl.marlinMoE(d, "0.19.0", own, k, rf)
+			if tc.want == 0 {
+				if err == nil || !strings.Contains(err.Error(), "no other vLLM version has Marlin rows") || !strings.Contains(err.Error(), vllmWNA16Kernel) {
+					t.Fatalf("err = %v, want one naming the WNA16 rows and the missing Marlin rows", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := moe.at(16, rf.moeSOL(16, k, flops)); !near(v, tc.want, 1e-12) {
+				t.Errorf("16 tokens: %.12g ms, want %.12g", v, tc.want)
+			}
+			if len(mdl.sources) != 2 || mdl.sources[0] != "gemm" || strings.Contains(mdl.sources[1], "0.19.0") {
+				t.Errorf("sources %v: want 0.19.0's MoE table replaced", mdl.sources)
+			}
+		})
 	}
 }
