@@ -46,6 +46,7 @@ type Config struct {
 	SGLangScheduleConservativeness float64 `yaml:"sglang-schedule-conservativeness"`
 	SGLangEnableMixedChunk         bool    `yaml:"sglang-enable-mixed-chunk"`
 	SGLangOverlapSchedule          bool    `yaml:"sglang-overlap-schedule"`
+	SGLangReservedDecodeTokens     int     `yaml:"sglang-num-reserved-decode-tokens"`
 
 	// Speculative decoding (MTP).
 	SpecNumTokens   int       `yaml:"spec-num-tokens"`
@@ -191,6 +192,7 @@ func Default() Config {
 		SGLangChunkedPrefillSize:       8192,
 		SGLangClipMaxNewTokens:         4096,
 		SGLangScheduleConservativeness: 1,
+		SGLangReservedDecodeTokens:     512,
 		Model:                          "llama-3.1-8b",
 		System:                         "h200_sxm",
 		TP:                             1,
@@ -442,6 +444,8 @@ func (c *Config) validate() error {
 		return bad("sglang-chunked-prefill-size", c.SGLangChunkedPrefillSize, fmt.Sprintf("must be a multiple of the page size %d (or <= 0: no chunking)", c.BlockSizeOrDefault()))
 	case c.SGLangClipMaxNewTokens < 1:
 		return bad("sglang-clip-max-new-tokens", c.SGLangClipMaxNewTokens, "must be at least 1")
+	case c.SGLangReservedDecodeTokens < 0:
+		return bad("sglang-num-reserved-decode-tokens", c.SGLangReservedDecodeTokens, "must not be negative")
 	case !(c.SGLangScheduleConservativeness >= 0 && c.SGLangScheduleConservativeness <= 1):
 		return bad("sglang-schedule-conservativeness", c.SGLangScheduleConservativeness, "must be in [0, 1]")
 	case c.BlockSize < 0:

@@ -357,6 +357,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			MaxPrefillTokens:   c.SGLangMaxPrefillTokens,
 			ChunkedPrefillSize: c.SGLangChunkedPrefillSize,
 			ClipMaxNewTokens:   c.SGLangClipMaxNewTokens,
+			ReservedDecode:     c.SGLangReservedDecodeTokens,
 			Conservativeness:   c.SGLangScheduleConservativeness,
 			Policy:             policy,
 			MixedChunk:         c.SGLangEnableMixedChunk,

@@ -116,6 +116,7 @@ func newPropCase(seed uint64) *propCase {
 		PageSize: bs, NumPages: blocks, MaxRunning: vo.MaxNumSeqs, MaxPrefillTokens: pick(16, 128, 16384),
 		ChunkedPrefillSize: pick(0, 64, 8192) / bs * bs, ClipMaxNewTokens: pick(4, 4096), Conservativeness: []float64{0.3, 1}[rng.IntN(2)],
 		Policy: sglang.Policy(rng.IntN(2)), MixedChunk: rng.IntN(3) == 0, Overlap: rng.IntN(2) == 0, PrefixCaching: caching, Events: true,
+		ReservedDecode: []int{0, 16}[seed%2], // from the seed, so the draws of older cases stay as they were
 	}
 	if rng.IntN(3) == 0 {
 		spec := sched.Spec{Tokens: 1 + rng.IntN(3), AcceptRates: []float64{0.8, 0.5}}

@@ -12,7 +12,7 @@
 // settings the bench takes from measurements chosen without them) and, for the dense rows, the figures
 // of the plain replay a user gets from the benchmark's settings alone.
 //
-//	go run ./bench/accuracy [-data ../shared/data] [-rows N] [-backend vllm|sglang] [-csv out.csv]
+//	go run ./bench/accuracy [-data ../shared/data] [-rows N] [-backend vllm|sglang] [-match S] [-csv out.csv]
 //	    [-schedule aic|steady|lockstep] [-frontend-latency-ms 13.6] [-sglang-host-overhead-us 16]
 //	    [-sglang-generator-config=true] [-prompt-pool 0] [-loho=true] [-plain=true]
 package main
@@ -75,12 +75,13 @@ func main() {
 	frontend := flag.Float64("frontend-latency-ms", frontendLatencyMs, "API-server time between a request's send and its routing to the engine (mocker predict --frontend-latency-ms); 0: none")
 	sglangGenerator := flag.Bool("sglang-generator-config", true, "SGLang rows: deploy as AIConfigurator's generator does (--sglang-enable-mixed-chunk, --sglang-max-prefill-tokens ISL+1500); false: SGLang's defaults")
 	backend := flag.String("backend", "", "only the rows of this backend (vllm or sglang; empty: all)")
+	only := flag.String("match", "", "only the rows whose id or model_path contains this string (for iterating on a group; the figures of a subset are not the bench's)")
 	pool := flag.Int("prompt-pool", 0, "every row: requests repeat a pool of this many prompts (mocker predict --num-dataset-entries; genai-perf's and AIPerf's default is 100); 0: every prompt new")
 	loho := flag.Bool("loho", true, "also print the leave-one-harness-out figures: each harness's rows predicted with the frontend latency, SGLang host overhead and SGLang generator config chosen (from a coarse grid) without its rows")
 	plain := flag.Bool("plain", true, "also run, for every dense row, the plain replay `mocker predict --concurrency C --num-requests 10C --input-tokens I --output-tokens O --model M --tp T --backend B` (with --timing default --perf-db over the bench's database) and print its MdAPE")
 	sglangHost := flag.Float64("sglang-host-overhead-us", sglangHostOverheadUs, "SGLang rows: host time per request in each pass (mocker predict --host-overhead-us); 0: none")
 	flag.Parse()
-	set := settings{schedule: *schedule, frontendMs: *frontend, sglangHostUs: *sglangHost, sglangGenerator: *sglangGenerator, promptPool: *pool, backend: *backend, loho: *loho, plain: *plain}
+	set := settings{schedule: *schedule, frontendMs: *frontend, sglangHostUs: *sglangHost, sglangGenerator: *sglangGenerator, promptPool: *pool, backend: *backend, match: *only, loho: *loho, plain: *plain}
 	if err := run(*data, *limit, *out, set, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "accuracy:", err)
 		os.Exit(1)
@@ -125,6 +126,7 @@ type settings struct {
 	sglangGenerator bool
 	promptPool      int    // --num-dataset-entries of every row (0: new prompts)
 	backend         string // only this backend's rows ("": all)
+	match           string // only the rows whose id or model path contains it ("": all)
 	loho, plain     bool   // also the leave-one-harness-out figures, the plain replays
 }
 
@@ -150,6 +152,11 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 	}
 	if set.backend != "" {
 		rows = slices.DeleteFunc(rows, func(r row) bool { return r.backend != set.backend })
+	}
+	if set.match != "" {
+		rows = slices.DeleteFunc(rows, func(r row) bool {
+			return !strings.Contains(r.id, set.match) && !strings.Contains(r.modelPath, set.match)
+		})
 	}
 	if limit > 0 && limit < len(rows) {
 		rows = rows[:limit]

@@ -52,6 +52,7 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.SGLangMaxPrefillTokens, "sglang-max-prefill-tokens", c.SGLangMaxPrefillTokens, "sglang: prompt tokens per prefill batch")
 	fs.IntVar(&c.SGLangChunkedPrefillSize, "sglang-chunked-prefill-size", c.SGLangChunkedPrefillSize, "sglang: chunk size of long prompts (<= 0: no chunking)")
 	fs.IntVar(&c.SGLangClipMaxNewTokens, "sglang-clip-max-new-tokens", c.SGLangClipMaxNewTokens, "sglang: cap on a running request's remaining output when reserving room")
+	fs.IntVar(&c.SGLangReservedDecodeTokens, "sglang-num-reserved-decode-tokens", c.SGLangReservedDecodeTokens, "sglang: decode worker (disaggregated): tokens of decode room kept per request it holds before it takes another prompt, as SGLang's decode preallocation (SGLANG_NUM_RESERVED_DECODE_TOKENS); 0: takes any prompt its pool holds")
 	fs.Float64Var(&c.SGLangScheduleConservativeness, "sglang-schedule-conservativeness", c.SGLangScheduleConservativeness, "sglang: scales the initial new_token_ratio (0.7 × this)")
 	fs.BoolVar(&c.SGLangEnableMixedChunk, "sglang-enable-mixed-chunk", c.SGLangEnableMixedChunk, "sglang: decode running requests in the same pass as a prefill")
 	fs.BoolVar(&c.SGLangOverlapSchedule, "sglang-overlap-schedule", c.SGLangOverlapSchedule, "sglang: SGLang's overlap scheduler (its default; off in the Dynamo reference): the next batch is formed when the current one starts, so a request arriving during a pass also waits for the pass after it")

@@ -49,6 +49,7 @@ type Options struct {
 	MaxPrefillTokens   int // tokens per extend batch (a single request may exceed it)
 	ChunkedPrefillSize int
 	ClipMaxNewTokens   int     // cap on a request's remaining output when reserving room for it
+	ReservedDecode     int     // decode worker: SGLANG_NUM_RESERVED_DECODE_TOKENS (preallocatable); 0: rule off
 	Conservativeness   float64 // schedule_conservativeness
 	Policy             Policy
 	MixedChunk         bool // decode the running requests in the same pass as a prefill
@@ -77,6 +78,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("sglang-max-prefill-tokens %d: must be at least 1", o.MaxPrefillTokens)
 	case o.ChunkedPrefillSize > 0 && o.ChunkedPrefillSize < o.PageSize:
 		return fmt.Errorf("sglang-chunked-prefill-size %d: must be at least one page (%d)", o.ChunkedPrefillSize, o.PageSize)
+	case o.ReservedDecode < 0:
+		return fmt.Errorf("sglang-num-reserved-decode-tokens %d: must not be negative", o.ReservedDecode)
 	case o.ClipMaxNewTokens < 1:
 		return fmt.Errorf("sglang-clip-max-new-tokens %d: must be at least 1", o.ClipMaxNewTokens)
 	case !(o.Conservativeness >= 0 && o.Conservativeness <= 1):
@@ -240,11 +243,14 @@ func (s *Scheduler) Release(id uint64) bool {
 
 // Reserve makes room on a decode worker for a request whose prompt KV is about to arrive: it locks the
 // prompt's cached prefix and allocates pages for the rest. It returns how many prompt tokens the worker
-// lacks (what the transfer must carry), or ok false if the pool cannot hold the prompt now (the driver
-// retries when capacity frees).
+// lacks (what the transfer must carry), or ok false if the pool cannot hold the prompt now, or could
+// not keep decoding what it holds with it (preallocatable; the driver retries when capacity frees).
 func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) {
 	if err := s.check(r); err != nil {
 		return 0, false, err
+	}
+	if !s.preallocatable(r.PromptLen(), r.MaxTokens) {
+		return 0, false, nil
 	}
 	req := s.newRequest()
 	r.AppendPrompt(req.seq)
@@ -276,6 +282,36 @@ func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) 
 	s.prefixQueries += int64(req.seq.Len())
 	s.prefixHits += int64(len(s.hits) * s.opt.PageSize)
 	return req.seq.Len() - len(s.hits)*s.opt.PageSize, true, nil
+}
+
+// preallocatable reports whether a decode worker takes a prompt of prompt tokens and up to maxNew
+// output tokens now, by the rule of SGLang's decode preallocation queue (disaggregation/decode.py,
+// DecodePreallocQueue.pop_preallocated and _allocatable_tokens): of the free room (here free and
+// evictable pages), it keeps ReservedDecode tokens for every request it holds (running, receiving or
+// waiting to run), and at least what the longest-to-finish running request still needs if all the
+// others were retracted (min(max_new_tokens, clip) + its prompt − the tokens the running requests
+// hold); retracted requests keep their whole length and the reserve. The prompt then needs its own
+// length + ReservedDecode, and its whole length less what the running requests hold. Without
+// this rule a decode worker fills its pool with prompts and retracts as they grow, where SGLang's
+// waits: its prefill server does not start a prompt before the decode server has preallocated it.
+// An idle worker takes any prompt its pool holds; ReservedDecode 0 turns the rule off.
+func (s *Scheduler) preallocatable(prompt, maxNew int) bool {
+	held, retractable, single := len(s.running)+len(s.reserved)+len(s.activated), 0, 0
+	if s.opt.ReservedDecode == 0 || held == 0 && len(s.waiting) == 0 {
+		return true // off; or idle, where SGLang would wait for ever on a prompt the rule never admits
+	}
+	for _, r := range s.running {
+		retractable += r.seq.Len()
+	}
+	for _, r := range s.running {
+		single = max(single, min(r.maxTokens, s.opt.ClipMaxNewTokens)+r.seq.Len()-r.generated-retractable)
+	}
+	allocatable := (s.cache.FreePages()+s.cache.EvictablePages())*s.opt.PageSize - max(s.opt.ReservedDecode*held, single)
+	for _, r := range s.waiting {
+		allocatable -= r.seq.Len() + s.opt.ReservedDecode
+	}
+	need := max(prompt+s.opt.ReservedDecode, prompt+min(maxNew, s.opt.ClipMaxNewTokens)-retractable)
+	return need <= allocatable
 }
 
 // Activate queues a reserved request whose prompt KV has arrived to join the running requests as soon as

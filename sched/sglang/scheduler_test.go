@@ -581,3 +581,50 @@ func TestActivatedTransfersRespectMaxRunning(t *testing.T) {
 		t.Fatalf("third pass: %v; want request 2 once 1 left", got)
 	}
 }
+
+// TestDecodePreallocation: a decode worker takes a prompt only as SGLang's decode preallocation queue
+// would (pop_preallocated): 16 pages of 4 tokens, ReservedDecode 16. Holding a reserved 20-token prompt
+// (5 pages; 44 tokens free), it keeps 16 of them for that prompt's decode, so a 12-token prompt (12 + 16
+// = 28 tokens) fits and a 13-token one does not, though its pages would. Once that request runs with 40
+// output tokens at most (21 tokens, 20 computed in 5 pages; 44 tokens free), the room it needs to finish
+// alone, 40 + 20 − 21 = 39 tokens, is kept instead, and not even an 8-token prompt fits; with 10
+// output tokens (10 + 20 − 21 = 9 < 16) the reserve applies again: 12 tokens fit, 13 do not.
+// ReservedDecode 0 takes whatever the pool holds.
+func TestDecodePreallocation(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		reserved      int
+		run, firstMax int // run: activate and step the first request
+		prompt        int
+		want          bool
+	}{
+		{"reserve per held request: fits", 16, 0, 4, 12, true},
+		{"reserve per held request: one token over", 16, 0, 4, 13, false},
+		{"rule off", 0, 0, 4, 40, true},
+		{"running request must finish alone", 16, 1, 40, 8, false},
+		{"running request's need below the reserve", 16, 1, 10, 12, true},
+		{"running request's need below the reserve: one token over", 16, 1, 10, 13, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := opts(4, 16)
+			o.Role, o.ReservedDecode = sched.Decode, tc.reserved
+			h := newHarness(t, o)
+			if _, ok, err := h.s.Reserve(&sched.Request{ID: 1, Prompt: prompt(0, 20), MaxTokens: tc.firstMax}); !ok || err != nil {
+				t.Fatalf("Reserve 1 on an idle worker: %v %v", ok, err)
+			}
+			if tc.run > 0 {
+				h.s.Activate(1)
+				if got := outputs(h.step()); !slices.Equal(got, []string{"1:1"}) {
+					t.Fatalf("first step: %v", got)
+				}
+			}
+			_, ok, err := h.s.Reserve(&sched.Request{ID: 2, Prompt: prompt(100, tc.prompt), MaxTokens: 1})
+			if err != nil || ok != tc.want {
+				t.Fatalf("Reserve of a %d-token prompt: ok %v, err %v; want ok %v (%d pages free)", tc.prompt, ok, err, tc.want, h.s.cache.FreePages())
+			}
+			if err := h.s.CheckInvariants(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

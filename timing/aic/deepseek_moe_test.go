@@ -47,7 +47,7 @@ func TestDeepSeekMoEDistribution(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := moeKey{dtype: "fp8_block", dist: "power_law_1.01", topk: 8, experts: 256, hidden: 7168, inter: 2048, tp: 8, ep: 1}
-	moe, err := loadMoE([]string{aicRoot + "/h200_sxm/moe/sglang/0.5.9/moe_perf.parquet"}, k, rf)
+	moe, _, err := loadMoE([]string{aicRoot + "/h200_sxm/moe/sglang/0.5.9/moe_perf.parquet"}, k, rf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,9 @@ package aic
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,18 +72,41 @@ func TestMLAModuleComposition(t *testing.T) {
 		t.Errorf("decode step: %+v, want decode %.6f ms", got, want)
 	}
 
-	// The MoE: power_law_1.01 (DeepSeek family), int4_wo at moe_tp 8: 0.3840640068… ms at 16 tokens
-	// (h200_sxm/moe/vllm/0.19.0); on vLLM the all-reduces stay outside the overlap, so decode saves
-	// 60 MoE layers × the bf16 shared expert (gate_up 512 from 7,168; down 7,168 from 256).
+	// The MoE: power_law_1.01 (DeepSeek family), int4_wo at moe_tp 8. 0.19.0's rows time vLLM's WNA16
+	// kernels (0.3840640068… ms at 16 tokens), so the experts are priced from the nearest version with
+	// Marlin rows, 0.24.0: 0.16435199975… ms (h200_sxm/moe/vllm/0.24.0, kernel_source
+	// vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts). On vLLM the all-reduces stay
+	// outside the overlap, so decode saves 60 MoE layers × the bf16 shared expert (gate_up 512 from
+	// 7,168; down 7,168 from 256).
 	rf := h200Roofline(t)
 	k := moeKey{dtype: "int4_wo", dist: "power_law_1.01", topk: 8, experts: 384, hidden: 7168, inter: 2048, tp: 8, ep: 1}
-	moe, err := loadMoE([]string{aicRoot + "/h200_sxm/moe/vllm/0.19.0/moe_perf.parquet"}, k, rf)
-	if err != nil {
-		t.Fatal(err)
-	}
 	flops, _ := rf.flopsOf("int4_wo")
-	if v := moe.at(16, rf.moeSOL(16, k, flops)); !near(v, 0.3840640068054199, 1e-12) {
-		t.Errorf("int4_wo MoE at 16 tokens: %.12g ms", v)
+	for _, tc := range []struct {
+		version, kernel string
+		at16            float64
+	}{
+		{"0.19.0", vllmWNA16Kernel, 0.3840640068054199},
+		{"0.24.0", "vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts", 0.16435199975967407},
+	} {
+		moe, kernels, err := loadMoE([]string{aicRoot + "/h200_sxm/moe/vllm/" + tc.version + "/moe_perf.parquet"}, k, rf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := moe.at(16, rf.moeSOL(16, k, flops)); !near(v, tc.at16, 1e-12) || !slices.Equal(kernels, []string{tc.kernel}) {
+			t.Errorf("%s int4_wo MoE at 16 tokens: %.12g ms from %v, want %.12g from %s", tc.version, v, kernels, tc.at16, tc.kernel)
+		}
+	}
+	var experts float64
+	for _, p := range mdl.Parts(&timing.Batch{Seqs: seqs}) {
+		if p.Op == "moe_experts" {
+			experts = p.Ms
+		}
+	}
+	if want := 60 * 0.16435199975967407; !near(experts, want, 1e-9) {
+		t.Errorf("decode step's experts: %.9g ms, want 60 × 0.24.0's Marlin row at 16 tokens = %.9g", experts, want)
+	}
+	if src := strings.Join(mdl.Sources(), " "); !strings.Contains(src, "moe/vllm/0.24.0/moe_perf") || strings.Contains(src, "moe/vllm/0.19.0") {
+		t.Errorf("sources %s: want 0.24.0's MoE table in place of 0.19.0's", src)
 	}
 	g, err := loadGEMM([]string{aicRoot + "/h200_sxm/gemm/vllm/0.19.0/gemm_perf.parquet"}, "bfloat16", rf)
 	if err != nil {
@@ -104,5 +130,60 @@ func TestMLAModuleErrors(t *testing.T) {
 	_, err = onH200(t, "kimi-k2.5", Options{Backend: "vllm", Version: "0.14.0", TP: 8, GEMMQuant: "bf16", MoEQuant: "int4_wo"})
 	if err == nil || !strings.Contains(err.Error(), "mla_context_module_perf") {
 		t.Errorf("0.14.0: err = %v, want one naming the missing module table", err)
+	}
+}
+
+// TestMarlinMoEChoice: marlinMoE takes the oldest newer version with Marlin rows, else the newest
+// older one, skipping versions whose rows time the WNA16 kernels too, and names what is missing when
+// no version has Marlin rows. Databases of moe tables only, linked from the shared one.
+func TestMarlinMoEChoice(t *testing.T) {
+	needData(t)
+	rf := h200Roofline(t)
+	k := moeKey{dtype: "int4_wo", dist: "power_law_1.01", topk: 8, experts: 384, hidden: 7168, inter: 2048, tp: 8, ep: 1}
+	flops, _ := rf.flopsOf("int4_wo")
+	abs, err := filepath.Abs(aicRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		versions []string
+		want     float64 // at 16 tokens; 0: an error
+	}{
+		{"newer first", []string{"0.14.0", "0.18.0", "0.19.0", "0.24.0"}, 0.16435199975967407},
+		{"older when no newer", []string{"0.14.0", "0.18.0", "0.19.0"}, 0.1417855978012085},
+		{"none", []string{"0.18.0", "0.19.0"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for _, v := range tc.versions {
+				dir := filepath.Join(root, "h200_sxm", "moe", "vllm", v)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(filepath.Join(abs, "h200_sxm/moe/vllm", v, "moe_perf.parquet"), filepath.Join(dir, "moe_perf.parquet")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d := db{root: root, system: "h200_sxm"}
+			own := []string{filepath.Join(root, "h200_sxm/moe/vllm/0.19.0/moe_perf.parquet")}
+			mdl := &Model{sources: append([]string{"gemm"}, own...)}
+			moe, err := mdl.marlinMoE(d, "0.19.0", own, k, rf)
+			if tc.want == 0 {
+				if err == nil || !strings.Contains(err.Error(), "no other vLLM version has Marlin rows") || !strings.Contains(err.Error(), vllmWNA16Kernel) {
+					t.Fatalf("err = %v, want one naming the WNA16 rows and the missing Marlin rows", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := moe.at(16, rf.moeSOL(16, k, flops)); !near(v, tc.want, 1e-12) {
+				t.Errorf("16 tokens: %.12g ms, want %.12g", v, tc.want)
+			}
+			if len(mdl.sources) != 2 || mdl.sources[0] != "gemm" || strings.Contains(mdl.sources[1], "0.19.0") {
+				t.Errorf("sources %v: want 0.19.0's MoE table replaced", mdl.sources)
+			}
+		})
 	}
 }

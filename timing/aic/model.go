@@ -393,8 +393,14 @@ func (mdl *Model) finish(d db, c *config, version string, rf *roofline, gemms ma
 	if c.m.MoE() {
 		mk = moeKey{dtype: c.moeDtype, dist: c.dist, topk: c.m.ExpertsPerToken, experts: c.m.Experts,
 			hidden: c.m.Hidden, inter: c.m.MoEIntermediate, tp: c.tp / c.ep, ep: c.ep}
-		if moe, err = loadMoE(moeSrc, mk, rf); err != nil {
+		var kernels []string
+		if moe, kernels, err = loadMoE(moeSrc, mk, rf); err != nil {
 			return nil, err
+		}
+		if c.Backend == "vllm" && slices.Contains(kernels, vllmWNA16Kernel) {
+			if moe, err = mdl.marlinMoE(d, version, moeSrc, mk, rf); err != nil {
+				return nil, err
+			}
 		}
 	}
 
@@ -408,6 +414,55 @@ func (mdl *Model) finish(d db, c *config, version string, rf *roofline, gemms ma
 
 	mdl.buildCurves(c, rf, gemms, moe, mk, ar, bmm)
 	return mdl, nil
+}
+
+// vllmWNA16Kernel is the kernel_source AIConfigurator's vLLM MoE collector gives its int4_wo rows
+// (collector/vllm/collect_moe.py, for vLLM >= 0.17: the H200 tables of 0.18.0 to 0.22.0). Despite the
+// name, those rows time fused_experts() with int4_w4a16_moe_quant_config: vLLM's WNA16 kernels
+// (fused_moe.py: moe_wna16_gemm up to 6 tokens per expert, else the Triton fused_moe_kernel_gptq_awq),
+// which vLLM runs for compressed-tensors W4A16 experts only where Marlin cannot take the layer
+// (compressed_tensors_moe.py: CompressedTensorsWNA16MoEMethod when check_moe_marlin_supports_layer
+// fails or on ROCm; otherwise CompressedTensorsWNA16MarlinMoEMethod, fused_marlin_moe). On H200 they
+// are 3–4× the Marlin rows of the versions before and after (Kimi-K2.5's experts, 64 tokens at
+// moe_tp 1: 6.8 ms in 0.19.0, 1.7 ms in 0.14.0's vllm_marlin_moe, 1.8 ms in 0.24.0's
+// vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts).
+const vllmWNA16Kernel = "vllm_marlin_int4_moe"
+
+// marlinMoE prices vLLM's int4_wo experts where the engine version's rows time the WNA16 kernels
+// (vllmWNA16Kernel): from the Marlin rows of the same MoE configuration in the nearest version that
+// has them, the oldest newer one first (as NearestVersion picks a version), else the newest older
+// one. The sources record the table used in place of the version's own.
+func (mdl *Model) marlinMoE(d db, version string, own []string, k moeKey, rf *roofline) (curve, error) {
+	ref := moeTable
+	ref.backend = "vllm"
+	vs := d.versions(ref.op, ref.backend) // newest first
+	var newer, older []string
+	for _, v := range vs {
+		switch c := compareVersions(v, version); {
+		case c > 0:
+			newer = append([]string{v}, newer...)
+		case c < 0:
+			older = append(older, v)
+		}
+	}
+	for _, v := range append(newer, older...) {
+		paths, err := d.sources(ref, v)
+		if err != nil {
+			return curve{}, err
+		}
+		if len(paths) == 0 {
+			continue
+		}
+		moe, kernels, err := loadMoE(paths, k, rf)
+		if err != nil || slices.Contains(kernels, vllmWNA16Kernel) {
+			continue // this version lacks the configuration, or times the same WNA16 kernels
+		}
+		mdl.sources = slices.DeleteFunc(mdl.sources, func(p string) bool { return slices.Contains(own, p) })
+		mdl.sources = append(mdl.sources, paths...)
+		return moe, nil
+	}
+	return curve{}, fmt.Errorf("aic: %s: the %s rows time vLLM's WNA16 MoE kernels (kernel_source %s), not the Marlin MoE vLLM runs for int4 experts, and no other vLLM version has Marlin rows for it",
+		sourceList(own), k, vllmWNA16Kernel)
 }
 
 // mlaBmm holds the absorbed-decode batched GEMMs of an MLA model (SGLang): before and after the

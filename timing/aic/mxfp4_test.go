@@ -20,7 +20,7 @@ func TestMXFP4MoEGridPoint(t *testing.T) {
 		t.Fatalf("sources: %v %v", paths, err)
 	}
 	k := moeKey{dtype: "w4a16_mxfp4", dist: defaultMoEDst, topk: 4, experts: 128, hidden: 2880, inter: 2880, tp: 1, ep: 1}
-	c, err := loadMoE(paths, k, rf)
+	c, _, err := loadMoE(paths, k, rf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -559,13 +559,15 @@ func (k moeKey) String() string {
 // loadMoE reads the num_tokens curve of one MoE configuration. As in AIConfigurator the MoE table is
 // keyed by the model's full per-expert intermediate size and the MoE tensor/expert parallel sizes,
 // and its latency covers the fused expert computation of one layer (routing, expert GEMMs,
-// activation and combine), not the router GEMM.
-func loadMoE(paths []string, k moeKey, rf *roofline) (curve, error) {
+// activation and combine), not the router GEMM. It also returns the kernel_source of the rows the
+// curve was read from (one per row; the collector names the kernel it timed there).
+func loadMoE(paths []string, k moeKey, rf *roofline) (curve, []string, error) {
 	flops, err := rf.flopsOf(k.dtype)
 	if err != nil {
-		return curve{}, err
+		return curve{}, nil, err
 	}
 	pts := map[float64]float64{}
+	kernels := map[string]bool{}
 	// What the table has, at three depths, to say exactly what is missing.
 	dtypes, shapes, dists, parallel := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	err = scan(paths, func(t *table) (func(int), error) {
@@ -579,7 +581,8 @@ func loadMoE(paths []string, k moeKey, rf *roofline) (curve, error) {
 		tp, e8 := t.f("moe_tp_size")
 		ep, e9 := t.f("moe_ep_size")
 		lat, e10 := t.f("latency")
-		if err := firstErr(e1, e2, e3, e4, e5, e6, e7, e8, e9, e10); err != nil {
+		ks, e11 := t.s("kernel_source")
+		if err := firstErr(e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11); err != nil {
 			return nil, err
 		}
 		return func(i int) {
@@ -597,26 +600,29 @@ func loadMoE(paths []string, k moeKey, rf *roofline) (curve, error) {
 			}
 			parallel[fmt.Sprintf("%g/%g", tp[i], ep[i])] = true
 			if int(tp[i]) == k.tp && int(ep[i]) == k.ep && lat[i] > 0 {
+				if _, dup := pts[tok[i]]; !dup {
+					kernels[ks[i]] = true
+				}
 				firstWins(pts, tok[i], lat[i])
 			}
 		}, nil
 	})
 	switch {
 	case err != nil:
-		return curve{}, err
+		return curve{}, nil, err
 	case len(pts) > 0:
 	case !dtypes[k.dtype]:
-		return curve{}, fmt.Errorf("aic: %s: no MoE rows with moe_dtype %s (have %s)", sourceList(paths), k.dtype, keys(dtypes))
+		return curve{}, nil, fmt.Errorf("aic: %s: no MoE rows with moe_dtype %s (have %s)", sourceList(paths), k.dtype, keys(dtypes))
 	case len(dists) == 0:
-		return curve{}, fmt.Errorf("aic: %s: no MoE rows for hidden_size=%d inter_size=%d topk=%d num_experts=%d with moe_dtype %s (have hidden/inter/topk/experts %s)",
+		return curve{}, nil, fmt.Errorf("aic: %s: no MoE rows for hidden_size=%d inter_size=%d topk=%d num_experts=%d with moe_dtype %s (have hidden/inter/topk/experts %s)",
 			sourceList(paths), k.hidden, k.inter, k.topk, k.experts, k.dtype, keys(shapes))
 	case len(parallel) == 0:
-		return curve{}, fmt.Errorf("aic: %s: no MoE rows for %s (that shape has distributions %s)", sourceList(paths), k, keys(dists))
+		return curve{}, nil, fmt.Errorf("aic: %s: no MoE rows for %s (that shape has distributions %s)", sourceList(paths), k, keys(dists))
 	default:
-		return curve{}, fmt.Errorf("aic: %s: no MoE rows for %s (that shape and distribution have moe_tp_size/moe_ep_size %s)", sourceList(paths), k, keys(parallel))
+		return curve{}, nil, fmt.Errorf("aic: %s: no MoE rows for %s (that shape and distribution have moe_tp_size/moe_ep_size %s)", sourceList(paths), k, keys(parallel))
 	}
 	x, y := sortedPoints(pts)
-	return newCurve(x, y, func(v float64) float64 { return rf.moeSOL(v, k, flops) }, 1, false), nil
+	return newCurve(x, y, func(v float64) float64 { return rf.moeSOL(v, k, flops) }, 1, false), slices.Sorted(maps.Keys(kernels)), nil
 }
 
 // ---- communication -------------------------------------------------------------------------------
