@@ -22,6 +22,7 @@ type hfConfig struct {
 	Intermediate      *int    `json:"intermediate_size"`
 	Vocab             *int    `json:"vocab_size"`
 	TieWordEmbeddings *bool   `json:"tie_word_embeddings"`
+	MaxPositions      *int    `json:"max_position_embeddings"`
 	AttentionBias     *bool   `json:"attention_bias"`
 	MLPBias           *bool   `json:"mlp_bias"`
 
@@ -133,6 +134,7 @@ func (c *hfConfig) model() (*Model, error) {
 		QKVBias:        flag(c.AttentionBias),
 		OBias:          flag(c.AttentionBias),
 		MLPBias:        flag(c.MLPBias),
+		MaxPositions:   opt(c.MaxPositions, 0),
 	}
 	switch {
 	case c.TorchDtype != nil:
