@@ -284,8 +284,22 @@ func (rs *response) whole() []byte {
 	return append(b, "}\n"...)
 }
 
-// chunk appends one SSE event carrying c's new text and its logprobs; final carries its finish_reason.
+// chunk appends one SSE event carrying c's new text and its logprobs; final carries its finish_reason
+// (a chat's in an event of its own with an empty delta, as OpenAI sends it and its SDKs' stream
+// helpers expect).
 func (rs *response) chunk(b []byte, c *choice, text []byte, lps *logprobs, final bool) []byte {
+	if lps != nil && lps.n == 0 {
+		lps = nil
+	}
+	if rs.chat && final {
+		if len(text) > 0 || lps != nil {
+			b = rs.chunk(b, c, text, lps, false)
+		}
+		b = rs.head(append(b, "data: "...), "chat.completion.chunk")
+		b = strconv.AppendInt(append(b, `,"choices":[{"index":`...), int64(c.index), 10)
+		b = append(rs.appendFinish(append(b, `,"delta":{},"logprobs":null`...), c, true), "}]"...)
+		return append(rs.chunkUsage(b, c), "}\n\n"...)
+	}
 	b = append(b, "data: "...)
 	if rs.chat {
 		b = rs.head(b, "chat.completion.chunk")
@@ -296,9 +310,6 @@ func (rs *response) chunk(b []byte, c *choice, text []byte, lps *logprobs, final
 		b = rs.head(b, "text_completion")
 		b = strconv.AppendInt(append(b, `,"choices":[{"index":`...), int64(c.index), 10)
 		b = appendJSONBytes(append(b, `,"text":`...), text)
-	}
-	if lps != nil && lps.n == 0 {
-		lps = nil
 	}
 	b = rs.appendLogprobs(append(b, `,"logprobs":`...), lps)
 	b = append(rs.appendFinish(b, c, final), "}]"...)
