@@ -744,7 +744,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *sampling, c
 			s.plan(c, req, p, maxes[i])
 			req.MaxTokens = c.tokens
 			c.st = newStream(req.ID, len(pr.ids), arrived)
-			c.st.ready = ready
+			c.st.ready, c.st.finish = ready, c.finish
 			if err := s.submit(req, c.st); err != nil {
 				for _, d := range cs {
 					s.cancel(d.st.ID)

@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/mocker-sim/mocker/live/metrics"
 	"github.com/mocker-sim/mocker/live/outlen"
 	"github.com/mocker-sim/mocker/sched"
 )
@@ -101,7 +102,9 @@ func TestChatStreamStop(t *testing.T) {
 func TestNChoices(t *testing.T) {
 	o := testOptions(5, 1, math.Inf(1))
 	o.OutputLength = mustParse(t, "uniform")
-	s, _, c := start(t, o)
+	mx := metrics.New(testModel, 4096)
+	o.Metrics, o.Recorder = mx.Handler(), func(w, r int) Recorder { return mx.Rank(w, r) }
+	s, hs, c := start(t, o)
 	const max = 60
 	prompt := "why is the sky blue"
 	ids := s.o.Tokenizer.Encode(tokenizeChat(prompt))
@@ -158,6 +161,20 @@ func TestNChoices(t *testing.T) {
 	for j := range 3 {
 		if _, ok := acc.JustFinishedContentForChoice(j); !ok && acc.Choices[j].Message.Content == "" {
 			t.Errorf("choice %d: no content", j)
+		}
+	}
+	// Each choice is a request to the engine, counted under its own finished_reason.
+	stops := 0
+	for _, n := range want {
+		if n < max {
+			stops++
+		}
+	}
+	for _, m := range scrape(t, hs.Client(), hs.URL)["vllm:request_success_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "finished_reason" && l.GetValue() == "stop" && m.GetCounter().GetValue() != float64(2*stops) {
+				t.Errorf("request_success_total{finished_reason=stop} = %v, want %d", m.GetCounter().GetValue(), 2*stops)
+			}
 		}
 	}
 }

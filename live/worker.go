@@ -460,7 +460,7 @@ func (w *Worker) publishEnd() {
 			delete(w.streams, o.id)
 			ended = append(ended, o.id)
 			if rec != nil {
-				rec.Finished("length", now.Sub(s.arrived), s.prompt, s.generated)
+				rec.Finished(s.reason(), now.Sub(s.arrived), s.prompt, s.generated)
 			}
 		}
 		s.push(toks, o.done)
