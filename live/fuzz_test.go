@@ -32,6 +32,11 @@ func FuzzDecodeRequest(f *testing.F) {
 		{true, `{"model": "test-model", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], "max_tokens": 2}`},
 		{true, `{"model": "test-model", ` + msgs + `, "max_completion_tokens": 2, "stream": true}`},
 		{true, `[]`},
+		{false, `{"model": "test-model", "prompt": ["a b", "c"], "n": 3, "max_tokens": 4, "echo": true, "logprobs": 2, "stop": ["the", " of"]}`},
+		{false, `{"model": "test-model", "prompt": [[300, 301], [302]], "n": 2, "stream": true, "stream_options": {"include_usage": true, "continuous_usage_stats": true}}`},
+		{false, `{"model": "test-model", "prompt": "hi", "max_tokens": 8, "stop_token_ids": [4294967295, 0], "include_stop_str_in_output": true, "seed": -1}`},
+		{true, `{"model": "test-model", ` + msgs + `, "n": 2, "logprobs": true, "top_logprobs": 20, "stop": " and", "stream": true}`},
+		{true, `{"model": "test-model", ` + msgs + `, "top_logprobs": 3, "stream_options": {"include_usage": true}}`},
 	} {
 		f.Add(s.chat, []byte(s.body))
 	}
