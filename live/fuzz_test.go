@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/mocker-sim/mocker/live/outlen"
 )
 
 // FuzzDecodeRequest feeds arbitrary bodies to the completions and chat routes: every answer is a 200
@@ -42,6 +44,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	}
 	o := testOptions(5, 1, math.Inf(1))
 	o.Engine.VLLM.NumBlocks = 64 // 1,024 tokens: every accepted request is short
+	o.OutputLength, _ = outlen.Parse("uniform") // choices end anywhere: stop strings and the end meet
 	s, err := New(o)
 	if err != nil {
 		f.Fatal(err)
