@@ -43,7 +43,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		f.Add(s.chat, []byte(s.body))
 	}
 	o := testOptions(5, 1, math.Inf(1))
-	o.Engine.VLLM.NumBlocks = 64 // 1,024 tokens: every accepted request is short
+	o.Engine.VLLM.NumBlocks = 64                // 1,024 tokens: every accepted request is short
 	o.OutputLength, _ = outlen.Parse("uniform") // choices end anywhere: stop strings and the end meet
 	s, err := New(o)
 	if err != nil {

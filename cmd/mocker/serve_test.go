@@ -80,7 +80,9 @@ func complete(t *testing.T, c openai.Client, prompt string, maxTokens int64) *op
 
 // serveTokens are text's prompt tokens as serve counts them for the default model, Llama-3.1-8B: the
 // built-in tokenizer's, after Llama-3's BOS.
-func serveTokens(text string) []uint32 { return tokenize.WithBOS(tokenize.Builtin(), 128000).Encode(text) }
+func serveTokens(text string) []uint32 {
+	return tokenize.WithBOS(tokenize.Builtin(), 128000).Encode(text)
+}
 
 const servePrompt = "In the beginning the simulator had no GPU, and the requests were without form; and the " +
 	"scheduler moved upon the face of the queue, and said: let there be tokens."
