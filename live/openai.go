@@ -331,6 +331,28 @@ func (p *sampling) parseStop(c *common) *apiError {
 	return nil
 }
 
+// wholeTokens bounds what an unstreamed response holds until it is written: its choices' max_tokens,
+// each token counted once more per logprob it carries. (A stream holds at most one batch.)
+const wholeTokens = 1 << 23
+
+func (p *sampling) wholeBudget(maxes []int) *apiError {
+	if p.stream {
+		return nil
+	}
+	per := 1
+	if p.logprobs >= 0 {
+		per += p.logprobs + 1
+	}
+	units := 0
+	for _, m := range maxes { // m ≤ the pool, n ≤ maxChoices, per ≤ 22: no overflow
+		units += m * p.n * per
+	}
+	if units > wholeTokens {
+		return badRequest("n", "an unstreamed response of %d choices of up to %d tokens (logprobs counted) would hold %d token entries, over %d: stream it, or ask for fewer", len(maxes)*p.n, slices.Max(maxes), units, wholeTokens)
+	}
+	return nil
+}
+
 // prompt is one prompt of a request: its tokens, and its text for echo.
 type prompt struct {
 	ids  []uint32
@@ -733,6 +755,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *sampling, c
 			writeError(w, e)
 			return
 		}
+	}
+	if e := p.wholeBudget(maxes); e != nil {
+		writeError(w, e)
+		return
 	}
 	ready := make(chan struct{}, 1) // shared by the choices' streams: one wait for all of them
 	arrived := time.Now()

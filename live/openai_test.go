@@ -499,3 +499,23 @@ func TestContinuousUsage(t *testing.T) {
 		t.Fatalf("final chunk %+v (choices' last counts %v), want 3 prompt + 10 completion tokens", end, last)
 	}
 }
+
+// An unstreamed response is held whole until it is written: one that could hold more than
+// wholeTokens token entries is refused at once; the same request streamed is not.
+func TestWholeBudget(t *testing.T) {
+	s, hs, _ := start(t, testOptions(5, 1, math.Inf(1)))
+	body := `{"model": "test-model", "prompt": "hi", "n": 256, "max_tokens": 16000, "logprobs": 20}`
+	status, e := post(t, hs.URL+"/v1/completions", body)
+	if status != 400 || e["param"] != "n" || !strings.Contains(e["message"].(string), "would hold 90112000 token entries") {
+		t.Fatalf("%d %v", status, e)
+	}
+	p := &sampling{n: 256, logprobs: 20, stream: true}
+	if e := p.wholeBudget([]int{16000}); e != nil {
+		t.Fatalf("streamed: %v", e)
+	}
+	for _, w := range s.Workers() {
+		if m := w.State()[0]; m.Waiting+m.Running != 0 {
+			t.Fatalf("a worker saw the refused request: %+v", m)
+		}
+	}
+}
