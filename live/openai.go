@@ -154,6 +154,7 @@ type common struct {
 	Stop                   json.RawMessage `json:"stop"` // a string or a list of strings
 	StopTokenIDs           []int64         `json:"stop_token_ids"`
 	IncludeStopStrInOutput bool            `json:"include_stop_str_in_output"`
+	MinTokens              *int            `json:"min_tokens"` // vLLM's: no end before this many tokens
 	Seed                   *int64          `json:"seed"`
 }
 
@@ -189,6 +190,7 @@ const (
 type sampling struct {
 	n         int
 	maxTokens int // 0: not set; each prompt gets the default
+	minTokens int
 	maxName   string
 	ignoreEOS bool
 	stop      []string
@@ -274,6 +276,15 @@ func (s *Server) check(c *common, max *int, maxName string) (*sampling, *apiErro
 	}
 	if c.N != nil {
 		p.n = *c.N
+	}
+	if c.MinTokens != nil {
+		switch {
+		case *c.MinTokens < 0:
+			return nil, badRequest("min_tokens", "min_tokens must be at least 0, got %d", *c.MinTokens)
+		case max != nil && *c.MinTokens > *max:
+			return nil, badRequest("min_tokens", "min_tokens must be less than or equal to %s=%d, got %d", maxName, *max, *c.MinTokens)
+		}
+		p.minTokens = *c.MinTokens
 	}
 	if c.StreamOptions != nil {
 		p.usage = c.StreamOptions.IncludeUsage
@@ -686,7 +697,7 @@ func (s *Server) plan(c *choice, req *sched.Request, p *sampling, maxTokens int)
 	c.limit = -1
 	c.tokens = maxTokens
 	if !p.ignoreEOS {
-		c.tokens = s.o.OutputLength.Draw(s.o.Engine.Seed, choiceKey(req.Prompt, c.index%p.n, p), maxTokens)
+		c.tokens = max(s.o.OutputLength.Draw(s.o.Engine.Seed, choiceKey(req.Prompt, c.index%p.n, p), maxTokens), min(p.minTokens, maxTokens))
 	}
 	c.finish = "length"
 	if c.tokens < maxTokens {
@@ -704,7 +715,8 @@ func (s *Server) plan(c *choice, req *sched.Request, p *sampling, maxTokens int)
 	at := 0 // bytes of text before tail
 	for i := range c.tokens {
 		t := s.outputID(sched.OutputToken(req.ID, i, nil))
-		if slices.Contains(p.stopIDs, t) { // the stop token's text is shown
+		early := i+1 < p.minTokens // nothing stops a choice before min_tokens
+		if !early && slices.Contains(p.stopIDs, t) { // the stop token's text is shown
 			c.tokens, c.finish, c.reason = i+1, "stop", strconv.AppendUint(nil, uint64(t), 10)
 			return
 		}
@@ -721,7 +733,7 @@ func (s *Server) plan(c *choice, req *sched.Request, p *sampling, maxTokens int)
 				first, which = lo+k, st
 			}
 		}
-		if first >= 0 {
+		if first >= 0 && !early {
 			c.tokens, c.finish, c.reason = i+1, "stop", appendJSONString(nil, which)
 			c.limit = at + first
 			if p.keepStop {

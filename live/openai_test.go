@@ -70,6 +70,7 @@ func TestChatStreamStop(t *testing.T) {
 	}{
 		{"eos", nil, 5, "stop"},
 		{"ignore_eos", []option.RequestOption{option.WithJSONSet("ignore_eos", true)}, 40, "length"},
+		{"min_tokens", []option.RequestOption{option.WithJSONSet("min_tokens", 12)}, 12, "stop"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := c.Chat.Completions.NewStreaming(ctx, params, tc.opts...)

@@ -273,6 +273,8 @@ func TestBadInput(t *testing.T) {
 		{"max_tokens wrong type", comp, `{"model": "test-model", "prompt": "hi", "max_tokens": "ten"}`, 400, "max_tokens"},
 		{"negative max_tokens", comp, `{"model": "test-model", "prompt": "hi", "max_tokens": -1}`, 400, "max_tokens"},
 		{"zero max_tokens", comp, `{"model": "test-model", "prompt": "hi", "max_tokens": 0}`, 400, "max_tokens"},
+		{"min_tokens over max_tokens", comp, `{"model": "test-model", "prompt": "hi", "max_tokens": 3, "min_tokens": 4}`, 400, "min_tokens"},
+		{"negative min_tokens", comp, `{"model": "test-model", "prompt": "hi", "min_tokens": -1}`, 400, "min_tokens"},
 		{"n = 0", comp, `{"model": "test-model", "prompt": "hi", "n": 0}`, 400, "n"},
 		{"n = 257", comp, `{"model": "test-model", "prompt": "hi", "n": 257}`, 400, "n"},
 		{"stop wrong type", comp, `{"model": "test-model", "prompt": "hi", "stop": 3}`, 400, "stop"},
