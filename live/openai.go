@@ -715,8 +715,9 @@ func (s *Server) plan(c *choice, req *sched.Request, p *sampling, maxTokens int)
 	at := 0 // bytes of text before tail
 	for i := range c.tokens {
 		t := s.outputID(sched.OutputToken(req.ID, i, nil))
-		early := i+1 < p.minTokens                   // nothing stops a choice before min_tokens
-		if !early && slices.Contains(p.stopIDs, t) { // the stop token's text is shown
+		// Nothing stops a choice before min_tokens. A stop token's text is shown, a stop string's not.
+		early := i+1 < p.minTokens
+		if !early && slices.Contains(p.stopIDs, t) {
 			c.tokens, c.finish, c.reason = i+1, "stop", strconv.AppendUint(nil, uint64(t), 10)
 			return
 		}
