@@ -183,7 +183,7 @@ const (
 	maxStops       = 64
 	maxStopBytes   = 1024
 	maxLogprobs    = 20 // vLLM's default --max-logprobs
-	maxStopTokenID = 64
+	maxStopTokenIDs = 64
 )
 
 // sampling is what a request asks of its choices, validated.
@@ -330,8 +330,8 @@ func (p *sampling) parseStop(c *common) *apiError {
 			return badRequest("stop", "stop[%d]: a stop string must have 1 to %d bytes, got %d", i, maxStopBytes, len(st))
 		}
 	}
-	if len(c.StopTokenIDs) > maxStopTokenID {
-		return badRequest("stop_token_ids", "%d stop token ids: at most %d", len(c.StopTokenIDs), maxStopTokenID)
+	if len(c.StopTokenIDs) > maxStopTokenIDs {
+		return badRequest("stop_token_ids", "%d stop token ids: at most %d", len(c.StopTokenIDs), maxStopTokenIDs)
 	}
 	for i, id := range c.StopTokenIDs {
 		if id < 0 || id > math.MaxUint32 {
