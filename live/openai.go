@@ -179,10 +179,10 @@ type chatRequest struct {
 // Bounds on what one request may ask for, beyond what vLLM bounds: each choice is an engine request,
 // and stop strings are searched for in every choice's text.
 const (
-	maxChoices     = 256 // n × prompts
-	maxStops       = 64
-	maxStopBytes   = 1024
-	maxLogprobs    = 20 // vLLM's default --max-logprobs
+	maxChoices      = 256 // n × prompts
+	maxStops        = 64
+	maxStopBytes    = 1024
+	maxLogprobs     = 20 // vLLM's default --max-logprobs
 	maxStopTokenIDs = 64
 )
 
@@ -691,9 +691,15 @@ func choiceKey(ids []uint32, j int, p *sampling) uint64 {
 	return h.Sum64()
 }
 
+// planBuf is the text plan searches for stop strings, kept for a request's next choice.
+type planBuf struct {
+	text []byte
+	ends []int // where each token's text ends
+}
+
 // plan decides how choice c, of request req, ends: at the output-length model's end-of-sequence, or
 // earlier at the first stop token or stop string in its text.
-func (s *Server) plan(c *choice, req *sched.Request, p *sampling, maxTokens int) {
+func (s *Server) plan(c *choice, req *sched.Request, p *sampling, maxTokens int, buf *planBuf) {
 	c.limit = -1
 	c.tokens = maxTokens
 	if !p.ignoreEOS {
@@ -706,46 +712,47 @@ func (s *Server) plan(c *choice, req *sched.Request, p *sampling, maxTokens int)
 	if len(p.stop) == 0 && len(p.stopIDs) == 0 {
 		return
 	}
-	longest := 0
-	for _, st := range p.stop {
-		longest = max(longest, len(st))
-	}
-	// Only the last longest-1 bytes can start a stop string the next token completes.
-	var tail []byte
-	at := 0 // bytes of text before tail
+	// The choice's text, token by token: the first stop token ends it, and so does the first stop
+	// string, in the text up to there. Nothing stops a choice before min_tokens.
+	text, ends := buf.text[:0], buf.ends[:0]
+	stopAt, stopID := -1, uint32(0)
 	for i := range c.tokens {
 		t := s.outputID(sched.OutputToken(req.ID, i, nil))
-		// Nothing stops a choice before min_tokens. A stop token's text is shown, a stop string's not.
-		early := i+1 < p.minTokens
-		if !early && slices.Contains(p.stopIDs, t) {
-			c.tokens, c.finish, c.reason = i+1, "stop", strconv.AppendUint(nil, uint64(t), 10)
-			return
+		if len(p.stop) > 0 {
+			text = s.appendText(text, []uint32{t})
+			ends = append(ends, len(text))
 		}
-		if longest == 0 {
+		if i+1 >= p.minTokens && slices.Contains(p.stopIDs, t) {
+			stopAt, stopID = i, t
+			break
+		}
+	}
+	best, start, which := -1, 0, ""
+	for _, st := range p.stop {
+		from := 0
+		if p.minTokens >= 2 && p.minTokens-2 < len(ends) {
+			from = max(ends[p.minTokens-2]-len(st)+1, 0) // an occurrence must end in token min_tokens-1 or later
+		}
+		k := bytes.Index(text[from:], []byte(st))
+		if k < 0 {
 			continue
 		}
-		from := len(tail)
-		tail = s.appendText(tail, []uint32{t})
-		first, which := -1, ""
-		for _, st := range p.stop {
-			// Search from where a match could end in the new text.
-			lo := max(from-len(st)+1, 0)
-			if k := bytes.Index(tail[lo:], []byte(st)); k >= 0 && (first < 0 || lo+k < first) {
-				first, which = lo+k, st
-			}
+		k += from
+		i, _ := slices.BinarySearch(ends, k+len(st)) // the token that completes it
+		if best < 0 || i < best || i == best && k < start {
+			best, start, which = i, k, st
 		}
-		if first >= 0 && !early {
-			c.tokens, c.finish, c.reason = i+1, "stop", appendJSONString(nil, which)
-			c.limit = at + first
-			if p.keepStop {
-				c.limit += len(which)
-			}
-			return
+	}
+	buf.text, buf.ends = text, ends
+	switch {
+	case best >= 0 && (stopAt < 0 || best < stopAt):
+		c.tokens, c.finish, c.reason = best+1, "stop", appendJSONString(nil, which)
+		c.limit = start
+		if p.keepStop {
+			c.limit += len(which)
 		}
-		if cut := len(tail) - (longest - 1); cut > 0 {
-			at += cut
-			tail = append(tail[:0], tail[cut:]...)
-		}
+	case stopAt >= 0: // a stop token's text is shown
+		c.tokens, c.finish, c.reason = stopAt+1, "stop", strconv.AppendUint(nil, uint64(stopID), 10)
 	}
 }
 
@@ -776,11 +783,12 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *sampling, c
 	ready := make(chan struct{}, 1) // shared by the choices' streams: one wait for all of them
 	arrived := time.Now()
 	var cs []*choice
+	var buf planBuf
 	for i, pr := range prompts {
 		for j := range p.n {
 			c := &choice{index: i*p.n + j, prompt: i}
 			req := s.newRequest(pr.ids, maxes[i])
-			s.plan(c, req, p, maxes[i])
+			s.plan(c, req, p, maxes[i], &buf)
 			req.MaxTokens = c.tokens
 			c.st = newStream(req.ID, len(pr.ids), arrived)
 			c.st.ready, c.st.finish = ready, c.finish

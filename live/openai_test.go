@@ -255,6 +255,17 @@ func TestStop(t *testing.T) {
 		text, finish, reason string
 		tokens               int64
 	}
+	// With min_tokens one past the token that completes it, only a later occurrence may stop the choice.
+	later := tokens + 1
+	afterMin := result{text, "length", "null", 30}
+	from := len(strings.Join(pieces[:later-1], "")) - len(stop) + 1
+	if k := strings.Index(text[from:], stop); k >= 0 {
+		n, end := 0, 0
+		for ; end < from+k+len(stop); n++ {
+			end += len(pieces[n])
+		}
+		afterMin = result{text[:from+k], "stop", string(appendJSONString(nil, stop)), int64(n)}
+	}
 	decode := func(ch openai.CompletionChoice) (string, string) {
 		return string(ch.FinishReason), ch.JSON.ExtraFields["stop_reason"].Raw()
 	}
@@ -267,6 +278,8 @@ func TestStop(t *testing.T) {
 			result{text[:first], "stop", string(appendJSONString(nil, stop)), int64(tokens)}},
 		{"include_stop_str_in_output", []option.RequestOption{option.WithJSONSet("stop", stop), option.WithJSONSet("include_stop_str_in_output", true)},
 			result{text[:first+len(stop)], "stop", string(appendJSONString(nil, stop)), int64(tokens)}},
+		{"min_tokens past the stop string", []option.RequestOption{option.WithJSONSet("stop", stop), option.WithJSONSet("min_tokens", later)},
+			afterMin},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, c := fresh()
@@ -280,6 +293,9 @@ func TestStop(t *testing.T) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 			// Streamed, the same text, cut at the same place.
+			if tc.want.finish != "stop" {
+				return
+			}
 			_, c = fresh()
 			st := c.Completions.NewStreaming(ctx, params, tc.opt...)
 			var b strings.Builder
