@@ -665,9 +665,9 @@ type choice struct {
 
 	// Written by the handler as the output arrives.
 	generated int
-	shown     int  // bytes of output text shown
-	chars     int  // characters of text so far, echo included (completions' text_offset)
-	started   bool // its first chunk (chat's role, echo's prompt) is out
+	shown     int  // bytes of output text so far, shown or cut
+	chars     int  // characters of text shown so far, echo included (completions' text_offset)
+	started   bool // its first chunk (which carries echo's prompt) is out
 	done      bool
 	text      []byte   // whole responses: the text
 	lps       logprobs // whole responses: the logprobs
