@@ -16,6 +16,7 @@ import (
 
 	"github.com/mocker-sim/mocker/disagg"
 	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/live/outlen"
 	"github.com/mocker-sim/mocker/planner"
 	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sim"
@@ -136,6 +137,7 @@ type Config struct {
 	ModelName         string  `yaml:"model-name"`
 	Tokenizer         string  `yaml:"tokenizer"`
 	DefaultMaxTokens  int     `yaml:"default-max-tokens"`
+	OutputLengthDist  string  `yaml:"output-length-dist"`
 	MaxWaiting        int     `yaml:"max-waiting"`
 	MaxRequestBodyMB  float64 `yaml:"max-request-body-mb"`
 	APIKey            string  `yaml:"api-key"`
@@ -228,6 +230,7 @@ func Default() Config {
 		Host:                           "127.0.0.1",
 		Port:                           8000,
 		DefaultMaxTokens:               16,
+		OutputLengthDist:               "uniform",
 		MaxRequestBodyMB:               16,
 		NATS:                           "embedded",
 		NATSPort:                       4222,
@@ -398,6 +401,12 @@ func (c *Config) Validate() error {
 	return err
 }
 
+// outlenErr says why s is not an output-length distribution.
+func outlenErr(s string) error {
+	_, err := outlen.Parse(s)
+	return err
+}
+
 func (c *Config) validate() error {
 	bad := func(name string, v any, want string) error {
 		return &settingError{name, fmt.Sprintf("%s %v: %s", name, v, want)}
@@ -528,6 +537,8 @@ func (c *Config) validate() error {
 		return bad("port", c.Port, "must be in [0, 65535] (0: any free port)")
 	case c.DefaultMaxTokens < 1:
 		return bad("default-max-tokens", c.DefaultMaxTokens, "must be at least 1")
+	case outlenErr(c.OutputLengthDist) != nil:
+		return bad("output-length-dist", c.OutputLengthDist, outlenErr(c.OutputLengthDist).Error())
 	case c.MaxWaiting < 0:
 		return bad("max-waiting", c.MaxWaiting, "must be >= 0 (0: unbounded)")
 	case !(c.MaxRequestBodyMB > 0): // its upper bound: validateBounds

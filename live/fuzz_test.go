@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/mocker-sim/mocker/live/outlen"
 )
 
 // FuzzDecodeRequest feeds arbitrary bodies to the completions and chat routes: every answer is a 200
@@ -32,11 +34,17 @@ func FuzzDecodeRequest(f *testing.F) {
 		{true, `{"model": "test-model", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], "max_tokens": 2}`},
 		{true, `{"model": "test-model", ` + msgs + `, "max_completion_tokens": 2, "stream": true}`},
 		{true, `[]`},
+		{false, `{"model": "test-model", "prompt": ["a b", "c"], "n": 3, "max_tokens": 4, "echo": true, "logprobs": 2, "stop": ["the", " of"]}`},
+		{false, `{"model": "test-model", "prompt": [[300, 301], [302]], "n": 2, "stream": true, "stream_options": {"include_usage": true, "continuous_usage_stats": true}}`},
+		{false, `{"model": "test-model", "prompt": "hi", "max_tokens": 8, "stop_token_ids": [4294967295, 0], "include_stop_str_in_output": true, "seed": -1}`},
+		{true, `{"model": "test-model", ` + msgs + `, "n": 2, "logprobs": true, "top_logprobs": 20, "stop": " and", "stream": true}`},
+		{true, `{"model": "test-model", ` + msgs + `, "top_logprobs": 3, "stream_options": {"include_usage": true}}`},
 	} {
 		f.Add(s.chat, []byte(s.body))
 	}
 	o := testOptions(5, 1, math.Inf(1))
-	o.Engine.VLLM.NumBlocks = 64 // 1,024 tokens: every accepted request is short
+	o.Engine.VLLM.NumBlocks = 64                // 1,024 tokens: every accepted request is short
+	o.OutputLength, _ = outlen.Parse("uniform") // choices end anywhere: stop strings and the end meet
 	s, err := New(o)
 	if err != nil {
 		f.Fatal(err)

@@ -2,17 +2,21 @@ package live
 
 import (
 	"bytes"
-	"context"
 	"crypto/subtle"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zeebo/xxh3"
 
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/tokenize"
@@ -25,6 +29,7 @@ type apiError struct {
 	status  int
 	typ     string // OpenAI's error type
 	code    string // OpenAI's error code; "" is null
+	codeNum int    // a numeric code instead, as vLLM sends its status
 	param   string // the offending field; "" is null
 	message string
 }
@@ -42,7 +47,11 @@ func appendError(b []byte, e *apiError) []byte {
 	b = append(b, `,"type":`...)
 	b = appendJSONString(b, e.typ)
 	b = appendNullable(append(b, `,"param":`...), e.param)
-	b = appendNullable(append(b, `,"code":`...), e.code)
+	if e.codeNum != 0 {
+		b = strconv.AppendInt(append(b, `,"code":`...), int64(e.codeNum), 10)
+	} else {
+		b = appendNullable(append(b, `,"code":`...), e.code)
+	}
 	return append(b, "}}"...)
 }
 
@@ -128,6 +137,8 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
+	// ContinuousUsageStats (vLLM's extension, with IncludeUsage) puts the running usage in every chunk.
+	ContinuousUsageStats bool `json:"continuous_usage_stats"`
 }
 
 // common are the fields both generation APIs share.
@@ -136,13 +147,22 @@ type common struct {
 	MaxTokens     *int           `json:"max_tokens"`
 	Stream        bool           `json:"stream"`
 	StreamOptions *streamOptions `json:"stream_options"`
-	IgnoreEOS     bool           `json:"ignore_eos"` // accepted: a request always generates max_tokens
-	N             *int           `json:"n"`
+	// IgnoreEOS (vLLM's extension) generates exactly max_tokens; without it the output-length model
+	// may end a choice early.
+	IgnoreEOS              bool            `json:"ignore_eos"`
+	N                      *int            `json:"n"`
+	Stop                   json.RawMessage `json:"stop"` // a string or a list of strings
+	StopTokenIDs           []int64         `json:"stop_token_ids"`
+	IncludeStopStrInOutput bool            `json:"include_stop_str_in_output"`
+	MinTokens              *int            `json:"min_tokens"` // vLLM's: no end before this many tokens
+	Seed                   *int64          `json:"seed"`
 }
 
 type completionRequest struct {
 	common
-	Prompt json.RawMessage `json:"prompt"`
+	Prompt   json.RawMessage `json:"prompt"`
+	Echo     bool            `json:"echo"`
+	Logprobs *int            `json:"logprobs"`
 }
 
 type chatRequest struct {
@@ -152,6 +172,37 @@ type chatRequest struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
+	Logprobs    bool `json:"logprobs"`
+	TopLogprobs *int `json:"top_logprobs"`
+}
+
+// Bounds on what one request may ask for, beyond what vLLM bounds: each choice is an engine request,
+// and stop strings are searched for in every choice's text.
+const (
+	maxChoices      = 256 // n × prompts
+	maxStops        = 64
+	maxStopBytes    = 1024
+	maxLogprobs     = 20 // vLLM's default --max-logprobs
+	maxStopTokenIDs = 64
+)
+
+// sampling is what a request asks of its choices, validated.
+type sampling struct {
+	n         int
+	maxTokens int // 0: not set; each prompt gets the default
+	minTokens int
+	maxName   string
+	ignoreEOS bool
+	stop      []string
+	stopIDs   []uint32
+	keepStop  bool  // include_stop_str_in_output
+	seed      int64 // hashed into the choices' keys when seeded
+	seeded    bool
+	logprobs  int // top logprobs per token; -1: no logprobs
+	echo      bool
+	stream    bool
+	usage     bool // stream: a usage chunk at the end
+	running   bool // stream: usage in every chunk (continuous_usage_stats)
 }
 
 // readBody reads a request body of at most --max-request-body-mb (413 past it).
@@ -210,55 +261,147 @@ func jsonKind(t reflect.Type) string {
 
 // check validates the shared fields; max is the max_tokens field to use (chat prefers
 // max_completion_tokens).
-func (s *Server) check(c *common, max *int, maxName string) (int, *apiError) {
+func (s *Server) check(c *common, max *int, maxName string) (*sampling, *apiError) {
+	p := &sampling{n: 1, maxName: maxName, ignoreEOS: c.IgnoreEOS, keepStop: c.IncludeStopStrInOutput, logprobs: -1, stream: c.Stream}
 	switch {
 	case c.Model == nil || *c.Model == "":
-		return 0, badRequest("model", "field \"model\" is required")
+		return nil, badRequest("model", "field \"model\" is required")
 	case *c.Model != s.o.ModelName:
-		return 0, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found",
+		return nil, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found",
 			message: fmt.Sprintf("The model `%s` does not exist.", *c.Model)}
-	case c.N != nil && *c.N != 1:
-		return 0, badRequest("n", "n = %d: only n = 1 is supported", *c.N)
+	case c.N != nil && (*c.N < 1 || *c.N > maxChoices):
+		return nil, badRequest("n", "n = %d: must be in [1, %d]", *c.N, maxChoices)
+	case c.StreamOptions != nil && !c.Stream:
+		return nil, badRequest("stream_options", "Stream options can only be defined when `stream=True`.")
+	}
+	if c.N != nil {
+		p.n = *c.N
+	}
+	if c.MinTokens != nil {
+		switch {
+		case *c.MinTokens < 0:
+			return nil, badRequest("min_tokens", "min_tokens must be at least 0, got %d", *c.MinTokens)
+		case max != nil && *c.MinTokens > *max:
+			return nil, badRequest("min_tokens", "min_tokens must be less than or equal to %s=%d, got %d", maxName, *max, *c.MinTokens)
+		}
+		p.minTokens = *c.MinTokens
+	}
+	if c.StreamOptions != nil {
+		p.usage = c.StreamOptions.IncludeUsage
+		p.running = p.usage && c.StreamOptions.ContinuousUsageStats
+	}
+	if c.Seed != nil {
+		p.seed, p.seeded = *c.Seed, true
+	}
+	if e := p.parseStop(c); e != nil {
+		return nil, e
 	}
 	if max == nil {
-		return s.o.DefaultMaxTokens, nil
+		return p, nil
 	}
 	switch {
 	case *max < 1:
-		return 0, badRequest(maxName, "%s must be at least 1, got %d", maxName, *max)
-	case s.o.MaxModelLen > 0 && *max >= s.o.MaxModelLen:
-		return 0, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: maxName, code: "context_length_exceeded",
-			message: fmt.Sprintf("%s %d: this model's maximum context length is %d tokens, prompt included", maxName, *max, s.o.MaxModelLen)}
-	case *max >= s.capacity:
-		// Refused before the prompt is tokenised: it could never be served, whatever its length.
-		return 0, badRequest(maxName, "%s %d: the request can never be served: a worker's KV cache holds %d tokens, prompt included", maxName, *max, s.capacity)
+		return nil, badRequest(maxName, "%s must be at least 1, got %d", maxName, *max)
+	case *max >= s.capacity && (s.o.MaxModelLen == 0 || *max < s.o.MaxModelLen):
+		// Refused before the prompt is tokenised: it could never be served, whatever its length. (Past
+		// max_model_len, vLLM's error, which counts the prompt, is given once it is tokenised.)
+		return nil, badRequest(maxName, "%s %d: the request can never be served: a worker's KV cache holds %d tokens, prompt included", maxName, *max, s.capacity)
 	}
-	return *max, nil
+	p.maxTokens = *max
+	return p, nil
 }
 
-// admit checks a prompt's length and submits it; the stream carries its output.
-func (s *Server) admit(ctx context.Context, prompt []uint32, maxTokens int) (*Stream, *apiError) {
-	if len(prompt) == 0 {
-		return nil, badRequest("prompt", "the prompt is empty")
+// parseStop reads stop (a string or a list of strings) and stop_token_ids.
+func (p *sampling) parseStop(c *common) *apiError {
+	raw := bytes.TrimSpace(c.Stop)
+	if len(raw) > 0 && string(raw) != "null" {
+		var one string
+		if json.Unmarshal(raw, &one) == nil {
+			p.stop = []string{one}
+		} else if json.Unmarshal(raw, &p.stop) != nil {
+			return badRequest("stop", "field \"stop\": expected a string or a list of strings")
+		}
 	}
-	// check bounded maxTokens by MaxModelLen and the pool, so these sums cannot overflow; they are
-	// compared as differences all the same.
-	n := len(prompt)
-	if s.o.MaxModelLen > 0 && maxTokens > s.o.MaxModelLen-n {
-		return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "context_length_exceeded",
-			message: fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the prompt, %d in the completion). Please reduce the length of the prompt or completion.",
-				s.o.MaxModelLen, n+maxTokens, n, maxTokens)}
+	if len(p.stop) > maxStops {
+		return badRequest("stop", "%d stop strings: at most %d", len(p.stop), maxStops)
 	}
-	if maxTokens > s.capacity-n {
+	for i, st := range p.stop {
+		if st == "" || len(st) > maxStopBytes {
+			return badRequest("stop", "stop[%d]: a stop string must have 1 to %d bytes, got %d", i, maxStopBytes, len(st))
+		}
+	}
+	if len(c.StopTokenIDs) > maxStopTokenIDs {
+		return badRequest("stop_token_ids", "%d stop token ids: at most %d", len(c.StopTokenIDs), maxStopTokenIDs)
+	}
+	for i, id := range c.StopTokenIDs {
+		if id < 0 || id > math.MaxUint32 {
+			return badRequest("stop_token_ids", "stop_token_ids[%d] = %d: not a token id", i, id)
+		}
+		p.stopIDs = append(p.stopIDs, uint32(id))
+	}
+	return nil
+}
+
+// wholeTokens bounds what an unstreamed response holds until it is written: its choices' max_tokens,
+// each token counted once more per logprob it carries. (A stream holds at most one batch.)
+const wholeTokens = 1 << 23
+
+func (p *sampling) wholeBudget(maxes []int) *apiError {
+	if p.stream {
+		return nil
+	}
+	per := 1
+	if p.logprobs >= 0 {
+		per += p.logprobs + 1
+	}
+	units := 0
+	for _, m := range maxes { // m ≤ the pool, n ≤ maxChoices, per ≤ 22: no overflow
+		units += m * p.n * per
+	}
+	if units > wholeTokens {
+		return badRequest("n", "an unstreamed response of %d choices of up to %d tokens (logprobs counted) would hold %d token entries, over %d: stream it, or ask for fewer", len(maxes)*p.n, slices.Max(maxes), units, wholeTokens)
+	}
+	return nil
+}
+
+// prompt is one prompt of a request: its tokens, and its text for echo.
+type prompt struct {
+	ids  []uint32
+	text string
+}
+
+// contextError is vLLM's 400 for a request over max_model_len: its message, type, param and numeric code.
+func contextError(param, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, typ: "BadRequestError", param: param, codeNum: http.StatusBadRequest,
+		message: fmt.Sprintf(format, args...)}
+}
+
+// fit checks a prompt's length against max_model_len and the pool, as vLLM does (its prompt, then its
+// prompt + max_tokens), and returns the tokens it may generate.
+func (s *Server) fit(p *sampling, n int) (int, *apiError) {
+	if n == 0 {
+		return 0, badRequest("prompt", "the prompt is empty")
+	}
+	ml := s.o.MaxModelLen
+	if ml > 0 && n >= ml {
+		return 0, contextError("input_tokens", "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", ml, n)
+	}
+	max := p.maxTokens
+	switch {
+	case max == 0:
+		max = s.o.DefaultMaxTokens
+		if ml > 0 {
+			max = min(max, ml-n)
+		}
+	case ml > 0 && max > ml-n: // max is at most max_model_len or the pool: no overflow
+		return 0, contextError(p.maxName, "'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).",
+			max, ml, n, max, ml, n)
+	}
+	if max > s.capacity-n {
 		// Refused before its blocks are hashed; the engine would refuse it too.
-		return nil, badRequest("prompt", "the request can never be served: prompt (%d tokens) + max_tokens (%d) need more KV than a worker's pool holds (%d tokens)", n, maxTokens, s.capacity)
+		return 0, badRequest("prompt", "the request can never be served: prompt (%d tokens) + max_tokens (%d) need more KV than a worker's pool holds (%d tokens)", n, max, s.capacity)
 	}
-	req := s.newRequest(prompt, maxTokens)
-	st := newStream(req.ID, len(prompt), time.Now())
-	if err := s.submit(ctx, req, st); err != nil {
-		return nil, submitError(err)
-	}
-	return st, nil
+	return max, nil
 }
 
 func submitError(err error) *apiError {
@@ -278,27 +421,34 @@ func submitError(err error) *apiError {
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
-	maxTokens, prompt, e := s.completionInput(w, r, &req)
+	p, prompts, e := s.completionInput(w, r, &req)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	s.generate(w, r, &req.common, false, prompt, maxTokens)
+	s.generate(w, r, p, false, prompts)
 }
 
-// completionInput decodes a completion request and tokenises its prompt.
-func (s *Server) completionInput(w http.ResponseWriter, r *http.Request, req *completionRequest) (int, []uint32, *apiError) {
+// completionInput decodes a completion request and tokenises its prompts.
+func (s *Server) completionInput(w http.ResponseWriter, r *http.Request, req *completionRequest) (*sampling, []prompt, *apiError) {
 	release, e := s.decodeRequest(w, r, req)
 	if e != nil {
-		return 0, nil, e
+		return nil, nil, e
 	}
 	defer release()
-	maxTokens, e := s.check(&req.common, req.MaxTokens, "max_tokens")
+	p, e := s.check(&req.common, req.MaxTokens, "max_tokens")
 	if e != nil {
-		return 0, nil, e
+		return nil, nil, e
 	}
-	prompt, e := s.completionPrompt(req.Prompt)
-	return maxTokens, prompt, e
+	if lp := req.Logprobs; lp != nil {
+		if *lp < 0 || *lp > maxLogprobs {
+			return nil, nil, badRequest("logprobs", "Requested sample logprobs of %d, which is outside [0, %d]", *lp, maxLogprobs)
+		}
+		p.logprobs = *lp
+	}
+	p.echo = req.Echo
+	prompts, e := s.completionPrompts(req.Prompt, p.n)
+	return p, prompts, e
 }
 
 // Decoding and tokenising a body take several times its size (a 10 MB prompt ~55 MB) before the
@@ -340,43 +490,68 @@ func (s *Server) reserveBody(r *http.Request, body []byte) (release func(), e *a
 	return func() { s.bodies.Release(n) }, nil
 }
 
-// completionPrompt accepts what vLLM accepts for one prompt: a string, a list of token ids, or a list
-// holding one of those.
-func (s *Server) completionPrompt(raw json.RawMessage) ([]uint32, *apiError) {
+// completionPrompts accepts what vLLM accepts: a string, a list of token ids, or a list of either (a
+// batch: each prompt gets its n choices).
+func (s *Server) completionPrompts(raw json.RawMessage, n int) ([]prompt, *apiError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, badRequest("prompt", "field \"prompt\" is required")
 	}
 	var text string
 	if json.Unmarshal(raw, &text) == nil {
-		return s.o.Tokenizer.Encode(text), nil
+		return []prompt{{ids: s.o.Tokenizer.Encode(text), text: text}}, nil
 	}
 	var ids []int64
 	if json.Unmarshal(raw, &ids) == nil {
-		return s.tokenIDs(ids)
+		p, e := s.tokenIDs(ids)
+		return []prompt{p}, e
 	}
 	var texts []string
-	if json.Unmarshal(raw, &texts) == nil {
-		if len(texts) != 1 {
-			return nil, badRequest("prompt", "%d prompts: exactly one is supported", len(texts))
-		}
-		return s.o.Tokenizer.Encode(texts[0]), nil
-	}
 	var idLists [][]int64
-	if json.Unmarshal(raw, &idLists) == nil {
-		if len(idLists) != 1 {
-			return nil, badRequest("prompt", "%d prompts: exactly one is supported", len(idLists))
+	switch {
+	case json.Unmarshal(raw, &texts) == nil:
+		if e := batchSize(len(texts), n); e != nil {
+			return nil, e
 		}
-		return s.tokenIDs(idLists[0])
+		out := make([]prompt, len(texts))
+		for i, t := range texts {
+			out[i] = prompt{ids: s.o.Tokenizer.Encode(t), text: t}
+		}
+		return out, nil
+	case json.Unmarshal(raw, &idLists) == nil:
+		if e := batchSize(len(idLists), n); e != nil {
+			return nil, e
+		}
+		out := make([]prompt, len(idLists))
+		for i, l := range idLists {
+			var e *apiError
+			if out[i], e = s.tokenIDs(l); e != nil {
+				return nil, e
+			}
+		}
+		return out, nil
 	}
-	return nil, badRequest("prompt", "field \"prompt\": expected a string, a list of token ids, or a list of one of those")
+	return nil, badRequest("prompt", "field \"prompt\": expected a string, a list of token ids, or a list of either")
 }
 
-// tokenIDs checks a prompt of token ids against the tokenizer's vocabulary (and the pool: a longer
-// prompt is refused before it is copied).
-func (s *Server) tokenIDs(ids []int64) ([]uint32, *apiError) {
+func batchSize(prompts, n int) *apiError {
+	if prompts == 0 {
+		return badRequest("prompt", "the prompt list is empty")
+	}
+	if prompts > maxChoices/n {
+		return badRequest("prompt", "%d prompts × n = %d: at most %d choices per request", prompts, n, maxChoices)
+	}
+	return nil
+}
+
+// tokenIDs checks a prompt of token ids against the tokenizer's vocabulary (and max_model_len and the
+// pool: a longer prompt is refused before it is copied).
+func (s *Server) tokenIDs(ids []int64) (prompt, *apiError) {
+	if ml := s.o.MaxModelLen; ml > 0 && len(ids) >= ml {
+		return prompt{}, contextError("input_tokens", "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", ml, len(ids))
+	}
 	if len(ids) > s.capacity {
-		return nil, badRequest("prompt", "the request can never be served: its %d prompt tokens are more than a worker's KV cache holds (%d tokens)", len(ids), s.capacity)
+		return prompt{}, badRequest("prompt", "the request can never be served: its %d prompt tokens are more than a worker's KV cache holds (%d tokens)", len(ids), s.capacity)
 	}
 	vocab := int64(s.o.Tokenizer.VocabSize())
 	if vocab <= 0 {
@@ -385,53 +560,67 @@ func (s *Server) tokenIDs(ids []int64) ([]uint32, *apiError) {
 	out := make([]uint32, len(ids))
 	for i, id := range ids {
 		if id < 0 || id >= vocab {
-			return nil, badRequest("prompt", "token id %d at position %d is out of vocabulary [0, %d)", id, i, vocab)
+			return prompt{}, badRequest("prompt", "token id %d at position %d is out of vocabulary [0, %d)", id, i, vocab)
 		}
 		out[i] = uint32(id)
 	}
-	return out, nil
+	return prompt{ids: out}, nil // its text is decoded only for echo
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	maxTokens, prompt, e := s.chatInput(w, r, &req)
+	p, pr, e := s.chatInput(w, r, &req)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	s.generate(w, r, &req.common, true, prompt, maxTokens)
+	s.generate(w, r, p, true, []prompt{pr})
 }
 
 // chatInput decodes a chat request and tokenises its rendered conversation.
-func (s *Server) chatInput(w http.ResponseWriter, r *http.Request, req *chatRequest) (int, []uint32, *apiError) {
+func (s *Server) chatInput(w http.ResponseWriter, r *http.Request, req *chatRequest) (*sampling, prompt, *apiError) {
 	release, e := s.decodeRequest(w, r, req)
 	if e != nil {
-		return 0, nil, e
+		return nil, prompt{}, e
 	}
 	defer release()
 	max, name := req.MaxCompletionTokens, "max_completion_tokens"
 	if max == nil {
 		max, name = req.MaxTokens, "max_tokens"
 	}
-	maxTokens, e := s.check(&req.common, max, name)
+	p, e := s.check(&req.common, max, name)
 	if e != nil {
-		return 0, nil, e
+		return nil, prompt{}, e
+	}
+	if k := req.TopLogprobs; k != nil {
+		switch {
+		case *k < 0 || *k > maxLogprobs:
+			return nil, prompt{}, badRequest("top_logprobs", "top_logprobs = %d: must be in [0, %d]", *k, maxLogprobs)
+		case *k > 0 && !req.Logprobs:
+			return nil, prompt{}, badRequest("top_logprobs", "when using `top_logprobs`, `logprobs` must be set to true.")
+		}
+	}
+	if req.Logprobs {
+		p.logprobs = 0
+		if req.TopLogprobs != nil {
+			p.logprobs = *req.TopLogprobs
+		}
 	}
 	if len(req.Messages) == 0 {
-		return 0, nil, badRequest("messages", "field \"messages\" must hold at least one message")
+		return nil, prompt{}, badRequest("messages", "field \"messages\" must hold at least one message")
 	}
 	msgs := make([]tokenize.Message, len(req.Messages))
 	for i, m := range req.Messages {
 		if m.Role == "" {
-			return 0, nil, badRequest("messages", "messages[%d]: field \"role\" is required", i)
+			return nil, prompt{}, badRequest("messages", "messages[%d]: field \"role\" is required", i)
 		}
 		text, err := messageText(m.Content)
 		if err != nil {
-			return 0, nil, badRequest("messages", "messages[%d].content: %v", i, err)
+			return nil, prompt{}, badRequest("messages", "messages[%d].content: %v", i, err)
 		}
 		msgs[i] = tokenize.Message{Role: m.Role, Content: text}
 	}
-	return maxTokens, s.o.Tokenizer.Encode(tokenize.ChatPrompt(msgs)), nil
+	return p, prompt{ids: s.o.Tokenizer.Encode(tokenize.ChatPrompt(msgs))}, nil
 }
 
 // messageText reads a message's content: a string, or a list of parts of which the text ones count.
@@ -461,72 +650,247 @@ func messageText(raw json.RawMessage) (string, error) {
 	return b.String(), nil
 }
 
-// generate runs a request and answers it, streamed or whole.
-func (s *Server) generate(w http.ResponseWriter, r *http.Request, c *common, chat bool, prompt []uint32, maxTokens int) {
+// choice is one generated sequence of a request: the j-th of a prompt's n, an engine request of its own
+// (as vLLM runs n > 1). Its length and how it ends are decided when it is admitted: the output-length
+// model draws where its end-of-sequence comes (unless ignore_eos), and its synthetic text, known in
+// advance, says where a stop string or stop token comes first.
+type choice struct {
+	index  int // in the response: prompt × n + j, as vLLM numbers a batch's choices
+	prompt int
+	st     *Stream
+	tokens int    // what the engine generates
+	finish string // "stop" or "length"
+	reason []byte // stop_reason: a JSON string or number; nil is null
+	limit  int    // bytes of output text shown (a stop string cuts it); -1: all
+
+	// Written by the handler as the output arrives.
+	generated int
+	shown     int  // bytes of output text so far, shown or cut
+	chars     int  // characters of text shown so far, echo included (completions' text_offset)
+	started   bool // its first chunk (which carries echo's prompt) is out
+	done      bool
+	text      []byte   // whole responses: the text
+	lps       logprobs // whole responses: the logprobs
+}
+
+// choiceKey keys a choice's output length: the same request (prompt, choice, seed) draws the same
+// length on every run, whatever the order requests come in.
+func choiceKey(ids []uint32, j int, p *sampling) uint64 {
+	h := xxh3.New()
+	var b [8]byte
+	for _, id := range ids {
+		binary.LittleEndian.PutUint32(b[:4], id)
+		h.Write(b[:4])
+	}
+	binary.LittleEndian.PutUint64(b[:], uint64(j))
+	h.Write(b[:])
+	if p.seeded {
+		binary.LittleEndian.PutUint64(b[:], uint64(p.seed))
+		h.Write(b[:])
+	}
+	return h.Sum64()
+}
+
+// planBuf is the text plan searches for stop strings, kept for a request's next choice.
+type planBuf struct {
+	text []byte
+	ends []int // where each token's text ends
+}
+
+// plan decides how choice c, of request req, ends: at the output-length model's end-of-sequence, or
+// earlier at the first stop token or stop string in its text.
+func (s *Server) plan(c *choice, req *sched.Request, p *sampling, maxTokens int, buf *planBuf) {
+	c.limit = -1
+	c.tokens = maxTokens
+	if !p.ignoreEOS {
+		c.tokens = max(s.o.OutputLength.Draw(s.o.Engine.Seed, choiceKey(req.Prompt, c.index%p.n, p), maxTokens), min(p.minTokens, maxTokens))
+	}
+	c.finish = "length"
+	if c.tokens < maxTokens {
+		c.finish = "stop" // an end-of-sequence token: stop_reason null
+	}
+	if len(p.stop) == 0 && len(p.stopIDs) == 0 {
+		return
+	}
+	// The choice's text, token by token: the first stop token ends it, and so does the first stop
+	// string, in the text up to there. Nothing stops a choice before min_tokens.
+	text, ends := buf.text[:0], buf.ends[:0]
+	stopAt, stopID := -1, uint32(0)
+	for i := range c.tokens {
+		t := s.outputID(sched.OutputToken(req.ID, i, nil))
+		if len(p.stop) > 0 {
+			text = s.appendText(text, []uint32{t})
+			ends = append(ends, len(text))
+		}
+		if i+1 >= p.minTokens && slices.Contains(p.stopIDs, t) {
+			stopAt, stopID = i, t
+			break
+		}
+	}
+	best, start, which := -1, 0, ""
+	for _, st := range p.stop {
+		from := 0
+		if p.minTokens >= 2 && p.minTokens-2 < len(ends) {
+			from = max(ends[p.minTokens-2]-len(st)+1, 0) // an occurrence must end in token min_tokens-1 or later
+		}
+		k := bytes.Index(text[from:], []byte(st))
+		if k < 0 {
+			continue
+		}
+		k += from
+		i, _ := slices.BinarySearch(ends, k+len(st)) // the token that completes it
+		if best < 0 || i < best || i == best && k < start {
+			best, start, which = i, k, st
+		}
+	}
+	buf.text, buf.ends = text, ends
+	switch {
+	case best >= 0 && (stopAt < 0 || best < stopAt):
+		c.tokens, c.finish, c.reason = best+1, "stop", appendJSONString(nil, which)
+		c.limit = start
+		if p.keepStop {
+			c.limit += len(which)
+		}
+	case stopAt >= 0: // a stop token's text is shown
+		c.tokens, c.finish, c.reason = stopAt+1, "stop", strconv.AppendUint(nil, uint64(stopID), 10)
+	}
+}
+
+// outputID is the vocabulary id of an engine's output token: output ids are hashes of (request, index)
+// over the whole uint32 range, folded into the tokenizer's vocabulary.
+func (s *Server) outputID(t uint32) uint32 {
+	return t % uint32(max(s.o.Tokenizer.VocabSize(), 1))
+}
+
+// generate runs a request's choices and answers it, streamed or whole.
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *sampling, chat bool, prompts []prompt) {
 	if f := s.failures.draw(); f != "" {
 		writeError(w, s.injected(f))
 		return
 	}
-	st, e := s.admit(r.Context(), prompt, maxTokens)
-	if e != nil {
+	maxes := make([]int, len(prompts))
+	for i := range prompts {
+		var e *apiError
+		if maxes[i], e = s.fit(p, len(prompts[i].ids)); e != nil {
+			writeError(w, e)
+			return
+		}
+	}
+	if e := p.wholeBudget(maxes); e != nil {
 		writeError(w, e)
 		return
 	}
-	rs := &response{s: s, chat: chat, id: st.ID, prompt: len(prompt), created: time.Now().Unix()}
-	if c.Stream {
-		rs.usage = c.StreamOptions != nil && c.StreamOptions.IncludeUsage
-		s.stream(w, r, st, rs)
+	ready := make(chan struct{}, 1) // shared by the choices' streams: one wait for all of them
+	arrived := time.Now()
+	var cs []*choice
+	var buf planBuf
+	for i, pr := range prompts {
+		for j := range p.n {
+			c := &choice{index: i*p.n + j, prompt: i}
+			req := s.newRequest(pr.ids, maxes[i])
+			s.plan(c, req, p, maxes[i], &buf)
+			req.MaxTokens = c.tokens
+			c.st = newStream(req.ID, len(pr.ids), arrived)
+			c.st.ready, c.st.finish = ready, c.finish
+			if err := s.submit(r.Context(), req, c.st); err != nil {
+				for _, d := range cs {
+					s.cancel(d.st.ID)
+				}
+				writeError(w, submitError(err))
+				return
+			}
+			cs = append(cs, c)
+		}
+	}
+	if p.echo {
+		for i := range prompts {
+			if prompts[i].text == "" {
+				prompts[i].text = s.o.Tokenizer.Decode(prompts[i].ids)
+			}
+		}
+	}
+	rs := &response{s: s, p: p, chat: chat, id: cs[0].st.ID, prompts: prompts, choices: cs, created: time.Now().Unix()}
+	if p.stream {
+		s.stream(w, r, ready, rs)
 		return
 	}
-	s.whole(w, r, st, rs)
+	s.whole(w, r, ready, rs)
 }
 
 // errGone reports that the client went away; the request has been cancelled.
 var errGone = errors.New("client went away")
 
-// reader reads one request's output for its HTTP handler.
-type reader struct {
-	s    *Server
-	r    *http.Request
-	st   *Stream
-	toks []uint32 // the tokens of the last next
-	ends []int    // where each pass's share of toks ends
-}
+// writeFailed is a stream's failed write: the client is gone or stopped reading.
+type writeFailed struct{ error }
 
-// next waits until the stream has new tokens or the request has ended, and takes them. Its error is
-// the request's failure, or errGone when the client went away (the request is then cancelled).
-func (rd *reader) next() (done bool, err error) {
+// follow waits for the choices' output and hands each choice's new tokens (with where each pass's share
+// ends) to f, until every choice has ended. Its error is a choice's failure (the others are then
+// cancelled), errGone when the client went away (all are cancelled), or f's.
+func (s *Server) follow(r *http.Request, ready <-chan struct{}, cs []*choice, f func(c *choice, toks []uint32, ends []int) error) error {
+	var toks []uint32
+	var ends []int
 	for {
-		rd.toks, rd.ends, done, err = rd.st.Next(rd.toks[:0], rd.ends[:0])
-		if len(rd.toks) > 0 || done {
-			return done, err
+		left := 0
+		for _, c := range cs {
+			if c.done {
+				continue
+			}
+			var err error
+			toks, ends, c.done, err = c.st.Next(toks[:0], ends[:0])
+			if err != nil {
+				s.cancelAll(cs)
+				return err
+			}
+			if len(toks) > 0 || c.done {
+				if err := f(c, toks, ends); err != nil {
+					s.cancelAll(cs)
+					return err
+				}
+			}
+			if !c.done {
+				left++
+			}
+		}
+		if left == 0 {
+			return nil
 		}
 		select {
-		case <-rd.st.Ready():
-		case <-rd.r.Context().Done():
-			rd.s.cancel(rd.st.ID)
-			return false, errGone
+		case <-ready:
+		case <-r.Context().Done():
+			s.cancelAll(cs)
+			return errGone
 		}
 	}
 }
 
-func (s *Server) whole(w http.ResponseWriter, r *http.Request, st *Stream, rs *response) {
-	rd := reader{s: s, r: r, st: st}
-	var text []byte
-	for done := false; !done; {
-		var err error
-		if done, err = rd.next(); err != nil {
-			if err != errGone {
-				writeError(w, submitError(err))
-			}
-			return
+func (s *Server) cancelAll(cs []*choice) {
+	for _, c := range cs {
+		if !c.done {
+			s.cancel(c.st.ID)
 		}
-		rs.generated += len(rd.toks)
-		text = s.appendText(text, rd.toks)
+	}
+}
+
+func (s *Server) whole(w http.ResponseWriter, r *http.Request, ready <-chan struct{}, rs *response) {
+	for _, c := range rs.choices {
+		if rs.p.echo {
+			c.text = append(c.text, rs.prompts[c.prompt].text...)
+			rs.echoLogprobs(c, &c.lps)
+		}
+	}
+	err := s.follow(r, ready, rs.choices, func(c *choice, toks []uint32, _ []int) error {
+		c.text = rs.appendOutput(c.text, c, toks, &c.lps)
+		return nil
+	})
+	if err != nil {
+		if err != errGone {
+			writeError(w, submitError(err))
+		}
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.o.HTTP.WriteTimeout))
-	w.Write(rs.whole(text, st.Cached()))
+	w.Write(rs.whole())
 }
 
 // streamBatch is the most a stream renders before writing: a client that reads slower than tokens
@@ -552,174 +916,69 @@ func (e *sse) write(b []byte) error {
 	return nil
 }
 
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *Stream, rs *response) {
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, ready <-chan struct{}, rs *response) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
 	out := &sse{w: w, rc: http.NewResponseController(w), timeout: s.o.HTTP.WriteTimeout}
-	rd := reader{s: s, r: r, st: st}
-	var b, text []byte
-	if rs.chat { // the role comes first, as vLLM sends it
-		if err := out.write(rs.chunk(b[:0], nil, true, false)); err != nil {
-			s.cancel(st.ID)
+	var b []byte
+	if rs.chat { // each choice's role comes first, as vLLM sends it
+		for _, c := range rs.choices {
+			b = rs.roleChunk(b, c)
+		}
+		if err := out.write(b); err != nil {
+			s.cancelAll(rs.choices)
 			return
 		}
 	}
-	for done := false; !done; {
-		var err error
-		done, err = rd.next()
-		if err == errGone {
-			return
-		}
-		if err != nil {
-			b = appendError(append(b[:0], "data: "...), submitError(err))
-			out.write(append(b, "\n\ndata: [DONE]\n\n"...))
-			return
-		}
+	var lps logprobs
+	err := s.follow(r, ready, rs.choices, func(c *choice, toks []uint32, ends []int) error {
 		// One chunk per pass, as vLLM streams one per engine step; the last carries finish_reason.
 		b = b[:0]
 		from := 0
-		for i, end := range rd.ends {
-			rs.generated += end - from
-			text = s.appendText(text[:0], rd.toks[from:end])
-			b = rs.chunk(b, text, false, done && i == len(rd.ends)-1)
+		for i, end := range ends {
+			lps.reset()
+			var text []byte
+			if !c.started && rs.p.echo {
+				text = append(text, rs.prompts[c.prompt].text...)
+				rs.echoLogprobs(c, &lps)
+			}
+			c.started = true
+			text = rs.appendOutput(text, c, toks[from:end], &lps)
+			b = rs.chunk(b, c, text, &lps, c.done && i == len(ends)-1)
 			from = end
 			if len(b) >= streamBatch { // a backlog: written in batches, not rendered whole
 				if err := out.write(b); err != nil {
-					s.cancel(st.ID)
-					return
+					return writeFailed{err}
 				}
 				b = b[:0]
 			}
 		}
-		if done {
-			if len(rd.ends) == 0 { // finished with no new token
-				b = rs.chunk(b, nil, false, true)
-			}
-			if rs.usage {
-				b = rs.usageChunk(b, st.Cached())
-			}
-			b = append(b, "data: [DONE]\n\n"...)
+		if c.done && len(ends) == 0 { // finished with no new token
+			b = rs.chunk(b, c, nil, nil, true)
 		}
 		if len(b) == 0 {
-			continue
+			return nil
 		}
 		if err := out.write(b); err != nil {
-			s.cancel(st.ID)
-			return
+			return writeFailed{err}
 		}
+		return nil
+	})
+	var wf writeFailed
+	switch {
+	case err == errGone || errors.As(err, &wf):
+		return
+	case err != nil:
+		b = appendError(append(b[:0], "data: "...), submitError(err))
+		out.write(append(b, "\n\ndata: [DONE]\n\n"...))
+		return
 	}
-}
-
-// appendText appends the text of generated tokens. Output ids are hashes of (request, index) over the
-// whole uint32 range; they are folded into the tokenizer's vocabulary first.
-func (s *Server) appendText(b []byte, toks []uint32) []byte {
-	one := make([]uint32, 1)
-	vocab := uint32(max(s.o.Tokenizer.VocabSize(), 1))
-	for _, t := range toks {
-		one[0] = t % vocab
-		b = append(b, s.o.Tokenizer.Decode(one)...)
+	b = b[:0]
+	if rs.p.usage {
+		b = rs.usageChunk(b)
 	}
-	return b
-}
-
-// response writes one request's OpenAI response objects.
-type response struct {
-	s         *Server
-	chat      bool
-	id        uint64
-	prompt    int
-	generated int
-	created   int64
-	usage     bool // stream: send a usage chunk
-}
-
-func (rs *response) head(b []byte, object string) []byte {
-	b = append(b, `{"id":"`...)
-	if rs.chat {
-		b = append(b, "chatcmpl-"...)
-	} else {
-		b = append(b, "cmpl-"...)
-	}
-	b = strconv.AppendUint(b, rs.id, 10)
-	b = append(b, `","object":"`...)
-	b = append(b, object...)
-	b = append(b, `","created":`...)
-	b = strconv.AppendInt(b, rs.created, 10)
-	b = append(b, `,"model":`...)
-	return appendJSONString(b, rs.s.o.ModelName)
-}
-
-func (rs *response) appendUsage(b []byte, cached int) []byte {
-	b = append(b, `"usage":{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, int64(rs.prompt), 10)
-	b = append(b, `,"completion_tokens":`...)
-	b = strconv.AppendInt(b, int64(rs.generated), 10)
-	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, int64(rs.prompt+rs.generated), 10)
-	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
-	b = strconv.AppendInt(b, int64(cached), 10)
-	return append(b, "}}"...)
-}
-
-func (rs *response) whole(text []byte, cached int) []byte {
-	b := make([]byte, 0, len(text)+384)
-	if rs.chat {
-		b = rs.head(b, "chat.completion")
-		b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
-		b = appendJSONBytes(b, text)
-		b = append(b, `},"logprobs":null,"finish_reason":"length"}],`...)
-	} else {
-		b = rs.head(b, "text_completion")
-		b = append(b, `,"choices":[{"index":0,"text":`...)
-		b = appendJSONBytes(b, text)
-		b = append(b, `,"logprobs":null,"finish_reason":"length"}],`...)
-	}
-	b = rs.appendUsage(b, cached)
-	return append(b, "}\n"...)
-}
-
-// chunk appends one SSE event carrying text; role announces the assistant (chat's first chunk).
-func (rs *response) chunk(b []byte, text []byte, role, done bool) []byte {
-	b = append(b, "data: "...)
-	if rs.chat {
-		b = rs.head(b, "chat.completion.chunk")
-		b = append(b, `,"choices":[{"index":0,"delta":{`...)
-		if role {
-			b = append(b, `"role":"assistant","content":""`...)
-		} else {
-			b = append(b, `"content":`...)
-			b = appendJSONBytes(b, text)
-		}
-		b = append(b, `},"logprobs":null,"finish_reason":`...)
-	} else {
-		b = rs.head(b, "text_completion")
-		b = append(b, `,"choices":[{"index":0,"text":`...)
-		b = appendJSONBytes(b, text)
-		b = append(b, `,"logprobs":null,"finish_reason":`...)
-	}
-	if done {
-		b = append(b, `"length"`...)
-	} else {
-		b = append(b, "null"...)
-	}
-	b = append(b, "}]"...)
-	if rs.usage { // with include_usage every chunk carries "usage": null, as OpenAI's do
-		b = append(b, `,"usage":null`...)
-	}
-	return append(b, "}\n\n"...)
-}
-
-func (rs *response) usageChunk(b []byte, cached int) []byte {
-	b = append(b, "data: "...)
-	if rs.chat {
-		b = rs.head(b, "chat.completion.chunk")
-	} else {
-		b = rs.head(b, "text_completion")
-	}
-	b = append(b, `,"choices":[],`...)
-	b = rs.appendUsage(b, cached)
-	return append(b, "}\n\n"...)
+	out.write(append(b, "data: [DONE]\n\n"...))
 }

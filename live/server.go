@@ -12,6 +12,7 @@ import (
 
 	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/live/outlen"
 	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/tokenize"
@@ -36,6 +37,9 @@ type Options struct {
 	MaxModelLen int    // prompt + max_tokens at most; 0: unlimited
 	// DefaultMaxTokens is what a request that sets no max_tokens generates.
 	DefaultMaxTokens int
+	// OutputLength draws where a choice without ignore_eos meets its end-of-sequence (finish_reason
+	// "stop"), keyed by Engine.Seed and the request; the zero Model always generates max_tokens.
+	OutputLength outlen.Model
 	// MaxWaiting bounds the requests waiting to run (in the router's queue and the engines' waiting
 	// queues; disaggregated, also in the decode router's queue and for room on a decode worker); past it
 	// requests get 429. 0: unbounded. (Requests prefilling or transferring when the decode side fills

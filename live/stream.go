@@ -30,6 +30,17 @@ type Stream struct {
 	maxTokens int
 	rank      int
 	admitted  bool
+
+	// finish is how the request ends when it runs its course ("stop" or "length"; "" is "length"):
+	// set before it is submitted, for the metrics' finished_reason.
+	finish string
+}
+
+func (s *Stream) reason() string {
+	if s.finish == "" {
+		return "length"
+	}
+	return s.finish
 }
 
 func newStream(id uint64, promptTokens int, arrived time.Time) *Stream {

@@ -473,7 +473,7 @@ func (w *Worker) publishEnd() {
 			delete(w.streams, o.id)
 			ended = append(ended, o.id)
 			if rec != nil {
-				rec.Finished(s.stats("length", now))
+				rec.Finished(s.stats(s.reason(), now))
 			}
 		}
 		s.push(toks, o.done)

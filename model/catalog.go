@@ -15,7 +15,9 @@ type entry struct {
 	m   Model
 }
 
-// catalog holds the built-in models. Every number is copied from the config.json of the first id.
+// catalog holds the built-in models. Every number is copied from the config.json of the first id; the BOS
+// from its tokenizer.json's post-processor (set only where it adds one: Llama-3 and DeepSeek-V3; Qwen3's
+// and gpt-oss's add none, MiniMax's and Kimi's are not modelled).
 var catalog = []entry{
 	{
 		// https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json
@@ -24,6 +26,7 @@ var catalog = []entry{
 		m: Model{
 			Name: "llama-3.1-8b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128,
 			Intermediate: 14336, Vocab: 128256, Dtype: "bfloat16",
+			MaxPositions: 131072, BOS: 128000, AddsBOS: true,
 		},
 	},
 	{
@@ -33,6 +36,7 @@ var catalog = []entry{
 		m: Model{
 			Name: "llama-3.1-70b", Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128,
 			Intermediate: 28672, Vocab: 128256, Dtype: "bfloat16",
+			MaxPositions: 131072, BOS: 128000, AddsBOS: true,
 		},
 	},
 	{
@@ -41,6 +45,7 @@ var catalog = []entry{
 		m: Model{
 			Name: "qwen3-32b", Layers: 64, Hidden: 5120, Heads: 64, KVHeads: 8, HeadDim: 128,
 			Intermediate: 25600, Vocab: 151936, Dtype: "bfloat16", QKNorm: true,
+			MaxPositions: 40960,
 		},
 	},
 	{
@@ -51,6 +56,7 @@ var catalog = []entry{
 			Name: "qwen3-30b-a3b", Layers: 48, Hidden: 2048, Heads: 32, KVHeads: 4, HeadDim: 128,
 			Vocab: 151936, Dtype: "bfloat16", QKNorm: true,
 			Experts: 128, ExpertsPerToken: 8, MoEIntermediate: 768,
+			MaxPositions: 40960,
 		},
 	},
 	{
@@ -61,6 +67,7 @@ var catalog = []entry{
 			Name: "qwen3-235b-a22b", Layers: 94, Hidden: 4096, Heads: 64, KVHeads: 4, HeadDim: 128,
 			Vocab: 151936, Dtype: "bfloat16", QKNorm: true,
 			Experts: 128, ExpertsPerToken: 8, MoEIntermediate: 1536,
+			MaxPositions: 40960,
 		},
 	},
 	{
@@ -76,6 +83,7 @@ var catalog = []entry{
 			Experts: 128, ExpertsPerToken: 4, MoEIntermediate: 2880,
 			QKVBias: true, OBias: true, Sinks: true, MLPBias: true, RouterBias: true,
 			SlidingWindow: 128, SlidingLayers: 18,
+			MaxPositions: 131072,
 		},
 	},
 	{
@@ -99,6 +107,7 @@ var catalog = []entry{
 			Name: "minimax-m2.5", Layers: 62, Hidden: 3072, Heads: 48, KVHeads: 8, HeadDim: 128,
 			Vocab: 200064, Dtype: "bfloat16", Quantization: "fp8_block", QKNormAllHeads: true,
 			Experts: 256, ExpertsPerToken: 8, MoEIntermediate: 1536, RouterBias: true,
+			MaxPositions: 196608,
 		},
 	},
 	{
@@ -129,6 +138,7 @@ var catalog = []entry{
 			Experts: 384, ExpertsPerToken: 8, MoEIntermediate: 2048, SharedExperts: 1, DenseLayers: 1,
 			RouterBias: true,
 			QLoRARank:  1536, KVLoRARank: 512, QKNopeHeadDim: 128, QKRopeHeadDim: 64, VHeadDim: 128,
+			MaxPositions: 262144,
 		},
 	},
 }
@@ -140,6 +150,7 @@ func deepseekV3(name string) Model {
 		Experts: 256, ExpertsPerToken: 8, MoEIntermediate: 2048, SharedExperts: 1, DenseLayers: 3,
 		RouterBias: true,
 		QLoRARank:  1536, KVLoRARank: 512, QKNopeHeadDim: 128, QKRopeHeadDim: 64, VHeadDim: 128,
+		MaxPositions: 163840, BOS: 0, AddsBOS: true,
 	}
 }
 

@@ -137,3 +137,24 @@ func ExampleLookup() {
 	fmt.Println(m.Name, m.Params(), m.KVBytesPerToken(2, 1), m.WeightBytes(2, 1))
 	// Output: llama-3.1-8b 8030261248 131072 16060522496
 }
+
+// The catalog gives what vLLM reads from a checkpoint besides its shapes: the context it serves by
+// default, and the BOS its tokenizer adds (Llama-3 and DeepSeek-V3 add one, Qwen3 none).
+func TestCatalogContextAndBOS(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		positions int
+		bos       uint32
+		adds      bool
+	}{
+		{"meta-llama/Llama-3.1-8B-Instruct", 131072, 128000, true},
+		{"qwen3-32b", 40960, 0, false},
+		{"deepseek-r1", 163840, 0, true},
+		{"gpt-oss-120b", 131072, 0, false},
+	} {
+		m := mustLookup(t, tc.name)
+		if m.MaxPositions != tc.positions || m.BOS != tc.bos || m.AddsBOS != tc.adds {
+			t.Errorf("%s: MaxPositions %d, BOS %d (%v); want %d, %d (%v)", tc.name, m.MaxPositions, m.BOS, m.AddsBOS, tc.positions, tc.bos, tc.adds)
+		}
+	}
+}

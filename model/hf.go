@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,8 @@ type hfConfig struct {
 	Intermediate      *int    `json:"intermediate_size"`
 	Vocab             *int    `json:"vocab_size"`
 	TieWordEmbeddings *bool   `json:"tie_word_embeddings"`
+	MaxPositions      *int    `json:"max_position_embeddings"`
+	BOS               *int    `json:"bos_token_id"`
 	AttentionBias     *bool   `json:"attention_bias"`
 	MLPBias           *bool   `json:"mlp_bias"`
 
@@ -133,6 +136,7 @@ func (c *hfConfig) model() (*Model, error) {
 		QKVBias:        flag(c.AttentionBias),
 		OBias:          flag(c.AttentionBias),
 		MLPBias:        flag(c.MLPBias),
+		MaxPositions:   opt(c.MaxPositions, 0),
 	}
 	switch {
 	case c.TorchDtype != nil:
@@ -145,6 +149,13 @@ func (c *hfConfig) model() (*Model, error) {
 		m.Dtype = "bfloat16"
 	}
 	m.KVHeads = opt(c.KVHeads, m.Heads)
+	switch typ {
+	case "llama", "mistral", "mixtral", "deepseek_v3":
+		// Their tokenizers put bos_token_id before every prompt (Qwen's, gpt-oss's and MiniMax's none).
+		if c.BOS != nil && *c.BOS >= 0 && *c.BOS <= math.MaxUint32 {
+			m.BOS, m.AddsBOS = uint32(*c.BOS), true
+		}
+	}
 	switch typ {
 	case "qwen3", "qwen3_moe", "gpt_oss", "minimax_m2":
 		// Their config classes default head_dim to a constant, not hidden/heads: the file must say.

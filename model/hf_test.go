@@ -42,6 +42,7 @@ func TestFromHFConfigMixtral(t *testing.T) {
 	want := model.Model{
 		Name: "mixtral-8x7b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128,
 		Vocab: 32000, Dtype: "bfloat16", Experts: 8, ExpertsPerToken: 2, MoEIntermediate: 14336,
+		MaxPositions: 32768, BOS: 1, AddsBOS: true,
 	}
 	if *got != want {
 		t.Fatalf("FromHFConfig(mixtral) =\n%+v, want\n%+v", *got, want)
@@ -119,7 +120,7 @@ func TestFromHFConfigMiniMax(t *testing.T) {
 		"hidden_size": 3072, "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128,
 		"intermediate_size": 1536, "num_local_experts": 256, "num_experts_per_tok": 8,
 		"shared_intermediate_size": 0, "use_routing_bias": true, "use_qk_norm": true, "qk_norm_type": "per_layer",
-		"rotary_dim": 64, "vocab_size": 200064, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+		"rotary_dim": 64, "vocab_size": 200064, "max_position_embeddings": 196608, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
 		"num_mtp_modules": 3, "attn_type_list": [` + layers + `],
 		"quantization_config": {"quant_method": "fp8", "fmt": "float8_e4m3fn", "weight_block_size": [128, 128]}}`
 	got, err := model.FromHFConfig(writeConfig(t, filepath.Join(t.TempDir(), "minimax-m2.5"), json))

@@ -19,6 +19,14 @@ type Model struct {
 	TiedEmbeddings bool   // the LM head reuses the input embedding matrix
 	Dtype          string // weights dtype in the HF config ("bfloat16", "float16", ...)
 
+	// MaxPositions is max_position_embeddings: the context vLLM serves by default (its max_model_len);
+	// 0 when unknown.
+	MaxPositions int
+	// BOS is the token the model's tokenizer puts before every prompt (tokenizer.json's
+	// post-processor), when AddsBOS: Llama-3's <|begin_of_text|>, DeepSeek-V3's <｜begin▁of▁sentence｜>.
+	BOS     uint32
+	AddsBOS bool
+
 	// The published checkpoint's weight format where it is not Dtype (config.json's quantization_config):
 	// the default of --quantization and --moe-quantization. Quantization is "fp8" (per-tensor scales),
 	// "fp8_block" (128×128 block scales) or "mxfp4" (gpt-oss: the routed experts in MXFP4, every other

@@ -35,3 +35,17 @@ func TestChatPromptPrefix(t *testing.T) {
 		}
 	}
 }
+
+func TestWithBOS(t *testing.T) {
+	tk := WithBOS(Builtin(), 128000)
+	ids := tk.Encode("hi")
+	if len(ids) != 2 || ids[0] != 128000 || ids[1] != Builtin().Encode("hi")[0] {
+		t.Fatalf(`Encode("hi") = %v, want [128000 %v]`, ids, Builtin().Encode("hi"))
+	}
+	if got, want := tk.Decode(ids), Builtin().Decode(ids[1:]); got != want {
+		t.Fatalf("Decode = %q, want %q (BOS left out)", got, want)
+	}
+	if got := tk.VocabSize(); got != DefaultVocabSize {
+		t.Fatalf("VocabSize = %d, want %d", got, DefaultVocabSize)
+	}
+}

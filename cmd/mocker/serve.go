@@ -22,6 +22,7 @@ import (
 	"github.com/mocker-sim/mocker/live"
 	"github.com/mocker-sim/mocker/live/metrics"
 	"github.com/mocker-sim/mocker/live/natsevents"
+	"github.com/mocker-sim/mocker/live/outlen"
 	"github.com/mocker-sim/mocker/live/vllmevents"
 	"github.com/mocker-sim/mocker/tokenize"
 )
@@ -73,6 +74,7 @@ func bindServeFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.ModelName, "model-name", c.ModelName, "served model id (empty: the --model name, or mocker with --model-config)")
 	fs.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "a Hugging Face tokenizer.json (file or model directory) for prompt tokens (empty: a built-in deterministic tokenizer)")
 	fs.IntVar(&c.DefaultMaxTokens, "default-max-tokens", c.DefaultMaxTokens, "tokens a request generates when it sets no max_tokens")
+	fs.StringVar(&c.OutputLengthDist, "output-length-dist", c.OutputLengthDist, "where a choice without ignore_eos meets its end-of-sequence (finish_reason stop), drawn per request from --seed: fixed (always max_tokens), uniform (on [1, max_tokens]), lognormal:MEAN:SIGMA")
 	fs.IntVar(&c.MaxWaiting, "max-waiting", c.MaxWaiting, "requests waiting to run at most; past it requests get 429 (0: unbounded)")
 	fs.Float64Var(&c.MaxRequestBodyMB, "max-request-body-mb", c.MaxRequestBodyMB, "request body size limit in MiB (413 past it)")
 	fs.StringVar(&c.APIKey, "api-key", c.APIKey, "require this key as 'Authorization: Bearer KEY' on /v1 routes")
@@ -114,6 +116,14 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	// A catalog model brings what vLLM reads from its checkpoint: max_model_len and the tokenizer's BOS.
+	d, err := cfg.Deployment()
+	if err != nil {
+		return err
+	}
+	if cfg.MaxModelLen == 0 && d.Model != nil {
+		cfg.MaxModelLen = d.Model.MaxPositions
+	}
 	// The simulation's options hold the engines', the router's and, disaggregated, the decode pool's.
 	so, err := cfg.SimOptions()
 	if err != nil {
@@ -139,6 +149,13 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		}
 	} else {
 		tk = tokenize.Builtin()
+		if d.Model != nil && d.Model.AddsBOS {
+			tk = tokenize.WithBOS(tk, d.Model.BOS)
+		}
+	}
+	lengths, err := outlen.Parse(cfg.OutputLengthDist) // validated
+	if err != nil {
+		return err
 	}
 	maxLen := cfg.MaxModelLen
 	if maxLen == 0 {
@@ -159,6 +176,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		ModelName:        name,
 		MaxModelLen:      cfg.MaxModelLen,
 		DefaultMaxTokens: cfg.DefaultMaxTokens,
+		OutputLength:     lengths,
 		MaxWaiting:       cfg.MaxWaiting,
 		MaxBodyBytes:     int64(cfg.MaxRequestBodyMB * (1 << 20)),
 		APIKey:           cfg.APIKey,

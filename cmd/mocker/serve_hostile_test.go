@@ -14,7 +14,7 @@ func TestServeRefusesUnboundedFlags(t *testing.T) {
 	for _, tc := range []struct {
 		flag, value, want string
 	}{
-		{"--default-max-tokens", "9223372036854775807", "default max tokens 9223372036854775807: must be below the"},
+		{"--default-max-tokens", "9223372036854775807", "default max tokens 9223372036854775807: must be below"},
 		{"--max-request-body-mb", "1e13", "max-request-body-mb"},
 		{"--max-request-body-mb", "4097", "max-request-body-mb"},
 		{"--read-timeout", "-1", "read-timeout"},

@@ -55,11 +55,13 @@ func startServe(t *testing.T, cfg config.Config) (*serving, openai.Client) {
 	return info, c
 }
 
-// serveConfig is a fast server: built-in timing profile scaled far above real time.
+// serveConfig is a fast server: built-in timing profile scaled far above real time, every request
+// generating its max_tokens.
 func serveConfig() config.Config {
 	cfg := config.Default()
 	cfg.Router = "kv"
 	cfg.SpeedupRatio = 1000
+	cfg.OutputLengthDist = "fixed"
 	return cfg
 }
 
@@ -74,6 +76,12 @@ func complete(t *testing.T, c openai.Client, prompt string, maxTokens int64) *op
 		t.Fatal(err)
 	}
 	return res
+}
+
+// serveTokens are text's prompt tokens as serve counts them for the default model, Llama-3.1-8B: the
+// built-in tokenizer's, after Llama-3's BOS.
+func serveTokens(text string) []uint32 {
+	return tokenize.WithBOS(tokenize.Builtin(), 128000).Encode(text)
 }
 
 const servePrompt = "In the beginning the simulator had no GPU, and the requests were without form; and the " +
@@ -98,7 +106,7 @@ func TestServeNATSEvents(t *testing.T) {
 	complete(t, c, servePrompt, 4)
 
 	seq := tokens.NewSequence(16)
-	seq.Append(tokenize.Builtin().Encode(servePrompt)...)
+	seq.Append(serveTokens(servePrompt)...)
 	want := seq.Blocks()
 	var got []tokens.Block
 	for len(got) < len(want) {
@@ -176,7 +184,7 @@ func TestServeZMQEvents(t *testing.T) {
 			if !ok {
 				t.Fatalf("first event %T, want BlockStored", b.Events[0])
 			}
-			stored, prompt = s, tokenize.Builtin().Encode(text)
+			stored, prompt = s, serveTokens(text)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -306,7 +314,7 @@ func TestServeDisaggregated(t *testing.T) {
 		t.Fatalf("bootstrap addresses %v, want one per prefill worker", info.Bootstrap)
 	}
 	prompt := strings.Repeat("token ", 100)
-	n := len(tokenize.Builtin().Encode(prompt))
+	n := len(serveTokens(prompt))
 	start := time.Now()
 	st := c.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
 		Model:         "llama-3.1-8b",
