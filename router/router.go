@@ -83,8 +83,8 @@ func (o *Options) Validate() error {
 }
 
 // Request is what the router needs of a request. Blocks are the identities of the prompt's full blocks
-// (len(Blocks) = PromptTokens / BlockSize). The router keeps the slice while the request is queued or
-// active, until Finished; the caller must not modify it before then.
+// (len(Blocks) = PromptTokens / BlockSize). The router keeps the slice while the request is queued; once
+// routed it holds copies of what it needs, and the caller may reuse the slice.
 type Request struct {
 	ID           uint64
 	Blocks       []tokens.Block
@@ -349,6 +349,7 @@ func (r *Router) activate(q *request, i, overlap int) Decision {
 	}
 	t.partials += q.partial()
 	q.end = t.seqs.add(q.Blocks, &r.nodes)
+	q.Blocks = nil // the caller may reuse them now
 	return Decision{ID: q.ID, Target: t.id, Overlap: overlap}
 }
 

@@ -20,12 +20,24 @@ type Request struct {
 	// Seq, if set, is the prompt already hashed at the engine's block size (a router needed it): the
 	// scheduler copies its identities instead of hashing Prompt, which may then be nil.
 	Seq *tokens.Sequence
+	// Source, if set and neither Prompt nor Seq is, makes the prompt when the scheduler needs its blocks:
+	// a vLLM scheduler keeps only the source while the request waits, so a long queue holds no prompts.
+	Source PromptSource
+}
+
+// PromptSource makes a prompt on demand, the same tokens every time (a workload's request).
+type PromptSource interface {
+	PromptLen() int
+	AppendSequence(seq *tokens.Sequence)
 }
 
 // PromptLen is the prompt's length in tokens.
 func (r *Request) PromptLen() int {
-	if r.Seq != nil {
+	switch {
+	case r.Seq != nil:
 		return r.Seq.Len()
+	case r.Prompt == nil && r.Source != nil:
+		return r.Source.PromptLen()
 	}
 	return len(r.Prompt)
 }
@@ -34,6 +46,10 @@ func (r *Request) PromptLen() int {
 func (r *Request) AppendPrompt(seq *tokens.Sequence) {
 	if r.Seq != nil && r.Seq.BlockSize() == seq.BlockSize() && (r.Seq.Tokens() != nil || !seq.Keeping()) {
 		seq.AppendSequence(r.Seq)
+		return
+	}
+	if r.Prompt == nil && r.Source != nil {
+		r.Source.AppendSequence(seq)
 		return
 	}
 	if r.Seq != nil && r.Prompt == nil {
