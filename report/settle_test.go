@@ -57,7 +57,7 @@ func TestSettledITLEqualsEverySample(t *testing.T) {
 	c := NewCollector()
 	rng := rand.New(rand.NewPCG(1, 2))
 	want := interleave(c, rng, 4200, 600) // 2.5 M samples: 38 chunks' worth, settled twice on the way
-	_ = c.Summary()                        // settles too, mid-run for the requests still in flight
+	_ = c.Summary()                       // settles too, mid-run for the requests still in flight
 	if got, w := c.Summary().ITL, describe(want); got != w {
 		t.Fatalf("ITL %+v, want %+v", got, w)
 	}
