@@ -27,7 +27,8 @@ type Collector struct {
 	// into itl (or drops them), so memory follows the requests in flight and the distinct gaps,
 	// not the tokens of the run.
 	gaps     [][]gap
-	settleAt int // chunks in gaps that trigger the next settleGaps
+	free     [][]gap // emptied chunks, for reuse
+	settleAt int     // chunks in gaps that trigger the next settleGaps
 	itl      samples
 
 	// reasons holds Rejected's and Failed's reason by id; they are rare, so a map beats a
@@ -311,14 +312,19 @@ func (c *Collector) addGap(d time.Duration, owner int32) {
 		c.settleGaps()
 	}
 	if n = len(c.gaps); n == 0 || len(c.gaps[n-1]) == gapChunk {
-		c.gaps = append(c.gaps, make([]gap, 0, gapChunk))
+		chunk := make([]gap, 0, gapChunk)
+		if k := len(c.free); k > 0 {
+			chunk = c.free[k-1]
+			c.free = c.free[:k-1]
+		}
+		c.gaps = append(c.gaps, chunk)
 	}
 	last := &c.gaps[len(c.gaps)-1]
 	*last = append(*last, gap{d, owner, 1})
 }
 
-// minSettle is the fewest chunks of gaps (16 MiB) that make settleGaps worth its pass over them.
-const minSettle = 16
+// minSettle is the fewest chunks of gaps (4 MiB) that make settleGaps worth its pass over them.
+const minSettle = 4
 
 // settleGaps moves the ITL samples of completed requests from gaps into itl and drops those of
 // requests that ended otherwise (they never count); the samples of requests in flight stay in gaps,
@@ -341,7 +347,10 @@ func (c *Collector) settleGaps() {
 	if chunks > 0 {
 		c.gaps[chunks-1] = c.gaps[chunks-1][:w-(chunks-1)*gapChunk]
 	}
-	clear(c.gaps[chunks:])
+	for i := chunks; i < len(c.gaps); i++ {
+		c.free = append(c.free, c.gaps[i][:0])
+		c.gaps[i] = nil
+	}
 	c.gaps = c.gaps[:chunks]
 	c.itl.settle()
 	c.settleAt = max(minSettle, 2*chunks)

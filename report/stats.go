@@ -43,6 +43,9 @@ type samples struct {
 
 	newKeys   []uint64 // pending runs
 	newCounts []uint64
+
+	// Buffers reused from one settle to the next: the merge's destination and the sort's scratch.
+	mergeKeys, mergeCounts, sortKeys, sortCounts []uint64
 }
 
 func (s *samples) add(d time.Duration, n int32) {
@@ -56,9 +59,11 @@ func (s *samples) settle() {
 	if len(s.newKeys) == 0 {
 		return
 	}
-	keys, counts := radixSortPairs(s.newKeys, s.newCounts)
-	mk := make([]uint64, 0, len(s.keys)+len(keys))
-	mc := make([]uint64, 0, len(s.keys)+len(keys))
+	n := len(s.newKeys)
+	s.sortKeys, s.sortCounts = slices.Grow(s.sortKeys[:0], n)[:n], slices.Grow(s.sortCounts[:0], n)[:n]
+	keys, counts := radixSortPairsInto(s.newKeys, s.newCounts, s.sortKeys, s.sortCounts)
+	mk := slices.Grow(s.mergeKeys[:0], len(s.keys)+len(keys))
+	mc := slices.Grow(s.mergeCounts[:0], len(s.keys)+len(keys))
 	push := func(k, c uint64) {
 		if n := len(mk); n > 0 && mk[n-1] == k {
 			mc[n-1] += c
@@ -76,7 +81,7 @@ func (s *samples) settle() {
 			j++
 		}
 	}
-	s.keys, s.counts = slices.Clip(mk), slices.Clip(mc)
+	s.keys, s.counts, s.mergeKeys, s.mergeCounts = mk, mc, s.keys, s.counts
 	s.newKeys, s.newCounts = s.newKeys[:0], s.newCounts[:0]
 }
 
@@ -194,10 +199,18 @@ func radixSortPairs(keys, vals []uint64) ([]uint64, []uint64) {
 	if len(keys) < 2 {
 		return keys, vals
 	}
-	tmp := make([]uint64, len(keys))
 	var tmpVals []uint64
 	if vals != nil {
 		tmpVals = make([]uint64, len(vals))
+	}
+	return radixSortPairsInto(keys, vals, make([]uint64, len(keys)), tmpVals)
+}
+
+// radixSortPairsInto is radixSortPairs with scratch buffers of the keys' length (tmpVals nil when vals
+// is); the result is in the inputs or in the scratch.
+func radixSortPairsInto(keys, vals, tmp, tmpVals []uint64) ([]uint64, []uint64) {
+	if len(keys) < 2 {
+		return keys, vals
 	}
 	count := make([]int, 1<<16+1)
 	for shift := uint(0); shift < 64; shift += 16 {
