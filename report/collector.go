@@ -312,10 +312,12 @@ func (c *Collector) addGap(d time.Duration, owner int32) {
 		c.settleGaps()
 	}
 	if n = len(c.gaps); n == 0 || len(c.gaps[n-1]) == gapChunk {
-		chunk := make([]gap, 0, gapChunk)
+		var chunk []gap
 		if k := len(c.free); k > 0 {
 			chunk = c.free[k-1]
 			c.free = c.free[:k-1]
+		} else {
+			chunk = make([]gap, 0, gapChunk)
 		}
 		c.gaps = append(c.gaps, chunk)
 	}
