@@ -20,8 +20,9 @@ type Request struct {
 	// Seq, if set, is the prompt already hashed at the engine's block size (a router needed it): the
 	// scheduler copies its identities instead of hashing Prompt, which may then be nil.
 	Seq *tokens.Sequence
-	// Source, if set and neither Prompt nor Seq is, makes the prompt when the scheduler needs its blocks:
-	// a vLLM scheduler keeps only the source while the request waits, so a long queue holds no prompts.
+	// Source, if set, makes the prompt again when the scheduler needs its blocks, in place of Prompt or Seq
+	// (which may then be nil): a vLLM scheduler with a long queue keeps only the source of a request that
+	// waits, so the queue holds no prompts.
 	Source PromptSource
 }
 

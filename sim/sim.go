@@ -448,7 +448,7 @@ func (r *runner) dispatch(req *request, d router.Decision) error {
 	}
 	sr := &sched.Request{ID: req.id, Seq: req.seq, MaxTokens: maxTokens, OutputTokens: req.turn.OutputTokenIDs, Rank: d.Target.Rank}
 	if !req.sess.keep && r.decode == nil {
-		sr.Seq, sr.Source = nil, req.turn
+		sr.Source = req.turn
 	}
 	err := w.eng.Enqueue(sr)
 	r.dropSeq(req)

@@ -216,6 +216,9 @@ func (s *Scheduler) fullBlocks(tokens int) int {
 	return tokens / s.opt.BlockSize
 }
 
+// lazyQueue is the queue length from which a request given with its source waits without its prompt.
+const lazyQueue = 32
+
 // Enqueue adds a request at the back of the waiting queue. A request the engine can never serve — longer
 // than max-model-len, needing more blocks than the whole pool even alone, or (without chunked prefill)
 // longer than the token budget — is rejected with a *sched.RejectError, as is a malformed one.
@@ -223,7 +226,10 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 	if err := s.check(r); err != nil {
 		return err
 	}
-	lazy := r.Seq == nil && r.Prompt == nil && r.Source != nil
+	// Behind a queue of lazyQueue requests, a request waits as its source if it has one: copying its
+	// sequence would cost memory for as long as it waits, while making the prompt again costs its hashing
+	// once.
+	lazy := r.Source != nil && r.Prompt == nil && (r.Seq == nil || s.waiting.len() >= lazyQueue)
 	req := s.newRequest(lazy)
 	req.id, req.maxTokens, req.planned = r.ID, r.MaxTokens, r.OutputTokens
 	if lazy {

@@ -86,3 +86,26 @@ func TestSourceEqualsPrompt(t *testing.T) {
 		t.Fatalf("by prompt:\n%s\nby source:\n%s", a, b)
 	}
 }
+
+// TestShortQueueCopiesTheSequence: a request given with both its sequence and its source copies the
+// sequence while fewer than lazyQueue requests wait (no hashing again), and waits as its source behind a
+// longer queue.
+func TestShortQueueCopiesTheSequence(t *testing.T) {
+	o := refOpts()
+	o.MaxNumSeqs = 1
+	h := newHarness(t, o)
+	for i := range lazyQueue + 5 {
+		toks := prompt(100*i, 6)
+		seq := tokens.NewSequence(o.BlockSize)
+		seq.Append(toks...)
+		src := &countingSource{toks: toks}
+		if err := h.s.Enqueue(&sched.Request{ID: uint64(i), Seq: seq, Source: src, MaxTokens: 2}); err != nil {
+			t.Fatal(err)
+		}
+		r := h.req(uint64(i))
+		if lazy := i >= lazyQueue; (r.seq == nil) != lazy || (r.src != nil) != lazy || src.calls != 0 {
+			t.Fatalf("request %d behind %d waiting: holds a sequence %v, its source %v, made %d times; want lazy %v",
+				i, i, r.seq != nil, r.src != nil, src.calls, lazy)
+		}
+	}
+}
