@@ -332,6 +332,11 @@ const minSettle = 4
 // requests that ended otherwise (they never count); the samples of requests in flight stay in gaps,
 // compacted. The next settle comes when gaps have doubled, so the work is linear in the samples.
 func (c *Collector) settleGaps() {
+	n := 0
+	for _, chunk := range c.gaps {
+		n += len(chunk)
+	}
+	c.itl.reserve(n)
 	w := 0 // samples kept, written over the ones read: the write position never passes the read one
 	for i := range c.gaps {
 		for _, g := range c.gaps[i] {

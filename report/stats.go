@@ -42,16 +42,24 @@ type samples struct {
 	n      int // samples, settled and pending
 
 	newKeys   []uint64 // pending runs
-	newCounts []uint64
+	newCounts []uint32
+	newN      int // samples in the pending runs
 
 	// Buffers reused from one settle to the next: the merge's destination and the sort's scratch.
-	mergeKeys, mergeCounts, sortKeys, sortCounts []uint64
+	mergeKeys, mergeCounts, sortKeys []uint64
+	sortCounts                       []uint32
 }
 
 func (s *samples) add(d time.Duration, n int32) {
 	s.newKeys = append(s.newKeys, uint64(d))
-	s.newCounts = append(s.newCounts, uint64(n))
+	s.newCounts = append(s.newCounts, uint32(n))
 	s.n += int(n)
+	s.newN += int(n)
+}
+
+// reserve makes room for n more pending runs.
+func (s *samples) reserve(n int) {
+	s.newKeys, s.newCounts = slices.Grow(s.newKeys, n), slices.Grow(s.newCounts, n)
 }
 
 // settle sorts the pending runs and merges them into the distinct values.
@@ -60,8 +68,15 @@ func (s *samples) settle() {
 		return
 	}
 	n := len(s.newKeys)
-	s.sortKeys, s.sortCounts = slices.Grow(s.sortKeys[:0], n)[:n], slices.Grow(s.sortCounts[:0], n)[:n]
-	keys, counts := radixSortPairsInto(s.newKeys, s.newCounts, s.sortKeys, s.sortCounts)
+	s.sortKeys = slices.Grow(s.sortKeys[:0], n)[:n]
+	var keys []uint64
+	var counts []uint32 // nil: every pending run is one sample, and the sort need not move counts
+	if s.newN == n {
+		keys, _ = radixSortPairsInto(s.newKeys, nil, s.sortKeys, nil)
+	} else {
+		s.sortCounts = slices.Grow(s.sortCounts[:0], n)[:n]
+		keys, counts = radixSortPairsInto(s.newKeys, s.newCounts, s.sortKeys, s.sortCounts)
+	}
 	mk := slices.Grow(s.mergeKeys[:0], len(s.keys)+len(keys))
 	mc := slices.Grow(s.mergeCounts[:0], len(s.keys)+len(keys))
 	push := func(k, c uint64) {
@@ -77,12 +92,16 @@ func (s *samples) settle() {
 			push(s.keys[i], s.counts[i])
 			i++
 		} else {
-			push(keys[j], counts[j])
+			c := uint64(1)
+			if counts != nil {
+				c = uint64(counts[j])
+			}
+			push(keys[j], c)
 			j++
 		}
 	}
 	s.keys, s.counts, s.mergeKeys, s.mergeCounts = mk, mc, s.keys, s.counts
-	s.newKeys, s.newCounts = s.newKeys[:0], s.newCounts[:0]
+	s.newKeys, s.newCounts, s.newN = s.newKeys[:0], s.newCounts[:0], 0
 }
 
 // describe computes the Stats of the durations' millisecond values. They sort as integers, in the
@@ -195,20 +214,20 @@ func radixSort(keys []uint64) []uint64 {
 }
 
 // radixSortPairs is radixSort moving vals (nil, or one per key) along with their keys.
-func radixSortPairs(keys, vals []uint64) ([]uint64, []uint64) {
+func radixSortPairs(keys []uint64, vals []uint32) ([]uint64, []uint32) {
 	if len(keys) < 2 {
 		return keys, vals
 	}
-	var tmpVals []uint64
+	var tmpVals []uint32
 	if vals != nil {
-		tmpVals = make([]uint64, len(vals))
+		tmpVals = make([]uint32, len(vals))
 	}
 	return radixSortPairsInto(keys, vals, make([]uint64, len(keys)), tmpVals)
 }
 
 // radixSortPairsInto is radixSortPairs with scratch buffers of the keys' length (tmpVals nil when vals
 // is); the result is in the inputs or in the scratch.
-func radixSortPairsInto(keys, vals, tmp, tmpVals []uint64) ([]uint64, []uint64) {
+func radixSortPairsInto(keys []uint64, vals []uint32, tmp []uint64, tmpVals []uint32) ([]uint64, []uint32) {
 	if len(keys) < 2 {
 		return keys, vals
 	}
