@@ -330,7 +330,8 @@ const minSettle = 4
 
 // settleGaps moves the ITL samples of completed requests from gaps into itl and drops those of
 // requests that ended otherwise (they never count); the samples of requests in flight stay in gaps,
-// compacted. The next settle comes when gaps have doubled, so the work is linear in the samples.
+// compacted. The next settle comes when gaps have doubled, and not before as many samples as there
+// are distinct values have come, so the work is linear in the samples.
 func (c *Collector) settleGaps() {
 	n := 0
 	for _, chunk := range c.gaps {
@@ -360,5 +361,6 @@ func (c *Collector) settleGaps() {
 	}
 	c.gaps = c.gaps[:chunks]
 	c.itl.settle()
-	c.settleAt = max(minSettle, 2*chunks)
+	// A settle merges into every distinct value so far: waiting for as many new samples keeps it linear.
+	c.settleAt = max(minSettle, 2*chunks, chunks+(len(c.itl.keys)+gapChunk-1)/gapChunk)
 }

@@ -77,8 +77,11 @@ func (s *samples) settle() {
 		s.sortCounts = slices.Grow(s.sortCounts[:0], n)[:n]
 		keys, counts = radixSortPairsInto(s.newKeys, s.newCounts, s.sortKeys, s.sortCounts)
 	}
-	mk := slices.Grow(s.mergeKeys[:0], len(s.keys)+len(keys))
-	mc := slices.Grow(s.mergeCounts[:0], len(s.keys)+len(keys))
+	mk, mc := s.mergeKeys[:0], s.mergeCounts[:0]
+	if need := len(s.keys) + len(keys); cap(mk) < need {
+		// Room to grow: the distinct values grow a little at each settle.
+		mk, mc = make([]uint64, 0, 2*need), make([]uint64, 0, 2*need)
+	}
 	push := func(k, c uint64) {
 		if n := len(mk); n > 0 && mk[n-1] == k {
 			mc[n-1] += c
