@@ -462,6 +462,7 @@ func (s *Scheduler) Metrics() sched.Metrics {
 func (s *Scheduler) Step() *sched.Pass {
 	p := &s.pass
 	p.Reset()
+	s.pool.NewPass()
 	for _, r := range s.finished {
 		s.freeBuffers(r)
 	}
