@@ -53,6 +53,7 @@ type Pool struct {
 	evs     []Event
 	nextID  uint64
 	removed []uint64 // hashes evicted by the current Allocate
+	hashes  []uint64 // the Removed events' hash lists since NewPass, back to back
 }
 
 // New returns an empty pool.
@@ -182,9 +183,20 @@ func (p *Pool) Allocate(table []BlockID, n int) []BlockID {
 		table = append(table, id)
 	}
 	if len(p.removed) > 0 && p.events {
-		p.emit(Event{Kind: Removed, Hashes: append([]uint64(nil), p.removed...)})
+		// Appending may move the buffer; events already out keep the old array.
+		start := len(p.hashes)
+		p.hashes = append(p.hashes, p.removed...)
+		p.emit(Event{Kind: Removed, Hashes: p.hashes[start:len(p.hashes):len(p.hashes)]})
 	}
 	return table
+}
+
+// NewPass says that the events taken so far are no longer read (a scheduler's pass, and its events, live
+// until its next one is planned), so the memory of their hash lists is reused unless events are pending.
+func (p *Pool) NewPass() {
+	if len(p.evs) == 0 {
+		p.hashes = p.hashes[:0]
+	}
 }
 
 // take returns a block to reuse: a free one, a never-used one, or the evicted LRU head.

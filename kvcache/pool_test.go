@@ -368,3 +368,43 @@ func BenchmarkAdmitRelease(b *testing.B) {
 		p.Release(table)
 	}
 }
+
+// TestRemovedHashesReused: Removed events' hash lists stay intact while later evictions happen (until
+// NewPass), and after NewPass an evicting admission allocates nothing.
+func TestRemovedHashesReused(t *testing.T) {
+	p := newPool(t, 4, true)
+	seqs := make([][]tokens.Block, 32)
+	for i := range seqs {
+		b := uint32(10 * i)
+		seqs[i] = seqBlocks(2, b, b, b+1, b+1, b+2, b+2, b+3, b+3)
+	}
+	var table, hits []BlockID
+	var evs []Event
+	evict := func(i int) []Event {
+		hits, _ = p.Match(seqs[i], hits[:0])
+		table = p.Acquire(table[:0], hits)
+		table = p.Allocate(table, 4-len(hits))
+		p.Commit(table, seqs[i], len(hits), 4)
+		p.Release(table)
+		evs = p.TakeEvents(evs[:0])
+		return evs
+	}
+	evict(0) // fills the pool with cached blocks
+	first := slices.Clone(evict(1))
+	if len(first) != 2 || first[0].Kind != Removed || len(first[0].Hashes) != 4 {
+		t.Fatalf("events %+v: want one Removed of 4 hashes, then one Stored", first)
+	}
+	kept := slices.Clone(first[0].Hashes)
+	evict(2) // no NewPass: the earlier list must survive
+	if !slices.Equal(first[0].Hashes, kept) {
+		t.Fatalf("a later eviction overwrote the pass's Removed hashes: %x, was %x", first[0].Hashes, kept)
+	}
+	i := 3
+	if allocs := testing.AllocsPerRun(20, func() {
+		p.NewPass()
+		evict(i % len(seqs))
+		i++
+	}); allocs != 0 {
+		t.Errorf("%.0f allocations per evicting admission after NewPass, want 0", allocs)
+	}
+}

@@ -18,13 +18,18 @@ import (
 type Collector struct {
 	reqs []request
 
-	// gaps holds the ITL samples: the gap before every delivery except a request's first,
+	// gaps holds the recent ITL samples: the gap before every delivery except a request's first,
 	// pooled over all requests in call order, with the id each belongs to, so Summary can leave
 	// out requests that did not complete without per-request slices. Equal gaps of one request
 	// in a row (a run of decode passes of one length) share an entry with their count. Fixed-size
 	// chunks keep a run of millions of tokens from copying the samples over and over as one
-	// slice grows.
-	gaps [][]gap
+	// slice grows. When the chunks fill, settleGaps moves the samples of requests that have ended
+	// into itl (or drops them), so memory follows the requests in flight and the distinct gaps,
+	// not the tokens of the run.
+	gaps     [][]gap
+	free     [][]gap // emptied chunks, for reuse
+	settleAt int     // chunks in gaps that trigger the next settleGaps
+	itl      samples
 
 	// reasons holds Rejected's and Failed's reason by id; they are rare, so a map beats a
 	// string header in every record.
@@ -303,9 +308,59 @@ func (c *Collector) addGap(d time.Duration, owner int32) {
 			}
 		}
 	}
-	if n == 0 || len(c.gaps[n-1]) == gapChunk {
-		c.gaps = append(c.gaps, make([]gap, 0, gapChunk))
+	if n >= max(c.settleAt, minSettle) && len(c.gaps[n-1]) == gapChunk {
+		c.settleGaps()
+	}
+	if n = len(c.gaps); n == 0 || len(c.gaps[n-1]) == gapChunk {
+		var chunk []gap
+		if k := len(c.free); k > 0 {
+			chunk = c.free[k-1]
+			c.free = c.free[:k-1]
+		} else {
+			chunk = make([]gap, 0, gapChunk)
+		}
+		c.gaps = append(c.gaps, chunk)
 	}
 	last := &c.gaps[len(c.gaps)-1]
 	*last = append(*last, gap{d, owner, 1})
+}
+
+// minSettle is the fewest chunks of gaps (4 MiB) that make settleGaps worth its pass over them.
+const minSettle = 4
+
+// settleGaps moves the ITL samples of completed requests from gaps into itl and drops those of
+// requests that ended otherwise (they never count); the samples of requests in flight stay in gaps,
+// compacted. The next settle comes when gaps have doubled, and not before as many samples as there
+// are distinct values have come, so the work is linear in the samples.
+func (c *Collector) settleGaps() {
+	n := 0
+	for _, chunk := range c.gaps {
+		n += len(chunk)
+	}
+	c.itl.reserve(n)
+	w := 0 // samples kept, written over the ones read: the write position never passes the read one
+	for i := range c.gaps {
+		for _, g := range c.gaps[i] {
+			r := &c.reqs[g.owner]
+			switch {
+			case r.completed():
+				c.itl.add(g.d, g.n)
+			case r.state&ended == 0:
+				c.gaps[w/gapChunk] = append(c.gaps[w/gapChunk][:w%gapChunk], g)
+				w++
+			}
+		}
+	}
+	chunks := (w + gapChunk - 1) / gapChunk
+	if chunks > 0 {
+		c.gaps[chunks-1] = c.gaps[chunks-1][:w-(chunks-1)*gapChunk]
+	}
+	for i := chunks; i < len(c.gaps); i++ {
+		c.free = append(c.free, c.gaps[i][:0])
+		c.gaps[i] = nil
+	}
+	c.gaps = c.gaps[:chunks]
+	c.itl.settle()
+	// A settle merges into every distinct value so far: waiting for as many new samples keeps it linear.
+	c.settleAt = max(minSettle, 2*chunks, chunks+(len(c.itl.keys)+gapChunk-1)/gapChunk)
 }

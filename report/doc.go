@@ -24,8 +24,10 @@
 // Only completed requests (finished and not rejected) enter the distributions, totals and
 // throughputs; rejected requests are only counted, and so are requests still in flight.
 //
-// The collector keeps one small fixed-size record per request and one pooled slice of
-// ITL gaps, so recording a token never allocates beyond amortized slice growth. It is not
+// The collector keeps one small fixed-size record per request, the ITL gaps of requests in
+// flight in pooled chunks, and those of completed requests as a distribution of distinct values
+// with counts, so recording a token never allocates beyond amortized growth and memory does not
+// grow with the tokens of a run. It is not
 // safe for concurrent use: the replay loop is single-threaded, and a live driver must
 // serialize its calls.
 package report

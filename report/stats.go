@@ -32,45 +32,96 @@ func describe(xs []float64) Stats {
 	return describeRuns(xs, nil, len(xs))
 }
 
-// samples is a distribution of durations held as runs: a value and how many times it occurs.
+// samples is a distribution of durations: each distinct value once, with how many times it occurs,
+// sorted, plus the runs added since the last settle, in any order. A run of millions of ITL samples
+// takes values that recur (a pass's length is every decoding request's gap), so the distinct values
+// are far fewer than the samples, and settling now and then keeps memory to them.
 type samples struct {
-	keys   []uint64 // durations, non-negative
-	counts []uint32
-	n      int
-}
+	keys   []uint64 // settled durations (non-negative), ascending, distinct
+	counts []uint64
+	n      int // samples, settled and pending
 
-// newSamples returns samples with room for size runs.
-func newSamples(size int) *samples {
-	return &samples{keys: make([]uint64, 0, size), counts: make([]uint32, 0, size)}
+	newKeys   []uint64 // pending runs
+	newCounts []uint32
+	newN      int // samples in the pending runs
+
+	// Buffers reused from one settle to the next: the merge's destination and the sort's scratch.
+	mergeKeys, mergeCounts, sortKeys []uint64
+	sortCounts                       []uint32
 }
 
 func (s *samples) add(d time.Duration, n int32) {
-	s.keys = append(s.keys, uint64(d))
-	s.counts = append(s.counts, uint32(n))
+	s.newKeys = append(s.newKeys, uint64(d))
+	s.newCounts = append(s.newCounts, uint32(n))
 	s.n += int(n)
+	s.newN += int(n)
+}
+
+// reserve makes room for n more pending runs.
+func (s *samples) reserve(n int) {
+	s.newKeys, s.newCounts = slices.Grow(s.newKeys, n), slices.Grow(s.newCounts, n)
+}
+
+// settle sorts the pending runs and merges them into the distinct values.
+func (s *samples) settle() {
+	if len(s.newKeys) == 0 {
+		return
+	}
+	n := len(s.newKeys)
+	s.sortKeys = slices.Grow(s.sortKeys[:0], n)[:n]
+	var keys []uint64
+	var counts []uint32 // nil: every pending run is one sample, and the sort need not move counts
+	if s.newN == n {
+		keys, _ = radixSortPairsInto(s.newKeys, nil, s.sortKeys, nil)
+	} else {
+		s.sortCounts = slices.Grow(s.sortCounts[:0], n)[:n]
+		keys, counts = radixSortPairsInto(s.newKeys, s.newCounts, s.sortKeys, s.sortCounts)
+	}
+	mk, mc := s.mergeKeys[:0], s.mergeCounts[:0]
+	if need := len(s.keys) + len(keys); cap(mk) < need {
+		// Room to grow: the distinct values grow a little at each settle.
+		mk, mc = make([]uint64, 0, 2*need), make([]uint64, 0, 2*need)
+	}
+	push := func(k, c uint64) {
+		if n := len(mk); n > 0 && mk[n-1] == k {
+			mc[n-1] += c
+			return
+		}
+		mk, mc = append(mk, k), append(mc, c)
+	}
+	i, j := 0, 0
+	for i < len(s.keys) || j < len(keys) {
+		if j == len(keys) || i < len(s.keys) && s.keys[i] <= keys[j] {
+			push(s.keys[i], s.counts[i])
+			i++
+		} else {
+			c := uint64(1)
+			if counts != nil {
+				c = uint64(counts[j])
+			}
+			push(keys[j], c)
+			j++
+		}
+	}
+	s.keys, s.counts, s.mergeKeys, s.mergeCounts = mk, mc, s.keys, s.counts
+	s.newKeys, s.newCounts, s.newN = s.newKeys[:0], s.newCounts[:0], 0
 }
 
 // describe computes the Stats of the durations' millisecond values. They sort as integers, in the
-// millisecond values' order, and the sums run over the samples in that order, a run's value repeated, so
-// this equals describe over every sample.
+// millisecond values' order, and the sums run over the samples in that order, a value repeated as often
+// as it occurs, so this equals describe over every sample.
 func (s *samples) describe() Stats {
-	var keys []uint64
-	var counts []uint32
-	if s.n == len(s.keys) { // no run longer than one sample: sorting the counts along is wasted
-		keys = radixSort(s.keys)
-	} else {
-		keys, counts = radixSortPairs(s.keys, s.counts)
-	}
-	xs := make([]float64, len(keys))
-	for i, k := range keys {
+	s.settle()
+	xs := make([]float64, len(s.keys))
+	for i, k := range s.keys {
 		xs[i] = ms(time.Duration(k))
 	}
-	return describeRuns(xs, counts, s.n)
+	return describeRuns(xs, s.counts, s.n)
 }
 
 // describeRuns computes Stats over n samples: the sorted values xs, value i occurring counts[i] times
 // (counts nil: once each).
-func describeRuns(xs []float64, counts []uint32, n int) Stats {
+func describeRuns(xs []float64, counts []uint64, n int) Stats {
 	if n == 0 {
 		return Stats{}
 	}
@@ -174,10 +225,18 @@ func radixSortPairs(keys []uint64, vals []uint32) ([]uint64, []uint32) {
 	if len(keys) < 2 {
 		return keys, vals
 	}
-	tmp := make([]uint64, len(keys))
 	var tmpVals []uint32
 	if vals != nil {
 		tmpVals = make([]uint32, len(vals))
+	}
+	return radixSortPairsInto(keys, vals, make([]uint64, len(keys)), tmpVals)
+}
+
+// radixSortPairsInto is radixSortPairs with scratch buffers of the keys' length (tmpVals nil when vals
+// is); the result is in the inputs or in the scratch.
+func radixSortPairsInto(keys []uint64, vals []uint32, tmp []uint64, tmpVals []uint32) ([]uint64, []uint32) {
+	if len(keys) < 2 {
+		return keys, vals
 	}
 	count := make([]int, 1<<16+1)
 	for shift := uint(0); shift < 64; shift += 16 {

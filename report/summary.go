@@ -142,19 +142,13 @@ func (c *Collector) Summary() Summary {
 		s.OutputTokenThroughput = float64(s.TotalOutputTokens) / sec
 	}
 
-	itl := newSamples(len(c.gaps) * gapChunk)
-	for _, chunk := range c.gaps {
-		for _, g := range chunk {
-			if c.reqs[g.owner].completed() {
-				itl.add(g.d, g.n)
-			}
-		}
-	}
+	// Samples of requests still in flight stay out, and in gaps for a later Summary.
+	c.settleGaps()
 
 	s.TTFT = describe(ttft)
 	s.TTST = describe(ttst)
 	s.TPOT = describe(tpot)
-	s.ITL = itl.describe()
+	s.ITL = c.itl.describe()
 	s.E2E = describe(e2e)
 	return s
 }

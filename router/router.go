@@ -83,8 +83,8 @@ func (o *Options) Validate() error {
 }
 
 // Request is what the router needs of a request. Blocks are the identities of the prompt's full blocks
-// (len(Blocks) = PromptTokens / BlockSize). The router keeps the slice while the request is queued or
-// active, until Finished; the caller must not modify it before then.
+// (len(Blocks) = PromptTokens / BlockSize). The router keeps the slice while the request is queued; once
+// routed it holds copies of what it needs, and the caller may reuse the slice.
 type Request struct {
 	ID           uint64
 	Blocks       []tokens.Block
@@ -103,7 +103,7 @@ type Decision struct {
 type Load struct {
 	Requests      int // routed and not finished
 	PrefillTokens int // uncached prompt tokens of requests whose prefill is not done
-	Blocks        int // distinct blocks held by those requests, partial blocks included
+	Blocks        int // distinct blocks held by those requests, partial blocks included (KV policy only, else 0)
 }
 
 // Router routes requests to targets. It is a deterministic state machine driven by calls; it reads no
@@ -235,7 +235,11 @@ func (r *Router) Load(t Target) Load {
 	if x == nil {
 		return Load{}
 	}
-	return Load{Requests: x.requests, PrefillTokens: x.prefill, Blocks: x.activeBlocks()}
+	l := Load{Requests: x.requests, PrefillTokens: x.prefill}
+	if r.o.Policy == KV {
+		l.Blocks = x.activeBlocks()
+	}
+	return l
 }
 
 // Queued is the number of requests waiting for a target.
@@ -373,7 +377,12 @@ func (r *Router) activate(q *request, i, overlap int) Decision {
 		t.prefill += q.prefill
 	}
 	t.partials += q.partial()
-	q.end = t.seqs.add(q.Blocks, &r.nodes)
+	if r.o.Policy == KV {
+		// Only the KV cost reads the active blocks: other policies skip the tree, whose upkeep is a
+		// tenth of a replay with thousands of requests queued on a worker.
+		q.end = t.seqs.add(q.Blocks, &r.nodes)
+	}
+	q.Blocks = nil // the caller may reuse them now
 	return Decision{ID: q.ID, Target: t.id, Overlap: overlap}
 }
 
@@ -400,7 +409,9 @@ func (r *Router) Finished(id uint64) {
 		t.prefill -= q.prefill
 		t.requests--
 		t.partials -= q.partial()
-		t.seqs.remove(q.end, &r.nodes)
+		if q.end != nil {
+			t.seqs.remove(q.end, &r.nodes)
+		}
 	} else {
 		r.queue.removeAt(q.heapAt)
 	}

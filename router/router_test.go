@@ -286,6 +286,31 @@ func TestRoundRobin(t *testing.T) {
 	}
 }
 
+// TestActiveBlocksOnlyForKV: policies that do not read the active blocks do not track them: requests
+// routed round robin leave the targets' active trees empty (and Load's Blocks 0), and finish cleanly.
+func TestActiveBlocksOnlyForKV(t *testing.T) {
+	o := DefaultOptions()
+	o.Policy = RoundRobin
+	r := newRouter(t, o, tA, tB)
+	for i := range 6 {
+		route(t, r, prompt(uint64(i), o.BlockSize, run(uint32(100*i), 4*o.BlockSize)...)) // 4 blocks each
+	}
+	for _, x := range r.targets {
+		if x.seqs.blocks != 0 || len(x.seqs.root.kids) != 0 || x.requests != 3 {
+			t.Fatalf("target %v: %d active blocks in its tree, %d requests; want 0 and 3", x.id, x.seqs.blocks, x.requests)
+		}
+	}
+	if got := r.Load(tA); got != (Load{Requests: 3, PrefillTokens: 12 * o.BlockSize}) {
+		t.Fatalf("Load(A) = %+v, want 3 requests, 12 blocks of prefill tokens, no active blocks", got)
+	}
+	for i := range 6 {
+		r.Finished(uint64(i))
+	}
+	if got := r.Load(tA); got != (Load{}) {
+		t.Fatalf("after finishing, Load(A) = %+v, want zero", got)
+	}
+}
+
 func TestRandomIsSeeded(t *testing.T) {
 	decide := func(seed uint64) []Target {
 		o := DefaultOptions()

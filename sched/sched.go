@@ -20,12 +20,25 @@ type Request struct {
 	// Seq, if set, is the prompt already hashed at the engine's block size (a router needed it): the
 	// scheduler copies its identities instead of hashing Prompt, which may then be nil.
 	Seq *tokens.Sequence
+	// Source, if set, makes the prompt again when the scheduler needs its blocks, in place of Prompt or Seq
+	// (which may then be nil): a vLLM scheduler with a long queue keeps only the source of a request that
+	// waits, so the queue holds no prompts.
+	Source PromptSource
+}
+
+// PromptSource makes a prompt on demand, the same tokens every time (a workload's request).
+type PromptSource interface {
+	PromptLen() int
+	AppendSequence(seq *tokens.Sequence)
 }
 
 // PromptLen is the prompt's length in tokens.
 func (r *Request) PromptLen() int {
-	if r.Seq != nil {
+	switch {
+	case r.Seq != nil:
 		return r.Seq.Len()
+	case r.Prompt == nil && r.Source != nil:
+		return r.Source.PromptLen()
 	}
 	return len(r.Prompt)
 }
@@ -34,6 +47,10 @@ func (r *Request) PromptLen() int {
 func (r *Request) AppendPrompt(seq *tokens.Sequence) {
 	if r.Seq != nil && r.Seq.BlockSize() == seq.BlockSize() && (r.Seq.Tokens() != nil || !seq.Keeping()) {
 		seq.AppendSequence(r.Seq)
+		return
+	}
+	if r.Prompt == nil && r.Source != nil {
+		r.Source.AppendSequence(seq)
 		return
 	}
 	if r.Seq != nil && r.Prompt == nil {

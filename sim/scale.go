@@ -56,7 +56,7 @@ func kvTokens(eo engine.Options) int {
 // completed counts a finished request in the planner's window.
 func (s *plannerState) completed(req *request) {
 	s.requests++
-	s.isl += int64(req.seq.Len()) // the sequence holds the prompt only
+	s.isl += int64(req.prompt)
 	s.osl += int64(req.turn.OutputLen)
 	s.hit += int64(req.cached)
 }

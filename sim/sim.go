@@ -109,7 +109,8 @@ type request struct {
 	id      uint64
 	sess    *session
 	turn    *workload.Request
-	seq     *tokens.Sequence // the prompt, hashed at the engines' block size
+	seq     *tokens.Sequence // the prompt, hashed at the engines' block size; nil when not needed (see routeSeq)
+	prompt  int              // prompt tokens
 	ingress *worker          // where its prompt is (being) computed
 	rank    int
 	decode  *worker // disaggregated: where it decodes
@@ -374,7 +375,7 @@ func (r *runner) arrive(s *session) error {
 	id := r.nextID
 	r.nextID++
 
-	req := &request{id: id, sess: s, turn: t, seq: r.newSeq(), arrived: r.now}
+	req := &request{id: id, sess: s, turn: t, arrived: r.now, prompt: t.PromptLen()}
 	if s.keep {
 		// A conversation: the prompt is the history so far plus the new turn, and it is the next history.
 		r.prompt = r.prompt[:0]
@@ -383,14 +384,13 @@ func (r *runner) arrive(s *session) error {
 		}
 		r.prompt = t.AppendTokens(r.prompt)
 		s.history = append(s.history[:0], r.prompt...)
+		req.seq = r.newSeq()
 		req.seq.Append(r.prompt...)
-	} else {
-		// Only the prompt's block identities matter: no token ids are materialised.
-		t.AppendSequence(req.seq)
+		req.prompt = req.seq.Len()
 	}
 	r.reqs = append(r.reqs, req) // ids are dense: id == len(r.reqs)
 	r.live++
-	r.col.Arrived(int(id), r.now, req.seq.Len(), t.OutputLen)
+	r.col.Arrived(int(id), r.now, req.prompt, t.OutputLen)
 	r.col.Identify(int(id), t.Name(), t.Line)
 
 	if r.o.FrontendLatency > 0 {
@@ -408,11 +408,32 @@ func (r *runner) route(req *request) error {
 		r.col.Failed(int(req.id), r.now, "no "+r.ingress.name+" worker left")
 		return r.requestEnded(req)
 	}
-	d, queued := r.ingress.router.Route(router.Request{ID: req.id, Blocks: req.seq.Blocks(), PromptTokens: req.seq.Len()})
+	seq := r.routeSeq(req)
+	d, queued := r.ingress.router.Route(router.Request{ID: req.id, Blocks: seq.Blocks(), PromptTokens: seq.Len()})
 	if queued {
 		return nil
 	}
 	return r.dispatch(req, d)
+}
+
+// routeSeq returns the request's prompt hashed into blocks, making it if it is not held. A request that
+// is neither a conversation's turn nor disaggregated holds its sequence only from routing to its
+// dispatch: the engine makes the prompt again from the workload's request when it admits it (see
+// sched.Request.Source), so requests waiting by the thousand hold no prompts.
+func (r *runner) routeSeq(req *request) *tokens.Sequence {
+	if req.seq == nil {
+		req.seq = r.newSeq()
+		req.turn.AppendSequence(req.seq)
+	}
+	return req.seq
+}
+
+// dropSeq lets go of a dispatched request's sequence when nothing will need it again.
+func (r *runner) dropSeq(req *request) {
+	if req.seq != nil && !req.sess.keep && r.decode == nil {
+		r.spare = append(r.spare, req.seq)
+		req.seq = nil
+	}
 }
 
 // newSeq returns an empty sequence at the engines' block size, reusing a finished request's.
@@ -434,8 +455,12 @@ func (r *runner) dispatch(req *request, d router.Decision) error {
 	if r.decode != nil {
 		maxTokens = 1 // the prefill worker computes the prompt; the decode worker generates
 	}
-	err := w.eng.Enqueue(&sched.Request{ID: req.id, Seq: req.seq, MaxTokens: maxTokens, OutputTokens: req.turn.OutputTokenIDs,
-		Rank: d.Target.Rank})
+	sr := &sched.Request{ID: req.id, Seq: req.seq, MaxTokens: maxTokens, OutputTokens: req.turn.OutputTokenIDs, Rank: d.Target.Rank}
+	if !req.sess.keep && r.decode == nil {
+		sr.Source = req.turn
+	}
+	err := w.eng.Enqueue(sr)
+	r.dropSeq(req)
 	if err != nil {
 		var rej *sched.RejectError
 		if !errors.As(err, &rej) {
@@ -481,7 +506,10 @@ func (r *runner) requestEnded(req *request) error {
 	if req.sess.next < len(req.sess.w.Turns) {
 		r.turnsOn--
 	}
-	r.spare = append(r.spare, req.seq)
+	if req.seq != nil {
+		r.spare = append(r.spare, req.seq)
+		req.seq = nil
+	}
 	return r.turnEnded(req.sess)
 }
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -272,5 +273,30 @@ func TestClientsDesync(t *testing.T) {
 	}
 	if got, want := arrivals(40*time.Millisecond), []float64{0, 0, 0, 0, 25, 35, 45, 55}; !slices.Equal(got, want) {
 		t.Errorf("desync 40 ms: arrivals %v, want %v", got, want)
+	}
+}
+
+// TestWaitingRequestsHoldNoSequence: a trace request holds its hashed prompt only from routing to its
+// dispatch; the engine makes it again when it admits the request. With 60 requests arriving at once on a
+// worker that runs 2 at a time, no request in flight holds a sequence after any pass.
+func TestWaitingRequestsHoldNoSequence(t *testing.T) {
+	var rows strings.Builder
+	for i := range 60 {
+		fmt.Fprintf(&rows, `{"timestamp": 0, "input_length": 20, "output_length": 3, "hash_ids": [%d, %d, %d, %d, %d]}`+"\n", i%4, 10+i%7, 100+i, 200+i, 300+i)
+	}
+	o := Options{Workers: 1, Engine: small()}
+	o.Engine.VLLM.MaxNumSeqs = 2
+	held := 0
+	o.inspect = func(r *runner, w *worker) error {
+		for _, req := range r.reqs {
+			if req != nil && req.seq != nil {
+				held++
+			}
+		}
+		return nil
+	}
+	res := run(t, trace(t, rows.String()), o)
+	if held != 0 || res.Summary.CompletedRequests != 60 {
+		t.Fatalf("requests in flight held %d sequences over the passes, %d completed; want 0 and 60", held, res.Summary.CompletedRequests)
 	}
 }

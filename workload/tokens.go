@@ -65,6 +65,9 @@ func (r *Request) fill(out []uint32, from int) {
 	}
 }
 
+// PromptLen is the number of tokens AppendTokens and AppendSequence make: InputLen, or 0 if negative.
+func (r *Request) PromptLen() int { return max(r.InputLen, 0) }
+
 // AppendSequence appends the request's prompt tokens — the same as AppendTokens — to seq, feeding a
 // trace's hash ids as runs of one token so that seq hashes their whole blocks without looking at the
 // tokens. It is the fast way to a request's block identities when the token ids themselves are not

@@ -24,6 +24,7 @@ import (
 func newPredictCmd() *cobra.Command {
 	cfg := config.Default()
 	var configPath string
+	var prof profiles
 	cmd := &cobra.Command{
 		Use:   "predict",
 		Short: "Replay a trace or a synthetic workload on a virtual clock and report TTFT, ITL and throughput",
@@ -39,11 +40,16 @@ A --config YAML file takes the same keys as the flags; flags given on the comman
 			if err := loadSettings(cmd.Flags(), &cfg, configPath); err != nil {
 				return err
 			}
-			return predict(&cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			stop, err := prof.start()
+			if err != nil {
+				return err
+			}
+			return errors.Join(predict(&cfg, cmd.OutOrStdout(), cmd.ErrOrStderr()), stop())
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "YAML file of settings (keys as the flags)")
 	bindFlags(cmd.Flags(), &cfg)
+	prof.bind(cmd.Flags())
 	return cmd
 }
 

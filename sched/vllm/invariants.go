@@ -42,7 +42,7 @@ func (s *Scheduler) CheckInvariants() error {
 			transfers++
 		}
 		// Only an activated transfer holds blocks while waiting, with all but its last prompt token computed.
-		activated := len(r.table) > 0 && r.computed == r.seq.Len()-1
+		activated := len(r.table) > 0 && r.computed == r.length()-1
 		if s.byID[r.id] != r || !activated && (r.computed != 0 || len(r.table) != 0) {
 			return fmt.Errorf("vllm: waiting request %d holds %d blocks, computed %d", r.id, len(r.table), r.computed)
 		}

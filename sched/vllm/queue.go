@@ -78,8 +78,8 @@ func (q *queue) count(r *request, sign int) {
 		m = &q.old
 	}
 	if sign > 0 {
-		m.Add(r.seq.Len())
+		m.Add(r.length())
 	} else {
-		m.Remove(r.seq.Len())
+		m.Remove(r.length())
 	}
 }

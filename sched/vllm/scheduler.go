@@ -102,7 +102,9 @@ func (o Options) Validate() error {
 
 type request struct {
 	id          uint64
-	seq         *tokens.Sequence // prompt and generated tokens
+	seq         *tokens.Sequence   // prompt and generated tokens; nil while src holds the prompt
+	src         sched.PromptSource // a waiting request's prompt, made when it comes to the front (see prompt)
+	srcLen      int                // src's length
 	maxTokens   int
 	planned     []uint32
 	generated   int
@@ -118,6 +120,29 @@ type request struct {
 	passCached  int
 	passPrefill bool
 	passDrafts  int // draft tokens of a speculative decode step
+}
+
+// length is the request's prompt and generated tokens, made or not.
+func (r *request) length() int {
+	if r.src != nil {
+		return r.srcLen
+	}
+	return r.seq.Len()
+}
+
+// prompt makes the prompt of a request that holds only its source. A waiting request keeps its source
+// rather than its blocks (and no buffers) until it reaches the front of the queue: a queue of thousands
+// then costs little.
+func (s *Scheduler) prompt(r *request) {
+	if r.src == nil {
+		return
+	}
+	s.buffers(r)
+	r.src.AppendSequence(r.seq)
+	if r.seq.Len() != r.srcLen {
+		panic(fmt.Sprintf("vllm: request %d: its source made %d prompt tokens, it said %d", r.id, r.seq.Len(), r.srcLen))
+	}
+	r.src = nil
 }
 
 // need is the blocks r holds or will hold at most: prompt and every output token (GuaranteedNoEvict).
@@ -138,6 +163,10 @@ type Scheduler struct {
 	scheduled []*request // this pass's work, in scheduling order
 	tokenBuf  []uint32
 	hits      []kvcache.BlockID
+
+	// Buffers of finished requests, for the next ones to run.
+	seqs   []*tokens.Sequence
+	tables [][]kvcache.BlockID
 
 	// Finished requests are reused for new ones, but only from the next Step on: until then the
 	// current Pass's events may still point into their sequences.
@@ -187,6 +216,9 @@ func (s *Scheduler) fullBlocks(tokens int) int {
 	return tokens / s.opt.BlockSize
 }
 
+// lazyQueue is the queue length from which a request given with its source waits without its prompt.
+const lazyQueue = 32
+
 // Enqueue adds a request at the back of the waiting queue. A request the engine can never serve — longer
 // than max-model-len, needing more blocks than the whole pool even alone, or (without chunked prefill)
 // longer than the token budget — is rejected with a *sched.RejectError, as is a malformed one.
@@ -194,9 +226,17 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 	if err := s.check(r); err != nil {
 		return err
 	}
-	req := s.newRequest()
+	// Behind a queue of lazyQueue requests, a request waits as its source if it has one: copying its
+	// sequence would cost memory for as long as it waits, while making the prompt again costs its hashing
+	// once.
+	lazy := r.Source != nil && r.Prompt == nil && (r.Seq == nil || s.waiting.len() >= lazyQueue)
+	req := s.newRequest(lazy)
 	req.id, req.maxTokens, req.planned = r.ID, r.MaxTokens, r.OutputTokens
-	r.AppendPrompt(req.seq)
+	if lazy {
+		req.src, req.srcLen = r.Source, r.Source.PromptLen()
+	} else {
+		r.AppendPrompt(req.seq)
+	}
 	s.byID[r.ID] = req
 	s.waiting.pushBack(req)
 	return nil
@@ -263,7 +303,7 @@ func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) 
 	if err := s.check(r); err != nil {
 		return 0, false, err
 	}
-	req := s.newRequest()
+	req := s.newRequest(false)
 	r.AppendPrompt(req.seq)
 	blocks := req.seq.Blocks()
 	var activeHits int
@@ -325,23 +365,52 @@ func (s *Scheduler) Activate(id uint64) bool {
 // Unreserve drops a reservation (its transfer failed or the request was cancelled).
 func (s *Scheduler) Unreserve(id uint64) bool { return s.drop(s.reserved, id) }
 
-func (s *Scheduler) newRequest() *request {
-	n := len(s.spare)
-	if n == 0 {
-		return &request{seq: tokens.NewSequence(s.opt.BlockSize)}
+// newRequest returns an empty request with a sequence, or without one (to hold a source) when bare.
+func (s *Scheduler) newRequest(bare bool) *request {
+	r := &request{}
+	if n := len(s.spare); n > 0 {
+		r = s.spare[n-1]
+		s.spare = s.spare[:n-1]
+		s.freeBuffers(r)
+		*r = request{}
 	}
-	r := s.spare[n-1]
-	s.spare = s.spare[:n-1]
-	seq, table := r.seq, r.table[:0]
-	seq.Reset()
-	*r = request{seq: seq, table: table}
+	if !bare {
+		s.buffers(r)
+	}
 	return r
+}
+
+// freeBuffers moves r's sequence and block table to the free lists, for the next request to be admitted:
+// a request that waits holds none.
+func (s *Scheduler) freeBuffers(r *request) {
+	if r.seq != nil {
+		s.seqs = append(s.seqs, r.seq)
+	}
+	if cap(r.table) > 0 {
+		s.tables = append(s.tables, r.table[:0])
+	}
+	r.seq, r.table = nil, nil
+}
+
+// buffers gives r an empty sequence and block table, reusing a finished request's.
+func (s *Scheduler) buffers(r *request) {
+	if n := len(s.seqs); n > 0 {
+		r.seq = s.seqs[n-1]
+		s.seqs = s.seqs[:n-1]
+		r.seq.Reset()
+	} else {
+		r.seq = tokens.NewSequence(s.opt.BlockSize)
+	}
+	if n := len(s.tables); n > 0 {
+		r.table = s.tables[n-1]
+		s.tables = s.tables[:n-1]
+	}
 }
 
 // retire drops a request that has left the scheduler; its memory is reused after the next Step.
 func (s *Scheduler) retire(r *request) {
 	delete(s.byID, r.id)
-	r.planned = nil
+	r.planned, r.src = nil, nil
 	s.finished = append(s.finished, r)
 }
 
@@ -393,6 +462,10 @@ func (s *Scheduler) Metrics() sched.Metrics {
 func (s *Scheduler) Step() *sched.Pass {
 	p := &s.pass
 	p.Reset()
+	s.pool.NewPass()
+	for _, r := range s.finished {
+		s.freeBuffers(r)
+	}
 	s.spare = append(s.spare, s.finished...)
 	clear(s.finished)
 	s.finished = s.finished[:0]
@@ -550,6 +623,7 @@ func (s *Scheduler) admitFIFO(budget *int) bool {
 			s.admitTransfer(r, budget)
 			continue
 		}
+		s.prompt(r)
 		length := r.seq.Len()
 		blocks := r.seq.Blocks()
 		var activeHits int

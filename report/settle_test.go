@@ -1,0 +1,74 @@
+package report
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// interleave records tokens for many requests in flight at once, as a replay does: every request in a
+// wave of 64 gets a token each pass, the pass lengths drawn from a few hundred values. Some requests
+// fail, some are retried, some never end; it returns the ITL samples Summary must describe (the gaps of
+// the requests that completed), in ms.
+func interleave(c *Collector, rng *rand.Rand, requests, tokens int) []float64 {
+	var want []float64
+	now := time.Duration(0)
+	const wave = 64
+	for base := 0; base < requests; base += wave {
+		ids := make([]int, 0, wave)
+		for id := base; id < min(base+wave, requests); id++ {
+			c.Arrived(id, now, 10, tokens)
+			ids = append(ids, id)
+		}
+		gaps := make([][]float64, len(ids))
+		var last time.Duration
+		for k := range tokens {
+			now += time.Duration(1+rng.IntN(300)) * 100 * time.Microsecond
+			for i, id := range ids {
+				if id%97 == 5 && k == tokens/2 {
+					c.Retried(id, now) // its gaps so far are dropped
+					gaps[i] = gaps[i][:0]
+				}
+				if k > 0 && !(id%97 == 5 && k == tokens/2) {
+					gaps[i] = append(gaps[i], ms(now-last))
+				}
+				c.Tokens(id, now, 1)
+			}
+			last = now
+		}
+		for i, id := range ids {
+			switch {
+			case id%31 == 3:
+				c.Failed(id, now, "worker down")
+			case id%53 == 7 && base+wave < requests: // a few stay in flight until the end
+			default:
+				c.Finished(id, now)
+				want = append(want, gaps[i]...)
+			}
+		}
+	}
+	return want
+}
+
+// TestSettledITLEqualsEverySample: with enough samples to settle many times (the chunks of recent
+// gaps fill and the completed requests' gaps move to the distribution of distinct values), the ITL stats
+// equal describe over every sample of the completed requests, and Summary mid-run changes nothing.
+func TestSettledITLEqualsEverySample(t *testing.T) {
+	c := NewCollector()
+	rng := rand.New(rand.NewPCG(1, 2))
+	want := interleave(c, rng, 4200, 600) // 2.5 M samples: 38 chunks' worth, settled twice on the way
+	_ = c.Summary()                       // settles too, mid-run for the requests still in flight
+	if got, w := c.Summary().ITL, describe(want); got != w {
+		t.Fatalf("ITL %+v, want %+v", got, w)
+	}
+}
+
+// TestITLMemoryFollowsDistinctGaps: 2.5 M ITL samples taking 300 distinct values keep at most the
+// chunks that trigger a settle plus the distinct values, not a 16-byte entry per sample (38 chunks).
+func TestITLMemoryFollowsDistinctGaps(t *testing.T) {
+	c := NewCollector()
+	interleave(c, rand.New(rand.NewPCG(3, 4)), 4200, 600)
+	if n, d := len(c.gaps), len(c.itl.keys); n > minSettle+1 || d > 300 {
+		t.Fatalf("%d chunks of recent gaps and %d distinct settled values; want at most %d and 300", n, d, minSettle+1)
+	}
+}

@@ -1,0 +1,111 @@
+package vllm
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+// countingSource is a prompt source that counts how often its prompt is made.
+type countingSource struct {
+	toks  []uint32
+	calls int
+}
+
+func (c *countingSource) PromptLen() int { return len(c.toks) }
+
+func (c *countingSource) AppendSequence(seq *tokens.Sequence) {
+	c.calls++
+	seq.Append(c.toks...)
+}
+
+// TestWaitingRequestsHoldOnlyTheirSource: a request enqueued with a prompt source holds no sequence and
+// no block table while it waits; its prompt is made once, when it reaches the front of the queue.
+func TestWaitingRequestsHoldOnlyTheirSource(t *testing.T) {
+	o := refOpts()
+	o.NumBlocks, o.MaxNumSeqs = 64, 1
+	h := newHarness(t, o)
+	srcs := make([]*countingSource, 6)
+	for i := range srcs {
+		srcs[i] = &countingSource{toks: prompt(100*i, 6)}
+		if err := h.s.Enqueue(&sched.Request{ID: uint64(i), Source: srcs[i], MaxTokens: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for pass := 0; !h.s.Idle(); pass++ {
+		h.step()
+		for i, src := range srcs {
+			r := h.req(uint64(i))
+			if r == nil {
+				continue // finished
+			}
+			front := h.s.waiting.len() > 0 && h.s.waiting.front() == r
+			running := !front && r.computed > 0
+			if !running && !front && (r.seq != nil || r.table != nil || src.calls != 0) {
+				t.Fatalf("pass %d: waiting request %d holds a sequence (%v), a table of %d, its prompt made %d times",
+					pass, i, r.seq != nil, cap(r.table), src.calls)
+			}
+		}
+		if pass > 100 {
+			t.Fatal("not idle after 100 passes")
+		}
+	}
+	for i, src := range srcs {
+		if src.calls != 1 {
+			t.Errorf("request %d: prompt made %d times, want 1", i, src.calls)
+		}
+	}
+}
+
+// TestSourceEqualsPrompt: a request given by its source is scheduled exactly as the same request given
+// by its tokens: passes, events and outputs match.
+func TestSourceEqualsPrompt(t *testing.T) {
+	trace := func(bySource bool) string {
+		h := newHarness(t, refOpts())
+		var b bytes.Buffer
+		for i := range 8 {
+			toks := prompt(10*(i%3), 5+i) // shared prefixes
+			r := &sched.Request{ID: uint64(i), Prompt: toks, MaxTokens: 3}
+			if bySource {
+				r.Prompt, r.Source = nil, &countingSource{toks: toks}
+			}
+			if err := h.s.Enqueue(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for pass := 0; !h.s.Idle() && pass < 200; pass++ {
+			p := h.step()
+			fmt.Fprintf(&b, "%v %v %v %v %v\n", p.Batch.Seqs, p.Admitted, p.Preempted, p.Events, outputs(p))
+		}
+		return b.String()
+	}
+	if a, b := trace(false), trace(true); a != b {
+		t.Fatalf("by prompt:\n%s\nby source:\n%s", a, b)
+	}
+}
+
+// TestShortQueueCopiesTheSequence: a request given with both its sequence and its source copies the
+// sequence while fewer than lazyQueue requests wait (no hashing again), and waits as its source behind a
+// longer queue.
+func TestShortQueueCopiesTheSequence(t *testing.T) {
+	o := refOpts()
+	o.MaxNumSeqs = 1
+	h := newHarness(t, o)
+	for i := range lazyQueue + 5 {
+		toks := prompt(100*i, 6)
+		seq := tokens.NewSequence(o.BlockSize)
+		seq.Append(toks...)
+		src := &countingSource{toks: toks}
+		if err := h.s.Enqueue(&sched.Request{ID: uint64(i), Seq: seq, Source: src, MaxTokens: 2}); err != nil {
+			t.Fatal(err)
+		}
+		r := h.req(uint64(i))
+		if lazy := i >= lazyQueue; (r.seq == nil) != lazy || (r.src != nil) != lazy || src.calls != 0 {
+			t.Fatalf("request %d behind %d waiting: holds a sequence %v, its source %v, made %d times; want lazy %v",
+				i, i, r.seq != nil, r.src != nil, src.calls, lazy)
+		}
+	}
+}
