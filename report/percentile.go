@@ -19,23 +19,17 @@ func (c *Collector) Percentile(metric Metric, p int) (v float64, ok bool) {
 		panic("report: Percentile: p out of [0, 100]")
 	}
 	if metric == ITL {
-		s := newSamples(0)
-		for _, chunk := range c.gaps {
-			for _, g := range chunk {
-				if c.reqs[g.owner].completed() {
-					s.add(g.d, g.n)
-				}
-			}
-		}
-		if s.n == 0 {
+		// As Summary: the samples of requests in flight stay out.
+		c.settleGaps()
+		c.itl.settle()
+		if c.itl.n == 0 {
 			return 0, false
 		}
-		keys, counts := radixSortPairs(s.keys, s.counts)
-		xs := make([]float64, len(keys))
-		for i, k := range keys {
+		xs := make([]float64, len(c.itl.keys))
+		for i, k := range c.itl.keys {
 			xs[i] = ms(time.Duration(k))
 		}
-		return atRank(xs, counts, s.n, p), true
+		return atRank(xs, c.itl.counts, c.itl.n, p), true
 	}
 	var xs []float64
 	for i := range c.reqs {

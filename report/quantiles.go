@@ -18,34 +18,21 @@ func (c *Collector) Quantiles(points int) (ttft, itl, e2e []float64) {
 			t = append(t, ms(r.firstToken-r.arrival))
 		}
 	}
-	size := 0
-	for _, chunk := range c.gaps {
-		size += len(chunk)
-	}
-	keys, counts := make([]uint64, 0, size), make([]uint32, 0, size)
-	n := 0
-	for _, chunk := range c.gaps {
-		for _, g := range chunk {
-			if c.reqs[g.owner].completed() {
-				keys = append(keys, uint64(g.d))
-				counts = append(counts, uint32(g.n))
-				n += int(g.n)
-			}
-		}
-	}
-	keys, counts = radixSortPairs(keys, counts)
-	xs := make([]float64, len(keys))
-	for i, k := range keys {
+	// As Summary: the samples of requests in flight stay out.
+	c.settleGaps()
+	c.itl.settle()
+	xs := make([]float64, len(c.itl.keys))
+	for i, k := range c.itl.keys {
 		xs[i] = ms(time.Duration(k))
 	}
 	sortFloats(t)
 	sortFloats(e)
-	return quantiles(t, nil, len(t), points), quantiles(xs, counts, n, points), quantiles(e, nil, len(e), points)
+	return quantiles(t, nil, len(t), points), quantiles(xs, c.itl.counts, c.itl.n, points), quantiles(e, nil, len(e), points)
 }
 
 // quantiles returns the sorted values xs (value i occurring counts[i] times; counts nil: once each),
 // n samples in all, at q = i/points for i = 0..points: the sample of rank round((n−1)·q).
-func quantiles(xs []float64, counts []uint32, n, points int) []float64 {
+func quantiles(xs []float64, counts []uint64, n, points int) []float64 {
 	if n == 0 || points < 1 {
 		return nil
 	}

@@ -164,7 +164,7 @@ func describeRuns(xs []float64, counts []uint64, n int) Stats {
 
 // atRank is the p-th percentile of n samples: the sorted values xs, value i occurring counts[i] times
 // (counts nil: once each).
-func atRank(xs []float64, counts []uint32, n, p int) float64 {
+func atRank(xs []float64, counts []uint64, n, p int) float64 {
 	if counts == nil {
 		return percentile(xs, p)
 	}
