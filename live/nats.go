@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,25 +112,28 @@ func NewNATSPlaneSink(nc *nats.Conn, o PlaneOptions) *EventPlaneSink {
 	return s
 }
 
-// NewZMQPlaneSink publishes on the event plane over ZMQ, Dynamo's default, with vLLM's rule for
-// endpoint (vllmevents.Binds). One that binds ("tcp://*:PORT") is Dynamo's direct mode: every
-// publisher binds a PUB socket of its own, publisher j (see Addrs) on PORT + j, or on a free port
-// each when PORT is 0, and its messages lead with its topic. One that connects is a Dynamo ZMQ
-// broker's XSUB endpoint (DYN_ZMQ_BROKER_URL's xsub=): one PUB socket connects to it for every
-// publisher and the messages lead with their subject, which the broker's subscribers filter on.
-func NewZMQPlaneSink(endpoint string, o PlaneOptions) (*EventPlaneSink, error) {
-	var s *EventPlaneSink
+// NewZMQPlaneSink publishes on the event plane over ZMQ, Dynamo's default transport. Without broker
+// it is Dynamo's direct mode: every publisher binds a PUB socket of its own on endpoint's host,
+// publisher j (see Addrs) on its PORT + j, or on a free port each when PORT is 0, and its messages
+// lead with its topic. With broker, endpoint is a Dynamo ZMQ broker's XSUB (DYN_ZMQ_BROKER_URL's
+// xsub=): one PUB socket connects to it for all publishers, and messages lead with their subject,
+// which the broker's subscribers filter on.
+func NewZMQPlaneSink(endpoint string, broker bool, o PlaneOptions) (*EventPlaneSink, error) {
 	var socks []*vllmevents.Socket
-	closeAll := func() {
-		for _, k := range socks {
-			k.Close()
-		}
-	}
+	var s *EventPlaneSink
 	var err error
-	if vllmevents.Binds(endpoint) {
+	if broker {
+		var k *vllmevents.Socket
+		if k, err = vllmevents.DialSocket(endpoint); err == nil {
+			socks = append(socks, k)
+			s, err = newPlaneSink(o, func(_ int, _, subject string) (natsevents.Sender, error) {
+				return zmqSender(k, subject), nil
+			})
+		}
+	} else {
 		s, err = newPlaneSink(o, func(j int, topic, _ string) (natsevents.Sender, error) {
 			ep := endpoint
-			if _, port, _ := net.SplitHostPort(endpoint[len("tcp://"):]); j > 0 && port != "0" {
+			if !strings.HasSuffix(endpoint, ":0") {
 				var e error
 				if ep, e = offsetPort(endpoint, j); e != nil {
 					return nil, e
@@ -142,17 +146,11 @@ func NewZMQPlaneSink(endpoint string, o PlaneOptions) (*EventPlaneSink, error) {
 			socks = append(socks, k)
 			return zmqSender(k, topic), nil
 		})
-	} else {
-		var k *vllmevents.Socket
-		if k, err = vllmevents.DialSocket(endpoint); err == nil {
-			socks = append(socks, k)
-			s, err = newPlaneSink(o, func(_ int, _, subject string) (natsevents.Sender, error) {
-				return zmqSender(k, subject), nil
-			})
-		}
 	}
 	if err != nil {
-		closeAll()
+		for _, k := range socks {
+			k.Close()
+		}
 		return nil, err
 	}
 	s.socks = socks
@@ -175,6 +173,15 @@ func (s *EventPlaneSink) Addrs() []net.Addr {
 		}
 	}
 	return a
+}
+
+// Subscribed returns how many subscriptions the ZMQ sockets have, summed.
+func (s *EventPlaneSink) Subscribed() int {
+	n := 0
+	for _, k := range s.socks {
+		n += k.Subscribed()
+	}
+	return n
 }
 
 // Close closes the ZMQ sockets.

@@ -41,3 +41,19 @@ func (s *Socket) Addr() net.Addr {
 
 // Close closes the socket and its connections and waits for its goroutines.
 func (s *Socket) Close() error { return s.s.close() }
+
+// Subscribed returns how many connected peers subscribe to some topic: a publisher's messages reach
+// only those (a test waits for them before it publishes).
+func (s *Socket) Subscribed() int {
+	s.s.mu.Lock()
+	defer s.s.mu.Unlock()
+	n := 0
+	for sub := range s.s.subs {
+		sub.mu.Lock()
+		if len(sub.topics) > 0 {
+			n++
+		}
+		sub.mu.Unlock()
+	}
+	return n
+}
