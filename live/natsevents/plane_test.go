@@ -173,3 +173,49 @@ func TestPlanetestIsStrict(t *testing.T) {
 		t.Error("envelope without sequence: decoded")
 	}
 }
+
+// FuzzPlaneRoundTrip: any event mocker can publish decodes, with Dynamo's schema, to itself.
+func FuzzPlaneRoundTrip(f *testing.F) {
+	f.Add(uint8(0), uint64(0), uint64(7), uint32(0), false, uint64(0), []byte("0123456789abcdef"))
+	f.Add(uint8(0), uint64(1<<63), uint64(1<<64-1), uint32(1<<32-1), true, uint64(1<<64-1), []byte{})
+	f.Add(uint8(1), uint64(3), uint64(1), uint32(2), false, uint64(0), bytes.Repeat([]byte{0xff}, 40))
+	f.Add(uint8(2), uint64(9), uint64(1), uint32(0), false, uint64(0), []byte(nil))
+	f.Fuzz(func(t *testing.T, kind uint8, id, worker uint64, rank uint32, hasParent bool, parent uint64, raw []byte) {
+		ev := kvcache.Event{ID: id, Kind: kvcache.EventKind(kind%3 + 1)}
+		var hashes []uint64
+		for len(raw) >= 8 {
+			hashes = append(hashes, binary.LittleEndian.Uint64(raw))
+			raw = raw[8:]
+		}
+		switch ev.Kind {
+		case kvcache.Stored:
+			ev.Parent, ev.HasParent = parent, hasParent
+			if !hasParent {
+				ev.Parent = 0
+			}
+			for i := 0; i+1 < len(hashes); i += 2 {
+				ev.Blocks = append(ev.Blocks, tokens.Block{Hash: hashes[i], TokensHash: hashes[i+1]})
+			}
+		case kvcache.Removed:
+			ev.Hashes = hashes
+		}
+		var out []sent
+		p := natsevents.NewPlanePublisher(natsevents.PublisherID(id, "kv-events"), natsevents.Scope{Namespace: "n", Component: "c"},
+			natsevents.KVEventsTopic, capture(&out))
+		if err := p.PublishRouterEvent(worker, int(rank), ev); err != nil {
+			t.Fatal(err)
+		}
+		env, err := planetest.Envelope(out[0].wire)
+		if err != nil {
+			t.Fatal(err)
+		}
+		re, err := planetest.RouterEvent(env.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := natsevents.RouterEvent{Worker: worker, Rank: int(rank), Tier: "device", Event: ev}
+		if !reflect.DeepEqual(re, want) {
+			t.Fatalf("decoded %+v, want %+v", re, want)
+		}
+	})
+}
