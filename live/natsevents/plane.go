@@ -15,7 +15,7 @@ import (
 )
 
 // Dynamo's event plane (lib/runtime/src/transports/event_plane) carries every event as a MessagePack
-// EventEnvelope {topic, publisher_id, sequence, published_at, payload} whose payload is the MessagePack
+// EventEnvelope {publisher_id, sequence, published_at, topic, payload} whose payload is the MessagePack
 // event itself, both written by rmp_serde::to_vec_named: structs as maps keyed by field name, in
 // declaration order, integers in their shortest form, Option::None as nil, externally tagged enums
 // as {"variant": value} and unit variants as the bare name. On NATS the envelope is the message body,
@@ -118,17 +118,18 @@ func (e *encoder) bytes(b []byte)  { e.enc.EncodeBytes(b) }
 func (e *encoder) reset()          { e.buf.Reset() }
 func (e *encoder) written() []byte { return e.buf.Bytes() }
 
-// envelope writes env; payload is serialized as MessagePack bin, as serde_bytes does.
+// envelope writes env in the field order of Dynamo's EventEnvelope and MsgpackCodec's
+// encode_envelope_parts; payload is serialized as MessagePack bin (serialize_bytes).
 func (e *encoder) envelope(env *Envelope) {
 	e.mapLen(5)
-	e.key("topic")
-	e.str(env.Topic)
 	e.key("publisher_id")
 	e.uint(env.PublisherID)
 	e.key("sequence")
 	e.uint(env.Sequence)
 	e.key("published_at")
 	e.uint(env.PublishedAt)
+	e.key("topic")
+	e.str(env.Topic)
 	e.key("payload")
 	e.bytes(env.Payload)
 }

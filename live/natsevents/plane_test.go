@@ -65,8 +65,8 @@ func TestPlaneWireBytes(t *testing.T) {
 		t.Fatalf("%d messages", len(out))
 	}
 	at := out[0].env.PublishedAt
-	want := cat([]byte{0x85}, fixstr("topic"), fixstr("kv-events"), fixstr("publisher_id"), []byte{42},
-		fixstr("sequence"), []byte{0}, fixstr("published_at"), []byte{0xcf}, binary.BigEndian.AppendUint64(nil, at),
+	want := cat([]byte{0x85}, fixstr("publisher_id"), []byte{42}, fixstr("sequence"), []byte{0},
+		fixstr("published_at"), []byte{0xcf}, binary.BigEndian.AppendUint64(nil, at), fixstr("topic"), fixstr("kv-events"),
 		fixstr("payload"), []byte{0xc4, byte(len(payload))}, payload)
 	if !bytes.Equal(out[0].wire, want) {
 		t.Fatalf("wire\n% x\nwant\n% x", out[0].wire, want)

@@ -1,5 +1,5 @@
 // Package planetest decodes Dynamo event-plane messages strictly, for tests: it accepts exactly the
-// fields of Dynamo's definitions (EventEnvelope in lib/runtime/src/transports/event_plane/traits.rs,
+// fields of Dynamo's definitions (EventEnvelope of lib/runtime/src/transports/event_plane,
 // RouterEvent, KvCacheEvent, KvCacheEventData, KvCacheStoreData, KvCacheStoredBlockData,
 // KvCacheRemoveData and ActiveLoad in lib/kv-router/src/protocols.rs), with their types, and fails on
 // any other field, a missing required one or trailing bytes. Options may be absent or nil, as serde
