@@ -37,8 +37,8 @@ func newServeCmd() *cobra.Command {
 		Long: `serve runs simulated engines on the wall clock behind an OpenAI-compatible HTTP API
 (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics): requests stream tokens at
 the pace the timing model gives, workers publish KV events (Dynamo's event plane on NATS, and on ZMQ
-on request; vLLM's format on ZMQ) and Prometheus metrics with the engine's names. Use it to test routers, autoscalers and clients against a
-fleet of "GPUs" that costs nothing.
+on request; vLLM's format on ZMQ) and Prometheus metrics with the engine's names. Use it to test
+routers, autoscalers and clients against a fleet of "GPUs" that costs nothing.
 
   mocker serve                                   one worker on 127.0.0.1:8000
   mocker serve --workers 4 --speedup-ratio 10    four workers behind the KV router, 10x faster
