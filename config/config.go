@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"reflect"
 	"slices"
 	"strconv"
@@ -149,6 +150,14 @@ type Config struct {
 	KVHashSeed        string  `yaml:"kv-hash-seed"`
 	KVEventsTopic     string  `yaml:"kv-events-topic"`
 	KVEventsEndpoint  string  `yaml:"kv-events-endpoint"`
+	// Dynamo's event plane: the format of the NATS events, the workers' place in Dynamo's namespace, and
+	// its ZMQ transport (direct: every publisher binds; broker: connect to a broker's XSUB).
+	KVEventsFormat    string  `yaml:"kv-events-format"`
+	DynamoNamespace   string  `yaml:"dynamo-namespace"`
+	DynamoComponent   string  `yaml:"dynamo-component"`
+	DynamoEndpoint    string  `yaml:"dynamo-endpoint"`
+	DynamoZMQEndpoint string  `yaml:"dynamo-zmq-endpoint"`
+	DynamoZMQBroker   string  `yaml:"dynamo-zmq-broker"`
 	WorkerPorts       int     `yaml:"worker-ports"`
 	BootstrapPort     int     `yaml:"bootstrap-port"`
 	BootstrapHost     string  `yaml:"bootstrap-host"`
@@ -234,6 +243,10 @@ func Default() Config {
 		MaxRequestBodyMB:               16,
 		NATS:                           "embedded",
 		NATSPort:                       4222,
+		KVEventsFormat:                 "dynamo",
+		DynamoNamespace:                "dynamo",
+		DynamoComponent:                "backend",
+		DynamoEndpoint:                 "generate",
 		BootstrapHost:                  "127.0.0.1",
 		BootstrapMaxConns:              1024,
 		KVHashSeed:                     "0",
@@ -557,6 +570,20 @@ func (c *Config) validate() error {
 		return bad("kv-events-endpoint", strconv.Quote(c.KVEventsEndpoint), "want tcp://HOST:PORT (\"*\" binds, an address connects) or ipc://PATH")
 	case c.KVEventsTopic != "" && c.ZMQKVEventsPort == 0 && c.KVEventsEndpoint == "":
 		return bad("kv-events-topic", strconv.Quote(c.KVEventsTopic), "needs --zmq-kv-events-port or --kv-events-endpoint")
+	case c.KVEventsFormat != "dynamo" && c.KVEventsFormat != "json":
+		return bad("kv-events-format", strconv.Quote(c.KVEventsFormat), "want dynamo (msgpack envelopes on Dynamo's event plane) or json (bare RouterEvent JSON)")
+	case c.DynamoNamespace == "":
+		return bad("dynamo-namespace", `""`, "must not be empty")
+	case c.DynamoComponent == "":
+		return bad("dynamo-component", `""`, "must not be empty")
+	case c.DynamoEndpoint == "":
+		return bad("dynamo-endpoint", `""`, "must not be empty")
+	case c.DynamoZMQEndpoint != "" && c.DynamoZMQBroker != "":
+		return bad("dynamo-zmq-broker", strconv.Quote(c.DynamoZMQBroker), "conflicts with --dynamo-zmq-endpoint; give one of them")
+	case c.DynamoZMQEndpoint != "" && !validTCPEndpoint(c.DynamoZMQEndpoint):
+		return bad("dynamo-zmq-endpoint", strconv.Quote(c.DynamoZMQEndpoint), "want tcp://HOST:PORT (0: a free port per publisher)")
+	case c.DynamoZMQBroker != "" && !validTCPEndpoint(c.DynamoZMQBroker):
+		return bad("dynamo-zmq-broker", strconv.Quote(c.DynamoZMQBroker), "want tcp://HOST:PORT, the broker's XSUB")
 	case c.WorkerPorts < 0 || c.WorkerPorts > 65535:
 		return bad("worker-ports", c.WorkerPorts, "must be in [0, 65535] (0: one HTTP port for all workers)")
 	case c.WorkerPorts > 0 && c.PrefillWorkers > 0:
@@ -825,4 +852,18 @@ func (c *Config) RouterOptions() (router.Options, error) {
 	ro.MaxBatchedTokens = 0 // the engines' budget, filled in by the simulator
 	ro.Seed = c.Seed
 	return ro, nil
+}
+
+// validTCPEndpoint reports whether ep is tcp://HOST:PORT with a port in [0, 65535].
+func validTCPEndpoint(ep string) bool {
+	addr, ok := strings.CutPrefix(ep, "tcp://")
+	if !ok {
+		return false
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	p, err := strconv.Atoi(port)
+	return err == nil && p >= 0 && p <= 65535
 }

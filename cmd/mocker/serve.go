@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,9 +37,9 @@ func newServeCmd() *cobra.Command {
 		Short: "Run simulated workers behind an OpenAI-compatible API on the wall clock",
 		Long: `serve runs simulated engines on the wall clock behind an OpenAI-compatible HTTP API
 (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics): requests stream tokens at
-the pace the timing model gives, workers publish KV events (NATS in Dynamo's format, ZMQ in vLLM's)
-and Prometheus metrics with the engine's names. Use it to test routers, autoscalers and clients against a
-fleet of "GPUs" that costs nothing.
+the pace the timing model gives, workers publish KV events (Dynamo's event plane on NATS, and on ZMQ
+on request; vLLM's format on ZMQ) and Prometheus metrics with the engine's names. Use it to test
+routers, autoscalers and clients against a fleet of "GPUs" that costs nothing.
 
   mocker serve                                   one worker on 127.0.0.1:8000
   mocker serve --workers 4 --speedup-ratio 10    four workers behind the KV router, 10x faster
@@ -47,6 +48,8 @@ fleet of "GPUs" that costs nothing.
       --decode-max-num-seqs 512                  each pool with its own engine flags (or prefill:/decode: in --config)
   mocker serve --workers 4 --worker-ports 8001 --kv-events-endpoint tcp://127.0.0.1:5557 \
       --kv-events-topic 'kv@{host}:{port}@{model}'  four pods on ports 8001-8004 for llm-d's picker and indexer
+  mocker serve --workers 2 --nats nats://127.0.0.1:4222 --dynamo-namespace dynamo
+                                                 KV events and load for Dynamo's router (DYN_EVENT_PLANE=nats)
 
 SIGINT or SIGTERM stops accepting requests and waits up to --shutdown-timeout for those in flight.`,
 		Args: cobra.NoArgs,
@@ -86,6 +89,12 @@ func bindServeFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.KVHashSeed, "kv-hash-seed", c.KVHashSeed, "vLLM's PYTHONHASHSEED for the block hashes of vLLM-format KV events")
 	fs.StringVar(&c.KVEventsEndpoint, "kv-events-endpoint", c.KVEventsEndpoint, `vLLM's kv-events endpoint for vLLM-format KV events, by vLLM's rule: tcp://*:PORT binds (worker w, rank r on PORT + w×dp-size + r), tcp://HOST:PORT connects every worker to a subscriber that binds (llm-d's centralized indexer; rank r to PORT + r)`)
 	fs.StringVar(&c.KVEventsTopic, "kv-events-topic", c.KVEventsTopic, "topic of vLLM-format KV events (vLLM's default: empty); {host} and {port} are the worker's HTTP address, {model} the served model, {worker} its index: kv@{host}:{port}@{model} is llm-d's kv@<pod>@<model> with --worker-ports")
+	fs.StringVar(&c.KVEventsFormat, "kv-events-format", c.KVEventsFormat, "KV events on NATS: dynamo (msgpack envelopes of RouterEvents and load metrics on Dynamo's event-plane subjects, what current Dynamo routers read) or json (bare RouterEvent JSON on namespace.mocker.component.<model>.kv_events, the pre-event-plane form)")
+	fs.StringVar(&c.DynamoNamespace, "dynamo-namespace", c.DynamoNamespace, "Dynamo namespace of the workers' event-plane subjects (Dynamo's DYN_NAMESPACE)")
+	fs.StringVar(&c.DynamoComponent, "dynamo-component", c.DynamoComponent, "Dynamo component of the workers' event-plane subjects (the component of a Dynamo worker's --endpoint)")
+	fs.StringVar(&c.DynamoEndpoint, "dynamo-endpoint", c.DynamoEndpoint, "Dynamo endpoint the load metrics (kv_metrics) are scoped to")
+	fs.StringVar(&c.DynamoZMQEndpoint, "dynamo-zmq-endpoint", c.DynamoZMQEndpoint, "also publish the Dynamo event plane on ZMQ in direct mode: each publisher binds its own PUB socket, publisher j on tcp://HOST:PORT+j (PORT 0: free ports, printed)")
+	fs.StringVar(&c.DynamoZMQBroker, "dynamo-zmq-broker", c.DynamoZMQBroker, "also publish the Dynamo event plane on ZMQ through a Dynamo ZMQ broker: connect to its XSUB at tcp://HOST:PORT (DYN_ZMQ_BROKER_URL's xsub=)")
 	fs.IntVar(&c.WorkerPorts, "worker-ports", c.WorkerPorts, "also serve worker i alone (its /v1 routes, its /metrics) on HTTP port BASE + i, so an endpoint picker can address each worker as a pod (0: off)")
 	fs.IntVar(&c.BootstrapPort, "bootstrap-port", c.BootstrapPort, "disaggregated serving: prefill worker i's bootstrap rendezvous listens on port + i (0: any free port)")
 	fs.StringVar(&c.BootstrapHost, "bootstrap-host", c.BootstrapHost, "disaggregated serving: address the bootstrap rendezvous listens on (the decode workers are in this process)")
@@ -103,10 +112,11 @@ func bindServeFlags(fs *pflag.FlagSet, c *config.Config) {
 
 // serving is what serve started; ready, when set, receives it once the server accepts requests.
 type serving struct {
-	Addr        string   // HTTP address
-	WorkerAddrs []string // worker i's own HTTP address (--worker-ports)
-	NATSURL     string   // "" without NATS
-	Subject     string   // the NATS subject of KV events
+	Addr        string     // HTTP address
+	WorkerAddrs []string   // worker i's own HTTP address (--worker-ports)
+	NATSURL     string     // "" without NATS
+	Subject     string     // the NATS subject of KV events
+	PlaneAddrs  []net.Addr // the event plane's ZMQ sockets in direct mode, by publisher
 	Bootstrap   []string
 	Server      *live.Server
 }
@@ -242,6 +252,8 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 		workerLns = append(workerLns, l)
 		info.WorkerAddrs = append(info.WorkerAddrs, l.Addr().String())
 	}
+	plane := live.PlaneOptions{Scope: natsevents.Scope{Namespace: cfg.DynamoNamespace, Component: cfg.DynamoComponent,
+		Endpoint: cfg.DynamoEndpoint}, Workers: o.Workers, DPSize: eo.DPSize, Seed: cfg.Seed}
 	if cfg.NATS != "none" {
 		url := cfg.NATS
 		if url == "embedded" {
@@ -257,8 +269,24 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 			return fmt.Errorf("nats %s: %w", url, err)
 		}
 		cleanup = append(cleanup, func() { nc.Flush(); nc.Close() })
-		info.NATSURL, info.Subject = url, natsevents.Subject(name)
-		o.Sinks = append(o.Sinks, live.NewNATSSink(nc, info.Subject, o.Workers))
+		info.NATSURL = url
+		if cfg.KVEventsFormat == "json" {
+			info.Subject = natsevents.Subject(name)
+			o.Sinks = append(o.Sinks, live.NewNATSSink(nc, info.Subject, o.Workers))
+		} else {
+			ps := live.NewNATSPlaneSink(nc, plane)
+			info.Subject = natsevents.Scope{Namespace: plane.Scope.Namespace, Component: plane.Scope.Component}.Subject(natsevents.KVEventsTopic)
+			o.Sinks, o.Recorder = append(o.Sinks, ps), ps.Recorders(o.Recorder)
+		}
+	}
+	if ep := cmp.Or(cfg.DynamoZMQEndpoint, cfg.DynamoZMQBroker); ep != "" {
+		ps, err := live.NewZMQPlaneSink(ep, cfg.DynamoZMQBroker != "", plane)
+		if err != nil {
+			return fmt.Errorf("dynamo event plane on ZMQ: %w", err)
+		}
+		cleanup = append(cleanup, func() { ps.Close() })
+		o.Sinks, o.Recorder = append(o.Sinks, ps), ps.Recorders(o.Recorder)
+		info.PlaneAddrs = ps.Addrs()
 	}
 	if cfg.ZMQKVEventsPort > 0 || cfg.KVEventsEndpoint != "" {
 		topics := make([]string, o.Workers)
@@ -291,7 +319,13 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 	info.Addr, info.Bootstrap, info.Server = ln.Addr().String(), srv.BootstrapAddrs(), srv
 	fmt.Fprintf(stderr, "mocker serve: model %s on http://%s (%s)\n", name, info.Addr, describeServe(cfg, o.Workers))
 	if info.NATSURL != "" {
-		fmt.Fprintf(stderr, "mocker serve: KV events on NATS %s, subject %s\n", info.NATSURL, info.Subject)
+		fmt.Fprintf(stderr, "mocker serve: KV events on NATS %s, subject %s (%s)\n", info.NATSURL, info.Subject, cfg.KVEventsFormat)
+	}
+	switch {
+	case cfg.DynamoZMQBroker != "":
+		fmt.Fprintf(stderr, "mocker serve: Dynamo event plane on ZMQ, connecting to the broker's XSUB %s\n", cfg.DynamoZMQBroker)
+	case len(info.PlaneAddrs) > 0:
+		fmt.Fprintf(stderr, "mocker serve: Dynamo event plane on ZMQ, worker w rank r publishing kv-events on socket 2×(w×dp-size+r) and kv_metrics on the next: %v\n", info.PlaneAddrs)
 	}
 	switch {
 	case cfg.KVEventsEndpoint != "" && vllmevents.Binds(cfg.KVEventsEndpoint):

@@ -24,6 +24,7 @@ import (
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/live"
 	"github.com/mocker-sim/mocker/live/natsevents"
+	"github.com/mocker-sim/mocker/live/natsevents/planetest"
 	"github.com/mocker-sim/mocker/live/vllmevents"
 	"github.com/mocker-sim/mocker/tokenize"
 	"github.com/mocker-sim/mocker/tokens"
@@ -88,35 +89,62 @@ const servePrompt = "In the beginning the simulator had no GPU, and the requests
 	"scheduler moved upon the face of the queue, and said: let there be tokens."
 
 // TestServeNATSEvents: a NATS subscriber receives Stored events whose hashes are those of the prompt's
-// blocks, computed from its tokens.
+// blocks, computed from its tokens: by default in Dynamo's event-plane envelopes on Dynamo's subject,
+// with --kv-events-format json as bare RouterEvent JSON.
 func TestServeNATSEvents(t *testing.T) {
-	info, c := startServe(t, serveConfig())
-	nc, err := nats.Connect(info.NATSURL)
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct{ format, subject string }{
+		{"dynamo", "namespace.dynamo.component.backend.kv-events"},
+		{"json", "namespace.mocker.component.llama-3_2E1-8b.kv_events"},
+	} {
+		t.Run(c.format, func(t *testing.T) {
+			cfg := serveConfig()
+			cfg.KVEventsFormat = c.format
+			info, oc := startServe(t, cfg)
+			if info.Subject != c.subject {
+				t.Fatalf("subject %q, want %q", info.Subject, c.subject)
+			}
+			nc, err := nats.Connect(info.NATSURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			sub, err := nc.SubscribeSync(info.Subject)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := nc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			complete(t, oc, servePrompt, 4)
+			checkPromptBlocks(t, func() (natsevents.RouterEvent, error) {
+				m, err := sub.NextMsg(30 * time.Second)
+				if err != nil {
+					return natsevents.RouterEvent{}, err
+				}
+				if c.format == "json" {
+					return natsevents.Decode(m.Data)
+				}
+				env, err := planetest.Envelope(m.Data)
+				if err != nil {
+					return natsevents.RouterEvent{}, err
+				}
+				return planetest.RouterEvent(env.Payload)
+			})
+		})
 	}
-	defer nc.Close()
-	sub, err := nc.SubscribeSync(info.Subject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	complete(t, c, servePrompt, 4)
+}
 
+// checkPromptBlocks reads events until they have stored servePrompt's blocks, on worker 0, rank 0.
+func checkPromptBlocks(t *testing.T, next func() (natsevents.RouterEvent, error)) {
+	t.Helper()
 	seq := tokens.NewSequence(16)
 	seq.Append(serveTokens(servePrompt)...)
 	want := seq.Blocks()
 	var got []tokens.Block
 	for len(got) < len(want) {
-		m, err := sub.NextMsg(30 * time.Second)
+		ev, err := next()
 		if err != nil {
 			t.Fatalf("after %d of %d blocks: %v", len(got), len(want), err)
-		}
-		ev, err := natsevents.Decode(m.Data)
-		if err != nil {
-			t.Fatal(err)
 		}
 		if ev.Worker != 0 || ev.Rank != 0 || ev.Event.Kind != kvcache.Stored {
 			t.Fatalf("event %+v", ev)
@@ -127,6 +155,62 @@ func TestServeNATSEvents(t *testing.T) {
 		if got[i] != b {
 			t.Fatalf("block %d: got %+v, want %+v", i, got[i], b)
 		}
+	}
+}
+
+// TestServeDynamoZMQ: with --dynamo-zmq-broker the workers connect to a broker's XSUB (here a SUB that
+// binds) and lead every message with the subject of the configured namespace and component.
+func TestServeDynamoZMQ(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sub := zmq4.NewSub(ctx)
+	defer func() { cancel(); sub.Close() }()
+	if err := sub.Listen("tcp://127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	const subject = "namespace.team%2Ea.component.mock.kv-events"
+	if err := sub.SetOption(zmq4.OptionSubscribe, subject); err != nil {
+		t.Fatal(err)
+	}
+	cfg := serveConfig()
+	cfg.NATS = "none"
+	cfg.DynamoZMQBroker = "tcp://" + sub.Addr().String()
+	cfg.DynamoNamespace, cfg.DynamoComponent = "team.a", "mock"
+	info, oc := startServe(t, cfg)
+	if info.PlaneAddrs != nil {
+		t.Fatalf("a connecting sink listens on %v", info.PlaneAddrs)
+	}
+	// A PUB socket drops what it sends before the subscription arrives; retry until one is seen.
+	msgs := make(chan zmq4.Msg, 1024)
+	go func() {
+		for {
+			m, err := sub.Recv()
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- m
+		}
+	}()
+	var first zmq4.Msg
+	for i, deadline := 0, time.Now().Add(30*time.Second); first.Frames == nil; i++ {
+		complete(t, oc, fmt.Sprint(i, servePrompt), 1) // new blocks each time
+		select {
+		case first = <-msgs:
+		case <-time.After(100 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatal("no event after 30 s")
+			}
+		}
+	}
+	topic, env, err := planetest.ZMQ(first.Frames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topic != subject || env.Topic != "kv-events" {
+		t.Fatalf("topic frame %q, envelope topic %q", topic, env.Topic)
+	}
+	if _, err := planetest.RouterEvent(env.Payload); err != nil {
+		t.Fatal(err)
 	}
 }
 
