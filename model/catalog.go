@@ -7,12 +7,16 @@ import (
 )
 
 // entry is one catalog model and the Hugging Face ids that share its architecture (quantized checkpoints
-// and instruct/base variants have the same config numbers; which of them runs is a deployment choice,
-// --quantization). A model published only in a quantized format carries that format as its default
-// (Model.Quantization, Model.MoEQuantization).
+// and instruct/base variants have the same config numbers). A model published only in a quantized format
+// carries that format as its default (Model.Quantization, Model.MoEQuantization); an id of a quantized
+// checkpoint of a 16-bit model carries its own (formats), so that id replays the weights it names
+// unless --quantization says otherwise.
 type entry struct {
 	ids []string
 	m   Model
+	// formats: the ids among ids that name a quantized checkpoint, and its format as
+	// Model.Quantization names it (from the checkpoint's quantization_config).
+	formats map[string]string
 }
 
 // catalog holds the built-in models. Every number is copied from the config.json of the first id.
@@ -21,6 +25,9 @@ var catalog = []entry{
 		// https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json
 		ids: []string{"meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B", "nvidia/Llama-3.1-8B-Instruct-FP8",
 			"meta-llama/Meta-Llama-3.1-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B"},
+		// nvidia/Llama-3.1-8B-Instruct-FP8 is a ModelOpt checkpoint (hf_quant_config.json quant_algo FP8:
+		// per-tensor scales; vLLM's modelopt fp8 method).
+		formats: map[string]string{"nvidia/Llama-3.1-8B-Instruct-FP8": "fp8"},
 		m: Model{
 			Name: "llama-3.1-8b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128,
 			Intermediate: 14336, Vocab: 128256, Dtype: "bfloat16",
@@ -38,6 +45,8 @@ var catalog = []entry{
 	{
 		// https://huggingface.co/Qwen/Qwen3-32B/blob/main/config.json
 		ids: []string{"Qwen/Qwen3-32B", "Qwen/Qwen3-32B-FP8"},
+		// The -FP8 checkpoint: quantization_config quant_method fp8, weight_block_size [128, 128].
+		formats: map[string]string{"Qwen/Qwen3-32B-FP8": "fp8_block"},
 		m: Model{
 			Name: "qwen3-32b", Layers: 64, Hidden: 5120, Heads: 64, KVHeads: 8, HeadDim: 128,
 			Intermediate: 25600, Vocab: 151936, Dtype: "bfloat16", QKNorm: true,
@@ -47,6 +56,8 @@ var catalog = []entry{
 		// https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json (intermediate_size 6144 is
 		// unused: decoder_sparse_step 1 and no mlp_only_layers make every layer MoE)
 		ids: []string{"Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B-FP8"},
+		// The -FP8 checkpoint: quantization_config quant_method fp8, weight_block_size [128, 128].
+		formats: map[string]string{"Qwen/Qwen3-30B-A3B-FP8": "fp8_block"},
 		m: Model{
 			Name: "qwen3-30b-a3b", Layers: 48, Hidden: 2048, Heads: 32, KVHeads: 4, HeadDim: 128,
 			Vocab: 151936, Dtype: "bfloat16", QKNorm: true,
@@ -57,6 +68,8 @@ var catalog = []entry{
 		// https://huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json (intermediate_size 12288 unused,
 		// as for qwen3-30b-a3b)
 		ids: []string{"Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B-FP8"},
+		// The -FP8 checkpoint: quantization_config quant_method fp8, weight_block_size [128, 128].
+		formats: map[string]string{"Qwen/Qwen3-235B-A22B-FP8": "fp8_block"},
 		m: Model{
 			Name: "qwen3-235b-a22b", Layers: 94, Hidden: 4096, Heads: 64, KVHeads: 4, HeadDim: 128,
 			Vocab: 151936, Dtype: "bfloat16", QKNorm: true,
@@ -160,7 +173,9 @@ var byName = func() map[string]*entry {
 }()
 
 // Lookup returns a copy of the catalog model with the given name or Hugging Face id, case-insensitively
-// (e.g. "llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", "nvidia/Llama-3.1-8B-Instruct-FP8").
+// (e.g. "llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", "nvidia/Llama-3.1-8B-Instruct-FP8"). An id
+// of a quantized checkpoint gives the model in that format (Quantization: "nvidia/Llama-3.1-8B-Instruct-FP8"
+// is llama-3.1-8b in fp8).
 func Lookup(name string) (*Model, error) {
 	e := byName[strings.ToLower(strings.TrimSpace(name))]
 	if e == nil {
@@ -168,6 +183,11 @@ func Lookup(name string) (*Model, error) {
 			name, strings.Join(Names(), ", "))
 	}
 	m := e.m
+	for id, q := range e.formats {
+		if strings.EqualFold(id, strings.TrimSpace(name)) {
+			m.Quantization = q
+		}
+	}
 	return &m, nil
 }
 

@@ -82,7 +82,9 @@ func TestCatalogValid(t *testing.T) {
 			t.Errorf("HFIDs(%q) is empty", name)
 		}
 		for _, id := range ids {
-			if got := mustLookup(t, id); *got != *m {
+			got := mustLookup(t, id)
+			got.Quantization = m.Quantization // a quantized checkpoint's id: TestLookupCheckpointFormat
+			if *got != *m {
 				t.Errorf("Lookup(%q) = %+v, want %+v", id, got, m)
 			}
 		}
@@ -136,4 +138,29 @@ func ExampleLookup() {
 	}
 	fmt.Println(m.Name, m.Params(), m.KVBytesPerToken(2, 1), m.WeightBytes(2, 1))
 	// Output: llama-3.1-8b 8030261248 131072 16060522496
+}
+
+// TestLookupCheckpointFormat checks that an id naming a quantized checkpoint of a catalog model
+// gives that model in the checkpoint's format, and its other ids the model's own.
+func TestLookupCheckpointFormat(t *testing.T) {
+	tests := []struct{ id, want string }{
+		{"nvidia/Llama-3.1-8B-Instruct-FP8", "fp8"},
+		{"NVIDIA/llama-3.1-8b-instruct-fp8", "fp8"},
+		{"meta-llama/Llama-3.1-8B-Instruct", ""},
+		{"llama-3.1-8b", ""},
+		{"Qwen/Qwen3-32B-FP8", "fp8_block"},
+		{"Qwen/Qwen3-32B", ""},
+		{"Qwen/Qwen3-30B-A3B-FP8", "fp8_block"},
+		{"Qwen/Qwen3-235B-A22B-FP8", "fp8_block"},
+		{"Qwen/Qwen3-235B-A22B", ""},
+		{"deepseek-ai/DeepSeek-R1", "fp8_block"}, // published only in fp8: the model's own format
+	}
+	for _, tt := range tests {
+		if got := mustLookup(t, tt.id).Quantization; got != tt.want {
+			t.Errorf("Lookup(%q).Quantization = %q, want %q", tt.id, got, tt.want)
+		}
+	}
+	if got := mustLookup(t, "llama-3.1-8b").Quantization; got != "" {
+		t.Errorf("after looking up the FP8 id, llama-3.1-8b has Quantization %q, want none", got)
+	}
 }
