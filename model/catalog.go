@@ -115,6 +115,25 @@ var catalog = []entry{
 		},
 	},
 	{
+		// Qwen/Qwen3.5-397B-A17B's text model (Qwen3_5MoeForConditionalGeneration, text_config; the
+		// vision tower is not modelled), as AIConfigurator records it: ai-dynamo/aiconfigurator
+		// src/aiconfigurator/model_configs/Qwen--Qwen3.5-397B-A17B_config.json. 60 layers, layer_types
+		// three linear_attention then one full_attention (full_attention_interval 4): 45 Gated
+		// DeltaNet layers (16 key heads and 64 value heads of 128, conv kernel 4) and 15 gated GQA
+		// layers (32 heads, 2 KV heads of 256, attn_output_gate). Every layer is MoE (mlp_only_layers
+		// empty): 512 experts of 1,024, top 10, one shared expert of 1,024 (shared_expert_intermediate_size).
+		// Untied embeddings, vocabulary 248,320. mtp_num_hidden_layers 1 is not counted. The published
+		// checkpoint is bf16; the rows that ran it in fp8 say so (--quantization).
+		ids: []string{"Qwen/Qwen3.5-397B-A17B"},
+		m: Model{
+			Name: "qwen3.5-397b-a17b", Layers: 60, Hidden: 4096, Heads: 32, KVHeads: 2, HeadDim: 256,
+			Vocab: 248320, Dtype: "bfloat16", QKNorm: true, AttnOutputGate: true,
+			Experts: 512, ExpertsPerToken: 10, MoEIntermediate: 1024, SharedExperts: 1,
+			LinearLayers: 45, LinearKeyHeads: 16, LinearValueHeads: 64, LinearKeyHeadDim: 128,
+			LinearValueHeadDim: 128, LinearConvKernel: 4,
+		},
+	},
+	{
 		// https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json: MLA, 256 routed experts
 		// (top 8, noaux_tc routing with an e_score_correction_bias) plus one shared, the first 3 layers
 		// dense. num_nextn_predict_layers 1 (the MTP layer) is not counted. Stored in fp8 (block 128×128).
