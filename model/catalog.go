@@ -163,6 +163,25 @@ var catalog = []entry{
 			QLoRARank:  1536, KVLoRARank: 512, QKNopeHeadDim: 128, QKRopeHeadDim: 64, VHeadDim: 128,
 		},
 	},
+	{
+		// zai-org/GLM-5 (GlmMoeDsaForCausalLM), as AIConfigurator records it:
+		// ai-dynamo/aiconfigurator src/aiconfigurator/model_configs/zai-org--GLM-5-FP8_config.json — MLA
+		// (q_lora 2,048, kv_lora 512, rope 64, nope 192, v 256) with 64 heads, 78 layers, hidden 6,144,
+		// 256 routed experts of 2,048 (top 8) plus one shared, the first 3 layers dense (intermediate
+		// 12,288), vocabulary 154,880, untied embeddings. Its DeepSeek sparse attention (a lightning
+		// indexer picks each query's top 2,048 keys) is not described: attention is taken as dense MLA
+		// over the whole context, which is what it computes up to 2,048 tokens. The -FP8 checkpoint
+		// stores the linear layers and experts in fp8 with 128×128 blocks.
+		ids:     []string{"zai-org/GLM-5", "zai-org/GLM-5-FP8", "zhipuai/GLM-5"},
+		formats: map[string]string{"zai-org/GLM-5-FP8": "fp8_block"},
+		m: Model{
+			Name: "glm-5", Layers: 78, Hidden: 6144, Heads: 64, KVHeads: 64, HeadDim: 192 + 64,
+			Intermediate: 12288, Vocab: 154880, Dtype: "bfloat16",
+			Experts: 256, ExpertsPerToken: 8, MoEIntermediate: 2048, SharedExperts: 1, DenseLayers: 3,
+			RouterBias: true,
+			QLoRARank:  2048, KVLoRARank: 512, QKNopeHeadDim: 192, QKRopeHeadDim: 64, VHeadDim: 256,
+		},
+	},
 }
 
 func deepseekV3(name string) Model {

@@ -100,6 +100,8 @@ func TestParams(t *testing.T) {
 		// in, 8192 × 4096 out), 15 gated GQA layers (4096 × 2·8192 q and gate, 2 × 4096 × 512 k and v,
 		// 8192 × 4096 o), 60 × 513 experts of 3·4096·1024.
 		{"qwen3.5-397b-a17b", 396346104576, 17348795136, 397e9, 17e9, 0.03},
+		// GLM-5: published 744B total (its MTP layer included), 40B active.
+		{"glm-5", 743180209920, 41053720320, 744e9, 40e9, 0.03},
 	}
 	for _, tt := range tests {
 		m := mustLookup(t, tt.model)
