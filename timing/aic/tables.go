@@ -625,7 +625,14 @@ func loadGDN(paths []string, k gdnKey) (*gdnOps, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctxKernels := []string{"causal_conv1d_fn", "chunk_gated_delta_rule"}
+	// The chunked scan is chunk_gated_delta_rule (SGLang's FLA Triton kernel) or
+	// chunk_gated_delta_rule_flashinfer (vLLM 0.24.0's FlashInfer kernel): the one the engine runs.
+	ctxKernels := []string{"causal_conv1d_fn", ""}
+	for src := range ctx {
+		if strings.HasPrefix(src, "chunk_gated_delta_rule") && (ctxKernels[1] == "" || src < ctxKernels[1]) {
+			ctxKernels[1] = src
+		}
+	}
 	var genKernels []string
 	for src := range gen {
 		if src == "causal_conv1d_update" || strings.HasPrefix(src, "fused_recurrent_gated_delta_rule") {
