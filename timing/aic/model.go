@@ -655,9 +655,8 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 	// output gate, AttnOutputGate), k, v and o; per linear-attention layer (Gated DeltaNet,
 	// AIConfigurator's qwen35.py) the fused input projection to q, k, v, the output gate z and the
 	// decay and beta gates, and the output projection.
-	qN := float64(c.heads * c.headDm)
 	if m.AttnOutputGate {
-		qkvN += qN
+		qkvN += float64(c.heads * c.headDm)
 	}
 	proj := func(T float64) float64 { return lin.latency(T, qkvN, h) + lin.latency(T, h, oK) }
 	if m.LinearLayers > 0 {
@@ -796,7 +795,8 @@ func tabulate(xs []float64, f func(float64) float64) table1 {
 //
 //	perToken(T) + Σ_prefill context attention + generation attention + lmHead(#sampling)
 //
-// split by phase: the prefill requests' share (by tokens) of perToken plus their context
+// (plus, with linear-attention layers, their Gated DeltaNet kernels: linearContext with the prompt
+// chunks, linearGeneration with the decodes), split by phase: the prefill requests' share (by tokens) of perToken plus their context
 // attention is Prefill (a pass without prefill tokens of a DeepSeek-family model uses perTokenDec,
 // its shared expert overlapped with the routed experts: deepSeekFamily); the rest of perToken, the decode requests' generation attention and the LM
 // head (every sampled token, the first one of a finishing prompt included) is Decode.
