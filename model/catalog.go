@@ -7,12 +7,16 @@ import (
 )
 
 // entry is one catalog model and the Hugging Face ids that share its architecture (quantized checkpoints
-// and instruct/base variants have the same config numbers; which of them runs is a deployment choice,
-// --quantization). A model published only in a quantized format carries that format as its default
-// (Model.Quantization, Model.MoEQuantization).
+// and instruct/base variants have the same config numbers). A model published only in a quantized format
+// carries that format as its default (Model.Quantization, Model.MoEQuantization); an id of a quantized
+// checkpoint of a 16-bit model carries its own (formats), so that id replays the weights it names
+// unless --quantization says otherwise.
 type entry struct {
 	ids []string
 	m   Model
+	// formats: the ids among ids that name a quantized checkpoint, and its format as
+	// Model.Quantization names it (from the checkpoint's quantization_config).
+	formats map[string]string
 }
 
 // catalog holds the built-in models. Every number is copied from the config.json of the first id; the BOS
@@ -23,6 +27,9 @@ var catalog = []entry{
 		// https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json
 		ids: []string{"meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B", "nvidia/Llama-3.1-8B-Instruct-FP8",
 			"meta-llama/Meta-Llama-3.1-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B"},
+		// nvidia/Llama-3.1-8B-Instruct-FP8 is a ModelOpt checkpoint (hf_quant_config.json quant_algo FP8:
+		// per-tensor scales; vLLM's modelopt fp8 method).
+		formats: map[string]string{"nvidia/Llama-3.1-8B-Instruct-FP8": "fp8"},
 		m: Model{
 			Name: "llama-3.1-8b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128,
 			Intermediate: 14336, Vocab: 128256, Dtype: "bfloat16",
@@ -42,6 +49,8 @@ var catalog = []entry{
 	{
 		// https://huggingface.co/Qwen/Qwen3-32B/blob/main/config.json
 		ids: []string{"Qwen/Qwen3-32B", "Qwen/Qwen3-32B-FP8"},
+		// The -FP8 checkpoint: quantization_config quant_method fp8, weight_block_size [128, 128].
+		formats: map[string]string{"Qwen/Qwen3-32B-FP8": "fp8_block"},
 		m: Model{
 			Name: "qwen3-32b", Layers: 64, Hidden: 5120, Heads: 64, KVHeads: 8, HeadDim: 128,
 			Intermediate: 25600, Vocab: 151936, Dtype: "bfloat16", QKNorm: true,
@@ -52,6 +61,8 @@ var catalog = []entry{
 		// https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json (intermediate_size 6144 is
 		// unused: decoder_sparse_step 1 and no mlp_only_layers make every layer MoE)
 		ids: []string{"Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B-FP8"},
+		// The -FP8 checkpoint: quantization_config quant_method fp8, weight_block_size [128, 128].
+		formats: map[string]string{"Qwen/Qwen3-30B-A3B-FP8": "fp8_block"},
 		m: Model{
 			Name: "qwen3-30b-a3b", Layers: 48, Hidden: 2048, Heads: 32, KVHeads: 4, HeadDim: 128,
 			Vocab: 151936, Dtype: "bfloat16", QKNorm: true,
@@ -63,6 +74,8 @@ var catalog = []entry{
 		// https://huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json (intermediate_size 12288 unused,
 		// as for qwen3-30b-a3b)
 		ids: []string{"Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B-FP8"},
+		// The -FP8 checkpoint: quantization_config quant_method fp8, weight_block_size [128, 128].
+		formats: map[string]string{"Qwen/Qwen3-235B-A22B-FP8": "fp8_block"},
 		m: Model{
 			Name: "qwen3-235b-a22b", Layers: 94, Hidden: 4096, Heads: 64, KVHeads: 4, HeadDim: 128,
 			Vocab: 151936, Dtype: "bfloat16", QKNorm: true,
@@ -111,6 +124,25 @@ var catalog = []entry{
 		},
 	},
 	{
+		// Qwen/Qwen3.5-397B-A17B's text model (Qwen3_5MoeForConditionalGeneration, text_config; the
+		// vision tower is not modelled), as AIConfigurator records it: ai-dynamo/aiconfigurator
+		// src/aiconfigurator/model_configs/Qwen--Qwen3.5-397B-A17B_config.json. 60 layers, layer_types
+		// three linear_attention then one full_attention (full_attention_interval 4): 45 Gated
+		// DeltaNet layers (16 key heads and 64 value heads of 128, conv kernel 4) and 15 gated GQA
+		// layers (32 heads, 2 KV heads of 256, attn_output_gate). Every layer is MoE (mlp_only_layers
+		// empty): 512 experts of 1,024, top 10, one shared expert of 1,024 (shared_expert_intermediate_size).
+		// Untied embeddings, vocabulary 248,320. mtp_num_hidden_layers 1 is not counted. The published
+		// checkpoint is bf16; the rows that ran it in fp8 say so (--quantization).
+		ids: []string{"Qwen/Qwen3.5-397B-A17B"},
+		m: Model{
+			Name: "qwen3.5-397b-a17b", Layers: 60, Hidden: 4096, Heads: 32, KVHeads: 2, HeadDim: 256,
+			Vocab: 248320, Dtype: "bfloat16", QKNorm: true, AttnOutputGate: true,
+			Experts: 512, ExpertsPerToken: 10, MoEIntermediate: 1024, SharedExperts: 1,
+			LinearLayers: 45, LinearKeyHeads: 16, LinearValueHeads: 64, LinearKeyHeadDim: 128,
+			LinearValueHeadDim: 128, LinearConvKernel: 4,
+		},
+	},
+	{
 		// https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json: MLA, 256 routed experts
 		// (top 8, noaux_tc routing with an e_score_correction_bias) plus one shared, the first 3 layers
 		// dense. num_nextn_predict_layers 1 (the MTP layer) is not counted. Stored in fp8 (block 128×128).
@@ -139,6 +171,25 @@ var catalog = []entry{
 			RouterBias: true,
 			QLoRARank:  1536, KVLoRARank: 512, QKNopeHeadDim: 128, QKRopeHeadDim: 64, VHeadDim: 128,
 			MaxPositions: 262144,
+		},
+	},
+	{
+		// zai-org/GLM-5 (GlmMoeDsaForCausalLM), as AIConfigurator records it:
+		// ai-dynamo/aiconfigurator src/aiconfigurator/model_configs/zai-org--GLM-5-FP8_config.json — MLA
+		// (q_lora 2,048, kv_lora 512, rope 64, nope 192, v 256) with 64 heads, 78 layers, hidden 6,144,
+		// 256 routed experts of 2,048 (top 8) plus one shared, the first 3 layers dense (intermediate
+		// 12,288), vocabulary 154,880, untied embeddings. Its DeepSeek sparse attention (a lightning
+		// indexer picks each query's top 2,048 keys) is not described: attention is taken as dense MLA
+		// over the whole context, which is what it computes up to 2,048 tokens. The -FP8 checkpoint
+		// stores the linear layers and experts in fp8 with 128×128 blocks.
+		ids:     []string{"zai-org/GLM-5", "zai-org/GLM-5-FP8", "zhipuai/GLM-5"},
+		formats: map[string]string{"zai-org/GLM-5-FP8": "fp8_block"},
+		m: Model{
+			Name: "glm-5", Layers: 78, Hidden: 6144, Heads: 64, KVHeads: 64, HeadDim: 192 + 64,
+			Intermediate: 12288, Vocab: 154880, Dtype: "bfloat16",
+			Experts: 256, ExpertsPerToken: 8, MoEIntermediate: 2048, SharedExperts: 1, DenseLayers: 3,
+			RouterBias: true,
+			QLoRARank:  2048, KVLoRARank: 512, QKNopeHeadDim: 192, QKRopeHeadDim: 64, VHeadDim: 256,
 		},
 	},
 }
@@ -171,7 +222,9 @@ var byName = func() map[string]*entry {
 }()
 
 // Lookup returns a copy of the catalog model with the given name or Hugging Face id, case-insensitively
-// (e.g. "llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", "nvidia/Llama-3.1-8B-Instruct-FP8").
+// (e.g. "llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", "nvidia/Llama-3.1-8B-Instruct-FP8"). An id
+// of a quantized checkpoint gives the model in that format (Quantization: "nvidia/Llama-3.1-8B-Instruct-FP8"
+// is llama-3.1-8b in fp8).
 func Lookup(name string) (*Model, error) {
 	e := byName[strings.ToLower(strings.TrimSpace(name))]
 	if e == nil {
@@ -179,6 +232,11 @@ func Lookup(name string) (*Model, error) {
 			name, strings.Join(Names(), ", "))
 	}
 	m := e.m
+	for id, q := range e.formats {
+		if strings.EqualFold(id, strings.TrimSpace(name)) {
+			m.Quantization = q
+		}
+	}
 	return &m, nil
 }
 

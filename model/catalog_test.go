@@ -64,8 +64,8 @@ func TestLookupCopies(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	want := []string{"deepseek-r1", "deepseek-v3", "gpt-oss-120b", "kimi-k2.5", "llama-3.1-70b", "llama-3.1-8b",
-		"minimax-m2.5", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b"}
+	want := []string{"deepseek-r1", "deepseek-v3", "glm-5", "gpt-oss-120b", "kimi-k2.5", "llama-3.1-70b", "llama-3.1-8b",
+		"minimax-m2.5", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3.5-397b-a17b"}
 	if got := model.Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %q, want %q", got, want)
 	}
@@ -82,7 +82,9 @@ func TestCatalogValid(t *testing.T) {
 			t.Errorf("HFIDs(%q) is empty", name)
 		}
 		for _, id := range ids {
-			if got := mustLookup(t, id); *got != *m {
+			got := mustLookup(t, id)
+			got.Quantization = m.Quantization // a quantized checkpoint's id: TestLookupCheckpointFormat
+			if *got != *m {
 				t.Errorf("Lookup(%q) = %+v, want %+v", id, got, m)
 			}
 		}
@@ -90,7 +92,6 @@ func TestCatalogValid(t *testing.T) {
 }
 
 // TestSiliconModels checks which models of AIConfigurator's measured H200 points the catalog covers.
-// The rest use attention or layers the Model does not describe (GLM-5, Qwen3.5).
 func TestSiliconModels(t *testing.T) {
 	const path = "../../shared/data/aiconfigurator/silicon_h200_dev.csv"
 	f, err := os.Open(path)
@@ -120,10 +121,10 @@ func TestSiliconModels(t *testing.T) {
 	}
 	slices.Sort(covered)
 	slices.Sort(missing)
-	wantCovered := []string{"MiniMaxAI/MiniMax-M2.5", "Qwen/Qwen3-235B-A22B-FP8", "deepseek-ai/DeepSeek-R1",
+	wantCovered := []string{"MiniMaxAI/MiniMax-M2.5", "Qwen/Qwen3-235B-A22B-FP8", "Qwen/Qwen3.5-397B-A17B", "deepseek-ai/DeepSeek-R1",
 		"deepseek-ai/DeepSeek-V3", "meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-8B-Instruct",
-		"moonshotai/Kimi-K2.5", "nvidia/Llama-3.1-8B-Instruct-FP8", "openai/gpt-oss-120b"}
-	wantMissing := []string{"Qwen/Qwen3.5-397B-A17B", "zhipuai/GLM-5"}
+		"moonshotai/Kimi-K2.5", "nvidia/Llama-3.1-8B-Instruct-FP8", "openai/gpt-oss-120b", "zhipuai/GLM-5"}
+	var wantMissing []string
 	if !slices.Equal(covered, wantCovered) || !slices.Equal(missing, wantMissing) {
 		t.Errorf("catalog covers %q and misses %q, want %q and %q", covered, missing, wantCovered, wantMissing)
 	}
@@ -156,5 +157,32 @@ func TestCatalogContextAndBOS(t *testing.T) {
 		if m.MaxPositions != tc.positions || m.BOS != tc.bos || m.AddsBOS != tc.adds {
 			t.Errorf("%s: MaxPositions %d, BOS %d (%v); want %d, %d (%v)", tc.name, m.MaxPositions, m.BOS, m.AddsBOS, tc.positions, tc.bos, tc.adds)
 		}
+	}
+}
+
+// TestLookupCheckpointFormat checks that an id naming a quantized checkpoint of a catalog model
+// gives that model in the checkpoint's format, and its other ids the model's own.
+func TestLookupCheckpointFormat(t *testing.T) {
+	tests := []struct{ id, want string }{
+		{"nvidia/Llama-3.1-8B-Instruct-FP8", "fp8"},
+		{"NVIDIA/llama-3.1-8b-instruct-fp8", "fp8"},
+		{"meta-llama/Llama-3.1-8B-Instruct", ""},
+		{"llama-3.1-8b", ""},
+		{"Qwen/Qwen3-32B-FP8", "fp8_block"},
+		{"Qwen/Qwen3-32B", ""},
+		{"Qwen/Qwen3-30B-A3B-FP8", "fp8_block"},
+		{"Qwen/Qwen3-235B-A22B-FP8", "fp8_block"},
+		{"Qwen/Qwen3-235B-A22B", ""},
+		{"zai-org/GLM-5-FP8", "fp8_block"},
+		{"zhipuai/GLM-5", ""},
+		{"deepseek-ai/DeepSeek-R1", "fp8_block"}, // published only in fp8: the model's own format
+	}
+	for _, tt := range tests {
+		if got := mustLookup(t, tt.id).Quantization; got != tt.want {
+			t.Errorf("Lookup(%q).Quantization = %q, want %q", tt.id, got, tt.want)
+		}
+	}
+	if got := mustLookup(t, "llama-3.1-8b").Quantization; got != "" {
+		t.Errorf("after looking up the FP8 id, llama-3.1-8b has Quantization %q, want none", got)
 	}
 }

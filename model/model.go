@@ -62,6 +62,24 @@ type Model struct {
 	SlidingWindow int
 	SlidingLayers int
 
+	// Hybrid linear attention (Qwen3.5): LinearLayers of the Layers are Gated DeltaNet layers
+	// (layer_types "linear_attention"), which keep a fixed recurrent state per request instead of a KV
+	// cache; the rest are full attention. Such a layer projects the hidden state to q and k
+	// (LinearKeyHeads × LinearKeyHeadDim each), v and the output gate z (LinearValueHeads ×
+	// LinearValueHeadDim each) and the per-value-head decay and beta gates, runs a causal depthwise
+	// convolution of LinearConvKernel taps over q, k and v and the gated delta rule, and projects the
+	// values back. Zero when every layer is full attention.
+	LinearLayers       int // count of "linear_attention" in layer_types
+	LinearKeyHeads     int // linear_num_key_heads
+	LinearValueHeads   int // linear_num_value_heads
+	LinearKeyHeadDim   int // linear_key_head_dim
+	LinearValueHeadDim int // linear_value_head_dim
+	LinearConvKernel   int // linear_conv_kernel_dim
+
+	// AttnOutputGate: the full-attention layers' q projection also yields a sigmoid gate per head
+	// and channel on the attention output (attn_output_gate: q_proj has 2 × Heads × HeadDim outputs).
+	AttnOutputGate bool
+
 	// Multi-head latent attention (DeepSeek-V2/V3). KVLoRARank > 0 marks an MLA model: its KV cache holds
 	// one compressed latent (KVLoRARank) plus one shared rotary key (QKRopeHeadDim) per token per layer.
 	QLoRARank     int // rank of the query down-projection; 0 when queries are projected directly
@@ -76,6 +94,10 @@ func (m *Model) MoE() bool { return m.Experts > 0 }
 
 // MLA reports whether m uses multi-head latent attention.
 func (m *Model) MLA() bool { return m.KVLoRARank > 0 }
+
+// FullAttentionLayers is the number of layers with a KV cache over the whole context: all but the
+// sliding-window and linear-attention ones.
+func (m *Model) FullAttentionLayers() int { return m.Layers - m.SlidingLayers - m.LinearLayers }
 
 // MoELayers is the number of layers with experts: all but the leading dense ones.
 func (m *Model) MoELayers() int {
@@ -145,6 +167,23 @@ func (m *Model) Validate() error {
 	}
 	if m.QKNorm && m.QKNormAllHeads {
 		errs = append(errs, errors.New("QK norm both per head and over all heads"))
+	}
+	nonNegative("layer_types (linear_attention layers)", m.LinearLayers)
+	if m.LinearLayers > 0 {
+		positive("linear_num_key_heads", m.LinearKeyHeads)
+		positive("linear_num_value_heads", m.LinearValueHeads)
+		positive("linear_key_head_dim", m.LinearKeyHeadDim)
+		positive("linear_value_head_dim", m.LinearValueHeadDim)
+		positive("linear_conv_kernel_dim", m.LinearConvKernel)
+		if m.LinearKeyHeads > 0 && m.LinearValueHeads%m.LinearKeyHeads != 0 {
+			errs = append(errs, fmt.Errorf("linear_num_value_heads = %d is not a multiple of linear_num_key_heads = %d", m.LinearValueHeads, m.LinearKeyHeads))
+		}
+		if m.MLA() || m.SlidingLayers > 0 {
+			errs = append(errs, errors.New("linear attention layers beside MLA or sliding-window layers"))
+		}
+	}
+	if m.LinearLayers >= m.Layers {
+		errs = append(errs, fmt.Errorf("%d of %d layers are linear attention, want at least one full-attention layer", m.LinearLayers, m.Layers))
 	}
 	// At least one full-attention layer: KV capacity is sized by those (see KVBytesPerToken).
 	if (m.SlidingWindow > 0) != (m.SlidingLayers > 0) || m.SlidingLayers >= m.Layers {

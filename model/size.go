@@ -29,12 +29,14 @@ func (m *Model) ActiveParams() int64 {
 //
 // Sliding-window layers are not counted: their cache holds at most SlidingWindow tokens per request,
 // whatever the context, and vLLM sizes its block pool by the full-attention layers (its hybrid allocator
-// gives each block to one layer group). For models without sliding windows this is every layer.
+// gives each block to one layer group). Nor are linear-attention layers, whose recurrent state has one
+// size whatever the context (SGLang and vLLM keep it in a pool of their own). For other models this is
+// every layer.
 //
 // It panics if kvDtypeBytes or tp is not positive.
 func (m *Model) KVBytesPerToken(kvDtypeBytes, tp int) int {
 	mustPositive("KVBytesPerToken", kvDtypeBytes, tp)
-	layers := m.Layers - m.SlidingLayers
+	layers := m.FullAttentionLayers()
 	if m.MLA() {
 		return layers * (m.KVLoRARank + m.QKRopeHeadDim) * kvDtypeBytes
 	}
@@ -111,6 +113,20 @@ func (m *Model) weights(tp int) weightCount {
 	// Per layer: the norms before attention and before the MLP.
 	replicated.other += l * 2 * h
 
+	// Linear attention (Gated DeltaNet): in_proj_qkvz and in_proj_ba, the depthwise convolution over q,
+	// k and v, A_log and dt_bias per value head, the gated RMSNorm over a value head, out_proj.
+	if ll := int64(m.LinearLayers); ll > 0 {
+		qk := int64(m.LinearKeyHeads * m.LinearKeyHeadDim)
+		v := int64(m.LinearValueHeads * m.LinearValueHeadDim)
+		nv := int64(m.LinearValueHeads)
+		sharded.linear += ll * h * (2*qk + 2*v + 2*nv) // in_proj_qkvz, in_proj_ba
+		sharded.linear += ll * v * h                   // out_proj
+		sharded.other += ll * (2*qk + v) * int64(m.LinearConvKernel)
+		sharded.other += ll * 2 * nv
+		replicated.other += ll * int64(m.LinearValueHeadDim)
+		l -= ll // the attention below is the full-attention layers'
+	}
+
 	// Attention.
 	if m.MLA() {
 		qr, kvr := int64(m.QLoRARank), int64(m.KVLoRARank)
@@ -130,8 +146,9 @@ func (m *Model) weights(tp int) weightCount {
 	} else {
 		// K and V heads replicated below one per GPU count once on every GPU.
 		kv := int64(m.kvHeadsPerGPU(tp)) * int64(tp) * hd
-		sharded.linear += l * 2 * h * nh * hd // q_proj, o_proj
-		sharded.linear += l * 2 * h * kv      // k_proj, v_proj
+		sharded.linear += l * 2 * h * nh * hd                     // q_proj, o_proj
+		sharded.linear += l * one(m.AttnOutputGate) * h * nh * hd // q_proj's gate half
+		sharded.linear += l * 2 * h * kv                          // k_proj, v_proj
 		sharded.other += l * one(m.QKVBias) * (nh*hd + 2*kv)
 		replicated.other += l * one(m.OBias) * h
 		replicated.other += l * one(m.QKNorm) * 2 * hd
@@ -140,7 +157,7 @@ func (m *Model) weights(tp int) weightCount {
 	}
 
 	// Dense MLPs: gate, up and down projections.
-	dense := l - int64(m.MoELayers())
+	dense := int64(m.Layers - m.MoELayers())
 	in := int64(m.Intermediate)
 	sharded.linear += dense * 3 * h * in
 	sharded.other += dense * one(m.MLPBias) * 2 * in

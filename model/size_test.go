@@ -43,6 +43,7 @@ func TestKVBytesPerToken(t *testing.T) {
 		{"minimax-m2.5", 2, 4, 63488, "62 × 2 × 2 × 128 × 2"},
 		{"minimax-m2.5", 2, 8, 31744, "62 × 2 × 1 × 128 × 2"},
 		{"minimax-m2.5", 1, 8, 15872, "fp8 KV cache: 62 × 2 × 1 × 128 × 1"},
+		{"qwen3.5-397b-a17b", 2, 8, 15360, "15 full-attention layers (45 linear): 15 × 2 × 1 × 256 × 2"},
 	}
 	for _, tt := range tests {
 		m := mustLookup(t, tt.model)
@@ -94,6 +95,13 @@ func TestParams(t *testing.T) {
 		// 3072·(6144 + 2·1024) + 6144·3072 attention, 7168 q/k norm, 256 × 3·3072·1536 experts,
 		// 256 × 3072 router and 256 router biases, 2 × 3072 norms.
 		{"minimax-m2.5", 228689764864, 11030553088, 230e9, 10e9 + 200064*3072, 0.05},
+		// Qwen3.5-397B-A17B, text model: 396.35B of the published 397B (the rest is the vision tower
+		// and the MTP layer), 17.35B active. 45 Gated DeltaNet layers (4096 × (2·2048 + 2·8192 + 128)
+		// in, 8192 × 4096 out), 15 gated GQA layers (4096 × 2·8192 q and gate, 2 × 4096 × 512 k and v,
+		// 8192 × 4096 o), 60 × 513 experts of 3·4096·1024.
+		{"qwen3.5-397b-a17b", 396346104576, 17348795136, 397e9, 17e9, 0.03},
+		// GLM-5: published 744B total (its MTP layer included), 40B active.
+		{"glm-5", 743180209920, 41053720320, 744e9, 40e9, 0.03},
 	}
 	for _, tt := range tests {
 		m := mustLookup(t, tt.model)

@@ -203,3 +203,30 @@ func TestPredictDisaggRow(t *testing.T) {
 		t.Errorf("err %q, tables %q, TTFT %g, TPOT %g; want a replay over the 0.5.9 tables", res.err, res.tables, res.ttft, res.tpot)
 	}
 }
+
+// TestTablesForNewModels: the Qwen3.5 rows (SGLang 0.5.9, TP 8 EP 8) replay over 0.5.14, the oldest
+// newer version whose own tables price the model (0.5.9 has no sharded-head Gated DeltaNet rows nor
+// head_dim 256 attention, 0.5.10 no gdn table); the rows that record tp_size 64 are refused by
+// name; GLM-5's rows record the image tag glm5-hopper, which holds no version number and so reads
+// as older than every table (aic.NearestVersion): the oldest version whose tables price it, 0.5.9.
+func TestTablesForNewModels(t *testing.T) {
+	const db = "../../../shared/data/aiconfigurator"
+	if _, err := os.Stat(db); err != nil {
+		t.Skip("shared AIConfigurator data not present")
+	}
+	cfg := config.Default()
+	cfg.Backend, cfg.System, cfg.Timing, cfg.PerfDB = "sglang", "h200_sxm", "default", db
+	cfg.Model, cfg.TP, cfg.EP = "Qwen/Qwen3.5-397B-A17B", 8, 8
+	cfg.Quantization, cfg.MoEQuantization = "fp8", "fp8_block"
+	if v, err := tablesFor(cfg, db, "0.5.9"); err != nil || v != "0.5.14" {
+		t.Errorf("Qwen3.5 TP 8 EP 8 at 0.5.9: tables %q, %v; want 0.5.14", v, err)
+	}
+	cfg.TP = 64
+	if _, err := tablesFor(cfg, db, "0.5.9"); err == nil {
+		t.Error("Qwen3.5 at tp_size 64: no error")
+	}
+	cfg.Model, cfg.TP, cfg.EP = "zhipuai/GLM-5", 8, 1
+	if v, err := tablesFor(cfg, db, "glm5-hopper"); err != nil || v != "0.5.9" {
+		t.Errorf("GLM-5 at glm5-hopper: tables %q, %v; want 0.5.9", v, err)
+	}
+}

@@ -64,6 +64,16 @@
 // projections and the attention (loadMLAModule), a chunk over a cached prefix scaled by its share of
 // the causal token pairs as AIConfigurator does (moduleChunk).
 //
+// # Linear attention
+//
+// Gated DeltaNet layers (Qwen3.5's linear_attention layers, model.Model.LinearLayers) are priced as
+// AIConfigurator's Qwen35Model composes them (sdk/models/qwen35.py): the fused input projection and
+// the output projection as GEMMs, and the gdn_perf kernels at the heads one GPU holds — a prompt
+// chunk's causal convolution and chunked delta rule by (chunks, length), a decode step's
+// convolution update and recurrence by batch (loadGDN, Model.Cost's linearContext and
+// linearGeneration). The recurrence carries a cached prefix in its state, so only new tokens cost.
+// GLM-5's DeepSeek sparse attention has no path of its own: it is priced as dense MLA.
+//
 // # Not covered
 //
 // Expert parallelism is modelled for attention data parallelism 1 only (Options.EP): the experts'

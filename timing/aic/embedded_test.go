@@ -93,6 +93,11 @@ func coveredConfigs(t *testing.T) []coveredConfig {
 // split over, on vLLM and SGLang, is priced by the op-level model (the list the generator wrote;
 // the list itself is checked against the catalog here and against the database in
 // TestEmbeddedMatchesDatabase).
+// uncovered are the catalog models and backends AIConfigurator's H200 tables cannot price: vLLM's MLA
+// tables are whole-module measurements of DeepSeek-V3's attention geometry, which GLM-5's (q_lora
+// 2,048, nope 192, v 256, hidden 6,144) is not (loadMLAModule).
+var uncovered = map[string]bool{"glm-5/vllm": true}
+
 func TestEmbeddedCoversCatalog(t *testing.T) {
 	cfgs := coveredConfigs(t)
 	byModel := map[string]int{}
@@ -114,6 +119,12 @@ func TestEmbeddedCoversCatalog(t *testing.T) {
 	}
 	for _, name := range model.Names() {
 		for _, b := range []string{"vllm", "sglang"} {
+			if uncovered[name+"/"+b] {
+				if byModel[name+"/"+b] > 0 {
+					t.Errorf("catalog model %s on %s: covered, but listed as a model the tables cannot price", name, b)
+				}
+				continue
+			}
 			if byModel[name+"/"+b] == 0 {
 				t.Errorf("catalog model %s on %s: not covered by the embedded tables", name, b)
 			}

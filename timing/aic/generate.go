@@ -218,10 +218,11 @@ func linearQuant(m *model.Model) (linear, moe string) {
 
 // readColumns are the columns the loaders read (tables.go); no other column is kept.
 var readColumns = []string{
-	"allreduce_dtype", "attn_dtype", "batch_size", "bmm_dtype", "distribution", "gemm_dtype", "gemm_type", "head_dim",
-	"hidden_size", "inter_size", "isl", "k", "kernel_source", "kv_cache_dtype", "latency", "m", "message_size", "mla_dtype",
-	"moe_dtype", "moe_ep_size", "moe_tp_size", "n", "nccl_dtype", "num_experts", "num_gpus", "num_heads",
-	"num_key_value_heads", "num_tokens", "op_name", "step", "topk", "tp_size", "window_size",
+	"allreduce_dtype", "attn_dtype", "batch_size", "bmm_dtype", "d_conv", "d_model", "distribution", "gemm_dtype",
+	"gemm_type", "head_dim", "head_k_dim", "head_v_dim", "hidden_size", "inter_size", "isl", "k", "kernel_source",
+	"kv_cache_dtype", "latency", "m", "message_size", "mla_dtype", "moe_dtype", "moe_ep_size", "moe_tp_size", "n",
+	"nccl_dtype", "num_experts", "num_gpus", "num_heads", "num_k_heads", "num_key_value_heads", "num_tokens",
+	"num_v_heads", "op_name", "phase", "seq_len", "step", "topk", "tp_size", "window_size",
 }
 
 // write merges the source files of one table (in priority order) into a compact table of the rows

@@ -62,6 +62,8 @@ type Model struct {
 	lmHead table1
 	// attn holds the attention ops by kind of layer (full attention, sliding window).
 	attn []attnLayers
+	// gdn: the Gated DeltaNet kernels of the linear-attention layers (nil without them).
+	gdn *gdnOps
 	// Multi-head latent attention only (empty otherwise): preTok is the work that only prefill
 	// tokens do (kv_b_proj, decompressing the chunk's keys and values), by prefill tokens in the
 	// pass; decTok the work only decode tokens do (the absorbed-decode BMMs), by decode requests.
@@ -164,6 +166,9 @@ func resolve(o Options) (*config, error) {
 		return nil, fmt.Errorf("aic: MLP sizes %d/%d do not split over tensor parallelism %d", m.Intermediate, m.MoEIntermediate, c.tp)
 	}
 	c.heads, c.kvHeads, c.headDm = m.Heads/c.tp, max(1, m.KVHeads/c.tp), m.HeadDim
+	if m.LinearLayers > 0 && (m.LinearKeyHeads%c.tp != 0 || m.LinearValueHeads%c.tp != 0) {
+		return nil, fmt.Errorf("aic: %d/%d linear-attention key/value heads do not split over tensor parallelism %d", m.LinearKeyHeads, m.LinearValueHeads, c.tp)
+	}
 	if err := checkEP(m, c.Backend, c.tp, c.ep); err != nil {
 		return nil, err
 	}
@@ -340,7 +345,7 @@ func newModel(o Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	kinds := []struct{ layers, window int }{{c.m.Layers - c.m.SlidingLayers, 0}}
+	kinds := []struct{ layers, window int }{{c.m.FullAttentionLayers(), 0}}
 	if c.m.SlidingLayers > 0 {
 		kinds = append(kinds, struct{ layers, window int }{c.m.SlidingLayers, c.m.SlidingWindow})
 	}
@@ -357,6 +362,13 @@ func newModel(o Options) (*Model, error) {
 			rect = mdl.attn[0].ctx // kinds[0] is full attention
 		}
 		mdl.attn = append(mdl.attn, attnLayers{layers: float64(k.layers), window: float64(k.window), ctx: ctx, gen: gen, rect: rect})
+	}
+	if m := c.m; m.LinearLayers > 0 {
+		k := gdnKey{m.Hidden, m.LinearKeyHeads / c.tp, m.LinearKeyHeadDim, m.LinearValueHeads / c.tp, m.LinearValueHeadDim, m.LinearConvKernel}
+		if mdl.gdn, err = loadGDN(src[needed[len(needed)-1]], k); err != nil {
+			return nil, err
+		}
+		mdl.gdn.layers = float64(m.LinearLayers)
 	}
 
 	return mdl.finish(d, c, version, rf, gemms, moeSrc, nil)
@@ -377,6 +389,9 @@ func (c *config) neededTables() []tableRef {
 	}
 	if c.m.MLA() && !c.mlaModule {
 		needed = append(needed, mlaBmmTable)
+	}
+	if c.m.LinearLayers > 0 {
+		needed = append(needed, gdnTable) // last: newModel reads it there
 	}
 	for i := range needed {
 		needed[i].backend = c.Backend
@@ -691,8 +706,22 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 		size := max(4*T, ar.x[0])
 		return ar.at(size, rf.allReduceSOL(size, c.tp))
 	}
-	// The attention projections every token goes through.
+	// The attention projections every token goes through: per full-attention layer q (with its
+	// output gate, AttnOutputGate), k, v and o; per linear-attention layer (Gated DeltaNet,
+	// AIConfigurator's qwen35.py) the fused input projection to q, k, v, the output gate z and the
+	// decay and beta gates, and the output projection.
+	if m.AttnOutputGate {
+		qkvN += float64(c.heads * c.headDm)
+	}
 	proj := func(T float64) float64 { return lin.latency(T, qkvN, h) + lin.latency(T, h, oK) }
+	if m.LinearLayers > 0 {
+		full, linear := float64(m.FullAttentionLayers())/all, float64(m.LinearLayers)/all
+		qk, v, nv := float64(m.LinearKeyHeads*m.LinearKeyHeadDim)/tp, float64(m.LinearValueHeads*m.LinearValueHeadDim)/tp, float64(m.LinearValueHeads)/tp
+		gqa := proj
+		proj = func(T float64) float64 {
+			return full*gqa(T) + linear*(lin.latency(T, 2*qk+2*v+2*nv, h)+lin.latency(T, h, v))
+		}
+	}
 	switch {
 	case c.mlaModule:
 		// vLLM's MLA module tables include every projection (loadMLAModule).
@@ -821,7 +850,8 @@ func tabulate(xs []float64, f func(float64) float64) table1 {
 //
 //	perToken(T) + Σ_prefill context attention + generation attention + lmHead(#sampling)
 //
-// split by phase: the prefill requests' share (by tokens) of perToken plus their context
+// (plus, with linear-attention layers, their Gated DeltaNet kernels: linearContext with the prompt
+// chunks, linearGeneration with the decodes), split by phase: the prefill requests' share (by tokens) of perToken plus their context
 // attention is Prefill (a pass without prefill tokens of a DeepSeek-family model uses perTokenDec,
 // its shared expert overlapped with the routed experts: deepSeekFamily); the rest of perToken, the decode requests' generation attention and the LM
 // head (every sampled token, the first one of a finishing prompt included) is Decode.
@@ -850,8 +880,8 @@ func (mdl *Model) Cost(b *timing.Batch) timing.Cost {
 		share := lin * float64(p.prefillTokens) / float64(p.tokens)
 		pre, dec = share, lin-share
 	}
-	pre += mdl.contextAttention(b, p) + mdl.prefillOnly(p)
-	dec += mdl.decodeOnly(p) + mdl.generationAttention(p) + mdl.sampling(p)
+	pre += mdl.contextAttention(b, p) + mdl.prefillOnly(p) + mdl.linearContext(b, p)
+	dec += mdl.decodeOnly(p) + mdl.generationAttention(p) + mdl.linearGeneration(p) + mdl.sampling(p)
 	return timing.Cost{Prefill: msDuration(pre), Decode: msDuration(dec)}
 }
 
@@ -891,6 +921,8 @@ func (mdl *Model) Parts(b *timing.Batch) []timing.Part {
 	add("mla_kv_b_proj", mdl.prefillOnly(p))
 	add("mla_decode_bmm", mdl.decodeOnly(p))
 	add("generation_attention", mdl.generationAttention(p))
+	add("gdn_context", mdl.linearContext(b, p))
+	add("gdn_generation", mdl.linearGeneration(p))
 	add("lm_head", mdl.sampling(p))
 	return parts
 }
@@ -989,6 +1021,33 @@ func (mdl *Model) generationAttention(p passShape) float64 {
 		v += a.layers * a.gen.at(batch, step)
 	}
 	return v
+}
+
+// linearContext prices the prompt chunks' Gated DeltaNet kernels, each at batch size = the number
+// of chunks and charged its share, as contextAttention does. The recurrence carries a cached
+// prefix in its state, so a chunk costs its new tokens only.
+func (mdl *Model) linearContext(b *timing.Batch, p passShape) float64 {
+	if mdl.gdn == nil || p.prefills == 0 {
+		return 0
+	}
+	var v float64
+	batch := float64(p.prefills)
+	for i := range b.Seqs {
+		if s := &b.Seqs[i]; s.Prefill && s.New > 0 {
+			v += mdl.gdn.layers * mdl.gdn.ctx.at(batch, float64(s.New)) / batch
+		}
+	}
+	return v
+}
+
+// linearGeneration prices the decodes' Gated DeltaNet steps together, at batch = their number; a
+// step's cost does not depend on the context.
+func (mdl *Model) linearGeneration(p passShape) float64 {
+	if mdl.gdn == nil || p.decodes == 0 {
+		return 0
+	}
+	b := float64(p.decodes)
+	return mdl.gdn.layers * mdl.gdn.gen.at(b, b)
 }
 
 // sampling is the LM head over the requests that sample a token.

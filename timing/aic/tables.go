@@ -23,6 +23,7 @@ var (
 	mlaCtxOpTable = tableRef{op: "mla", table: "context_mla_perf"}
 	mlaGenOpTable = tableRef{op: "mla", table: "generation_mla_perf"}
 	mlaBmmTable   = tableRef{op: "mla_bmm", table: "mla_bmm_perf"}
+	gdnTable      = tableRef{op: "linear_attention", table: "gdn_perf"}
 	defaultMoEDst = "power_law_1.2" // AIConfigurator's default workload distribution for MoE models
 	// deepSeekMoEDst is the DeepSeek family's (DeepSeekModel._power_law_alpha = 1.01).
 	deepSeekMoEDst = "power_law_1.01"
@@ -541,6 +542,140 @@ func loadMLABmm(paths []string, op, dtype string, heads int, sol func(float64) f
 	}
 	x, y := sortedPoints(pts)
 	return newCurve(x, y, sol, 1, false), nil
+}
+
+// ---- linear attention (Gated DeltaNet) ----------------------------------------------------------
+
+// gdnKey selects one Gated DeltaNet layer shape of the gdn table: the heads one GPU holds.
+type gdnKey struct {
+	hidden, kHeads, kDim, vHeads, vDim, conv int
+}
+
+func (k gdnKey) String() string {
+	return fmt.Sprintf("d_model=%d num_k_heads=%d head_k_dim=%d num_v_heads=%d head_v_dim=%d d_conv=%d",
+		k.hidden, k.kHeads, k.kDim, k.vHeads, k.vDim, k.conv)
+}
+
+// gdnOps are the kernels of one Gated DeltaNet layer as AIConfigurator prices them
+// (ai-dynamo/aiconfigurator sdk/models/qwen35.py, ops.GDNKernel): a prompt chunk runs the causal
+// convolution (causal_conv1d_fn) and the chunked delta rule (chunk_gated_delta_rule), by (batch,
+// sequence length); a decode step the convolution's state update (causal_conv1d_update) and the
+// recurrent delta rule (fused_recurrent_gated_delta_rule*), by batch.
+type gdnOps struct {
+	layers float64
+	ctx    gdnGrid // the two context kernels, summed
+	gen    curve   // the two generation kernels, summed, by batch
+}
+
+// gdnGrid is a latency over (batch, sequence length): one curve over the length per measured
+// batch, blended linearly in batch. The kernels' work grows with the tokens they carry, so the
+// length (and, beyond the largest batch, the batch) scales a curve linearly outside its range.
+type gdnGrid struct {
+	batches []float64
+	rows    []curve
+}
+
+func (g *gdnGrid) at(b, s float64) float64 {
+	n := len(g.batches)
+	switch {
+	case b >= g.batches[n-1]:
+		return g.rows[n-1].at(s, s) * b / g.batches[n-1]
+	case b <= g.batches[0]:
+		return g.rows[0].at(s, s)
+	}
+	i, t := seg(g.batches, b)
+	return lerp(g.rows[i].at(s, s), g.rows[i+1].at(s, s), t)
+}
+
+// loadGDN reads the Gated DeltaNet kernels of shape k. The table is keyed by the heads one GPU
+// holds (AIConfigurator's collector shards them by the attention TP); a layer shape or kernel the
+// table lacks is an error naming what it has.
+func loadGDN(paths []string, k gdnKey) (*gdnOps, error) {
+	ctx := map[string]map[[2]float64]float64{} // kernel → (batch, seq) → ms
+	gen := map[string]map[float64]float64{}    // kernel → batch → ms
+	have := map[string]bool{}
+	err := scan(paths, func(t *table) (func(int), error) {
+		src, e1 := t.s("kernel_source")
+		phase, e2 := t.s("phase")
+		cols, e3 := columns(t, "d_model", "num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim", "d_conv", "batch_size", "seq_len", "latency")
+		if err := firstErr(e1, e2, e3); err != nil {
+			return nil, err
+		}
+		return func(i int) {
+			got := gdnKey{int(cols[0][i]), int(cols[1][i]), int(cols[2][i]), int(cols[3][i]), int(cols[4][i]), int(cols[5][i])}
+			have[got.String()] = true
+			if got != k || !(cols[8][i] > 0) {
+				return
+			}
+			b, s, lat := cols[6][i], cols[7][i], cols[8][i]
+			switch phase[i] {
+			case "context":
+				if ctx[src[i]] == nil {
+					ctx[src[i]] = map[[2]float64]float64{}
+				}
+				firstWins(ctx[src[i]], [2]float64{b, s}, lat)
+			case "generation":
+				if gen[src[i]] == nil {
+					gen[src[i]] = map[float64]float64{}
+				}
+				firstWins(gen[src[i]], b, lat)
+			}
+		}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The chunked scan is chunk_gated_delta_rule (SGLang's FLA Triton kernel) or
+	// chunk_gated_delta_rule_flashinfer (vLLM 0.24.0's FlashInfer kernel): the one the engine runs.
+	ctxKernels := []string{"causal_conv1d_fn", ""}
+	for src := range ctx {
+		if strings.HasPrefix(src, "chunk_gated_delta_rule") && (ctxKernels[1] == "" || src < ctxKernels[1]) {
+			ctxKernels[1] = src
+		}
+	}
+	var genKernels []string
+	for src := range gen {
+		if src == "causal_conv1d_update" || strings.HasPrefix(src, "fused_recurrent_gated_delta_rule") {
+			genKernels = append(genKernels, src)
+		}
+	}
+	slices.Sort(genKernels)
+	missing := !slices.Contains(genKernels, "causal_conv1d_update") || len(genKernels) != 2
+	for _, src := range ctxKernels {
+		missing = missing || len(ctx[src]) == 0
+	}
+	if missing {
+		return nil, fmt.Errorf("aic: %s: no Gated DeltaNet rows of every kernel (causal_conv1d_fn, chunk_gated_delta_rule, causal_conv1d_update, fused_recurrent_gated_delta_rule) for %s (have %s)",
+			sourceList(paths), k, keys(have))
+	}
+	ops := &gdnOps{}
+	// Context: the sum of the two kernels wherever both measured (batch, seq).
+	bySeq := map[float64]map[float64]float64{}
+	for bs, lat := range ctx[ctxKernels[0]] {
+		if other, ok := ctx[ctxKernels[1]][bs]; ok {
+			if bySeq[bs[0]] == nil {
+				bySeq[bs[0]] = map[float64]float64{}
+			}
+			bySeq[bs[0]][bs[1]] = lat + other
+		}
+	}
+	for _, b := range slices.Sorted(maps.Keys(bySeq)) {
+		x, y := sortedPoints(bySeq[b])
+		ops.ctx.batches = append(ops.ctx.batches, b)
+		ops.ctx.rows = append(ops.ctx.rows, newCurve(x, y, func(s float64) float64 { return s }, 1, false))
+	}
+	sum := map[float64]float64{}
+	for b, lat := range gen[genKernels[0]] {
+		if other, ok := gen[genKernels[1]][b]; ok {
+			sum[b] = lat + other
+		}
+	}
+	if len(ops.ctx.batches) == 0 || len(sum) == 0 {
+		return nil, fmt.Errorf("aic: %s: the Gated DeltaNet kernels of %s share no measured point", sourceList(paths), k)
+	}
+	x, y := sortedPoints(sum)
+	ops.gen = newCurve(x, y, func(b float64) float64 { return b }, 1, false)
+	return ops, nil
 }
 
 // ---- MoE -----------------------------------------------------------------------------------------
