@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/mocker-sim/mocker/recommend"
 	"github.com/mocker-sim/mocker/recommend/sweep"
 	"github.com/mocker-sim/mocker/report"
+	"github.com/mocker-sim/mocker/report/html"
 )
 
 // recommendFlags are recommend's own settings: the targets, the objective and the search space.
@@ -186,9 +188,9 @@ func (rf *recommendFlags) targets() ([]recommend.Target, error) {
 }
 
 func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf *recommendFlags, stdout, stderr io.Writer) error {
-	for _, f := range []string{"requests-jsonl", "scaling-jsonl"} {
+	for _, f := range []string{"requests-jsonl", "scaling-jsonl", "perfetto", "perfetto-window"} {
 		if fs.Changed(f) {
-			return fmt.Errorf("--%s: a file of one run's requests; run predict on the deployment recommend picks", f)
+			return fmt.Errorf("--%s: a file of one run; run predict on the deployment recommend picks", f)
 		}
 	}
 	targets, err := rf.targets()
@@ -209,7 +211,7 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 		}
 		o.Objective = recommend.MaxRate
 	}
-	if err := checkOutputs([]output{{flag: "report-json", path: cfg.ReportJSON}}, cfg); err != nil {
+	if err := checkOutputs([]output{{flag: "report-json", path: cfg.ReportJSON}, {flag: "html", path: cfg.HTML}}, cfg); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -255,9 +257,36 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 	}
 	fmt.Fprintf(stderr, "searched in %.1f s of wall time, peak RSS %s\n", time.Since(start).Seconds(), peakRSS())
 	if cfg.ReportJSON != "" {
-		return report.WriteFile(cfg.ReportJSON, rep.WriteJSON)
+		if err := report.WriteFile(cfg.ReportJSON, rep.WriteJSON); err != nil {
+			return err
+		}
+	}
+	if cfg.HTML != "" {
+		f := frontier(rep, targets)
+		return report.WriteFile(cfg.HTML, func(w io.Writer) error { return html.WriteFrontier(w, f) })
 	}
 	return nil
+}
+
+// frontier is the page --html draws of a search: every completed run, in the report's ranking, by its
+// output tokens/s per GPU and per user, with the region the tightest ITL target allows shaded (a gap of
+// at most T ms is at least 1000/T tokens/s per user).
+func frontier(rep *recommend.Report, targets []recommend.Target) *html.Frontier {
+	f := &html.Frontier{Title: "mocker recommend", Subtitle: "targets " + strings.Join(rep.Targets, ", ") + "; objective " + rep.Objective}
+	for _, t := range targets {
+		if t.Metric == report.ITL {
+			f.MinTokensPerUser = max(f.MinTokensPerUser, 1000/t.Ms)
+		}
+	}
+	for i := range rep.Candidates {
+		c := &rep.Candidates[i]
+		if c.Figures == nil {
+			continue // the run did not complete: nothing to place
+		}
+		f.Candidates = append(f.Candidates, html.Candidate{Name: c.Deployment(), GPUs: c.GPUs, TokensPerGPU: c.Figures.PerGPU,
+			TokensPerUser: c.Figures.PerUser, Pass: c.Pass, Pareto: c.Pareto, Note: c.Why})
+	}
+	return f
 }
 
 func newSweepWorkerCmd() *cobra.Command {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mocker-sim/mocker/recommend"
 )
 
 // small is a workload and timing quick to search: 100 requests on fixed timing.
@@ -73,7 +75,7 @@ func TestRecommendRefuses(t *testing.T) {
 		{[]string{"recommend"}, "no latency target: give --ttft-p90-ms, --itl-p90-ms, --e2e-p90-ms or --sla METRIC:pN:MS"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--tp", "2", "--tp-list", "1,2"}, "--tp-list and --tp: give the list (the space), or the one value"},
 		{[]string{"recommend", "--sla", "ttft:p90"}, `--sla "ttft:p90": want METRIC:pN:MS, as in ttft:p95:500`},
-		{[]string{"recommend", "--ttft-p90-ms", "500", "--requests-jsonl", "x"}, "--requests-jsonl: a file of one run's requests"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--requests-jsonl", "x"}, "--requests-jsonl: a file of one run; run predict"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--prefill-tp", "2"}, "--prefill-tp: recommend sizes the pools itself"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--ratios", "1:0", "--modes", "disagg"}, `--ratios: ratio "1:0": want PREFILL:DECODE workers`},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--report-json", "/nonexistent/r.json"}, "--report-json /nonexistent/r.json: directory /nonexistent"},
@@ -146,5 +148,48 @@ func TestRecommendAsPredict(t *testing.T) {
 	}
 	if compared == 0 {
 		t.Error("no run to compare")
+	}
+}
+
+// TestRecommendHTML: --html draws every completed run of the search (a run stopped early has no figures
+// to place), with the ITL target's region shaded; --perfetto, a file of one run, is refused.
+func TestRecommendHTML(t *testing.T) {
+	dir := t.TempDir()
+	page, js := filepath.Join(dir, "rec.html"), filepath.Join(dir, "rec.json")
+	if _, _, err := mocker(t, append(small, "--ttft-p90-ms", "60", "--itl-p90-ms", "25", "--tp-list", "1,2", "--max-workers", "4",
+		"--report-json", js, "--html", page)...); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep recommend.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(got)
+	if len(rep.Candidates) < 2 || !strings.Contains(doc, "SLA: ≥ 40.0 tokens/s per user") {
+		t.Fatalf("%d candidates; page without the ITL target's region:\n%.2000s", len(rep.Candidates), doc)
+	}
+	drawn := 0
+	for _, c := range rep.Candidates {
+		if named := strings.Contains(doc, c.Deployment()); named != (c.Figures != nil) {
+			t.Errorf("run %s (completed %v) named on the page: %v", c.Deployment(), c.Figures != nil, named)
+		}
+		if c.Figures != nil {
+			drawn++
+		}
+	}
+	if drawn < 2 {
+		t.Errorf("%d completed runs drawn: the test lost its teeth", drawn)
+	}
+	if _, _, err := mocker(t, append(small, "--ttft-p90-ms", "60", "--perfetto", filepath.Join(dir, "t.json"))...); err == nil ||
+		!strings.Contains(err.Error(), "--perfetto: a file of one run") {
+		t.Errorf("recommend --perfetto: %v, want it refused", err)
 	}
 }
