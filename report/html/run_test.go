@@ -9,7 +9,6 @@ import (
 	"github.com/mocker-sim/mocker/config"
 	"github.com/mocker-sim/mocker/report"
 	"github.com/mocker-sim/mocker/sim"
-	"github.com/mocker-sim/mocker/timeline"
 )
 
 // simulate runs a small workload that exercises every chart: two workers (or one prefill and one
@@ -39,13 +38,13 @@ func simulate(t testing.TB, disagg bool, set ...func(*config.Config)) *Run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &timeline.Recorder{}
-	o.Observer = rec
+	series := NewSeries(0)
+	o.Observer = series
 	res, err := sim.Run(src, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Run{Subtitle: "test run", Summary: res.Summary, Collector: res.Collector, Timeline: rec, End: res.End}
+	return &Run{Subtitle: "test run", Summary: res.Summary, Collector: res.Collector, Series: series, End: res.End}
 }
 
 func render(t testing.TB, r *Run) []byte {
