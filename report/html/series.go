@@ -7,13 +7,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/sim"
 )
 
 // minWidth is the narrowest bucket, 1 s / 2⁹: doubling it reaches 1 s, 2 s, 4 s... exactly.
 const minWidth = time.Second >> 9
 
-// Series builds the page's series over time as a run goes: a sim.Observer that buckets each pass as it
+// Series builds the page's series over time as a run goes: a sim.RunObserver that buckets each pass as it
 // arrives and keeps none, so its size is O(buckets × workers) however long the run. Its n buckets start
 // minWidth wide; whenever something happens at or past n·width, the width doubles and each pair of
 // buckets merges into one, so a run of length T ends with the narrowest width minWidth·2ᵏ whose n buckets
@@ -152,18 +153,46 @@ func (s *Series) bucket(t time.Duration) int { return int(max(t, 0) / s.width) }
 
 // Pass buckets a pass (sim.Observer).
 func (s *Series) Pass(p *sim.ObservedPass) {
-	w := s.workers[p.Worker]
+	var sampled, finished, preempted int64
+	for _, rp := range p.Ranks {
+		preempted += int64(len(rp.Preempted))
+		for _, out := range rp.Outputs {
+			sampled += int64(len(out.Tokens))
+			if out.Done {
+				finished++
+			}
+		}
+	}
+	s.passes(p.Pool, p.Worker, p.Start, p.End, p.Metrics, preempted, finished)
+	s.throughput[s.bucket(p.End)] += sampled
+}
+
+// Coasted buckets plain decode passes (sim.RunObserver). The worker's state is the same after each, so
+// the run is one pass from the first's start to the last's end as far as levels go, at a cost of one
+// addition a pass.
+func (s *Series) Coasted(c *sim.ObservedRun) {
+	s.passes(c.Pool, c.Worker, c.Start, c.Ends[len(c.Ends)-1], c.Metrics, 0, 0)
+	for _, end := range c.Ends {
+		s.throughput[s.bucket(end)] += int64(c.Tokens)
+	}
+}
+
+// passes buckets all but the output tokens of passes of a worker over [start, end) that leave it in
+// the state metrics tell, preempted requests at the start and finished ones at the end; it fits end in
+// the grid.
+func (s *Series) passes(pool string, serial uint64, start, end time.Duration, metrics []sched.Metrics, preempted, finished int64) {
+	w := s.workers[serial]
 	if w == nil {
-		w = &workerSeries{serial: p.Worker, pool: p.Pool, waiting: newLevel(s.n), running: newLevel(s.n), kvUsed: newLevel(s.n),
-			lastQueries: make([]int64, len(p.Metrics)), lastHits: make([]int64, len(p.Metrics))}
-		s.workers[p.Worker] = w
-		if s.preempt[p.Pool] == nil {
-			s.preempt[p.Pool], s.prefixHits[p.Pool], s.prefixLook[p.Pool] = make(counts, s.n), make(counts, s.n), make(counts, s.n)
+		w = &workerSeries{serial: serial, pool: pool, waiting: newLevel(s.n), running: newLevel(s.n), kvUsed: newLevel(s.n),
+			lastQueries: make([]int64, len(metrics)), lastHits: make([]int64, len(metrics))}
+		s.workers[serial] = w
+		if s.preempt[pool] == nil {
+			s.preempt[pool], s.prefixHits[pool], s.prefixLook[pool] = make(counts, s.n), make(counts, s.n), make(counts, s.n)
 		}
 	}
 	var waiting, running, active, total, queries, hits int64
-	for k := range p.Metrics {
-		m := &p.Metrics[k]
+	for k := range metrics {
+		m := &metrics[k]
 		waiting += int64(m.Waiting)
 		running += int64(m.Running)
 		active += int64(m.ActiveBlocks)
@@ -177,23 +206,12 @@ func (s *Series) Pass(p *sim.ObservedPass) {
 			w.lastQueries[k], w.lastHits[k] = m.PrefixQueries, m.PrefixHits
 		}
 	}
-	var sampled, finished, preempted int64
-	for _, rp := range p.Ranks {
-		preempted += int64(len(rp.Preempted))
-		for _, out := range rp.Outputs {
-			sampled += int64(len(out.Tokens))
-			if out.Done {
-				finished++
-			}
-		}
-	}
-	s.fit(p.End)
-	s.throughput[s.bucket(p.End)] += sampled
-	s.preempt[p.Pool][s.bucket(p.Start)] += preempted
-	s.prefixHits[p.Pool][s.bucket(p.Start)] += hits
-	s.prefixLook[p.Pool][s.bucket(p.Start)] += queries
-	s.release(w, p.Start)
-	w.held, w.start, w.end = true, p.Start, p.End
+	s.fit(end)
+	s.preempt[pool][s.bucket(start)] += preempted
+	s.prefixHits[pool][s.bucket(start)] += hits
+	s.prefixLook[pool][s.bucket(start)] += queries
+	s.release(w, start)
+	w.held, w.start, w.end = true, start, end
 	w.waitingN, w.runningN, w.doneN, w.active, w.total = waiting, running, finished, active, total
 }
 
