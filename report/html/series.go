@@ -18,9 +18,9 @@ const minWidth = time.Second >> 9
 // arrives and keeps none, so its size is O(buckets × workers) however long the run. Its n buckets start
 // minWidth wide; whenever something happens at or past n·width, the width doubles and each pair of
 // buckets merges into one, so a run of length T ends with the narrowest width minWidth·2ᵏ whose n buckets
-// cover it, and the page draws the ⌈T/width⌉ buckets of [0, T) (n/2 to n of them). Every sum is kept in
-// integers (nanoseconds, tokens, blocks), so merging loses nothing: the buckets are exactly those the
-// final width gives directly.
+// cover it, and the page draws the ⌈T/width⌉ buckets of [0, T): over n/2 of them, unless the run is
+// shorter than n/2 of the narrowest. Every sum is kept in integers (nanoseconds, tokens, blocks), so
+// merging loses nothing: the buckets are exactly those the final width gives directly.
 type Series struct {
 	n     int
 	width time.Duration
@@ -272,7 +272,7 @@ type drawnWorker struct {
 type meanPeak struct{ mean, peak []float64 }
 
 // draw ends the run at end: each worker's last pass holds to its end, and the buckets are cut to
-// [0, end). Something at or past end counts in the last bucket.
+// [0, end). Something at or past end counts in the last bucket. Nothing can be observed after.
 func (s *Series) draw(end time.Duration) *drawn {
 	ws := make([]*workerSeries, 0, len(s.workers))
 	for _, w := range s.workers {
@@ -318,7 +318,7 @@ func (s *Series) draw(end time.Duration) *drawn {
 			d.prefix[w.pool] = ratio(s.prefixHits[w.pool], s.prefixLook[w.pool])
 		}
 	}
-	level := func(l level, scale float64) (mean, peak []float64) {
+	drawLevel := func(l level, scale float64) (mean, peak []float64) {
 		mean, peak = make([]float64, m), make([]float64, m)
 		for i := range m {
 			mean[i] = float64(l.area[i]) * scale / float64(s.width)
@@ -328,12 +328,12 @@ func (s *Series) draw(end time.Duration) *drawn {
 	}
 	for _, w := range ws {
 		dw := drawnWorker{name: workerName(w.pool, w.serial, len(d.pools) > 1)}
-		dw.waiting.mean, dw.waiting.peak = level(w.waiting, 1)
-		dw.running.mean, dw.running.peak = level(w.running, 1)
+		dw.waiting.mean, dw.waiting.peak = drawLevel(w.waiting, 1)
+		dw.running.mean, dw.running.peak = drawLevel(w.running, 1)
 		if w.total > 0 { // a worker's KV capacity is fixed: usage is its blocks in use over it
-			dw.kvUsed.mean, dw.kvUsed.peak = level(w.kvUsed, 1/float64(w.total))
+			dw.kvUsed.mean, dw.kvUsed.peak = drawLevel(w.kvUsed, 1/float64(w.total))
 		} else {
-			dw.kvUsed.mean, dw.kvUsed.peak = level(w.kvUsed, 0)
+			dw.kvUsed.mean, dw.kvUsed.peak = drawLevel(w.kvUsed, 0)
 		}
 		d.workers = append(d.workers, dw)
 	}
