@@ -189,64 +189,79 @@ func bucketKept(rec *timeline.Recorder, end, w time.Duration) *drawn {
 // buckets are exactly those computed from every pass kept, at the width they end with: the narrowest
 // start·2ᵏ whose n buckets hold everything that happened and the run's end.
 func TestSeriesMatchesKeptPasses(t *testing.T) {
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		matchesKept(t, rng.Uint64(), []int{1, 3, 8, 240}[rng.IntN(4)], time.Duration(1+rng.IntN(5))*time.Millisecond)
+	}
+}
+
+// FuzzSeriesMatchesKeptPasses is TestSeriesMatchesKeptPasses over any seed, bucket count and narrowest width.
+func FuzzSeriesMatchesKeptPasses(f *testing.F) {
+	f.Add(uint64(1), uint16(240), uint32(1_000_000))
+	f.Add(uint64(2), uint16(1), uint32(1))
+	f.Add(uint64(3), uint16(7), uint32(333_333))
+	f.Fuzz(func(t *testing.T, seed uint64, n uint16, start uint32) {
+		matchesKept(t, seed, 1+int(n%512), time.Duration(1+start%1_000_000_000))
+	})
+}
+
+// matchesKept checks a Series of n buckets from start against the kept passes, on the random run seed
+// gives.
+func matchesKept(t *testing.T, seed uint64, n int, start time.Duration) {
+	t.Helper()
 	same := func(a, b []float64) bool {
 		return slices.EqualFunc(a, b, func(x, y float64) bool { return x == y || math.IsNaN(x) && math.IsNaN(y) })
 	}
-	for seed := range uint64(300) {
-		rng := rand.New(rand.NewPCG(seed, 7))
-		n := []int{1, 3, 8, 240}[rng.IntN(4)]
-		start := time.Duration(1+rng.IntN(5)) * time.Millisecond
-		s, rec := newSeries(n, start), &timeline.Recorder{}
-		end := randomRun(rng, sim.Observers{s, rec})
-		last := end - 1
-		for _, w := range rec.Workers() {
-			for _, p := range w.Passes {
-				last = max(last, p.End)
-			}
+	s, rec := newSeries(n, start), &timeline.Recorder{}
+	end := randomRun(rand.New(rand.NewPCG(seed, 11)), sim.Observers{s, rec})
+	last := end - 1
+	for _, w := range rec.Workers() {
+		for _, p := range w.Passes {
+			last = max(last, p.End)
 		}
-		for _, tr := range rec.Transfers {
-			last = max(last, tr.End)
-		}
-		want := start
-		for last >= time.Duration(n)*want {
-			want *= 2
-		}
-		got := s.draw(end)
-		if got.width != want {
-			t.Fatalf("seed %d: width %v, want %v", seed, got.width, want)
-		}
-		kept := bucketKept(rec, end, want)
-		check := func(name string, a, b []float64) {
-			t.Helper()
-			if !same(a, b) {
-				t.Fatalf("seed %d (%d buckets of %v): %s\n got %v\nwant %v", seed, n, want, name, a, b)
-			}
-		}
-		check("x", got.x, kept.x)
-		check("tokens/s", got.throughput, kept.throughput)
-		if !slices.Equal(got.pools, kept.pools) || len(got.workers) != len(kept.workers) {
-			t.Fatalf("seed %d: pools %v, %d workers; want %v, %d", seed, got.pools, len(got.workers), kept.pools, len(kept.workers))
-		}
-		for _, pool := range kept.pools {
-			check(pool+" preemptions/s", got.preempt[pool], kept.preempt[pool])
-			check(pool+" prefix hit rate", got.prefix[pool], kept.prefix[pool])
-		}
-		for i, w := range kept.workers {
-			g := got.workers[i]
-			if g.name != w.name {
-				t.Fatalf("seed %d: worker %q, want %q", seed, g.name, w.name)
-			}
-			check(w.name+" waiting", g.waiting.mean, w.waiting.mean)
-			check(w.name+" waiting max", g.waiting.peak, w.waiting.peak)
-			check(w.name+" running", g.running.mean, w.running.mean)
-			check(w.name+" running max", g.running.peak, w.running.peak)
-			check(w.name+" kv", g.kvUsed.mean, w.kvUsed.mean)
-			check(w.name+" kv max", g.kvUsed.peak, w.kvUsed.peak)
-		}
-		check("transfer mean", got.transfers.mean, kept.transfers.mean)
-		check("transfer max", got.transfers.max, kept.transfers.max)
-		check("transfers", got.transfers.all, kept.transfers.all)
 	}
+	for _, tr := range rec.Transfers {
+		last = max(last, tr.End)
+	}
+	want := start
+	for last >= time.Duration(n)*want {
+		want *= 2
+	}
+	got := s.draw(end)
+	if got.width != want {
+		t.Fatalf("seed %d: width %v, want %v", seed, got.width, want)
+	}
+	kept := bucketKept(rec, end, want)
+	check := func(name string, a, b []float64) {
+		t.Helper()
+		if !same(a, b) {
+			t.Fatalf("seed %d (%d buckets of %v): %s\n got %v\nwant %v", seed, n, want, name, a, b)
+		}
+	}
+	check("x", got.x, kept.x)
+	check("tokens/s", got.throughput, kept.throughput)
+	if !slices.Equal(got.pools, kept.pools) || len(got.workers) != len(kept.workers) {
+		t.Fatalf("seed %d: pools %v, %d workers; want %v, %d", seed, got.pools, len(got.workers), kept.pools, len(kept.workers))
+	}
+	for _, pool := range kept.pools {
+		check(pool+" preemptions/s", got.preempt[pool], kept.preempt[pool])
+		check(pool+" prefix hit rate", got.prefix[pool], kept.prefix[pool])
+	}
+	for i, w := range kept.workers {
+		g := got.workers[i]
+		if g.name != w.name {
+			t.Fatalf("seed %d: worker %q, want %q", seed, g.name, w.name)
+		}
+		check(w.name+" waiting", g.waiting.mean, w.waiting.mean)
+		check(w.name+" waiting max", g.waiting.peak, w.waiting.peak)
+		check(w.name+" running", g.running.mean, w.running.mean)
+		check(w.name+" running max", g.running.peak, w.running.peak)
+		check(w.name+" kv", g.kvUsed.mean, w.kvUsed.mean)
+		check(w.name+" kv max", g.kvUsed.peak, w.kvUsed.peak)
+	}
+	check("transfer mean", got.transfers.mean, kept.transfers.mean)
+	check("transfer max", got.transfers.max, kept.transfers.max)
+	check("transfers", got.transfers.all, kept.transfers.all)
 }
 
 // TestSeriesMemoryFlat: a Series allocates nothing per pass once its workers are known, and what it
