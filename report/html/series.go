@@ -318,23 +318,18 @@ func (s *Series) draw(end time.Duration) *drawn {
 			d.prefix[w.pool] = ratio(s.prefixHits[w.pool], s.prefixLook[w.pool])
 		}
 	}
-	drawLevel := func(l level, scale float64) (mean, peak []float64) {
-		mean, peak = make([]float64, m), make([]float64, m)
+	// A level in units of unit: KV usage is blocks over the worker's capacity, which is fixed.
+	drawLevel := func(l level, unit int64) meanPeak {
+		v := meanPeak{make([]float64, m), make([]float64, m)}
 		for i := range m {
-			mean[i] = float64(l.area[i]) * scale / float64(s.width)
-			peak[i] = float64(l.peak[i]) * scale
+			v.mean[i] = float64(l.area[i]) / (float64(unit) * float64(s.width))
+			v.peak[i] = float64(l.peak[i]) / float64(unit)
 		}
-		return mean, peak
+		return v
 	}
 	for _, w := range ws {
-		dw := drawnWorker{name: workerName(w.pool, w.serial, len(d.pools) > 1)}
-		dw.waiting.mean, dw.waiting.peak = drawLevel(w.waiting, 1)
-		dw.running.mean, dw.running.peak = drawLevel(w.running, 1)
-		if w.total > 0 { // a worker's KV capacity is fixed: usage is its blocks in use over it
-			dw.kvUsed.mean, dw.kvUsed.peak = drawLevel(w.kvUsed, 1/float64(w.total))
-		} else {
-			dw.kvUsed.mean, dw.kvUsed.peak = drawLevel(w.kvUsed, 0)
-		}
+		dw := drawnWorker{name: workerName(w.pool, w.serial, len(d.pools) > 1),
+			waiting: drawLevel(w.waiting, 1), running: drawLevel(w.running, 1), kvUsed: drawLevel(w.kvUsed, max(w.total, 1))}
 		d.workers = append(d.workers, dw)
 	}
 	t := s.transfers

@@ -141,14 +141,14 @@ func bucketKept(rec *timeline.Recorder, end, w time.Duration) *drawn {
 		}
 		dw := drawnWorker{name: workerName(wk.Pool, wk.Serial, len(d.pools) > 1)}
 		for k, l := range []*meanPeak{&dw.waiting, &dw.running, &dw.kvUsed} {
-			scale := 1.0
+			unit := 1.0
 			if k == 2 {
-				scale = 1 / float64(total)
+				unit = float64(total)
 			}
 			l.mean, l.peak = make([]float64, n), make([]float64, n)
 			for i := range n {
-				l.mean[i] = float64(area[k][i]) * scale / float64(w)
-				l.peak[i] = float64(peak[k][i]) * scale
+				l.mean[i] = float64(area[k][i]) / (unit * float64(w))
+				l.peak[i] = float64(peak[k][i]) / unit
 			}
 		}
 		d.workers = append(d.workers, dw)
