@@ -8,8 +8,8 @@ import (
 )
 
 // An Observer watches a run as it happens, for timelines (a Perfetto trace, an HTML report's charts).
-// It sees every forward pass and every request's hand-offs; nothing it does changes the run, and a run
-// with an observer gives the same results as one without.
+// It sees every forward pass (a RunObserver, plain decode passes in runs) and every request's hand-offs;
+// nothing it does changes the run, and a run with an observer gives the same results as one without.
 //
 // One worker's passes come in time order, but workers interleave out of order: lookahead delivers a
 // worker's passes ahead of the event heap (see runner.lookahead). An observer that wants one time
