@@ -8,8 +8,8 @@ import (
 )
 
 // An Observer watches a run as it happens, for timelines (a Perfetto trace, an HTML report's charts).
-// It sees every forward pass and every request's hand-offs; nothing it does changes the run, and a run
-// with an observer gives the same results as one without.
+// It sees every forward pass (a RunObserver, plain decode passes in runs) and every request's hand-offs;
+// nothing it does changes the run, and a run with an observer gives the same results as one without.
 //
 // One worker's passes come in time order, but workers interleave out of order: lookahead delivers a
 // worker's passes ahead of the event heap (see runner.lookahead). An observer that wants one time
@@ -25,6 +25,29 @@ type Observer interface {
 	Transferred(id uint64, start, end time.Duration)
 }
 
+// A RunObserver is an Observer that can also be shown a worker's plain decode passes as one run
+// (engine.Coast), instead of pass by pass: a run observed by one keeps coasting them, and runs as fast
+// as an unobserved one.
+type RunObserver interface {
+	Observer
+	// Coasted reports plain decode passes, back to back, as they are applied. c and what it points to
+	// are valid only during the call.
+	Coasted(c *ObservedRun)
+}
+
+// ObservedRun is a worker's plain decode passes back to back: in each, every running request computes
+// its next token and nothing else happens (nothing waits, is admitted, preempted or finishes, and no KV
+// block is allocated or freed), so the worker's state after each pass is the same. Shown pass by pass,
+// each would be an ObservedPass with these Metrics and Tokens output tokens.
+type ObservedRun struct {
+	Pool    string
+	Worker  uint64
+	Start   time.Duration   // the first pass's start
+	Ends    []time.Duration // each pass's end, the next one's start
+	Tokens  int             // output tokens of each pass: one per running request
+	Metrics []sched.Metrics // every rank's state once each pass was planned
+}
+
 // ObservedPass is one forward pass of one worker.
 type ObservedPass struct {
 	Pool       string
@@ -32,6 +55,20 @@ type ObservedPass struct {
 	Start, End time.Duration
 	Ranks      []engine.RankPass // the ranks that did something
 	Metrics    []sched.Metrics   // every rank's state once the pass was planned
+}
+
+// runObserver is o as a RunObserver, if it is one: Observers is one when each of its observers is.
+func runObserver(o Observer) (RunObserver, bool) {
+	if os, ok := o.(Observers); ok {
+		for _, m := range os {
+			if _, ok := runObserver(m); !ok {
+				return nil, false
+			}
+		}
+		return os, true
+	}
+	ro, ok := o.(RunObserver)
+	return ro, ok
 }
 
 // Observers shows a run to each of its observers in turn.
@@ -55,5 +92,13 @@ func (os Observers) Routed(at time.Duration, id uint64, pool string, worker uint
 func (os Observers) Transferred(id uint64, start, end time.Duration) {
 	for _, o := range os {
 		o.Transferred(id, start, end)
+	}
+}
+
+// Coasted implements RunObserver, for Observers whose observers all are RunObservers (the only ones that
+// are shown runs).
+func (os Observers) Coasted(c *ObservedRun) {
+	for _, o := range os {
+		o.(RunObserver).Coasted(c)
 	}
 }

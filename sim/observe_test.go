@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 	"time"
 
@@ -41,11 +42,29 @@ func (c *recorder) Transferred(id uint64, start, end time.Duration) {
 	c.transfers[id] = [2]time.Duration{start, end}
 }
 
+// runRecorder is a recorder that is shown plain decode passes as runs, and keeps them pass by pass.
+type runRecorder struct {
+	*recorder
+	runs int
+}
+
+func (c *runRecorder) Coasted(r *ObservedRun) {
+	c.runs++
+	start := r.Start
+	for _, end := range r.Ends {
+		c.passes[r.Worker] = append(c.passes[r.Worker], ObservedPass{Pool: r.Pool, Worker: r.Worker, Start: start, End: end,
+			Metrics: append(r.Metrics[:0:0], r.Metrics...)})
+		c.tokens += r.Tokens
+		start = end
+	}
+}
+
 // TestObserverSeesEveryPass: an observed run reports byte for byte what an unobserved one does (the
 // observer turns coasting off, which TestLookaheadChangesNothing shows changes nothing either); the
 // observer is shown every pass, each worker's in time order without overlap, every output token, and
 // every hand-off: one route per request in an aggregated run, a route into each pool and one transfer
-// per request in a disaggregated one, each transfer inside its request's lifetime.
+// per request in a disaggregated one, each transfer inside its request's lifetime. A RunObserver keeps
+// coasting on and is shown the same passes, those coasted as runs.
 func TestObserverSeesEveryPass(t *testing.T) {
 	e := engine.Options{
 		VLLM:   vllm.Options{BlockSize: 16, NumBlocks: 150, MaxNumSeqs: 16, MaxBatchedTokens: 512, ChunkedPrefill: true, PrefixCaching: true, Events: true},
@@ -83,6 +102,24 @@ func TestObserverSeesEveryPass(t *testing.T) {
 			}
 			if a, b := reportBytes(t, seen), reportBytes(t, plain); !bytes.Equal(a, b) {
 				t.Fatalf("an observer changed the report:\n%s\n---\n%s", a[:min(len(a), 1500)], b[:min(len(b), 1500)])
+			}
+			if seen.coasted != 0 {
+				t.Fatalf("%d passes coasted under an observer", seen.coasted)
+			}
+			runs := &runRecorder{recorder: newRecorder()}
+			o.Observer = runs
+			coasting, err := Run(src(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a, b := reportBytes(t, coasting), reportBytes(t, plain); !bytes.Equal(a, b) {
+				t.Fatalf("a run observer changed the report:\n%s\n---\n%s", a[:min(len(a), 1500)], b[:min(len(b), 1500)])
+			}
+			if coasting.coasted != plain.coasted || (tc.name == "agg") != (runs.runs > 0) {
+				t.Fatalf("%d passes coasted in %d runs under a run observer, %d unobserved", coasting.coasted, runs.runs, plain.coasted)
+			}
+			if !reflect.DeepEqual(runs.passes, rec.passes) || runs.tokens != rec.tokens || !reflect.DeepEqual(runs.routed, rec.routed) {
+				t.Fatal("a run observer was shown other passes than an observer")
 			}
 			var passes int64
 			busy := map[string]time.Duration{}
@@ -124,6 +161,22 @@ func TestObserverSeesEveryPass(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunObservers: Observers is shown runs only when every one of its observers takes them.
+func TestRunObservers(t *testing.T) {
+	plain, runs := newRecorder(), &runRecorder{recorder: newRecorder()}
+	for i, tc := range []struct {
+		o    Observer
+		want bool
+	}{
+		{plain, false}, {runs, true}, {Observers{runs, runs}, true}, {Observers{runs, plain}, false},
+		{Observers{runs, Observers{runs, plain}}, false}, {Observers{}, true},
+	} {
+		if _, ok := runObserver(tc.o); ok != tc.want {
+			t.Errorf("case %d: runObserver says %v, want %v", i, ok, tc.want)
+		}
 	}
 }
 

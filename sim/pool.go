@@ -155,7 +155,8 @@ func (r *runner) run(w *worker, bound time.Duration, ahead bool) error {
 	now := r.now
 	defer func() { r.now = now }()
 	for {
-		if ahead && !r.o.CheckInvariants && r.o.Observer == nil { // these want every pass through step and deliver
+		// These want every pass through step and deliver, but an observer that takes runs of them.
+		if ahead && !r.o.CheckInvariants && (r.o.Observer == nil || r.runObs != nil) {
 			r.coast(w, bound)
 		}
 		r.step(w)
@@ -196,6 +197,10 @@ func (r *runner) coast(w *worker, bound time.Duration) {
 				req.sess.history = append(req.sess.history, w.run.Samples[j*k+i].Token)
 			}
 		}
+	}
+	if r.runObs != nil {
+		r.runObs.Coasted(&ObservedRun{Pool: w.pool.name, Worker: w.serial, Start: r.now, Ends: w.run.Ends, Tokens: k,
+			Metrics: w.eng.Metrics()})
 	}
 	end := w.run.Ends[passes-1]
 	r.passes += int64(passes)

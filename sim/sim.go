@@ -50,7 +50,8 @@ type Options struct {
 	Concurrency     int     // > 0: keep this many sessions in flight, ignoring arrival times
 	ArrivalSpeedup  float64 // divides arrival times and inter-turn delays; <= 0 means 1
 	CheckInvariants bool    // verify every engine's accounting after every pass (slow)
-	// Observer, if set, sees every pass and hand-off (slower: plain decode passes are no longer coasted).
+	// Observer, if set, sees every pass and hand-off. Unless it is a RunObserver, it is shown plain decode
+	// passes one by one, which is slower: they are no longer coasted.
 	Observer Observer
 	// Progress, if set, is called with the number of requests that have ended so far.
 	Progress func(ended int)
@@ -141,6 +142,7 @@ type runner struct {
 	ahead     int64
 	coasted   int64
 	prompt    []uint32
+	runObs    RunObserver // Options.Observer, if it is shown coasted passes as runs
 
 	reqs    []*request         // by id (ids are dense); nil once ended
 	live    int                // requests in flight
@@ -172,6 +174,9 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	r := &runner{o: o, src: src, col: report.NewCollector(), speedup: o.ArrivalSpeedup}
 	if r.speedup <= 0 || math.IsNaN(r.speedup) {
 		r.speedup = 1
+	}
+	if o.Observer != nil {
+		r.runObs, _ = runObserver(o.Observer)
 	}
 	if err := r.buildPools(); err != nil {
 		return nil, err

@@ -1,7 +1,8 @@
 // Package timeline records what happened during a simulated run — every forward pass of every worker and
-// every request's hand-offs — as compact values, for the reports drawn from it (the Perfetto trace, the
-// HTML report's charts). A *Recorder is a sim.Observer; per-request times (arrival, admission, tokens,
-// finish) are the report.Collector's and are not repeated here.
+// every request's hand-offs — as compact values, for the reports drawn from it (the Perfetto trace). A
+// *Recorder is a sim.Observer, shown every pass, so a recorded run does not coast (sim.RunObserver; the
+// HTML report's series are bucketed as they come by html.Series instead); per-request times (arrival,
+// admission, tokens, finish) are the report.Collector's and are not repeated here.
 package timeline
 
 import (

@@ -57,8 +57,9 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	// The outputs drawn from a timeline watch the run: the trace within its window, the page whole.
-	trace, page := &timeline.Recorder{}, &timeline.Recorder{}
+	// The trace and the page watch the run: the trace records its window, the page buckets its series as
+	// they come.
+	trace, page := &timeline.Recorder{}, html.NewSeries(0)
 	outputs := []output{
 		{"report-json", cfg.ReportJSON, func(res *sim.Result, w io.Writer) error { return res.Summary.WriteJSON(w) }},
 		{"requests-jsonl", cfg.RequestsJSONL, func(res *sim.Result, w io.Writer) error { return res.Collector.WriteRequestsJSONL(w) }},
@@ -66,7 +67,7 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 		{"perfetto", cfg.Perfetto, func(res *sim.Result, w io.Writer) error { return perfetto.Write(w, trace, res.Collector) }},
 		{"html", cfg.HTML, func(res *sim.Result, w io.Writer) error {
 			return html.WriteRun(w, &html.Run{Subtitle: describePredict(cfg, res.Summary.Timing), Summary: res.Summary,
-				Collector: res.Collector, Timeline: page, End: res.End})
+				Collector: res.Collector, Series: page, End: res.End})
 		}},
 	}
 	if err := checkOutputs(outputs, cfg); err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/mocker-sim/mocker/report"
 	"github.com/mocker-sim/mocker/report/chart"
-	"github.com/mocker-sim/mocker/timeline"
 )
 
 // Run is what a predict report is drawn from.
@@ -18,21 +17,18 @@ type Run struct {
 	Subtitle string // what ran (model, system, deployment), shown under the heading
 
 	Summary   report.Summary
-	Collector *report.Collector  // for the latency CDFs
-	Timeline  *timeline.Recorder // for the series over time; it should record the whole run (no window)
-	End       time.Duration      // the run's simulated end: the time axis is [0, End)
+	Collector *report.Collector // for the latency CDFs
+	Series    *Series           // for the series over time: it should have observed the whole run
+	End       time.Duration     // the run's simulated end: the time axis is [0, End)
 
-	// Buckets is the number of time buckets of every series over time (0: 240), and CDFPoints the
-	// points of every CDF (0: 200): together they bound the page's size, whatever the run's length.
-	Buckets, CDFPoints int
+	// CDFPoints is the points of every CDF (0: 200); with the Series' buckets, they bound the page's
+	// size, whatever the run's length.
+	CDFPoints int
 }
 
 // WriteRun writes r's page to w.
 func WriteRun(w io.Writer, r *Run) error {
-	buckets, points := r.Buckets, r.CDFPoints
-	if buckets <= 0 {
-		buckets = 240
-	}
+	points := r.CDFPoints
 	if points <= 0 {
 		points = 200
 	}
@@ -58,27 +54,28 @@ func WriteRun(w io.Writer, r *Run) error {
 		),
 	})
 
-	s := bucketize(r.Timeline, r.End, buckets)
-	x := s.g.centers()
-	note := fmt.Sprintf("Over simulated time in %s buckets: rates per second, levels as each bucket's time-weighted mean.", seconds(s.g.width))
+	s := r.Series.draw(r.End)
+	x := s.x
+	note := fmt.Sprintf("Over simulated time in %s buckets: rates per second, levels as each bucket's time-weighted mean.", seconds(s.width))
 	p.Sections = append(p.Sections, section{
 		Title: "Throughput",
 		Note:  note,
 		Charts: svgs(chart.Chart{
 			Title: "Output tokens per second", XLabel: "time (s)", YLabel: "tokens/s",
-			Series: []chart.Series{{Name: "output tokens/s", X: x, Y: s.throughput.perSecond()}},
+			Series: []chart.Series{{Name: "output tokens/s", X: x, Y: s.throughput}},
 		}),
 	})
 
 	// With few workers, each line's bucket max is drawn faintly beside its mean; with many it would
 	// only clutter.
 	peaks := len(s.workers) <= 4
-	perWorker := func(title, ylabel string, ymax float64, pick func(workerSeries) *level) chart.Chart {
+	perWorker := func(title, ylabel string, ymax float64, pick func(*drawnWorker) meanPeak) chart.Chart {
 		c := chart.Chart{Title: title, XLabel: "time (s)", YLabel: ylabel, YMax: ymax}
-		for i, w := range s.workers {
+		for i := range s.workers {
+			w := &s.workers[i]
 			color := chart.Palette[i%len(chart.Palette)]
 			l := pick(w)
-			c.Series = append(c.Series, chart.Series{Name: w.name, X: x, Y: l.mean(), Color: color})
+			c.Series = append(c.Series, chart.Series{Name: w.name, X: x, Y: l.mean, Color: color})
 			if peaks {
 				c.Series = append(c.Series, chart.Series{Name: w.name + " (bucket max)", X: x, Y: l.peak, Color: color, Faint: true})
 			}
@@ -94,17 +91,17 @@ func WriteRun(w io.Writer, r *Run) error {
 		Title: "Workers",
 		Note:  workerNote,
 		Charts: svgs(
-			perWorker("Queue depth (waiting requests)", "requests", 0, func(w workerSeries) *level { return w.waiting }),
-			perWorker("Running requests", "requests", 0, func(w workerSeries) *level { return w.running }),
-			perWorker("KV-cache usage", "fraction of blocks", 1, func(w workerSeries) *level { return w.kvUsed }),
+			perWorker("Queue depth (waiting requests)", "requests", 0, func(w *drawnWorker) meanPeak { return w.waiting }),
+			perWorker("Running requests", "requests", 0, func(w *drawnWorker) meanPeak { return w.running }),
+			perWorker("KV-cache usage", "fraction of blocks", 1, func(w *drawnWorker) meanPeak { return w.kvUsed }),
 		),
 	})
 
 	preempt := chart.Chart{Title: "Preemptions per second", XLabel: "time (s)", YLabel: "preemptions/s"}
 	prefix := chart.Chart{Title: "Prefix-cache hit rate", XLabel: "time (s)", YLabel: "cached / looked-up prompt tokens", YMax: 1}
 	for _, pool := range s.pools {
-		preempt.Series = append(preempt.Series, chart.Series{Name: pool, X: x, Y: s.preempt[pool].perSecond()})
-		hits := s.prefix[pool].values()
+		preempt.Series = append(preempt.Series, chart.Series{Name: pool, X: x, Y: s.preempt[pool]})
+		hits := s.prefix[pool]
 		prefix.Series = append(prefix.Series, chart.Series{Name: pool, Kind: sparse(hits), X: x, Y: hits})
 	}
 	p.Sections = append(p.Sections, section{
@@ -114,7 +111,7 @@ func WriteRun(w io.Writer, r *Run) error {
 	})
 
 	if len(s.transfers.all) > 0 {
-		mean, peak := s.transfers.sum.values(), s.transfers.max()
+		mean, peak := s.transfers.mean, s.transfers.max
 		p.Sections = append(p.Sections, section{
 			Title: "KV transfers",
 			Note:  fmt.Sprintf("%d transfers, from the decode worker's reservation to the KV's arrival; over time, each bucket's mean and max by completion.", len(s.transfers.all)),

@@ -16,6 +16,12 @@ import (
 // decode worker) with a KV pool small enough to preempt, and shared prefixes; set changes the settings.
 func simulate(t testing.TB, disagg bool, set ...func(*config.Config)) *Run {
 	t.Helper()
+	return simulateWith(t, func(s *Series) sim.Observer { return s }, disagg, set...)
+}
+
+// simulateWith is simulate with the run shown to observe(series).
+func simulateWith(t testing.TB, observe func(*Series) sim.Observer, disagg bool, set ...func(*config.Config)) *Run {
+	t.Helper()
 	c := config.Default()
 	c.NumRequests, c.RequestRate = 200, 40
 	c.InputTokens, c.OutputTokens = 512, 64
@@ -39,13 +45,13 @@ func simulate(t testing.TB, disagg bool, set ...func(*config.Config)) *Run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &timeline.Recorder{}
-	o.Observer = rec
+	series := NewSeries(0)
+	o.Observer = observe(series)
 	res, err := sim.Run(src, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Run{Subtitle: "test run", Summary: res.Summary, Collector: res.Collector, Timeline: rec, End: res.End}
+	return &Run{Subtitle: "test run", Summary: res.Summary, Collector: res.Collector, Series: series, End: res.End}
 }
 
 func render(t testing.TB, r *Run) []byte {
@@ -103,6 +109,19 @@ func TestWriteRun(t *testing.T) {
 				t.Error("two runs of one seed give different pages")
 			}
 		})
+	}
+}
+
+// TestCoastedPage: the page of a run whose plain decode passes are coasted (shown to the Series as
+// runs) is the page of the same run shown pass by pass (beside a recorder, which turns coasting off).
+func TestCoastedPage(t *testing.T) {
+	for _, dp := range []int{1, 2} {
+		set := func(c *config.Config) { c.DPSize, c.NumGPUBlocks = dp, 400 }
+		coasted := render(t, simulate(t, false, set))
+		stepped := render(t, simulateWith(t, func(s *Series) sim.Observer { return sim.Observers{s, &timeline.Recorder{}} }, false, set))
+		if !bytes.Equal(coasted, stepped) {
+			t.Errorf("DP %d: the page differs with coasting on", dp)
+		}
 	}
 }
 
