@@ -68,25 +68,7 @@ func (o Options) MaxBatchedTokens() int {
 }
 
 // scheduler is what the engine needs of one rank's scheduler.
-type scheduler interface {
-	Enqueue(*sched.Request) error
-	Step() *sched.Pass
-	Cancel(id uint64) bool
-	Idle() bool
-	Metrics() sched.Metrics
-	CheckInvariants() error
-
-	// Plain decode passes (Coast).
-	PlainDecode() bool
-	PlainBatch(*timing.Batch)
-	PlainStep([]sched.Sample) []sched.Sample
-
-	// Disaggregation.
-	Release(id uint64) bool
-	Reserve(*sched.Request) (missing int, ok bool, err error)
-	Activate(id uint64) bool
-	Unreserve(id uint64) bool
-}
+type scheduler = sched.Scheduler
 
 // Engine is one worker. It is not safe for concurrent use.
 type Engine struct {

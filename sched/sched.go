@@ -59,6 +59,29 @@ func (r *Request) AppendPrompt(seq *tokens.Sequence) {
 	seq.Append(r.Prompt...)
 }
 
+// Scheduler is one data-parallel rank's scheduler, as the engine drives it: requests in, a Pass planned
+// per Step, metrics and invariants out; plain decode passes applied without a Pass (the engine's Coast);
+// and the disaggregated roles' hand-offs. sched/schedtest holds every implementation to it.
+type Scheduler interface {
+	Enqueue(*Request) error
+	Step() *Pass
+	Cancel(id uint64) bool
+	Idle() bool
+	Metrics() Metrics
+	CheckInvariants() error
+
+	// Plain decode passes (the engine's Coast).
+	PlainDecode() bool
+	PlainBatch(*timing.Batch)
+	PlainStep([]Sample) []Sample
+
+	// Disaggregation.
+	Release(id uint64) bool
+	Reserve(*Request) (missing int, ok bool, err error)
+	Activate(id uint64) bool
+	Unreserve(id uint64) bool
+}
+
 // Role is a worker's place in disaggregated serving.
 type Role uint8
 

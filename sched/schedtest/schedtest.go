@@ -25,24 +25,8 @@ import (
 	"github.com/mocker-sim/mocker/timing"
 )
 
-// Scheduler is what the engine needs of one data-parallel rank's scheduler (engine.scheduler).
-type Scheduler interface {
-	Enqueue(*sched.Request) error
-	Step() *sched.Pass
-	Cancel(id uint64) bool
-	Idle() bool
-	Metrics() sched.Metrics
-	CheckInvariants() error
-
-	PlainDecode() bool
-	PlainBatch(*timing.Batch)
-	PlainStep([]sched.Sample) []sched.Sample
-
-	Release(id uint64) bool
-	Reserve(*sched.Request) (missing int, ok bool, err error)
-	Activate(id uint64) bool
-	Unreserve(id uint64) bool
-}
+// Scheduler is what the engine needs of one data-parallel rank's scheduler.
+type Scheduler = sched.Scheduler
 
 // Shape is the pool and limits a check asks for. Factories map it onto their own options (block size
 // and blocks; running requests and tokens per pass), with prefix caching on and speculative decoding off.
@@ -232,6 +216,28 @@ func (b *book) finished(r *sched.Request, done bool) error {
 	return nil
 }
 
+// start builds a scheduler of a random shape for role, drawn from the check's own stream of seed.
+func start(f Factory, seed, stream uint64, role sched.Role) (*book, *rand.Rand, error) {
+	rng := rand.New(rand.NewPCG(seed, stream))
+	sh := shape(rng, role)
+	s, err := f(sh)
+	if err != nil {
+		return nil, nil, err
+	}
+	return newBook(s, sh), rng, nil
+}
+
+// arrive enqueues up to k of the requests left, taking them off reqs.
+func (b *book) arrive(reqs *[]*sched.Request, k int) error {
+	for ; k > 0 && len(*reqs) > 0; k-- {
+		if err := b.enqueue((*reqs)[0]); err != nil {
+			return err
+		}
+		*reqs = (*reqs)[1:]
+	}
+	return nil
+}
+
 // drain steps until the scheduler is idle, then checks that it is empty.
 func (b *book) drain() error {
 	for !b.s.Idle() {
@@ -257,20 +263,15 @@ func (b *book) empty() error {
 
 // Serve replays a random workload arriving over the passes and checks every pass.
 func Serve(f Factory, seed uint64) error {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	sh := shape(rng, sched.Aggregated)
-	s, err := f(sh)
+	b, rng, err := start(f, seed, 1, sched.Aggregated)
 	if err != nil {
 		return err
 	}
-	b := newBook(s, sh)
-	reqs := workload(rng, sh, 60, 24)
+	s := b.s
+	reqs := workload(rng, b.shape, 60, 24)
 	for len(reqs) > 0 || !s.Idle() {
-		for k := rng.IntN(4); k > 0 && len(reqs) > 0; k-- {
-			if err := b.enqueue(reqs[0]); err != nil {
-				return err
-			}
-			reqs = reqs[1:]
+		if err := b.arrive(&reqs, rng.IntN(4)); err != nil {
+			return err
 		}
 		if _, err := b.step(); err != nil {
 			return err
@@ -281,21 +282,16 @@ func Serve(f Factory, seed uint64) error {
 
 // Cancel cancels requests wherever they are; a cancelled request emits nothing more and frees its KV.
 func Cancel(f Factory, seed uint64) error {
-	rng := rand.New(rand.NewPCG(seed, 2))
-	sh := shape(rng, sched.Aggregated)
-	s, err := f(sh)
+	b, rng, err := start(f, seed, 2, sched.Aggregated)
 	if err != nil {
 		return err
 	}
-	b := newBook(s, sh)
-	reqs := workload(rng, sh, 60, 24)
+	s := b.s
+	reqs := workload(rng, b.shape, 60, 24)
 	var gone []uint64
 	for len(reqs) > 0 || !s.Idle() {
-		for k := rng.IntN(4); k > 0 && len(reqs) > 0; k-- {
-			if err := b.enqueue(reqs[0]); err != nil {
-				return err
-			}
-			reqs = reqs[1:]
+		if err := b.arrive(&reqs, rng.IntN(4)); err != nil {
+			return err
 		}
 		if rng.IntN(3) == 0 && b.live() > 0 {
 			ids := make([]uint64, 0, len(b.state))
@@ -406,24 +402,19 @@ func PlainDecode(f Factory, seed uint64) error {
 // Prefill serves a workload on a prefill worker: each request finishes with its prompt, emitting at
 // most the first token, and keeps its KV until released; a released request cannot be released again.
 func Prefill(f Factory, seed uint64) error {
-	rng := rand.New(rand.NewPCG(seed, 4))
-	sh := shape(rng, sched.Prefill)
-	s, err := f(sh)
+	b, rng, err := start(f, seed, 4, sched.Prefill)
 	if err != nil {
 		return err
 	}
-	b := newBook(s, sh)
-	reqs := workload(rng, sh, 40, 1)
+	s := b.s
+	reqs := workload(rng, b.shape, 40, 1)
 	for _, r := range reqs {
 		r.MaxTokens = 1
 	}
 	released := 0
 	for len(reqs) > 0 || len(b.state) > 0 {
-		for k := rng.IntN(3); k > 0 && len(reqs) > 0; k-- {
-			if err := b.enqueue(reqs[0]); err != nil {
-				return err
-			}
-			reqs = reqs[1:]
+		if err := b.arrive(&reqs, rng.IntN(3)); err != nil {
+			return err
 		}
 		if _, err := b.step(); err != nil {
 			return err
