@@ -95,16 +95,8 @@ func (s *pubSocket) dial(ctx context.Context, network, addr string) {
 	d := net.Dialer{Timeout: handshakeTimeout}
 	for {
 		if nc, err := d.DialContext(ctx, network, addr); err == nil {
-			sub := newSubscriber(nc)
-			s.mu.Lock()
-			closed := s.closed
-			if !closed {
-				s.subs[sub] = struct{}{}
-				s.wg.Add(1)
-			}
-			s.mu.Unlock()
-			if closed {
-				nc.Close()
+			sub := s.adopt(nc)
+			if sub == nil {
 				return
 			}
 			s.serve(sub, false) // until the connection fails
@@ -121,6 +113,21 @@ func newSubscriber(nc net.Conn) *subscriber {
 	return &subscriber{nc: nc, quit: make(chan struct{}), wake: make(chan struct{}, 1), topics: make(map[string]int)}
 }
 
+// adopt registers a new connection's subscriber for serve (which owns a wait-group count); nil, with
+// the connection closed, once the socket is closed.
+func (s *pubSocket) adopt(nc net.Conn) *subscriber {
+	sub := newSubscriber(nc)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		nc.Close()
+		return nil
+	}
+	s.subs[sub] = struct{}{}
+	s.wg.Add(1)
+	return sub
+}
+
 func (s *pubSocket) accept() {
 	defer s.wg.Done()
 	for {
@@ -132,16 +139,8 @@ func (s *pubSocket) accept() {
 			time.Sleep(10 * time.Millisecond) // out of file descriptors, say: try again later
 			continue
 		}
-		sub := newSubscriber(nc)
-		s.mu.Lock()
-		closed := s.closed
-		if !closed {
-			s.subs[sub] = struct{}{}
-			s.wg.Add(1)
-		}
-		s.mu.Unlock()
-		if closed {
-			nc.Close()
+		sub := s.adopt(nc)
+		if sub == nil {
 			return
 		}
 		go s.serve(sub, true)
