@@ -97,61 +97,6 @@ func TestSeqHashIsLittleEndianPair(t *testing.T) {
 	}
 }
 
-// seqHashRef is SeqHash by the library's general entry point.
-func seqHashRef(parent, block uint64) uint64 {
-	raw := binary.LittleEndian.AppendUint64(make([]byte, 0, 16), parent)
-	return xxh3.HashSeed(binary.LittleEndian.AppendUint64(raw, block), Seed)
-}
-
-// TestSeqHashMatchesLibrary: the written-out 16-byte case equals xxh3.HashSeed over the pair, on edge
-// values (all zero and all one bits, the values that cancel the secret's mixing) and a million pseudo-random
-// pairs.
-func TestSeqHashMatchesLibrary(t *testing.T) {
-	edges := []uint64{0, 1, 1 << 63, ^uint64(0), secret24 ^ secret32 + Seed, secret40 ^ secret48 - Seed}
-	for _, a := range edges {
-		for _, b := range edges {
-			if got, want := SeqHash(a, b), seqHashRef(a, b); got != want {
-				t.Fatalf("SeqHash(%#x, %#x) = %#x, want %#x", a, b, got, want)
-			}
-		}
-	}
-	x := uint64(prime64)
-	for range 1 << 20 {
-		a := x * prime64
-		b := a*prime64 ^ a>>29
-		x = b + prime32
-		if got, want := SeqHash(a, b), seqHashRef(a, b); got != want {
-			t.Fatalf("SeqHash(%#x, %#x) = %#x, want %#x", a, b, got, want)
-		}
-	}
-}
-
-func FuzzSeqHash(f *testing.F) {
-	f.Add(uint64(0), uint64(0))
-	f.Add(^uint64(0), uint64(1))
-	f.Add(uint64(0x0102030405060708), uint64(0x1112131415161718))
-	f.Fuzz(func(t *testing.T, a, b uint64) {
-		if got, want := SeqHash(a, b), seqHashRef(a, b); got != want {
-			t.Fatalf("SeqHash(%#x, %#x) = %#x, want %#x", a, b, got, want)
-		}
-	})
-}
-
-func BenchmarkSeqHash(b *testing.B) {
-	h := uint64(1)
-	for b.Loop() {
-		h = SeqHash(h, 42) // chained, as a sequence's blocks are
-	}
-}
-
-// BenchmarkSeqHashLibrary is BenchmarkSeqHash by the library's general entry point, for comparison.
-func BenchmarkSeqHashLibrary(b *testing.B) {
-	h := uint64(1)
-	for b.Loop() {
-		h = seqHashRef(h, 42)
-	}
-}
-
 func BenchmarkBlockHash16(b *testing.B) {
 	toks := make([]uint32, 16)
 	for i := range toks {
