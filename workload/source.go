@@ -28,6 +28,7 @@ type Request struct {
 	// How the tokens are made (see AppendTokens). A zero Request makes
 	// InputLen request-unique tokens, which is what tests of other packages
 	// usually want.
+	prompt    []uint32 // trace: the tokens of a text_input or messages row, InputLen of them
 	hashes    []uint32 // trace: low 32 bits of each hash id, one per block of blockSize tokens
 	blockSize int      // trace: tokens per hash id
 	prefixLen int      // synthetic: leading tokens taken from the shared prefix group

@@ -9,12 +9,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/mocker-sim/mocker/tokenize"
 )
 
 // TraceOptions says how to read a trace file.
 type TraceOptions struct {
 	TraceBlockSize int    // tokens per hash id (default when 0: 512, the Mooncake traces' block)
 	Format         string // "" or "auto" (by content/extension), "mooncake", "azure"
+
+	// Tokenizer makes the prompt of a row given as text_input or messages;
+	// nil: tokenize.Builtin().
+	Tokenizer tokenize.Tokenizer
+	// OutputLen draws the output length of the row of Key key when the row
+	// gives none (AIPerf's rows may leave it to the server); nil: such a
+	// row is an error.
+	OutputLen func(key uint64) int
+	// Warn, if set, gets one warning naming the fields the trace gives
+	// that the replay does not read (nil: they pass silently).
+	Warn func(msg string)
 }
 
 // DefaultTraceBlockSize is the block size of the public Mooncake traces.
@@ -93,7 +106,7 @@ func ReadTrace(r io.Reader, name string, opts TraceOptions) (Source, error) {
 	)
 	switch format {
 	case "mooncake":
-		src, err = readMooncake(lr, name, bs)
+		src, err = readMooncake(lr, name, bs, opts)
 	case "azure":
 		src, err = readAzure(lr, name)
 	default:
