@@ -1,0 +1,85 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/mocker-sim/mocker/workload"
+)
+
+// TestPeerTracesReplay: each trace variant of workload/testdata/peer replays to the end, every row a
+// request with its prompt and output tokens; the agentic trace's turns arrive when the turn they wait
+// on has ended plus their delay and tool time.
+func TestPeerTracesReplay(t *testing.T) {
+	type rec struct {
+		ID      *string  `json:"request_id"`
+		Line    int      `json:"trace_line"`
+		Arrival float64  `json:"arrival_ms"`
+		Finish  float64  `json:"finish_ms"`
+		In      int      `json:"input_tokens"`
+		Out     int      `json:"output_tokens"`
+		E2E     *float64 `json:"e2e_ms"`
+	}
+	tests := []struct {
+		file    string
+		in, out []int // by request id (arrival order)
+	}{
+		{"aiperf_text.jsonl", []int{7, 8, 7}, []int{20, 100, 102}},
+		{"aiperf_messages.jsonl", []int{23, 2, 39}, []int{12, 4, 8}},
+		{"dynamo_priority.jsonl", []int{8, 8, 4}, []int{2, 3, 1}},
+		{"agentic_mooncake.jsonl", []int{8, 4, 12, 16}, []int{2, 1, 1, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			src, err := workload.OpenTrace(filepath.Join("..", "workload", "testdata", "peer", tt.file), workload.TraceOptions{
+				TraceBlockSize: 4, OutputLen: func(key uint64) int { return 100 + int(key) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := small()
+			e.VLLM.NumBlocks = 256
+			res := run(t, src, Options{Workers: 1, Engine: e})
+			var b bytes.Buffer
+			if err := res.Collector.WriteRequestsJSONL(&b); err != nil {
+				t.Fatal(err)
+			}
+			var recs []rec
+			for dec := json.NewDecoder(&b); dec.More(); {
+				var r rec
+				if err := dec.Decode(&r); err != nil {
+					t.Fatal(err)
+				}
+				if r.E2E == nil {
+					t.Errorf("line %d did not complete", r.Line)
+				}
+				recs = append(recs, r)
+			}
+			if res.Summary.CompletedRequests != len(tt.in) || len(recs) != len(tt.in) {
+				t.Fatalf("%d completed, %d records, want %d", res.Summary.CompletedRequests, len(recs), len(tt.in))
+			}
+			for i, r := range recs {
+				if r.In != tt.in[i] || r.Out != tt.out[i] {
+					t.Errorf("request %d (line %d): %d in %d out, want %d and %d", i, r.Line, r.In, r.Out, tt.in[i], tt.out[i])
+				}
+			}
+			if tt.file != "agentic_mooncake.jsonl" {
+				return
+			}
+			byID := map[string]rec{}
+			for _, r := range recs {
+				byID[*r.ID] = r
+			}
+			if got, want := byID["tool-1"].Arrival, byID["root"].Finish+5; got != want {
+				t.Errorf("tool-1 arrives at %v ms, want root's end + 2 + 3 = %v", got, want)
+			}
+			if got, want := byID["tool-2"].Arrival, byID["tool-1"].Finish+40; got != want {
+				t.Errorf("tool-2 arrives at %v ms, want tool-1's end + 40 = %v", got, want)
+			}
+			if byID["other"].Arrival != 5 {
+				t.Errorf("other arrives at %v ms, want its timestamp 5", byID["other"].Arrival)
+			}
+		})
+	}
+}
