@@ -106,10 +106,10 @@ type mooncakeRow struct {
 	outputIDs        []uint32
 	session, id      string
 	priority         int
-	text             string             // text_input, or messages rendered as serve renders a chat
-	waitFor          []string           // request_ids
-	toolWait         time.Duration      // tool_wait_ms
-	unknown          []string           // keys neither read nor ignored
+	text             string        // text_input, or messages rendered as serve renders a chat
+	waitFor          []string      // request_ids
+	toolWait         time.Duration // tool_wait_ms
+	unknown          []string      // keys neither read nor ignored
 }
 
 // rowTimes is what the session pass needs of a row beyond its Request.
