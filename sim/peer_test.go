@@ -30,6 +30,7 @@ func TestPeerTracesReplay(t *testing.T) {
 		{"aiperf_messages.jsonl", []int{23, 2, 39}, []int{12, 4, 8}},
 		{"dynamo_priority.jsonl", []int{8, 8, 4}, []int{2, 3, 1}},
 		{"agentic_mooncake.jsonl", []int{8, 4, 12, 16}, []int{2, 1, 1, 1}},
+		{"agentic_subagents.jsonl", []int{8, 8, 4, 12, 12}, []int{2, 4, 1, 1, 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -64,12 +65,41 @@ func TestPeerTracesReplay(t *testing.T) {
 					t.Errorf("request %d (line %d): %d in %d out, want %d and %d", i, r.Line, r.In, r.Out, tt.in[i], tt.out[i])
 				}
 			}
-			if tt.file != "agentic_mooncake.jsonl" {
-				return
-			}
 			byID := map[string]rec{}
 			for _, r := range recs {
-				byID[*r.ID] = r
+				if r.ID != nil {
+					byID[*r.ID] = r
+				}
+			}
+			if tt.file == "agentic_subagents.jsonl" {
+				// Each request arrives when the last of what it waits on ends, plus its delay and tool time.
+				waits := []struct {
+					id    string
+					after []string
+					wait  float64
+				}{
+					{"child-1", []string{"parent-1"}, 10},
+					{"child-2", []string{"parent-1"}, 10 + 20},
+					{"child-3", []string{"child-1"}, 50},
+					{"parent-2", []string{"parent-1", "child-2", "child-3"}, 5},
+				}
+				for _, w := range waits {
+					last := 0.0
+					for _, a := range w.after {
+						last = max(last, byID[a].Finish)
+					}
+					if got := byID[w.id].Arrival; got != last+w.wait {
+						t.Errorf("%s arrives at %v ms, want the end of %v (%v) + %v", w.id, got, w.after, last, w.wait)
+					}
+				}
+				// The parent's second request waited on child-3, which ended last.
+				if byID["child-3"].Finish <= byID["child-2"].Finish {
+					t.Errorf("child-3 ends at %v, child-2 at %v: the fixture no longer tests the join", byID["child-3"].Finish, byID["child-2"].Finish)
+				}
+				return
+			}
+			if tt.file != "agentic_mooncake.jsonl" {
+				return
 			}
 			if got, want := byID["tool-1"].Arrival, byID["root"].Finish+5; got != want {
 				t.Errorf("tool-1 arrives at %v ms, want root's end + 2 + 3 = %v", got, want)
@@ -81,5 +111,19 @@ func TestPeerTracesReplay(t *testing.T) {
 				t.Errorf("other arrives at %v ms, want its timestamp 5", byID["other"].Arrival)
 			}
 		})
+	}
+}
+
+// TestDependentTraceConcurrency: requests that wait on others replay on their own times; with a
+// concurrency the run is refused, not deadlocked or reordered.
+func TestDependentTraceConcurrency(t *testing.T) {
+	src, err := workload.OpenTrace(filepath.Join("..", "workload", "testdata", "peer", "agentic_subagents.jsonl"),
+		workload.TraceOptions{TraceBlockSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(src, Options{Workers: 1, Engine: small(), Concurrency: 2})
+	if want := "request child-1 waits on others: a trace of dependent requests replays on its own times, not with a concurrency"; err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %q", err, want)
 	}
 }

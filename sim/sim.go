@@ -102,6 +102,7 @@ type session struct {
 	next    int    // index of the next turn to send
 	history []uint32
 	keep    bool // later turns continue this conversation: keep the prompt and output
+	waits   int  // requests the next turn waits on (Request.After) that have not ended
 }
 
 // request is a request in flight.
@@ -159,6 +160,12 @@ type runner struct {
 
 	planner  *plannerState
 	failures int // workers failed so far
+
+	// Agentic traces: the end of each awaited request that has ended, and the sessions whose next
+	// turn waits on one that has not.
+	ends    map[uint64]time.Duration
+	waiters map[uint64][]*session
+	waiting int // sessions whose next turn waits
 }
 
 // ErrStopped is Run's error when Options.Finished stopped the run.
@@ -189,6 +196,9 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	}
 	if err := r.loop(); err != nil {
 		return nil, err
+	}
+	if r.waiting > 0 {
+		return nil, fmt.Errorf("%d sessions still wait on requests that never ended", r.waiting)
 	}
 	return r.result(), nil
 }
@@ -258,6 +268,14 @@ func (r *runner) pullSession() error {
 	r.pulled++
 	for _, t := range w.Turns[1:] {
 		s.keep = s.keep || t.History
+	}
+	if w.Turns[0].After != nil {
+		// It has no arrival time of its own: it waits, and the next session is due now.
+		if r.o.Concurrency > 0 {
+			return fmt.Errorf("request %s waits on others: a trace of dependent requests replays on its own times, not with a concurrency", w.Turns[0].Name())
+		}
+		r.await(s, 0)
+		return r.pullSession()
 	}
 	at := r.now
 	if r.o.Concurrency == 0 {
@@ -361,7 +379,7 @@ func (r *runner) req(id uint64) *request {
 
 // arrive sends a session's next turn to the ingress pool's router, at once or through the frontend.
 func (r *runner) arrive(s *session) error {
-	if s.next == 0 && r.o.Concurrency == 0 {
+	if s.next == 0 && r.o.Concurrency == 0 && s.w.Turns[0].After == nil {
 		// Open loop: the following session arrives on its own schedule.
 		if err := r.pullSession(); err != nil {
 			return err
@@ -510,6 +528,9 @@ func (r *runner) requestEnded(req *request) error {
 		r.spare = append(r.spare, req.seq)
 		req.seq = nil
 	}
+	if req.turn.Awaited {
+		r.awaitedEnded(req.turn)
+	}
 	return r.turnEnded(req.sess)
 }
 
@@ -520,13 +541,50 @@ func (r *runner) turnEnded(s *session) error {
 		r.o.Progress(r.ended)
 	}
 	if s.next < len(s.w.Turns) {
-		r.timeline.push(event{at: r.now + r.scale(s.w.Turns[s.next].Delay), phase: phaseArrival, key: s.seq, sess: s})
+		r.await(s, r.now)
 		return nil
 	}
 	if r.o.Concurrency > 0 {
 		return r.pullSession()
 	}
 	return nil
+}
+
+// await schedules the session's next turn Delay after from and the end of every request it waits
+// on, or, if some have not ended, leaves it waiting on them.
+func (r *runner) await(s *session, from time.Duration) {
+	t := &s.w.Turns[s.next]
+	for _, k := range t.After {
+		if end, ok := r.ends[k]; ok {
+			from = max(from, end)
+			continue
+		}
+		if r.waiters == nil {
+			r.waiters = map[uint64][]*session{}
+		}
+		r.waiters[k] = append(r.waiters[k], s)
+		s.waits++
+	}
+	if s.waits > 0 {
+		r.waiting++
+		return
+	}
+	r.timeline.push(event{at: from + r.scale(t.Delay), phase: phaseArrival, key: s.seq, sess: s})
+}
+
+// awaitedEnded records the end of a request others wait on and sends those it was the last wait of.
+func (r *runner) awaitedEnded(t *workload.Request) {
+	if r.ends == nil {
+		r.ends = map[uint64]time.Duration{}
+	}
+	r.ends[t.Key] = r.now
+	for _, s := range r.waiters[t.Key] {
+		if s.waits--; s.waits == 0 {
+			r.waiting--
+			r.await(s, r.now) // every wait has ended, the latest now
+		}
+	}
+	delete(r.waiters, t.Key)
 }
 
 // result gathers the report.

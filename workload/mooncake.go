@@ -65,8 +65,9 @@ var mooncakeKeys = [...]struct {
 
 // ignoredKeys are fields of peers' traces that mean nothing to the
 // simulation, read without a warning: Dynamo's scheduling hints (the
-// simulated schedulers have no priorities).
-var ignoredKeys = [...]string{"strict_priority", "policy_class"}
+// simulated schedulers have no priorities), and its agentic rows' branches
+// (the inverse of wait_for) and prefix_reset (hash_ids say what is shared).
+var ignoredKeys = [...]string{"strict_priority", "policy_class", "branches", "prefix_reset"}
 
 // lookupMooncakeKey returns the static name and the field of key. A scan
 // of a dozen short strings is as fast as a map and returns a name that does
@@ -121,7 +122,7 @@ type rowTimes struct {
 	hashOff, hashN      int
 	session             string
 	hasSession          bool
-	waitFor             []string
+	waitFor             []uint64 // Keys of the rows named by wait_for
 }
 
 // readMooncake loads a Mooncake JSONL trace: it parses every row, then
@@ -133,7 +134,7 @@ func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions)
 		arena   []uint32 // every row's hash ids, back to back
 		row     mooncakeRow
 		p       fastjson.Parser    // reused across lines: it keeps its buffers
-		idAt    = map[string]int{} // request_id → its line
+		idKey   = map[string]int{} // request_id → its row's Key
 		ignored = map[string]int{} // field left unread → its first line
 	)
 	tk := opts.Tokenizer
@@ -160,10 +161,20 @@ func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions)
 			return nil, fail(field, err)
 		}
 		if row.has[fRequestID] {
-			if first, ok := idAt[row.id]; ok {
-				return nil, fail(row.name[fRequestID], fmt.Errorf("%q is also the id of line %d", row.id, first))
+			if first, ok := idKey[row.id]; ok {
+				return nil, fail(row.name[fRequestID], fmt.Errorf("%q is also the id of line %d", row.id, reqs[first].Line))
 			}
-			idAt[row.id] = lr.line
+			idKey[row.id] = len(reqs)
+		}
+		var waitFor []uint64
+		for _, id := range row.waitFor {
+			k, ok := idKey[id]
+			if !ok || k == len(reqs) {
+				return nil, fail(row.name[fWaitFor], fmt.Errorf("%q is the request_id of no earlier row", id))
+			}
+			if !slices.Contains(waitFor, uint64(k)) {
+				waitFor = append(waitFor, uint64(k))
+			}
 		}
 		req.Key = uint64(len(reqs))
 		req.Line = lr.line
@@ -197,7 +208,7 @@ func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions)
 		times = append(times, rowTimes{
 			timestamp: row.timestamp, hasTime: row.has[fTimestamp], timeName: row.name[fTimestamp],
 			delay: row.delay, hasDelay: row.has[fDelay], delayName: row.name[fDelay],
-			toolWait: row.toolWait, waitFor: row.waitFor,
+			toolWait: row.toolWait, waitFor: waitFor,
 			hashOff: row.hashOff, hashN: row.hashN,
 			session: row.session, hasSession: row.has[fSession],
 		})
@@ -623,7 +634,8 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 		start[s+1] = start[s] + n
 	}
 	turns := make([]Request, len(reqs))
-	rowOf := make([]int, len(reqs)) // turn slot → row
+	rowOf := make([]int, len(reqs))  // turn slot → row
+	slotOf := make([]int, len(reqs)) // row (Key) → turn slot
 	fill := slices.Clone(start[:len(turnCount)])
 	for i := range reqs {
 		s := sessionOf[i]
@@ -635,6 +647,7 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 			turns[k].hashes = arena[t.hashOff : t.hashOff+t.hashN : t.hashOff+t.hashN]
 		}
 		rowOf[k] = i
+		slotOf[i] = k
 	}
 
 	// Check times and derive delays; find the earliest arrival.
@@ -645,10 +658,18 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 			fail := func(field string, err error) error {
 				return &TraceError{Path: name, Line: req.Line, Field: field, Err: err}
 			}
+			for _, w := range t.waitFor {
+				if req.Turn > 0 && w == turns[k-1].Key {
+					continue // the session's order waits on it already
+				}
+				req.After = append(req.After, w)
+				turns[slotOf[w]].Awaited = true
+			}
 			if req.Turn == 0 {
 				switch {
-				case t.waitFor != nil:
-					return nil, fail("wait_for", errors.New("a session's first turn may not wait (waiting on other sessions is not replayed)"))
+				case req.After != nil:
+					// It arrives when what it waits on has ended, after its delay and tool time.
+					req.Delay = t.delay + t.toolWait
 				case t.hasTime:
 					origin = min(origin, t.timestamp)
 				case last >= 0:
@@ -657,14 +678,11 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 				continue
 			}
 			prev := times[rowOf[k-1]]
-			if err := checkWait(t.waitFor, &turns[k-1], req.ID); err != nil {
-				return nil, fail("wait_for", err)
-			}
 			switch {
 			case t.hasDelay:
 				req.Delay = t.delay
-			case !t.hasTime && (t.waitFor != nil || t.toolWait > 0):
-				// An agentic turn: its wait is its tool time alone.
+			case t.waitFor != nil || !t.hasTime && t.toolWait > 0:
+				// An agentic turn without a delay: its wait is its tool time alone.
 			case !t.hasTime:
 				return nil, fail(mooncakeCanonical[fDelay], errors.New("missing, and no timestamp to derive it from"))
 			case !prev.hasTime:
@@ -690,6 +708,9 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 		for k := start[s]; k < start[s+1]; k++ {
 			t, req := times[rowOf[k]], &turns[k]
 			switch {
+			case req.Turn == 0 && req.After != nil:
+				req.At = 0 // sorted first: the replay holds it until what it waits on ends
+				delayed = true
 			case req.Turn == 0:
 				// A first turn's delay (AIPerf allows one) defers its arrival.
 				req.At = t.delay
@@ -709,17 +730,4 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 		slices.SortStableFunc(sessions, func(a, b Session) int { return cmp.Compare(a.Turns[0].At, b.Turns[0].At) })
 	}
 	return &sessionList{sessions: sessions, requests: len(reqs)}, nil
-}
-
-// checkWait accepts a later turn's wait_for when it names the turn before
-// it (or nothing): a session's turns run one after another, so that is the
-// wait the replay gives. A wait on any other request is refused rather than
-// replayed wrongly.
-func checkWait(waitFor []string, prev *Request, id string) error {
-	for _, w := range waitFor {
-		if w != prev.ID || prev.ID == "" || len(waitFor) > 1 {
-			return fmt.Errorf("%q is not the previous turn of the session (line %d, request_id %q): only waits on it are replayed", w, prev.Line, prev.ID)
-		}
-	}
-	return nil
 }

@@ -99,10 +99,8 @@ func TestMooncakeErrors(t *testing.T) {
 		{"message without role", `{"messages": [{"content": "hi"}], "output_length": 1}`, 1, "messages", "[0]: role: missing"},
 		{"message image part", `{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}], "output_length": 1}`, 1, "messages", "[0]: content[0]: only text parts"},
 		{"message content number", `{"messages": [{"role": "user", "content": 3}], "output_length": 1}`, 1, "messages", "[0]: content: want a string or a list of text parts, got number"},
-		{"first turn waits", `{"timestamp": 0, "input_length": 4, "output_length": 1, "session_id": "s", "wait_for": ["x"]}`, 1, "wait_for", "first turn may not wait"},
-		{"wait on another", `{"request_id": "a", "timestamp": 0, "input_length": 4, "output_length": 1, "session_id": "s"}` + "\n" +
-			`{"request_id": "b", "input_length": 4, "output_length": 1, "session_id": "s", "wait_for": ["a"]}` + "\n" +
-			`{"request_id": "c", "input_length": 4, "output_length": 1, "session_id": "s", "wait_for": ["a"], "tool_wait_ms": 5}`, 3, "wait_for", `"a" is not the previous turn of the session (line 2, request_id "b")`},
+		{"wait on an unknown id", `{"timestamp": 0, "input_length": 4, "output_length": 1, "session_id": "s", "wait_for": ["x"]}`, 1, "wait_for", `"x" is the request_id of no earlier row`},
+		{"wait on itself", `{"request_id": 3, "timestamp": 0, "input_length": 4, "output_length": 1, "wait_for": [3]}`, 1, "wait_for", `"3" is the request_id of no earlier row`},
 		{"wait_for not an array", `{"timestamp": 0, "input_length": 4, "output_length": 1, "wait_for": "a"}`, 1, "wait_for", "want an array of request_ids"},
 		{"negative tool wait", `{"timestamp": 0, "input_length": 4, "output_length": 1, "tool_wait_ms": -1}`, 1, "tool_wait_ms", "must be >= 0, got -1"},
 		{"session id float", `{"timestamp": 0, "input_length": 4, "output_length": 1, "session_id": 1.5}`, 1, "session_id", "string or an integer"},

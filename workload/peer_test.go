@@ -28,6 +28,8 @@ func TestPeerTraces(t *testing.T) {
 		id         string
 		at, delay  time.Duration
 		in, out    int
+		after      []uint64
+		awaited    bool
 	}
 	ms := time.Millisecond
 	tests := []struct {
@@ -36,25 +38,34 @@ func TestPeerTraces(t *testing.T) {
 		warn string
 	}{
 		{"aiperf_text.jsonl", []row{
-			{1, 0, "", 0, 0, 7, 20},
-			{2, 0, "", 0, 0, 8, 100},
-			{3, 0, "", 0, 0, 7, 102}, // no output_length: drawn for Key 2
+			{1, 0, "", 0, 0, 7, 20, nil, false},
+			{2, 0, "", 0, 0, 8, 100, nil, false},
+			{3, 0, "", 0, 0, 7, 102, nil, false}, // no output_length: drawn for Key 2
 		}, ""},
 		{"aiperf_messages.jsonl", []row{
-			{1, 0, "", 0, 0, 23, 12}, // a first turn's delay of 0
-			{2, 1, "", 500 * ms, 500 * ms, 39, 8},
-			{3, 0, "", 350 * ms, 0, 2, 4}, // timestamp 100 + first-turn delay 250: after chat-1 starts
+			{1, 0, "", 0, 0, 23, 12, nil, false}, // a first turn's delay of 0
+			{2, 1, "", 500 * ms, 500 * ms, 39, 8, nil, false},
+			{3, 0, "", 350 * ms, 0, 2, 4, nil, false}, // timestamp 100 + first-turn delay 250: after chat-1 starts
 		}, `trace testdata/peer/aiperf_messages.jsonl: ignoring fields the replay does not read: input_length (beside text_input) (line 3)`},
 		{"dynamo_priority.jsonl", []row{
-			{1, 0, "", 0, 0, 8, 2},
-			{2, 0, "", 10 * ms, 0, 8, 3},
-			{3, 0, "", 20 * ms, 0, 4, 1},
+			{1, 0, "", 0, 0, 8, 2, nil, false},
+			{2, 0, "", 10 * ms, 0, 8, 3, nil, false},
+			{3, 0, "", 20 * ms, 0, 4, 1, nil, false},
 		}, `trace testdata/peer/dynamo_priority.jsonl: ignoring fields the replay does not read: model (line 1), tenant (line 2)`},
 		{"agentic_mooncake.jsonl", []row{
-			{1, 0, "root", 0, 0, 8, 2},
-			{2, 1, "tool-1", 5 * ms, 5 * ms, 12, 1}, // delay 2 + tool_wait_ms 3 after root ends
-			{3, 2, "tool-2", 45 * ms, 40 * ms, 16, 1},
-			{4, 0, "other", 5 * ms, 0, 4, 1},
+			{1, 0, "root", 0, 0, 8, 2, nil, false},
+			{2, 1, "tool-1", 5 * ms, 5 * ms, 12, 1, nil, false}, // delay 2 + tool_wait_ms 3 after root ends
+			{3, 2, "tool-2", 45 * ms, 40 * ms, 16, 1, nil, false},
+			{4, 0, "other", 5 * ms, 0, 4, 1, nil, false},
+		}, ""},
+		// Dynamo's converter's rows: subagents' sessions start when the parent's request that launched
+		// them ends; the parent's next request waits for them (its previous turn is implicit).
+		{"agentic_subagents.jsonl", []row{
+			{1, 0, "parent-1", 0, 0, 8, 2, nil, true},
+			{5, 1, "parent-2", 500 * ms, 5 * ms, 12, 1, []uint64{2, 3}, false},
+			{2, 0, "child-1", 0, 10 * ms, 8, 4, []uint64{0}, false}, // waits: At 0, sorted first
+			{4, 1, "child-3", 300 * ms, 50 * ms, 12, 1, nil, true},
+			{3, 0, "child-2", 0, 30 * ms, 4, 1, []uint64{0}, true}, // delay 10 + tool_wait_ms 20
 		}, ""},
 	}
 	// The literal token counts are the built-in tokenizer's: check them against it.
@@ -71,7 +82,7 @@ func TestPeerTraces(t *testing.T) {
 			}
 			var got []row
 			for _, r := range requests(collect(t, src)) {
-				got = append(got, row{r.Line, r.Turn, r.ID, r.At, r.Delay, r.InputLen, r.OutputLen})
+				got = append(got, row{r.Line, r.Turn, r.ID, r.At, r.Delay, r.InputLen, r.OutputLen, r.After, r.Awaited})
 				if n := len(r.AppendTokens(nil)); n != r.InputLen {
 					t.Errorf("line %d: %d tokens for input %d", r.Line, n, r.InputLen)
 				}
@@ -99,7 +110,8 @@ func TestPeerTracesBad(t *testing.T) {
 		{"bad_aiperf_text.jsonl", "text_input", 2, "want a string, got array"},
 		{"bad_aiperf_messages.jsonl", "messages", 2, "[0]: content[0]: only text parts are supported"},
 		{"bad_dynamo_priority.jsonl", "priority", 2, "want a number, got string"},
-		{"bad_agentic_mooncake.jsonl", "wait_for", 3, `"root" is not the previous turn of the session (line 2, request_id "a")`},
+		{"bad_agentic_mooncake.jsonl", "wait_for", 2, "want an array of request_ids, got string"},
+		{"bad_agentic_subagents.jsonl", "wait_for", 2, `"parent-2" is the request_id of no earlier row`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

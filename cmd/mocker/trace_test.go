@@ -28,6 +28,7 @@ func TestPredictPeerTraces(t *testing.T) {
 		{"dynamo_priority.jsonl", []int{8, 8, 4}, []int{2, 3, 1},
 			"warning: trace " + filepath.Join(peer, "dynamo_priority.jsonl") + ": ignoring fields the replay does not read: model (line 1), tenant (line 2)\n"},
 		{"agentic_mooncake.jsonl", []int{8, 4, 12, 16}, []int{2, 1, 1, 1}, ""},
+		{"agentic_subagents.jsonl", []int{8, 8, 4, 12, 12}, []int{2, 4, 1, 1, 1}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -76,9 +77,9 @@ func TestPredictPeerTraces(t *testing.T) {
 
 // TestPredictPeerTraceBad: a bad row fails predict naming the file, line and field.
 func TestPredictPeerTraceBad(t *testing.T) {
-	path := filepath.Join("..", "..", "workload", "testdata", "peer", "bad_agentic_mooncake.jsonl")
+	path := filepath.Join("..", "..", "workload", "testdata", "peer", "bad_agentic_subagents.jsonl")
 	_, _, err := mocker(t, "predict", "--trace", path, "--trace-block-size", "4", "--timing", "fixed")
-	want := "trace " + path + ` line 3: wait_for: "root" is not the previous turn of the session (line 2, request_id "a"): only waits on it are replayed`
+	want := "trace " + path + ` line 2: wait_for: "parent-2" is the request_id of no earlier row`
 	if err == nil || err.Error() != want {
 		t.Fatalf("error %v, want %q", err, want)
 	}
