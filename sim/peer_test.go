@@ -20,6 +20,7 @@ func TestPeerTracesReplay(t *testing.T) {
 		Finish  float64  `json:"finish_ms"`
 		In      int      `json:"input_tokens"`
 		Out     int      `json:"output_tokens"`
+		Cached  int      `json:"cached_tokens"`
 		E2E     *float64 `json:"e2e_ms"`
 	}
 	tests := []struct {
@@ -31,6 +32,8 @@ func TestPeerTracesReplay(t *testing.T) {
 		{"dynamo_priority.jsonl", []int{8, 8, 4}, []int{2, 3, 1}},
 		{"agentic_mooncake.jsonl", []int{8, 4, 12, 16}, []int{2, 1, 1, 1}},
 		{"agentic_subagents.jsonl", []int{8, 8, 4, 12, 12}, []int{2, 4, 1, 1, 1}},
+		// Later calls read the conversation so far: 16 + 4 + 8, then 28 + 6 + 10.
+		{"applied_compute_agentic.jsonl", []int{16, 5, 28, 44}, []int{4, 2, 6, 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -64,6 +67,24 @@ func TestPeerTracesReplay(t *testing.T) {
 				if r.In != tt.in[i] || r.Out != tt.out[i] {
 					t.Errorf("request %d (line %d): %d in %d out, want %d and %d", i, r.Line, r.In, r.Out, tt.in[i], tt.out[i])
 				}
+			}
+			if tt.file == "applied_compute_agentic.jsonl" {
+				// Each call comes the tool's latency after the one before it ends, and finds the
+				// conversation before it cached in whole blocks of 4: the previous prompt and all of
+				// its output but the last token, whose KV is never computed (16 + 3 → 16, 28 + 5 → 32).
+				for _, w := range []struct {
+					call, prev int
+					wait       float64
+					cached     int
+				}{{2, 0, 500, 16}, {3, 2, 1250, 32}} {
+					if got, want := recs[w.call].Arrival, recs[w.prev].Finish+w.wait; got != want {
+						t.Errorf("request %d arrives at %v ms, want %v", w.call, got, want)
+					}
+					if recs[w.call].Cached != w.cached {
+						t.Errorf("request %d found %d tokens cached, want %d", w.call, recs[w.call].Cached, w.cached)
+					}
+				}
+				return
 			}
 			byID := map[string]rec{}
 			for _, r := range recs {

@@ -30,6 +30,7 @@ func TestPeerTraces(t *testing.T) {
 		in, out    int
 		after      []uint64
 		awaited    bool
+		history    bool
 	}
 	ms := time.Millisecond
 	tests := []struct {
@@ -38,35 +39,43 @@ func TestPeerTraces(t *testing.T) {
 		warn string
 	}{
 		{"aiperf_text.jsonl", []row{
-			{1, 0, "", 0, 0, 7, 20, nil, false},
-			{2, 0, "", 0, 0, 8, 100, nil, false},
-			{3, 0, "", 0, 0, 7, 102, nil, false}, // no output_length: drawn for Key 2
+			{1, 0, "", 0, 0, 7, 20, nil, false, false},
+			{2, 0, "", 0, 0, 8, 100, nil, false, false},
+			{3, 0, "", 0, 0, 7, 102, nil, false, false}, // no output_length: drawn for Key 2
 		}, ""},
 		{"aiperf_messages.jsonl", []row{
-			{1, 0, "", 0, 0, 23, 12, nil, false}, // a first turn's delay of 0
-			{2, 1, "", 500 * ms, 500 * ms, 39, 8, nil, false},
-			{3, 0, "", 350 * ms, 0, 2, 4, nil, false}, // timestamp 100 + first-turn delay 250: after chat-1 starts
+			{1, 0, "", 0, 0, 23, 12, nil, false, false}, // a first turn's delay of 0
+			{2, 1, "", 500 * ms, 500 * ms, 39, 8, nil, false, false},
+			{3, 0, "", 350 * ms, 0, 2, 4, nil, false, false}, // timestamp 100 + first-turn delay 250: after chat-1 starts
 		}, `trace testdata/peer/aiperf_messages.jsonl: ignoring fields the replay does not read: input_length (beside text_input) (line 3)`},
 		{"dynamo_priority.jsonl", []row{
-			{1, 0, "", 0, 0, 8, 2, nil, false},
-			{2, 0, "", 10 * ms, 0, 8, 3, nil, false},
-			{3, 0, "", 20 * ms, 0, 4, 1, nil, false},
+			{1, 0, "", 0, 0, 8, 2, nil, false, false},
+			{2, 0, "", 10 * ms, 0, 8, 3, nil, false, false},
+			{3, 0, "", 20 * ms, 0, 4, 1, nil, false, false},
 		}, `trace testdata/peer/dynamo_priority.jsonl: ignoring fields the replay does not read: model (line 1), tenant (line 2)`},
 		{"agentic_mooncake.jsonl", []row{
-			{1, 0, "root", 0, 0, 8, 2, nil, false},
-			{2, 1, "tool-1", 5 * ms, 5 * ms, 12, 1, nil, false}, // delay 2 + tool_wait_ms 3 after root ends
-			{3, 2, "tool-2", 45 * ms, 40 * ms, 16, 1, nil, false},
-			{4, 0, "other", 5 * ms, 0, 4, 1, nil, false},
+			{1, 0, "root", 0, 0, 8, 2, nil, false, false},
+			{2, 1, "tool-1", 5 * ms, 5 * ms, 12, 1, nil, false, false}, // delay 2 + tool_wait_ms 3 after root ends
+			{3, 2, "tool-2", 45 * ms, 40 * ms, 16, 1, nil, false, false},
+			{4, 0, "other", 5 * ms, 0, 4, 1, nil, false, false},
 		}, ""},
 		// Dynamo's converter's rows: subagents' sessions start when the parent's request that launched
 		// them ends; the parent's next request waits for them (its previous turn is implicit).
 		{"agentic_subagents.jsonl", []row{
-			{1, 0, "parent-1", 0, 0, 8, 2, nil, true},
-			{5, 1, "parent-2", 500 * ms, 5 * ms, 12, 1, []uint64{2, 3}, false},
-			{2, 0, "child-1", 0, 10 * ms, 8, 4, []uint64{0}, false}, // waits: At 0, sorted first
-			{4, 1, "child-3", 300 * ms, 50 * ms, 12, 1, nil, true},
-			{3, 0, "child-2", 0, 30 * ms, 4, 1, []uint64{0}, true}, // delay 10 + tool_wait_ms 20
+			{1, 0, "parent-1", 0, 0, 8, 2, nil, true, false},
+			{5, 1, "parent-2", 500 * ms, 5 * ms, 12, 1, []uint64{2, 3}, false, false},
+			{2, 0, "child-1", 0, 10 * ms, 8, 4, []uint64{0}, false, false}, // waits: At 0, sorted first
+			{4, 1, "child-3", 300 * ms, 50 * ms, 12, 1, nil, true, false},
+			{3, 0, "child-2", 0, 30 * ms, 4, 1, []uint64{0}, true, false}, // delay 10 + tool_wait_ms 20
 		}, ""},
+		// A session of model calls and tool calls: each later call reads the conversation so far (History)
+		// plus the tool's output, the tool's latency after the call before it ends.
+		{"applied_compute_agentic.jsonl", []row{
+			{1, 0, "", 0, 0, 16, 4, nil, false, false},
+			{1, 1, "", 0, 500 * ms, 8, 6, nil, false, true},
+			{1, 2, "", 0, 1250 * ms, 10, 3, nil, false, true},
+			{2, 0, "", 0, 0, 5, 2, nil, false, false},
+		}, `trace testdata/peer/applied_compute_agentic.jsonl: ignoring fields the replay does not read: task (line 2)`},
 	}
 	// The literal token counts are the built-in tokenizer's: check them against it.
 	if enc("What is the capital of France?") != 7 || enc("Hello there") != 2 || chat(sys, user) != 23 ||
@@ -82,7 +91,7 @@ func TestPeerTraces(t *testing.T) {
 			}
 			var got []row
 			for _, r := range requests(collect(t, src)) {
-				got = append(got, row{r.Line, r.Turn, r.ID, r.At, r.Delay, r.InputLen, r.OutputLen, r.After, r.Awaited})
+				got = append(got, row{r.Line, r.Turn, r.ID, r.At, r.Delay, r.InputLen, r.OutputLen, r.After, r.Awaited, r.History})
 				if n := len(r.AppendTokens(nil)); n != r.InputLen {
 					t.Errorf("line %d: %d tokens for input %d", r.Line, n, r.InputLen)
 				}
@@ -112,6 +121,7 @@ func TestPeerTracesBad(t *testing.T) {
 		{"bad_dynamo_priority.jsonl", "priority", 2, "want a number, got string"},
 		{"bad_agentic_mooncake.jsonl", "wait_for", 2, "want an array of request_ids, got string"},
 		{"bad_agentic_subagents.jsonl", "wait_for", 2, `"parent-2" is the request_id of no earlier row`},
+		{"bad_applied_compute_agentic.jsonl", "tool_call_output_length", 2, "1 values, want num_turns = 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

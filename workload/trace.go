@@ -16,7 +16,7 @@ import (
 // TraceOptions says how to read a trace file.
 type TraceOptions struct {
 	TraceBlockSize int    // tokens per hash id (default when 0: 512, the Mooncake traces' block)
-	Format         string // "" or "auto" (by content/extension), "mooncake", "azure"
+	Format         string // "" or "auto" (by content/extension), "mooncake", "azure", "applied-compute"
 
 	// Tokenizer makes the prompt of a row given as text_input or messages;
 	// nil: tokenize.Builtin().
@@ -109,8 +109,10 @@ func ReadTrace(r io.Reader, name string, opts TraceOptions) (Source, error) {
 		src, err = readMooncake(lr, name, bs, opts)
 	case "azure":
 		src, err = readAzure(lr, name)
+	case "applied-compute":
+		src, err = readApplied(lr, name, opts)
 	default:
-		return nil, &TraceError{Path: name, Err: fmt.Errorf("unknown trace format %q (want auto, mooncake or azure)", opts.Format)}
+		return nil, &TraceError{Path: name, Err: fmt.Errorf("unknown trace format %q (want auto, mooncake, azure or applied-compute)", opts.Format)}
 	}
 	if err != nil {
 		return nil, err
@@ -124,15 +126,19 @@ func ReadTrace(r io.Reader, name string, opts TraceOptions) (Source, error) {
 const utf8BOM = "\xef\xbb\xbf"
 
 // detectFormat picks azure for a .csv name or a first line starting with
-// TIMESTAMP (the Azure header), mooncake otherwise.
+// TIMESTAMP (the Azure header), applied-compute for a first line with a
+// num_turns key, mooncake otherwise.
 func detectFormat(name string, br *bufio.Reader) string {
 	if strings.EqualFold(filepath.Ext(name), ".csv") {
 		return "azure"
 	}
-	head, _ := br.Peek(len(utf8BOM) + len("TIMESTAMP"))
+	head, _ := br.Peek(br.Size()) // as much as is there: a short file gives less
 	head = bytes.TrimPrefix(head, []byte(utf8BOM))
 	if bytes.HasPrefix(head, []byte("TIMESTAMP")) {
 		return "azure"
+	}
+	if first, _, _ := bytes.Cut(head, []byte("\n")); bytes.Contains(first, []byte(`"num_turns"`)) {
+		return "applied-compute"
 	}
 	return "mooncake"
 }

@@ -29,6 +29,8 @@ func TestPredictPeerTraces(t *testing.T) {
 			"warning: trace " + filepath.Join(peer, "dynamo_priority.jsonl") + ": ignoring fields the replay does not read: model (line 1), tenant (line 2)\n"},
 		{"agentic_mooncake.jsonl", []int{8, 4, 12, 16}, []int{2, 1, 1, 1}, ""},
 		{"agentic_subagents.jsonl", []int{8, 8, 4, 12, 12}, []int{2, 4, 1, 1, 1}, ""},
+		{"applied_compute_agentic.jsonl", []int{16, 5, 28, 44}, []int{4, 2, 6, 3},
+			"warning: trace " + filepath.Join(peer, "applied_compute_agentic.jsonl") + ": ignoring fields the replay does not read: task (line 2)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
