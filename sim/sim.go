@@ -145,7 +145,7 @@ type runner struct {
 
 	reqs    []*request         // by id (ids are dense); nil once ended
 	live    int                // requests in flight
-	turnsOn int                // requests in flight whose session has a later turn
+	turnsOn int                // requests in flight whose end sends another: a later turn of its session, or one that waits on it
 	spare   []*tokens.Sequence // sequences of finished requests, for reuse
 	pools   []*pool
 	woken   []*worker // workers that may have a pass to start
@@ -387,7 +387,7 @@ func (r *runner) arrive(s *session) error {
 	}
 	t := &s.w.Turns[s.next]
 	s.next++
-	if s.next < len(s.w.Turns) {
+	if s.next < len(s.w.Turns) || t.Awaited {
 		r.turnsOn++
 	}
 	id := r.nextID
@@ -521,7 +521,7 @@ func (r *runner) drain(p *pool) error {
 func (r *runner) requestEnded(req *request) error {
 	r.reqs[req.id] = nil
 	r.live--
-	if req.sess.next < len(req.sess.w.Turns) {
+	if req.sess.next < len(req.sess.w.Turns) || req.turn.Awaited {
 		r.turnsOn--
 	}
 	if req.seq != nil {
