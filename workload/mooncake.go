@@ -172,10 +172,10 @@ func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions)
 			if !ok || k == len(reqs) {
 				return nil, fail(row.name[fWaitFor], fmt.Errorf("%q is the request_id of no earlier row", id))
 			}
-			if !slices.Contains(waitFor, uint64(k)) {
-				waitFor = append(waitFor, uint64(k))
-			}
+			waitFor = append(waitFor, uint64(k))
 		}
+		slices.Sort(waitFor)
+		waitFor = slices.Compact(waitFor)
 		req.Key = uint64(len(reqs))
 		req.Line = lr.line
 		if text := row.has[fText] || row.has[fMessages]; text {
@@ -226,10 +226,16 @@ func ignoredWarning(name string, ignored map[string]int) string {
 	slices.SortFunc(keys, func(a, b string) int {
 		return cmp.Or(cmp.Compare(ignored[a], ignored[b]), strings.Compare(a, b))
 	})
+	const most = 20 // a file of random keys makes a warning, not a page of them
+	more := ""
+	if len(keys) > most {
+		more = fmt.Sprintf(" and %d more", len(keys)-most)
+		keys = keys[:most]
+	}
 	for i, k := range keys {
 		keys[i] = fmt.Sprintf("%s (line %d)", k, ignored[k])
 	}
-	return fmt.Sprintf("trace %s: ignoring fields the replay does not read: %s", name, strings.Join(keys, ", "))
+	return fmt.Sprintf("trace %s: ignoring fields the replay does not read: %s%s", name, strings.Join(keys, ", "), more)
 }
 
 // parse reads one line into r, appending its hash ids to arena. An error
@@ -601,7 +607,6 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 		turnCount []int
 		byID      = map[string]int{}
 		last      = -1 // the row of the latest session start with a timestamp
-		untimed   = -1 // the row of a session start without one
 	)
 	for i, t := range times {
 		s, ok := byID[t.session]
@@ -615,8 +620,6 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 							t.timestamp, times[last].timestamp, reqs[last].Line)}
 				}
 				last = i
-			} else if untimed < 0 {
-				untimed = i
 			}
 			s = len(turnCount)
 			turnCount = append(turnCount, 0)
@@ -696,7 +699,7 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 			req.Delay += t.toolWait
 		}
 	}
-	if untimed >= 0 && last < 0 {
+	if last < 0 {
 		origin = 0 // no timestamps: every session starts at 0, plus its delay
 	}
 

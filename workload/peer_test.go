@@ -153,3 +153,27 @@ func TestMissingOutputWithoutModel(t *testing.T) {
 	_, err := ReadTrace(strings.NewReader(`{"text_input": "hi"}`), "t.jsonl", TraceOptions{})
 	checkTraceError(t, err, "t.jsonl", 1, "output_length", "missing")
 }
+
+// TestIgnoredFieldsWarning: one warning for the whole file, each field named once with the first line
+// that has it, in line order; a file of many stray keys names 20 and counts the rest.
+func TestIgnoredFieldsWarning(t *testing.T) {
+	var warnings []string
+	opts := TraceOptions{Warn: func(msg string) { warnings = append(warnings, msg) }}
+	readMooncakeString(t, `{"timestamp": 0, "input_length": 4, "output_length": 1, "zeta": 1, "alpha": 2}`+"\n"+
+		`{"timestamp": 1, "input_length": 4, "output_length": 1, "alpha": 3, "beta": null}`, opts)
+	want := "trace t.jsonl: ignoring fields the replay does not read: alpha (line 1), zeta (line 1), beta (line 2)"
+	if len(warnings) != 1 || warnings[0] != want {
+		t.Fatalf("warnings %q, want exactly %q", warnings, want)
+	}
+	var b strings.Builder
+	b.WriteString(`{"timestamp": 0, "input_length": 4, "output_length": 1`)
+	for i := range 25 {
+		fmt.Fprintf(&b, `, "k%02d": 0`, i)
+	}
+	b.WriteString("}")
+	warnings = nil
+	readMooncakeString(t, b.String(), opts)
+	if len(warnings) != 1 || !strings.HasSuffix(warnings[0], "k18 (line 1), k19 (line 1) and 5 more") {
+		t.Fatalf("warnings %q, want one naming k00..k19 and 5 more", warnings)
+	}
+}
