@@ -34,11 +34,16 @@ func TestPeerTracesReplay(t *testing.T) {
 		{"agentic_subagents.jsonl", []int{8, 8, 4, 12, 12}, []int{2, 4, 1, 1, 1}},
 		// Later calls read the conversation so far: 16 + 4 + 8, then 28 + 6 + 10.
 		{"applied_compute_agentic.jsonl", []int{16, 5, 28, 44}, []int{4, 2, 6, 3}},
+		{"bailian.jsonl", []int{40, 20, 70}, []int{13, 5, 8}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
+			block := 4
+			if tt.file == "bailian.jsonl" {
+				block = 16 // as the published Bailian traces
+			}
 			src, err := workload.OpenTrace(filepath.Join("..", "workload", "testdata", "peer", tt.file), workload.TraceOptions{
-				TraceBlockSize: 4, OutputLen: func(key uint64) int { return 100 + int(key) }})
+				TraceBlockSize: block, OutputLen: func(key uint64) int { return 100 + int(key) }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,6 +96,14 @@ func TestPeerTracesReplay(t *testing.T) {
 				if r.ID != nil {
 					byID[*r.ID] = r
 				}
+			}
+			if tt.file == "bailian.jsonl" {
+				// Chat 160 follows 159 the 1.386 s between their timestamps after 159 ends; 161 starts
+				// at its own time.
+				if got, want := recs[2].Arrival, recs[0].Finish+1386; got != want || recs[1].Arrival != 386 {
+					t.Errorf("arrivals %v and %v ms, want %v and 386", got, recs[1].Arrival, want)
+				}
+				return
 			}
 			if tt.file == "agentic_subagents.jsonl" {
 				// Each request arrives when the last of what it waits on ends, plus its delay and tool time.

@@ -39,6 +39,7 @@ const (
 	fTools                          // AIPerf: tool definitions, accepted and not rendered (as serve)
 	fWaitFor                        // agentic: request_ids this request waits on
 	fToolWait                       // agentic: ms of tool time after those end
+	fParent                         // Bailian: the chat_id of the previous turn, -1 for a first
 	numMooncakeFields
 )
 
@@ -54,13 +55,14 @@ var mooncakeKeys = [...]struct {
 	{"session_id", fSession},
 	{"delay", fDelay}, {"delay_ms", fDelay},
 	{"output_token_ids", fOutputIDs},
-	{"request_id", fRequestID},
+	{"request_id", fRequestID}, {"chat_id", fRequestID},
 	{"priority", fPriority},
 	{"text_input", fText}, {"input_text", fText},
 	{"messages", fMessages},
 	{"tools", fTools},
 	{"wait_for", fWaitFor},
 	{"tool_wait_ms", fToolWait},
+	{"parent_chat_id", fParent},
 }
 
 // ignoredKeys are fields of peers' traces that mean nothing to the
@@ -85,7 +87,7 @@ func lookupMooncakeKey(key []byte) (string, mooncakeField, bool) {
 var mooncakeCanonical = [numMooncakeFields]string{
 	"timestamp", "input_length", "output_length", "hash_ids", "session_id",
 	"delay", "output_token_ids", "request_id", "priority",
-	"text_input", "messages", "tools", "wait_for", "tool_wait_ms",
+	"text_input", "messages", "tools", "wait_for", "tool_wait_ms", "parent_chat_id",
 }
 
 // MaxTokens bounds every token count a workload may ask for (prompt or
@@ -111,6 +113,7 @@ type mooncakeRow struct {
 	waitFor          []string      // request_ids
 	toolWait         time.Duration // tool_wait_ms
 	unknown          []string      // keys neither read nor ignored
+	parent           string        // parent_chat_id
 }
 
 // rowTimes is what the session pass needs of a row beyond its Request.
@@ -127,15 +130,21 @@ type rowTimes struct {
 
 // readMooncake loads a Mooncake JSONL trace: it parses every row, then
 // groups rows into sessions, derives delays, normalises times and sorts.
-func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions) (*sessionList, error) {
+//
+// A Bailian trace (Alibaba's Qwen usage traces, as AIPerf replays them) is
+// the same with timestamps in seconds, and turns chained by parent_chat_id:
+// a row whose parent is -1 starts a session, any other continues its
+// parent's.
+func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions, bailian bool) (*sessionList, error) {
 	var (
 		reqs    []Request
 		times   []rowTimes
 		arena   []uint32 // every row's hash ids, back to back
 		row     mooncakeRow
-		p       fastjson.Parser    // reused across lines: it keeps its buffers
-		idKey   = map[string]int{} // request_id → its row's Key
-		ignored = map[string]int{} // field left unread → its first line
+		p       fastjson.Parser       // reused across lines: it keeps its buffers
+		idKey   = map[string]int{}    // request_id → its row's Key
+		ignored = map[string]int{}    // field left unread → its first line
+		chatOf  = map[string]string{} // Bailian: chat_id → its session
 	)
 	tk := opts.Tokenizer
 	if tk == nil {
@@ -154,6 +163,9 @@ func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions)
 			return &TraceError{Path: name, Line: lr.line, Field: field, Err: err}
 		}
 		if field, err := row.parse(&p, line, &arena); err != nil {
+			return nil, fail(field, err)
+		}
+		if field, err := row.bailian(bailian, chatOf); err != nil {
 			return nil, fail(field, err)
 		}
 		req, field, err := row.request(blockSize, opts.OutputLen != nil)
@@ -375,8 +387,41 @@ func (r *mooncakeRow) field(f mooncakeField, key string, v *fastjson.Value, aren
 		}
 	case fToolWait:
 		r.toolWait, err = millis(v)
+	case fParent:
+		r.parent, err = stringOrInt(v)
 	}
 	return err
+}
+
+// bailian reads a Bailian row's seconds and session, recording its chat_id
+// in chatOf; a parent_chat_id in another format is an error.
+func (r *mooncakeRow) bailian(on bool, chatOf map[string]string) (string, error) {
+	switch {
+	case !on && r.name[fParent] != "":
+		return r.name[fParent], errors.New("a Bailian field: give --trace-format bailian (whose timestamps are in seconds)")
+	case !on:
+		return "", nil
+	case r.has[fSession]:
+		return r.name[fSession], errors.New("a Bailian trace chains its turns by parent_chat_id")
+	case !r.has[fRequestID]:
+		return "chat_id", errors.New("missing")
+	}
+	if r.timestamp > math.MaxInt64/1000 {
+		return r.name[fTimestamp], fmt.Errorf("%v s is out of range", r.timestamp.Milliseconds())
+	}
+	// Its request type and turn number say nothing the replay uses.
+	r.unknown = slices.DeleteFunc(r.unknown, func(k string) bool { return k == "type" || k == "turn" })
+	r.timestamp *= 1000 // read as ms, given in s
+	r.session, r.has[fSession] = r.id, true
+	if r.has[fParent] && r.parent != "-1" {
+		s, ok := chatOf[r.parent]
+		if !ok {
+			return r.name[fParent], fmt.Errorf("%q is the chat_id of no earlier row", r.parent)
+		}
+		r.session = s
+	}
+	chatOf[r.id] = r.session
+	return "", nil
 }
 
 // renderChat renders an OpenAI messages array as serve renders a chat request:

@@ -76,6 +76,12 @@ func TestPeerTraces(t *testing.T) {
 			{1, 2, "", 0, 1250 * ms, 10, 3, nil, false, true},
 			{2, 0, "", 0, 0, 5, 2, nil, false, false},
 		}, `trace testdata/peer/applied_compute_agentic.jsonl: ignoring fields the replay does not read: task (line 2)`},
+		// Bailian: seconds, turns chained by parent_chat_id, 16 tokens per hash id (set below).
+		{"bailian.jsonl", []row{
+			{1, 0, "159", 0, 0, 40, 13, nil, false, false},
+			{3, 1, "160", 1386 * ms, 1386 * ms, 70, 8, nil, false, false},
+			{2, 0, "161", 386 * ms, 0, 20, 5, nil, false, false},
+		}, ""},
 	}
 	// The literal token counts are the built-in tokenizer's: check them against it.
 	if enc("What is the capital of France?") != 7 || enc("Hello there") != 2 || chat(sys, user) != 23 ||
@@ -85,7 +91,11 @@ func TestPeerTraces(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			var warnings []string
-			src, err := OpenTrace(filepath.Join("testdata", "peer", tt.file), peerOptions(&warnings))
+			opts := peerOptions(&warnings)
+			if tt.file == "bailian.jsonl" {
+				opts.TraceBlockSize = 16
+			}
+			src, err := OpenTrace(filepath.Join("testdata", "peer", tt.file), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,12 +132,17 @@ func TestPeerTracesBad(t *testing.T) {
 		{"bad_agentic_mooncake.jsonl", "wait_for", 2, "want an array of request_ids, got string"},
 		{"bad_agentic_subagents.jsonl", "wait_for", 2, `"parent-2" is the request_id of no earlier row`},
 		{"bad_applied_compute_agentic.jsonl", "tool_call_output_length", 2, "1 values, want num_turns = 2"},
+		{"bad_bailian.jsonl", "parent_chat_id", 2, `"158" is the chat_id of no earlier row`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			path := filepath.Join("testdata", "peer", tt.file)
 			var warnings []string
-			_, err := OpenTrace(path, peerOptions(&warnings))
+			opts := peerOptions(&warnings)
+			if tt.file == "bad_bailian.jsonl" {
+				opts.TraceBlockSize = 16
+			}
+			_, err := OpenTrace(path, opts)
 			checkTraceError(t, err, path, tt.line, tt.field, tt.sub)
 		})
 	}
@@ -176,4 +191,11 @@ func TestIgnoredFieldsWarning(t *testing.T) {
 	if len(warnings) != 1 || !strings.HasSuffix(warnings[0], "k18 (line 1), k19 (line 1) and 5 more") {
 		t.Fatalf("warnings %q, want one naming k00..k19 and 5 more", warnings)
 	}
+}
+
+// TestBailianFieldInMooncake: a Bailian row read as Mooncake (seconds taken for milliseconds) is refused.
+func TestBailianFieldInMooncake(t *testing.T) {
+	_, err := ReadTrace(strings.NewReader(`{"chat_id": 1, "parent_chat_id": -1, "timestamp": 1.5, "input_length": 4, "output_length": 1}`),
+		"t.jsonl", TraceOptions{Format: "mooncake"})
+	checkTraceError(t, err, "t.jsonl", 1, "parent_chat_id", "give --trace-format bailian")
 }

@@ -16,7 +16,7 @@ import (
 // TraceOptions says how to read a trace file.
 type TraceOptions struct {
 	TraceBlockSize int    // tokens per hash id (default when 0: 512, the Mooncake traces' block)
-	Format         string // "" or "auto" (by content/extension), "mooncake", "azure", "applied-compute"
+	Format         string // "" or "auto" (by content/extension), "mooncake", "bailian", "azure", "applied-compute"
 
 	// Tokenizer makes the prompt of a row given as text_input or messages;
 	// nil: tokenize.Builtin().
@@ -105,14 +105,14 @@ func ReadTrace(r io.Reader, name string, opts TraceOptions) (Source, error) {
 		err error
 	)
 	switch format {
-	case "mooncake":
-		src, err = readMooncake(lr, name, bs, opts)
+	case "mooncake", "bailian":
+		src, err = readMooncake(lr, name, bs, opts, format == "bailian")
 	case "azure":
 		src, err = readAzure(lr, name)
 	case "applied-compute":
 		src, err = readApplied(lr, name, opts)
 	default:
-		return nil, &TraceError{Path: name, Err: fmt.Errorf("unknown trace format %q (want auto, mooncake, azure or applied-compute)", opts.Format)}
+		return nil, &TraceError{Path: name, Err: fmt.Errorf("unknown trace format %q (want auto, mooncake, bailian, azure or applied-compute)", opts.Format)}
 	}
 	if err != nil {
 		return nil, err
@@ -127,7 +127,7 @@ const utf8BOM = "\xef\xbb\xbf"
 
 // detectFormat picks azure for a .csv name or a first line starting with
 // TIMESTAMP (the Azure header), applied-compute for a first line with a
-// num_turns key, mooncake otherwise.
+// num_turns key, bailian for one with parent_chat_id, mooncake otherwise.
 func detectFormat(name string, br *bufio.Reader) string {
 	if strings.EqualFold(filepath.Ext(name), ".csv") {
 		return "azure"
@@ -137,8 +137,12 @@ func detectFormat(name string, br *bufio.Reader) string {
 	if bytes.HasPrefix(head, []byte("TIMESTAMP")) {
 		return "azure"
 	}
-	if first, _, _ := bytes.Cut(head, []byte("\n")); bytes.Contains(first, []byte(`"num_turns"`)) {
+	first, _, _ := bytes.Cut(head, []byte("\n"))
+	switch {
+	case bytes.Contains(first, []byte(`"num_turns"`)):
 		return "applied-compute"
+	case bytes.Contains(first, []byte(`"parent_chat_id"`)):
+		return "bailian"
 	}
 	return "mooncake"
 }

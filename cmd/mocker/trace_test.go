@@ -29,6 +29,7 @@ func TestPredictPeerTraces(t *testing.T) {
 			"warning: trace " + filepath.Join(peer, "dynamo_priority.jsonl") + ": ignoring fields the replay does not read: model (line 1), tenant (line 2)\n"},
 		{"agentic_mooncake.jsonl", []int{8, 4, 12, 16}, []int{2, 1, 1, 1}, ""},
 		{"agentic_subagents.jsonl", []int{8, 8, 4, 12, 12}, []int{2, 4, 1, 1, 1}, ""},
+		{"bailian.jsonl", []int{40, 20, 70}, []int{13, 5, 8}, ""},
 		{"applied_compute_agentic.jsonl", []int{16, 5, 28, 44}, []int{4, 2, 6, 3},
 			"warning: trace " + filepath.Join(peer, "applied_compute_agentic.jsonl") + ": ignoring fields the replay does not read: task (line 2)\n"},
 	}
@@ -37,7 +38,11 @@ func TestPredictPeerTraces(t *testing.T) {
 			var first []byte
 			for range 2 {
 				jsonl := filepath.Join(dir, "r.jsonl")
-				_, stderr, err := mocker(t, append(base, "--trace", filepath.Join(peer, tt.file), "--requests-jsonl", jsonl)...)
+				args := append(base, "--trace", filepath.Join(peer, tt.file), "--requests-jsonl", jsonl)
+				if tt.file == "bailian.jsonl" {
+					args = append(args, "--trace-block-size", "16") // the published traces'
+				}
+				_, stderr, err := mocker(t, args...)
 				if err != nil {
 					t.Fatalf("%v\n%s", err, stderr)
 				}
