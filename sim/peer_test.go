@@ -149,15 +149,26 @@ func TestPeerTracesReplay(t *testing.T) {
 }
 
 // TestDependentTraceConcurrency: requests that wait on others replay on their own times; with a
-// concurrency the run is refused, not deadlocked or reordered.
+// concurrency the run is refused, not deadlocked or reordered, whether a session's first turn waits or
+// only a later one does.
 func TestDependentTraceConcurrency(t *testing.T) {
+	later := `{"request_id": "a", "session_id": "s", "timestamp": 0, "input_length": 4, "output_length": 1}
+{"request_id": "b", "session_id": "t", "timestamp": 1, "input_length": 4, "output_length": 1}
+{"request_id": "c", "session_id": "t", "timestamp": 2, "input_length": 4, "output_length": 1, "wait_for": ["a", "b"]}`
 	src, err := workload.OpenTrace(filepath.Join("..", "workload", "testdata", "peer", "agentic_subagents.jsonl"),
 		workload.TraceOptions{TraceBlockSize: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Run(src, Options{Workers: 1, Engine: small(), Concurrency: 2})
-	if want := "request child-1 waits on others: a trace of dependent requests replays on its own times, not with a concurrency"; err == nil || err.Error() != want {
-		t.Fatalf("error %v, want %q", err, want)
+	for _, tc := range []struct {
+		src  workload.Source
+		want string
+	}{
+		{src, "request child-1 waits on others: a trace of dependent requests replays on its own times, not with a concurrency"},
+		{trace(t, later), "request c waits on others: a trace of dependent requests replays on its own times, not with a concurrency"},
+	} {
+		if _, err := Run(tc.src, Options{Workers: 1, Engine: small(), Concurrency: 2}); err == nil || err.Error() != tc.want {
+			t.Errorf("error %v, want %q", err, tc.want)
+		}
 	}
 }

@@ -271,10 +271,9 @@ func (r *runner) pullSession() error {
 	}
 	if w.Turns[0].After != nil {
 		// It has no arrival time of its own: it waits, and the next session is due now.
-		if r.o.Concurrency > 0 {
-			return fmt.Errorf("request %s waits on others: a trace of dependent requests replays on its own times, not with a concurrency", w.Turns[0].Name())
+		if err := r.await(s, 0); err != nil {
+			return err
 		}
-		r.await(s, 0)
 		return r.pullSession()
 	}
 	at := r.now
@@ -529,7 +528,9 @@ func (r *runner) requestEnded(req *request) error {
 		req.seq = nil
 	}
 	if req.turn.Awaited {
-		r.awaitedEnded(req.turn)
+		if err := r.awaitedEnded(req.turn); err != nil {
+			return err
+		}
 	}
 	return r.turnEnded(req.sess)
 }
@@ -541,8 +542,7 @@ func (r *runner) turnEnded(s *session) error {
 		r.o.Progress(r.ended)
 	}
 	if s.next < len(s.w.Turns) {
-		r.await(s, r.now)
-		return nil
+		return r.await(s, r.now)
 	}
 	if r.o.Concurrency > 0 {
 		return r.pullSession()
@@ -551,9 +551,13 @@ func (r *runner) turnEnded(s *session) error {
 }
 
 // await schedules the session's next turn Delay after from and the end of every request it waits
-// on, or, if some have not ended, leaves it waiting on them.
-func (r *runner) await(s *session, from time.Duration) {
+// on, or, if some have not ended, leaves it waiting on them. Waits are refused with a concurrency,
+// whose sessions could all be waiting on ones it has not let in yet.
+func (r *runner) await(s *session, from time.Duration) error {
 	t := &s.w.Turns[s.next]
+	if t.After != nil && r.o.Concurrency > 0 {
+		return fmt.Errorf("request %s waits on others: a trace of dependent requests replays on its own times, not with a concurrency", t.Name())
+	}
 	for _, k := range t.After {
 		if end, ok := r.ends[k]; ok {
 			from = max(from, end)
@@ -567,13 +571,14 @@ func (r *runner) await(s *session, from time.Duration) {
 	}
 	if s.waits > 0 {
 		r.waiting++
-		return
+		return nil
 	}
 	r.timeline.push(event{at: from + r.scale(t.Delay), phase: phaseArrival, key: s.seq, sess: s})
+	return nil
 }
 
 // awaitedEnded records the end of a request others wait on and sends those it was the last wait of.
-func (r *runner) awaitedEnded(t *workload.Request) {
+func (r *runner) awaitedEnded(t *workload.Request) error {
 	if r.ends == nil {
 		r.ends = map[uint64]time.Duration{}
 	}
@@ -581,10 +586,13 @@ func (r *runner) awaitedEnded(t *workload.Request) {
 	for _, s := range r.waiters[t.Key] {
 		if s.waits--; s.waits == 0 {
 			r.waiting--
-			r.await(s, r.now) // every wait has ended, the latest now
+			if err := r.await(s, r.now); err != nil { // every wait has ended, the latest now
+				return err
+			}
 		}
 	}
 	delete(r.waiters, t.Key)
+	return nil
 }
 
 // result gathers the report.
