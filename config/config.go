@@ -21,6 +21,7 @@ import (
 	"github.com/mocker-sim/mocker/planner"
 	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sim"
+	"github.com/mocker-sim/mocker/tokenize"
 	"github.com/mocker-sim/mocker/workload"
 )
 
@@ -636,13 +637,22 @@ func (c *Config) BlockSizeOrDefault() int {
 	return 16
 }
 
-// Source opens the workload: the trace if one is set, else the synthetic generator.
-func (c *Config) Source() (workload.Source, error) {
+// Source opens the workload: the trace if one is set, else the synthetic generator. A trace's
+// warning (fields it ignores) is dropped; SourceWarn passes it on.
+func (c *Config) Source() (workload.Source, error) { return c.SourceWarn(nil) }
+
+// SourceWarn is Source, giving warn (if set) the trace's warning.
+func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 	if c.desyncPending() {
 		return nil, errors.New("concurrency-desync-ms auto: not resolved (Config.ResolveDesync)")
 	}
 	if c.Trace != "" {
-		return workload.OpenTrace(c.Trace, workload.TraceOptions{TraceBlockSize: c.TraceBlockSize, Format: c.TraceFormat})
+		opts, err := c.traceOptions()
+		if err != nil {
+			return nil, err
+		}
+		opts.Warn = warn
+		return workload.OpenTrace(c.Trace, opts)
 	}
 	return workload.NewSynthetic(workload.SyntheticOptions{
 		NumRequests:       c.NumRequests,
@@ -866,4 +876,35 @@ func validTCPEndpoint(ep string) bool {
 	}
 	p, err := strconv.Atoi(port)
 	return err == nil && p >= 0 && p <= 65535
+}
+
+// traceOptions are the trace reader's options. Rows given as text are tokenised as serve tokenises a
+// request (--tokenizer, else the built-in tokenizer with the catalog model's BOS), and a row without an
+// output length is a request without max_tokens: --default-max-tokens, ended early where
+// --output-length-dist draws, keyed by --seed and the row.
+func (c *Config) traceOptions() (workload.TraceOptions, error) {
+	opts := workload.TraceOptions{TraceBlockSize: c.TraceBlockSize, Format: c.TraceFormat}
+	if c.Tokenizer != "" {
+		tk, err := tokenize.FromFile(c.Tokenizer)
+		if err != nil {
+			return opts, err
+		}
+		opts.Tokenizer = tk
+	} else {
+		d, err := c.Deployment()
+		if err != nil {
+			return opts, err
+		}
+		opts.Tokenizer = tokenize.Builtin()
+		if d.Model != nil && d.Model.AddsBOS {
+			opts.Tokenizer = tokenize.WithBOS(opts.Tokenizer, d.Model.BOS)
+		}
+	}
+	lengths, err := outlen.Parse(c.OutputLengthDist)
+	if err != nil {
+		return opts, err
+	}
+	seed, maxTokens := c.Seed, c.DefaultMaxTokens
+	opts.OutputLen = func(key uint64) int { return lengths.Draw(seed, key, maxTokens) }
+	return opts, nil
 }

@@ -2,6 +2,9 @@ package sim
 
 import (
 	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +59,7 @@ func TestLookaheadChangesNothing(t *testing.T) {
 		{"vllm-kv-frontend", Options{Workers: 4, Engine: vllmEngine, Router: kv, FrontendLatency: 14 * time.Millisecond}, single},
 		{"vllm-kv-queueing-frontend", Options{Workers: 4, Engine: vllmEngine, Router: queueing, FrontendLatency: 7300 * time.Microsecond}, single},
 		{"sglang-multi-turn-frontend", Options{Workers: 3, Engine: sglangEngine, Router: kv, FrontendLatency: 14 * time.Millisecond}, func(seed uint64) workload.Source { return synthetic(t, seed) }},
+		{"vllm-agentic", Options{Workers: 3, Engine: vllmEngine, Router: kv}, func(uint64) workload.Source { return agentic(t) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.o
@@ -82,4 +86,33 @@ func TestLookaheadChangesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// agentic is a trace of 20 agents: each one's first request launches three subagents (sessions of one
+// request, whose ends send no later turn of their own) and its second waits for all three.
+func agentic(t *testing.T) workload.Source {
+	var b strings.Builder
+	ids := func(first, n int) string {
+		s := make([]string, n)
+		for i := range s {
+			s[i] = strconv.Itoa(first + i)
+		}
+		return strings.Join(s, ", ")
+	}
+	for a := range 20 {
+		p := fmt.Sprintf("a%d", a)
+		fmt.Fprintf(&b, `{"request_id": "%s-0", "session_id": "%s", "timestamp": %d, "input_length": 320, "output_length": %d, "hash_ids": [%s]}`+"\n",
+			p, p, a*40, 20+a%7, ids(a*1000, 20))
+		for c := range 3 {
+			fmt.Fprintf(&b, `{"request_id": "%s-c%d", "session_id": "%s-c%d", "timestamp": %d, "input_length": %d, "output_length": %d, "hash_ids": [%s], "wait_for": ["%s-0"], "delay": %d}`+"\n",
+				p, c, p, c, a*40+1, 160+64*c, 10+9*c+a%5, ids(a*1000, 5)+", "+ids(a*1000+100*(c+1), 5+4*c), p, 3*c)
+		}
+		fmt.Fprintf(&b, `{"request_id": "%s-1", "session_id": "%s", "timestamp": %d, "input_length": 480, "output_length": 12, "hash_ids": [%s], "wait_for": ["%s-0", "%s-c0", "%s-c1", "%s-c2"], "tool_wait_ms": 4}`+"\n",
+			p, p, a*40+2, ids(a*1000, 30), p, p, p, p)
+	}
+	src, err := workload.ReadTrace(strings.NewReader(b.String()), "agentic.jsonl", workload.TraceOptions{TraceBlockSize: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
 }

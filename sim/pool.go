@@ -133,8 +133,8 @@ func (r *runner) startPasses() error {
 // results are those of strict time order. A request is routed only at an arrival, when it leaves the
 // frontend (a route event, with a frontend latency), or when the router's queue drains at a pass end; an
 // arrival is either in the heap already (the next session of a trace) or the next turn of a session that
-// has one, or a closed-loop client's next request. Lookahead is on when the router queues nothing and no
-// request in flight has a next turn, up to the next event that is neither a pass end nor delayed KV
+// has one (or of a session waiting on the request), or a closed-loop client's next request. Lookahead is
+// on when the router queues nothing and no request in flight has a next turn or a waiter, up to the next event that is neither a pass end nor delayed KV
 // events: an arrival, a route, or the planner's and the disaggregated pools' events (which it leaves
 // alone).
 func (r *runner) lookahead() (bound time.Duration, ok bool) {

@@ -103,6 +103,7 @@ type session struct {
 	next    int    // index of the next turn to send
 	history []uint32
 	keep    bool // later turns continue this conversation: keep the prompt and output
+	waits   int  // requests the next turn waits on (Request.After) that have not ended
 }
 
 // request is a request in flight.
@@ -146,7 +147,7 @@ type runner struct {
 
 	reqs    []*request         // by id (ids are dense); nil once ended
 	live    int                // requests in flight
-	turnsOn int                // requests in flight whose session has a later turn
+	turnsOn int                // requests in flight whose end sends another: a later turn of its session, or one that waits on it
 	spare   []*tokens.Sequence // sequences of finished requests, for reuse
 	pools   []*pool
 	woken   []*worker // workers that may have a pass to start
@@ -161,6 +162,12 @@ type runner struct {
 
 	planner  *plannerState
 	failures int // workers failed so far
+
+	// Agentic traces: the end of each awaited request that has ended, and the sessions whose next
+	// turn waits on one that has not.
+	ends    map[uint64]time.Duration
+	waiters map[uint64][]*session
+	waiting int // sessions whose next turn waits
 }
 
 // ErrStopped is Run's error when Options.Finished stopped the run.
@@ -194,6 +201,9 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	}
 	if err := r.loop(); err != nil {
 		return nil, err
+	}
+	if r.waiting > 0 {
+		return nil, fmt.Errorf("%d sessions still wait on requests that never ended", r.waiting)
 	}
 	return r.result(), nil
 }
@@ -263,6 +273,13 @@ func (r *runner) pullSession() error {
 	r.pulled++
 	for _, t := range w.Turns[1:] {
 		s.keep = s.keep || t.History
+	}
+	if w.Turns[0].After != nil {
+		// It has no arrival time of its own: it waits, and the next session is due now.
+		if err := r.await(s, 0); err != nil {
+			return err
+		}
+		return r.pullSession()
 	}
 	at := r.now
 	if r.o.Concurrency == 0 {
@@ -366,7 +383,7 @@ func (r *runner) req(id uint64) *request {
 
 // arrive sends a session's next turn to the ingress pool's router, at once or through the frontend.
 func (r *runner) arrive(s *session) error {
-	if s.next == 0 && r.o.Concurrency == 0 {
+	if s.next == 0 && r.o.Concurrency == 0 && s.w.Turns[0].After == nil {
 		// Open loop: the following session arrives on its own schedule.
 		if err := r.pullSession(); err != nil {
 			return err
@@ -374,7 +391,7 @@ func (r *runner) arrive(s *session) error {
 	}
 	t := &s.w.Turns[s.next]
 	s.next++
-	if s.next < len(s.w.Turns) {
+	if s.next < len(s.w.Turns) || t.Awaited {
 		r.turnsOn++
 	}
 	id := r.nextID
@@ -508,12 +525,17 @@ func (r *runner) drain(p *pool) error {
 func (r *runner) requestEnded(req *request) error {
 	r.reqs[req.id] = nil
 	r.live--
-	if req.sess.next < len(req.sess.w.Turns) {
+	if req.sess.next < len(req.sess.w.Turns) || req.turn.Awaited {
 		r.turnsOn--
 	}
 	if req.seq != nil {
 		r.spare = append(r.spare, req.seq)
 		req.seq = nil
+	}
+	if req.turn.Awaited {
+		if err := r.awaitedEnded(req.turn); err != nil {
+			return err
+		}
 	}
 	return r.turnEnded(req.sess)
 }
@@ -525,12 +547,56 @@ func (r *runner) turnEnded(s *session) error {
 		r.o.Progress(r.ended)
 	}
 	if s.next < len(s.w.Turns) {
-		r.timeline.push(event{at: r.now + r.scale(s.w.Turns[s.next].Delay), phase: phaseArrival, key: s.seq, sess: s})
-		return nil
+		return r.await(s, r.now)
 	}
 	if r.o.Concurrency > 0 {
 		return r.pullSession()
 	}
+	return nil
+}
+
+// await schedules the session's next turn Delay after from and the end of every request it waits
+// on, or, if some have not ended, leaves it waiting on them. Waits are refused with a concurrency,
+// whose sessions could all be waiting on ones it has not let in yet.
+func (r *runner) await(s *session, from time.Duration) error {
+	t := &s.w.Turns[s.next]
+	if t.After != nil && r.o.Concurrency > 0 {
+		return fmt.Errorf("request %s waits on others: a trace of dependent requests replays on its own times, not with a concurrency", t.Name())
+	}
+	for _, k := range t.After {
+		if end, ok := r.ends[k]; ok {
+			from = max(from, end)
+			continue
+		}
+		if r.waiters == nil {
+			r.waiters = map[uint64][]*session{}
+		}
+		r.waiters[k] = append(r.waiters[k], s)
+		s.waits++
+	}
+	if s.waits > 0 {
+		r.waiting++
+		return nil
+	}
+	r.timeline.push(event{at: from + r.scale(t.Delay), phase: phaseArrival, key: s.seq, sess: s})
+	return nil
+}
+
+// awaitedEnded records the end of a request others wait on and sends those it was the last wait of.
+func (r *runner) awaitedEnded(t *workload.Request) error {
+	if r.ends == nil {
+		r.ends = map[uint64]time.Duration{}
+	}
+	r.ends[t.Key] = r.now
+	for _, s := range r.waiters[t.Key] {
+		if s.waits--; s.waits == 0 {
+			r.waiting--
+			if err := r.await(s, r.now); err != nil { // every wait has ended, the latest now
+				return err
+			}
+		}
+	}
+	delete(r.waiters, t.Key)
 	return nil
 }
 

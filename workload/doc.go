@@ -8,9 +8,13 @@
 // once. The sources are:
 //
 //   - [OpenTrace] / [ReadTrace] (trace.go) over Mooncake JSONL (mooncake.go,
-//     parsed strictly with fastjson) or Azure LLM inference CSV (azure.go). The whole file is validated up front and only its metadata
-//     is kept; every error is a [*TraceError] naming the file, the 1-based
-//     line and the field.
+//     parsed strictly with fastjson), with the rows AIPerf and Dynamo write
+//     (text and chats tokenised by [TraceOptions].Tokenizer, agentic waits)
+//     and Bailian's; Applied Compute's agentic sessions (applied.go); or
+//     Azure LLM inference CSV (azure.go). The whole file is validated up
+//     front and only its metadata (and the tokens of text rows) is kept;
+//     every error is a [*TraceError] naming the file, the 1-based line and
+//     the field, and fields the replay does not read make one warning.
 //   - [NewSynthetic] (synthetic.go), which generates sessions lazily from
 //     length distributions, an arrival process, shared-prefix groups and
 //     multi-turn parameters, each driven by its own random stream derived
@@ -18,7 +22,8 @@
 //
 // The contract with the simulator: it pulls sessions with Next as its clock
 // reaches them, sends turn 0 at Turns[0].At, sends turn k+1 Delay after turn
-// k completes, and calls AppendTokens when it dispatches a request. Turns
+// k completes (and every request in its After: it holds a session whose
+// first turn waits from the start), and calls AppendTokens when it dispatches a request. Turns
 // with History set continue the conversation: the simulator prepends the
 // previous prompt and its generated output, and AppendTokens only makes the
 // new tokens. Same input and seed, same sessions and tokens.

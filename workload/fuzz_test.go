@@ -23,6 +23,16 @@ func FuzzReadTrace(f *testing.F) {
 		`{"timestamp": 0, "input_length": 1e3, "output_length": 0.0, "hash_ids": null}`,
 		"\xef\xbb\xbf{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1}",
 		"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:50.9951690,396,109",
+		// Peers' rows: AIPerf's text and chats, no output_length, first-turn delays, no timestamps;
+		// Dynamo's priorities and agentic dependencies; Applied Compute's sessions.
+		`{"text_input": "What is the capital of France?"}` + "\n" + `{"session_id": 1, "delay": 0, "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}, {"role": "assistant", "content": null}], "tools": [], "output_length": 3}`,
+		`{"timestamp": 0, "input_length": 8, "output_length": 2, "hash_ids": [1, 2], "strict_priority": true, "policy_class": "batch", "extra": {}}`,
+		`{"request_id": "p", "session_id": "r", "timestamp": 0, "input_length": 8, "output_length": 2}` + "\n" +
+			`{"request_id": "c", "session_id": "s", "timestamp": 5, "input_length": 4, "output_length": 1, "wait_for": ["p"], "delay": 1, "tool_wait_ms": 2.5}` + "\n" +
+			`{"request_id": "q", "session_id": "r", "timestamp": 9, "input_length": 8, "output_length": 1, "wait_for": ["p", "c"], "branches": [], "prefix_reset": false}`,
+		`{"num_turns": 2, "input_prompt_length": 16, "assistant_response_length": [4, 6], "tool_call_output_length": [8, 0], "tool_call_latency": [0.5, 1e-3], "final_assistant_response_length": 3}`,
+		`{"chat_id": 159, "parent_chat_id": -1, "timestamp": 61.114, "input_length": 40, "output_length": 13, "type": "text", "turn": 1, "hash_ids": [1, 2, 3]}` + "\n" +
+			`{"chat_id": 160, "parent_chat_id": 159, "timestamp": 62.5, "input_length": 70, "output_length": 8, "turn": 2, "hash_ids": [1, 2, 3, 4, 5]}`,
 		// Crashers and bounds: a huge length, too many ids, duplicate ids, out of order.
 		`{"timestamp": 0, "input_length": 500000000, "output_length": 1}`,
 		`{"request_id": 1, "timestamp": 5, "input_length": 4, "output_length": 1}` + "\n" + `{"request_id": "1", "timestamp": 4, "input_length": 4, "output_length": 1}`,
@@ -36,7 +46,12 @@ func FuzzReadTrace(f *testing.F) {
 		if csv {
 			name = "t.csv"
 		}
-		src, err := ReadTrace(bytes.NewReader(data), name, TraceOptions{TraceBlockSize: int(block)})
+		warnings := 0
+		src, err := ReadTrace(bytes.NewReader(data), name, TraceOptions{TraceBlockSize: int(block),
+			OutputLen: func(key uint64) int { return int(key % 5) }, Warn: func(string) { warnings++ }})
+		if warnings > 1 {
+			t.Fatalf("%d warnings, want at most one", warnings)
+		}
 		if err != nil {
 			var te *TraceError
 			if !errors.As(err, &te) || !strings.HasPrefix(err.Error(), "trace "+name) {
@@ -51,6 +66,7 @@ func FuzzReadTrace(f *testing.F) {
 		n := 0
 		var last Request
 		seen := map[string]bool{}
+		byKey := map[uint64]Request{}
 		for _, s := range collect(t, src) {
 			if len(s.Turns) == 0 {
 				t.Fatal("a session without turns")
@@ -62,7 +78,7 @@ func FuzzReadTrace(f *testing.F) {
 			for _, r := range s.Turns {
 				n++
 				switch {
-				case r.InputLen < 1 || r.InputLen > MaxTokens:
+				case r.InputLen < 1 && !r.History || r.InputLen < 0 || r.InputLen > MaxTokens:
 					t.Fatalf("line %d: input %d", r.Line, r.InputLen)
 				case r.OutputLen < 0 || r.OutputLen > MaxTokens:
 					t.Fatalf("line %d: output %d", r.Line, r.OutputLen)
@@ -75,11 +91,24 @@ func FuzzReadTrace(f *testing.F) {
 				case r.At < 0 || r.Delay < 0:
 					t.Fatalf("line %d: at %v delay %v", r.Line, r.At, r.Delay)
 				}
+				for _, k := range r.After {
+					if k >= r.Key {
+						t.Fatalf("line %d: request %d waits on request %d, not an earlier one", r.Line, r.Key, k)
+					}
+				}
+				byKey[r.Key] = r
 				seen[r.ID] = true
 				if r.InputLen <= 1<<16 {
 					if got := len(r.AppendTokens(nil)); got != r.InputLen {
 						t.Fatalf("line %d: %d tokens for %d", r.Line, got, r.InputLen)
 					}
+				}
+			}
+		}
+		for _, r := range byKey {
+			for _, k := range r.After {
+				if w, ok := byKey[k]; !ok || !w.Awaited {
+					t.Fatalf("line %d waits on request %d, which is missing or not marked awaited", r.Line, k)
 				}
 			}
 		}

@@ -2,10 +2,12 @@ package workload
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/mocker-sim/mocker/tokenize"
 )
 
 // Mooncake JSONL: one JSON object per line, blank lines skipped. Every
@@ -30,6 +34,12 @@ const (
 	fOutputIDs                      // planned output tokens
 	fRequestID                      // informational
 	fPriority                       // informational
+	fText                           // AIPerf: the prompt as text, tokenised
+	fMessages                       // AIPerf: the prompt as a chat, rendered and tokenised
+	fTools                          // AIPerf: tool definitions, accepted and not rendered (as serve)
+	fWaitFor                        // agentic: request_ids this request waits on
+	fToolWait                       // agentic: ms of tool time after those end
+	fParent                         // Bailian: the chat_id of the previous turn, -1 for a first
 	numMooncakeFields
 )
 
@@ -45,9 +55,21 @@ var mooncakeKeys = [...]struct {
 	{"session_id", fSession},
 	{"delay", fDelay}, {"delay_ms", fDelay},
 	{"output_token_ids", fOutputIDs},
-	{"request_id", fRequestID},
+	{"request_id", fRequestID}, {"chat_id", fRequestID},
 	{"priority", fPriority},
+	{"text_input", fText}, {"input_text", fText},
+	{"messages", fMessages},
+	{"tools", fTools},
+	{"wait_for", fWaitFor},
+	{"tool_wait_ms", fToolWait},
+	{"parent_chat_id", fParent},
 }
+
+// ignoredKeys are fields of peers' traces that mean nothing to the
+// simulation, read without a warning: Dynamo's scheduling hints (the
+// simulated schedulers have no priorities), and its agentic rows' branches
+// (the inverse of wait_for) and prefix_reset (hash_ids say what is shared).
+var ignoredKeys = [...]string{"strict_priority", "policy_class", "branches", "prefix_reset"}
 
 // lookupMooncakeKey returns the static name and the field of key. A scan
 // of a dozen short strings is as fast as a map and returns a name that does
@@ -65,6 +87,7 @@ func lookupMooncakeKey(key []byte) (string, mooncakeField, bool) {
 var mooncakeCanonical = [numMooncakeFields]string{
 	"timestamp", "input_length", "output_length", "hash_ids", "session_id",
 	"delay", "output_token_ids", "request_id", "priority",
+	"text_input", "messages", "tools", "wait_for", "tool_wait_ms", "parent_chat_id",
 }
 
 // MaxTokens bounds every token count a workload may ask for (prompt or
@@ -86,29 +109,47 @@ type mooncakeRow struct {
 	outputIDs        []uint32
 	session, id      string
 	priority         int
+	text             string        // text_input, or messages rendered as serve renders a chat
+	waitFor          []string      // request_ids
+	toolWait         time.Duration // tool_wait_ms
+	unknown          []string      // keys neither read nor ignored
+	parent           string        // parent_chat_id
 }
 
 // rowTimes is what the session pass needs of a row beyond its Request.
 type rowTimes struct {
 	timestamp, delay    time.Duration
+	toolWait            time.Duration
 	hasTime, hasDelay   bool
 	timeName, delayName string
 	hashOff, hashN      int
 	session             string
 	hasSession          bool
+	waitFor             []uint64 // Keys of the rows named by wait_for
 }
 
 // readMooncake loads a Mooncake JSONL trace: it parses every row, then
 // groups rows into sessions, derives delays, normalises times and sorts.
-func readMooncake(lr *lineReader, name string, blockSize int) (*sessionList, error) {
+//
+// A Bailian trace (Alibaba's Qwen usage traces, as AIPerf replays them) is
+// the same with timestamps in seconds, and turns chained by parent_chat_id:
+// a row whose parent is -1 starts a session, any other continues its
+// parent's.
+func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions, bailian bool) (*sessionList, error) {
 	var (
-		reqs  []Request
-		times []rowTimes
-		arena []uint32 // every row's hash ids, back to back
-		row   mooncakeRow
-		p     fastjson.Parser    // reused across lines: it keeps its buffers
-		idAt  = map[string]int{} // request_id → its line
+		reqs    []Request
+		times   []rowTimes
+		arena   []uint32 // every row's hash ids, back to back
+		row     mooncakeRow
+		p       fastjson.Parser       // reused across lines: it keeps its buffers
+		idKey   = map[string]int{}    // request_id → its row's Key
+		ignored = map[string]int{}    // field left unread → its first line
+		chatOf  = map[string]string{} // Bailian: chat_id → its session
 	)
+	tk := opts.Tokenizer
+	if tk == nil {
+		tk = tokenize.Builtin()
+	}
 	for {
 		line, err := lr.record(name)
 		if err == io.EOF {
@@ -118,31 +159,95 @@ func readMooncake(lr *lineReader, name string, blockSize int) (*sessionList, err
 			return nil, err
 		}
 		row = mooncakeRow{hashOff: len(arena), blockSize: blockSize}
-		if field, err := row.parse(&p, line, &arena); err != nil {
-			return nil, &TraceError{Path: name, Line: lr.line, Field: field, Err: err}
+		fail := func(field string, err error) error {
+			return &TraceError{Path: name, Line: lr.line, Field: field, Err: err}
 		}
-		req, field, err := row.request(blockSize)
+		if field, err := row.parse(&p, line, &arena); err != nil {
+			return nil, fail(field, err)
+		}
+		if field, err := row.bailian(bailian, chatOf); err != nil {
+			return nil, fail(field, err)
+		}
+		req, field, err := row.request(blockSize, opts.OutputLen != nil)
 		if err != nil {
-			return nil, &TraceError{Path: name, Line: lr.line, Field: field, Err: err}
+			return nil, fail(field, err)
 		}
 		if row.has[fRequestID] {
-			if first, ok := idAt[row.id]; ok {
-				return nil, &TraceError{Path: name, Line: lr.line, Field: row.name[fRequestID],
-					Err: fmt.Errorf("%q is also the id of line %d", row.id, first)}
+			if first, ok := idKey[row.id]; ok {
+				return nil, fail(row.name[fRequestID], fmt.Errorf("%q is also the id of line %d", row.id, reqs[first].Line))
 			}
-			idAt[row.id] = lr.line
+			idKey[row.id] = len(reqs)
 		}
+		var waitFor []uint64
+		for _, id := range row.waitFor {
+			k, ok := idKey[id]
+			if !ok || k == len(reqs) {
+				return nil, fail(row.name[fWaitFor], fmt.Errorf("%q is the request_id of no earlier row", id))
+			}
+			waitFor = append(waitFor, uint64(k))
+		}
+		slices.Sort(waitFor)
+		waitFor = slices.Compact(waitFor)
 		req.Key = uint64(len(reqs))
 		req.Line = lr.line
+		if text := row.has[fText] || row.has[fMessages]; text {
+			field := row.name[fText] + row.name[fMessages] // one of them
+			req.prompt = tk.Encode(row.text)
+			req.InputLen = len(req.prompt)
+			switch {
+			case req.InputLen == 0:
+				return nil, fail(field, fmt.Errorf("encodes to no tokens (%s)", tk.Name()))
+			case req.InputLen > MaxTokens:
+				return nil, fail(field, fmt.Errorf("encodes to %d tokens, more than %d", req.InputLen, MaxTokens))
+			}
+			for _, f := range [...]mooncakeField{fInput, fHashIDs} {
+				if k := row.name[f]; k != "" {
+					row.unknown = append(row.unknown, k+" (beside "+field+")")
+				}
+			}
+		}
+		if !row.has[fOutput] && !row.has[fOutputIDs] {
+			if req.OutputLen = opts.OutputLen(req.Key); req.OutputLen < 0 || req.OutputLen > MaxTokens {
+				return nil, fail(mooncakeCanonical[fOutput], fmt.Errorf("drawn output length %d is not in [0, %d]", req.OutputLen, MaxTokens))
+			}
+		}
+		for _, k := range row.unknown {
+			if _, ok := ignored[k]; !ok {
+				ignored[k] = lr.line
+			}
+		}
 		reqs = append(reqs, req)
 		times = append(times, rowTimes{
 			timestamp: row.timestamp, hasTime: row.has[fTimestamp], timeName: row.name[fTimestamp],
 			delay: row.delay, hasDelay: row.has[fDelay], delayName: row.name[fDelay],
+			toolWait: row.toolWait, waitFor: waitFor,
 			hashOff: row.hashOff, hashN: row.hashN,
 			session: row.session, hasSession: row.has[fSession],
 		})
 	}
+	if len(ignored) > 0 && opts.Warn != nil {
+		opts.Warn(ignoredWarning(name, ignored))
+	}
 	return buildSessions(name, reqs, times, arena)
+}
+
+// ignoredWarning is the one warning about the fields a trace gives that
+// the replay does not read, each with the first line that has it.
+func ignoredWarning(name string, ignored map[string]int) string {
+	keys := slices.Collect(maps.Keys(ignored))
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(ignored[a], ignored[b]), strings.Compare(a, b))
+	})
+	const most = 20 // a file of random keys makes a warning, not a page of them
+	more := ""
+	if len(keys) > most {
+		more = fmt.Sprintf(" and %d more", len(keys)-most)
+		keys = keys[:most]
+	}
+	for i, k := range keys {
+		keys[i] = fmt.Sprintf("%s (line %d)", k, ignored[k])
+	}
+	return fmt.Sprintf("trace %s: ignoring fields the replay does not read: %s%s", name, strings.Join(keys, ", "), more)
 }
 
 // parse reads one line into r, appending its hash ids to arena. An error
@@ -162,30 +267,19 @@ func (r *mooncakeRow) parse(p *fastjson.Parser, line []byte, arena *[]uint32) (s
 	if err != nil {
 		return "", fmt.Errorf("want a JSON object, got %s", root.Type())
 	}
-	var (
-		unknown []string
-		key     string
-	)
+	var key string
 	// Visit sees every member in order, including each of a repeated key.
 	obj.Visit(func(k []byte, v *fastjson.Value) {
 		name, f, ok := lookupMooncakeKey(k)
 		switch {
 		case err != nil: // Visit cannot stop; the first error stands
-		case !ok:
-			unknown = append(unknown, string(k))
-		default:
+		case ok:
 			key, err = name, r.field(f, name, v, arena)
+		case !slices.Contains(ignoredKeys[:], string(k)):
+			r.unknown = append(r.unknown, string(k))
 		}
 	})
-	switch {
-	case err != nil:
-		return key, err
-	case len(unknown) == 1:
-		return unknown[0], fmt.Errorf("unknown field (known: %s)", knownMooncakeFields())
-	case len(unknown) > 1:
-		return strings.Join(unknown, ", "), fmt.Errorf("unknown fields (known: %s)", knownMooncakeFields())
-	}
-	return "", nil
+	return key, err
 }
 
 // syntaxError explains why fastjson rejected line. Its errors say neither
@@ -219,15 +313,6 @@ func syntaxError(line []byte) (string, error) {
 		}
 	}
 	return "", err
-}
-
-func knownMooncakeFields() string {
-	names := make([]string, 0, len(mooncakeKeys))
-	for _, k := range mooncakeKeys {
-		names = append(names, k.name)
-	}
-	slices.Sort(names)
-	return strings.Join(names, ", ")
 }
 
 // field reads v, the value of field f given under key (a static name).
@@ -280,8 +365,106 @@ func (r *mooncakeRow) field(f mooncakeField, key string, v *fastjson.Value, aren
 	case fOutputIDs:
 		r.outputIDs = []uint32{}
 		err = eachUint(v, math.MaxUint32, func(id uint64) { r.outputIDs = append(r.outputIDs, uint32(id)) })
+	case fText:
+		var b []byte
+		if b, err = v.StringBytes(); err != nil {
+			return fmt.Errorf("want a string, got %s", v.Type())
+		}
+		r.text = string(b)
+	case fMessages:
+		r.text, err = renderChat(v)
+	case fWaitFor:
+		a, aerr := v.Array()
+		if aerr != nil {
+			return fmt.Errorf("want an array of request_ids, got %s", v.Type())
+		}
+		for i, e := range a {
+			id, err := stringOrInt(e)
+			if err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
+			r.waitFor = append(r.waitFor, id)
+		}
+	case fToolWait:
+		r.toolWait, err = millis(v)
+	case fParent:
+		r.parent, err = stringOrInt(v)
 	}
 	return err
+}
+
+// bailian reads a Bailian row's seconds and session, recording its chat_id
+// in chatOf; a parent_chat_id in another format is an error.
+func (r *mooncakeRow) bailian(on bool, chatOf map[string]string) (string, error) {
+	switch {
+	case !on && r.name[fParent] != "":
+		return r.name[fParent], errors.New("a Bailian field: give --trace-format bailian (whose timestamps are in seconds)")
+	case !on:
+		return "", nil
+	case r.has[fSession]:
+		return r.name[fSession], errors.New("a Bailian trace chains its turns by parent_chat_id")
+	case !r.has[fRequestID]:
+		return "chat_id", errors.New("missing")
+	}
+	if r.timestamp > math.MaxInt64/1000 {
+		return r.name[fTimestamp], fmt.Errorf("%v s is out of range", r.timestamp.Milliseconds())
+	}
+	// Its request type and turn number say nothing the replay uses.
+	r.unknown = slices.DeleteFunc(r.unknown, func(k string) bool { return k == "type" || k == "turn" })
+	r.timestamp *= 1000 // read as ms, given in s
+	r.session, r.has[fSession] = r.id, true
+	if r.has[fParent] && r.parent != "-1" {
+		s, ok := chatOf[r.parent]
+		if !ok {
+			return r.name[fParent], fmt.Errorf("%q is the chat_id of no earlier row", r.parent)
+		}
+		r.session = s
+	}
+	chatOf[r.id] = r.session
+	return "", nil
+}
+
+// renderChat renders an OpenAI messages array as serve renders a chat request:
+// each message's role and text content (a string, text parts, or null for
+// an assistant message of tool calls) through tokenize.ChatPrompt. Other
+// members of a message (tool_calls, name) are not rendered, as in serve.
+func renderChat(v *fastjson.Value) (string, error) {
+	a, err := v.Array()
+	if err != nil {
+		return "", fmt.Errorf("want an array of messages, got %s", v.Type())
+	}
+	if len(a) == 0 {
+		return "", errors.New("must hold at least one message")
+	}
+	msgs := make([]tokenize.Message, len(a))
+	for i, m := range a {
+		if m.Type() != fastjson.TypeObject {
+			return "", fmt.Errorf("[%d]: want an object, got %s", i, m.Type())
+		}
+		role := m.GetStringBytes("role")
+		if len(role) == 0 {
+			return "", fmt.Errorf("[%d]: role: missing (want a string)", i)
+		}
+		msgs[i].Role = string(role)
+		switch c := m.Get("content"); {
+		case c == nil || c.Type() == fastjson.TypeNull:
+		case c.Type() == fastjson.TypeString:
+			msgs[i].Content = string(c.GetStringBytes())
+		case c.Type() == fastjson.TypeArray:
+			var b strings.Builder
+			for j, part := range c.GetArray() {
+				text := part.Get("text")
+				if string(part.GetStringBytes("type")) != "text" || text == nil || text.Type() != fastjson.TypeString {
+					return "", fmt.Errorf("[%d]: content[%d]: only text parts are supported", i, j)
+				}
+				b.Write(text.GetStringBytes())
+			}
+			msgs[i].Content = b.String()
+		default:
+			return "", fmt.Errorf("[%d]: content: want a string or a list of text parts, got %s", i, c.Type())
+		}
+	}
+	return tokenize.ChatPrompt(msgs), nil
 }
 
 // maxHashIDs is the most hash ids a row may have at blockSize tokens each.
@@ -398,7 +581,11 @@ func stringOrInt(v *fastjson.Value) (string, error) {
 // request checks the row's values against each other and makes its Request
 // (without Key, Line, Turn and times, which the caller and the session pass
 // fill in).
-func (r *mooncakeRow) request(blockSize int) (Request, string, error) {
+// A row with text (text_input or messages) gets its prompt from the
+// tokenizer later; its input_length and hash_ids, if any, are ignored (as
+// AIPerf does), which the caller reports. A row without an output length
+// is an error unless draw says the caller draws one.
+func (r *mooncakeRow) request(blockSize int, draw bool) (Request, string, error) {
 	req := Request{
 		ID:             r.id,
 		OutputTokenIDs: r.outputIDs,
@@ -406,6 +593,10 @@ func (r *mooncakeRow) request(blockSize int) (Request, string, error) {
 		blockSize:      blockSize,
 	}
 	switch {
+	case r.has[fText] && r.has[fMessages]:
+		return req, r.name[fMessages], fmt.Errorf("conflicts with %s (give one prompt)", r.name[fText])
+	case r.has[fText] || r.has[fMessages]:
+		r.hashN = 0
 	case r.has[fInput]:
 		if r.input < 1 {
 			return req, r.name[fInput], fmt.Errorf("must be >= 1, got %d", r.input)
@@ -431,7 +622,7 @@ func (r *mooncakeRow) request(blockSize int) (Request, string, error) {
 		}
 		req.InputLen = r.hashN * blockSize
 	default:
-		return req, mooncakeCanonical[fInput], errors.New("missing (and no hash_ids to derive it from)")
+		return req, mooncakeCanonical[fInput], errors.New("missing (give input_length, hash_ids, text_input or messages)")
 	}
 	switch {
 	case r.has[fOutput] && r.has[fOutputIDs] && r.output != len(r.outputIDs):
@@ -442,14 +633,8 @@ func (r *mooncakeRow) request(blockSize int) (Request, string, error) {
 		req.OutputLen = r.output
 	case r.has[fOutputIDs]:
 		req.OutputLen = len(r.outputIDs)
-	default:
+	case !draw:
 		return req, mooncakeCanonical[fOutput], errors.New("missing (give output_length or output_token_ids)")
-	}
-	if r.has[fDelay] && !r.has[fSession] {
-		return req, r.name[fDelay], errors.New("only a later turn of a session may have a delay (this row has no session_id)")
-	}
-	if !r.has[fTimestamp] && !r.has[fSession] {
-		return req, mooncakeCanonical[fTimestamp], errors.New("missing (needed for the arrival of a row without session_id)")
 	}
 	return req, "", nil
 }
@@ -497,7 +682,8 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 		start[s+1] = start[s] + n
 	}
 	turns := make([]Request, len(reqs))
-	rowOf := make([]int, len(reqs)) // turn slot → row
+	rowOf := make([]int, len(reqs))  // turn slot → row
+	slotOf := make([]int, len(reqs)) // row (Key) → turn slot
 	fill := slices.Clone(start[:len(turnCount)])
 	for i := range reqs {
 		s := sessionOf[i]
@@ -509,6 +695,7 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 			turns[k].hashes = arena[t.hashOff : t.hashOff+t.hashN : t.hashOff+t.hashN]
 		}
 		rowOf[k] = i
+		slotOf[i] = k
 	}
 
 	// Check times and derive delays; find the earliest arrival.
@@ -519,20 +706,31 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 			fail := func(field string, err error) error {
 				return &TraceError{Path: name, Line: req.Line, Field: field, Err: err}
 			}
+			for _, w := range t.waitFor {
+				if req.Turn > 0 && w == turns[k-1].Key {
+					continue // the session's order waits on it already
+				}
+				req.After = append(req.After, w)
+				turns[slotOf[w]].Awaited = true
+			}
 			if req.Turn == 0 {
 				switch {
-				case t.hasDelay:
-					return nil, fail(t.delayName, errors.New("the first turn of a session may not have a delay"))
-				case !t.hasTime:
-					return nil, fail(mooncakeCanonical[fTimestamp], errors.New("missing (needed for the arrival of a session's first turn)"))
+				case req.After != nil:
+					// It arrives when what it waits on has ended, after its delay and tool time.
+					req.Delay = t.delay + t.toolWait
+				case t.hasTime:
+					origin = min(origin, t.timestamp)
+				case last >= 0:
+					return nil, fail(mooncakeCanonical[fTimestamp], fmt.Errorf("missing, and the first turn on line %d has one (give every session's first turn one, or none)", reqs[last].Line))
 				}
-				origin = min(origin, t.timestamp)
 				continue
 			}
 			prev := times[rowOf[k-1]]
 			switch {
 			case t.hasDelay:
 				req.Delay = t.delay
+			case t.waitFor != nil || !t.hasTime && t.toolWait > 0:
+				// An agentic turn without a delay: its wait is its tool time alone.
 			case !t.hasTime:
 				return nil, fail(mooncakeCanonical[fDelay], errors.New("missing, and no timestamp to derive it from"))
 			case !prev.hasTime:
@@ -543,16 +741,31 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 			default:
 				req.Delay = t.timestamp - prev.timestamp
 			}
+			req.Delay += t.toolWait
 		}
+	}
+	if last < 0 {
+		origin = 0 // no timestamps: every session starts at 0, plus its delay
 	}
 
 	// Normalise: the earliest arrival is 0. A later turn without a
 	// timestamp gets the earliest time it could arrive.
 	sessions := make([]Session, len(turnCount))
+	delayed := false
 	for s := range turnCount {
 		for k := start[s]; k < start[s+1]; k++ {
 			t, req := times[rowOf[k]], &turns[k]
 			switch {
+			case req.Turn == 0 && req.After != nil:
+				req.At = 0 // sorted first: the replay holds it until what it waits on ends
+				delayed = true
+			case req.Turn == 0:
+				// A first turn's delay (AIPerf allows one) defers its arrival.
+				req.At = t.delay
+				if t.hasTime {
+					req.At += t.timestamp - origin
+				}
+				delayed = delayed || t.delay > 0
 			case t.hasTime:
 				req.At = t.timestamp - origin
 			default:
@@ -560,6 +773,9 @@ func buildSessions(name string, reqs []Request, times []rowTimes, arena []uint32
 			}
 		}
 		sessions[s] = Session{Turns: turns[start[s]:start[s+1]:start[s+1]]}
+	}
+	if delayed {
+		slices.SortStableFunc(sessions, func(a, b Session) int { return cmp.Compare(a.Turns[0].At, b.Turns[0].At) })
 	}
 	return &sessionList{sessions: sessions, requests: len(reqs)}, nil
 }

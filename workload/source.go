@@ -20,6 +20,13 @@ type Request struct {
 	OutputTokenIDs []uint32 // planned output token ids (trace field output_token_ids), nil if none; if set, OutputLen == len
 	Priority       int      // trace field priority (informational)
 
+	// Agentic traces: After holds the Keys of earlier requests, other than the previous turn of the
+	// session, that must end before this one is sent; it is then sent Delay after the last of them
+	// (and the previous turn) ends. A first turn with After has At 0 and no arrival time of its own.
+	// Awaited says some request's After holds this one's Key.
+	After   []uint64
+	Awaited bool
+
 	// History means the prompt starts with the session's previous prompt
 	// and generated output (synthetic multi-turn chat); the simulator
 	// prepends that, AppendTokens only makes the new part.
@@ -28,6 +35,7 @@ type Request struct {
 	// How the tokens are made (see AppendTokens). A zero Request makes
 	// InputLen request-unique tokens, which is what tests of other packages
 	// usually want.
+	prompt    []uint32 // trace: the tokens of a text_input or messages row, InputLen of them
 	hashes    []uint32 // trace: low 32 bits of each hash id, one per block of blockSize tokens
 	blockSize int      // trace: tokens per hash id
 	prefixLen int      // synthetic: leading tokens taken from the shared prefix group

@@ -28,7 +28,8 @@ func mix64(x uint64) uint64 {
 // dst and returns it. It is deterministic and allocation-free when dst has
 // capacity.
 //
-// The tokens are, in order: for a trace request, BlockSize copies of each
+// A trace row given as text has the tokens of its text. Otherwise the
+// tokens are, in order: for a trace request, BlockSize copies of each
 // hash id's low 32 bits (the reference's rule: hash ids [1,2], block 4, length
 // 6 give [1 1 1 1 2 2]); for a synthetic request in a prefix group, the
 // group's prefix tokens; then request-unique tokens for the rest — a
@@ -44,6 +45,10 @@ func (r *Request) AppendTokens(dst []uint32) []uint32 {
 
 // fill writes the prompt tokens at positions from, from+1, ... into out.
 func (r *Request) fill(out []uint32, from int) {
+	if r.prompt != nil {
+		copy(out, r.prompt[from:])
+		return
+	}
 	i, end := from, from+len(out)
 	if r.blockSize > 0 && i < len(r.hashes)*r.blockSize {
 		for ; i < end && i < len(r.hashes)*r.blockSize; i++ {

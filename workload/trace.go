@@ -9,12 +9,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/mocker-sim/mocker/tokenize"
 )
 
 // TraceOptions says how to read a trace file.
 type TraceOptions struct {
 	TraceBlockSize int    // tokens per hash id (default when 0: 512, the Mooncake traces' block)
-	Format         string // "" or "auto" (by content/extension), "mooncake", "azure"
+	Format         string // "" or "auto" (by content/extension), "mooncake", "bailian", "azure", "applied-compute"
+
+	// Tokenizer makes the prompt of a row given as text_input or messages;
+	// nil: tokenize.Builtin().
+	Tokenizer tokenize.Tokenizer
+	// OutputLen draws the output length of the row of Key key when the row
+	// gives none (AIPerf's rows may leave it to the server); nil: such a
+	// row is an error.
+	OutputLen func(key uint64) int
+	// Warn, if set, gets one warning naming the fields the trace gives
+	// that the replay does not read (nil: they pass silently).
+	Warn func(msg string)
 }
 
 // DefaultTraceBlockSize is the block size of the public Mooncake traces.
@@ -92,12 +105,14 @@ func ReadTrace(r io.Reader, name string, opts TraceOptions) (Source, error) {
 		err error
 	)
 	switch format {
-	case "mooncake":
-		src, err = readMooncake(lr, name, bs)
+	case "mooncake", "bailian":
+		src, err = readMooncake(lr, name, bs, opts, format == "bailian")
 	case "azure":
 		src, err = readAzure(lr, name)
+	case "applied-compute":
+		src, err = readApplied(lr, name, opts)
 	default:
-		return nil, &TraceError{Path: name, Err: fmt.Errorf("unknown trace format %q (want auto, mooncake or azure)", opts.Format)}
+		return nil, &TraceError{Path: name, Err: fmt.Errorf("unknown trace format %q (want auto, mooncake, bailian, azure or applied-compute)", opts.Format)}
 	}
 	if err != nil {
 		return nil, err
@@ -111,15 +126,23 @@ func ReadTrace(r io.Reader, name string, opts TraceOptions) (Source, error) {
 const utf8BOM = "\xef\xbb\xbf"
 
 // detectFormat picks azure for a .csv name or a first line starting with
-// TIMESTAMP (the Azure header), mooncake otherwise.
+// TIMESTAMP (the Azure header), applied-compute for a first line with a
+// num_turns key, bailian for one with parent_chat_id, mooncake otherwise.
 func detectFormat(name string, br *bufio.Reader) string {
 	if strings.EqualFold(filepath.Ext(name), ".csv") {
 		return "azure"
 	}
-	head, _ := br.Peek(len(utf8BOM) + len("TIMESTAMP"))
+	head, _ := br.Peek(br.Size()) // as much as is there: a short file gives less
 	head = bytes.TrimPrefix(head, []byte(utf8BOM))
 	if bytes.HasPrefix(head, []byte("TIMESTAMP")) {
 		return "azure"
+	}
+	first, _, _ := bytes.Cut(head, []byte("\n"))
+	switch {
+	case bytes.Contains(first, []byte(`"num_turns"`)):
+		return "applied-compute"
+	case bytes.Contains(first, []byte(`"parent_chat_id"`)):
+		return "bailian"
 	}
 	return "mooncake"
 }

@@ -123,9 +123,12 @@ func (f roleFlag) Type() string       { return f.r.TypeName(f.key) }
 
 // bindWorkloadFlags registers the settings of the workload predict replays.
 func bindWorkloadFlags(fs *pflag.FlagSet, c *config.Config) {
-	fs.StringVar(&c.Trace, "trace", c.Trace, "replay this trace (Mooncake JSONL or Azure CSV) instead of the synthetic workload")
-	fs.StringVar(&c.TraceFormat, "trace-format", c.TraceFormat, "trace format: auto, mooncake or azure")
+	fs.StringVar(&c.Trace, "trace", c.Trace, "replay this trace (Mooncake JSONL with AIPerf's and Dynamo's fields, or Azure CSV) instead of the synthetic workload")
+	fs.StringVar(&c.TraceFormat, "trace-format", c.TraceFormat, "trace format: auto (by extension and first line), mooncake (also AIPerf's and Dynamo's rows), bailian (seconds, turns chained by parent_chat_id), azure or applied-compute (Dynamo's applied_compute_agentic)")
 	fs.IntVar(&c.TraceBlockSize, "trace-block-size", c.TraceBlockSize, "tokens per hash id in the trace (Mooncake: 512)")
+	fs.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "trace rows given as text_input or messages: a Hugging Face tokenizer.json (file or model directory) for their prompt tokens (empty: the built-in tokenizer, as serve)")
+	fs.IntVar(&c.DefaultMaxTokens, "default-max-tokens", c.DefaultMaxTokens, "trace rows without output_length: the max_tokens they get, as serve gives a request without one")
+	fs.StringVar(&c.OutputLengthDist, "output-length-dist", c.OutputLengthDist, "trace rows without output_length: where they meet their end-of-sequence, drawn per row from --seed (as serve): fixed (always --default-max-tokens), uniform (on [1, it]), lognormal:MEAN:SIGMA")
 	fs.Float64Var(&c.ArrivalSpeedupRatio, "arrival-speedup-ratio", c.ArrivalSpeedupRatio, "divide arrival times and inter-turn delays by this")
 	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "keep this many requests (sessions) in flight, ignoring arrival times (0: follow them)")
 	fs.Float64Var(&c.ConcurrencyRampMs, "concurrency-ramp-ms", c.ConcurrencyRampMs, "synthetic, with --concurrency N: start client k at k × this / N ms instead of all at 0; each client then sends its requests back to back")

@@ -78,7 +78,7 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	} else if ms > 0 {
 		fmt.Fprintf(stderr, "concurrency-desync-ms auto: %.1f ms (mean E2E of a lock-step replay of %d requests)\n", ms, cfg.LifetimeRequests())
 	}
-	src, err := cfg.Source()
+	src, err := cfg.SourceWarn(func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
 	if err != nil {
 		return err
 	}
