@@ -791,7 +791,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *sampling, c
 			s.plan(c, req, p, maxes[i], &buf)
 			req.MaxTokens = c.tokens
 			c.st = newStream(req.ID, len(pr.ids), arrived)
-			c.st.ready, c.st.finish = ready, c.finish
+			c.st.ready, c.st.finish, c.st.quiet = ready, c.finish, !p.stream
 			if err := s.submit(r.Context(), req, c.st); err != nil {
 				for _, d := range cs {
 					s.cancel(d.st.ID)
