@@ -3,7 +3,10 @@
 // concurrent clients sending short completions, streamed and not, and prints requests per second,
 // p50/p99 latency, the server's CPU time per request and its peak memory.
 //
-//	go run ./bench/serve [-clients 64] [-requests 20000] [-max-tokens 16] [-- extra serve flags]
+//	go run ./bench/serve [-clients 64] [-requests 20000] [-max-tokens 16] [-phases whole,streaming] [-bin FILE] [-- extra serve flags]
+//
+// -bin measures a built binary instead of building ./cmd/mocker, so that two revisions can be run
+// interleaved; `-- --cpuprofile FILE` profiles the server (written when it stops).
 package main
 
 import (
