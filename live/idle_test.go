@@ -56,3 +56,55 @@ func TestIdleWorkersSleep(t *testing.T) {
 		}
 	})
 }
+
+// With MaxWaiting, every request reads how many requests wait in each worker's engine: it reads counts
+// the workers keep, exact, without taking a hundred workers' locks or allocating.
+func TestWaitingIsKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := testOptions(40, 10, 1)
+		o.Workers = 100
+		o.MaxWaiting = 1000
+		o.Engine.VLLM.NumBlocks = 16
+		o.Engine.VLLM.MaxNumSeqs = 1
+		s, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for range 3 {
+			req := s.newRequest([]uint32{1, 2, 3}, 4)
+			if err := s.workers[7].Submit(req, newStream(req.ID, 3, time.Now())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait() // worker 7 runs one request's prompt and sleeps until the pass ends
+		want := 0
+		for _, w := range s.workers {
+			for _, m := range w.State() {
+				want += m.Waiting
+			}
+		}
+		s.mu.Lock()
+		got := s.waiting()
+		s.mu.Unlock()
+		if got != 2 || want != 2 {
+			t.Fatalf("waiting() = %d, the engines say %d; want 2", got, want)
+		}
+		allocs := testing.AllocsPerRun(100, func() {
+			s.mu.Lock()
+			s.waiting()
+			s.mu.Unlock()
+		})
+		if allocs != 0 {
+			t.Errorf("waiting() allocates %v times over 100 workers, want 0", allocs)
+		}
+		time.Sleep(time.Second) // all three run to their end
+		synctest.Wait()
+		s.mu.Lock()
+		got = s.waiting()
+		s.mu.Unlock()
+		if got != 0 {
+			t.Errorf("waiting() = %d once every request has run, want 0", got)
+		}
+	})
+}
