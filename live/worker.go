@@ -57,9 +57,9 @@ type Worker struct {
 	// it reads every worker's count for every request, so it must not take every worker's lock.
 	countWaiting bool
 	waiting      atomic.Int64
-	hooks   Hooks
-	recs    []Recorder // by rank; nil entries record nothing
-	t0      time.Time
+	hooks        Hooks
+	recs         []Recorder // by rank; nil entries record nothing
+	t0           time.Time
 
 	mu      sync.Mutex // guards eng, streams, closed and broken
 	eng     *engine.Engine
@@ -114,12 +114,12 @@ func newWorker(id, global int, eng *engine.Engine, role sched.Role, check, count
 		prefill:      role == sched.Prefill,
 		check:        check,
 		countWaiting: countWaiting,
-		hooks:   hooks,
-		t0:      t0,
-		streams: make(map[uint64]*Stream),
-		wake:    make(chan struct{}, 1),
-		quit:    make(chan struct{}),
-		exited:  make(chan struct{}),
+		hooks:        hooks,
+		t0:           t0,
+		streams:      make(map[uint64]*Stream),
+		wake:         make(chan struct{}, 1),
+		quit:         make(chan struct{}),
+		exited:       make(chan struct{}),
 	}
 	w.recs = make([]Recorder, eng.DPSize())
 	w.iter = make([]int, eng.DPSize())
