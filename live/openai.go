@@ -221,6 +221,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 
 // decodeBody decodes a JSON body into v, turning every failure into a 400 that says what is wrong.
 func decodeBody(body []byte, v any) *apiError {
+	if req, ok := v.(*completionRequest); ok {
+		if fastCompletion(body, req) {
+			return nil
+		}
+		*req = completionRequest{} // what the fast path had set
+	}
 	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError
 		var se *json.SyntaxError
@@ -497,8 +503,8 @@ func (s *Server) completionPrompts(raw json.RawMessage, n int) ([]prompt, *apiEr
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, badRequest("prompt", "field \"prompt\" is required")
 	}
-	var text string
-	if json.Unmarshal(raw, &text) == nil {
+	text, ok := plainString(raw)
+	if ok || json.Unmarshal(raw, &text) == nil {
 		return []prompt{{ids: s.o.Tokenizer.Encode(text), text: text}}, nil
 	}
 	var ids []int64
@@ -791,7 +797,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *sampling, c
 			s.plan(c, req, p, maxes[i], &buf)
 			req.MaxTokens = c.tokens
 			c.st = newStream(req.ID, len(pr.ids), arrived)
-			c.st.ready, c.st.finish = ready, c.finish
+			c.st.ready, c.st.finish, c.st.quiet = ready, c.finish, !p.stream
 			if err := s.submit(r.Context(), req, c.st); err != nil {
 				for _, d := range cs {
 					s.cancel(d.st.ID)

@@ -210,7 +210,7 @@ func (s *Server) newWorker(id, global int, eo engine.Options, hooks Hooks) (*Wor
 	if err != nil {
 		return nil, fmt.Errorf("live: worker %d: %w", global, err)
 	}
-	return newWorker(id, global, eng, eo.Role, s.o.CheckInvariants, hooks, s.t0), nil
+	return newWorker(id, global, eng, eo.Role, s.o.CheckInvariants, s.o.MaxWaiting > 0, hooks, s.t0), nil
 }
 
 // CheckInvariants reports the first accounting violation a worker found after a pass (with
@@ -331,13 +331,11 @@ func (s *Server) route(req *sched.Request, st *Stream, pin int) error {
 }
 
 // waiting counts the requests not yet running: queued in a router, waiting in an engine or for room on
-// a decode worker; s.mu is held.
+// a decode worker; s.mu is held. (Options.MaxWaiting > 0: the workers keep their counts.)
 func (s *Server) waiting() int {
 	n := len(s.pending)
 	for _, w := range s.allWorkers() {
-		for _, m := range w.State() {
-			n += m.Waiting
-		}
+		n += w.Waiting()
 	}
 	if s.decode != nil {
 		n += s.decode.waiting()

@@ -804,7 +804,7 @@ func TestMetricsBeforeLastToken(t *testing.T) {
 	}
 	st := newStream(1, 40, time.Now())
 	rec := &streamRecorder{st: st}
-	w := newWorker(0, 0, eng, sched.Aggregated, true, Hooks{Recorder: func(int, int) Recorder { return rec }}, time.Now())
+	w := newWorker(0, 0, eng, sched.Aggregated, true, false, Hooks{Recorder: func(int, int) Recorder { return rec }}, time.Now())
 	defer w.close()
 	prompt := make([]uint32, 40)
 	for i := range prompt {

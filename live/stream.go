@@ -18,6 +18,9 @@ type Stream struct {
 	done    bool
 	err     error
 	ready   chan struct{} // signalled (without blocking) whenever something changes
+	// quiet streams signal only their end: an unstreamed response has nothing to do with a pass's
+	// tokens until the last, and waking its handler for each pass costs more than the rest of it.
+	quiet bool
 
 	// Written by the worker's loop only (and by Submit before the loop sees the stream).
 	enqueued  time.Time // handed to the engine
@@ -87,8 +90,11 @@ func (s *Stream) push(toks []uint32, done bool) {
 		s.ends = append(s.ends, len(s.pending))
 	}
 	s.done = s.done || done
+	wake := s.done || !s.quiet
 	s.mu.Unlock()
-	s.signal()
+	if wake {
+		s.signal()
+	}
 }
 
 func (s *Stream) setCached(n int) {

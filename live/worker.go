@@ -3,6 +3,7 @@ package live
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mocker-sim/mocker/engine"
@@ -52,9 +53,13 @@ type Worker struct {
 	atEnd   bool // KV events become visible at the end of a pass
 	prefill bool // a disaggregated prefill worker: requests end at Prefilled
 	check   bool // verify the engine's accounting after every pass
-	hooks   Hooks
-	recs    []Recorder // by rank; nil entries record nothing
-	t0      time.Time
+	// countWaiting keeps waiting, the requests waiting in the engine, for a server that bounds them:
+	// it reads every worker's count for every request, so it must not take every worker's lock.
+	countWaiting bool
+	waiting      atomic.Int64
+	hooks        Hooks
+	recs         []Recorder // by rank; nil entries record nothing
+	t0           time.Time
 
 	mu      sync.Mutex // guards eng, streams, closed and broken
 	eng     *engine.Engine
@@ -99,20 +104,22 @@ type rankEvents struct {
 }
 
 // newWorker starts worker id of its pool; global numbers it among all the server's workers, for its
-// metrics. check makes it verify its engine's accounting after every pass.
-func newWorker(id, global int, eng *engine.Engine, role sched.Role, check bool, hooks Hooks, t0 time.Time) *Worker {
+// metrics. check makes it verify its engine's accounting after every pass; countWaiting makes it keep
+// Waiting.
+func newWorker(id, global int, eng *engine.Engine, role sched.Role, check, countWaiting bool, hooks Hooks, t0 time.Time) *Worker {
 	w := &Worker{
-		id:      id,
-		eng:     eng,
-		atEnd:   eng.EventsAtPassEnd(),
-		prefill: role == sched.Prefill,
-		check:   check,
-		hooks:   hooks,
-		t0:      t0,
-		streams: make(map[uint64]*Stream),
-		wake:    make(chan struct{}, 1),
-		quit:    make(chan struct{}),
-		exited:  make(chan struct{}),
+		id:           id,
+		eng:          eng,
+		atEnd:        eng.EventsAtPassEnd(),
+		prefill:      role == sched.Prefill,
+		check:        check,
+		countWaiting: countWaiting,
+		hooks:        hooks,
+		t0:           t0,
+		streams:      make(map[uint64]*Stream),
+		wake:         make(chan struct{}, 1),
+		quit:         make(chan struct{}),
+		exited:       make(chan struct{}),
 	}
 	w.recs = make([]Recorder, eng.DPSize())
 	w.iter = make([]int, eng.DPSize())
@@ -140,6 +147,7 @@ func (w *Worker) Submit(r *sched.Request, s *Stream) error {
 	s.enqueued = time.Now()
 	s.rank, s.maxTokens = r.Rank, r.MaxTokens
 	w.streams[r.ID] = s
+	w.noteWaiting()
 	w.mu.Unlock()
 	w.poke()
 	return nil
@@ -155,6 +163,7 @@ func (w *Worker) Cancel(id uint64) bool {
 	}
 	delete(w.streams, id)
 	w.eng.Cancel(id)
+	w.noteWaiting()
 	w.mu.Unlock()
 	// vLLM counts a request its client abandoned as finished, with reason abort.
 	if s.rank < len(w.recs) && w.recs[s.rank] != nil {
@@ -176,6 +185,7 @@ func (w *Worker) Reserve(r *sched.Request) (missing int, ok bool, err error) {
 	if w.closed {
 		return 0, false, errClosed
 	}
+	defer w.noteWaiting()
 	return w.eng.Reserve(r)
 }
 
@@ -187,6 +197,7 @@ func (w *Worker) Activate(rank int, id uint64, s *Stream) bool {
 		s.enqueued, s.rank = time.Now(), rank
 		w.streams[id] = s
 	}
+	w.noteWaiting()
 	w.mu.Unlock()
 	w.poke()
 	return ok
@@ -196,6 +207,7 @@ func (w *Worker) Activate(rank int, id uint64, s *Stream) bool {
 func (w *Worker) Unreserve(rank int, id uint64) {
 	w.mu.Lock()
 	w.eng.Unreserve(rank, id)
+	w.noteWaiting()
 	w.mu.Unlock()
 	w.poke()
 }
@@ -204,6 +216,7 @@ func (w *Worker) Unreserve(rank int, id uint64) {
 func (w *Worker) Release(rank int, id uint64) {
 	w.mu.Lock()
 	w.eng.Release(rank, id)
+	w.noteWaiting()
 	w.mu.Unlock()
 	w.poke()
 }
@@ -213,6 +226,22 @@ func (w *Worker) State() []sched.Metrics {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.eng.Metrics()
+}
+
+// Waiting is the number of requests waiting in the worker's engine (kept only for a server with
+// Options.MaxWaiting: 0 otherwise). It takes no lock.
+func (w *Worker) Waiting() int { return int(w.waiting.Load()) }
+
+// noteWaiting refreshes Waiting after the engine's queues may have changed; w.mu is held.
+func (w *Worker) noteWaiting() {
+	if !w.countWaiting {
+		return
+	}
+	n := 0
+	for _, m := range w.eng.Metrics() {
+		n += m.Waiting
+	}
+	w.waiting.Store(int64(n))
 }
 
 // InFlight is the number of requests the worker holds.
@@ -252,6 +281,7 @@ func (w *Worker) close() {
 		ended = append(ended, id)
 	}
 	clear(w.streams)
+	w.noteWaiting()
 	w.mu.Unlock()
 	if w.hooks.Ended != nil {
 		for _, id := range ended {
@@ -345,6 +375,7 @@ func (w *Worker) step() bool {
 		return false
 	}
 	p := w.eng.Step(w.now())
+	w.noteWaiting()
 	if w.check && w.broken == nil {
 		if err := w.eng.CheckInvariants(); err != nil {
 			w.broken = fmt.Errorf("after the pass starting at %v: %w", p.Start, err)

@@ -3,7 +3,10 @@
 // concurrent clients sending short completions, streamed and not, and prints requests per second,
 // p50/p99 latency, the server's CPU time per request and its peak memory.
 //
-//	go run ./bench/serve [-clients 64] [-requests 20000] [-max-tokens 16] [-- extra serve flags]
+//	go run ./bench/serve [-clients 64] [-requests 20000] [-max-tokens 16] [-phases whole,streaming] [-bin FILE] [-- extra serve flags]
+//
+// -bin measures a built binary instead of building ./cmd/mocker, so that two revisions can be run
+// interleaved; `-- --cpuprofile FILE` profiles the server (written when it stops).
 package main
 
 import (
@@ -30,22 +33,38 @@ func main() {
 	clients := flag.Int("clients", 64, "concurrent clients")
 	requests := flag.Int("requests", 20000, "requests per phase")
 	maxTokens := flag.Int("max-tokens", 16, "tokens each request generates")
+	bin := flag.String("bin", "", "the mocker binary to measure (default: build ./cmd/mocker)")
+	phases := flag.String("phases", "whole,streaming", "the phases to run, in order")
 	flag.Parse()
-	if err := run(*clients, *requests, *maxTokens, flag.Args()); err != nil {
+	var streams []bool
+	for _, ph := range strings.Split(*phases, ",") {
+		switch ph {
+		case "whole":
+			streams = append(streams, false)
+		case "streaming":
+			streams = append(streams, true)
+		default:
+			fmt.Fprintf(os.Stderr, "bench/serve: -phases: unknown phase %q (whole or streaming)\n", ph)
+			os.Exit(2)
+		}
+	}
+	if err := run(*bin, *clients, *requests, *maxTokens, streams, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/serve:", err)
 		os.Exit(1)
 	}
 }
 
-func run(clients, requests, maxTokens int, extra []string) error {
-	dir, err := os.MkdirTemp("", "mocker-bench")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "mocker")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/mocker").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
+func run(bin string, clients, requests, maxTokens int, streams []bool, extra []string) error {
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "mocker-bench")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		bin = filepath.Join(dir, "mocker")
+		if out, err := exec.Command("go", "build", "-o", bin, "./cmd/mocker").CombinedOutput(); err != nil {
+			return fmt.Errorf("go build: %v\n%s", err, out)
+		}
 	}
 	args := append([]string{"serve", "--port", "0", "--nats", "none", "--speedup-ratio", "inf", "--timing", "polynomial"}, extra...)
 	cmd := exec.Command(bin, args...)
@@ -69,7 +88,7 @@ func run(clients, requests, maxTokens int, extra []string) error {
 		strings.Join(args, " "), clients, requests, maxTokens)
 	fmt.Printf("%-10s %10s %10s %10s %14s %12s\n", "phase", "req/s", "p50 ms", "p99 ms", "server CPU/req", "server cores")
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
-	for _, stream := range []bool{false, true} {
+	for _, stream := range streams {
 		cpu0, err := cpuTime(cmd.Process.Pid)
 		if err != nil {
 			return err

@@ -32,6 +32,7 @@ func newServeCmd() *cobra.Command {
 	cfg := config.Default()
 	cfg.Router = "kv" // a live fleet is routed by what its workers cache
 	var configPath string
+	var prof profiles
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run simulated workers behind an OpenAI-compatible API on the wall clock",
@@ -57,9 +58,13 @@ SIGINT or SIGTERM stops accepting requests and waits up to --shutdown-timeout fo
 			if err := loadSettings(cmd.Flags(), &cfg, configPath); err != nil {
 				return err
 			}
+			stopProf, err := prof.start()
+			if err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return serve(ctx, &cfg, cmd.ErrOrStderr(), nil)
+			return errors.Join(serve(ctx, &cfg, cmd.ErrOrStderr(), nil), stopProf())
 		},
 	}
 	fs := cmd.Flags()
@@ -68,6 +73,7 @@ SIGINT or SIGTERM stops accepting requests and waits up to --shutdown-timeout fo
 	bindServeFlags(fs, &cfg)
 	bindEngineFlags(fs, &cfg)
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random choice")
+	prof.bind(fs)
 	return cmd
 }
 
