@@ -221,12 +221,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 
 // decodeBody decodes a JSON body into v, turning every failure into a 400 that says what is wrong.
 func decodeBody(body []byte, v any) *apiError {
-	if req, ok := v.(*completionRequest); ok {
-		if fastCompletion(body, req) {
-			return nil
-		}
-		*req = completionRequest{} // what the fast path had set
-	}
 	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError
 		var se *json.SyntaxError
@@ -503,8 +497,8 @@ func (s *Server) completionPrompts(raw json.RawMessage, n int) ([]prompt, *apiEr
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, badRequest("prompt", "field \"prompt\" is required")
 	}
-	text, ok := plainString(raw)
-	if ok || json.Unmarshal(raw, &text) == nil {
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
 		return []prompt{{ids: s.o.Tokenizer.Encode(text), text: text}}, nil
 	}
 	var ids []int64
