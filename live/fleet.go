@@ -503,19 +503,42 @@ func (s *Server) closeFleet() {
 	}
 }
 
-// FleetWorkers reports the fleet ids of the workers a frontend routes to, and for each how many blocks
-// the router's index holds of it.
-func (s *Server) FleetWorkers() map[uint64]int {
+// FleetWorkerState is what a frontend knows of a remote worker.
+type FleetWorkerState struct {
+	Blocks  int // in the router's index
+	Running int // requests sent to it that have produced tokens
+}
+
+// FleetWorkers reports the workers a frontend routes to, by fleet id.
+func (s *Server) FleetWorkers() map[uint64]FleetWorkerState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := map[uint64]int{}
+	m := map[uint64]FleetWorkerState{}
 	if s.fleet == nil {
 		return m
 	}
 	for id, w := range s.fleet.byID {
+		var st FleetWorkerState
 		for r := range w.dp {
-			m[id] += s.router.Indexed(router.Target{Worker: w.slot, Rank: r})
+			st.Blocks += s.router.Indexed(router.Target{Worker: w.slot, Rank: r})
 		}
+		for _, rr := range w.reqs {
+			if rr.started {
+				st.Running++
+			}
+		}
+		m[id] = st
 	}
 	return m
+}
+
+// IndexedBlocks is how many blocks the router's index holds, over all its targets.
+func (s *Server) IndexedBlocks() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, t := range s.router.Targets() {
+		n += s.router.Indexed(t)
+	}
+	return n
 }
