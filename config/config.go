@@ -520,8 +520,8 @@ func (c *Config) validate() error {
 		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, "must be > 0")
 	case c.HostOverheadUs < 0 || math.IsNaN(c.HostOverheadUs) || math.IsInf(c.HostOverheadUs, 0):
 		return bad("host-overhead-us", c.HostOverheadUs, "must be a finite number >= 0")
-	case c.Workers < 0 || c.Workers == 0 && (c.NATS == "none" || c.PrefillWorkers > 0):
-		return bad("workers", c.Workers, "must be at least 1 (0 only for a frontend of workers on --nats)")
+	case c.Workers < 1:
+		return bad("workers", c.Workers, "must be at least 1")
 	case !(c.FleetTTLS > 0 && c.FleetTTLS <= 3600):
 		return bad("fleet-ttl", c.FleetTTLS, "must be in (0, 3600] seconds")
 	case c.PrefillWorkers < 0 || c.DecodeWorkers < 0 || (c.PrefillWorkers > 0) != (c.DecodeWorkers > 0):

@@ -33,9 +33,13 @@ const (
 	FleetService = "mocker-worker"
 	// fleetLeave carries the fleet id of a worker that drains: routers stop choosing it at once.
 	fleetLeave = "mocker.fleet.leave"
+	// fleetJoin announces a new worker: frontends ping at once rather than at their next round.
+	fleetJoin = "mocker.fleet.join"
 	// DefaultFleetTTL is how long a frontend waits for a worker's ping answer before it drops it.
 	DefaultFleetTTL = 6 * time.Second
 )
+
+const pingSubject = "$SRV.PING." + FleetService
 
 // errWorkerLost fails the requests in flight on a worker that stopped answering.
 var errWorkerLost = errors.New("the worker running the request was lost")
@@ -113,6 +117,7 @@ func ServeFleet(nc *nats.Conn, srv *Server, id uint64) (*FleetWorker, error) {
 		return nil, fmt.Errorf("live: fleet: %w", err)
 	}
 	fw.svc = svc
+	nc.Publish(fleetJoin, nil)
 	return fw, nil
 }
 
@@ -219,7 +224,7 @@ type fleet struct {
 	subs   []*nats.Subscription
 	byID   map[uint64]*remote // live workers
 	bySlot map[int]*remote    // live and draining workers, by router slot
-	gone   map[uint64]bool    // workers that left or were lost: late ping answers do not revive them
+	gone   map[uint64]bool    // workers that left: late ping answers do not revive them (a lost one may return)
 	reqs   map[uint64]*remoteReq
 	next   int // the next router slot
 	quit   chan struct{}
@@ -255,6 +260,7 @@ func (s *Server) startFleet(o FleetOptions) error {
 		pings:                             s.fleetPong,
 		f.inbox + ".*":                    s.fleetChunk,
 		fleetLeave:                        s.fleetLeft,
+		fleetJoin:                         func(*nats.Msg) { o.Conn.PublishRequest(pingSubject, pings, nil) },
 		natsevents.Subject(s.o.ModelName): s.fleetEvent,
 	} {
 		sub, err := o.Conn.Subscribe(subj, h)
@@ -268,7 +274,7 @@ func (s *Server) startFleet(o FleetOptions) error {
 		t := time.NewTicker(o.TTL / 3)
 		defer t.Stop()
 		for {
-			o.Conn.PublishRequest("$SRV.PING."+FleetService, pings, nil)
+			o.Conn.PublishRequest(pingSubject, pings, nil)
 			select {
 			case <-t.C:
 				s.fleetSweep(time.Now())
@@ -342,11 +348,11 @@ func (s *Server) fleetLeft(m *nats.Msg) {
 func (s *Server) dropWorker(w *remote, lost bool) []*remoteReq {
 	f := s.fleet
 	delete(f.byID, w.id)
-	f.gone[w.id] = true
 	for r := range w.dp {
 		s.router.RemoveTarget(router.Target{Worker: w.slot, Rank: r})
 	}
 	if !lost {
+		f.gone[w.id] = true // a ping answer sent before it left must not bring it back
 		if len(w.reqs) == 0 {
 			delete(f.bySlot, w.slot)
 		}

@@ -130,6 +130,16 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 // serveAs is serve, or with worker `mocker worker`: one engine serving fleet frontends over NATS,
 // without an HTTP API.
 func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan<- *serving, worker bool) error {
+	// --workers 0 is a fleet frontend: the settings are checked as those of one worker, whose engine
+	// flags the remote workers share.
+	frontend := cfg.Workers == 0 && !worker
+	if frontend {
+		if cfg.NATS == "none" || cfg.PrefillWorkers > 0 || cfg.WorkerPorts > 0 {
+			return errors.New("workers 0: a fleet frontend needs --nats (embedded or a URL), aggregated workers and no --worker-ports")
+		}
+		cfg.Workers = 1
+		defer func() { cfg.Workers = 0 }()
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -249,6 +259,9 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	if worker {
 		return runWorker(ctx, cfg, o, name, stderr, ready)
 	}
+	if frontend {
+		o.Workers = 0
+	}
 	// Listen first: the workers' topics name their addresses. Serve owns the listeners once it runs.
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
@@ -291,7 +304,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		}
 		cleanup = append(cleanup, func() { nc.Flush(); nc.Close() })
 		info.NATSURL = url
-		if cfg.Workers == 0 {
+		if frontend {
 			o.Fleet = &live.FleetOptions{Conn: nc, TTL: seconds(cfg.FleetTTLS)}
 		}
 		if cfg.KVEventsFormat == "json" {

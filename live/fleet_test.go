@@ -1,0 +1,237 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/mocker-sim/mocker/live/natsevents"
+)
+
+func fleetConn(t *testing.T, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// startFleetWorker runs o as a fleet worker on its own connection, which it returns.
+func startFleetWorker(t *testing.T, url string, o Options, id uint64) (*FleetWorker, *nats.Conn) {
+	t.Helper()
+	nc := fleetConn(t, url)
+	o.Workers, o.Sinks = 1, []Sink{NewFleetSink(nc, o.ModelName, id)}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	fw, err := ServeFleet(nc, s, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fw, nc
+}
+
+// startFrontend runs a fleet frontend without workers of its own.
+func startFrontend(t *testing.T, url string, o Options, ttl time.Duration) (*Server, openai.Client) {
+	t.Helper()
+	o.Workers, o.Fleet = 0, &FleetOptions{Conn: fleetConn(t, url), TTL: ttl}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { hs.Close(); s.Close() })
+	return s, openai.NewClient(option.WithBaseURL(hs.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+}
+
+func embeddedNATS(t *testing.T, port int) string {
+	t.Helper()
+	ns, url, err := natsevents.StartEmbedded(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	return url
+}
+
+// fleetWait waits up to 60 s for cond.
+func fleetWait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+	}
+}
+
+func completion(c openai.Client, prompt string, maxTokens int64) (*openai.Completion, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return c.Completions.New(ctx, openai.CompletionNewParams{Model: testModel,
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)}, MaxTokens: openai.Int(maxTokens)})
+}
+
+// TestFleetTwoFrontends: two frontends share one worker; the second finds the prefix the first one's
+// request cached, as a one-process server does, and both routers index the worker's blocks.
+func TestFleetTwoFrontends(t *testing.T) {
+	o := testOptions(5, 1, math.Inf(1))
+	url := embeddedNATS(t, 0)
+	startFleetWorker(t, url, o, 7)
+	a, ca := startFrontend(t, url, o, time.Minute)
+	b, cb := startFrontend(t, url, o, time.Minute)
+	fleetWait(t, "both frontends to find the worker", func() bool { return len(a.FleetWorkers()) == 1 && len(b.FleetWorkers()) == 1 })
+
+	_, _, local := start(t, o)
+	for i, c := range []openai.Client{ca, cb} {
+		got, err := completion(c, longPrompt, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := completion(local, longPrompt, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, w := got.Usage, want.Usage
+		if g.PromptTokens != w.PromptTokens || g.CompletionTokens != w.CompletionTokens ||
+			g.PromptTokensDetails.CachedTokens != w.PromptTokensDetails.CachedTokens || got.Choices[0].Text != want.Choices[0].Text {
+			t.Errorf("request %d: usage %d/%d/%d text %q; one process: %d/%d/%d %q", i, g.PromptTokens, g.CompletionTokens,
+				g.PromptTokensDetails.CachedTokens, got.Choices[0].Text, w.PromptTokens, w.CompletionTokens, w.PromptTokensDetails.CachedTokens, want.Choices[0].Text)
+		}
+	}
+	blocks := len(o.Tokenizer.Encode(longPrompt)) / o.Router.BlockSize
+	fleetWait(t, "both indexes to hold the prompt's blocks", func() bool {
+		return a.FleetWorkers()[7].Blocks >= blocks && b.FleetWorkers()[7].Blocks >= blocks
+	})
+}
+
+// TestFleetDrain: a draining worker leaves every router at once and finishes its running request.
+func TestFleetDrain(t *testing.T) {
+	o := testOptions(5, 20, 1) // 20 ms a token
+	url := embeddedNATS(t, 0)
+	fw, _ := startFleetWorker(t, url, o, 1)
+	s, c := startFrontend(t, url, o, time.Minute)
+	fleetWait(t, "the worker", func() bool { return len(s.FleetWorkers()) == 1 })
+	done := make(chan error, 1)
+	go func() {
+		res, err := completion(c, longPrompt, 50)
+		if err == nil && res.Usage.CompletionTokens != 50 {
+			err = errors.New("completion_tokens " + strconv.FormatInt(res.Usage.CompletionTokens, 10) + ", want 50")
+		}
+		done <- err
+	}()
+	fleetWait(t, "the request to run", func() bool { return s.FleetWorkers()[1].Running == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	drained := make(chan error, 1)
+	go func() { drained <- fw.Drain(ctx) }()
+	fleetWait(t, "the worker to leave routing", func() bool { return len(s.FleetWorkers()) == 0 })
+	if err := <-done; err != nil {
+		t.Errorf("the drained worker's request: %v", err)
+	}
+	if err := <-drained; err != nil {
+		t.Errorf("Drain: %v", err)
+	}
+	// It stays gone, though its last ping answers may still be in the air; a new worker takes over.
+	startFleetWorker(t, url, o, 2)
+	if _, err := completion(c, "after the drain, "+longPrompt, 3); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.FleetWorkers(); len(m) != 1 || m[2].Blocks == 0 {
+		t.Errorf("workers after the drain: %v, want only worker 2, with blocks", m)
+	}
+}
+
+// TestFleetLostWorker: a worker cut off from NATS is dropped after the TTL with its blocks; its
+// running request fails with a 503, the one waiting in its engine moves to another worker and
+// completes, and the lost worker rejoins when it reconnects.
+func TestFleetLostWorker(t *testing.T) {
+	o := testOptions(5, 20, 1)
+	o.Engine.VLLM.MaxNumSeqs = 1 // the second request waits in the engine, not started
+	url := embeddedNATS(t, 0)
+	_, nc1 := startFleetWorker(t, url, o, 1)
+	s, c := startFrontend(t, url, o, time.Second)
+	fleetWait(t, "worker 1", func() bool { return len(s.FleetWorkers()) == 1 })
+	errs := make(chan error, 2)
+	for i := range 2 {
+		go func() {
+			res, err := completion(c, strconv.Itoa(i)+" "+longPrompt, 100)
+			if err == nil && res.Usage.CompletionTokens != 100 {
+				err = errors.New("short")
+			}
+			errs <- err
+		}()
+		fleetWait(t, "the request on worker 1", func() bool { return s.FleetWorkers()[1].Running == 1 && s.router.Queued() == 0 })
+	}
+	// Both requests are on worker 1: one running, one waiting.
+	startFleetWorker(t, url, o, 2)
+	fleetWait(t, "worker 2", func() bool { return len(s.FleetWorkers()) == 2 })
+	if s.FleetWorkers()[1].Blocks == 0 {
+		t.Fatal("worker 1 indexed no block")
+	}
+	nc1.Close() // cut off
+	var failed, completed int
+	for range 2 {
+		err := <-errs
+		var apiErr *openai.Error
+		switch {
+		case err == nil:
+			completed++
+		case errors.As(err, &apiErr) && apiErr.StatusCode == 503 && strings.Contains(apiErr.Message, "worker running the request was lost"):
+			failed++
+		default:
+			t.Errorf("request: %v", err)
+		}
+	}
+	if failed != 1 || completed != 1 {
+		t.Errorf("%d failed, %d completed; want the running one failed, the waiting one rerouted", failed, completed)
+	}
+	m := s.FleetWorkers()
+	if _, ok := m[1]; ok || s.IndexedBlocks() != m[2].Blocks {
+		t.Errorf("after the loss: workers %v, %d blocks indexed; want worker 2's alone", m, s.IndexedBlocks())
+	}
+}
+
+// TestFleetNATSRestart: a NATS server restart is survived: worker and frontend reconnect and serve.
+func TestFleetNATSRestart(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	ns, url, err := natsevents.StartEmbedded(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := testOptions(5, 1, math.Inf(1))
+	startFleetWorker(t, url, o, 1)
+	s, c := startFrontend(t, url, o, time.Second)
+	fleetWait(t, "the worker", func() bool { return len(s.FleetWorkers()) == 1 })
+	if _, err := completion(c, longPrompt, 3); err != nil {
+		t.Fatal(err)
+	}
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	embeddedNATS(t, port)
+	fleetWait(t, "a request served after the restart", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := c.Completions.New(ctx, openai.CompletionNewParams{Model: testModel,
+			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(longPrompt)}, MaxTokens: openai.Int(3)})
+		return err == nil
+	})
+}
