@@ -220,7 +220,7 @@ type FleetOptions struct {
 // fleet is a frontend's view of the workers; guarded by Server.mu.
 type fleet struct {
 	o      FleetOptions
-	inbox  string // reply subjects: inbox.<request id>
+	inbox  string // reply subjects: inbox.<request id>.<worker's router slot>
 	subs   []*nats.Subscription
 	byID   map[uint64]*remote // live workers
 	bySlot map[int]*remote    // live and draining workers, by router slot
@@ -240,6 +240,7 @@ type remote struct {
 }
 
 type remoteReq struct {
+	reply   string // where its worker answers
 	req     *sched.Request
 	st      *Stream
 	w       *remote
@@ -258,7 +259,7 @@ func (s *Server) startFleet(o FleetOptions) error {
 	pings := o.Conn.NewRespInbox()
 	for subj, h := range map[string]nats.MsgHandler{
 		pings:                             s.fleetPong,
-		f.inbox + ".*":                    s.fleetChunk,
+		f.inbox + ".*.*":                  s.fleetChunk,
 		fleetLeave:                        s.fleetLeft,
 		fleetJoin:                         func(*nats.Msg) { o.Conn.PublishRequest(pingSubject, pings, nil) },
 		natsevents.Subject(s.o.ModelName): s.fleetEvent,
@@ -396,22 +397,27 @@ func (s *Server) fleetEvent(m *nats.Msg) {
 
 // dispatchRemote sends a routed request to its worker; s.mu is held.
 func (s *Server) dispatchRemote(w *remote, req *sched.Request, st *Stream) error {
+	// The reply subject names the worker too: a request rerouted from a worker cut off, not dead, must
+	// not take that worker's late answers.
+	reply := s.fleet.inbox + "." + strconv.FormatUint(req.ID, 10) + "." + strconv.Itoa(w.slot)
 	b, err := json.Marshal(fleetRequest{Prompt: req.Prompt, MaxTokens: req.MaxTokens, Finish: st.finish})
 	if err == nil {
-		err = s.fleet.o.Conn.PublishMsg(&nats.Msg{Subject: generateSubject(w.id),
-			Reply: s.fleet.inbox + "." + strconv.FormatUint(req.ID, 10), Data: b})
+		err = s.fleet.o.Conn.PublishMsg(&nats.Msg{Subject: generateSubject(w.id), Reply: reply, Data: b})
 	}
 	if err != nil {
 		return fmt.Errorf("live: fleet: %w", err)
 	}
-	rr := &remoteReq{req: req, st: st, w: w}
+	rr := &remoteReq{reply: reply, req: req, st: st, w: w}
 	w.reqs[req.ID], s.fleet.reqs[req.ID] = rr, rr
 	return nil
 }
 
 func (s *Server) fleetChunk(m *nats.Msg) {
-	id, err := strconv.ParseUint(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], 10, 64)
-	if err != nil {
+	rest, ok := strings.CutPrefix(m.Subject, s.fleet.inbox+".")
+	ids, slots, ok2 := strings.Cut(rest, ".")
+	id, err := strconv.ParseUint(ids, 10, 64)
+	slot, err2 := strconv.Atoi(slots)
+	if !ok || !ok2 || err != nil || err2 != nil {
 		return
 	}
 	var c fleetChunk
@@ -421,7 +427,7 @@ func (s *Server) fleetChunk(m *nats.Msg) {
 	s.mu.Lock()
 	f := s.fleet
 	rr := f.reqs[id]
-	if rr == nil {
+	if rr == nil || rr.w.slot != slot {
 		s.mu.Unlock()
 		return
 	}
@@ -486,7 +492,7 @@ func (s *Server) cancelRemote(id uint64) bool {
 	if rr == nil {
 		return false
 	}
-	s.fleet.o.Conn.Publish(cancelSubject(rr.w.id), []byte(s.fleet.inbox+"."+strconv.FormatUint(id, 10)))
+	s.fleet.o.Conn.Publish(cancelSubject(rr.w.id), []byte(rr.reply))
 	return true
 }
 

@@ -235,3 +235,26 @@ func TestFleetNATSRestart(t *testing.T) {
 		return err == nil
 	})
 }
+
+// TestFleetCancel: a client that goes away frees its request on the remote worker.
+func TestFleetCancel(t *testing.T) {
+	o := testOptions(5, 20, 1)
+	url := embeddedNATS(t, 0)
+	fw, _ := startFleetWorker(t, url, o, 1)
+	s, c := startFrontend(t, url, o, time.Minute)
+	fleetWait(t, "the worker", func() bool { return len(s.FleetWorkers()) == 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	st := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{Model: testModel,
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(longPrompt)}, MaxTokens: openai.Int(1000)})
+	if !st.Next() {
+		t.Fatalf("no first chunk: %v", st.Err())
+	}
+	if n := fw.srv.workers[0].InFlight(); n != 1 {
+		t.Fatalf("the worker holds %d requests, want 1", n)
+	}
+	cancel()
+	st.Close()
+	fleetWait(t, "the worker to drop the request", func() bool {
+		return fw.srv.workers[0].InFlight() == 0 && s.FleetWorkers()[1].Running == 0
+	})
+}
