@@ -245,7 +245,7 @@ func TestFleetCancel(t *testing.T) {
 	fleetWait(t, "the worker", func() bool { return len(s.FleetWorkers()) == 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	st := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{Model: testModel,
-		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(longPrompt)}, MaxTokens: openai.Int(1000)})
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(longPrompt)}, MaxTokens: openai.Int(10000)}) // 200 s: it cannot end by itself within the wait
 	if !st.Next() {
 		t.Fatalf("no first chunk: %v", st.Err())
 	}
