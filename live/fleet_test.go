@@ -205,7 +205,8 @@ func TestFleetLostWorker(t *testing.T) {
 	}
 }
 
-// TestFleetNATSRestart: a NATS server restart is survived: worker and frontend reconnect and serve.
+// TestFleetNATSRestart: a NATS server restart is survived: worker and frontend reconnect, the worker
+// (dropped meanwhile) rejoins, and requests are served.
 func TestFleetNATSRestart(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -226,6 +227,8 @@ func TestFleetNATSRestart(t *testing.T) {
 	}
 	ns.Shutdown()
 	ns.WaitForShutdown()
+	// Unheard of past the TTL, the worker is dropped; reconnected, it rejoins.
+	fleetWait(t, "the worker dropped", func() bool { return len(s.FleetWorkers()) == 0 })
 	embeddedNATS(t, port)
 	fleetWait(t, "a request served after the restart", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
