@@ -6,11 +6,13 @@ import (
 	"math"
 	"net"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -260,4 +262,56 @@ func TestFleetCancel(t *testing.T) {
 	fleetWait(t, "the worker to drop the request", func() bool {
 		return fw.srv.workers[0].InFlight() == 0 && s.FleetWorkers()[1].Running == 0
 	})
+}
+
+// TestFleetNATSCluster: a worker and a frontend on different nodes of a three-node NATS cluster.
+func TestFleetNATSCluster(t *testing.T) {
+	free := func() int {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port
+	}
+	cports := []int{free(), free(), free()}
+	var routes []*url.URL
+	for _, p := range cports {
+		routes = append(routes, &url.URL{Scheme: "nats", Host: "127.0.0.1:" + strconv.Itoa(p)})
+	}
+	var urls []string
+	var nodes []*server.Server
+	for i, p := range cports {
+		ns, err := server.NewServer(&server.Options{ServerName: "n" + strconv.Itoa(i), Host: "127.0.0.1", Port: server.RANDOM_PORT,
+			NoLog: true, NoSigs: true, Cluster: server.ClusterOpts{Name: "mocker", Host: "127.0.0.1", Port: p}, Routes: routes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns.Start()
+		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+		if !ns.ReadyForConnections(30 * time.Second) {
+			t.Fatal("a node is not ready")
+		}
+		nodes, urls = append(nodes, ns), append(urls, ns.ClientURL())
+	}
+	fleetWait(t, "the cluster to form", func() bool {
+		for _, ns := range nodes {
+			if ns.NumRoutes() < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	o := testOptions(5, 1, math.Inf(1))
+	startFleetWorker(t, urls[1], o, 1)
+	s, c := startFrontend(t, urls[2], o, time.Second)
+	fleetWait(t, "the worker across the cluster", func() bool { return len(s.FleetWorkers()) == 1 })
+	res, err := completion(c, longPrompt, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Usage.CompletionTokens != 5 {
+		t.Errorf("completion_tokens %d, want 5", res.Usage.CompletionTokens)
+	}
+	fleetWait(t, "the worker's blocks indexed across the cluster", func() bool { return s.FleetWorkers()[1].Blocks > 0 })
 }
