@@ -298,7 +298,11 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 			cleanup = append(cleanup, func() { ns.Shutdown(); ns.WaitForShutdown() })
 			url = u
 		}
-		nc, err := nats.Connect(url, natsOptions("mocker serve")...)
+		opts := []nats.Option{nats.Name("mocker serve")}
+		if frontend {
+			opts = natsOptions("mocker frontend")
+		}
+		nc, err := nats.Connect(url, opts...)
 		if err != nil {
 			return fmt.Errorf("nats %s: %w", url, err)
 		}
