@@ -71,7 +71,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // TestFleet: a frontend (serve --workers 0 with its embedded NATS) and three worker processes; a
 // bounded load through the OpenAI API; kill -9 of a worker with requests in flight. Every request
 // completes or fails with a 503 naming the lost worker, none hangs; the dead worker leaves routing
-// with its blocks; a new worker process joins and serves.
+// with its blocks; a new worker process joins, serves, and drains on SIGTERM.
 func TestFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs processes")
@@ -153,12 +153,19 @@ func TestFleet(t *testing.T) {
 		t.Errorf("the router indexes %d blocks, the live workers %d: the dead worker's remain", got, want)
 	}
 
-	_, id := startWorker(t, bin, info.NATSURL, wargs...)
+	cmd, id := startWorker(t, bin, info.NATSURL, wargs...)
 	waitFor(t, "the new worker", func() bool { _, ok := srv.FleetWorkers()[id]; return ok })
 	for i := 0; srv.FleetWorkers()[id].Blocks == 0; i++ {
 		if i == 60 {
 			t.Fatal("60 new prompts and none went to the new worker")
 		}
 		complete(t, c, strconv.Itoa(i)+" fresh: "+servePrompt, 2)
+	}
+
+	// SIGTERM drains: the worker leaves routing and exits cleanly.
+	cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, "the drained worker gone", func() bool { _, ok := srv.FleetWorkers()[id]; return !ok })
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("worker after SIGTERM: %v", err)
 	}
 }
