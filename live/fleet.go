@@ -127,8 +127,15 @@ func (fw *FleetWorker) handle(r micro.Request) {
 		return
 	}
 	var m fleetRequest
-	if err := json.Unmarshal(r.Data(), &m); err != nil || len(m.Prompt) == 0 || m.MaxTokens < 1 {
-		fw.send(reply, fleetChunk{Done: true, Error: fmt.Sprintf("bad fleet request: %v", err), Kind: "reject"})
+	err := json.Unmarshal(r.Data(), &m)
+	switch {
+	case err == nil && (len(m.Prompt) == 0 || m.MaxTokens < 1):
+		err = errors.New("want a prompt and max_tokens ≥ 1")
+	case err == nil && m.MaxTokens > fw.srv.capacity-len(m.Prompt): // as the HTTP API checks
+		err = fmt.Errorf("%d prompt tokens and max_tokens %d exceed the %d tokens a KV pool holds", len(m.Prompt), m.MaxTokens, fw.srv.capacity)
+	}
+	if err != nil {
+		fw.send(reply, fleetChunk{Done: true, Error: "bad fleet request: " + err.Error(), Kind: "reject"})
 		return
 	}
 	req := fw.srv.newRequest(m.Prompt, m.MaxTokens)

@@ -368,3 +368,25 @@ func TestFleetScale(t *testing.T) {
 		len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(), lat[len(lat)/2], lat[len(lat)*99/100],
 		float64(after.HeapAlloc-before.HeapAlloc)/workers/1024)
 }
+
+// TestFleetWorkerRefuses: a request a worker can never serve, sent straight over NATS, gets an error
+// chunk naming the problem.
+func TestFleetWorkerRefuses(t *testing.T) {
+	o := testOptions(5, 1, math.Inf(1))
+	url := embeddedNATS(t, 0)
+	startFleetWorker(t, url, o, 1)
+	nc := fleetConn(t, url)
+	for _, tc := range []struct{ body, want string }{
+		{`{"prompt":[1,2,3],"max_tokens":9223372036854775807}`, `{"cached":0,"done":true,"error":"bad fleet request: 3 prompt tokens and max_tokens 9223372036854775807 exceed the 16384 tokens a KV pool holds","kind":"reject"}`},
+		{`{"prompt":[],"max_tokens":4}`, `{"cached":0,"done":true,"error":"bad fleet request: want a prompt and max_tokens ≥ 1","kind":"reject"}`},
+		{`[`, `{"cached":0,"done":true,"error":"bad fleet request: unexpected end of JSON input","kind":"reject"}`},
+	} {
+		m, err := nc.Request(generateSubject(1), []byte(tc.body), 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Data) != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.body, m.Data, tc.want)
+		}
+	}
+}
