@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"net"
@@ -389,4 +390,58 @@ func TestFleetWorkerRefuses(t *testing.T) {
 			t.Errorf("%s: got %s, want %s", tc.body, m.Data, tc.want)
 		}
 	}
+}
+
+// FuzzFleetChunk: whatever a worker (or anyone on NATS) sends to a frontend's reply subject, the
+// frontend does not panic, hands the stream no more tokens than the chunk carries, and a done chunk
+// ends the stream and forgets the request.
+func FuzzFleetChunk(f *testing.F) {
+	f.Add([]byte(`{"tokens":[1,2,3],"ends":[1,3],"cached":16}`))
+	f.Add([]byte(`{"tokens":[1,2],"ends":[2],"done":true}`))
+	f.Add([]byte(`{"tokens":[1,2],"ends":[5,-1,2,1]}`))
+	f.Add([]byte(`{"done":true,"error":"x","kind":"reject"}`))
+	f.Add([]byte(`{"done":true,"error":"draining","kind":"closed"}`))
+	f.Add([]byte(`{"done":true,"kind":"busy"}`))
+	f.Add([]byte(`null`))
+	ns, url, err := natsevents.StartEmbedded(0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer nc.Close()
+	o := testOptions(5, 1, math.Inf(1))
+	o.Workers, o.Fleet = 0, &FleetOptions{Conn: nc, TTL: time.Hour}
+	s, err := New(o)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer s.Close()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		w := &remote{id: 9, slot: 5, dp: 1, reqs: map[uint64]*remoteReq{}}
+		st := newStream(1, 4, time.Now())
+		rr := &remoteReq{req: s.newRequest([]uint32{1, 2, 3, 4}, 8), st: st, w: w}
+		rr.req.ID = 1
+		s.mu.Lock()
+		s.fleet.reqs[1], w.reqs[1] = rr, rr
+		s.mu.Unlock()
+		s.fleetChunk(&nats.Msg{Subject: s.fleet.inbox + ".1.5", Data: data})
+		var c fleetChunk
+		valid := json.Unmarshal(data, &c) == nil
+		toks, _, done, _ := st.Next(nil, nil)
+		if len(toks) > len(c.Tokens) {
+			t.Fatalf("%d tokens from a chunk of %d", len(toks), len(c.Tokens))
+		}
+		s.mu.Lock()
+		_, kept := s.fleet.reqs[1]
+		delete(s.fleet.reqs, 1)
+		s.mu.Unlock()
+		s.cancel(1) // a rerouted request waits in the router's queue (no workers)
+		if valid && c.Done && (kept || !done && c.Kind != "closed") {
+			t.Fatalf("a done chunk left the request kept %v, its stream done %v", kept, done)
+		}
+	})
 }
