@@ -273,6 +273,7 @@ func (s *Server) startFleet(o FleetOptions) error {
 	} {
 		sub, err := o.Conn.Subscribe(subj, h)
 		if err != nil {
+			close(f.done) // no pinger to wait for in Close
 			return fmt.Errorf("live: fleet: %w", err)
 		}
 		f.subs = append(f.subs, sub)

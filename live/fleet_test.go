@@ -445,3 +445,22 @@ func FuzzFleetChunk(f *testing.F) {
 		}
 	})
 }
+
+// TestFleetClosedConn: a frontend on a closed connection fails to start, with the cause, and does not
+// hang closing what it began.
+func TestFleetClosedConn(t *testing.T) {
+	nc := fleetConn(t, embeddedNATS(t, 0))
+	nc.Close()
+	o := testOptions(5, 1, math.Inf(1))
+	o.Workers, o.Fleet = 0, &FleetOptions{Conn: nc}
+	done := make(chan error, 1)
+	go func() { _, err := New(o); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || err.Error() != "live: fleet: nats: connection closed" {
+			t.Errorf("New = %v, want live: fleet: nats: connection closed", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("New hung")
+	}
+}
