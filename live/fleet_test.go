@@ -22,7 +22,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/live/natsevents"
+	"github.com/mocker-sim/mocker/live/natsevents/planetest"
 )
 
 func fleetConn(t *testing.T, url string) *nats.Conn {
@@ -462,5 +464,43 @@ func TestFleetClosedConn(t *testing.T) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("New hung")
+	}
+}
+
+// TestPlaneSinkWorkerID: a fleet worker's event-plane RouterEvents and ActiveLoads carry its fleet id.
+func TestPlaneSinkWorkerID(t *testing.T) {
+	nc := fleetConn(t, embeddedNATS(t, 0))
+	scope := natsevents.Scope{Namespace: "dynamo", Component: "backend", Endpoint: "generate"}
+	ps := NewNATSPlaneSink(nc, PlaneOptions{Scope: scope, Workers: 1, DPSize: 1, Seed: 77, WorkerID: 77})
+	kv, err := nc.SubscribeSync(natsevents.Scope{Namespace: "dynamo", Component: "backend"}.Subject(natsevents.KVEventsTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	load, err := nc.SubscribeSync(scope.Subject(natsevents.LoadTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	ps.Events(0, 0, []kvcache.Event{{Kind: kvcache.Removed, Hashes: []uint64{5}}})
+	ps.publishLoad(0, 0, 3)
+	m, err := kv.NextMsg(30 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := planetest.Envelope(m.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if re, err := planetest.RouterEvent(env.Payload); err != nil || re.Worker != 77 {
+		t.Errorf("RouterEvent %+v, %v: want worker_id 77", re, err)
+	}
+	if m, err = load.NextMsg(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if env, err = planetest.Envelope(m.Data); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := planetest.ActiveLoad(env.Payload); err != nil || l.Worker != 77 {
+		t.Errorf("ActiveLoad %+v, %v: want worker_id 77", l, err)
 	}
 }

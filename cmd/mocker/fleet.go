@@ -16,6 +16,7 @@ import (
 
 	"github.com/mocker-sim/mocker/config"
 	"github.com/mocker-sim/mocker/live"
+	"github.com/mocker-sim/mocker/live/natsevents"
 )
 
 // natsOptions keep a fleet's connections up across NATS restarts: reconnect forever, and buffer what
@@ -34,8 +35,9 @@ func newWorkerCmd() *cobra.Command {
 		Long: `worker runs one simulated engine (with its --dp-size ranks) on the wall clock and registers it
 as the NATS service mocker-worker: frontends (mocker frontend, or mocker serve --workers 0) discover
 it by pinging, send it requests and read its KV events (Dynamo RouterEvent JSON on
-mocker.kv_events.MODEL). Engine flags are serve's; --model-name and the block size must match the
-frontend's.
+namespace.mocker.component.MODEL.kv_events); by default it also publishes KV events and load on Dynamo's
+event plane, as mocker serve does, with its fleet id as worker_id. Engine flags are serve's;
+--model-name and the block size must match the frontend's.
 
   mocker worker --nats nats://127.0.0.1:4222 --speedup-ratio 10
 
@@ -57,6 +59,10 @@ SIGINT or SIGTERM unregisters the worker and waits up to --shutdown-timeout for 
 	fs.StringVar(&cfg.ModelName, "model-name", cfg.ModelName, "served model id (empty: the --model name, or mocker with --model-config)")
 	fs.IntVar(&cfg.DefaultMaxTokens, "default-max-tokens", cfg.DefaultMaxTokens, "tokens a request generates when it sets no max_tokens")
 	fs.Float64Var(&cfg.ShutdownTimeoutS, "shutdown-timeout", cfg.ShutdownTimeoutS, "seconds to wait for requests in flight on SIGINT or SIGTERM")
+	fs.StringVar(&cfg.KVEventsFormat, "kv-events-format", cfg.KVEventsFormat, "dynamo: also publish KV events and load on Dynamo's event plane (worker_id the fleet id); json: the fleet's RouterEvent JSON only")
+	fs.StringVar(&cfg.DynamoNamespace, "dynamo-namespace", cfg.DynamoNamespace, "Dynamo namespace of the event-plane subjects")
+	fs.StringVar(&cfg.DynamoComponent, "dynamo-component", cfg.DynamoComponent, "Dynamo component the KV events are scoped to")
+	fs.StringVar(&cfg.DynamoEndpoint, "dynamo-endpoint", cfg.DynamoEndpoint, "Dynamo endpoint the load metrics are scoped to")
 	fs.BoolVar(&cfg.CheckInvariants, "check-invariants", cfg.CheckInvariants, "verify the engine's KV block accounting after every pass (slow)")
 	bindEngineFlags(fs, &cfg)
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random choice")
@@ -115,6 +121,11 @@ func runWorker(ctx context.Context, cfg *config.Config, o live.Options, name str
 	rand.Read(b[:])
 	id := binary.LittleEndian.Uint64(b[:]) // a fresh id each start: a restarted worker's cache is empty
 	o.Sinks = []live.Sink{live.NewFleetSink(nc, name, id)}
+	if cfg.KVEventsFormat != "json" { // also KV events and load on Dynamo's event plane, as serve publishes
+		ps := live.NewNATSPlaneSink(nc, live.PlaneOptions{Scope: natsevents.Scope{Namespace: cfg.DynamoNamespace,
+			Component: cfg.DynamoComponent, Endpoint: cfg.DynamoEndpoint}, Workers: 1, DPSize: o.Engine.DPSize, Seed: id, WorkerID: id})
+		o.Sinks, o.Recorder = append(o.Sinks, ps), ps.Recorders(o.Recorder)
+	}
 	srv, err := live.New(o)
 	if err != nil {
 		return err
