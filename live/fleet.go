@@ -504,7 +504,7 @@ func (s *Server) cancelRemote(id uint64) bool {
 	return true
 }
 
-// closeFleet stops discovery; requests still on workers fail.
+// closeFleet stops discovery; requests still on workers fail, and the workers drop them.
 func (s *Server) closeFleet() {
 	f := s.fleet
 	f.stop.Do(func() {
@@ -519,6 +519,7 @@ func (s *Server) closeFleet() {
 	f.reqs = map[uint64]*remoteReq{}
 	s.mu.Unlock()
 	for _, rr := range rrs {
+		f.o.Conn.Publish(cancelSubject(rr.w.id), []byte(rr.reply)) // no one will read the rest
 		rr.st.fail(errClosed)
 	}
 }

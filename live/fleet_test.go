@@ -504,3 +504,20 @@ func TestPlaneSinkWorkerID(t *testing.T) {
 		t.Errorf("ActiveLoad %+v, %v: want worker_id 77", l, err)
 	}
 }
+
+// TestFleetFrontendClose: a frontend that closes fails its requests and frees them on the workers.
+func TestFleetFrontendClose(t *testing.T) {
+	o := testOptions(5, 20, 1)
+	url := embeddedNATS(t, 0)
+	fw, _ := startFleetWorker(t, url, o, 1)
+	s, c := startFrontend(t, url, o, time.Minute)
+	fleetWait(t, "the worker", func() bool { return len(s.FleetWorkers()) == 1 })
+	st := c.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{Model: testModel,
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(longPrompt)}, MaxTokens: openai.Int(10000)})
+	defer st.Close()
+	if !st.Next() {
+		t.Fatalf("no first chunk: %v", st.Err())
+	}
+	s.Close()
+	fleetWait(t, "the worker to drop the request", func() bool { return fw.srv.workers[0].InFlight() == 0 })
+}
