@@ -164,6 +164,7 @@ type Config struct {
 	BootstrapHost     string  `yaml:"bootstrap-host"`
 	BootstrapMaxConns int     `yaml:"bootstrap-max-conns"`
 	ShutdownTimeoutS  float64 `yaml:"shutdown-timeout"`
+	FleetTTLS         float64 `yaml:"fleet-ttl"`
 	// HTTP limits, in seconds (0: the server's defaults).
 	ReadHeaderTimeoutS float64  `yaml:"read-header-timeout"`
 	ReadTimeoutS       float64  `yaml:"read-timeout"`
@@ -252,6 +253,7 @@ func Default() Config {
 		BootstrapMaxConns:              1024,
 		KVHashSeed:                     "0",
 		ShutdownTimeoutS:               30,
+		FleetTTLS:                      6,
 	}
 }
 
@@ -521,6 +523,8 @@ func (c *Config) validate() error {
 		return bad("host-overhead-us", c.HostOverheadUs, "must be a finite number >= 0")
 	case c.Workers < 1:
 		return bad("workers", c.Workers, "must be at least 1")
+	case !(c.FleetTTLS > 0 && c.FleetTTLS <= 3600):
+		return bad("fleet-ttl", c.FleetTTLS, "must be in (0, 3600] seconds")
 	case c.PrefillWorkers < 0 || c.DecodeWorkers < 0 || (c.PrefillWorkers > 0) != (c.DecodeWorkers > 0):
 		return &settingError{"prefill-workers", fmt.Sprintf("prefill-workers %d and decode-workers %d: disaggregated serving needs at least one of each (0 and 0: aggregated --workers)", c.PrefillWorkers, c.DecodeWorkers)}
 	case c.PrefillWorkers > 0 && c.Backend == "trtllm":

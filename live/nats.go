@@ -59,6 +59,8 @@ type PlaneOptions struct {
 	Scope           natsevents.Scope
 	Workers, DPSize int
 	Seed            uint64 // publisher ids derive from it
+	// WorkerID, when not 0, is the worker_id of a one-worker sink (a fleet worker's id) instead of 0.
+	WorkerID uint64
 }
 
 // EventPlaneSink publishes on Dynamo's event plane what a Dynamo worker publishes there: every rank's
@@ -67,6 +69,7 @@ type PlaneOptions struct {
 // own id and gap-free sequence. RouterEvents carry the worker's index as worker_id.
 type EventPlaneSink struct {
 	dp       int
+	wid      uint64                       // added to a worker's index for its worker_id
 	kv, load []*natsevents.PlanePublisher // by worker × DPSize + rank
 	socks    []*vllmevents.Socket         // ZMQ only
 
@@ -78,7 +81,7 @@ type EventPlaneSink struct {
 // DPSize + rank) for KV events and one more for load metrics.
 func newPlaneSink(o PlaneOptions, sender func(j int, topic, subject string) (natsevents.Sender, error)) (*EventPlaneSink, error) {
 	o.DPSize = max(o.DPSize, 1)
-	s := &EventPlaneSink{dp: o.DPSize, used: make([]int, o.Workers*o.DPSize)}
+	s := &EventPlaneSink{dp: o.DPSize, wid: o.WorkerID, used: make([]int, o.Workers*o.DPSize)}
 	for i := range s.used {
 		s.used[i] = -1
 		w, r := strconv.Itoa(i/o.DPSize), strconv.Itoa(i%o.DPSize)
@@ -202,7 +205,7 @@ func (s *EventPlaneSink) Events(worker, rank int, evs []kvcache.Event) {
 		return
 	}
 	for _, e := range evs {
-		s.kv[i].PublishRouterEvent(uint64(worker), rank, e)
+		s.kv[i].PublishRouterEvent(s.wid+uint64(worker), rank, e)
 	}
 }
 
@@ -250,7 +253,7 @@ func (s *EventPlaneSink) publishLoad(worker, rank, used int) {
 	s.used[i] = used
 	s.mu.Unlock()
 	if changed {
-		s.load[i].PublishLoad(uint64(worker), rank, uint64(used))
+		s.load[i].PublishLoad(s.wid+uint64(worker), rank, uint64(used))
 	}
 }
 

@@ -413,6 +413,8 @@ func submitError(err error) *apiError {
 		return &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", message: "too many requests waiting; retry later"}
 	case errors.Is(err, errClosed):
 		return &apiError{status: http.StatusServiceUnavailable, typ: "service_unavailable", message: "the server is shutting down"}
+	case errors.Is(err, errWorkerLost):
+		return &apiError{status: http.StatusServiceUnavailable, typ: "service_unavailable", message: err.Error() + "; retry later"}
 	case errors.Is(err, errTransfer):
 		return &apiError{status: http.StatusServiceUnavailable, typ: "service_unavailable", message: errTransfer.Error() + "; retry later"}
 	}

@@ -71,6 +71,10 @@ type Options struct {
 	// Disagg, when set, makes the Workers prefill workers and adds decode workers.
 	Disagg *Disagg
 
+	// Fleet, when set, makes the server a fleet frontend: besides its own Workers (which may be 0) it
+	// routes over the workers it discovers on NATS.
+	Fleet *FleetOptions
+
 	// CheckInvariants makes every worker verify its engine's block accounting after every pass (slow;
 	// for tests); Server.CheckInvariants reports the first violation.
 	CheckInvariants bool
@@ -104,6 +108,7 @@ type Server struct {
 	ready    []router.Decision
 	decode   *decodePool         // disaggregated serving
 	handoffs map[uint64]*handoff // disaggregated requests, from submission to their end
+	fleet    *fleet              // remote workers (Options.Fleet)
 
 	mux      *http.ServeMux
 	capacity int // tokens one rank's KV pool holds: no request may need more
@@ -118,8 +123,11 @@ type pendingReq struct {
 
 // New starts the workers of a server. Close stops them.
 func New(o Options) (*Server, error) {
-	if o.Workers <= 0 {
+	if o.Workers < 0 || o.Workers == 0 && o.Fleet == nil {
 		o.Workers = 1
+	}
+	if o.Fleet != nil && o.Disagg != nil {
+		return nil, errors.New("live: a fleet frontend routes aggregated workers only")
 	}
 	if o.DefaultMaxTokens <= 0 {
 		o.DefaultMaxTokens = 16
@@ -190,6 +198,12 @@ func New(o Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	if o.Fleet != nil {
+		if err := s.startFleet(*o.Fleet); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	s.routes()
 	return s, nil
 }
@@ -244,6 +258,9 @@ func (s *Server) Close() {
 	s.mu.Unlock()
 	for _, p := range pend {
 		p.stream.fail(errClosed)
+	}
+	if s.fleet != nil {
+		s.closeFleet()
 	}
 	for _, w := range s.allWorkers() {
 		w.close()
@@ -346,7 +363,12 @@ func (s *Server) waiting() int {
 // dispatch hands a routed request to its worker; s.mu is held.
 func (s *Server) dispatch(d router.Decision, req *sched.Request, st *Stream) error {
 	req.Rank = d.Target.Rank
-	err := s.workers[d.Target.Worker].Submit(req, st)
+	var err error
+	if d.Target.Worker < len(s.workers) {
+		err = s.workers[d.Target.Worker].Submit(req, st)
+	} else {
+		err = s.dispatchRemote(s.fleet.bySlot[d.Target.Worker], req, st)
+	}
 	if err != nil {
 		s.router.Finished(req.ID)
 		delete(s.handoffs, req.ID)
@@ -369,6 +391,9 @@ func (s *Server) cancel(id uint64) {
 	}
 	s.mu.Unlock()
 	if s.decode != nil && s.cancelHandoff(id) {
+		return
+	}
+	if s.fleet != nil && s.cancelRemote(id) {
 		return
 	}
 	for _, w := range s.allWorkers() {

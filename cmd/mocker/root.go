@@ -15,6 +15,6 @@ prefix caching, preempt under memory pressure and spend time per forward pass.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPredictCmd(), newRecommendCmd(), newSweepWorkerCmd(), newEstimateCmd(), newServeCmd())
+	root.AddCommand(newPredictCmd(), newRecommendCmd(), newSweepWorkerCmd(), newEstimateCmd(), newServeCmd(), newWorkerCmd(), newFrontendCmd())
 	return root
 }

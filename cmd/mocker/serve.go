@@ -106,6 +106,7 @@ func bindServeFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.BootstrapHost, "bootstrap-host", c.BootstrapHost, "disaggregated serving: address the bootstrap rendezvous listens on (the decode workers are in this process)")
 	fs.IntVar(&c.BootstrapMaxConns, "bootstrap-max-conns", c.BootstrapMaxConns, "disaggregated serving: open connections per bootstrap rendezvous server at most")
 	fs.BoolVar(&c.CheckInvariants, "check-invariants", c.CheckInvariants, "verify every engine's KV block accounting after every pass (slow); a violation makes the exit status non-zero")
+	fs.Float64Var(&c.FleetTTLS, "fleet-ttl", c.FleetTTLS, "seconds a fleet frontend waits for a worker's heartbeat (its answer to a ping, sent every third of this) before it drops the worker")
 	fs.Float64Var(&c.ShutdownTimeoutS, "shutdown-timeout", c.ShutdownTimeoutS, "seconds to wait for requests in flight on SIGINT or SIGTERM")
 	fs.Float64Var(&c.ReadHeaderTimeoutS, "read-header-timeout", c.ReadHeaderTimeoutS, "seconds a connection may take to send a request's headers (0: 10)")
 	fs.Float64Var(&c.ReadTimeoutS, "read-timeout", c.ReadTimeoutS, "seconds a connection may take to send a whole request, body included (0: 60)")
@@ -129,8 +130,35 @@ type serving struct {
 
 // serve runs the server until ctx ends, then shuts it down gracefully.
 func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan<- *serving) error {
+	return serveAs(ctx, cfg, stderr, ready, false)
+}
+
+// serveAs is serve, or with worker `mocker worker`: one engine serving fleet frontends over NATS,
+// without an HTTP API.
+func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan<- *serving, worker bool) error {
+	// --workers 0 is a fleet frontend: the settings are checked as those of one worker, whose engine
+	// flags the remote workers share.
+	frontend := cfg.Workers == 0 && !worker
+	if frontend {
+		if cfg.NATS == "none" || cfg.PrefillWorkers > 0 || cfg.WorkerPorts > 0 {
+			return errors.New("workers 0: a fleet frontend needs --nats (embedded or a URL), aggregated workers and no --worker-ports")
+		}
+		cfg.Workers = 1
+		defer func() { cfg.Workers = 0 }()
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	if worker {
+		switch {
+		case cfg.NATS == "none" || cfg.NATS == "embedded":
+			return fmt.Errorf("worker: --nats %s: want the URL of the fleet's NATS server", cfg.NATS)
+		case cfg.ZMQKVEventsPort > 0 || cfg.KVEventsEndpoint != "" || cfg.DynamoZMQEndpoint != "" || cfg.DynamoZMQBroker != "" || cfg.WorkerPorts > 0:
+			return errors.New("worker: publishes KV events on NATS only (no ZMQ or --worker-ports)")
+		case cfg.PrefillWorkers > 0:
+			return errors.New("worker: a fleet worker is aggregated (no --prefill-workers)")
+		}
+		cfg.Workers = 1
 	}
 	// A catalog model brings what vLLM reads from its checkpoint: max_model_len and the tokenizer's BOS.
 	d, err := cfg.Deployment()
@@ -234,6 +262,12 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 			cleanup[i]()
 		}
 	}()
+	if worker {
+		return runWorker(ctx, cfg, o, name, stderr, ready)
+	}
+	if frontend {
+		o.Workers = 0
+	}
 	// Listen first: the workers' topics name their addresses. Serve owns the listeners once it runs.
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
@@ -270,12 +304,19 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, ready chan
 			cleanup = append(cleanup, func() { ns.Shutdown(); ns.WaitForShutdown() })
 			url = u
 		}
-		nc, err := nats.Connect(url, nats.Name("mocker serve"))
+		opts := []nats.Option{nats.Name("mocker serve")}
+		if frontend {
+			opts = natsOptions("mocker frontend")
+		}
+		nc, err := nats.Connect(url, opts...)
 		if err != nil {
 			return fmt.Errorf("nats %s: %w", url, err)
 		}
 		cleanup = append(cleanup, func() { nc.Flush(); nc.Close() })
 		info.NATSURL = url
+		if frontend {
+			o.Fleet = &live.FleetOptions{Conn: nc, TTL: seconds(cfg.FleetTTLS)}
+		}
 		if cfg.KVEventsFormat == "json" {
 			info.Subject = natsevents.Subject(name)
 			o.Sinks = append(o.Sinks, live.NewNATSSink(nc, info.Subject, o.Workers))
