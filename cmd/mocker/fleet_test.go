@@ -30,7 +30,12 @@ func buildMocker(t *testing.T) string {
 // startWorker runs `mocker worker` and returns its process and fleet id (from its first line).
 func startWorker(t *testing.T, bin, url string, args ...string) (*exec.Cmd, uint64) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"worker", "--nats", url}, args...)...)
+	return startWorkerCmd(t, exec.Command(bin, append([]string{"worker", "--nats", url}, args...)...))
+}
+
+// startWorkerCmd starts cmd, a `mocker worker` command line, and returns it and the worker's fleet id.
+func startWorkerCmd(t *testing.T, cmd *exec.Cmd) (*exec.Cmd, uint64) {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
