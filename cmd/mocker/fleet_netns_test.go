@@ -15,6 +15,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/openai/openai-go/v3"
+
+	"github.com/mocker-sim/mocker/live"
 )
 
 // ipCmd runs ip(8) with args and fails the test on an error.
@@ -43,7 +45,8 @@ func netnsUsable() string {
 // root-side address, which the other namespaces reach through their own pair. One worker is cut off
 // with a link-down, not a kill, while it runs requests: every request completes or fails with a 503
 // naming the lost worker, none hangs; the worker leaves routing with its blocks within the TTL; the
-// link back up, the same worker rejoins and serves.
+// link back up, the same worker rejoins and serves. Cut off again just before a load, the requests the
+// frontend sent it before the TTL passed are routed again and complete; it rejoins once more.
 func TestFleetNetns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs processes")
@@ -89,7 +92,7 @@ func TestFleetNetns(t *testing.T) {
 	url := "nats://" + net.JoinHostPort(hosts[0], strconv.Itoa(ns.Addr().(*net.TCPAddr).Port))
 
 	cfg := serveConfig()
-	cfg.Workers, cfg.NATS, cfg.FleetTTLS = 0, url, 1
+	cfg.Workers, cfg.NATS, cfg.FleetTTLS = 0, url, 2 // long enough to see requests wait on a cut-off worker
 	info, c := startServe(t, cfg)
 	srv := info.Server
 	ids := make([]uint64, workers)
@@ -162,11 +165,50 @@ func TestFleetNetns(t *testing.T) {
 	}
 
 	ipCmd(t, "link", "set", vethRoot[cut], "up")
-	waitFor(t, "the cut-off worker back", func() bool { _, ok := srv.FleetWorkers()[ids[cut]]; return ok })
-	for i := 0; srv.FleetWorkers()[ids[cut]].Blocks == 0; i++ {
-		if i == 60 {
-			t.Fatal("60 new prompts and none went to the rejoined worker")
+	rejoin(t, c, srv, ids[cut], "rejoined")
+
+	// Cut off again before a load: the frontend routes to the worker until its TTL passes, and what it
+	// sent there, never started, is routed again when the worker is dropped: every request completes.
+	ipCmd(t, "link", "set", vethRoot[cut], "down")
+	const m2 = 12
+	errs = make([]error, m2)
+	for i := range m2 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			res, err := c.Completions.New(ctx, openai.CompletionNewParams{
+				Model:     "llama-3.1-8b",
+				Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(strconv.Itoa(i) + " before the TTL: " + servePrompt)},
+				MaxTokens: openai.Int(20),
+			})
+			if err == nil && res.Usage.CompletionTokens != 20 {
+				err = fmt.Errorf("%d tokens, want 20", res.Usage.CompletionTokens)
+			}
+			errs[i] = err
+		})
+	}
+	waitFor(t, "a request waiting on the cut-off worker", func() bool { return srv.FleetWorkers()[ids[cut]].Waiting > 0 })
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("request %d sent after the cut: %v", i, err)
 		}
-		complete(t, c, strconv.Itoa(i)+" rejoined: "+servePrompt, 2)
+	}
+	if _, there := srv.FleetWorkers()[ids[cut]]; there {
+		t.Error("the cut-off worker is still routed to after its requests were rerouted")
+	}
+	ipCmd(t, "link", "set", vethRoot[cut], "up")
+	rejoin(t, c, srv, ids[cut], "back again")
+}
+
+// rejoin waits for worker id to be routed to again and sends prompts until it caches blocks.
+func rejoin(t *testing.T, c openai.Client, srv *live.Server, id uint64, what string) {
+	t.Helper()
+	waitFor(t, "the cut-off worker "+what, func() bool { _, ok := srv.FleetWorkers()[id]; return ok })
+	for i := 0; srv.FleetWorkers()[id].Blocks == 0; i++ {
+		if i == 60 {
+			t.Fatalf("60 new prompts and none went to the worker %s", what)
+		}
+		complete(t, c, strconv.Itoa(i)+" "+what+": "+servePrompt, 2)
 	}
 }
