@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,6 +43,31 @@ func netnsUsable() string {
 	return ""
 }
 
+// sweepStaleNetns deletes the namespaces and veths of earlier runs whose test process is gone (one that
+// panicked, or was killed by -timeout, ran no cleanup), with what still runs in them.
+func sweepStaleNetns(t *testing.T) {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatalf("ip netns list: %v", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		ns, _, _ := strings.Cut(line, " ")
+		var pid, i int
+		if n, _ := fmt.Sscanf(ns, "mkf%d-%d", &pid, &i); n != 2 || syscall.Kill(pid, 0) == nil {
+			continue
+		}
+		pids, _ := exec.Command("ip", "netns", "pids", ns).Output()
+		for _, p := range strings.Fields(string(pids)) {
+			if n, err := strconv.Atoi(p); err == nil {
+				syscall.Kill(n, syscall.SIGKILL)
+			}
+		}
+		exec.Command("ip", "link", "del", fmt.Sprintf("mkf%dr%d", pid%100000, i)).Run()
+		exec.Command("ip", "netns", "del", ns).Run()
+		t.Logf("removed %s, left by test process %d", ns, pid)
+	}
+}
+
 // TestFleetNetns: TestFleet with each worker process in its own network namespace, joined to the
 // root namespace by a veth pair with its own /30; the test's NATS server listens on the first pair's
 // root-side address, which the other namespaces reach through their own pair. One worker is cut off
@@ -54,6 +82,7 @@ func TestFleetNetns(t *testing.T) {
 	if why := netnsUsable(); why != "" {
 		t.Skipf("network namespaces unusable (%s): the netns variant of TestFleet needs root and ip netns", why)
 	}
+	sweepStaleNetns(t)
 	bin := buildMocker(t)
 	pid := os.Getpid()
 	subnet := fmt.Sprintf("10.213.%d.", pid%256) // unique per run on this host, like the names
@@ -97,7 +126,9 @@ func TestFleetNetns(t *testing.T) {
 	srv := info.Server
 	ids := make([]uint64, workers)
 	for i := range workers {
-		_, ids[i] = startWorkerCmd(t, exec.Command("ip", "netns", "exec", nss[i], bin, "worker", "--nats", url, "--speedup-ratio", "10"))
+		cmd := exec.Command("ip", "netns", "exec", nss[i], bin, "worker", "--nats", url, "--speedup-ratio", "10")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // a test that panics runs no cleanup
+		_, ids[i] = startWorkerCmd(t, cmd)
 	}
 	waitFor(t, "three workers", func() bool { return len(srv.FleetWorkers()) == workers })
 	for i := 0; ; i++ {
