@@ -528,6 +528,7 @@ func (s *Server) closeFleet() {
 type FleetWorkerState struct {
 	Blocks  int // in the router's index
 	Running int // requests sent to it that have produced tokens
+	Waiting int // requests sent to it that have not: lost, it hands them back to be routed again
 }
 
 // FleetWorkers reports the workers a frontend routes to, by fleet id.
@@ -546,6 +547,8 @@ func (s *Server) FleetWorkers() map[uint64]FleetWorkerState {
 		for _, rr := range w.reqs {
 			if rr.started {
 				st.Running++
+			} else {
+				st.Waiting++
 			}
 		}
 		m[id] = st

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -40,6 +41,9 @@ event plane, as mocker serve does, with its fleet id as worker_id. Engine flags 
 --model-name and the block size must match the frontend's.
 
   mocker worker --nats nats://127.0.0.1:4222 --speedup-ratio 10
+
+--workers N runs N such engines in the one process, each registered as a worker of its own (one
+NATS connection for all): a cheap way to a large fleet.
 
 SIGINT or SIGTERM unregisters the worker and waits up to --shutdown-timeout for its requests.`,
 		Args: cobra.NoArgs,
@@ -110,40 +114,48 @@ may share the workers. Engine flags must match the workers' (block size, KV pool
 	return cmd
 }
 
-// runWorker serves o's one worker to the fleet until ctx ends, then drains it.
-func runWorker(ctx context.Context, cfg *config.Config, o live.Options, name string, stderr io.Writer, ready chan<- *serving) error {
+// runWorker serves n fleet workers of o's one engine each until ctx ends, then drains them.
+func runWorker(ctx context.Context, cfg *config.Config, n int, o live.Options, name string, stderr io.Writer, ready chan<- *serving) error {
 	nc, err := nats.Connect(cfg.NATS, natsOptions("mocker worker")...)
 	if err != nil {
 		return fmt.Errorf("nats %s: %w", cfg.NATS, err)
 	}
 	defer nc.Close()
-	var b [8]byte
-	rand.Read(b[:])
-	id := binary.LittleEndian.Uint64(b[:]) // a fresh id each start: a restarted worker's cache is empty
-	o.Sinks = []live.Sink{live.NewFleetSink(nc, name, id)}
-	if cfg.KVEventsFormat != "json" { // also KV events and load on Dynamo's event plane, as serve publishes
-		ps := live.NewNATSPlaneSink(nc, live.PlaneOptions{Scope: natsevents.Scope{Namespace: cfg.DynamoNamespace,
-			Component: cfg.DynamoComponent, Endpoint: cfg.DynamoEndpoint}, Workers: 1, DPSize: o.Engine.DPSize, Seed: id, WorkerID: id})
-		o.Sinks, o.Recorder = append(o.Sinks, ps), ps.Recorders(o.Recorder)
-	}
-	srv, err := live.New(o)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	fw, err := live.ServeFleet(nc, srv, id)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "mocker worker: %016x, model %s on NATS %s (%s)\n", id, name, cfg.NATS, describeServe(cfg, 1))
-	if ready != nil {
-		ready <- &serving{NATSURL: cfg.NATS, Server: srv}
+	fws := make([]*live.FleetWorker, n)
+	for i := range fws {
+		var b [8]byte
+		rand.Read(b[:])
+		id := binary.LittleEndian.Uint64(b[:]) // a fresh id each start: a restarted worker's cache is empty
+		o := o
+		o.Sinks = []live.Sink{live.NewFleetSink(nc, name, id)}
+		if cfg.KVEventsFormat != "json" { // also KV events and load on Dynamo's event plane, as serve publishes
+			ps := live.NewNATSPlaneSink(nc, live.PlaneOptions{Scope: natsevents.Scope{Namespace: cfg.DynamoNamespace,
+				Component: cfg.DynamoComponent, Endpoint: cfg.DynamoEndpoint}, Workers: 1, DPSize: o.Engine.DPSize, Seed: id, WorkerID: id})
+			o.Sinks, o.Recorder = append(o.Sinks, ps), ps.Recorders(o.Recorder)
+		}
+		srv, err := live.New(o)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		if fws[i], err = live.ServeFleet(nc, srv, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "mocker worker: %016x, model %s on NATS %s (%s)\n", id, name, cfg.NATS, describeServe(cfg, 1))
+		if ready != nil && i == 0 {
+			ready <- &serving{NATSURL: cfg.NATS, Server: srv}
+		}
 	}
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "mocker worker: draining requests in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), seconds(cfg.ShutdownTimeoutS))
 	defer cancel()
-	err = fw.Drain(sctx)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, fw := range fws {
+		wg.Go(func() { errs[i] = fw.Drain(sctx) })
+	}
+	wg.Wait()
 	nc.Flush()
-	return err
+	return errors.Join(errs...)
 }

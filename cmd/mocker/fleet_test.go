@@ -30,7 +30,12 @@ func buildMocker(t *testing.T) string {
 // startWorker runs `mocker worker` and returns its process and fleet id (from its first line).
 func startWorker(t *testing.T, bin, url string, args ...string) (*exec.Cmd, uint64) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"worker", "--nats", url}, args...)...)
+	return startWorkerCmd(t, exec.Command(bin, append([]string{"worker", "--nats", url}, args...)...))
+}
+
+// startWorkerCmd starts cmd, a `mocker worker` command line, and returns it and the worker's fleet id.
+func startWorkerCmd(t *testing.T, cmd *exec.Cmd) (*exec.Cmd, uint64) {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +170,47 @@ func TestFleet(t *testing.T) {
 	// SIGTERM drains: the worker leaves routing and exits cleanly.
 	cmd.Process.Signal(syscall.SIGTERM)
 	waitFor(t, "the drained worker gone", func() bool { _, ok := srv.FleetWorkers()[id]; return !ok })
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("worker after SIGTERM: %v", err)
+	}
+}
+
+// TestFleetWorkerEngines: `mocker worker --workers 3` is three fleet workers: the frontend routes to
+// three ids, each of which caches blocks, and SIGTERM drains them all; --workers 0 is refused.
+func TestFleetWorkerEngines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs processes")
+	}
+	bin := buildMocker(t)
+	cfg := serveConfig()
+	cfg.Workers, cfg.NATS, cfg.FleetTTLS = 0, "embedded", 1
+	info, c := startServe(t, cfg)
+	srv := info.Server
+
+	out, err := exec.Command(bin, "worker", "--nats", info.NATSURL, "--workers", "0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "workers") || !strings.Contains(string(out), "at least 1") {
+		t.Errorf("worker --workers 0: %v, %q; want an error naming workers", err, out)
+	}
+
+	cmd, _ := startWorker(t, bin, info.NATSURL, "--workers", "3")
+	waitFor(t, "three workers", func() bool { return len(srv.FleetWorkers()) == 3 })
+	for i := 0; ; i++ {
+		busy := 0
+		for _, w := range srv.FleetWorkers() {
+			if w.Blocks > 0 {
+				busy++
+			}
+		}
+		if busy == 3 {
+			break
+		}
+		if i == 60 {
+			t.Fatalf("60 prompts and a worker has no block: %v", srv.FleetWorkers())
+		}
+		complete(t, c, strconv.Itoa(i)+" engines: "+servePrompt, 2)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, "the drained workers gone", func() bool { return len(srv.FleetWorkers()) == 0 })
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("worker after SIGTERM: %v", err)
 	}

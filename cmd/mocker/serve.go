@@ -149,6 +149,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	engines := cfg.Workers // a worker's fleet workers
 	if worker {
 		switch {
 		case cfg.NATS == "none" || cfg.NATS == "embedded":
@@ -158,7 +159,9 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		case cfg.PrefillWorkers > 0:
 			return errors.New("worker: a fleet worker is aggregated (no --prefill-workers)")
 		}
+		// --workers N runs N fleet workers of one engine each: everything below builds one.
 		cfg.Workers = 1
+		defer func() { cfg.Workers = engines }()
 	}
 	// A catalog model brings what vLLM reads from its checkpoint: max_model_len and the tokenizer's BOS.
 	d, err := cfg.Deployment()
@@ -263,7 +266,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		}
 	}()
 	if worker {
-		return runWorker(ctx, cfg, o, name, stderr, ready)
+		return runWorker(ctx, cfg, engines, o, name, stderr, ready)
 	}
 	if frontend {
 		o.Workers = 0
