@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -165,18 +164,7 @@ func TestFleetNetns(t *testing.T) {
 	waitFor(t, "a request running on the worker to cut", func() bool { return srv.FleetWorkers()[ids[cut]].Running > 0 })
 	ipCmd(t, "link", "set", vethRoot[cut], "down")
 	wg.Wait()
-	ok, lost := 0, 0
-	for i, err := range errs {
-		var apiErr *openai.Error
-		switch {
-		case err == nil:
-			ok++
-		case errors.As(err, &apiErr) && apiErr.StatusCode == 503 && strings.Contains(apiErr.Message, "worker running the request was lost"):
-			lost++
-		default:
-			t.Errorf("request %d: %v", i, err)
-		}
-	}
+	ok, lost := outcomes(t, errs)
 	t.Logf("%d completed, %d failed with the cut-off worker", ok, lost)
 	if lost == 0 || ok == 0 {
 		t.Errorf("%d completed and %d lost; want both: the cut found requests running", ok, lost)

@@ -132,18 +132,7 @@ func TestFleet(t *testing.T) {
 	waitFor(t, "a request running on worker 0", func() bool { return srv.FleetWorkers()[ids[0]].Running > 0 })
 	cmds[0].Process.Signal(syscall.SIGKILL)
 	wg.Wait()
-	ok, lost := 0, 0
-	for i, err := range errs {
-		var apiErr *openai.Error
-		switch {
-		case err == nil:
-			ok++
-		case errors.As(err, &apiErr) && apiErr.StatusCode == 503 && strings.Contains(apiErr.Message, "worker running the request was lost"):
-			lost++
-		default:
-			t.Errorf("request %d: %v", i, err)
-		}
-	}
+	ok, lost := outcomes(t, errs)
 	t.Logf("%d completed, %d failed with the lost worker", ok, lost)
 	if lost == 0 || ok == 0 {
 		t.Errorf("%d completed and %d lost; want both: the kill found requests running", ok, lost)
@@ -214,4 +203,22 @@ func TestFleetWorkerEngines(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("worker after SIGTERM: %v", err)
 	}
+}
+
+// outcomes counts the requests that completed and those that failed with the 503 of a lost worker; any
+// other error fails t.
+func outcomes(t *testing.T, errs []error) (ok, lost int) {
+	t.Helper()
+	for i, err := range errs {
+		var apiErr *openai.Error
+		switch {
+		case err == nil:
+			ok++
+		case errors.As(err, &apiErr) && apiErr.StatusCode == 503 && strings.Contains(apiErr.Message, "worker running the request was lost"):
+			lost++
+		default:
+			t.Errorf("request %d: %v", i, err)
+		}
+	}
+	return ok, lost
 }
