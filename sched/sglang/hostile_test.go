@@ -8,6 +8,7 @@ import (
 
 	"github.com/mocker-sim/mocker/radix"
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/internal/book"
 	"github.com/mocker-sim/mocker/tokens"
 )
 
@@ -42,24 +43,21 @@ func TestPageListGrowsWithUse(t *testing.T) {
 	h := newHarness(t, opts(1, 1<<20))
 	h.enqueue(1, prompt(0, 4), 880_000)
 	h.step()
-	r := h.s.byID[1]
+	r := h.s.book.Live[1]
 	if c := cap(r.pages); c > 64 {
 		t.Fatalf("a 4-token prompt's page list has capacity %d after admission, want at most 64", c)
 	}
 	h.s.Cancel(1)
 	h.step() // the cancelled request reaches the reuse pool
-
-	if n := len(h.s.spare); n != 1 {
-		t.Fatalf("reuse pool holds %d requests, want 1", n)
+	if got := h.s.newRequest(false); got != r {
+		t.Fatalf("a new request is %p, want the cancelled one (%p) reused", got, r)
 	}
 
 	// A long request's list is dropped by the reuse pool rather than handed on; a short one is kept.
-	h.s.spare = append(h.s.spare[:0], &request{seq: h.s.spare[0].seq, pages: make([]radix.PageID, 0, maxSparePages+1)})
-	if c := cap(h.s.newRequest().pages); c != 0 {
+	if c := cap(empty(&request{Request: book.Request{Seq: r.Seq}, pages: make([]radix.PageID, 0, maxSparePages+1)}).pages); c != 0 {
 		t.Errorf("a reused request got a page list of capacity %d, want 0 (dropped)", c)
 	}
-	h.s.spare = append(h.s.spare, &request{seq: tokens.NewSequence(1), pages: make([]radix.PageID, 0, maxSparePages)})
-	if c := cap(h.s.newRequest().pages); c != maxSparePages {
+	if c := cap(empty(&request{Request: book.Request{Seq: tokens.NewSequence(1)}, pages: make([]radix.PageID, 0, maxSparePages)}).pages); c != maxSparePages {
 		t.Errorf("a reused request got a page list of capacity %d, want %d (kept)", c, maxSparePages)
 	}
 }

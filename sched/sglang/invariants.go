@@ -17,8 +17,8 @@ func (s *Scheduler) CheckInvariants() error {
 	if s.chunked != nil {
 		n++
 	}
-	if n != len(s.byID) {
-		return fmt.Errorf("sglang: %d running + %d waiting (+ chunked), but %d live requests", len(s.running), n-len(s.running), len(s.byID))
+	if n != len(s.book.Live) {
+		return fmt.Errorf("sglang: %d running + %d waiting (+ chunked), but %d live requests", len(s.running), n-len(s.running), len(s.book.Live))
 	}
 	if s.opt.MaxRunning > 0 && len(s.running) > s.opt.MaxRunning {
 		return fmt.Errorf("sglang: %d running, max %d", len(s.running), s.opt.MaxRunning)
@@ -29,26 +29,26 @@ func (s *Scheduler) CheckInvariants() error {
 		holders = append(holders, s.chunked)
 	}
 	for _, r := range holders {
-		if s.byID[r.id] != r {
-			return fmt.Errorf("sglang: request %d is not live", r.id)
+		if s.book.Live[r.ID] != r {
+			return fmt.Errorf("sglang: request %d is not live", r.ID)
 		}
-		if want := s.pagesFor(r.materialized); len(r.pages) != want {
-			return fmt.Errorf("sglang: request %d computed %d tokens but holds %d pages, want %d", r.id, r.materialized, len(r.pages), want)
+		if want := s.pagesFor(r.Computed); len(r.pages) != want {
+			return fmt.Errorf("sglang: request %d computed %d tokens but holds %d pages, want %d", r.ID, r.Computed, len(r.pages), want)
 		}
-		if r.locked > len(r.pages) || r.generated > r.maxTokens || r.materialized > r.seq.Len() {
-			return fmt.Errorf("sglang: request %d locked %d of %d pages, generated %d of %d", r.id, r.locked, len(r.pages), r.generated, r.maxTokens)
+		if r.locked > len(r.pages) || r.Generated > r.MaxTokens || r.Computed > r.Seq.Len() {
+			return fmt.Errorf("sglang: request %d locked %d of %d pages, generated %d of %d", r.ID, r.locked, len(r.pages), r.Generated, r.MaxTokens)
 		}
 		private += len(r.pages) - r.locked
 	}
 	for _, r := range slices.Concat(s.waiting, s.arrivals, s.deferred) {
-		if len(r.pages) != 0 || r.materialized != 0 {
-			return fmt.Errorf("sglang: waiting request %d holds %d pages", r.id, len(r.pages))
+		if len(r.pages) != 0 || r.Computed != 0 {
+			return fmt.Errorf("sglang: waiting request %d holds %d pages", r.ID, len(r.pages))
 		}
 	}
-	for _, m := range []map[uint64]*request{s.held, s.reserved} {
+	for _, m := range []map[uint64]*request{s.book.Held, s.book.Reserved} {
 		for _, r := range m {
-			if s.byID[r.id] != nil || r.locked > len(r.pages) {
-				return fmt.Errorf("sglang: held or reserved request %d is live, or locks %d of %d pages", r.id, r.locked, len(r.pages))
+			if s.book.Live[r.ID] != nil || r.locked > len(r.pages) {
+				return fmt.Errorf("sglang: held or reserved request %d is live, or locks %d of %d pages", r.ID, r.locked, len(r.pages))
 			}
 			private += len(r.pages) - r.locked
 		}

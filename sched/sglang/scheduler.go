@@ -8,6 +8,7 @@ import (
 
 	"github.com/mocker-sim/mocker/radix"
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/internal/book"
 	"github.com/mocker-sim/mocker/timing"
 	"github.com/mocker-sim/mocker/tokens"
 )
@@ -93,23 +94,11 @@ func (o Options) Validate() error {
 }
 
 type request struct {
-	id        uint64
-	order     uint64 // arrival order, for stable tie-breaks
-	seq       *tokens.Sequence
-	maxTokens int
-	planned   []uint32
-	generated int
-
-	materialized int            // tokens whose KV is computed
-	pages        []radix.PageID // KV pages in order: [0, locked) owned by the tree, the rest private
-	locked       int
-	node         *radix.Node // deepest locked tree node; nil when none
-	retractions  int
-
-	// The current pass.
-	passNew, passCached int
-	passPrefill         bool
-	passDrafts          int
+	book.Request
+	order  uint64         // arrival order, for stable tie-breaks
+	pages  []radix.PageID // KV pages in order: [0, locked) owned by the tree, the rest private
+	locked int
+	node   *radix.Node // deepest locked tree node; nil when none
 
 	// Policy scratch.
 	match  int
@@ -123,7 +112,7 @@ type Scheduler struct {
 	waiting []*request // front first
 	chunked *request   // the one request whose prompt is being prefilled in chunks
 	running []*request
-	byID    map[uint64]*request
+	book    *book.Book[*request]
 	arrived uint64
 
 	ratio, initRatio, minRatio, decay float64
@@ -135,26 +124,12 @@ type Scheduler struct {
 
 	private int // pages held privately by requests
 
-	pass      sched.Pass
-	scheduled []*request
-	tokenBuf  []uint32
-	hits      []radix.PageID
-	seen      map[uint64]bool // LPM in-batch prefixes
+	hits []radix.PageID
+	seen map[uint64]bool // LPM in-batch prefixes
 
-	// Finished requests are reused for new ones from the next Step on (until then the Pass may still
-	// refer to them).
-	finished, spare []*request
-
-	// Disaggregation: a prefill worker's finished requests whose KV awaits transfer, a decode worker's
-	// requests whose KV room is reserved while it arrives, and those whose KV has arrived, waiting for a
-	// running slot (SGLang's prebuilt queue, admitted up to max_running_requests).
-	held, reserved map[uint64]*request
-	activated      []*request
-
-	preemptions   int64 // retractions
-	prefixQueries int64
-	prefixHits    int64
-	spec          *sched.Sampler
+	// Disaggregation: a decode worker's requests whose KV has arrived, waiting for a running slot
+	// (SGLang's prebuilt queue, admitted up to max_running_requests).
+	activated []*request
 }
 
 // New returns an idle scheduler with an empty cache.
@@ -167,10 +142,10 @@ func New(o Options) (*Scheduler, error) {
 		return nil, err
 	}
 	init := min(0.7*o.Conservativeness, 1)
-	s := &Scheduler{opt: o, cache: c, byID: make(map[uint64]*request), seen: make(map[uint64]bool),
-		held: make(map[uint64]*request), reserved: make(map[uint64]*request),
-		ratio: init, initRatio: init, minRatio: 0.14 * init, spec: sched.NewSampler(o.Spec)}
+	s := &Scheduler{opt: o, cache: c, seen: make(map[uint64]bool), ratio: init, initRatio: init, minRatio: 0.14 * init}
 	s.decay = (s.initRatio - s.minRatio) / decaySteps
+	l := book.Limits{MaxModelLen: o.MaxModelLen, BlockSize: o.PageSize, NumBlocks: o.NumPages, Unit: "pages"}
+	s.book = book.New(book.Hooks[*request]{New: s.newRequest, Room: s.room, Remove: s.remove, Free: s.release}, l, o.Role, o.Spec)
 	return s, nil
 }
 
@@ -184,14 +159,12 @@ func (s *Scheduler) pagesFor(tokens int) int { return (tokens + s.opt.PageSize -
 
 // Enqueue adds a request at the back of the waiting queue, or rejects one that can never be served.
 func (s *Scheduler) Enqueue(r *sched.Request) error {
-	if err := s.check(r); err != nil {
+	req, err := s.book.Enqueue(r, false)
+	if err != nil {
 		return err
 	}
-	req := s.newRequest()
-	req.id, req.order, req.maxTokens, req.planned = r.ID, s.arrived, r.MaxTokens, r.OutputTokens
+	req.order = s.arrived
 	s.arrived++
-	r.AppendPrompt(req.seq)
-	s.byID[r.ID] = req
 	if s.opt.Overlap {
 		s.arrivals = append(s.arrivals, req)
 	} else {
@@ -200,88 +173,46 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 	return nil
 }
 
-// check rejects a request the engine can never serve.
-func (s *Scheduler) check(r *sched.Request) error {
-	reject := func(format string, a ...any) error {
-		return &sched.RejectError{ID: r.ID, Reason: fmt.Sprintf(format, a...)}
-	}
-	switch {
-	case r.PromptLen() == 0:
-		return reject("empty prompt")
-	case r.MaxTokens < 0:
-		return reject("max_tokens %d is negative", r.MaxTokens)
-	case s.byID[r.ID] != nil || s.held[r.ID] != nil || s.reserved[r.ID] != nil:
-		return reject("duplicate request id")
-	}
-	// max_tokens comes from the wire and may be near 2^63: limits are compared as differences, never as
-	// sums that could overflow and pass.
-	n := r.PromptLen()
-	if s.opt.MaxModelLen > 0 && r.MaxTokens > s.opt.MaxModelLen-n {
-		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-model-len %d", n, r.MaxTokens, s.opt.MaxModelLen)
-	}
-	if r.MaxTokens > s.opt.NumPages*s.opt.PageSize-n {
-		if r.MaxTokens > math.MaxInt-n-s.opt.PageSize {
-			return reject("max_tokens %d is beyond any pool", r.MaxTokens)
-		}
-		return reject("needs %d KV pages for prompt (%d tokens) + max_tokens (%d), the pool has %d", s.pagesFor(n+r.MaxTokens), n, r.MaxTokens, s.opt.NumPages)
-	}
-	return nil
-}
-
 // Release frees the KV a prefill worker kept for a finished request once it has been transferred (its
 // full pages stay cached). It reports whether the request was held.
-func (s *Scheduler) Release(id uint64) bool {
-	r := s.held[id]
-	if r == nil {
-		return false
-	}
-	delete(s.held, id)
-	s.release(r)
-	s.finished = append(s.finished, r)
-	return true
-}
+func (s *Scheduler) Release(id uint64) bool { return s.book.Release(id) }
 
 // Reserve makes room on a decode worker for a request whose prompt KV is about to arrive: it locks the
 // prompt's cached prefix and allocates pages for the rest. It returns how many prompt tokens the worker
 // lacks (what the transfer must carry), or ok false if the pool cannot hold the prompt now, or could
 // not keep decoding what it holds with it (preallocatable; the driver retries when capacity frees).
 func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) {
-	if err := s.check(r); err != nil {
-		return 0, false, err
+	return s.book.Reserve(r)
+}
+
+// room finds the pages of a reservation (see Reserve): its cached prefix, locked, and fresh ones.
+func (s *Scheduler) room(req *request, maxTokens int) (cached int, ok bool) {
+	if !s.preallocatable(req.Seq.Len(), maxTokens) {
+		return 0, false
 	}
-	if !s.preallocatable(r.PromptLen(), r.MaxTokens) {
-		return 0, false, nil
-	}
-	req := s.newRequest()
-	r.AppendPrompt(req.seq)
 	var node *radix.Node
 	s.hits = s.hits[:0]
 	if s.opt.PrefixCaching {
 		// Only the pages before the last prompt token, which the first decode step recomputes: with
 		// one-token pages the last one would be shared from the tree, and Activate frees it.
-		blocks := req.seq.Blocks()
-		s.hits, node = s.cache.Match(blocks[:min(len(blocks), s.pagesFor(req.seq.Len()-1))], s.hits)
+		blocks := req.Seq.Blocks()
+		s.hits, node = s.cache.Match(blocks[:min(len(blocks), s.pagesFor(req.Seq.Len()-1))], s.hits)
 		s.cache.Lock(node)
 	}
-	need := s.pagesFor(req.seq.Len()) - len(s.hits)
+	need := s.pagesFor(req.Seq.Len()) - len(s.hits)
 	if !s.reserve(need) {
 		if node != nil {
 			s.cache.Unlock(node)
 		}
-		req.seq.Reset()
-		s.spare = append(s.spare, req)
-		return 0, false, nil
+		return 0, false
 	}
-	req.id, req.order, req.maxTokens, req.planned = r.ID, s.arrived, r.MaxTokens, r.OutputTokens
+	req.order = s.arrived
 	s.arrived++
 	req.pages = append(req.pages[:0], s.hits...)
 	req.locked, req.node = len(s.hits), node
 	req.pages, _ = s.cache.Alloc(need, req.pages)
 	s.private += need
-	s.reserved[r.ID] = req
-	s.prefixQueries += int64(req.seq.Len())
-	s.prefixHits += int64(len(s.hits) * s.opt.PageSize)
-	return req.seq.Len() - len(s.hits)*s.opt.PageSize, true, nil
+	return len(s.hits) * s.opt.PageSize, true
 }
 
 // preallocatable reports whether a decode worker takes a prompt of prompt tokens and up to maxNew
@@ -296,19 +227,19 @@ func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) 
 // waits: its prefill server does not start a prompt before the decode server has preallocated it.
 // An idle worker takes any prompt its pool holds; ReservedDecode 0 turns the rule off.
 func (s *Scheduler) preallocatable(prompt, maxNew int) bool {
-	held, retractable, single := len(s.running)+len(s.reserved)+len(s.activated), 0, 0
+	held, retractable, single := len(s.running)+len(s.book.Reserved)+len(s.activated), 0, 0
 	if s.opt.ReservedDecode == 0 || held == 0 && len(s.waiting) == 0 {
 		return true // off; or idle, where SGLang would wait for ever on a prompt the rule never admits
 	}
 	for _, r := range s.running {
-		retractable += r.seq.Len()
+		retractable += r.Seq.Len()
 	}
 	for _, r := range s.running {
-		single = max(single, min(r.maxTokens, s.opt.ClipMaxNewTokens)+r.seq.Len()-r.generated-retractable)
+		single = max(single, min(r.MaxTokens, s.opt.ClipMaxNewTokens)+r.Seq.Len()-r.Generated-retractable)
 	}
 	allocatable := (s.cache.FreePages()+s.cache.EvictablePages())*s.opt.PageSize - max(s.opt.ReservedDecode*held, single)
 	for _, r := range s.waiting {
-		allocatable -= r.seq.Len() + s.opt.ReservedDecode
+		allocatable -= r.Seq.Len() + s.opt.ReservedDecode
 	}
 	need := max(prompt+s.opt.ReservedDecode, prompt+min(maxNew, s.opt.ClipMaxNewTokens)-retractable)
 	return need <= allocatable
@@ -318,95 +249,67 @@ func (s *Scheduler) preallocatable(prompt, maxNew int) bool {
 // max_running_requests allows: its first decode step recomputes its last prompt token and samples its
 // first output token.
 func (s *Scheduler) Activate(id uint64) bool {
-	r := s.reserved[id]
+	r := s.book.Activate(id)
 	if r == nil {
 		return false
 	}
-	delete(s.reserved, id)
-	r.materialized = r.seq.Len() - 1
 	// The prompt's full pages arrived complete; only the tail page waits for the recomputed token.
-	keep := s.pagesFor(r.materialized)
+	keep := s.pagesFor(r.Computed)
 	s.cache.Free(r.pages[keep:])
 	s.private -= len(r.pages) - keep
 	r.pages = r.pages[:keep]
 	s.cacheFull(r)
-	s.byID[id] = r
 	s.activated = append(s.activated, r)
 	return true
 }
 
 // Unreserve drops a reservation (its transfer failed or the request was cancelled).
-func (s *Scheduler) Unreserve(id uint64) bool {
-	r := s.reserved[id]
-	if r == nil {
-		return false
-	}
-	delete(s.reserved, id)
-	s.cache.Free(r.pages[r.locked:])
-	s.private -= len(r.pages) - r.locked
-	if r.node != nil {
-		s.cache.Unlock(r.node)
-	}
-	r.pages, r.locked, r.node = r.pages[:0], 0, nil
-	s.finished = append(s.finished, r)
-	return true
-}
+func (s *Scheduler) Unreserve(id uint64) bool { return s.book.Unreserve(id) }
 
 // maxSparePages bounds the page list a finished request passes on to the next (64 KiB).
 const maxSparePages = 1 << 14
 
-func (s *Scheduler) newRequest() *request {
-	n := len(s.spare)
-	if n == 0 {
-		return &request{seq: tokens.NewSequence(s.opt.PageSize)}
+// newRequest returns an empty request, reusing a finished one's sequence and page list.
+func (s *Scheduler) newRequest(bool) *request {
+	if r := s.book.Reuse(); r != nil {
+		return empty(r)
 	}
-	r := s.spare[n-1]
-	s.spare = s.spare[:n-1]
-	seq, pages := r.seq, r.pages[:0]
+	return &request{Request: book.Request{Seq: tokens.NewSequence(s.opt.PageSize)}}
+}
+
+// empty clears r for reuse, keeping its buffers but a long page list.
+func empty(r *request) *request {
+	seq, pages := r.Seq, r.pages[:0]
 	if cap(pages) > maxSparePages {
 		pages = nil // a long request's page list is not kept for every short one after it
 	}
 	seq.Reset()
-	*r = request{seq: seq, pages: pages}
+	*r = request{Request: book.Request{Seq: seq}, pages: pages}
 	return r
-}
-
-// retire drops a request that has left the scheduler; its memory is reused after the next Step.
-func (s *Scheduler) retire(r *request) {
-	delete(s.byID, r.id)
-	r.planned, r.node = nil, nil
-	s.finished = append(s.finished, r)
 }
 
 // Cancel removes a request wherever it is (waiting, running, held for its transfer, reserved while its
 // KV arrives); its computed pages stay cached. It reports whether it was found.
-func (s *Scheduler) Cancel(id uint64) bool {
-	if s.Release(id) || s.Unreserve(id) {
-		return true
-	}
-	r := s.byID[id]
-	if r == nil {
-		return false
-	}
-	defer s.retire(r)
+func (s *Scheduler) Cancel(id uint64) bool { return s.book.Cancel(id) }
+
+// remove takes a cancelled request out of the queues or the running set; the Book then frees its pages.
+func (s *Scheduler) remove(r *request) {
+	drop := func(x *request) bool { return x == r }
 	switch {
 	case r == s.chunked:
 		s.chunked = nil
 	case slices.Contains(s.running, r):
-		s.running = slices.DeleteFunc(s.running, func(x *request) bool { return x == r })
+		s.running = slices.DeleteFunc(s.running, drop)
 	default:
-		drop := func(x *request) bool { return x == r }
 		s.waiting = slices.DeleteFunc(s.waiting, drop)
 		s.arrivals = slices.DeleteFunc(s.arrivals, drop)
 		s.deferred = slices.DeleteFunc(s.deferred, drop)
 		s.activated = slices.DeleteFunc(s.activated, drop)
 	}
-	s.release(r)
-	return true
 }
 
 // Idle reports whether the scheduler has no request.
-func (s *Scheduler) Idle() bool { return len(s.byID) == 0 }
+func (s *Scheduler) Idle() bool { return s.book.Idle() }
 
 // Metrics reports the scheduler's state; blocks are pages.
 func (s *Scheduler) Metrics() sched.Metrics {
@@ -414,38 +317,20 @@ func (s *Scheduler) Metrics() sched.Metrics {
 	if s.chunked != nil {
 		waiting++
 	}
-	m := sched.Metrics{
-		Running:        len(s.running),
-		Waiting:        waiting,
-		ActiveBlocks:   s.cache.ProtectedPages() + s.private,
-		InactiveBlocks: s.cache.EvictablePages(),
-		TotalBlocks:    s.cache.Capacity(),
-		Preemptions:    s.preemptions,
-		PrefixQueries:  s.prefixQueries,
-		PrefixHits:     s.prefixHits,
-	}
-	m.SpecSteps, m.SpecTokens = s.spec.Counts()
-	return m
+	return s.book.Metrics(len(s.running), waiting, s.cache.ProtectedPages()+s.private, s.cache.EvictablePages(), s.cache.Capacity())
 }
 
 // Step runs one iteration: an extend (prefill) pass if anything can be admitted, else a decode step. The
 // returned Pass is valid until the next Step.
 func (s *Scheduler) Step() *sched.Pass {
-	p := &s.pass
-	p.Reset()
-	s.spare = append(s.spare, s.finished...)
-	clear(s.finished)
-	s.finished = s.finished[:0]
-	s.scheduled = s.scheduled[:0]
-	s.tokenBuf = s.tokenBuf[:0]
-
+	s.book.Begin()
 	// Arrived transfers take the free running slots first (SGLang's decode loop merges its prebuilt
 	// batch into the running one before it decodes).
 	n := 0
 	for ; n < len(s.activated) && (s.opt.MaxRunning == 0 || len(s.running) < s.opt.MaxRunning); n++ {
 		r := s.activated[n]
 		s.running = append(s.running, r)
-		p.Admitted = append(p.Admitted, sched.Admission{ID: r.id, Cached: r.materialized})
+		s.book.AdmitTransfer(&r.Request)
 	}
 	s.activated = slices.Delete(s.activated, 0, n)
 
@@ -460,14 +345,14 @@ func (s *Scheduler) Step() *sched.Pass {
 		}
 	}
 	s.schedule()
-	if len(s.scheduled) == 0 && len(s.deferred) > 0 {
+	if len(s.book.Scheduled) == 0 && len(s.deferred) > 0 {
 		// Nothing to run: SGLang's loop would be idle and take them at once.
 		s.see(&s.deferred)
 		s.schedule()
 	}
-	s.busy = len(s.scheduled) > 0
+	s.busy = len(s.book.Scheduled) > 0
 	s.finishPass()
-	return p
+	return &s.book.Pass
 }
 
 // schedule forms the pass: an extend batch if anything can be admitted, else (or with mixed chunk, also)
@@ -497,12 +382,12 @@ func (s *Scheduler) order() {
 	for _, r := range s.waiting {
 		r.match, r.demote = 0, false
 		if s.opt.PrefixCaching {
-			s.hits, _ = s.cache.Match(r.seq.Blocks(), s.hits[:0])
+			s.hits, _ = s.cache.Match(r.Seq.Blocks(), s.hits[:0])
 			r.match = len(s.hits) * s.opt.PageSize
 		}
 		// A short tree match whose first tokens another waiting request already has: let that one compute
 		// them, so this one hits the cache later (SGLang's in-batch prefix caching).
-		if blocks := r.seq.Blocks(); r.match <= inBatchPrefixThreshold && len(blocks) >= prefixPages {
+		if blocks := r.Seq.Blocks(); r.match <= inBatchPrefixThreshold && len(blocks) >= prefixPages {
 			key := blocks[prefixPages-1].Hash
 			r.demote = s.seen[key]
 			s.seen[key] = true
@@ -528,7 +413,7 @@ func (s *Scheduler) admit() bool {
 	page := s.opt.PageSize
 	remTotal := float64((s.cache.FreePages() + s.cache.EvictablePages()) * page)
 	for _, r := range s.running {
-		remTotal -= float64(min(r.maxTokens-r.generated, s.opt.ClipMaxNewTokens)) * s.ratio
+		remTotal -= float64(min(r.MaxTokens-r.Generated, s.opt.ClipMaxNewTokens)) * s.ratio
 	}
 	remInput := s.opt.MaxPrefillTokens
 	remChunk := math.MaxInt
@@ -547,22 +432,22 @@ func (s *Scheduler) admit() bool {
 	}
 	// add tries to schedule the next chunk of r; it reports whether admission should go on.
 	add := func(r *request, first bool) (ok, goOn bool) {
-		prefix := r.materialized
+		prefix := r.Computed
 		var node *radix.Node
 		if first {
 			s.hits = s.hits[:0]
 			if s.opt.PrefixCaching {
 				// Match at most len−1 tokens: the last one is recomputed for its logits; with speculative
 				// decoding one more page, whose hidden states the draft head needs (reference §4).
-				n := (r.seq.Len() - 1) / page
+				n := (r.Seq.Len() - 1) / page
 				if s.opt.Spec.Tokens > 0 {
 					n = max(n-1, 0)
 				}
-				s.hits, node = s.cache.Match(r.seq.Blocks()[:n], s.hits)
+				s.hits, node = s.cache.Match(r.Seq.Blocks()[:n], s.hits)
 			}
 			prefix = len(s.hits) * page
 		}
-		extend := r.seq.Len() - prefix
+		extend := r.Seq.Len() - prefix
 		chunk := extend
 		if extend > remChunk {
 			chunk = remChunk / page * page
@@ -573,12 +458,12 @@ func (s *Scheduler) admit() bool {
 		charged := s.pagesFor(prefix+chunk)*page - prefix
 		reserve := 0
 		if chunk == extend {
-			reserve = min(r.maxTokens-r.generated, s.opt.ClipMaxNewTokens)
+			reserve = min(r.MaxTokens-r.Generated, s.opt.ClipMaxNewTokens)
 		}
 		// An engine with nothing running takes any request whose pages fit (Enqueue checked the pool),
 		// where SGLang's strict comparison could leave it waiting forever.
-		busy := len(s.running) > 0 || len(s.scheduled) > 0
-		if (float64(charged+reserve) >= remTotal && busy) || (charged > remInput && len(s.scheduled) > 0) {
+		busy := len(s.running) > 0 || len(s.book.Scheduled) > 0
+		if (float64(charged+reserve) >= remTotal && busy) || (charged > remInput && len(s.book.Scheduled) > 0) {
 			return false, false
 		}
 		if node != nil {
@@ -598,16 +483,14 @@ func (s *Scheduler) admit() bool {
 		if first {
 			r.pages = append(r.pages[:0], s.hits...)
 			r.locked, r.node = len(s.hits), node
-			r.materialized = prefix
-			s.pass.Admitted = append(s.pass.Admitted, sched.Admission{ID: r.id, Cached: prefix, Resumed: r.retractions > 0})
-			s.prefixQueries += int64(r.seq.Len())
-			s.prefixHits += int64(prefix)
+			r.Computed = prefix
+			s.book.Admit(&r.Request, prefix)
 		}
 		r.pages, _ = s.cache.Alloc(need, r.pages)
 		s.private += need
-		r.passCached, r.passNew, r.passPrefill, r.passDrafts = r.materialized, chunk, true, 0
-		r.materialized += chunk
-		s.scheduled = append(s.scheduled, r)
+		r.PassCached, r.PassNew, r.PassPrefill, r.PassDrafts = r.Computed, chunk, true, 0
+		r.Computed += chunk
+		s.book.Scheduled = append(s.book.Scheduled, r)
 		remTotal -= float64(charged + reserve)
 		remInput -= charged
 		remChunk -= chunk
@@ -629,7 +512,7 @@ func (s *Scheduler) admit() bool {
 			return true
 		}
 	}
-	for len(s.waiting) > 0 && s.chunked == nil && (s.opt.MaxRunning == 0 || len(s.running)+len(s.scheduled) < s.opt.MaxRunning) {
+	for len(s.waiting) > 0 && s.chunked == nil && (s.opt.MaxRunning == 0 || len(s.running)+len(s.book.Scheduled) < s.opt.MaxRunning) {
 		r := s.waiting[0]
 		ok, goOn := add(r, true)
 		if ok {
@@ -639,7 +522,7 @@ func (s *Scheduler) admit() bool {
 			break
 		}
 	}
-	return len(s.scheduled) > 0
+	return len(s.book.Scheduled) > 0
 }
 
 // reserve makes n pages free, evicting unlocked cached pages if needed.
@@ -657,7 +540,7 @@ func (s *Scheduler) decode() {
 	need := func() int {
 		n := 0
 		for _, r := range s.running {
-			n += s.pagesFor(r.materialized+1+drafts) - len(r.pages)
+			n += s.pagesFor(r.Computed+1+drafts) - len(r.pages)
 		}
 		return n
 	}
@@ -686,19 +569,19 @@ func (s *Scheduler) decode() {
 		// Retraction stops at one request, and a mixed pass's extend takes pages first: a request may lack
 		// room for its drafts (it verifies fewer) or even its next token (it skips this pass).
 		d := drafts
-		for d > 0 && s.pagesFor(r.materialized+1+d)-len(r.pages) > s.cache.FreePages() {
+		for d > 0 && s.pagesFor(r.Computed+1+d)-len(r.pages) > s.cache.FreePages() {
 			d--
 		}
-		if n := s.pagesFor(r.materialized+1+d) - len(r.pages); n > 0 {
+		if n := s.pagesFor(r.Computed+1+d) - len(r.pages); n > 0 {
 			var ok bool
 			if r.pages, ok = s.cache.Alloc(n, r.pages); !ok {
 				continue
 			}
 			s.private += n
 		}
-		r.passCached, r.passNew, r.passPrefill, r.passDrafts = r.materialized, 1+d, false, d
-		r.materialized++
-		s.scheduled = append(s.scheduled, r)
+		r.PassCached, r.PassNew, r.PassPrefill, r.PassDrafts = r.Computed, 1+d, false, d
+		r.Computed++
+		s.book.Scheduled = append(s.book.Scheduled, r)
 	}
 	s.ratio = max(s.minRatio, s.ratio-s.decay)
 }
@@ -708,14 +591,13 @@ func (s *Scheduler) decode() {
 // finishing. Such a step changes nothing but the requests' tokens and new_token_ratio.
 func (s *Scheduler) PlainDecode() bool {
 	if len(s.waiting) > 0 || len(s.arrivals) > 0 || len(s.deferred) > 0 || s.chunked != nil || len(s.running) == 0 ||
-		s.opt.Spec.Tokens > 0 || s.opt.Role != sched.Aggregated {
+		!s.book.Plain() {
 		return false
 	}
 	page := s.opt.PageSize
 	for _, r := range s.running {
-		next := r.materialized + 1
-		if next != r.seq.Len() || r.generated+1 >= r.maxTokens || s.pagesFor(next) > len(r.pages) ||
-			s.opt.PrefixCaching && next/page > r.locked {
+		next := r.Computed + 1
+		if !r.Plain() || s.pagesFor(next) > len(r.pages) || s.opt.PrefixCaching && next/page > r.locked {
 			return false
 		}
 	}
@@ -727,8 +609,8 @@ func (s *Scheduler) PlainBatch(b *timing.Batch) {
 	b.Seqs = b.Seqs[:0]
 	sumCtx := 0
 	for _, r := range s.running {
-		b.Seqs = append(b.Seqs, timing.Seq{New: 1, Cached: r.materialized, Samples: true})
-		sumCtx += r.materialized + 1
+		b.Seqs = append(b.Seqs, r.PlainSeq())
+		sumCtx += r.Computed + 1
 	}
 	b.TotalKVTokens = s.cache.Capacity() * s.opt.PageSize
 	b.ActiveKVTokens = min(sumCtx, b.TotalKVTokens)
@@ -738,11 +620,7 @@ func (s *Scheduler) PlainBatch(b *timing.Batch) {
 // id and sampled token, in running order, and returns dst.
 func (s *Scheduler) PlainStep(dst []sched.Sample) []sched.Sample {
 	for _, r := range s.running {
-		r.materialized++
-		tok := sched.OutputToken(r.id, r.generated, r.planned)
-		r.seq.Append(tok)
-		r.generated++
-		dst = append(dst, sched.Sample{ID: r.id, Token: tok})
+		dst = append(dst, r.PlainStep())
 	}
 	s.ratio = max(s.minRatio, s.ratio-s.decay)
 	s.busy = true
@@ -755,7 +633,7 @@ func (s *Scheduler) retract() {
 	vi := 0
 	for i, r := range s.running {
 		v := s.running[vi]
-		if c := cmp.Or(cmp.Compare(r.generated, v.generated), cmp.Compare(v.seq.Len()-v.generated, r.seq.Len()-r.generated),
+		if c := cmp.Or(cmp.Compare(r.Generated, v.Generated), cmp.Compare(v.Seq.Len()-v.Generated, r.Seq.Len()-r.Generated),
 			cmp.Compare(v.order, r.order)); c < 0 {
 			vi = i
 		}
@@ -768,21 +646,18 @@ func (s *Scheduler) retract() {
 // requeue releases r's KV and puts it back at the front of the queue, keeping its output.
 func (s *Scheduler) requeue(r *request) {
 	s.release(r)
-	r.materialized = 0
-	r.retractions++
-	s.preemptions++
+	s.book.Preempt(&r.Request)
 	s.waiting = slices.Insert(s.waiting, 0, r)
-	s.pass.Preempted = append(s.pass.Preempted, r.id)
 }
 
 // cacheFull puts r's computed full pages into the tree, so they outlive it.
 func (s *Scheduler) cacheFull(r *request) {
-	full := min(r.materialized/s.opt.PageSize, len(r.seq.Blocks()))
+	full := min(r.Computed/s.opt.PageSize, len(r.Seq.Blocks()))
 	if !s.opt.PrefixCaching || full <= r.locked {
 		return
 	}
 	// Extend takes over r's pages (freeing r's duplicates of pages someone cached first) below r's node.
-	_, node := s.cache.Extend(r.node, r.seq.Blocks()[r.locked:full], r.pages[r.locked:full])
+	_, node := s.cache.Extend(r.node, r.Seq.Blocks()[r.locked:full], r.pages[r.locked:full])
 	s.cache.Lock(node)
 	if r.node != nil {
 		s.cache.Unlock(r.node)
@@ -805,69 +680,39 @@ func (s *Scheduler) release(r *request) {
 // finishPass samples tokens for the requests whose computed tokens reach their length, caches their
 // complete pages, finishes requests, and fills the batch, events and metrics.
 func (s *Scheduler) finishPass() {
-	p := &s.pass
+	p := &s.book.Pass
 	sumCtx := 0
-	for _, r := range s.scheduled {
-		samples := r.materialized >= r.seq.Len() && r.generated < r.maxTokens
-		if samples && s.opt.Role == sched.Prefill {
-			// A prefill worker's first token comes out of its prefill pass at no decode cost.
-			samples = false
-		} else if samples {
-			sumCtx += r.materialized
+	for _, r := range s.book.Scheduled {
+		if s.book.Seq(&r.Request) {
+			sumCtx += r.Computed
 		}
-		p.Batch.Seqs = append(p.Batch.Seqs, timing.Seq{New: r.passNew, Cached: r.passCached, Prefill: r.passPrefill, Samples: samples})
 	}
 	total := s.cache.Capacity() * s.opt.PageSize
 	p.Batch.TotalKVTokens = total
 	p.Batch.ActiveKVTokens = min(sumCtx, total)
 
-	for _, r := range s.scheduled {
-		if r.materialized < r.seq.Len() {
+	for _, r := range s.book.Scheduled {
+		if r.Computed < r.Seq.Len() {
 			s.cacheFull(r) // a chunk: its complete pages go into the tree now
 			continue
 		}
-		out := sched.Output{ID: r.id}
-		if r.generated < r.maxTokens {
-			n := 1
-			if r.passDrafts > 0 {
-				n = s.spec.Burst(r.passDrafts, r.maxTokens-r.generated)
-			}
-			start := len(s.tokenBuf)
-			for range n {
-				tok := sched.OutputToken(r.id, r.generated, r.planned)
-				r.seq.Append(tok)
-				r.generated++
-				s.tokenBuf = append(s.tokenBuf, tok)
-			}
-			out.Tokens = s.tokenBuf[start:len(s.tokenBuf):len(s.tokenBuf)]
-			if r.passDrafts > 0 {
-				// The accepted drafts' KV is valid; the pages reserved for rejected ones go back.
-				r.materialized += n - 1
-				if keep := max(s.pagesFor(r.materialized), r.locked); keep < len(r.pages) {
-					s.cache.Free(r.pages[keep:])
-					s.private -= len(r.pages) - keep
-					r.pages = r.pages[:keep]
-				}
+		out := s.book.Sample(&r.Request)
+		if r.PassDrafts > 0 {
+			// The accepted drafts' KV is valid; the pages reserved for rejected ones go back.
+			if keep := max(s.pagesFor(r.Computed), r.locked); keep < len(r.pages) {
+				s.cache.Free(r.pages[keep:])
+				s.private -= len(r.pages) - keep
+				r.pages = r.pages[:keep]
 			}
 		}
-		if r.generated >= r.maxTokens || s.opt.Role == sched.Prefill {
-			out.Done = true
-			if !r.passPrefill { // one that finished in its extend pass never joined the running set
+		s.cacheFull(r)
+		if out.Done = s.book.Done(&r.Request); out.Done {
+			if !r.PassPrefill { // one that finished in its extend pass never joined the running set
 				s.running = slices.DeleteFunc(s.running, func(x *request) bool { return x == r })
 			}
-			if s.opt.Role == sched.Prefill {
-				s.cacheFull(r)
-				delete(s.byID, r.id)
-				s.held[r.id] = r // its KV stays until the transfer is done
-			} else {
-				s.release(r)
-				s.retire(r)
-			}
-		} else {
-			s.cacheFull(r)
-			if r.passPrefill {
-				s.running = append(s.running, r)
-			}
+			s.book.Finish(r)
+		} else if r.PassPrefill {
+			s.running = append(s.running, r)
 		}
 		p.Outputs = append(p.Outputs, out)
 	}
@@ -882,10 +727,10 @@ func (s *Scheduler) finishPass() {
 // and generated tokens.
 func (s *Scheduler) queued() (fresh, retracted sched.Moments) {
 	count := func(r *request) {
-		if r.retractions > 0 {
-			retracted.Add(r.seq.Len())
+		if r.Preemptions > 0 {
+			retracted.Add(r.Seq.Len())
 		} else {
-			fresh.Add(r.seq.Len())
+			fresh.Add(r.Seq.Len())
 		}
 	}
 	for _, q := range [][]*request{s.waiting, s.deferred, s.arrivals} {

@@ -73,7 +73,7 @@ func TestDecodeAllocationIsPageAware(t *testing.T) {
 	var slots []int
 	for range 3 {
 		h.step()
-		slots = append(slots, len(h.s.byID[1].pages)*4)
+		slots = append(slots, len(h.s.book.Live[1].pages)*4)
 	}
 	if !slices.Equal(slots, []int{8, 8, 12}) {
 		t.Fatalf("allocated slots %v, want [8 8 12]", slots)
@@ -119,7 +119,7 @@ func TestUnfinishedDecodeRequestIsCached(t *testing.T) {
 	}
 	h.step()
 	h.step() // positions 6 and 7 computed: page 2 full
-	if got, r := h.s.Cache().CachedPages(), h.s.byID[1]; got != 2 || r.locked != 2 {
+	if got, r := h.s.Cache().CachedPages(), h.s.book.Live[1]; got != 2 || r.locked != 2 {
 		t.Fatalf("%d pages cached, request locks %d; want 2, 2", got, r.locked)
 	}
 }
@@ -155,10 +155,10 @@ func TestRetractionKeepsOutput(t *testing.T) {
 	if !slices.Equal(p.Preempted, []uint64{2}) {
 		t.Fatalf("retracted %v, want request 2 (fewer outputs)", p.Preempted)
 	}
-	r2 := h.s.byID[2]
-	if r2.generated == 0 || r2.generated != tokens[2] || r2.materialized != 0 || h.s.waiting[0] != r2 || h.s.NewTokenRatio() >= 0.7 {
+	r2 := h.s.book.Live[2]
+	if r2.Generated == 0 || r2.Generated != tokens[2] || r2.Computed != 0 || h.s.waiting[0] != r2 || h.s.NewTokenRatio() >= 0.7 {
 		t.Fatalf("retracted request: generated %d (delivered %d) materialized %d front %v ratio %v",
-			r2.generated, tokens[2], r2.materialized, h.s.waiting[0] == r2, h.s.NewTokenRatio())
+			r2.Generated, tokens[2], r2.Computed, h.s.waiting[0] == r2, h.s.NewTokenRatio())
 	}
 	for !h.s.Idle() {
 		step()
@@ -279,7 +279,7 @@ func TestLPMServesLongestPrefixFirst(t *testing.T) {
 		if len(admitted) == 1 {
 			var order []uint64
 			for _, r := range h.s.waiting {
-				order = append(order, r.id)
+				order = append(order, r.ID)
 			}
 			if !slices.Equal(order, []uint64{2, 4, 3}) {
 				t.Fatalf("queue after the first pass %v, want [2 4 3]", order)

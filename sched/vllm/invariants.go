@@ -14,22 +14,22 @@ func (s *Scheduler) CheckInvariants() error {
 	if err := s.pool.CheckInvariants(); err != nil {
 		return err
 	}
-	if n := len(s.running) + s.waiting.len(); n != len(s.byID) {
-		return fmt.Errorf("vllm: %d running + %d waiting, but %d live requests", len(s.running), s.waiting.len(), len(s.byID))
+	if n := len(s.running) + s.waiting.len(); n != len(s.book.Live) {
+		return fmt.Errorf("vllm: %d running + %d waiting, but %d live requests", len(s.running), s.waiting.len(), len(s.book.Live))
 	}
 	if s.opt.MaxNumSeqs > 0 && len(s.running) > s.opt.MaxNumSeqs {
 		return fmt.Errorf("vllm: %d running, max-num-seqs %d", len(s.running), s.opt.MaxNumSeqs)
 	}
 	held := make(map[kvcache.BlockID]bool)
 	for _, r := range s.running {
-		if s.byID[r.id] != r {
-			return fmt.Errorf("vllm: running request %d is not live", r.id)
+		if s.book.Live[r.ID] != r {
+			return fmt.Errorf("vllm: running request %d is not live", r.ID)
 		}
-		if want := s.blocksFor(r.computed); len(r.table) != want {
-			return fmt.Errorf("vllm: request %d computed %d tokens but holds %d blocks, want %d", r.id, r.computed, len(r.table), want)
+		if want := s.blocksFor(r.Computed); len(r.table) != want {
+			return fmt.Errorf("vllm: request %d computed %d tokens but holds %d blocks, want %d", r.ID, r.Computed, len(r.table), want)
 		}
-		if r.computed > r.seq.Len() || r.generated > r.maxTokens {
-			return fmt.Errorf("vllm: request %d computed %d of %d tokens, generated %d of %d", r.id, r.computed, r.seq.Len(), r.generated, r.maxTokens)
+		if r.Computed > r.Seq.Len() || r.Generated > r.MaxTokens {
+			return fmt.Errorf("vllm: request %d computed %d of %d tokens, generated %d of %d", r.ID, r.Computed, r.Seq.Len(), r.Generated, r.MaxTokens)
 		}
 		for _, id := range r.table {
 			held[id] = true
@@ -42,9 +42,9 @@ func (s *Scheduler) CheckInvariants() error {
 			transfers++
 		}
 		// Only an activated transfer holds blocks while waiting, with all but its last prompt token computed.
-		activated := len(r.table) > 0 && r.computed == r.length()-1
-		if s.byID[r.id] != r || !activated && (r.computed != 0 || len(r.table) != 0) {
-			return fmt.Errorf("vllm: waiting request %d holds %d blocks, computed %d", r.id, len(r.table), r.computed)
+		activated := len(r.table) > 0 && r.Computed == r.length()-1
+		if s.book.Live[r.ID] != r || !activated && (r.Computed != 0 || len(r.table) != 0) {
+			return fmt.Errorf("vllm: waiting request %d holds %d blocks, computed %d", r.ID, len(r.table), r.Computed)
 		}
 		for _, id := range r.table {
 			held[id] = true
@@ -53,10 +53,10 @@ func (s *Scheduler) CheckInvariants() error {
 	if transfers != s.waiting.transfers {
 		return fmt.Errorf("vllm: %d activated transfers waiting, the queue counts %d", transfers, s.waiting.transfers)
 	}
-	for _, m := range []map[uint64]*request{s.held, s.reserved} {
+	for _, m := range []map[uint64]*request{s.book.Held, s.book.Reserved} {
 		for _, r := range m {
-			if s.byID[r.id] != nil {
-				return fmt.Errorf("vllm: request %d is both live and held or reserved", r.id)
+			if s.book.Live[r.ID] != nil {
+				return fmt.Errorf("vllm: request %d is both live and held or reserved", r.ID)
 			}
 			for _, id := range r.table {
 				held[id] = true

@@ -135,8 +135,8 @@ func TestSpeculativeReleasesUnusedReservations(t *testing.T) {
 	if s := p.Batch.Seqs[0]; s.New != 5 || s.Cached != 4 || s.Prefill {
 		t.Fatalf("batch %+v, want a decode of 1 + 4 drafts over 4 tokens", s)
 	}
-	if r := h.req(1); r.computed != 5 || len(r.table) != 2 || h.s.Pool().Active() != 2 {
-		t.Fatalf("computed %d, %d blocks held, %d active; want 5, 2, 2", r.computed, len(r.table), h.s.Pool().Active())
+	if r := h.req(1); r.Computed != 5 || len(r.table) != 2 || h.s.Pool().Active() != 2 {
+		t.Fatalf("computed %d, %d blocks held, %d active; want 5, 2, 2", r.Computed, len(r.table), h.s.Pool().Active())
 	}
 }
 

@@ -74,7 +74,7 @@ func (q *queue) count(r *request, sign int) {
 		q.transfers += sign
 	}
 	m := &q.fresh
-	if r.preemptions > 0 {
+	if r.Preemptions > 0 {
 		m = &q.old
 	}
 	if sign > 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/internal/book"
 	"github.com/mocker-sim/mocker/timing"
 	"github.com/mocker-sim/mocker/tokens"
 )
@@ -100,26 +101,15 @@ func (o Options) Validate() error {
 	return o.Spec.Validate()
 }
 
+// request is a request's state; its Seq is nil while src holds the prompt.
 type request struct {
-	id          uint64
-	seq         *tokens.Sequence   // prompt and generated tokens; nil while src holds the prompt
-	src         sched.PromptSource // a waiting request's prompt, made when it comes to the front (see prompt)
-	srcLen      int                // src's length
-	maxTokens   int
-	planned     []uint32
-	generated   int
-	computed    int // tokens whose KV is computed (or scheduled in the current pass)
-	table       []kvcache.BlockID
-	committed   int // leading blocks of table that are cached
-	preemptions int
-	prefilling  bool // since its (re)admission the request has not yet sampled
-
-	// The current pass's work, while inPass.
-	inPass      bool
-	passNew     int // tokens computed, draft tokens included
-	passCached  int
-	passPrefill bool
-	passDrafts  int // draft tokens of a speculative decode step
+	book.Request
+	src        sched.PromptSource // a waiting request's prompt, made when it comes to the front (see prompt)
+	srcLen     int                // src's length
+	table      []kvcache.BlockID
+	committed  int  // leading blocks of table that are cached
+	prefilling bool // since its (re)admission the request has not yet sampled
+	inPass     bool // scheduled in the current pass (its Pass fields are set)
 }
 
 // length is the request's prompt and generated tokens, made or not.
@@ -127,7 +117,7 @@ func (r *request) length() int {
 	if r.src != nil {
 		return r.srcLen
 	}
-	return r.seq.Len()
+	return r.Seq.Len()
 }
 
 // prompt makes the prompt of a request that holds only its source. A waiting request keeps its source
@@ -138,16 +128,16 @@ func (s *Scheduler) prompt(r *request) {
 		return
 	}
 	s.buffers(r)
-	r.src.AppendSequence(r.seq)
-	if r.seq.Len() != r.srcLen {
-		panic(fmt.Sprintf("vllm: request %d: its source made %d prompt tokens, it said %d", r.id, r.seq.Len(), r.srcLen))
+	r.src.AppendSequence(r.Seq)
+	if r.Seq.Len() != r.srcLen {
+		panic(fmt.Sprintf("vllm: request %d: its source made %d prompt tokens, it said %d", r.ID, r.Seq.Len(), r.srcLen))
 	}
 	r.src = nil
 }
 
 // need is the blocks r holds or will hold at most: prompt and every output token (GuaranteedNoEvict).
 func (s *Scheduler) need(r *request) int {
-	return s.blocksFor(r.seq.Len() - r.generated + r.maxTokens + s.opt.Spec.Tokens)
+	return s.blocksFor(r.Seq.Len() - r.Generated + r.MaxTokens + s.opt.Spec.Tokens)
 }
 
 // Scheduler is a vLLM v1 scheduler with its KV block pool. It is not safe for concurrent use.
@@ -157,30 +147,12 @@ type Scheduler struct {
 	pool       *kvcache.Pool
 	waiting    queue
 	running    []*request
-	byID       map[uint64]*request
-
-	pass      sched.Pass
-	scheduled []*request // this pass's work, in scheduling order
-	tokenBuf  []uint32
-	hits      []kvcache.BlockID
+	book       *book.Book[*request]
+	hits       []kvcache.BlockID
 
 	// Buffers of finished requests, for the next ones to run.
 	seqs   []*tokens.Sequence
 	tables [][]kvcache.BlockID
-
-	// Finished requests are reused for new ones, but only from the next Step on: until then the
-	// current Pass's events may still point into their sequences.
-	finished, spare []*request
-
-	// Disaggregation: a prefill worker's finished requests whose KV awaits transfer, and a decode
-	// worker's requests whose KV room is reserved while it arrives.
-	held, reserved map[uint64]*request
-
-	preemptions   int64
-	prefixQueries int64
-	prefixHits    int64
-
-	spec *sched.Sampler
 }
 
 // New returns an idle scheduler with an empty pool.
@@ -196,8 +168,17 @@ func New(o Options) (*Scheduler, error) {
 	if o.BlockSize&(o.BlockSize-1) == 0 {
 		shift = bits.TrailingZeros(uint(o.BlockSize))
 	}
-	return &Scheduler{opt: o, blockShift: shift, pool: pool, byID: make(map[uint64]*request),
-		held: make(map[uint64]*request), reserved: make(map[uint64]*request), spec: sched.NewSampler(o.Spec)}, nil
+	s := &Scheduler{opt: o, blockShift: shift, pool: pool}
+	l := book.Limits{MaxModelLen: o.MaxModelLen, BlockSize: o.BlockSize, NumBlocks: o.NumBlocks, Unit: "blocks"}
+	if !o.ChunkedPrefill {
+		l.MaxBatchedTokens = o.MaxBatchedTokens
+	}
+	if o.Capacity == GuaranteedNoEvict {
+		l.Extra = o.Spec.Tokens // admission asks for room for the drafts too (see Scheduler.need)
+	}
+	free := func(r *request) { s.pool.Release(r.table) }
+	s.book = book.New(book.Hooks[*request]{New: s.newRequest, Room: s.room, Remove: s.remove, Free: free}, l, o.Role, o.Spec)
+	return s, nil
 }
 
 // Pool exposes the KV block pool, for inspection.
@@ -223,110 +204,51 @@ const lazyQueue = 32
 // than max-model-len, needing more blocks than the whole pool even alone, or (without chunked prefill)
 // longer than the token budget — is rejected with a *sched.RejectError, as is a malformed one.
 func (s *Scheduler) Enqueue(r *sched.Request) error {
-	if err := s.check(r); err != nil {
-		return err
-	}
 	// Behind a queue of lazyQueue requests, a request waits as its source if it has one: copying its
 	// sequence would cost memory for as long as it waits, while making the prompt again costs its hashing
 	// once.
 	lazy := r.Source != nil && r.Prompt == nil && (r.Seq == nil || s.waiting.len() >= lazyQueue)
-	req := s.newRequest(lazy)
-	req.id, req.maxTokens, req.planned = r.ID, r.MaxTokens, r.OutputTokens
+	req, err := s.book.Enqueue(r, lazy)
+	if err != nil {
+		return err
+	}
 	if lazy {
 		req.src, req.srcLen = r.Source, r.Source.PromptLen()
-	} else {
-		r.AppendPrompt(req.seq)
 	}
-	s.byID[r.ID] = req
 	s.waiting.pushBack(req)
-	return nil
-}
-
-// check rejects a request the engine can never serve.
-func (s *Scheduler) check(r *sched.Request) error {
-	reject := func(format string, a ...any) error {
-		return &sched.RejectError{ID: r.ID, Reason: fmt.Sprintf(format, a...)}
-	}
-	switch {
-	case r.PromptLen() == 0:
-		return reject("empty prompt")
-	case r.MaxTokens < 0:
-		return reject("max_tokens %d is negative", r.MaxTokens)
-	case s.byID[r.ID] != nil || s.held[r.ID] != nil || s.reserved[r.ID] != nil:
-		return reject("duplicate request id")
-	}
-	// max_tokens comes from the wire and may be near 2^63: limits are compared as differences, never as
-	// sums that could overflow and pass.
-	n := r.PromptLen()
-	if s.opt.MaxModelLen > 0 && r.MaxTokens > s.opt.MaxModelLen-n {
-		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-model-len %d", n, r.MaxTokens, s.opt.MaxModelLen)
-	}
-	if !s.opt.ChunkedPrefill && s.opt.MaxBatchedTokens > 0 && r.MaxTokens > s.opt.MaxBatchedTokens-n {
-		// vLLM requires max_num_batched_tokens >= max_model_len without chunked prefill; a longer request
-		// (or its recompute after preemption) could never be scheduled.
-		return reject("prompt (%d tokens) + max_tokens (%d) exceeds max-num-batched-tokens %d with chunked prefill off", n, r.MaxTokens, s.opt.MaxBatchedTokens)
-	}
-	spec := 0
-	if s.opt.Capacity == GuaranteedNoEvict {
-		spec = s.opt.Spec.Tokens // admission asks for room for the drafts too (see Scheduler.need)
-	}
-	if r.MaxTokens > s.opt.NumBlocks*s.opt.BlockSize-n-spec {
-		if r.MaxTokens > math.MaxInt-n-spec-s.opt.BlockSize {
-			return reject("max_tokens %d is beyond any pool", r.MaxTokens)
-		}
-		return reject("needs %d KV blocks for prompt (%d tokens) + max_tokens (%d), the pool has %d", s.blocksFor(n+r.MaxTokens+spec), n, r.MaxTokens, s.opt.NumBlocks)
-	}
 	return nil
 }
 
 // Release frees the KV a prefill worker kept for a finished request once it has been transferred. It
 // reports whether the request was held.
-func (s *Scheduler) Release(id uint64) bool { return s.drop(s.held, id) }
-
-// drop removes request id from m (held or reserved requests) and frees its blocks.
-func (s *Scheduler) drop(m map[uint64]*request, id uint64) bool {
-	r := m[id]
-	if r == nil {
-		return false
-	}
-	delete(m, id)
-	s.pool.Release(r.table)
-	s.finished = append(s.finished, r)
-	return true
-}
+func (s *Scheduler) Release(id uint64) bool { return s.book.Release(id) }
 
 // Reserve makes room on a decode worker for a request whose prompt KV is about to arrive: it shares the
 // prompt's cached prefix and allocates the rest. It returns how many prompt tokens the worker lacks (what
 // the transfer must carry), or ok false if the pool cannot hold the prompt now (the driver retries when
 // capacity frees). A request that can never run is rejected with a *sched.RejectError.
 func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) {
-	if err := s.check(r); err != nil {
-		return 0, false, err
-	}
-	req := s.newRequest(false)
-	r.AppendPrompt(req.seq)
-	blocks := req.seq.Blocks()
+	return s.book.Reserve(r)
+}
+
+// room finds the blocks of a reservation (see Reserve): its cached prefix, shared, and fresh ones.
+func (s *Scheduler) room(req *request, maxTokens int) (cached int, ok bool) {
+	blocks := req.Seq.Blocks()
 	var activeHits int
 	s.hits, activeHits = s.pool.Match(blocks, s.hits[:0])
-	need := s.blocksFor(req.seq.Len())
+	need := s.blocksFor(req.Seq.Len())
 	fresh := need - len(s.hits)
 	// GuaranteedNoEvict: the whole request must fit beside what every other request may still claim, as
 	// at admission (an activated transfer is admitted without that check, and nothing preempts).
 	noRoom := s.opt.Capacity == GuaranteedNoEvict &&
-		s.blocksFor(req.seq.Len()+r.MaxTokens+s.opt.Spec.Tokens)-activeHits > s.pool.Capacity()-s.pool.Active()-s.promised()
+		s.blocksFor(req.Seq.Len()+maxTokens+s.opt.Spec.Tokens)-activeHits > s.pool.Capacity()-s.pool.Active()-s.promised()
 	if noRoom || !s.pool.CanAllocate(s.hits, fresh) {
-		req.seq.Reset()
-		s.spare = append(s.spare, req)
-		return 0, false, nil
+		return 0, false
 	}
-	req.id, req.maxTokens, req.planned = r.ID, r.MaxTokens, r.OutputTokens
 	req.table = s.pool.Acquire(slices.Grow(req.table[:0], need), s.hits)
 	req.table = s.pool.Allocate(req.table, fresh)
 	req.committed = len(s.hits)
-	s.reserved[r.ID] = req
-	s.prefixQueries += int64(req.seq.Len())
-	s.prefixHits += int64(len(s.hits) * s.opt.BlockSize)
-	return req.seq.Len() - len(s.hits)*s.opt.BlockSize, true, nil
+	return len(s.hits) * s.opt.BlockSize, true
 }
 
 // promised is the blocks the requests holding KV may still claim (GuaranteedNoEvict): running ones,
@@ -341,7 +263,7 @@ func (s *Scheduler) promised() int {
 			n += s.need(r) - len(r.table)
 		}
 	}
-	for _, r := range s.reserved {
+	for _, r := range s.book.Reserved {
 		n += s.need(r) - len(r.table)
 	}
 	return n
@@ -350,27 +272,24 @@ func (s *Scheduler) promised() int {
 // Activate queues a reserved request whose prompt KV has arrived: it decodes its first token when
 // admitted (its prompt counts as computed but for the last token, which that decode step recomputes).
 func (s *Scheduler) Activate(id uint64) bool {
-	r := s.reserved[id]
+	r := s.book.Activate(id)
 	if r == nil {
 		return false
 	}
-	delete(s.reserved, id)
-	r.computed = r.seq.Len() - 1
 	s.commit(r)
-	s.byID[id] = r
 	s.waiting.pushBack(r)
 	return true
 }
 
 // Unreserve drops a reservation (its transfer failed or the request was cancelled).
-func (s *Scheduler) Unreserve(id uint64) bool { return s.drop(s.reserved, id) }
+func (s *Scheduler) Unreserve(id uint64) bool { return s.book.Unreserve(id) }
 
 // newRequest returns an empty request with a sequence, or without one (to hold a source) when bare.
 func (s *Scheduler) newRequest(bare bool) *request {
-	r := &request{}
-	if n := len(s.spare); n > 0 {
-		r = s.spare[n-1]
-		s.spare = s.spare[:n-1]
+	r := s.book.Reuse()
+	if r == nil {
+		r = &request{}
+	} else {
 		s.freeBuffers(r)
 		*r = request{}
 	}
@@ -383,23 +302,23 @@ func (s *Scheduler) newRequest(bare bool) *request {
 // freeBuffers moves r's sequence and block table to the free lists, for the next request to be admitted:
 // a request that waits holds none.
 func (s *Scheduler) freeBuffers(r *request) {
-	if r.seq != nil {
-		s.seqs = append(s.seqs, r.seq)
+	if r.Seq != nil {
+		s.seqs = append(s.seqs, r.Seq)
 	}
 	if cap(r.table) > 0 {
 		s.tables = append(s.tables, r.table[:0])
 	}
-	r.seq, r.table = nil, nil
+	r.Seq, r.table = nil, nil
 }
 
 // buffers gives r an empty sequence and block table, reusing a finished request's.
 func (s *Scheduler) buffers(r *request) {
 	if n := len(s.seqs); n > 0 {
-		r.seq = s.seqs[n-1]
+		r.Seq = s.seqs[n-1]
 		s.seqs = s.seqs[:n-1]
-		r.seq.Reset()
+		r.Seq.Reset()
 	} else {
-		r.seq = tokens.NewSequence(s.opt.BlockSize)
+		r.Seq = tokens.NewSequence(s.opt.BlockSize)
 	}
 	if n := len(s.tables); n > 0 {
 		r.table = s.tables[n-1]
@@ -407,71 +326,34 @@ func (s *Scheduler) buffers(r *request) {
 	}
 }
 
-// retire drops a request that has left the scheduler; its memory is reused after the next Step.
-func (s *Scheduler) retire(r *request) {
-	delete(s.byID, r.id)
-	r.planned, r.src = nil, nil
-	s.finished = append(s.finished, r)
-}
-
 // Cancel removes a request wherever it is (waiting, running, held for its transfer, reserved while its
 // KV arrives) and releases its blocks. It reports whether it was found.
-func (s *Scheduler) Cancel(id uint64) bool {
-	if s.Release(id) || s.Unreserve(id) {
-		return true
-	}
-	r := s.byID[id]
-	if r == nil {
-		return false
-	}
-	defer s.retire(r)
+func (s *Scheduler) Cancel(id uint64) bool { return s.book.Cancel(id) }
+
+// remove takes a cancelled request out of the queue or the running set; the Book then frees its blocks
+// (a waiting request holds blocks too when it is an activated transfer).
+func (s *Scheduler) remove(r *request) {
+	r.src = nil
 	if !s.waiting.remove(r) {
-		for i, x := range s.running {
-			if x == r {
-				s.running = append(s.running[:i], s.running[i+1:]...)
-				break
-			}
-		}
+		s.running = slices.DeleteFunc(s.running, func(x *request) bool { return x == r })
 	}
-	// A waiting request holds blocks too when it is an activated transfer.
-	s.pool.Release(r.table)
-	return true
 }
 
 // Idle reports whether the scheduler has no request.
-func (s *Scheduler) Idle() bool { return len(s.byID) == 0 }
+func (s *Scheduler) Idle() bool { return s.book.Idle() }
 
 // Metrics reports the scheduler's state.
 func (s *Scheduler) Metrics() sched.Metrics {
-	m := sched.Metrics{
-		Running:        len(s.running),
-		Waiting:        s.waiting.len(),
-		ActiveBlocks:   s.pool.Active(),
-		InactiveBlocks: s.pool.Inactive(),
-		TotalBlocks:    s.pool.Capacity(),
-		Preemptions:    s.preemptions,
-		PrefixQueries:  s.prefixQueries,
-		PrefixHits:     s.prefixHits,
-	}
-	m.SpecSteps, m.SpecTokens = s.spec.Counts()
-	return m
+	return s.book.Metrics(len(s.running), s.waiting.len(), s.pool.Active(), s.pool.Inactive(), s.pool.Capacity())
 }
 
 // Step plans one forward pass and applies it: admissions, preemptions, cache changes, sampled tokens and
 // completions. The returned Pass is valid until the next Step.
 func (s *Scheduler) Step() *sched.Pass {
-	p := &s.pass
-	p.Reset()
-	s.pool.NewPass()
-	for _, r := range s.finished {
+	for _, r := range s.book.Begin() {
 		s.freeBuffers(r)
 	}
-	s.spare = append(s.spare, s.finished...)
-	clear(s.finished)
-	s.finished = s.finished[:0]
-	s.scheduled = s.scheduled[:0]
-	s.tokenBuf = s.tokenBuf[:0]
-
+	s.pool.NewPass()
 	budget := s.opt.MaxBatchedTokens
 	if budget == 0 {
 		budget = math.MaxInt
@@ -481,21 +363,20 @@ func (s *Scheduler) Step() *sched.Pass {
 		s.admitWaiting(&budget)
 	}
 	s.finishPass()
-	return p
+	return &s.book.Pass
 }
 
 // PlainDecode reports whether the next pass is a plain decode step: nothing waits, and every running
 // request computes exactly its next token with no block to allocate or complete and without finishing.
 // Such a pass changes nothing but the requests' tokens: no admission, KV event or completion.
 func (s *Scheduler) PlainDecode() bool {
-	if s.waiting.len() > 0 || len(s.running) == 0 || s.opt.Spec.Tokens > 0 || s.opt.Role != sched.Aggregated ||
+	if s.waiting.len() > 0 || len(s.running) == 0 || !s.book.Plain() ||
 		s.opt.MaxBatchedTokens > 0 && len(s.running) > s.opt.MaxBatchedTokens {
 		return false
 	}
 	for _, r := range s.running {
-		next := r.computed + 1
-		if r.prefilling || next != r.seq.Len() || r.generated+1 >= r.maxTokens ||
-			s.blocksFor(next) > len(r.table) || s.fullBlocks(next) > r.committed {
+		next := r.Computed + 1
+		if r.prefilling || !r.Plain() || s.blocksFor(next) > len(r.table) || s.fullBlocks(next) > r.committed {
 			return false
 		}
 	}
@@ -506,7 +387,7 @@ func (s *Scheduler) PlainDecode() bool {
 func (s *Scheduler) PlainBatch(b *timing.Batch) {
 	b.Seqs = b.Seqs[:0]
 	for _, r := range s.running {
-		b.Seqs = append(b.Seqs, timing.Seq{New: 1, Cached: r.computed, Samples: true})
+		b.Seqs = append(b.Seqs, r.PlainSeq())
 	}
 	b.ActiveKVTokens = s.pool.Active() * s.opt.BlockSize
 	b.TotalKVTokens = s.pool.Capacity() * s.opt.BlockSize
@@ -516,11 +397,7 @@ func (s *Scheduler) PlainBatch(b *timing.Batch) {
 // id and sampled token, in running order, and returns dst.
 func (s *Scheduler) PlainStep(dst []sched.Sample) []sched.Sample {
 	for _, r := range s.running {
-		r.computed++
-		tok := sched.OutputToken(r.id, r.generated, r.planned)
-		r.seq.Append(tok)
-		r.generated++
-		dst = append(dst, sched.Sample{ID: r.id, Token: tok})
+		dst = append(dst, r.PlainStep())
 	}
 	return dst
 }
@@ -530,7 +407,7 @@ func (s *Scheduler) PlainStep(dst []sched.Sample) []sched.Sample {
 func (s *Scheduler) scheduleRunning(budget *int) (preempted bool) {
 	for i := 0; i < len(s.running) && *budget > 0; {
 		r := s.running[i]
-		remaining := r.seq.Len() - r.computed
+		remaining := r.Seq.Len() - r.Computed
 		if r.prefilling && !s.opt.ChunkedPrefill && remaining > *budget {
 			break
 		}
@@ -540,7 +417,7 @@ func (s *Scheduler) scheduleRunning(budget *int) (preempted bool) {
 			// A decode step also verifies draft tokens, as far as the budget allows.
 			drafts = min(s.opt.Spec.Tokens, *budget-n)
 		}
-		need := s.blocksFor(r.computed+n+drafts) - len(r.table)
+		need := s.blocksFor(r.Computed+n+drafts) - len(r.table)
 		if need > 0 && !s.pool.CanAllocate(nil, need) && s.opt.Capacity == GuaranteedNoEvict {
 			break // cannot happen: admission reserved every running request's whole output
 		}
@@ -576,24 +453,18 @@ func (s *Scheduler) preempt(i int, budget *int) {
 	v := s.running[i]
 	s.running = append(s.running[:i], s.running[i+1:]...)
 	if v.inPass {
-		*budget += v.passNew
+		*budget += v.PassNew
 		v.inPass = false
-		for k, x := range s.scheduled {
-			if x == v {
-				s.scheduled = append(s.scheduled[:k], s.scheduled[k+1:]...)
-				break
-			}
+		if k := slices.Index(s.book.Scheduled, v); k >= 0 {
+			s.book.Scheduled = slices.Delete(s.book.Scheduled, k, k+1)
 		}
 	}
 	s.pool.Release(v.table)
 	v.table = v.table[:0]
 	v.committed = 0
-	v.computed = 0
 	v.prefilling = false
-	v.preemptions++
-	s.preemptions++
+	s.book.Preempt(&v.Request)
 	s.waiting.pushFront(v)
-	s.pass.Preempted = append(s.pass.Preempted, v.id)
 }
 
 // admitWaiting admits waiting requests strictly in FIFO order, but for activated transfers when the front
@@ -624,8 +495,8 @@ func (s *Scheduler) admitFIFO(budget *int) bool {
 			continue
 		}
 		s.prompt(r)
-		length := r.seq.Len()
-		blocks := r.seq.Blocks()
+		length := r.Seq.Len()
+		blocks := r.Seq.Blocks()
 		var activeHits int
 		s.hits, activeHits = s.pool.Match(blocks, s.hits[:0])
 		hits := len(s.hits)
@@ -664,12 +535,10 @@ func (s *Scheduler) admitFIFO(budget *int) bool {
 		s.waiting.popFront()
 		r.table = s.pool.Acquire(slices.Grow(r.table[:0], s.blocksFor(length)), s.hits[:hits])
 		r.committed = hits
-		r.computed = cached
+		r.Computed = cached
 		r.prefilling = true
 		s.running = append(s.running, r)
-		s.pass.Admitted = append(s.pass.Admitted, sched.Admission{ID: r.id, Cached: cached, Resumed: r.preemptions > 0})
-		s.prefixQueries += int64(length)
-		s.prefixHits += int64(cached)
+		s.book.Admit(&r.Request, cached)
 		s.schedule(r, n, 0, budget) // cannot fail: CanAllocate checked the fresh blocks
 		if s.opt.Capacity == GuaranteedNoEvict {
 			reserved += s.need(r) - len(r.table)
@@ -697,31 +566,31 @@ func (s *Scheduler) admitActivated(budget *int) {
 // has computed 0): its blocks are already reserved; it only decodes.
 func (s *Scheduler) admitTransfer(r *request, budget *int) {
 	s.running = append(s.running, r)
-	s.pass.Admitted = append(s.pass.Admitted, sched.Admission{ID: r.id, Cached: r.computed})
-	s.schedule(r, r.seq.Len()-r.computed, 0, budget)
+	s.book.AdmitTransfer(&r.Request)
+	s.schedule(r, r.Seq.Len()-r.Computed, 0, budget)
 }
 
 // schedule gives n tokens (and room for drafts draft tokens) to r: allocates their blocks, caches the
 // blocks they complete, and records the work. Draft tokens count as computed only once accepted.
 func (s *Scheduler) schedule(r *request, n, drafts int, budget *int) {
-	if need := s.blocksFor(r.computed+n+drafts) - len(r.table); need > 0 {
+	if need := s.blocksFor(r.Computed+n+drafts) - len(r.table); need > 0 {
 		r.table = s.pool.Allocate(r.table, need)
 	}
 	r.inPass = true
-	r.passCached = r.computed
-	r.passNew = n + drafts
-	r.passDrafts = drafts
-	r.passPrefill = r.prefilling
-	r.computed += n
+	r.PassCached = r.Computed
+	r.PassNew = n + drafts
+	r.PassDrafts = drafts
+	r.PassPrefill = r.prefilling
+	r.Computed += n
 	s.commit(r)
-	s.scheduled = append(s.scheduled, r)
+	s.book.Scheduled = append(s.book.Scheduled, r)
 	*budget -= n + drafts
 }
 
 // commit caches the full blocks r has computed.
 func (s *Scheduler) commit(r *request) {
-	blocks := r.seq.Blocks()
-	if full := min(s.fullBlocks(r.computed), len(blocks)); full > r.committed {
+	blocks := r.Seq.Blocks()
+	if full := min(s.fullBlocks(r.Computed), len(blocks)); full > r.committed {
 		s.pool.Commit(r.table, blocks, r.committed, full)
 		r.committed = full
 	}
@@ -730,64 +599,35 @@ func (s *Scheduler) commit(r *request) {
 // finishPass samples a token for every request whose computed tokens reach its length, finishes requests,
 // and fills the pass's batch, events and metrics.
 func (s *Scheduler) finishPass() {
-	p := &s.pass
+	p := &s.book.Pass
 	bs := s.opt.BlockSize
 	p.Batch.ActiveKVTokens = s.pool.Active() * bs
 	p.Batch.TotalKVTokens = s.pool.Capacity() * bs
-	for _, r := range s.scheduled {
-		ready := r.computed >= r.seq.Len()
-		p.Batch.Seqs = append(p.Batch.Seqs, timing.Seq{
-			New:     r.passNew,
-			Cached:  r.passCached,
-			Prefill: r.passPrefill,
-			// A prefill worker's first token comes out of its prefill pass at no decode cost (reference §4).
-			Samples: ready && r.generated < r.maxTokens && s.opt.Role != sched.Prefill,
-		})
+	for _, r := range s.book.Scheduled {
+		s.book.Seq(&r.Request)
 	}
 	p.FPM.Fill(&p.Batch, s.waiting.fresh, s.waiting.old)
 
+	// The scheduled requests are the running ones that worked, in running order.
 	kept := s.running[:0]
 	for _, r := range s.running {
 		r.inPass = false
-		if r.computed < r.seq.Len() {
+		if r.Computed < r.Seq.Len() {
 			kept = append(kept, r)
 			continue
 		}
-		out := sched.Output{ID: r.id}
-		if r.generated < r.maxTokens {
-			n := 1
-			if r.passDrafts > 0 {
-				n = s.spec.Burst(r.passDrafts, r.maxTokens-r.generated)
-			}
-			start := len(s.tokenBuf)
-			for range n {
-				tok := sched.OutputToken(r.id, r.generated, r.planned)
-				r.seq.Append(tok)
-				r.generated++
-				s.tokenBuf = append(s.tokenBuf, tok)
-			}
-			out.Tokens = s.tokenBuf[start:len(s.tokenBuf):len(s.tokenBuf)]
-			r.prefilling = false
-			if r.passDrafts > 0 {
-				// The accepted drafts' KV is valid; the blocks reserved for rejected ones go back.
-				r.computed += n - 1
-				s.commit(r)
-				if keep := s.blocksFor(r.computed); keep < len(r.table) {
-					s.pool.Release(r.table[keep:])
-					r.table = r.table[:keep]
-				}
+		out := s.book.Sample(&r.Request)
+		r.prefilling = false
+		if r.PassDrafts > 0 {
+			// The accepted drafts' KV is valid; the blocks reserved for rejected ones go back.
+			s.commit(r)
+			if keep := s.blocksFor(r.Computed); keep < len(r.table) {
+				s.pool.Release(r.table[keep:])
+				r.table = r.table[:keep]
 			}
 		}
-		if r.generated >= r.maxTokens || s.opt.Role == sched.Prefill {
-			out.Done = true
-			delete(s.byID, r.id)
-			if s.opt.Role == sched.Prefill {
-				s.held[r.id] = r // its KV stays until the transfer is done
-			} else {
-				s.pool.Release(r.table)
-				r.planned = nil
-				s.finished = append(s.finished, r)
-			}
+		if out.Done = s.book.Done(&r.Request); out.Done {
+			s.book.Finish(r)
 		} else {
 			kept = append(kept, r)
 		}

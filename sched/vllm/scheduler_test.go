@@ -54,7 +54,7 @@ func (h *harness) step() *sched.Pass {
 	return p
 }
 
-func (h *harness) req(id uint64) *request { return h.s.byID[id] }
+func (h *harness) req(id uint64) *request { return h.s.book.Live[id] }
 
 // outputs summarises a pass's outputs as "id:tokens[:done]".
 func outputs(p *sched.Pass) []string {
@@ -112,8 +112,8 @@ func TestUnifiedPassKeepsPartialPrefillInRunning(t *testing.T) {
 	h.enqueue(1, prompt(0, 8), 4)
 	h.enqueue(2, prompt(100, 8), 4)
 	p := h.step()
-	if r1, r2 := h.req(1), h.req(2); r1.computed != 8 || r2.computed != 4 {
-		t.Fatalf("computed %d/%d, want 8/4", r1.computed, r2.computed)
+	if r1, r2 := h.req(1), h.req(2); r1.Computed != 8 || r2.Computed != 4 {
+		t.Fatalf("computed %d/%d, want 8/4", r1.Computed, r2.Computed)
 	}
 	if got := outputs(p); !slices.Equal(got, []string{"1:1"}) {
 		t.Fatalf("outputs %v, want r1's first token only", got)
@@ -133,10 +133,10 @@ func TestRunningRequestsConsumeBudgetBeforeWaiting(t *testing.T) {
 		h.step()
 		c2 := 0
 		if r := h.req(2); r != nil {
-			c2 = r.computed
+			c2 = r.Computed
 		}
-		if h.req(1).computed != want.c1 || c2 != want.c2 {
-			t.Fatalf("pass %d: computed %d/%d, want %d/%d", i+1, h.req(1).computed, c2, want.c1, want.c2)
+		if h.req(1).Computed != want.c1 || c2 != want.c2 {
+			t.Fatalf("pass %d: computed %d/%d, want %d/%d", i+1, h.req(1).Computed, c2, want.c1, want.c2)
 		}
 	}
 }
@@ -201,15 +201,15 @@ func TestPreemptionRequeuesNewestRunningRequest(t *testing.T) {
 		t.Fatalf("preempted %v, want the newest [2]", p.Preempted)
 	}
 	r2 := h.req(2)
-	if r2.computed != 0 || r2.preemptions != 1 || h.s.waiting.front() != r2 || h.s.Metrics().Preemptions != 1 {
-		t.Fatalf("victim computed %d preemptions %d front %v", r2.computed, r2.preemptions, h.s.waiting.front() == r2)
+	if r2.Computed != 0 || r2.Preemptions != 1 || h.s.waiting.front() != r2 || h.s.Metrics().Preemptions != 1 {
+		t.Fatalf("victim computed %d preemptions %d front %v", r2.Computed, r2.Preemptions, h.s.waiting.front() == r2)
 	}
 	if len(p.Admitted) != 0 || !slices.Equal(outputs(p), []string{"1:1:done"}) {
 		t.Fatalf("admitted %+v outputs %v: want no admission in a pass that preempted", p.Admitted, outputs(p))
 	}
 	// The victim keeps its generated token; resumed, it recomputes prompt + output and hits its own blocks.
-	if r2.generated != 1 || r2.seq.Len() != 8 {
-		t.Fatalf("victim generated %d, len %d; want 1, 8", r2.generated, r2.seq.Len())
+	if r2.Generated != 1 || r2.Seq.Len() != 8 {
+		t.Fatalf("victim generated %d, len %d; want 1, 8", r2.Generated, r2.Seq.Len())
 	}
 	if f := p.FPM; f.NumQueuedDecode != 1 || f.SumQueuedDecodeTokens != 8 {
 		t.Fatalf("FPM %+v: the preempted request is queued decode work of 8 tokens", f)
@@ -482,11 +482,11 @@ func TestChunkedPrefillOffWaitsForBudget(t *testing.T) {
 	h.enqueue(1, prompt(0, 4), 3)
 	h.enqueue(2, prompt(100, 5), 3)
 	p := h.step() // 4 + 5 > 8: request 2 waits for a pass with room for its whole prompt
-	if len(p.Admitted) != 1 || h.req(2).computed != 0 {
+	if len(p.Admitted) != 1 || h.req(2).Computed != 0 {
 		t.Fatalf("admitted %+v", p.Admitted)
 	}
 	p = h.step() // request 1 decodes (1 token), request 2's 5 tokens fit the remaining 7
-	if len(p.Admitted) != 1 || p.Admitted[0].ID != 2 || h.req(2).computed != 5 {
+	if len(p.Admitted) != 1 || p.Admitted[0].ID != 2 || h.req(2).Computed != 5 {
 		t.Fatalf("pass 2 admitted %+v", p.Admitted)
 	}
 	// A request that could never be scheduled whole is rejected up front.

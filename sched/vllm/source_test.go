@@ -43,10 +43,10 @@ func TestWaitingRequestsHoldOnlyTheirSource(t *testing.T) {
 				continue // finished
 			}
 			front := h.s.waiting.len() > 0 && h.s.waiting.front() == r
-			running := !front && r.computed > 0
-			if !running && !front && (r.seq != nil || r.table != nil || src.calls != 0) {
+			running := !front && r.Computed > 0
+			if !running && !front && (r.Seq != nil || r.table != nil || src.calls != 0) {
 				t.Fatalf("pass %d: waiting request %d holds a sequence (%v), a table of %d, its prompt made %d times",
-					pass, i, r.seq != nil, cap(r.table), src.calls)
+					pass, i, r.Seq != nil, cap(r.table), src.calls)
 			}
 		}
 		if pass > 100 {
@@ -103,9 +103,9 @@ func TestShortQueueCopiesTheSequence(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := h.req(uint64(i))
-		if lazy := i >= lazyQueue; (r.seq == nil) != lazy || (r.src != nil) != lazy || src.calls != 0 {
+		if lazy := i >= lazyQueue; (r.Seq == nil) != lazy || (r.src != nil) != lazy || src.calls != 0 {
 			t.Fatalf("request %d behind %d waiting: holds a sequence %v, its source %v, made %d times; want lazy %v",
-				i, i, r.seq != nil, r.src != nil, src.calls, lazy)
+				i, i, r.Seq != nil, r.src != nil, src.calls, lazy)
 		}
 	}
 }
