@@ -400,7 +400,7 @@ func PlainDecode(f Factory, seed uint64) error {
 }
 
 // Prefill serves a workload on a prefill worker: each request finishes with its prompt, emitting at
-// most the first token, and keeps its KV until released; a released request cannot be released again.
+// most the first token, and keeps its KV until released or cancelled; then it is gone.
 func Prefill(f Factory, seed uint64) error {
 	b, rng, err := start(f, seed, 4, sched.Prefill)
 	if err != nil {
@@ -420,16 +420,22 @@ func Prefill(f Factory, seed uint64) error {
 			return err
 		}
 		for id, st := range b.state {
-			if st == held && rng.IntN(2) == 0 {
-				if !s.Release(id) {
-					return fmt.Errorf("release of held request %d reported unknown", id)
-				}
-				if s.Release(id) {
-					return fmt.Errorf("request %d released twice", id)
-				}
-				delete(b.state, id)
-				released++
+			if st != held || rng.IntN(2) == 0 {
+				continue
 			}
+			// A held request is released after its transfer, or cancelled before it ends.
+			if rng.IntN(4) == 0 {
+				if !s.Cancel(id) {
+					return fmt.Errorf("cancel of held request %d reported unknown", id)
+				}
+			} else if !s.Release(id) {
+				return fmt.Errorf("release of held request %d reported unknown", id)
+			}
+			if s.Release(id) || s.Cancel(id) {
+				return fmt.Errorf("request %d released or cancelled twice", id)
+			}
+			delete(b.state, id)
+			released++
 		}
 		// Held requests are the driver's: the scheduler is idle without them, but their KV stays in use.
 		m := s.Metrics()

@@ -86,7 +86,7 @@ func TestBrokenSchedulersFail(t *testing.T) {
 		{"ignores cancel", schedtest.Cancel, "not running"},
 		{"hides waiting requests", schedtest.Serve, "metrics"},
 		{"samples another token", schedtest.PlainDecode, "PlainStep sample"},
-		{"keeps released KV", schedtest.Prefill, "no progress"}, // the leaked blocks starve the queue
+		{"keeps released KV", schedtest.Prefill, "released or cancelled twice"}, // Cancel still finds it
 	} {
 		var err error
 		for seed := uint64(0); seed < 12 && err == nil; seed++ {

@@ -9,6 +9,7 @@ import (
 	"github.com/mocker-sim/mocker/radix"
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/sched/internal/book"
+	"github.com/mocker-sim/mocker/sched/schedtest"
 	"github.com/mocker-sim/mocker/tokens"
 )
 
@@ -20,18 +21,18 @@ func TestHugeMaxTokensIsRejected(t *testing.T) {
 		o.MaxModelLen = maxLen
 		h := newHarness(t, o)
 		for i, m := range []int{math.MaxInt, math.MaxInt - 1, math.MaxInt - 3, math.MaxInt - 16, 1 << 62} {
-			err := h.s.Enqueue(&sched.Request{ID: uint64(i + 1), Prompt: prompt(0, 2), MaxTokens: m})
+			err := h.S.Enqueue(&sched.Request{ID: uint64(i + 1), Prompt: schedtest.Prompt(0, 2), MaxTokens: m})
 			var rej *sched.RejectError
 			if !errors.As(err, &rej) || rej.ID != uint64(i+1) {
 				t.Errorf("max-model-len %d: Enqueue(max_tokens %d) = %v, want a RejectError", maxLen, m, err)
 			}
-			if _, ok, err := h.s.Reserve(&sched.Request{ID: uint64(i + 50), Prompt: prompt(0, 2), MaxTokens: m}); ok || !errors.As(err, &rej) {
+			if _, ok, err := h.S.Reserve(&sched.Request{ID: uint64(i + 50), Prompt: schedtest.Prompt(0, 2), MaxTokens: m}); ok || !errors.As(err, &rej) {
 				t.Errorf("max-model-len %d: Reserve(max_tokens %d) = %v, %v, want a RejectError", maxLen, m, ok, err)
 			}
 		}
-		h.enqueue(100, prompt(0, 4), 1)
-		if p := h.step(); !slices.Equal(outputs(p), []string{"100:1:done"}) {
-			t.Fatalf("follower outputs %v", outputs(p))
+		h.Enqueue(100, schedtest.Prompt(0, 4), 1)
+		if p := h.Step(); !slices.Equal(schedtest.Outputs(p), []string{"100:1:done"}) {
+			t.Fatalf("follower outputs %v", schedtest.Outputs(p))
 		}
 	}
 }
@@ -41,15 +42,15 @@ func TestHugeMaxTokensIsRejected(t *testing.T) {
 // request really uses, and the reuse pool does not keep a long one.
 func TestPageListGrowsWithUse(t *testing.T) {
 	h := newHarness(t, opts(1, 1<<20))
-	h.enqueue(1, prompt(0, 4), 880_000)
-	h.step()
-	r := h.s.book.Live[1]
+	h.Enqueue(1, schedtest.Prompt(0, 4), 880_000)
+	h.Step()
+	r := h.S.book.Live[1]
 	if c := cap(r.pages); c > 64 {
 		t.Fatalf("a 4-token prompt's page list has capacity %d after admission, want at most 64", c)
 	}
-	h.s.Cancel(1)
-	h.step() // the cancelled request reaches the reuse pool
-	if got := h.s.newRequest(false); got != r {
+	h.S.Cancel(1)
+	h.Step() // the cancelled request reaches the reuse pool
+	if got := h.S.newRequest(false); got != r {
 		t.Fatalf("a new request is %p, want the cancelled one (%p) reused", got, r)
 	}
 

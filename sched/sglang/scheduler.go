@@ -107,13 +107,14 @@ type request struct {
 
 // Scheduler is an SGLang scheduler with its radix cache. It is not safe for concurrent use.
 type Scheduler struct {
-	opt     Options
-	cache   *radix.Cache
-	waiting []*request // front first
-	chunked *request   // the one request whose prompt is being prefilled in chunks
-	running []*request
-	book    *book.Book[*request]
-	arrived uint64
+	opt                  Options
+	cache                *radix.Cache
+	waiting              []*request // front first
+	chunked              *request   // the one request whose prompt is being prefilled in chunks
+	running              []*request
+	book                 *book.Book[*request]
+	book.Front[*request] // Cancel, Idle, Release, Reserve, Unreserve
+	arrived              uint64
 
 	ratio, initRatio, minRatio, decay float64
 
@@ -146,6 +147,7 @@ func New(o Options) (*Scheduler, error) {
 	s.decay = (s.initRatio - s.minRatio) / decaySteps
 	l := book.Limits{MaxModelLen: o.MaxModelLen, BlockSize: o.PageSize, NumBlocks: o.NumPages, Unit: "pages"}
 	s.book = book.New(book.Hooks[*request]{New: s.newRequest, Room: s.room, Remove: s.remove, Free: s.release}, l, o.Role, o.Spec)
+	s.Front = s.book.Front()
 	return s, nil
 }
 
@@ -173,19 +175,9 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 	return nil
 }
 
-// Release frees the KV a prefill worker kept for a finished request once it has been transferred (its
-// full pages stay cached). It reports whether the request was held.
-func (s *Scheduler) Release(id uint64) bool { return s.book.Release(id) }
-
-// Reserve makes room on a decode worker for a request whose prompt KV is about to arrive: it locks the
-// prompt's cached prefix and allocates pages for the rest. It returns how many prompt tokens the worker
-// lacks (what the transfer must carry), or ok false if the pool cannot hold the prompt now, or could
-// not keep decoding what it holds with it (preallocatable; the driver retries when capacity frees).
-func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) {
-	return s.book.Reserve(r)
-}
-
-// room finds the pages of a reservation (see Reserve): its cached prefix, locked, and fresh ones.
+// room finds the pages of a reservation (Reserve): it locks the prompt's cached prefix and allocates pages
+// for the rest, unless the pool cannot hold the prompt now, or could not keep decoding what it holds with
+// it (preallocatable).
 func (s *Scheduler) room(req *request, maxTokens int) (cached int, ok bool) {
 	if !s.preallocatable(req.Seq.Len(), maxTokens) {
 		return 0, false
@@ -263,9 +255,6 @@ func (s *Scheduler) Activate(id uint64) bool {
 	return true
 }
 
-// Unreserve drops a reservation (its transfer failed or the request was cancelled).
-func (s *Scheduler) Unreserve(id uint64) bool { return s.book.Unreserve(id) }
-
 // maxSparePages bounds the page list a finished request passes on to the next (64 KiB).
 const maxSparePages = 1 << 14
 
@@ -288,10 +277,6 @@ func empty(r *request) *request {
 	return r
 }
 
-// Cancel removes a request wherever it is (waiting, running, held for its transfer, reserved while its
-// KV arrives); its computed pages stay cached. It reports whether it was found.
-func (s *Scheduler) Cancel(id uint64) bool { return s.book.Cancel(id) }
-
 // remove takes a cancelled request out of the queues or the running set; the Book then frees its pages.
 func (s *Scheduler) remove(r *request) {
 	drop := func(x *request) bool { return x == r }
@@ -307,9 +292,6 @@ func (s *Scheduler) remove(r *request) {
 		s.activated = slices.DeleteFunc(s.activated, drop)
 	}
 }
-
-// Idle reports whether the scheduler has no request.
-func (s *Scheduler) Idle() bool { return s.book.Idle() }
 
 // Metrics reports the scheduler's state; blocks are pages.
 func (s *Scheduler) Metrics() sched.Metrics {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/schedtest"
 )
 
 func opts(page, pages int) Options {
@@ -15,65 +16,21 @@ func opts(page, pages int) Options {
 		ClipMaxNewTokens: 4096, Conservativeness: 1, PrefixCaching: true, Events: true}
 }
 
-type harness struct {
-	t *testing.T
-	s *Scheduler
-}
-
-func newHarness(t *testing.T, o Options) *harness {
+func newHarness(t *testing.T, o Options) *schedtest.Harness[*Scheduler] {
 	t.Helper()
 	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &harness{t, s}
-}
-
-func prompt(base, n int) []uint32 {
-	p := make([]uint32, n)
-	for i := range p {
-		p[i] = uint32(base + i)
-	}
-	return p
-}
-
-func (h *harness) enqueue(id uint64, toks []uint32, maxTokens int) {
-	h.t.Helper()
-	if err := h.s.Enqueue(&sched.Request{ID: id, Prompt: toks, MaxTokens: maxTokens}); err != nil {
-		h.t.Fatal(err)
-	}
-}
-
-func (h *harness) step() *sched.Pass {
-	h.t.Helper()
-	p := h.s.Step()
-	if err := h.s.CheckInvariants(); err != nil {
-		h.t.Fatal(err)
-	}
-	return p
-}
-
-func outputs(p *sched.Pass) []string {
-	var s []string
-	for _, o := range p.Outputs {
-		x := fmt.Sprintf("%d:%d", o.ID, len(o.Tokens))
-		if o.Done {
-			x += ":done"
-		}
-		s = append(s, x)
-	}
-	return s
+	return schedtest.NewHarness(t, s, err)
 }
 
 // TestDecodeAllocationIsPageAware ports test_decode_allocation_is_page_aware: with 4-token pages, a
 // 7-token prompt holds 8 slots, still 8 after its first decode, and 12 once its tokens cross into page 3.
 func TestDecodeAllocationIsPageAware(t *testing.T) {
 	h := newHarness(t, opts(4, 16))
-	h.enqueue(1, prompt(0, 7), 4)
+	h.Enqueue(1, schedtest.Prompt(0, 7), 4)
 	var slots []int
 	for range 3 {
-		h.step()
-		slots = append(slots, len(h.s.book.Live[1].pages)*4)
+		h.Step()
+		slots = append(slots, len(h.S.book.Live[1].pages)*4)
 	}
 	if !slices.Equal(slots, []int{8, 8, 12}) {
 		t.Fatalf("allocated slots %v, want [8 8 12]", slots)
@@ -84,9 +41,9 @@ func TestDecodeAllocationIsPageAware(t *testing.T) {
 // 6-token prompt on 4-token pages occupies 2 blocks.
 func TestActiveBlocksTrackPageOccupancy(t *testing.T) {
 	h := newHarness(t, opts(4, 16))
-	h.enqueue(1, prompt(0, 6), 4)
-	h.step()
-	if m := h.s.Metrics(); m.ActiveBlocks != 2 || m.TotalBlocks != 16 {
+	h.Enqueue(1, schedtest.Prompt(0, 6), 4)
+	h.Step()
+	if m := h.S.Metrics(); m.ActiveBlocks != 2 || m.TotalBlocks != 16 {
 		t.Fatalf("metrics %+v, want 2 active of 16", m)
 	}
 }
@@ -95,15 +52,15 @@ func TestActiveBlocksTrackPageOccupancy(t *testing.T) {
 // finished request stay in the tree, and the same prompt hits them (all but the recomputed last page).
 func TestFinishedRequestStaysCached(t *testing.T) {
 	h := newHarness(t, opts(4, 16))
-	h.enqueue(1, prompt(0, 8), 1)
-	if p := h.step(); !slices.Equal(outputs(p), []string{"1:1:done"}) {
-		t.Fatalf("outputs %v", outputs(p))
+	h.Enqueue(1, schedtest.Prompt(0, 8), 1)
+	if p := h.Step(); !slices.Equal(schedtest.Outputs(p), []string{"1:1:done"}) {
+		t.Fatalf("outputs %v", schedtest.Outputs(p))
 	}
-	if c := h.s.Cache(); c.CachedPages() != 2 || c.EvictablePages() != 2 || h.s.Metrics().ActiveBlocks != 0 {
-		t.Fatalf("cached %d evictable %d active %d, want 2, 2, 0", c.CachedPages(), c.EvictablePages(), h.s.Metrics().ActiveBlocks)
+	if c := h.S.Cache(); c.CachedPages() != 2 || c.EvictablePages() != 2 || h.S.Metrics().ActiveBlocks != 0 {
+		t.Fatalf("cached %d evictable %d active %d, want 2, 2, 0", c.CachedPages(), c.EvictablePages(), h.S.Metrics().ActiveBlocks)
 	}
-	h.enqueue(2, prompt(0, 8), 1)
-	if p := h.step(); p.Admitted[0].Cached != 4 {
+	h.Enqueue(2, schedtest.Prompt(0, 8), 1)
+	if p := h.Step(); p.Admitted[0].Cached != 4 {
 		t.Fatalf("admission %+v, want 4 cached tokens", p.Admitted)
 	}
 }
@@ -112,14 +69,14 @@ func TestFinishedRequestStaysCached(t *testing.T) {
 // pages a running request completes go into the tree while it runs.
 func TestUnfinishedDecodeRequestIsCached(t *testing.T) {
 	h := newHarness(t, opts(4, 16))
-	h.enqueue(1, prompt(0, 6), 10)
-	h.step() // prefill: 6 computed, 1 page full
-	if got := h.s.Cache().CachedPages(); got != 1 {
+	h.Enqueue(1, schedtest.Prompt(0, 6), 10)
+	h.Step() // prefill: 6 computed, 1 page full
+	if got := h.S.Cache().CachedPages(); got != 1 {
 		t.Fatalf("after prefill %d pages cached, want 1", got)
 	}
-	h.step()
-	h.step() // positions 6 and 7 computed: page 2 full
-	if got, r := h.s.Cache().CachedPages(), h.s.book.Live[1]; got != 2 || r.locked != 2 {
+	h.Step()
+	h.Step() // positions 6 and 7 computed: page 2 full
+	if got, r := h.S.Cache().CachedPages(), h.S.book.Live[1]; got != 2 || r.locked != 2 {
 		t.Fatalf("%d pages cached, request locks %d; want 2, 2", got, r.locked)
 	}
 }
@@ -133,16 +90,16 @@ func TestRetractionKeepsOutput(t *testing.T) {
 	h := newHarness(t, o)
 	tokens := map[uint64]int{}
 	step := func() *sched.Pass {
-		p := h.step()
+		p := h.Step()
 		for _, o := range p.Outputs {
 			tokens[o.ID] += len(o.Tokens)
 		}
 		return p
 	}
-	h.enqueue(1, prompt(0, 8), 10)
+	h.Enqueue(1, schedtest.Prompt(0, 8), 10)
 	step()
 	step() // request 1 is one output ahead
-	h.enqueue(2, prompt(100, 8), 10)
+	h.Enqueue(2, schedtest.Prompt(100, 8), 10)
 	if p := step(); len(p.Admitted) != 1 {
 		t.Fatalf("request 2 not admitted: %+v", p.Admitted)
 	}
@@ -155,15 +112,15 @@ func TestRetractionKeepsOutput(t *testing.T) {
 	if !slices.Equal(p.Preempted, []uint64{2}) {
 		t.Fatalf("retracted %v, want request 2 (fewer outputs)", p.Preempted)
 	}
-	r2 := h.s.book.Live[2]
-	if r2.Generated == 0 || r2.Generated != tokens[2] || r2.Computed != 0 || h.s.waiting[0] != r2 || h.s.NewTokenRatio() >= 0.7 {
+	r2 := h.S.book.Live[2]
+	if r2.Generated == 0 || r2.Generated != tokens[2] || r2.Computed != 0 || h.S.waiting[0] != r2 || h.S.NewTokenRatio() >= 0.7 {
 		t.Fatalf("retracted request: generated %d (delivered %d) materialized %d front %v ratio %v",
-			r2.Generated, tokens[2], r2.Computed, h.s.waiting[0] == r2, h.s.NewTokenRatio())
+			r2.Generated, tokens[2], r2.Computed, h.S.waiting[0] == r2, h.S.NewTokenRatio())
 	}
-	for !h.s.Idle() {
+	for !h.S.Idle() {
 		step()
 	}
-	if tokens[1] != 10 || tokens[2] != 10 || h.s.Metrics().Preemptions == 0 {
+	if tokens[1] != 10 || tokens[2] != 10 || h.S.Metrics().Preemptions == 0 {
 		t.Fatalf("tokens %v, want 10 each", tokens)
 	}
 }
@@ -174,15 +131,15 @@ func TestPrefillHasPriority(t *testing.T) {
 		o := opts(1, 256)
 		o.MixedChunk = mixed
 		h := newHarness(t, o)
-		h.enqueue(1, prompt(0, 10), 5)
-		h.step()
-		h.enqueue(2, prompt(100, 10), 5)
-		p := h.step()
+		h.Enqueue(1, schedtest.Prompt(0, 10), 5)
+		h.Step()
+		h.Enqueue(2, schedtest.Prompt(100, 10), 5)
+		p := h.Step()
 		want := []string{"2:1"}
 		if mixed {
 			want = []string{"1:1", "2:1"}
 		}
-		if got := outputs(p); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+		if got := schedtest.Outputs(p); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
 			t.Errorf("mixed=%v: outputs %v, want %v", mixed, got, want)
 		}
 	}
@@ -208,16 +165,16 @@ func TestMixedChunkBudgetsForDecodeTokens(t *testing.T) {
 		o.ChunkedPrefillSize, o.MaxPrefillTokens = tc.chunk, tc.maxPrefill
 		h := newHarness(t, o)
 		for id := range uint64(3) {
-			h.enqueue(id+1, prompt(int(id)*100, 4), 50)
+			h.Enqueue(id+1, schedtest.Prompt(int(id)*100, 4), 50)
 		}
-		h.step()
+		h.Step()
 		long := 40
 		if tc.chunk > 16 {
 			long = 12
 		}
-		h.enqueue(4, prompt(1000, long), 5)
-		h.enqueue(5, prompt(2000, 6), 5)
-		got := prefillLog(nil, h.step(), "")
+		h.Enqueue(4, schedtest.Prompt(1000, long), 5)
+		h.Enqueue(5, schedtest.Prompt(2000, 6), 5)
+		got := prefillLog(nil, h.Step(), "")
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("mixed %v, chunk %d, max prefill %d: prefill %v, want %v", tc.mixed, tc.chunk, tc.maxPrefill, got, tc.want)
 		}
@@ -243,11 +200,11 @@ func TestChunkedPrefillKeepsFIFOOrder(t *testing.T) {
 	o := opts(4, 256)
 	o.ChunkedPrefillSize = 16
 	h := newHarness(t, o)
-	h.enqueue(1, prompt(0, 40), 2)
-	h.enqueue(2, prompt(1000, 8), 2)
+	h.Enqueue(1, schedtest.Prompt(0, 40), 2)
+	h.Enqueue(2, schedtest.Prompt(1000, 8), 2)
 	var order []string
 	for range 6 {
-		order = prefillLog(order, h.step(), "chunk ")
+		order = prefillLog(order, h.Step(), "chunk ")
 	}
 	// Pass 3 finishes request 1's prompt first, then admits request 2 with the chunk budget left.
 	want := []string{"admit 1", "chunk 0+16", "chunk 16+16", "admit 2", "chunk 32+8", "chunk 0+8"}
@@ -263,22 +220,22 @@ func TestLPMServesLongestPrefixFirst(t *testing.T) {
 	o.Policy = LPM
 	o.MaxRunning = 1
 	h := newHarness(t, o)
-	h.enqueue(1, prompt(0, 100), 1)
-	h.step()                          // prefix 0..99 cached
-	h.enqueue(2, prompt(5000, 40), 1) // no match
-	h.enqueue(3, prompt(5000, 50), 1) // same first 32 tokens as 2: demoted behind 4
-	h.enqueue(4, prompt(9000, 40), 1) // no match
-	h.enqueue(5, prompt(0, 120), 1)   // 99 tokens cached: first
+	h.Enqueue(1, schedtest.Prompt(0, 100), 1)
+	h.Step()                                    // prefix 0..99 cached
+	h.Enqueue(2, schedtest.Prompt(5000, 40), 1) // no match
+	h.Enqueue(3, schedtest.Prompt(5000, 50), 1) // same first 32 tokens as 2: demoted behind 4
+	h.Enqueue(4, schedtest.Prompt(9000, 40), 1) // no match
+	h.Enqueue(5, schedtest.Prompt(0, 120), 1)   // 99 tokens cached: first
 	var admitted []uint64
 	var cached []int
-	for !h.s.Idle() {
-		for _, a := range h.step().Admitted {
+	for !h.S.Idle() {
+		for _, a := range h.Step().Admitted {
 			admitted = append(admitted, a.ID)
 			cached = append(cached, a.Cached)
 		}
 		if len(admitted) == 1 {
 			var order []uint64
-			for _, r := range h.s.waiting {
+			for _, r := range h.S.waiting {
 				order = append(order, r.ID)
 			}
 			if !slices.Equal(order, []uint64{2, 4, 3}) {
@@ -297,22 +254,22 @@ func TestNewTokenRatioDecays(t *testing.T) {
 	o.Conservativeness = 0.5
 	h := newHarness(t, o)
 	init := 0.35
-	if h.s.NewTokenRatio() != init {
-		t.Fatalf("initial ratio %v, want 0.7 × 0.5", h.s.NewTokenRatio())
+	if h.S.NewTokenRatio() != init {
+		t.Fatalf("initial ratio %v, want 0.7 × 0.5", h.S.NewTokenRatio())
 	}
-	h.enqueue(1, prompt(0, 4), 700)
-	h.step() // extend pass: no decay
+	h.Enqueue(1, schedtest.Prompt(0, 4), 700)
+	h.Step() // extend pass: no decay
 	for range 10 {
-		h.step()
+		h.Step()
 	}
 	step := (init - 0.14*init) / 600
-	if got := h.s.NewTokenRatio(); math.Abs(got-(init-10*step)) > 1e-12 {
+	if got := h.S.NewTokenRatio(); math.Abs(got-(init-10*step)) > 1e-12 {
 		t.Fatalf("after 10 decode steps ratio %v, want %v", got, init-10*step)
 	}
-	for !h.s.Idle() {
-		h.step()
+	for !h.S.Idle() {
+		h.Step()
 	}
-	if got := h.s.NewTokenRatio(); math.Abs(got-0.14*init) > 1e-12 {
+	if got := h.S.NewTokenRatio(); math.Abs(got-0.14*init) > 1e-12 {
 		t.Fatalf("after 699 decode steps ratio %v, want the floor %v", got, 0.14*init)
 	}
 }
@@ -321,11 +278,11 @@ func TestNewTokenRatioDecays(t *testing.T) {
 func TestEventsAreConsistent(t *testing.T) {
 	h := newHarness(t, opts(2, 40))
 	for i := range 10 {
-		h.enqueue(uint64(i), append(prompt(0, 6), prompt(100*i, 5)...), 6)
+		h.Enqueue(uint64(i), append(schedtest.Prompt(0, 6), schedtest.Prompt(100*i, 5)...), 6)
 	}
 	indexed := map[uint64]bool{}
-	for !h.s.Idle() {
-		for _, ev := range h.step().Events {
+	for !h.S.Idle() {
+		for _, ev := range h.Step().Events {
 			switch ev.Kind {
 			case kvcache.Stored:
 				for _, b := range ev.Blocks {
@@ -344,8 +301,8 @@ func TestEventsAreConsistent(t *testing.T) {
 			}
 		}
 	}
-	if len(indexed) != h.s.Cache().CachedPages() {
-		t.Fatalf("indexer holds %d pages, cache %d", len(indexed), h.s.Cache().CachedPages())
+	if len(indexed) != h.S.Cache().CachedPages() {
+		t.Fatalf("indexer holds %d pages, cache %d", len(indexed), h.S.Cache().CachedPages())
 	}
 }
 
@@ -354,34 +311,17 @@ func TestEventsAreConsistent(t *testing.T) {
 func TestTokenGenerationPatterns(t *testing.T) {
 	for _, policy := range []Policy{FCFS, LPM} {
 		for _, page := range []int{1, 4} {
-			for _, shared := range []bool{false, true} {
-				t.Run(fmt.Sprintf("policy%d/page%d/shared=%v", policy, page, shared), func(t *testing.T) {
+			for _, shared := range []int{0, 120} {
+				t.Run(fmt.Sprintf("policy%d/page%d/shared=%d", policy, page, shared), func(t *testing.T) {
 					o := opts(page, 6000/page)
 					o.Policy, o.MaxRunning, o.ChunkedPrefillSize, o.MaxPrefillTokens = policy, 32, 1024, 2048
 					h := newHarness(t, o)
-					for i := range 100 {
-						toks := prompt(i*1000, 200)
-						if shared {
-							copy(toks, prompt(1<<30, 120))
-						}
-						h.enqueue(uint64(i), toks, 40)
-					}
-					tokens, done := 0, 0
-					for passes := 0; !h.s.Idle(); passes++ {
-						if passes > 100000 {
-							t.Fatal("no progress")
-						}
-						for _, o := range h.step().Outputs {
-							tokens += len(o.Tokens)
-							if o.Done {
-								done++
-							}
-						}
-					}
+					h.EnqueueMany(100, 200, shared, 40)
+					tokens, done := h.Drain()
 					if tokens != 4000 || done != 100 {
 						t.Fatalf("%d tokens, %d done; want 4000, 100", tokens, done)
 					}
-					if m := h.s.Metrics(); shared && m.PrefixHits == 0 {
+					if m := h.S.Metrics(); shared > 0 && m.PrefixHits == 0 {
 						t.Fatal("shared prefix never hit")
 					}
 				})
@@ -393,10 +333,10 @@ func TestTokenGenerationPatterns(t *testing.T) {
 func TestRejections(t *testing.T) {
 	h := newHarness(t, opts(4, 4))
 	for _, r := range []*sched.Request{
-		{ID: 1, Prompt: prompt(0, 14), MaxTokens: 3}, // 17 tokens > 16
+		{ID: 1, Prompt: schedtest.Prompt(0, 14), MaxTokens: 3}, // 17 tokens > 16
 		{ID: 2, Prompt: nil, MaxTokens: 1},
 	} {
-		if err := h.s.Enqueue(r); err == nil {
+		if err := h.S.Enqueue(r); err == nil {
 			t.Errorf("request %d accepted", r.ID)
 		}
 	}
@@ -404,17 +344,17 @@ func TestRejections(t *testing.T) {
 
 func TestCancelReleasesPages(t *testing.T) {
 	h := newHarness(t, opts(4, 32))
-	h.enqueue(1, prompt(0, 10), 10)
-	h.enqueue(2, prompt(100, 10), 10)
-	h.step()
-	h.step()
-	if !h.s.Cancel(1) || !h.s.Cancel(2) || h.s.Cancel(3) {
+	h.Enqueue(1, schedtest.Prompt(0, 10), 10)
+	h.Enqueue(2, schedtest.Prompt(100, 10), 10)
+	h.Step()
+	h.Step()
+	if !h.S.Cancel(1) || !h.S.Cancel(2) || h.S.Cancel(3) {
 		t.Fatal("Cancel reported wrongly")
 	}
-	if err := h.s.CheckInvariants(); err != nil {
+	if err := h.S.CheckInvariants(); err != nil {
 		t.Fatal(err)
 	}
-	if m := h.s.Metrics(); m.ActiveBlocks != 0 || !h.s.Idle() {
+	if m := h.S.Metrics(); m.ActiveBlocks != 0 || !h.S.Idle() {
 		t.Fatalf("metrics %+v after cancelling everything", m)
 	}
 }
@@ -430,17 +370,17 @@ func TestSpeculativeDecoding(t *testing.T) {
 		o := opts(4, 64)
 		o.Spec = sched.Spec{Tokens: 2, AcceptRates: tc.rates, Seed: 1}
 		h := newHarness(t, o)
-		h.enqueue(1, prompt(0, 6), 7)
+		h.Enqueue(1, schedtest.Prompt(0, 6), 7)
 		var got []int
-		for !h.s.Idle() {
-			for _, o := range h.step().Outputs {
+		for !h.S.Idle() {
+			for _, o := range h.Step().Outputs {
 				got = append(got, len(o.Tokens))
 			}
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("rates %v: bursts %v, want %v", tc.rates, got, tc.want)
 		}
-		if m := h.s.Metrics(); m.ActiveBlocks != 0 || m.SpecSteps != int64(len(tc.want)-1) {
+		if m := h.S.Metrics(); m.ActiveBlocks != 0 || m.SpecSteps != int64(len(tc.want)-1) {
 			t.Errorf("rates %v: metrics %+v", tc.rates, m)
 		}
 	}
@@ -464,17 +404,17 @@ func TestOverlapSchedule(t *testing.T) {
 		o := opts(1, 64)
 		o.Overlap = tc.overlap
 		h := newHarness(t, o)
-		h.enqueue(1, prompt(0, 4), 3)
+		h.Enqueue(1, schedtest.Prompt(0, 4), 3)
 		var got []string
-		p := h.step()
-		got = append(got, fmt.Sprint(outputs(p)))
-		h.enqueue(2, prompt(100, 4), 3)
-		if w := h.s.Metrics().Waiting; w != 1 {
+		p := h.Step()
+		got = append(got, fmt.Sprint(schedtest.Outputs(p)))
+		h.Enqueue(2, schedtest.Prompt(100, 4), 3)
+		if w := h.S.Metrics().Waiting; w != 1 {
 			t.Fatalf("overlap %v: %d waiting after the arrival, want 1", tc.overlap, w)
 		}
 		for i := range 3 {
-			p = h.step()
-			got = append(got, fmt.Sprint(outputs(p)))
+			p = h.Step()
+			got = append(got, fmt.Sprint(schedtest.Outputs(p)))
 			if tc.overlap && i == 0 {
 				if s := p.Batch.Seqs; len(s) != 1 || s[0].New != 1 || s[0].Cached != 4 || s[0].Prefill {
 					t.Fatalf("overlap pass 2 batch %+v, want request 1's decode (1 new, 4 cached)", s)
@@ -491,16 +431,16 @@ func TestOverlapSchedule(t *testing.T) {
 	o := opts(1, 64)
 	o.Overlap = true
 	h := newHarness(t, o)
-	h.enqueue(3, prompt(0, 4), 1)
-	if got := outputs(h.step()); !slices.Equal(got, []string{"3:1:done"}) {
+	h.Enqueue(3, schedtest.Prompt(0, 4), 1)
+	if got := schedtest.Outputs(h.Step()); !slices.Equal(got, []string{"3:1:done"}) {
 		t.Fatalf("pass 1 outputs %v", got)
 	}
-	h.enqueue(4, prompt(100, 4), 1)
-	p := h.step()
-	if got := outputs(p); !slices.Equal(got, []string{"4:1:done"}) || len(p.Batch.Seqs) != 1 || p.Batch.Seqs[0].New != 4 {
+	h.Enqueue(4, schedtest.Prompt(100, 4), 1)
+	p := h.Step()
+	if got := schedtest.Outputs(p); !slices.Equal(got, []string{"4:1:done"}) || len(p.Batch.Seqs) != 1 || p.Batch.Seqs[0].New != 4 {
 		t.Fatalf("pass 2 outputs %v, batch %+v: want request 4 prefilled at once", got, p.Batch.Seqs)
 	}
-	if !h.s.Idle() {
+	if !h.S.Idle() {
 		t.Fatal("not idle after both finished")
 	}
 }
@@ -511,36 +451,36 @@ func TestCancelDisaggregated(t *testing.T) {
 	o := opts(4, 32)
 	o.Role = sched.Decode
 	h := newHarness(t, o)
-	if _, ok, err := h.s.Reserve(&sched.Request{ID: 1, Prompt: prompt(0, 10), MaxTokens: 4}); !ok || err != nil {
+	if _, ok, err := h.S.Reserve(&sched.Request{ID: 1, Prompt: schedtest.Prompt(0, 10), MaxTokens: 4}); !ok || err != nil {
 		t.Fatalf("Reserve: %v %v", ok, err)
 	}
-	if m := h.s.Metrics(); m.ActiveBlocks != 3 {
+	if m := h.S.Metrics(); m.ActiveBlocks != 3 {
 		t.Fatalf("reserved: %+v; want 3 pages", m)
 	}
-	if !h.s.Cancel(1) || h.s.Unreserve(1) {
+	if !h.S.Cancel(1) || h.S.Unreserve(1) {
 		t.Fatal("Cancel of a reservation did not take it")
 	}
-	if err := h.s.CheckInvariants(); err != nil {
+	if err := h.S.CheckInvariants(); err != nil {
 		t.Fatal(err)
 	}
-	if m := h.s.Metrics(); m.ActiveBlocks != 0 || m.InactiveBlocks != 0 {
+	if m := h.S.Metrics(); m.ActiveBlocks != 0 || m.InactiveBlocks != 0 {
 		t.Fatalf("after the cancel: %+v; want nothing held", m)
 	}
 
 	o.Role = sched.Prefill
 	h = newHarness(t, o)
-	h.enqueue(1, prompt(0, 10), 1)
-	h.step()
-	if m := h.s.Metrics(); m.ActiveBlocks != 3 || !h.s.Idle() {
+	h.Enqueue(1, schedtest.Prompt(0, 10), 1)
+	h.Step()
+	if m := h.S.Metrics(); m.ActiveBlocks != 3 || !h.S.Idle() {
 		t.Fatalf("after the prefill: %+v; want 3 pages held", m)
 	}
-	if !h.s.Cancel(1) || h.s.Release(1) {
+	if !h.S.Cancel(1) || h.S.Release(1) {
 		t.Fatal("Cancel of a held request did not take it")
 	}
-	if err := h.s.CheckInvariants(); err != nil {
+	if err := h.S.CheckInvariants(); err != nil {
 		t.Fatal(err)
 	}
-	if m := h.s.Metrics(); m.ActiveBlocks != 0 || m.InactiveBlocks != 2 {
+	if m := h.S.Metrics(); m.ActiveBlocks != 0 || m.InactiveBlocks != 2 {
 		t.Fatalf("after the cancel: %+v; want 0 active, 2 cached pages", m)
 	}
 }
@@ -553,31 +493,31 @@ func TestActivatedTransfersRespectMaxRunning(t *testing.T) {
 	o.Role, o.MaxRunning = sched.Decode, 1
 	h := newHarness(t, o)
 	for id := range uint64(3) {
-		if _, ok, err := h.s.Reserve(&sched.Request{ID: id + 1, Prompt: prompt(int(id)*100, 10), MaxTokens: 2}); !ok || err != nil {
+		if _, ok, err := h.S.Reserve(&sched.Request{ID: id + 1, Prompt: schedtest.Prompt(int(id)*100, 10), MaxTokens: 2}); !ok || err != nil {
 			t.Fatalf("Reserve %d: %v %v", id+1, ok, err)
 		}
-		h.s.Activate(id + 1)
+		h.S.Activate(id + 1)
 	}
-	p := h.step()
-	if got := outputs(p); !slices.Equal(got, []string{"1:1"}) || len(p.Admitted) != 1 || p.Admitted[0] != (sched.Admission{ID: 1, Cached: 9}) {
+	p := h.Step()
+	if got := schedtest.Outputs(p); !slices.Equal(got, []string{"1:1"}) || len(p.Admitted) != 1 || p.Admitted[0] != (sched.Admission{ID: 1, Cached: 9}) {
 		t.Fatalf("first pass: outputs %v, admitted %+v; want request 1 alone, admitted with 9 cached tokens", got, p.Admitted)
 	}
-	if m := h.s.Metrics(); m.Running != 1 || m.Waiting != 2 || m.ActiveBlocks != 9 {
+	if m := h.S.Metrics(); m.Running != 1 || m.Waiting != 2 || m.ActiveBlocks != 9 {
 		t.Fatalf("%+v; want 1 running, 2 waiting, 9 pages held", m)
 	}
-	if !h.s.Cancel(3) {
+	if !h.S.Cancel(3) {
 		t.Fatal("Cancel of a waiting transfer did not find it")
 	}
-	if err := h.s.CheckInvariants(); err != nil {
+	if err := h.S.CheckInvariants(); err != nil {
 		t.Fatal(err)
 	}
-	if m := h.s.Metrics(); m.Waiting != 1 || m.ActiveBlocks != 6 || m.InactiveBlocks != 2 {
+	if m := h.S.Metrics(); m.Waiting != 1 || m.ActiveBlocks != 6 || m.InactiveBlocks != 2 {
 		t.Fatalf("after the cancel: %+v; want 1 waiting, 6 pages held, 3's 2 full pages cached", m)
 	}
-	if got := outputs(h.step()); !slices.Equal(got, []string{"1:1:done"}) {
+	if got := schedtest.Outputs(h.Step()); !slices.Equal(got, []string{"1:1:done"}) {
 		t.Fatalf("second pass: %v; want request 1 done", got)
 	}
-	if got := outputs(h.step()); !slices.Equal(got, []string{"2:1"}) {
+	if got := schedtest.Outputs(h.Step()); !slices.Equal(got, []string{"2:1"}) {
 		t.Fatalf("third pass: %v; want request 2 once 1 left", got)
 	}
 }
@@ -609,20 +549,20 @@ func TestDecodePreallocation(t *testing.T) {
 			o := opts(4, 16)
 			o.Role, o.ReservedDecode = sched.Decode, tc.reserved
 			h := newHarness(t, o)
-			if _, ok, err := h.s.Reserve(&sched.Request{ID: 1, Prompt: prompt(0, 20), MaxTokens: tc.firstMax}); !ok || err != nil {
+			if _, ok, err := h.S.Reserve(&sched.Request{ID: 1, Prompt: schedtest.Prompt(0, 20), MaxTokens: tc.firstMax}); !ok || err != nil {
 				t.Fatalf("Reserve 1 on an idle worker: %v %v", ok, err)
 			}
 			if tc.run > 0 {
-				h.s.Activate(1)
-				if got := outputs(h.step()); !slices.Equal(got, []string{"1:1"}) {
+				h.S.Activate(1)
+				if got := schedtest.Outputs(h.Step()); !slices.Equal(got, []string{"1:1"}) {
 					t.Fatalf("first step: %v", got)
 				}
 			}
-			_, ok, err := h.s.Reserve(&sched.Request{ID: 2, Prompt: prompt(100, tc.prompt), MaxTokens: 1})
+			_, ok, err := h.S.Reserve(&sched.Request{ID: 2, Prompt: schedtest.Prompt(100, tc.prompt), MaxTokens: 1})
 			if err != nil || ok != tc.want {
-				t.Fatalf("Reserve of a %d-token prompt: ok %v, err %v; want ok %v (%d pages free)", tc.prompt, ok, err, tc.want, h.s.cache.FreePages())
+				t.Fatalf("Reserve of a %d-token prompt: ok %v, err %v; want ok %v (%d pages free)", tc.prompt, ok, err, tc.want, h.S.cache.FreePages())
 			}
-			if err := h.s.CheckInvariants(); err != nil {
+			if err := h.S.CheckInvariants(); err != nil {
 				t.Fatal(err)
 			}
 		})

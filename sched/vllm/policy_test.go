@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/schedtest"
 )
 
 // TestGuaranteedNoEvictAdmission: TensorRT-LLM admits a request only if its prompt and whole output fit
@@ -20,11 +21,11 @@ func TestGuaranteedNoEvictAdmission(t *testing.T) {
 		{GuaranteedNoEvict, []uint64{1, 2}}, // 8 + 8 of 16 blocks reserved: request 3 (2 blocks) waits
 	} {
 		h := newHarness(t, Options{BlockSize: 4, NumBlocks: 16, MaxBatchedTokens: 64, ChunkedPrefill: true, PrefixCaching: true, Capacity: tc.capacity})
-		h.enqueue(1, prompt(0, 8), 24) // at most 32 tokens: 8 blocks
-		h.enqueue(2, prompt(100, 8), 24)
-		h.enqueue(3, prompt(200, 4), 4)
+		h.Enqueue(1, schedtest.Prompt(0, 8), 24) // at most 32 tokens: 8 blocks
+		h.Enqueue(2, schedtest.Prompt(100, 8), 24)
+		h.Enqueue(3, schedtest.Prompt(200, 4), 4)
 		var admitted []uint64
-		for _, a := range h.step().Admitted {
+		for _, a := range h.Step().Admitted {
 			admitted = append(admitted, a.ID)
 		}
 		if !slices.Equal(admitted, tc.admitted) {
@@ -39,13 +40,13 @@ func TestGuaranteedNoEvictNeverPreempts(t *testing.T) {
 	run := func(c Capacity) (preemptions int64, maxRunning, passes int) {
 		h := newHarness(t, Options{BlockSize: 4, NumBlocks: 40, MaxNumSeqs: 16, MaxBatchedTokens: 256, ChunkedPrefill: true, PrefixCaching: true, Capacity: c})
 		for i := range 12 {
-			h.enqueue(uint64(i), prompt(1000*i, 20+i), 40)
+			h.Enqueue(uint64(i), schedtest.Prompt(1000*i, 20+i), 40)
 		}
-		for ; !h.s.Idle(); passes++ {
-			h.step()
-			maxRunning = max(maxRunning, h.s.Metrics().Running)
+		for ; !h.S.Idle(); passes++ {
+			h.Step()
+			maxRunning = max(maxRunning, h.S.Metrics().Running)
 		}
-		return h.s.Metrics().Preemptions, maxRunning, passes
+		return h.S.Metrics().Preemptions, maxRunning, passes
 	}
 	vp, vmax, vpasses := run(MaxUtilization)
 	tp, tmax, tpasses := run(GuaranteedNoEvict)
@@ -55,16 +56,16 @@ func TestGuaranteedNoEvictNeverPreempts(t *testing.T) {
 	}
 }
 
-func specHarness(t *testing.T, k int, rates []float64, seed uint64) *harness {
+func specHarness(t *testing.T, k int, rates []float64, seed uint64) *schedtest.Harness[*Scheduler] {
 	return newHarness(t, Options{BlockSize: 4, NumBlocks: 4096, MaxBatchedTokens: 8192, ChunkedPrefill: true, PrefixCaching: true,
 		Spec: sched.Spec{Tokens: k, AcceptRates: rates, Seed: seed}})
 }
 
 // bursts runs the scheduler to idle and returns each pass's tokens per request, by request.
-func bursts(h *harness) map[uint64][]int {
+func bursts(h *schedtest.Harness[*Scheduler]) map[uint64][]int {
 	out := map[uint64][]int{}
-	for !h.s.Idle() {
-		for _, o := range h.step().Outputs {
+	for !h.S.Idle() {
+		for _, o := range h.Step().Outputs {
 			out[o.ID] = append(out[o.ID], len(o.Tokens))
 		}
 	}
@@ -82,12 +83,12 @@ func TestSpeculativeBurstsExact(t *testing.T) {
 		{[]float64{1}, []int{1, 2, 2, 2}},             // missing rates are 0
 	} {
 		h := specHarness(t, 2, tc.rates, 1)
-		h.enqueue(1, prompt(0, 6), 7)
+		h.Enqueue(1, schedtest.Prompt(0, 6), 7)
 		if got := bursts(h)[1]; !slices.Equal(got, tc.want) {
 			t.Errorf("rates %v: bursts %v, want %v", tc.rates, got, tc.want)
 		}
-		if h.s.Pool().Active() != 0 {
-			t.Errorf("rates %v: %d blocks still active", tc.rates, h.s.Pool().Active())
+		if h.S.Pool().Active() != 0 {
+			t.Errorf("rates %v: %d blocks still active", tc.rates, h.S.Pool().Active())
 		}
 	}
 }
@@ -96,7 +97,7 @@ func TestSpeculativeSeedDeterminism(t *testing.T) {
 	draw := func(seed uint64) string {
 		h := specHarness(t, 3, []float64{0.7, 0.5, 0.2}, seed)
 		for i := range 8 {
-			h.enqueue(uint64(i), prompt(100*i, 10), 30)
+			h.Enqueue(uint64(i), schedtest.Prompt(100*i, 10), 30)
 		}
 		b := bursts(h)
 		return fmt.Sprint(b[0], b[3], b[7])
@@ -114,10 +115,10 @@ func TestSpeculativeSeedDeterminism(t *testing.T) {
 func TestSpeculativeMeanAcceptedLength(t *testing.T) {
 	h := specHarness(t, 3, []float64{0.7, 0.5, 0.2}, 42)
 	for i := range 200 {
-		h.enqueue(uint64(i), prompt(1000*i, 16), 400)
+		h.Enqueue(uint64(i), schedtest.Prompt(1000*i, 16), 400)
 	}
 	bursts(h)
-	m := h.s.Metrics()
+	m := h.S.Metrics()
 	mean := float64(m.SpecTokens) / float64(m.SpecSteps)
 	if math.Abs(mean-2.12) > 0.02 || m.SpecSteps < 20000 {
 		t.Fatalf("mean accepted length %.4f over %d steps, want 2.12", mean, m.SpecSteps)
@@ -127,16 +128,16 @@ func TestSpeculativeMeanAcceptedLength(t *testing.T) {
 // TestSpeculativeReleasesUnusedReservations: blocks reserved for rejected drafts go back at the pass end.
 func TestSpeculativeReleasesUnusedReservations(t *testing.T) {
 	h := specHarness(t, 4, []float64{0}, 1)
-	h.enqueue(1, prompt(0, 4), 10)
-	h.step() // prefill: 4 tokens, the first output token
-	p := h.step()
+	h.Enqueue(1, schedtest.Prompt(0, 4), 10)
+	h.Step() // prefill: 4 tokens, the first output token
+	p := h.Step()
 	// The decode step computed the dangling token and 4 drafts (positions 4..8: blocks 1 and 2 reserved);
 	// all drafts were rejected, so only position 4 is valid and block 2 goes back.
 	if s := p.Batch.Seqs[0]; s.New != 5 || s.Cached != 4 || s.Prefill {
 		t.Fatalf("batch %+v, want a decode of 1 + 4 drafts over 4 tokens", s)
 	}
-	if r := h.req(1); r.Computed != 5 || len(r.table) != 2 || h.s.Pool().Active() != 2 {
-		t.Fatalf("computed %d, %d blocks held, %d active; want 5, 2, 2", r.Computed, len(r.table), h.s.Pool().Active())
+	if r := h.S.req(1); r.Computed != 5 || len(r.table) != 2 || h.S.Pool().Active() != 2 {
+		t.Fatalf("computed %d, %d blocks held, %d active; want 5, 2, 2", r.Computed, len(r.table), h.S.Pool().Active())
 	}
 }
 
@@ -148,13 +149,13 @@ func TestSpeculativeRecomputesOneMorePrefixBlock(t *testing.T) {
 		reuse, prefill, kv int
 	}{{0, 8, 4, 8}, {1, 4, 8, 4}} {
 		h := specHarness(t, tc.k, []float64{0.5}, 1)
-		h.enqueue(1, prompt(0, 8), 1)
+		h.Enqueue(1, schedtest.Prompt(0, 8), 1)
 		bursts(h)
-		toks := append(prompt(0, 8), prompt(500, 4)...)
-		if err := h.s.Enqueue(&sched.Request{ID: 2, Prompt: toks, MaxTokens: 1}); err != nil {
+		toks := append(schedtest.Prompt(0, 8), schedtest.Prompt(500, 4)...)
+		if err := h.S.Enqueue(&sched.Request{ID: 2, Prompt: toks, MaxTokens: 1}); err != nil {
 			t.Fatal(err)
 		}
-		p := h.step()
+		p := h.Step()
 		if got := []int{p.Admitted[0].Cached, p.FPM.SumPrefillTokens, p.FPM.SumPrefillKVTokens}; !slices.Equal(got, []int{tc.reuse, tc.prefill, tc.kv}) {
 			t.Errorf("spec tokens %d: reuse/prefill/kv = %v, want %d/%d/%d", tc.k, got, tc.reuse, tc.prefill, tc.kv)
 		}

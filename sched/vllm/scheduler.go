@@ -142,13 +142,14 @@ func (s *Scheduler) need(r *request) int {
 
 // Scheduler is a vLLM v1 scheduler with its KV block pool. It is not safe for concurrent use.
 type Scheduler struct {
-	opt        Options
-	blockShift int // log2(BlockSize) for a power of two, else -1
-	pool       *kvcache.Pool
-	waiting    queue
-	running    []*request
-	book       *book.Book[*request]
-	hits       []kvcache.BlockID
+	opt                  Options
+	blockShift           int // log2(BlockSize) for a power of two, else -1
+	pool                 *kvcache.Pool
+	waiting              queue
+	running              []*request
+	book                 *book.Book[*request]
+	book.Front[*request] // Cancel, Idle, Release, Reserve, Unreserve
+	hits                 []kvcache.BlockID
 
 	// Buffers of finished requests, for the next ones to run.
 	seqs   []*tokens.Sequence
@@ -178,6 +179,7 @@ func New(o Options) (*Scheduler, error) {
 	}
 	free := func(r *request) { s.pool.Release(r.table) }
 	s.book = book.New(book.Hooks[*request]{New: s.newRequest, Room: s.room, Remove: s.remove, Free: free}, l, o.Role, o.Spec)
+	s.Front = s.book.Front()
 	return s, nil
 }
 
@@ -219,19 +221,8 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 	return nil
 }
 
-// Release frees the KV a prefill worker kept for a finished request once it has been transferred. It
-// reports whether the request was held.
-func (s *Scheduler) Release(id uint64) bool { return s.book.Release(id) }
-
-// Reserve makes room on a decode worker for a request whose prompt KV is about to arrive: it shares the
-// prompt's cached prefix and allocates the rest. It returns how many prompt tokens the worker lacks (what
-// the transfer must carry), or ok false if the pool cannot hold the prompt now (the driver retries when
-// capacity frees). A request that can never run is rejected with a *sched.RejectError.
-func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) {
-	return s.book.Reserve(r)
-}
-
-// room finds the blocks of a reservation (see Reserve): its cached prefix, shared, and fresh ones.
+// room finds the blocks of a reservation (Reserve): it shares the prompt's cached prefix and allocates the
+// rest, unless the pool cannot hold the prompt now (GuaranteedNoEvict: the whole request).
 func (s *Scheduler) room(req *request, maxTokens int) (cached int, ok bool) {
 	blocks := req.Seq.Blocks()
 	var activeHits int
@@ -281,9 +272,6 @@ func (s *Scheduler) Activate(id uint64) bool {
 	return true
 }
 
-// Unreserve drops a reservation (its transfer failed or the request was cancelled).
-func (s *Scheduler) Unreserve(id uint64) bool { return s.book.Unreserve(id) }
-
 // newRequest returns an empty request with a sequence, or without one (to hold a source) when bare.
 func (s *Scheduler) newRequest(bare bool) *request {
 	r := s.book.Reuse()
@@ -326,10 +314,6 @@ func (s *Scheduler) buffers(r *request) {
 	}
 }
 
-// Cancel removes a request wherever it is (waiting, running, held for its transfer, reserved while its
-// KV arrives) and releases its blocks. It reports whether it was found.
-func (s *Scheduler) Cancel(id uint64) bool { return s.book.Cancel(id) }
-
 // remove takes a cancelled request out of the queue or the running set; the Book then frees its blocks
 // (a waiting request holds blocks too when it is an activated transfer).
 func (s *Scheduler) remove(r *request) {
@@ -338,9 +322,6 @@ func (s *Scheduler) remove(r *request) {
 		s.running = slices.DeleteFunc(s.running, func(x *request) bool { return x == r })
 	}
 }
-
-// Idle reports whether the scheduler has no request.
-func (s *Scheduler) Idle() bool { return s.book.Idle() }
 
 // Metrics reports the scheduler's state.
 func (s *Scheduler) Metrics() sched.Metrics {

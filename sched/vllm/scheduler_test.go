@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/schedtest"
 )
 
 // refOpts is the reference tests' typical configuration (dynamo-mocker.md §13): block size 4, 6 blocks,
@@ -15,65 +16,19 @@ func refOpts() Options {
 	return Options{BlockSize: 4, NumBlocks: 6, MaxNumSeqs: 3, MaxBatchedTokens: 8, ChunkedPrefill: true, PrefixCaching: true, Events: true}
 }
 
-type harness struct {
-	t *testing.T
-	s *Scheduler
-}
-
-func newHarness(t *testing.T, o Options) *harness {
+func newHarness(t *testing.T, o Options) *schedtest.Harness[*Scheduler] {
 	t.Helper()
 	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &harness{t, s}
+	return schedtest.NewHarness(t, s, err)
 }
 
-// prompt returns n distinct tokens starting at base.
-func prompt(base, n int) []uint32 {
-	p := make([]uint32, n)
-	for i := range p {
-		p[i] = uint32(base + i)
-	}
-	return p
-}
-
-func (h *harness) enqueue(id uint64, toks []uint32, maxTokens int) {
-	h.t.Helper()
-	if err := h.s.Enqueue(&sched.Request{ID: id, Prompt: toks, MaxTokens: maxTokens}); err != nil {
-		h.t.Fatal(err)
-	}
-}
-
-func (h *harness) step() *sched.Pass {
-	h.t.Helper()
-	p := h.s.Step()
-	if err := h.s.CheckInvariants(); err != nil {
-		h.t.Fatal(err)
-	}
-	return p
-}
-
-func (h *harness) req(id uint64) *request { return h.s.book.Live[id] }
-
-// outputs summarises a pass's outputs as "id:tokens[:done]".
-func outputs(p *sched.Pass) []string {
-	var s []string
-	for _, o := range p.Outputs {
-		x := fmt.Sprintf("%d:%d", o.ID, len(o.Tokens))
-		if o.Done {
-			x += ":done"
-		}
-		s = append(s, x)
-	}
-	return s
-}
+func (s *Scheduler) req(id uint64) *request { return s.book.Live[id] }
 
 func TestZeroOutputRequestCompletesAfterPrefill(t *testing.T) {
 	h := newHarness(t, refOpts())
-	h.enqueue(1, prompt(0, 8), 0)
-	p := h.step()
-	if got := outputs(p); !slices.Equal(got, []string{"1:0:done"}) {
+	h.Enqueue(1, schedtest.Prompt(0, 8), 0)
+	p := h.Step()
+	if got := schedtest.Outputs(p); !slices.Equal(got, []string{"1:0:done"}) {
 		t.Fatalf("outputs %v, want one completion without a token", got)
 	}
 	if p.FPM.NumDecodeRequests != 0 || p.FPM.NumPrefillRequests != 1 || p.FPM.SumPrefillTokens != 8 {
@@ -82,17 +37,17 @@ func TestZeroOutputRequestCompletesAfterPrefill(t *testing.T) {
 	if n, _ := p.Batch.Sampling(); n != 0 {
 		t.Fatalf("%d sampling requests, want 0", n)
 	}
-	if h.s.Pool().Active() != 0 || !h.s.Idle() {
-		t.Fatalf("active %d, idle %v after completion", h.s.Pool().Active(), h.s.Idle())
+	if h.S.Pool().Active() != 0 || !h.S.Idle() {
+		t.Fatalf("active %d, idle %v after completion", h.S.Pool().Active(), h.S.Idle())
 	}
 }
 
 func TestFullyCachedZeroOutputRequestIsNotDecodeWork(t *testing.T) {
 	h := newHarness(t, refOpts())
-	h.enqueue(1, prompt(0, 8), 0)
-	h.step()
-	h.enqueue(2, prompt(0, 8), 0)
-	p := h.step()
+	h.Enqueue(1, schedtest.Prompt(0, 8), 0)
+	h.Step()
+	h.Enqueue(2, schedtest.Prompt(0, 8), 0)
+	p := h.Step()
 	// Fully cached: the last block is recomputed (4 new tokens over a 4-token cached prefix).
 	if len(p.Admitted) != 1 || p.Admitted[0].Cached != 4 {
 		t.Fatalf("admissions %+v, want 4 cached tokens", p.Admitted)
@@ -100,7 +55,7 @@ func TestFullyCachedZeroOutputRequestIsNotDecodeWork(t *testing.T) {
 	if f := p.FPM; f.NumDecodeRequests != 0 || f.NumPrefillRequests != 1 || f.SumPrefillTokens != 4 || f.SumPrefillKVTokens != 4 {
 		t.Fatalf("FPM %+v, want one prefill of 4 new tokens over 4 cached, no decode", f)
 	}
-	if got := outputs(p); !slices.Equal(got, []string{"2:0:done"}) {
+	if got := schedtest.Outputs(p); !slices.Equal(got, []string{"2:0:done"}) {
 		t.Fatalf("outputs %v", got)
 	}
 }
@@ -109,17 +64,17 @@ func TestUnifiedPassKeepsPartialPrefillInRunning(t *testing.T) {
 	o := refOpts()
 	o.MaxBatchedTokens = 12
 	h := newHarness(t, o)
-	h.enqueue(1, prompt(0, 8), 4)
-	h.enqueue(2, prompt(100, 8), 4)
-	p := h.step()
-	if r1, r2 := h.req(1), h.req(2); r1.Computed != 8 || r2.Computed != 4 {
+	h.Enqueue(1, schedtest.Prompt(0, 8), 4)
+	h.Enqueue(2, schedtest.Prompt(100, 8), 4)
+	p := h.Step()
+	if r1, r2 := h.S.req(1), h.S.req(2); r1.Computed != 8 || r2.Computed != 4 {
 		t.Fatalf("computed %d/%d, want 8/4", r1.Computed, r2.Computed)
 	}
-	if got := outputs(p); !slices.Equal(got, []string{"1:1"}) {
+	if got := schedtest.Outputs(p); !slices.Equal(got, []string{"1:1"}) {
 		t.Fatalf("outputs %v, want r1's first token only", got)
 	}
-	if len(h.s.running) != 2 || h.s.waiting.len() != 0 || h.s.Pool().Active() != 3 {
-		t.Fatalf("running %d, waiting %d, active %d; want 2, 0, 3", len(h.s.running), h.s.waiting.len(), h.s.Pool().Active())
+	if len(h.S.running) != 2 || h.S.waiting.len() != 0 || h.S.Pool().Active() != 3 {
+		t.Fatalf("running %d, waiting %d, active %d; want 2, 0, 3", len(h.S.running), h.S.waiting.len(), h.S.Pool().Active())
 	}
 }
 
@@ -127,27 +82,27 @@ func TestRunningRequestsConsumeBudgetBeforeWaiting(t *testing.T) {
 	o := refOpts()
 	o.MaxBatchedTokens = 4
 	h := newHarness(t, o)
-	h.enqueue(1, prompt(0, 8), 5)
-	h.enqueue(2, prompt(100, 4), 5)
+	h.Enqueue(1, schedtest.Prompt(0, 8), 5)
+	h.Enqueue(2, schedtest.Prompt(100, 4), 5)
 	for i, want := range []struct{ c1, c2 int }{{4, 0}, {8, 0}, {9, 3}} {
-		h.step()
+		h.Step()
 		c2 := 0
-		if r := h.req(2); r != nil {
+		if r := h.S.req(2); r != nil {
 			c2 = r.Computed
 		}
-		if h.req(1).Computed != want.c1 || c2 != want.c2 {
-			t.Fatalf("pass %d: computed %d/%d, want %d/%d", i+1, h.req(1).Computed, c2, want.c1, want.c2)
+		if h.S.req(1).Computed != want.c1 || c2 != want.c2 {
+			t.Fatalf("pass %d: computed %d/%d, want %d/%d", i+1, h.S.req(1).Computed, c2, want.c1, want.c2)
 		}
 	}
 }
 
 func TestTwoReadyRequestsBatchTogether(t *testing.T) {
 	h := newHarness(t, refOpts())
-	h.enqueue(1, prompt(0, 4), 3)
-	h.enqueue(2, prompt(100, 4), 3)
-	p := h.step()
-	if len(p.Admitted) != 2 || !slices.Equal(outputs(p), []string{"1:1", "2:1"}) {
-		t.Fatalf("admitted %+v, outputs %v: want both admitted with a first token in the same pass", p.Admitted, outputs(p))
+	h.Enqueue(1, schedtest.Prompt(0, 4), 3)
+	h.Enqueue(2, schedtest.Prompt(100, 4), 3)
+	p := h.Step()
+	if len(p.Admitted) != 2 || !slices.Equal(schedtest.Outputs(p), []string{"1:1", "2:1"}) {
+		t.Fatalf("admitted %+v, outputs %v: want both admitted with a first token in the same pass", p.Admitted, schedtest.Outputs(p))
 	}
 	if n, ctx := p.Batch.Sampling(); n != 2 || ctx != 8 {
 		t.Fatalf("sampling %d with context %d, want 2 and 8", n, ctx)
@@ -156,13 +111,13 @@ func TestTwoReadyRequestsBatchTogether(t *testing.T) {
 
 func TestFirstTokenOnPromptCompletionPass(t *testing.T) {
 	h := newHarness(t, refOpts())
-	h.enqueue(1, prompt(0, 12), 2) // 8 + 4 tokens over two passes
-	if p := h.step(); len(p.Outputs) != 0 {
-		t.Fatalf("first chunk emitted %v", outputs(p))
+	h.Enqueue(1, schedtest.Prompt(0, 12), 2) // 8 + 4 tokens over two passes
+	if p := h.Step(); len(p.Outputs) != 0 {
+		t.Fatalf("first chunk emitted %v", schedtest.Outputs(p))
 	}
-	p := h.step()
-	if !slices.Equal(outputs(p), []string{"1:1"}) {
-		t.Fatalf("completing pass outputs %v, want the first token", outputs(p))
+	p := h.Step()
+	if !slices.Equal(schedtest.Outputs(p), []string{"1:1"}) {
+		t.Fatalf("completing pass outputs %v, want the first token", schedtest.Outputs(p))
 	}
 	if s := p.Batch.Seqs; len(s) != 1 || s[0] != (struct {
 		New, Cached      int
@@ -170,42 +125,42 @@ func TestFirstTokenOnPromptCompletionPass(t *testing.T) {
 	}{4, 8, true, true}) {
 		t.Fatalf("batch %+v", s)
 	}
-	p = h.step()
-	if !slices.Equal(outputs(p), []string{"1:1:done"}) || p.Batch.Seqs[0].Prefill || p.Batch.Seqs[0].New != 1 || p.Batch.Seqs[0].Cached != 12 {
-		t.Fatalf("decode pass outputs %v batch %+v", outputs(p), p.Batch.Seqs)
+	p = h.Step()
+	if !slices.Equal(schedtest.Outputs(p), []string{"1:1:done"}) || p.Batch.Seqs[0].Prefill || p.Batch.Seqs[0].New != 1 || p.Batch.Seqs[0].Cached != 12 {
+		t.Fatalf("decode pass outputs %v batch %+v", schedtest.Outputs(p), p.Batch.Seqs)
 	}
 }
 
 // preemptionSetup fills a 4-block pool with two running requests; in the third pass request 1 needs a
 // third block for its next token.
-func preemptionSetup(t *testing.T, mode Preemption) *harness {
+func preemptionSetup(t *testing.T, mode Preemption) *schedtest.Harness[*Scheduler] {
 	o := refOpts()
 	o.NumBlocks = 4
 	o.Preemption = mode
 	h := newHarness(t, o)
-	h.enqueue(1, prompt(0, 7), 3)
-	h.enqueue(2, prompt(100, 7), 9)
-	if p := h.step(); len(p.Admitted) != 2 { // r1 whole prompt, r2 one token of its prompt
+	h.Enqueue(1, schedtest.Prompt(0, 7), 3)
+	h.Enqueue(2, schedtest.Prompt(100, 7), 9)
+	if p := h.Step(); len(p.Admitted) != 2 { // r1 whole prompt, r2 one token of its prompt
 		t.Fatalf("pass 1 admitted %+v", p.Admitted)
 	}
-	if p := h.step(); !slices.Equal(outputs(p), []string{"1:1", "2:1"}) || h.s.Pool().Free() != 0 {
-		t.Fatalf("pass 2 outputs %v, free %d", outputs(p), h.s.Pool().Free())
+	if p := h.Step(); !slices.Equal(schedtest.Outputs(p), []string{"1:1", "2:1"}) || h.S.Pool().Free() != 0 {
+		t.Fatalf("pass 2 outputs %v, free %d", schedtest.Outputs(p), h.S.Pool().Free())
 	}
 	return h
 }
 
 func TestPreemptionRequeuesNewestRunningRequest(t *testing.T) {
 	h := preemptionSetup(t, LIFO)
-	p := h.step()
+	p := h.Step()
 	if !slices.Equal(p.Preempted, []uint64{2}) {
 		t.Fatalf("preempted %v, want the newest [2]", p.Preempted)
 	}
-	r2 := h.req(2)
-	if r2.Computed != 0 || r2.Preemptions != 1 || h.s.waiting.front() != r2 || h.s.Metrics().Preemptions != 1 {
-		t.Fatalf("victim computed %d preemptions %d front %v", r2.Computed, r2.Preemptions, h.s.waiting.front() == r2)
+	r2 := h.S.req(2)
+	if r2.Computed != 0 || r2.Preemptions != 1 || h.S.waiting.front() != r2 || h.S.Metrics().Preemptions != 1 {
+		t.Fatalf("victim computed %d preemptions %d front %v", r2.Computed, r2.Preemptions, h.S.waiting.front() == r2)
 	}
-	if len(p.Admitted) != 0 || !slices.Equal(outputs(p), []string{"1:1:done"}) {
-		t.Fatalf("admitted %+v outputs %v: want no admission in a pass that preempted", p.Admitted, outputs(p))
+	if len(p.Admitted) != 0 || !slices.Equal(schedtest.Outputs(p), []string{"1:1:done"}) {
+		t.Fatalf("admitted %+v outputs %v: want no admission in a pass that preempted", p.Admitted, schedtest.Outputs(p))
 	}
 	// The victim keeps its generated token; resumed, it recomputes prompt + output and hits its own blocks.
 	if r2.Generated != 1 || r2.Seq.Len() != 8 {
@@ -214,8 +169,8 @@ func TestPreemptionRequeuesNewestRunningRequest(t *testing.T) {
 	if f := p.FPM; f.NumQueuedDecode != 1 || f.SumQueuedDecodeTokens != 8 {
 		t.Fatalf("FPM %+v: the preempted request is queued decode work of 8 tokens", f)
 	}
-	for !h.s.Idle() {
-		p = h.step()
+	for !h.S.Idle() {
+		p = h.Step()
 		for _, a := range p.Admitted {
 			if a.ID == 2 && (!a.Resumed || a.Cached != 4) {
 				t.Fatalf("resumed admission %+v, want Resumed with its first block cached", a)
@@ -226,13 +181,13 @@ func TestPreemptionRequeuesNewestRunningRequest(t *testing.T) {
 
 func TestFIFOPreemptsOldest(t *testing.T) {
 	h := preemptionSetup(t, FIFO)
-	p := h.step()
+	p := h.Step()
 	if !slices.Equal(p.Preempted, []uint64{1}) {
 		t.Fatalf("preempted %v, want the oldest [1]", p.Preempted)
 	}
 	// Request 1 preempted itself; request 2 still decodes in this pass.
-	if !slices.Equal(outputs(p), []string{"2:1"}) {
-		t.Fatalf("outputs %v", outputs(p))
+	if !slices.Equal(schedtest.Outputs(p), []string{"2:1"}) {
+		t.Fatalf("outputs %v", schedtest.Outputs(p))
 	}
 }
 
@@ -240,18 +195,18 @@ func TestWaitingFullISLGateBlocksWithoutPreemption(t *testing.T) {
 	o := refOpts()
 	o.MaxBatchedTokens = 32
 	h := newHarness(t, o)
-	h.enqueue(1, prompt(0, 16), 2) // 4 of 6 blocks
-	h.step()
-	h.enqueue(2, prompt(100, 12), 1) // needs 3 blocks: does not fit beside 4
-	h.enqueue(3, prompt(200, 4), 1)  // would fit, but must not overtake the head
-	p := h.step()
+	h.Enqueue(1, schedtest.Prompt(0, 16), 2) // 4 of 6 blocks
+	h.Step()
+	h.Enqueue(2, schedtest.Prompt(100, 12), 1) // needs 3 blocks: does not fit beside 4
+	h.Enqueue(3, schedtest.Prompt(200, 4), 1)  // would fit, but must not overtake the head
+	p := h.Step()
 	if len(p.Admitted) != 0 || len(p.Preempted) != 0 {
 		t.Fatalf("admitted %+v preempted %v; want the head to wait and nobody to overtake", p.Admitted, p.Preempted)
 	}
-	if !slices.Equal(outputs(p), []string{"1:1:done"}) {
-		t.Fatalf("outputs %v", outputs(p))
+	if !slices.Equal(schedtest.Outputs(p), []string{"1:1:done"}) {
+		t.Fatalf("outputs %v", schedtest.Outputs(p))
 	}
-	p = h.step()
+	p = h.Step()
 	if len(p.Admitted) != 2 || p.Admitted[0].ID != 2 || p.Admitted[1].ID != 3 {
 		t.Fatalf("after the holder finished: admitted %+v, want 2 then 3", p.Admitted)
 	}
@@ -273,12 +228,12 @@ func TestChunkFitAdmitsOnTheChunk(t *testing.T) {
 		o := refOpts()
 		o.Capacity = c.capacity
 		h := newHarness(t, o)
-		h.enqueue(1, prompt(0, 8), 3)
-		h.enqueue(2, prompt(100, 20), 1)
-		if p := h.step(); !slices.Equal(outputs(p), []string{"1:1"}) {
-			t.Fatalf("capacity %d: first pass outputs %v", c.capacity, outputs(p))
+		h.Enqueue(1, schedtest.Prompt(0, 8), 3)
+		h.Enqueue(2, schedtest.Prompt(100, 20), 1)
+		if p := h.Step(); !slices.Equal(schedtest.Outputs(p), []string{"1:1"}) {
+			t.Fatalf("capacity %d: first pass outputs %v", c.capacity, schedtest.Outputs(p))
 		}
-		p := h.step()
+		p := h.Step()
 		var ids []uint64
 		for _, a := range p.Admitted {
 			ids = append(ids, a.ID)
@@ -286,21 +241,21 @@ func TestChunkFitAdmitsOnTheChunk(t *testing.T) {
 		if !slices.Equal(ids, c.admitted) {
 			t.Fatalf("capacity %d: second pass admitted %v, want %v", c.capacity, ids, c.admitted)
 		}
-		p = h.step()
+		p = h.Step()
 		if c.capacity == ChunkFit && !slices.Equal(p.Preempted, []uint64{2}) {
 			t.Fatalf("ChunkFit: third pass preempted %v, want [2]", p.Preempted)
 		}
 		if c.capacity == MaxUtilization && len(p.Preempted) != 0 {
 			t.Fatalf("whole-prompt gate: third pass preempted %v", p.Preempted)
 		}
-		if !slices.Equal(outputs(p), []string{"1:1:done"}) {
-			t.Fatalf("capacity %d: third pass outputs %v", c.capacity, outputs(p))
+		if !slices.Equal(schedtest.Outputs(p), []string{"1:1:done"}) {
+			t.Fatalf("capacity %d: third pass outputs %v", c.capacity, schedtest.Outputs(p))
 		}
-		for n := 0; !h.s.Idle(); n++ {
+		for n := 0; !h.S.Idle(); n++ {
 			if n == 10 {
 				t.Fatalf("capacity %d: request 2 never finished", c.capacity)
 			}
-			h.step()
+			h.Step()
 		}
 	}
 	if c, err := ParseCapacity("chunk"); c != ChunkFit || err != nil {
@@ -313,18 +268,18 @@ func TestChunkFitAdmitsOnTheChunk(t *testing.T) {
 
 func TestRequestLargerThanPoolIsRejected(t *testing.T) {
 	h := newHarness(t, refOpts())
-	err := h.s.Enqueue(&sched.Request{ID: 1, Prompt: prompt(0, 25), MaxTokens: 1})
+	err := h.S.Enqueue(&sched.Request{ID: 1, Prompt: schedtest.Prompt(0, 25), MaxTokens: 1})
 	var rej *sched.RejectError
 	if !errors.As(err, &rej) || rej.ID != 1 {
 		t.Fatalf("Enqueue = %v, want a RejectError", err)
 	}
 	// Prompt fits but prompt + output cannot: it would preempt itself forever.
-	if err := h.s.Enqueue(&sched.Request{ID: 2, Prompt: prompt(0, 20), MaxTokens: 5}); !errors.As(err, &rej) {
+	if err := h.S.Enqueue(&sched.Request{ID: 2, Prompt: schedtest.Prompt(0, 20), MaxTokens: 5}); !errors.As(err, &rej) {
 		t.Fatalf("Enqueue = %v, want a RejectError", err)
 	}
-	h.enqueue(3, prompt(0, 4), 1)
-	if p := h.step(); !slices.Equal(outputs(p), []string{"3:1:done"}) {
-		t.Fatalf("follower outputs %v", outputs(p))
+	h.Enqueue(3, schedtest.Prompt(0, 4), 1)
+	if p := h.Step(); !slices.Equal(schedtest.Outputs(p), []string{"3:1:done"}) {
+		t.Fatalf("follower outputs %v", schedtest.Outputs(p))
 	}
 }
 
@@ -333,19 +288,19 @@ func TestRejections(t *testing.T) {
 	o.MaxModelLen = 10
 	h := newHarness(t, o)
 	for _, r := range []*sched.Request{
-		{ID: 1, Prompt: prompt(0, 8), MaxTokens: 3},
+		{ID: 1, Prompt: schedtest.Prompt(0, 8), MaxTokens: 3},
 		{ID: 2, Prompt: nil, MaxTokens: 1},
-		{ID: 3, Prompt: prompt(0, 2), MaxTokens: -1},
+		{ID: 3, Prompt: schedtest.Prompt(0, 2), MaxTokens: -1},
 	} {
-		if err := h.s.Enqueue(r); err == nil {
+		if err := h.S.Enqueue(r); err == nil {
 			t.Errorf("request %d accepted", r.ID)
 		}
 	}
-	h.enqueue(4, prompt(0, 8), 2)
-	if err := h.s.Enqueue(&sched.Request{ID: 4, Prompt: prompt(0, 2), MaxTokens: 1}); err == nil {
+	h.Enqueue(4, schedtest.Prompt(0, 8), 2)
+	if err := h.S.Enqueue(&sched.Request{ID: 4, Prompt: schedtest.Prompt(0, 2), MaxTokens: 1}); err == nil {
 		t.Error("duplicate id accepted")
 	}
-	if !h.s.Idle() && h.s.waiting.len() != 1 {
+	if !h.S.Idle() && h.S.waiting.len() != 1 {
 		t.Fatal("rejected requests were queued")
 	}
 }
@@ -353,15 +308,15 @@ func TestRejections(t *testing.T) {
 func TestCompletionReturnsToIdleAndPlannedTokens(t *testing.T) {
 	h := newHarness(t, refOpts())
 	planned := []uint32{7, 8, 9}
-	if err := h.s.Enqueue(&sched.Request{ID: 1, Prompt: prompt(0, 5), MaxTokens: 3, OutputTokens: planned}); err != nil {
+	if err := h.S.Enqueue(&sched.Request{ID: 1, Prompt: schedtest.Prompt(0, 5), MaxTokens: 3, OutputTokens: planned}); err != nil {
 		t.Fatal(err)
 	}
 	var got []uint32
-	for i := 0; !h.s.Idle(); i++ {
+	for i := 0; !h.S.Idle(); i++ {
 		if i > 10 {
 			t.Fatal("did not finish")
 		}
-		for _, o := range h.step().Outputs {
+		for _, o := range h.Step().Outputs {
 			got = append(got, o.Tokens...)
 		}
 	}
@@ -369,10 +324,10 @@ func TestCompletionReturnsToIdleAndPlannedTokens(t *testing.T) {
 		t.Fatalf("tokens %v, want the planned %v", got, planned)
 	}
 	// 7 of 8 tokens were computed: only the prompt's first block was full, and it stays cached.
-	if m := h.s.Metrics(); m.Running != 0 || m.Waiting != 0 || m.ActiveBlocks != 0 || m.InactiveBlocks != 1 {
+	if m := h.S.Metrics(); m.Running != 0 || m.Waiting != 0 || m.ActiveBlocks != 0 || m.InactiveBlocks != 1 {
 		t.Fatalf("metrics %+v after completion", m)
 	}
-	if p := h.step(); !p.Empty() {
+	if p := h.Step(); !p.Empty() {
 		t.Fatal("idle scheduler did work")
 	}
 }
@@ -381,11 +336,11 @@ func TestFPMMixedBatchAndQueue(t *testing.T) {
 	o := refOpts()
 	o.MaxNumSeqs = 2
 	h := newHarness(t, o)
-	h.enqueue(1, prompt(0, 4), 5)
-	h.step()
-	h.enqueue(2, prompt(100, 6), 5)
-	h.enqueue(3, prompt(200, 3), 5)
-	p := h.step()
+	h.Enqueue(1, schedtest.Prompt(0, 4), 5)
+	h.Step()
+	h.Enqueue(2, schedtest.Prompt(100, 6), 5)
+	h.Enqueue(3, schedtest.Prompt(200, 3), 5)
+	p := h.Step()
 	f := p.FPM
 	want := sched.ForwardPass{
 		NumPrefillRequests: 1, SumPrefillTokens: 6, SumPrefillKVTokens: 0,
@@ -399,17 +354,17 @@ func TestFPMMixedBatchAndQueue(t *testing.T) {
 
 func TestCancelReleasesBlocks(t *testing.T) {
 	h := newHarness(t, refOpts())
-	h.enqueue(1, prompt(0, 8), 10)
-	h.enqueue(2, prompt(100, 8), 10)
-	h.step()
-	if !h.s.Cancel(1) || !h.s.Cancel(2) || h.s.Cancel(3) {
+	h.Enqueue(1, schedtest.Prompt(0, 8), 10)
+	h.Enqueue(2, schedtest.Prompt(100, 8), 10)
+	h.Step()
+	if !h.S.Cancel(1) || !h.S.Cancel(2) || h.S.Cancel(3) {
 		t.Fatal("Cancel reported wrongly")
 	}
-	if err := h.s.CheckInvariants(); err != nil {
+	if err := h.S.CheckInvariants(); err != nil {
 		t.Fatal(err)
 	}
-	if h.s.Pool().Active() != 0 || !h.s.Idle() {
-		t.Fatalf("active %d after cancelling everything", h.s.Pool().Active())
+	if h.S.Pool().Active() != 0 || !h.S.Idle() {
+		t.Fatalf("active %d after cancelling everything", h.S.Pool().Active())
 	}
 }
 
@@ -417,36 +372,19 @@ func TestCancelReleasesBlocks(t *testing.T) {
 // requests of 1000 prompt tokens and 100 outputs on 500 blocks of 64 tokens produce exactly 20,000 tokens
 // and then go idle, with and without a shared prefix, prefix caching and chunked prefill.
 func TestTokenGenerationPatterns(t *testing.T) {
-	for _, shared := range []bool{false, true} {
+	for _, shared := range []int{0, 600} {
 		for _, caching := range []bool{false, true} {
 			for _, chunked := range []bool{false, true} {
-				t.Run(fmt.Sprintf("shared=%v/caching=%v/chunked=%v", shared, caching, chunked), func(t *testing.T) {
+				t.Run(fmt.Sprintf("shared=%d/caching=%v/chunked=%v", shared, caching, chunked), func(t *testing.T) {
 					h := newHarness(t, Options{BlockSize: 64, NumBlocks: 500, MaxNumSeqs: 256, MaxBatchedTokens: 8192,
 						ChunkedPrefill: chunked, PrefixCaching: caching})
-					for i := range 200 {
-						toks := prompt(i*1000, 1000)
-						if shared {
-							copy(toks, prompt(1<<30, 600))
-						}
-						h.enqueue(uint64(i), toks, 100)
-					}
-					tokens, done := 0, 0
-					for passes := 0; !h.s.Idle(); passes++ {
-						if passes > 100000 {
-							t.Fatal("no progress")
-						}
-						for _, o := range h.step().Outputs {
-							tokens += len(o.Tokens)
-							if o.Done {
-								done++
-							}
-						}
-					}
+					h.EnqueueMany(200, 1000, shared, 100)
+					tokens, done := h.Drain()
 					if tokens != 20000 || done != 200 {
 						t.Fatalf("%d tokens, %d done; want 20000, 200", tokens, done)
 					}
-					m := h.s.Metrics()
-					if shared && caching && m.PrefixHits == 0 {
+					m := h.S.Metrics()
+					if shared > 0 && caching && m.PrefixHits == 0 {
 						t.Fatal("shared prefix never hit")
 					}
 					if !caching && m.PrefixHits != 0 {
@@ -460,15 +398,15 @@ func TestTokenGenerationPatterns(t *testing.T) {
 
 func TestCacheHitRateWithIdenticalRequests(t *testing.T) {
 	h := newHarness(t, Options{BlockSize: 16, NumBlocks: 1000, MaxBatchedTokens: 8192, ChunkedPrefill: true, PrefixCaching: true})
-	toks := prompt(0, 160)
+	toks := schedtest.Prompt(0, 160)
 	for i := range 10 {
-		h.enqueue(uint64(i), toks, 1)
-		for !h.s.Idle() {
-			h.step()
+		h.Enqueue(uint64(i), toks, 1)
+		for !h.S.Idle() {
+			h.Step()
 		}
 	}
 	// The first request misses; the nine others hit all but the recomputed last block.
-	m := h.s.Metrics()
+	m := h.S.Metrics()
 	if m.PrefixQueries != 1600 || m.PrefixHits != 9*144 {
 		t.Fatalf("queries %d hits %d, want 1600 and %d", m.PrefixQueries, m.PrefixHits, 9*144)
 	}
@@ -479,18 +417,18 @@ func TestChunkedPrefillOffWaitsForBudget(t *testing.T) {
 	o.ChunkedPrefill = false
 	o.NumBlocks = 16
 	h := newHarness(t, o)
-	h.enqueue(1, prompt(0, 4), 3)
-	h.enqueue(2, prompt(100, 5), 3)
-	p := h.step() // 4 + 5 > 8: request 2 waits for a pass with room for its whole prompt
-	if len(p.Admitted) != 1 || h.req(2).Computed != 0 {
+	h.Enqueue(1, schedtest.Prompt(0, 4), 3)
+	h.Enqueue(2, schedtest.Prompt(100, 5), 3)
+	p := h.Step() // 4 + 5 > 8: request 2 waits for a pass with room for its whole prompt
+	if len(p.Admitted) != 1 || h.S.req(2).Computed != 0 {
 		t.Fatalf("admitted %+v", p.Admitted)
 	}
-	p = h.step() // request 1 decodes (1 token), request 2's 5 tokens fit the remaining 7
-	if len(p.Admitted) != 1 || p.Admitted[0].ID != 2 || h.req(2).Computed != 5 {
+	p = h.Step() // request 1 decodes (1 token), request 2's 5 tokens fit the remaining 7
+	if len(p.Admitted) != 1 || p.Admitted[0].ID != 2 || h.S.req(2).Computed != 5 {
 		t.Fatalf("pass 2 admitted %+v", p.Admitted)
 	}
 	// A request that could never be scheduled whole is rejected up front.
-	if err := h.s.Enqueue(&sched.Request{ID: 3, Prompt: prompt(200, 8), MaxTokens: 1}); err == nil {
+	if err := h.S.Enqueue(&sched.Request{ID: 3, Prompt: schedtest.Prompt(200, 8), MaxTokens: 1}); err == nil {
 		t.Fatal("a 9-token request was accepted with an 8-token budget and chunking off")
 	}
 }
@@ -503,16 +441,16 @@ func TestEventsApplyCleanly(t *testing.T) {
 		o := Options{BlockSize: 4, NumBlocks: 10, MaxNumSeqs: 8, MaxBatchedTokens: 16, ChunkedPrefill: true, PrefixCaching: true, Events: true, Preemption: mode}
 		h := newHarness(t, o)
 		for i := range 8 {
-			h.enqueue(uint64(i), prompt(0, 14), 12)
+			h.Enqueue(uint64(i), schedtest.Prompt(0, 14), 12)
 		}
 		indexed := map[uint64]bool{}
 		var lastID uint64
 		first := true
-		for passes := 0; !h.s.Idle(); passes++ {
+		for passes := 0; !h.S.Idle(); passes++ {
 			if passes > 1000 {
 				t.Fatal("no progress")
 			}
-			for _, ev := range h.step().Events {
+			for _, ev := range h.Step().Events {
 				if !first && ev.ID != lastID+1 {
 					t.Fatalf("event id %d after %d", ev.ID, lastID)
 				}
@@ -531,60 +469,45 @@ func TestEventsApplyCleanly(t *testing.T) {
 				}
 			}
 		}
-		if h.s.Metrics().Preemptions == 0 {
+		if h.S.Metrics().Preemptions == 0 {
 			t.Fatal("the pool was not small enough to preempt")
 		}
-		if len(indexed) != h.s.Pool().Inactive() {
-			t.Fatalf("indexer holds %d hashes, pool has %d cached blocks", len(indexed), h.s.Pool().Inactive())
+		if len(indexed) != h.S.Pool().Inactive() {
+			t.Fatalf("indexer holds %d hashes, pool has %d cached blocks", len(indexed), h.S.Pool().Inactive())
 		}
 	}
 }
 
-// TestCancelDisaggregated: Cancel finds a request in every disaggregated state and frees its blocks: an
-// activated transfer still waiting for a slot (it holds its prompt's blocks), a reservation, and a
-// prefill worker's held request.
+// TestCancelDisaggregated: Cancel finds a request in a decode worker's states and frees its blocks: an
+// activated transfer still waiting for a slot (it holds its prompt's blocks) and a reservation (a prefill
+// worker's held request: schedtest.Prefill).
 func TestCancelDisaggregated(t *testing.T) {
 	o := refOpts()
 	o.NumBlocks, o.MaxNumSeqs, o.Role = 16, 1, sched.Decode
 	h := newHarness(t, o)
 	for id := range uint64(2) {
-		if _, ok, err := h.s.Reserve(&sched.Request{ID: id + 1, Prompt: prompt(int(id)*100, 10), MaxTokens: 4}); !ok || err != nil {
+		if _, ok, err := h.S.Reserve(&sched.Request{ID: id + 1, Prompt: schedtest.Prompt(int(id)*100, 10), MaxTokens: 4}); !ok || err != nil {
 			t.Fatalf("Reserve %d: %v %v", id+1, ok, err)
 		}
-		h.s.Activate(id + 1)
+		h.S.Activate(id + 1)
 	}
-	h.step() // 1 decodes; 2 waits for a slot with its 3 blocks
-	if m := h.s.Metrics(); m.Running != 1 || m.Waiting != 1 || m.ActiveBlocks != 6 {
+	h.Step() // 1 decodes; 2 waits for a slot with its 3 blocks
+	if m := h.S.Metrics(); m.Running != 1 || m.Waiting != 1 || m.ActiveBlocks != 6 {
 		t.Fatalf("%+v; want 1 running, 1 waiting, 6 blocks active", m)
 	}
-	if _, ok, _ := h.s.Reserve(&sched.Request{ID: 3, Prompt: prompt(200, 10), MaxTokens: 4}); !ok {
+	if _, ok, _ := h.S.Reserve(&sched.Request{ID: 3, Prompt: schedtest.Prompt(200, 10), MaxTokens: 4}); !ok {
 		t.Fatal("Reserve 3 failed")
 	}
 	for _, id := range []uint64{2, 3, 1} {
-		if !h.s.Cancel(id) {
+		if !h.S.Cancel(id) {
 			t.Fatalf("Cancel(%d) did not find it", id)
 		}
-		if err := h.s.CheckInvariants(); err != nil {
+		if err := h.S.CheckInvariants(); err != nil {
 			t.Fatalf("after Cancel(%d): %v", id, err)
 		}
 	}
 	// 1 and 2 had their prompts' two full blocks cached; 3's blocks were never filled.
-	if m := h.s.Metrics(); m.ActiveBlocks != 0 || m.InactiveBlocks != 4 || !h.s.Idle() {
+	if m := h.S.Metrics(); m.ActiveBlocks != 0 || m.InactiveBlocks != 4 || !h.S.Idle() {
 		t.Fatalf("after cancelling everything: %+v; want 0 active, 4 inactive blocks", m)
-	}
-
-	o.Role = sched.Prefill
-	h = newHarness(t, o)
-	h.enqueue(1, prompt(0, 10), 1)
-	h.step()
-	h.step()
-	if m := h.s.Metrics(); m.ActiveBlocks != 3 || !h.s.Idle() {
-		t.Fatalf("after the prefill: %+v; want 3 blocks held", m)
-	}
-	if !h.s.Cancel(1) || h.s.Release(1) {
-		t.Fatal("Cancel of a held request did not take it")
-	}
-	if m := h.s.Metrics(); m.ActiveBlocks != 0 || m.InactiveBlocks != 2 {
-		t.Fatalf("after the cancel: %+v; want 0 active, 2 inactive blocks", m)
 	}
 }

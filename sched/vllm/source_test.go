@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/schedtest"
 	"github.com/mocker-sim/mocker/tokens"
 )
 
@@ -30,19 +31,19 @@ func TestWaitingRequestsHoldOnlyTheirSource(t *testing.T) {
 	h := newHarness(t, o)
 	srcs := make([]*countingSource, 6)
 	for i := range srcs {
-		srcs[i] = &countingSource{toks: prompt(100*i, 6)}
-		if err := h.s.Enqueue(&sched.Request{ID: uint64(i), Source: srcs[i], MaxTokens: 2}); err != nil {
+		srcs[i] = &countingSource{toks: schedtest.Prompt(100*i, 6)}
+		if err := h.S.Enqueue(&sched.Request{ID: uint64(i), Source: srcs[i], MaxTokens: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for pass := 0; !h.s.Idle(); pass++ {
-		h.step()
+	for pass := 0; !h.S.Idle(); pass++ {
+		h.Step()
 		for i, src := range srcs {
-			r := h.req(uint64(i))
+			r := h.S.req(uint64(i))
 			if r == nil {
 				continue // finished
 			}
-			front := h.s.waiting.len() > 0 && h.s.waiting.front() == r
+			front := h.S.waiting.len() > 0 && h.S.waiting.front() == r
 			running := !front && r.Computed > 0
 			if !running && !front && (r.Seq != nil || r.table != nil || src.calls != 0) {
 				t.Fatalf("pass %d: waiting request %d holds a sequence (%v), a table of %d, its prompt made %d times",
@@ -67,18 +68,18 @@ func TestSourceEqualsPrompt(t *testing.T) {
 		h := newHarness(t, refOpts())
 		var b bytes.Buffer
 		for i := range 8 {
-			toks := prompt(10*(i%3), 5+i) // shared prefixes
+			toks := schedtest.Prompt(10*(i%3), 5+i) // shared prefixes
 			r := &sched.Request{ID: uint64(i), Prompt: toks, MaxTokens: 3}
 			if bySource {
 				r.Prompt, r.Source = nil, &countingSource{toks: toks}
 			}
-			if err := h.s.Enqueue(r); err != nil {
+			if err := h.S.Enqueue(r); err != nil {
 				t.Fatal(err)
 			}
 		}
-		for pass := 0; !h.s.Idle() && pass < 200; pass++ {
-			p := h.step()
-			fmt.Fprintf(&b, "%v %v %v %v %v\n", p.Batch.Seqs, p.Admitted, p.Preempted, p.Events, outputs(p))
+		for pass := 0; !h.S.Idle() && pass < 200; pass++ {
+			p := h.Step()
+			fmt.Fprintf(&b, "%v %v %v %v %v\n", p.Batch.Seqs, p.Admitted, p.Preempted, p.Events, schedtest.Outputs(p))
 		}
 		return b.String()
 	}
@@ -95,14 +96,14 @@ func TestShortQueueCopiesTheSequence(t *testing.T) {
 	o.MaxNumSeqs = 1
 	h := newHarness(t, o)
 	for i := range lazyQueue + 5 {
-		toks := prompt(100*i, 6)
+		toks := schedtest.Prompt(100*i, 6)
 		seq := tokens.NewSequence(o.BlockSize)
 		seq.Append(toks...)
 		src := &countingSource{toks: toks}
-		if err := h.s.Enqueue(&sched.Request{ID: uint64(i), Seq: seq, Source: src, MaxTokens: 2}); err != nil {
+		if err := h.S.Enqueue(&sched.Request{ID: uint64(i), Seq: seq, Source: src, MaxTokens: 2}); err != nil {
 			t.Fatal(err)
 		}
-		r := h.req(uint64(i))
+		r := h.S.req(uint64(i))
 		if lazy := i >= lazyQueue; (r.Seq == nil) != lazy || (r.src != nil) != lazy || src.calls != 0 {
 			t.Fatalf("request %d behind %d waiting: holds a sequence %v, its source %v, made %d times; want lazy %v",
 				i, i, r.Seq != nil, r.src != nil, src.calls, lazy)

@@ -333,3 +333,29 @@ func (b *Book[P]) Metrics(running, waiting, active, inactive, total int) sched.M
 	m.SpecSteps, m.SpecTokens = b.spec.Counts()
 	return m
 }
+
+// Front is the part of sched.Scheduler a Book answers alone, for a scheduler to embed.
+type Front[P Req] struct{ b *Book[P] }
+
+// Front returns b's Front.
+func (b *Book[P]) Front() Front[P] { return Front[P]{b} }
+
+// Release frees the KV a prefill worker kept for a finished request once it has been transferred. It
+// reports whether the request was held.
+func (f Front[P]) Release(id uint64) bool { return f.b.Release(id) }
+
+// Reserve makes room on a decode worker for a request whose prompt KV is about to arrive: it shares its
+// cached prefix and allocates the rest. It returns how many prompt tokens the worker lacks (what the
+// transfer must carry), or ok false if the pool cannot hold the prompt now (the driver retries when
+// capacity frees). A request that can never run is rejected with a *sched.RejectError.
+func (f Front[P]) Reserve(r *sched.Request) (missing int, ok bool, err error) { return f.b.Reserve(r) }
+
+// Unreserve drops a reservation (its transfer failed or the request was cancelled).
+func (f Front[P]) Unreserve(id uint64) bool { return f.b.Unreserve(id) }
+
+// Cancel removes a request wherever it is (waiting, running, held for its transfer, reserved while its
+// KV arrives) and frees its KV. It reports whether it was found.
+func (f Front[P]) Cancel(id uint64) bool { return f.b.Cancel(id) }
+
+// Idle reports whether the scheduler has no request.
+func (f Front[P]) Idle() bool { return f.b.Idle() }

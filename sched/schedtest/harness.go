@@ -1,0 +1,93 @@
+package schedtest
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/mocker-sim/mocker/sched"
+)
+
+// Harness drives one scheduler in a scheduler package's own tests, checking its invariants after every
+// pass.
+type Harness[S Scheduler] struct {
+	T *testing.T
+	S S
+}
+
+// NewHarness returns a harness of s, failing the test if err (New's) is not nil.
+func NewHarness[S Scheduler](t *testing.T, s S, err error) *Harness[S] {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Harness[S]{t, s}
+}
+
+// Enqueue enqueues a request of the prompt toks, failing the test if it is rejected.
+func (h *Harness[S]) Enqueue(id uint64, toks []uint32, maxTokens int) {
+	h.T.Helper()
+	if err := h.S.Enqueue(&sched.Request{ID: id, Prompt: toks, MaxTokens: maxTokens}); err != nil {
+		h.T.Fatal(err)
+	}
+}
+
+// Step plans a pass and checks the invariants after it.
+func (h *Harness[S]) Step() *sched.Pass {
+	h.T.Helper()
+	p := h.S.Step()
+	if err := h.S.CheckInvariants(); err != nil {
+		h.T.Fatal(err)
+	}
+	return p
+}
+
+// Prompt returns n distinct tokens starting at base.
+func Prompt(base, n int) []uint32 {
+	p := make([]uint32, n)
+	for i := range p {
+		p[i] = uint32(base + i)
+	}
+	return p
+}
+
+// Outputs summarises a pass's outputs as "id:tokens[:done]".
+func Outputs(p *sched.Pass) []string {
+	var s []string
+	for _, o := range p.Outputs {
+		x := fmt.Sprintf("%d:%d", o.ID, len(o.Tokens))
+		if o.Done {
+			x += ":done"
+		}
+		s = append(s, x)
+	}
+	return s
+}
+
+// Drain steps until the scheduler is idle, failing the test after 100,000 passes, and returns the tokens
+// and completions it output.
+func (h *Harness[S]) Drain() (tokens, done int) {
+	h.T.Helper()
+	for passes := 0; !h.S.Idle(); passes++ {
+		if passes > 100000 {
+			h.T.Fatal("no progress")
+		}
+		for _, o := range h.Step().Outputs {
+			tokens += len(o.Tokens)
+			if o.Done {
+				done++
+			}
+		}
+	}
+	return tokens, done
+}
+
+// EnqueueMany enqueues requests 0 to n-1, each of a distinct prompt of length tokens but for its first
+// shared ones, which all have, asking for maxTokens each.
+func (h *Harness[S]) EnqueueMany(n, length, shared, maxTokens int) {
+	h.T.Helper()
+	for i := range n {
+		toks := Prompt(i*1000, length)
+		copy(toks, Prompt(1<<30, shared))
+		h.Enqueue(uint64(i), toks, maxTokens)
+	}
+}
