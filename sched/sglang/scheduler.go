@@ -107,14 +107,15 @@ type request struct {
 
 // Scheduler is an SGLang scheduler with its radix cache. It is not safe for concurrent use.
 type Scheduler struct {
-	opt                  Options
-	cache                *radix.Cache
-	waiting              []*request // front first
-	chunked              *request   // the one request whose prompt is being prefilled in chunks
-	running              []*request
-	book                 *book.Book[*request]
-	book.Front[*request] // Cancel, Idle, Release, Reserve, Unreserve
-	arrived              uint64
+	book.Front[*request] // Cancel, Idle, Release, Reserve, Unreserve: the Book answers them
+
+	opt     Options
+	cache   *radix.Cache
+	waiting []*request // front first
+	chunked *request   // the one request whose prompt is being prefilled in chunks
+	running []*request
+	book    *book.Book[*request]
+	arrived uint64
 
 	ratio, initRatio, minRatio, decay float64
 

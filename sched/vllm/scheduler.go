@@ -142,14 +142,15 @@ func (s *Scheduler) need(r *request) int {
 
 // Scheduler is a vLLM v1 scheduler with its KV block pool. It is not safe for concurrent use.
 type Scheduler struct {
-	opt                  Options
-	blockShift           int // log2(BlockSize) for a power of two, else -1
-	pool                 *kvcache.Pool
-	waiting              queue
-	running              []*request
-	book                 *book.Book[*request]
-	book.Front[*request] // Cancel, Idle, Release, Reserve, Unreserve
-	hits                 []kvcache.BlockID
+	book.Front[*request] // Cancel, Idle, Release, Reserve, Unreserve: the Book answers them
+
+	opt        Options
+	blockShift int // log2(BlockSize) for a power of two, else -1
+	pool       *kvcache.Pool
+	waiting    queue
+	running    []*request
+	book       *book.Book[*request]
+	hits       []kvcache.BlockID
 
 	// Buffers of finished requests, for the next ones to run.
 	seqs   []*tokens.Sequence

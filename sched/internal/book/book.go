@@ -93,7 +93,7 @@ func (b *Book[P]) Check(r *sched.Request) error {
 	if r.MaxTokens < 0 {
 		return reject("max_tokens %d is negative", r.MaxTokens)
 	}
-	if _, live := b.Live[r.ID]; live || b.Held[r.ID] != *new(P) || b.Reserved[r.ID] != *new(P) {
+	if b.known(r.ID) {
 		return reject("duplicate request id")
 	}
 	// max_tokens comes from the wire and may be near 2^63: limits are compared as differences, never as
@@ -115,6 +115,14 @@ func (b *Book[P]) Check(r *sched.Request) error {
 		return reject("needs %d KV %s for prompt (%d tokens) + max_tokens (%d), the pool has %d", need, l.Unit, n, r.MaxTokens, l.NumBlocks)
 	}
 	return nil
+}
+
+// known reports whether request id is live, held or reserved.
+func (b *Book[P]) known(id uint64) bool {
+	_, live := b.Live[id]
+	_, held := b.Held[id]
+	_, reserved := b.Reserved[id]
+	return live || held || reserved
 }
 
 // Enqueue checks r and returns it as a new live request, its prompt in its sequence unless bare (the
