@@ -25,5 +25,8 @@
 //
 // Pages are allocated when a request's tokens cross a page boundary; complete pages go into the radix tree
 // as soon as they are computed, so they outlive the request. KV events are taken at the end of the pass:
-// SGLang publishes them after the forward pass. Start reading at Scheduler.Step.
+// SGLang publishes them after the forward pass.
+//
+// The request bookkeeping (live, held and reserved requests, checks, recycling, the Pass, token emission)
+// is sched/internal/book's, shared with the other scheduler. Start reading at Scheduler.Step.
 package sglang

@@ -679,7 +679,7 @@ func (s *Scheduler) finishPass() {
 			s.cacheFull(r) // a chunk: its complete pages go into the tree now
 			continue
 		}
-		out := s.book.Sample(&r.Request)
+		done := s.book.Sample(&r.Request)
 		if r.PassDrafts > 0 {
 			// The accepted drafts' KV is valid; the pages reserved for rejected ones go back.
 			if keep := max(s.pagesFor(r.Computed), r.locked); keep < len(r.pages) {
@@ -689,7 +689,7 @@ func (s *Scheduler) finishPass() {
 			}
 		}
 		s.cacheFull(r)
-		if out.Done = s.book.Done(&r.Request); out.Done {
+		if done {
 			if !r.PassPrefill { // one that finished in its extend pass never joined the running set
 				s.running = slices.DeleteFunc(s.running, func(x *request) bool { return x == r })
 			}
@@ -697,7 +697,6 @@ func (s *Scheduler) finishPass() {
 		} else if r.PassPrefill {
 			s.running = append(s.running, r)
 		}
-		p.Outputs = append(p.Outputs, out)
 	}
 	fresh, retracted := s.queued()
 	p.FPM.Fill(&p.Batch, fresh, retracted)

@@ -16,5 +16,8 @@
 //     first token comes out of the pass that completes it. Finished requests release their blocks.
 //
 // Full blocks become cached as soon as they are scheduled, so a later request of the same pass can hit
-// them (vLLM's allocate_slots). Start reading at Scheduler.Step.
+// them (vLLM's allocate_slots).
+//
+// The request bookkeeping (live, held and reserved requests, checks, recycling, the Pass, token emission)
+// is sched/internal/book's, shared with the other scheduler. Start reading at Scheduler.Step.
 package vllm

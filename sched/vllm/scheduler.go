@@ -590,7 +590,6 @@ func (s *Scheduler) finishPass() {
 	}
 	p.FPM.Fill(&p.Batch, s.waiting.fresh, s.waiting.old)
 
-	// The scheduled requests are the running ones that worked, in running order.
 	kept := s.running[:0]
 	for _, r := range s.running {
 		r.inPass = false
@@ -598,7 +597,7 @@ func (s *Scheduler) finishPass() {
 			kept = append(kept, r)
 			continue
 		}
-		out := s.book.Sample(&r.Request)
+		done := s.book.Sample(&r.Request)
 		r.prefilling = false
 		if r.PassDrafts > 0 {
 			// The accepted drafts' KV is valid; the blocks reserved for rejected ones go back.
@@ -608,12 +607,11 @@ func (s *Scheduler) finishPass() {
 				r.table = r.table[:keep]
 			}
 		}
-		if out.Done = s.book.Done(&r.Request); out.Done {
+		if done {
 			s.book.Finish(r)
 		} else {
 			kept = append(kept, r)
 		}
-		p.Outputs = append(p.Outputs, out)
 	}
 	clear(s.running[len(kept):])
 	s.running = kept

@@ -299,32 +299,31 @@ func (b *Book[P]) Seq(r *Request) bool {
 	return samples
 }
 
-// Sample emits the tokens r samples at the end of the pass (its computed tokens reach its length): one,
-// or after a speculative step the bonus token and the accepted drafts, whose KV then counts as computed
-// (the scheduler frees what it reserved for the rejected ones). Done says whether r is done after it.
-func (b *Book[P]) Sample(r *Request) sched.Output {
+// Sample adds to the Pass the output of r, whose computed tokens reach its length, and reports whether r
+// is done: its output is complete, or it is a prefill worker's. The output is the token r samples, or after
+// a speculative step the bonus token and the accepted drafts, whose KV then counts as computed (the
+// scheduler frees what it reserved for the rejected ones); none once its output is complete.
+func (b *Book[P]) Sample(r *Request) (done bool) {
 	out := sched.Output{ID: r.ID}
-	if r.Generated >= r.MaxTokens {
-		return out
+	if r.Generated < r.MaxTokens {
+		n := 1
+		if r.PassDrafts > 0 {
+			n = b.spec.Burst(r.PassDrafts, r.MaxTokens-r.Generated)
+			r.Computed += n - 1
+		}
+		start := len(b.tokens)
+		for range n {
+			tok := sched.OutputToken(r.ID, r.Generated, r.Planned)
+			r.Seq.Append(tok)
+			r.Generated++
+			b.tokens = append(b.tokens, tok)
+		}
+		out.Tokens = b.tokens[start:len(b.tokens):len(b.tokens)]
 	}
-	n := 1
-	if r.PassDrafts > 0 {
-		n = b.spec.Burst(r.PassDrafts, r.MaxTokens-r.Generated)
-	}
-	start := len(b.tokens)
-	for range n {
-		tok := sched.OutputToken(r.ID, r.Generated, r.Planned)
-		r.Seq.Append(tok)
-		r.Generated++
-		b.tokens = append(b.tokens, tok)
-	}
-	out.Tokens = b.tokens[start:len(b.tokens):len(b.tokens)]
-	r.Computed += n - 1
-	return out
+	out.Done = r.Generated >= r.MaxTokens || b.role == sched.Prefill
+	b.Pass.Outputs = append(b.Pass.Outputs, out)
+	return out.Done
 }
-
-// Done reports whether r, having sampled, is done: its output is complete, or it is a prefill worker's.
-func (b *Book[P]) Done(r *Request) bool { return r.Generated >= r.MaxTokens || b.role == sched.Prefill }
 
 // Metrics is the scheduler's state: its own counts, and the Book's counters.
 func (b *Book[P]) Metrics(running, waiting, active, inactive, total int) sched.Metrics {

@@ -170,17 +170,19 @@ func TestSample(t *testing.T) {
 	f := newFake(t, sched.Aggregated, sched.Spec{Tokens: 3, AcceptRates: []float64{1, 1, 1}})
 	r, _ := f.b.Enqueue(&sched.Request{ID: 7, Prompt: []uint32{1, 2, 3, 4, 5}, MaxTokens: 6, OutputTokens: []uint32{42}}, false)
 	r.Computed = 5
-	out := f.b.Sample(&r.Request)
-	if !slices.Equal(out.Tokens, []uint32{42}) || r.Computed != 5 || r.Generated != 1 || f.b.Done(&r.Request) {
-		t.Fatalf("prefill pass: %+v, computed %d, generated %d", out, r.Computed, r.Generated)
+	// last is the output Sample added.
+	last := func() sched.Output { return f.b.Pass.Outputs[len(f.b.Pass.Outputs)-1] }
+	if done := f.b.Sample(&r.Request); done || !slices.Equal(last().Tokens, []uint32{42}) || r.Computed != 5 || r.Generated != 1 {
+		t.Fatalf("prefill pass: %+v, computed %d, generated %d", last(), r.Computed, r.Generated)
 	}
 	for _, want := range []int{4, 1} { // 1 bonus + 3 drafts, then 1 left
 		r.Computed++
 		r.PassDrafts = 3
 		start := r.Generated
-		out = f.b.Sample(&r.Request)
-		if len(out.Tokens) != want || r.Computed != r.Seq.Len()-1 {
-			t.Fatalf("speculative step: %d tokens, want %d; computed %d of %d", len(out.Tokens), want, r.Computed, r.Seq.Len())
+		done := f.b.Sample(&r.Request)
+		out := last()
+		if len(out.Tokens) != want || r.Computed != r.Seq.Len()-1 || done != (want == 1) || out.Done != done || out.ID != 7 {
+			t.Fatalf("speculative step: %+v, want %d tokens; computed %d of %d", out, want, r.Computed, r.Seq.Len())
 		}
 		for i, tok := range out.Tokens {
 			if w := sched.OutputToken(7, start+i, nil); tok != w {
@@ -188,14 +190,17 @@ func TestSample(t *testing.T) {
 			}
 		}
 	}
-	if r.Generated != 6 || !f.b.Done(&r.Request) || len(f.b.Sample(&r.Request).Tokens) != 0 {
-		t.Fatalf("generated %d of 6, done %v", r.Generated, f.b.Done(&r.Request))
+	if done := f.b.Sample(&r.Request); r.Generated != 6 || !done || len(last().Tokens) != 0 || len(f.b.Pass.Outputs) != 4 {
+		t.Fatalf("generated %d of 6, then %+v", r.Generated, f.b.Pass.Outputs)
 	}
 
 	p := newFake(t, sched.Prefill, sched.Spec{})
 	q, _ := p.b.Enqueue(request(1, 4, 5), false)
 	q.Computed = 4
-	if p.b.Seq(&q.Request) || len(p.b.Sample(&q.Request).Tokens) != 1 || !p.b.Done(&q.Request) {
-		t.Fatal("a prefill worker's request samples at no decode cost and is done after its first token")
+	if p.b.Seq(&q.Request) {
+		t.Fatal("a prefill worker's request samples at a decode cost")
+	}
+	if done := p.b.Sample(&q.Request); !done || len(p.b.Pass.Outputs[0].Tokens) != 1 {
+		t.Fatalf("a prefill worker's request output %+v, want its first token, done", p.b.Pass.Outputs)
 	}
 }
