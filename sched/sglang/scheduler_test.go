@@ -114,7 +114,7 @@ func TestRetractionKeepsOutput(t *testing.T) {
 	}
 	r2 := h.S.book.Live[2]
 	if r2.Generated == 0 || r2.Generated != tokens[2] || r2.Computed != 0 || h.S.waiting[0] != r2 || h.S.NewTokenRatio() >= 0.7 {
-		t.Fatalf("retracted request: generated %d (delivered %d) materialized %d front %v ratio %v",
+		t.Fatalf("retracted request: generated %d (delivered %d) computed %d front %v ratio %v",
 			r2.Generated, tokens[2], r2.Computed, h.S.waiting[0] == r2, h.S.NewTokenRatio())
 	}
 	for !h.S.Idle() {
