@@ -136,6 +136,7 @@ func (b *Book[P]) Enqueue(r *sched.Request, bare bool) (P, error) {
 	return req, nil
 }
 
+// newRequest makes a request of r (Hooks.New), its prompt in its sequence unless bare.
 func (b *Book[P]) newRequest(r *sched.Request, bare bool) P {
 	req := b.hooks.New(bare)
 	q := req.request()
@@ -229,7 +230,7 @@ func (b *Book[P]) Cancel(id uint64) bool {
 	return true
 }
 
-// Finish ends a request that is done (Done): a prefill worker holds it with its KV until the transfer is
+// Finish ends a request that Sample reported done: a prefill worker holds it with its KV until the transfer is
 // done, any other frees its KV.
 func (b *Book[P]) Finish(r P) {
 	q := r.request()
