@@ -230,8 +230,8 @@ func (b *Book[P]) Cancel(id uint64) bool {
 	return true
 }
 
-// Finish ends a request that Sample reported done: a prefill worker holds it with its KV until the transfer is
-// done, any other frees its KV.
+// Finish ends a request that Sample reported done: a prefill worker holds it with its KV until the
+// transfer is done, any other frees its KV.
 func (b *Book[P]) Finish(r P) {
 	q := r.request()
 	if b.role == sched.Prefill {
