@@ -220,8 +220,8 @@ func TestDesyncDefault(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Errorf("%+v: Validate() = %v", c, err)
 		}
-		if ms, err := c.ResolveDesync(); ms != 0 || err != nil || c.ConcurrencyDesyncMs != 0 {
-			t.Errorf("concurrency %d, ramp %v, turns %d: ResolveDesync() = %v, %v (desync %v), want 0",
+		if ms, err := c.ResolveDesync(sim.MeanE2EMs); ms != 0 || err != nil || c.ConcurrencyDesyncMs != 0 {
+			t.Errorf("concurrency %d, ramp %v, turns %d: ResolveDesync = %v, %v (desync %v), want 0",
 				c.Concurrency, c.ConcurrencyRampMs, c.TurnsPerSession, ms, err, c.ConcurrencyDesyncMs)
 		}
 	}
@@ -305,15 +305,15 @@ func TestDesyncAuto(t *testing.T) {
 	if _, err := c.Source(); err == nil || !strings.Contains(err.Error(), "not resolved") {
 		t.Errorf("Source() before ResolveDesync = %v", err)
 	}
-	ms, err := c.ResolveDesync()
+	ms, err := c.ResolveDesync(sim.MeanE2EMs)
 	if err != nil || ms != 16 || c.ConcurrencyDesyncMs != 16 {
-		t.Fatalf("ResolveDesync() = %v, %v (desync %v), want 16 ms", ms, err, c.ConcurrencyDesyncMs)
+		t.Fatalf("ResolveDesync = %v, %v (desync %v), want 16 ms", ms, err, c.ConcurrencyDesyncMs)
 	}
 	if o, err := c.SimOptions(); err != nil || o.Concurrency != 0 {
 		t.Errorf("resolved: sim concurrency %d (%v), want the workload's clients to keep it", o.Concurrency, err)
 	}
-	if ms, err := c.ResolveDesync(); ms != 0 || err != nil {
-		t.Errorf("second ResolveDesync() = %v, %v: want nothing to do", ms, err)
+	if ms, err := c.ResolveDesync(sim.MeanE2EMs); ms != 0 || err != nil {
+		t.Errorf("second ResolveDesync = %v, %v: want nothing to do", ms, err)
 	}
 	c.ConcurrencyDesyncMs, c.Concurrency = math.NaN(), 0
 	if err := c.Validate(); err == nil || err.Error() != "config "+path+" line 1: concurrency-desync-ms auto: spreads the clients of --concurrency, which is 0" {
@@ -388,7 +388,7 @@ func simulate(t *testing.T, c *Config) (*sim.Result, sim.Options) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ResolveDesync(); err != nil {
+	if _, err := c.ResolveDesync(sim.MeanE2EMs); err != nil {
 		t.Fatal(err)
 	}
 	src, err := c.Source()

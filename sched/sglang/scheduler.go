@@ -30,7 +30,7 @@ func ParsePolicy(s string) (Policy, error) {
 	case "lpm":
 		return LPM, nil
 	}
-	return 0, fmt.Errorf("schedule policy %q: want fcfs or lpm", s)
+	return 0, fmt.Errorf("sglang-schedule-policy %s: want fcfs (or its alias fifo) or lpm", s)
 }
 
 // SGLang's constants (python/sglang/srt/managers/schedule_policy.py, scheduler.py).

@@ -30,7 +30,7 @@ func ParsePreemption(s string) (Preemption, error) {
 	case "fifo":
 		return FIFO, nil
 	}
-	return 0, fmt.Errorf("preemption mode %q: want lifo or fifo", s)
+	return 0, fmt.Errorf("preemption-mode %s: want lifo or fifo", s)
 }
 
 // Capacity is the admission policy.
@@ -59,7 +59,7 @@ func ParseCapacity(s string) (Capacity, error) {
 	case "chunk":
 		return ChunkFit, nil
 	}
-	return 0, fmt.Errorf("vllm admission %q: want prompt or chunk", s)
+	return 0, fmt.Errorf("vllm-admission %s: want prompt or chunk", s)
 }
 
 // Options configure a Scheduler. Zero MaxNumSeqs, MaxBatchedTokens or MaxModelLen mean unbounded.
