@@ -428,9 +428,6 @@ func outlenErr(s string) error {
 }
 
 func (c *Config) validate() error {
-	bad := func(name string, v any, want string) error {
-		return &settingError{name, fmt.Sprintf("%s %v: %s", name, v, want)}
-	}
 	if err := c.validateBounds(); err != nil {
 		return err
 	}
@@ -458,13 +455,18 @@ func (c *Config) validate() error {
 	if c.NumDatasetEntries != 0 && c.Trace != "" {
 		return bad("num-dataset-entries", c.NumDatasetEntries, "applies to the synthetic workload, not to a trace")
 	}
-	backend, err := engine.ParseBackend(c.Backend)
-	if err != nil {
-		return owned(err)
+	for _, check := range []func() error{c.validateOwned, c.validateEngine, c.validateDeployment, c.validateCluster,
+		c.validateWorkload, c.validateServe, c.validatePerfetto, c.validateRoles} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
-	if err := c.validateOwned(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateEngine checks the engine settings config maps onto engine.Options, where they mean more
+// than the schedulers' own options (0: the backend's default or auto).
+func (c *Config) validateEngine() error {
 	switch {
 	case c.PageSize < 0:
 		return bad("page-size", c.PageSize, "must be at least 1 (0: --block-size, else 1)")
@@ -490,6 +492,13 @@ func (c *Config) validate() error {
 		return bad("spec-num-tokens", c.SpecNumTokens, "must be in [0, 8]")
 	case c.SpecNumTokens > 0 && c.DecodeSpeedupRatio != 1:
 		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, "must be 1 with speculative decoding (the accepted length already scales decode)")
+	}
+	return nil
+}
+
+// validateDeployment checks the model, GPUs and timing settings.
+func (c *Config) validateDeployment() error {
+	switch {
 	case c.TP < 1:
 		return bad("tp", c.TP, "must be at least 1")
 	case c.EP < 1:
@@ -514,13 +523,20 @@ func (c *Config) validate() error {
 		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, "must be > 0")
 	case c.HostOverheadUs < 0 || math.IsNaN(c.HostOverheadUs) || math.IsInf(c.HostOverheadUs, 0):
 		return bad("host-overhead-us", c.HostOverheadUs, "must be a finite number >= 0")
+	}
+	return nil
+}
+
+// validateCluster checks the workers, router and KV transfers.
+func (c *Config) validateCluster() error {
+	switch {
 	case c.Workers < 1:
 		return bad("workers", c.Workers, "must be at least 1")
 	case !(c.FleetTTLS > 0 && c.FleetTTLS <= 3600):
 		return bad("fleet-ttl", c.FleetTTLS, "must be in (0, 3600] seconds")
 	case c.PrefillWorkers < 0 || c.DecodeWorkers < 0 || (c.PrefillWorkers > 0) != (c.DecodeWorkers > 0):
 		return &settingError{"prefill-workers", fmt.Sprintf("prefill-workers %d and decode-workers %d: disaggregated serving needs at least one of each (0 and 0: aggregated --workers)", c.PrefillWorkers, c.DecodeWorkers)}
-	case c.PrefillWorkers > 0 && backend.Spec().NoDisagg:
+	case c.PrefillWorkers > 0 && c.backend().Spec().NoDisagg:
 		return bad("backend", c.Backend, "has no disaggregated mode here (as in the reference)")
 	case c.OverlapScoreWeight < 0 || math.IsNaN(c.OverlapScoreWeight):
 		return bad("overlap-score-weight", c.OverlapScoreWeight, "must be >= 0")
@@ -536,6 +552,13 @@ func (c *Config) validate() error {
 		return bad("kv-transfer-bandwidth", c.KVTransferBandwidth, "must be a finite number of GB/s >= 0 (0: no transfer delay)")
 	case c.KVBytesPerToken < 0:
 		return bad("kv-bytes-per-token", c.KVBytesPerToken, "must be >= 0 (0: auto from the model)")
+	}
+	return nil
+}
+
+// validateWorkload checks the trace and the synthetic workload.
+func (c *Config) validateWorkload() error {
+	switch {
 	case c.TraceBlockSize < 1:
 		return bad("trace-block-size", c.TraceBlockSize, "must be at least 1")
 	case !(c.ArrivalSpeedupRatio > 0) || math.IsInf(c.ArrivalSpeedupRatio, 0):
@@ -544,6 +567,13 @@ func (c *Config) validate() error {
 		return bad("concurrency", c.Concurrency, "must not be negative (0: follow arrival times)")
 	case c.InterTurnDelayMs < 0 || math.IsNaN(c.InterTurnDelayMs):
 		return bad("inter-turn-delay-ms", c.InterTurnDelayMs, "must be >= 0")
+	}
+	return nil
+}
+
+// validateServe checks the live server's settings (mocker serve).
+func (c *Config) validateServe() error {
+	switch {
 	case c.Port < 0 || c.Port > 65535:
 		return bad("port", c.Port, "must be in [0, 65535] (0: any free port)")
 	case c.DefaultMaxTokens < 1:
@@ -607,25 +637,25 @@ func (c *Config) validate() error {
 	case !(c.FailureRate >= 0 && c.FailureRate <= 1):
 		return bad("failure-rate", c.FailureRate, "must be in [0, 1]")
 	}
-	if err := c.validatePerfetto(); err != nil {
-		return err
-	}
-	return c.validateRoles()
+	return nil
 }
 
 // BlockSizeOrDefault is --block-size, or the backend's default when it is 0 (engine.BackendSpec's
 // BlockSize); SGLang's is its --page-size when that is set.
 func (c *Config) BlockSizeOrDefault() int {
-	b, err := engine.ParseBackend(c.Backend)
 	switch {
-	case b == engine.SGLang && c.PageSize > 0:
+	case c.backend() == engine.SGLang && c.PageSize > 0:
 		return c.PageSize
 	case c.BlockSize > 0:
 		return c.BlockSize
-	case err != nil:
-		return engine.Backends[engine.VLLM].BlockSize // refused by Validate
 	}
-	return b.Spec().BlockSize
+	return c.backend().Spec().BlockSize
+}
+
+// backend is the backend --backend names (vLLM where it names none: Validate refuses it).
+func (c *Config) backend() engine.Backend {
+	b, _ := engine.ParseBackend(c.Backend)
+	return b
 }
 
 // owned is a setting's error from the package that owns the setting; its message begins with the
@@ -642,6 +672,9 @@ func owned(err error) error {
 // validateOwned has each package check the settings it owns, in its own words: the schedulers' policies
 // and SGLang's budgets, and the timing model's name.
 func (c *Config) validateOwned() error {
+	if _, err := engine.ParseBackend(c.Backend); err != nil {
+		return owned(err)
+	}
 	if _, err := vllm.ParsePreemption(c.PreemptionMode); err != nil {
 		return owned(err)
 	}

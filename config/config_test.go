@@ -438,3 +438,52 @@ func TestExpertParallelNeedsExperts(t *testing.T) {
 		t.Errorf("EP 8: weights %d, KV %d B/token, %d blocks; want TP 8's %d, %d, %d", ep.WeightBytes, ep.KVBytes, ep.KVBlocks, tp.WeightBytes, tp.KVBytes, tp.KVBlocks)
 	}
 }
+
+// TestOwnedSettingsNamed: a setting the owning package refuses is refused in that package's words,
+// with the file and line that gave it, or the pool's own key; SGLang's fifo alias is accepted, as its
+// message says.
+func TestOwnedSettingsNamed(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{"backend: tgi\n", "c.yaml line 1: backend tgi: want vllm, trtllm or sglang"},
+		{"seed: 1\npreemption-mode: random\n", "c.yaml line 2: preemption-mode random: want lifo or fifo"},
+		{"vllm-admission: half\n", "c.yaml line 1: vllm-admission half: want prompt or chunk"},
+		{"sglang-schedule-policy: dfs-weight\n", "c.yaml line 1: sglang-schedule-policy dfs-weight: want fcfs (or its alias fifo) or lpm"},
+		{"sglang-max-prefill-tokens: 0\n", "c.yaml line 1: sglang-max-prefill-tokens 0: must be at least 1"},
+		{"sglang-clip-max-new-tokens: 0\n", "c.yaml line 1: sglang-clip-max-new-tokens 0: must be at least 1"},
+		{"sglang-num-reserved-decode-tokens: -1\n", "c.yaml line 1: sglang-num-reserved-decode-tokens -1: must not be negative"},
+		{"sglang-schedule-conservativeness: 2\n", "c.yaml line 1: sglang-schedule-conservativeness 2: must be in [0, 1]"},
+		{"spec-accept-rates: [0.5, 2]\n", "c.yaml line 1: spec-accept-rates [0.5 2]: each rate must be in [0, 1]"},
+		{"timing: roofline\n", "c.yaml line 1: timing roofline: want default, profile, polynomial or fixed"},
+		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  preemption-mode: random\n", "c.yaml line 4: prefill-preemption-mode random: want lifo or fifo"},
+		{"prefill-workers: 1\ndecode-workers: 1\ndecode:\n  sglang-schedule-policy: x\n", "c.yaml line 4: decode-sglang-schedule-policy x: want fcfs (or its alias fifo) or lpm"},
+		{"backend: trtllm\nprefill-workers: 1\ndecode-workers: 1\n", "c.yaml line 1: backend trtllm: has no disaggregated mode here (as in the reference)"},
+	} {
+		c := Default()
+		err := c.Load(writeConfig(t, tc.body))
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil || !strings.HasSuffix(err.Error(), "/"+tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	c := Default()
+	c.Backend, c.SGLangSchedulePolicy = "sglang", "fifo"
+	if err := c.Validate(); err != nil {
+		t.Errorf("sglang-schedule-policy fifo: %v", err)
+	}
+}
+
+// TestBlockSizeDefaults: --block-size 0 is the backend's registered default; SGLang's --page-size wins.
+func TestBlockSizeDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		backend         string
+		block, page, bs int
+	}{{"vllm", 0, 0, 16}, {"trtllm", 0, 0, 32}, {"sglang", 0, 0, 1}, {"sglang", 0, 8, 8}, {"sglang", 4, 0, 4}, {"vllm", 64, 8, 64}} {
+		c := Default()
+		c.Backend, c.BlockSize, c.PageSize = tc.backend, tc.block, tc.page
+		if got := c.BlockSizeOrDefault(); got != tc.bs {
+			t.Errorf("%s block-size %d page-size %d: %d, want %d", tc.backend, tc.block, tc.page, got, tc.bs)
+		}
+	}
+}
