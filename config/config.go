@@ -537,7 +537,7 @@ func (c *Config) validateCluster() error {
 	case c.PrefillWorkers < 0 || c.DecodeWorkers < 0 || (c.PrefillWorkers > 0) != (c.DecodeWorkers > 0):
 		return &settingError{"prefill-workers", fmt.Sprintf("prefill-workers %d and decode-workers %d: disaggregated serving needs at least one of each (0 and 0: aggregated --workers)", c.PrefillWorkers, c.DecodeWorkers)}
 	case c.PrefillWorkers > 0 && c.backend().Spec().NoDisagg:
-		return bad("backend", c.Backend, "has no disaggregated mode here (as in the reference)")
+		return bad("backend", c.Backend, c.backend().Spec().Help+" has no disaggregated mode here (as in the reference)")
 	case c.OverlapScoreWeight < 0 || math.IsNaN(c.OverlapScoreWeight):
 		return bad("overlap-score-weight", c.OverlapScoreWeight, "must be >= 0")
 	case c.RouterTemperature < 0 || math.IsNaN(c.RouterTemperature):

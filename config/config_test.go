@@ -456,7 +456,7 @@ func TestOwnedSettingsNamed(t *testing.T) {
 		{"timing: roofline\n", "c.yaml line 1: timing roofline: want default, profile, polynomial or fixed"},
 		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  preemption-mode: random\n", "c.yaml line 4: prefill-preemption-mode random: want lifo or fifo"},
 		{"prefill-workers: 1\ndecode-workers: 1\ndecode:\n  sglang-schedule-policy: x\n", "c.yaml line 4: decode-sglang-schedule-policy x: want fcfs (or its alias fifo) or lpm"},
-		{"backend: trtllm\nprefill-workers: 1\ndecode-workers: 1\n", "c.yaml line 1: backend trtllm: has no disaggregated mode here (as in the reference)"},
+		{"backend: trtllm\nprefill-workers: 1\ndecode-workers: 1\n", "c.yaml line 1: backend trtllm: vLLM's scheduler with TensorRT-LLM's guaranteed_no_evict admission has no disaggregated mode here (as in the reference)"},
 	} {
 		c := Default()
 		err := c.Load(writeConfig(t, tc.body))

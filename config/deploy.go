@@ -145,7 +145,7 @@ func (c *Config) weightBytes(m *model.Model) (int64, error) {
 
 // TimingModel builds the pass timing model, with the host overhead, scaled by the speed-up ratios.
 func (c *Config) TimingModel(d *Deployment) (timing.Model, error) {
-	m, _, err := c.timing(d)
+	m, _, err := c.buildTiming(d)
 	if err != nil {
 		return nil, err
 	}
@@ -155,8 +155,8 @@ func (c *Config) TimingModel(d *Deployment) (timing.Model, error) {
 	return timing.Scaled{Model: m, Speedup: c.SpeedupRatio, DecodeSpeedup: c.DecodeSpeedupRatio}, nil
 }
 
-// timing builds the registered model TimingName names from the deployment and the timing flags.
-func (c *Config) timing(d *Deployment) (timing.Model, registry.Info, error) {
+// buildTiming builds the registered model TimingName names from the deployment and the timing flags.
+func (c *Config) buildTiming(d *Deployment) (timing.Model, registry.Info, error) {
 	e, err := registry.Lookup(c.TimingName())
 	if err != nil {
 		return nil, registry.Info{}, err
@@ -174,9 +174,8 @@ func (c *Config) timing(d *Deployment) (timing.Model, registry.Info, error) {
 // names another for a --timing not given (the op-level default has no TensorRT-LLM tables, so on
 // --backend trtllm it is the profile).
 func (c *Config) TimingName() string {
-	if b, err := engine.ParseBackend(c.Backend); err == nil && c.Timing == registry.Models[0].Name &&
-		b.Spec().Timing != "" && !c.isGiven("timing") {
-		return b.Spec().Timing
+	if t := c.backend().Spec().Timing; t != "" && c.Timing == registry.Models[0].Name && !c.isGiven("timing") {
+		return t
 	}
 	return c.Timing
 }
@@ -209,7 +208,7 @@ func (c *Config) TimingInfo() (report.Timing, error) {
 	if err != nil {
 		return t, err
 	}
-	_, info, err := c.timing(d)
+	_, info, err := c.buildTiming(d)
 	t.Source, t.Version = info.Source, info.Version
 	return t, err
 }
