@@ -472,6 +472,23 @@ func TestOwnedSettingsNamed(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Errorf("sglang-schedule-policy fifo: %v", err)
 	}
+	// An empty value is no default in disguise.
+	for _, tc := range []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Backend = "" }, "backend : want vllm, trtllm or sglang"},
+		{func(c *Config) { c.PreemptionMode = "" }, "preemption-mode : want lifo or fifo"},
+		{func(c *Config) { c.VLLMAdmission = "" }, "vllm-admission : want prompt or chunk"},
+		{func(c *Config) { c.SGLangSchedulePolicy = "" }, "sglang-schedule-policy : want fcfs (or its alias fifo) or lpm"},
+		{func(c *Config) { c.Timing = "" }, "timing : want default, profile, polynomial or fixed"},
+	} {
+		c := Default()
+		tc.edit(&c)
+		if err := c.Validate(); err == nil || err.Error() != tc.want {
+			t.Errorf("Validate() = %v, want %q", err, tc.want)
+		}
+	}
 }
 
 // TestBlockSizeDefaults: --block-size 0 is the backend's registered default; SGLang's --page-size wins.

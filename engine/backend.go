@@ -56,11 +56,8 @@ var Backends = []BackendSpec{
 		New: newSGLang, Pool: sglangPool, AppendCached: sglangCached},
 }
 
-// ParseBackend parses a registered backend's name; "" is vllm.
+// ParseBackend parses a registered backend's name.
 func ParseBackend(s string) (Backend, error) {
-	if s == "" {
-		return VLLM, nil
-	}
 	for i, b := range Backends {
 		if b.Name == s {
 			return Backend(i), nil

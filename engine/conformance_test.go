@@ -69,7 +69,7 @@ func TestBrokenBackendFails(t *testing.T) {
 	}
 }
 
-// TestParseBackend: every registered name parses to its own entry, "" to vLLM, and an unknown name is
+// TestParseBackend: every registered name parses to its own entry, and an unknown or empty name is
 // refused with the registered names.
 func TestParseBackend(t *testing.T) {
 	for i, spec := range Backends {
@@ -77,8 +77,8 @@ func TestParseBackend(t *testing.T) {
 			t.Errorf("ParseBackend(%q) = %v, %v; want %d", spec.Name, b, err, i)
 		}
 	}
-	if b, err := ParseBackend(""); b != VLLM || err != nil {
-		t.Errorf(`ParseBackend("") = %v, %v; want vllm`, b, err)
+	if _, err := ParseBackend(""); err == nil || err.Error() != "backend : want vllm, trtllm or sglang" {
+		t.Errorf(`ParseBackend("") = %v, want an error`, err)
 	}
 	_, err := ParseBackend("tgi")
 	if want := "backend tgi: want vllm, trtllm or sglang"; err == nil || err.Error() != want {

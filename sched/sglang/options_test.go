@@ -7,13 +7,16 @@ import (
 	"github.com/mocker-sim/mocker/sched"
 )
 
-// TestParsePolicy: fcfs (and its alias fifo, and "") and lpm parse; anything else is refused naming the
-// flag and every value it takes, the alias included.
+// TestParsePolicy: fcfs (and its alias fifo) and lpm parse; anything else, "" included, is refused
+// naming the flag and every value it takes, the alias included.
 func TestParsePolicy(t *testing.T) {
-	for s, want := range map[string]Policy{"fcfs": FCFS, "fifo": FCFS, "": FCFS, "lpm": LPM} {
+	for s, want := range map[string]Policy{"fcfs": FCFS, "fifo": FCFS, "lpm": LPM} {
 		if got, err := ParsePolicy(s); got != want || err != nil {
 			t.Errorf("ParsePolicy(%q) = %v, %v; want %v", s, got, err, want)
 		}
+	}
+	if _, err := ParsePolicy(""); err == nil || err.Error() != "sglang-schedule-policy : want fcfs (or its alias fifo) or lpm" {
+		t.Errorf(`ParsePolicy("") = %v`, err)
 	}
 	if _, err := ParsePolicy("dfs-weight"); err == nil || err.Error() != "sglang-schedule-policy dfs-weight: want fcfs (or its alias fifo) or lpm" {
 		t.Errorf("ParsePolicy(dfs-weight) = %v", err)

@@ -25,7 +25,7 @@ const (
 // ParsePolicy parses "fcfs" (or "fifo") and "lpm".
 func ParsePolicy(s string) (Policy, error) {
 	switch s {
-	case "fcfs", "fifo", "":
+	case "fcfs", "fifo":
 		return FCFS, nil
 	case "lpm":
 		return LPM, nil

@@ -6,18 +6,24 @@ import (
 	"github.com/mocker-sim/mocker/sched"
 )
 
-// TestParse: the flags' names parse to their policies, "" to the defaults, and anything else is refused
+// TestParse: the flags' names parse to their policies, and anything else, "" included, is refused
 // naming the flag and the values it takes.
 func TestParse(t *testing.T) {
-	for s, want := range map[string]Preemption{"lifo": LIFO, "": LIFO, "fifo": FIFO} {
+	for s, want := range map[string]Preemption{"lifo": LIFO, "fifo": FIFO} {
 		if got, err := ParsePreemption(s); got != want || err != nil {
 			t.Errorf("ParsePreemption(%q) = %v, %v; want %v", s, got, err, want)
 		}
 	}
-	for s, want := range map[string]Capacity{"prompt": MaxUtilization, "": MaxUtilization, "chunk": ChunkFit} {
+	for s, want := range map[string]Capacity{"prompt": MaxUtilization, "chunk": ChunkFit} {
 		if got, err := ParseCapacity(s); got != want || err != nil {
 			t.Errorf("ParseCapacity(%q) = %v, %v; want %v", s, got, err, want)
 		}
+	}
+	if _, err := ParsePreemption(""); err == nil || err.Error() != "preemption-mode : want lifo or fifo" {
+		t.Errorf(`ParsePreemption("") = %v`, err)
+	}
+	if _, err := ParseCapacity(""); err == nil || err.Error() != "vllm-admission : want prompt or chunk" {
+		t.Errorf(`ParseCapacity("") = %v`, err)
 	}
 	if _, err := ParsePreemption("random"); err == nil || err.Error() != "preemption-mode random: want lifo or fifo" {
 		t.Errorf("ParsePreemption(random) = %v", err)

@@ -25,7 +25,7 @@ const (
 // ParsePreemption parses "lifo" or "fifo".
 func ParsePreemption(s string) (Preemption, error) {
 	switch s {
-	case "lifo", "":
+	case "lifo":
 		return LIFO, nil
 	case "fifo":
 		return FIFO, nil
@@ -54,7 +54,7 @@ const (
 // ParseCapacity parses the vLLM admission gates: "prompt" (MaxUtilization) or "chunk" (ChunkFit).
 func ParseCapacity(s string) (Capacity, error) {
 	switch s {
-	case "prompt", "":
+	case "prompt":
 		return MaxUtilization, nil
 	case "chunk":
 		return ChunkFit, nil
