@@ -470,9 +470,9 @@ func (c *Config) validateEngine() error {
 	switch {
 	case c.PageSize < 0:
 		return bad("page-size", c.PageSize, "must be at least 1 (0: --block-size, else 1)")
-	case c.Backend == "sglang" && c.PageSize > 0 && c.BlockSize > 0 && c.PageSize != c.BlockSize:
+	case c.backend() == engine.SGLang && c.PageSize > 0 && c.BlockSize > 0 && c.PageSize != c.BlockSize:
 		return &settingError{"page-size", fmt.Sprintf("page-size %d and block-size %d: SGLang's block is its page; set one of them", c.PageSize, c.BlockSize)}
-	case c.Backend == "sglang" && c.SGLangChunkedPrefillSize > 0 && c.SGLangChunkedPrefillSize%c.BlockSizeOrDefault() != 0:
+	case c.backend() == engine.SGLang && c.SGLangChunkedPrefillSize > 0 && c.SGLangChunkedPrefillSize%c.BlockSizeOrDefault() != 0:
 		return bad("sglang-chunked-prefill-size", c.SGLangChunkedPrefillSize, fmt.Sprintf("must be a multiple of the page size %d (or <= 0: no chunking)", c.BlockSizeOrDefault()))
 	case c.BlockSize < 0:
 		return bad("block-size", c.BlockSize, "must be at least 1 (0: the backend's default)")
@@ -484,7 +484,7 @@ func (c *Config) validateEngine() error {
 		return bad("max-num-batched-tokens", c.MaxNumBatchedTokens, "must be at least 1")
 	case c.MaxModelLen < 0:
 		return bad("max-model-len", c.MaxModelLen, "must not be negative (0: unlimited)")
-	case c.VLLMAdmission == "chunk" && c.Backend != "vllm":
+	case c.VLLMAdmission == "chunk" && c.backend() != engine.VLLM:
 		return bad("vllm-admission", c.VLLMAdmission, "applies to the vllm backend (trtllm admits by guaranteed_no_evict, sglang by its own budgets)")
 	case c.DPSize < 1:
 		return bad("dp-size", c.DPSize, "must be at least 1")
