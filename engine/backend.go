@@ -36,6 +36,9 @@ type BackendSpec struct {
 	NoDisagg bool
 	// EventsAtPassEnd says its KV events become visible when a pass ends, not when it starts.
 	EventsAtPassEnd bool
+	// Metrics is the engine whose Prometheus metric names its live workers export (live/metrics:
+	// vllm, sglang or trtllm; "": vllm).
+	Metrics string
 	// New builds the scheduler of data-parallel rank (of dp) from o; seed is the rank's own stream.
 	New func(o Options, rank, dp int, seed uint64) (sched.Scheduler, error)
 	// Pool is the schedulers' tokens per block, blocks per rank and token budget per pass (the unit of a
@@ -48,12 +51,12 @@ type BackendSpec struct {
 // Backends is the registry of backends, indexed by Backend: adding a backend is one entry here (and
 // its scheduler's package).
 var Backends = []BackendSpec{
-	VLLM: {Name: "vllm", Help: "vLLM v1's scheduler and block pool", BlockSize: 16,
+	VLLM: {Name: "vllm", Help: "vLLM v1's scheduler and block pool", BlockSize: 16, Metrics: "vllm",
 		New: newVLLM(0), Pool: vllmPool, AppendCached: vllmCached},
 	TRTLLM: {Name: "trtllm", Help: "vLLM's scheduler with TensorRT-LLM's guaranteed_no_evict admission", BlockSize: 32,
-		Timing: "profile", NoDisagg: true, New: newVLLM(vllm.GuaranteedNoEvict), Pool: vllmPool, AppendCached: vllmCached},
+		Timing: "profile", NoDisagg: true, Metrics: "trtllm", New: newVLLM(vllm.GuaranteedNoEvict), Pool: vllmPool, AppendCached: vllmCached},
 	SGLang: {Name: "sglang", Help: "SGLang's scheduler over a radix prefix cache", BlockSize: 1, EventsAtPassEnd: true,
-		New: newSGLang, Pool: sglangPool, AppendCached: sglangCached},
+		Metrics: "sglang", New: newSGLang, Pool: sglangPool, AppendCached: sglangCached},
 }
 
 // ParseBackend parses a registered backend's name.

@@ -207,7 +207,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	if maxLen == 0 {
 		maxLen = 1 << 17 // the token-count histograms' last bucket
 	}
-	mx := metrics.New(metrics.Options{Backend: cfg.Backend, Model: name, MaxModelLen: maxLen,
+	mx := metrics.New(metrics.Options{Backend: eo.Backend.Spec().Metrics, Model: name, MaxModelLen: maxLen,
 		BlockSize: eo.BlockSize(), NumBlocks: eo.KVBlocks(), PrefixCaching: cfg.EnablePrefixCaching, CacheDtype: cfg.KVCacheDtype,
 		GPUMemoryUtilization: cfg.GPUMemoryUtilization, DPSize: eo.DPSize, SpecTokens: cfg.SpecNumTokens})
 
