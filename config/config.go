@@ -669,8 +669,9 @@ func owned(err error) error {
 	return &settingError{key, err.Error()}
 }
 
-// validateOwned has each package check the settings it owns, in its own words: the schedulers' policies
-// and SGLang's budgets, and the timing model's name.
+// validateOwned has each package check the settings it owns, in its own words: the backend, the
+// schedulers' policies and SGLang's budgets, the timing model's name, the routers' policies, the
+// KV-transfer mode and the injected failures.
 func (c *Config) validateOwned() error {
 	if _, err := engine.ParseBackend(c.Backend); err != nil {
 		return owned(err)
@@ -692,8 +693,27 @@ func (c *Config) validateOwned() error {
 	if err := so.Validate(); err != nil {
 		return owned(err)
 	}
-	_, err = registry.Lookup(c.Timing)
-	return owned(err)
+	if _, err := registry.Lookup(c.Timing); err != nil {
+		return owned(err)
+	}
+	if _, err := router.ParsePolicy(c.Router); err != nil {
+		return owned(err)
+	}
+	if _, err := router.ParseQueuePolicy(c.RouterQueuePolicy); err != nil {
+		return owned(err)
+	}
+	if _, err := disagg.ParseMode(c.KVTransferTimingMode); err != nil {
+		return owned(err)
+	}
+	if _, err := sim.ParseOnFailure(c.OnWorkerFailure); err != nil {
+		return owned(err)
+	}
+	for _, s := range c.FailWorker {
+		if _, err := sim.ParseFailure(s); err != nil {
+			return owned(err)
+		}
+	}
+	return nil
 }
 
 // Source opens the workload: the trace if one is set, else the synthetic generator. A trace's
