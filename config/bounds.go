@@ -25,6 +25,11 @@ type settingError struct{ key, msg string }
 
 func (e *settingError) Error() string { return e.msg }
 
+// bad is the error of setting name, of value v, with what is wrong with it.
+func bad(name string, v any, want string) error {
+	return &settingError{name, fmt.Sprintf("%s %v: %s", name, v, want)}
+}
+
 // Given records that key was set explicitly, from where ("config FILE line N"; "" for a flag), so
 // Validate can name the place and refuse settings that contradict each other. A flag given after
 // Load replaces the file's value, and its place.
@@ -63,9 +68,6 @@ func readConfig(path string) ([]byte, error) {
 
 // validateBounds refuses sizes that would exhaust memory and settings that contradict each other.
 func (c *Config) validateBounds() error {
-	bad := func(name string, v any, want string) error {
-		return &settingError{name, fmt.Sprintf("%s %v: %s", name, v, want)}
-	}
 	workers, key := c.Workers, "workers"
 	if c.PrefillWorkers > 0 || c.DecodeWorkers > 0 {
 		workers, key = c.PrefillWorkers+c.DecodeWorkers, "prefill-workers"

@@ -20,7 +20,11 @@ import (
 	"github.com/mocker-sim/mocker/live/outlen"
 	"github.com/mocker-sim/mocker/planner"
 	"github.com/mocker-sim/mocker/router"
+	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/sglang"
+	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/sim"
+	"github.com/mocker-sim/mocker/timing/registry"
 	"github.com/mocker-sim/mocker/tokenize"
 	"github.com/mocker-sim/mocker/workload"
 )
@@ -424,9 +428,6 @@ func outlenErr(s string) error {
 }
 
 func (c *Config) validate() error {
-	bad := func(name string, v any, want string) error {
-		return &settingError{name, fmt.Sprintf("%s %v: %s", name, v, want)}
-	}
 	if err := c.validateBounds(); err != nil {
 		return err
 	}
@@ -454,25 +455,25 @@ func (c *Config) validate() error {
 	if c.NumDatasetEntries != 0 && c.Trace != "" {
 		return bad("num-dataset-entries", c.NumDatasetEntries, "applies to the synthetic workload, not to a trace")
 	}
+	for _, check := range []func() error{c.validateOwned, c.validateEngine, c.validateDeployment, c.validateCluster,
+		c.validateWorkload, c.validateServe, c.validatePerfetto, c.validateRoles} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateEngine checks the engine settings config maps onto engine.Options, where they mean more
+// than the schedulers' own options (0: the backend's default or auto).
+func (c *Config) validateEngine() error {
 	switch {
-	case c.Backend != "vllm" && c.Backend != "trtllm" && c.Backend != "sglang":
-		return bad("backend", c.Backend, "unknown backend (want vllm, sglang or trtllm)")
 	case c.PageSize < 0:
 		return bad("page-size", c.PageSize, "must be at least 1 (0: --block-size, else 1)")
-	case c.Backend == "sglang" && c.PageSize > 0 && c.BlockSize > 0 && c.PageSize != c.BlockSize:
+	case c.backend() == engine.SGLang && c.PageSize > 0 && c.BlockSize > 0 && c.PageSize != c.BlockSize:
 		return &settingError{"page-size", fmt.Sprintf("page-size %d and block-size %d: SGLang's block is its page; set one of them", c.PageSize, c.BlockSize)}
-	case c.SGLangSchedulePolicy != "fcfs" && c.SGLangSchedulePolicy != "fifo" && c.SGLangSchedulePolicy != "lpm":
-		return bad("sglang-schedule-policy", c.SGLangSchedulePolicy, "want fcfs or lpm")
-	case c.SGLangMaxPrefillTokens < 1:
-		return bad("sglang-max-prefill-tokens", c.SGLangMaxPrefillTokens, "must be at least 1")
-	case c.Backend == "sglang" && c.SGLangChunkedPrefillSize > 0 && c.SGLangChunkedPrefillSize%c.BlockSizeOrDefault() != 0:
+	case c.backend() == engine.SGLang && c.SGLangChunkedPrefillSize > 0 && c.SGLangChunkedPrefillSize%c.BlockSizeOrDefault() != 0:
 		return bad("sglang-chunked-prefill-size", c.SGLangChunkedPrefillSize, fmt.Sprintf("must be a multiple of the page size %d (or <= 0: no chunking)", c.BlockSizeOrDefault()))
-	case c.SGLangClipMaxNewTokens < 1:
-		return bad("sglang-clip-max-new-tokens", c.SGLangClipMaxNewTokens, "must be at least 1")
-	case c.SGLangReservedDecodeTokens < 0:
-		return bad("sglang-num-reserved-decode-tokens", c.SGLangReservedDecodeTokens, "must not be negative")
-	case !(c.SGLangScheduleConservativeness >= 0 && c.SGLangScheduleConservativeness <= 1):
-		return bad("sglang-schedule-conservativeness", c.SGLangScheduleConservativeness, "must be in [0, 1]")
 	case c.BlockSize < 0:
 		return bad("block-size", c.BlockSize, "must be at least 1 (0: the backend's default)")
 	case c.NumGPUBlocks < 0:
@@ -483,11 +484,7 @@ func (c *Config) validate() error {
 		return bad("max-num-batched-tokens", c.MaxNumBatchedTokens, "must be at least 1")
 	case c.MaxModelLen < 0:
 		return bad("max-model-len", c.MaxModelLen, "must not be negative (0: unlimited)")
-	case c.PreemptionMode != "lifo" && c.PreemptionMode != "fifo":
-		return bad("preemption-mode", c.PreemptionMode, "want lifo or fifo")
-	case c.VLLMAdmission != "prompt" && c.VLLMAdmission != "chunk":
-		return bad("vllm-admission", c.VLLMAdmission, "want prompt or chunk")
-	case c.VLLMAdmission == "chunk" && c.Backend != "vllm":
+	case c.VLLMAdmission == "chunk" && c.backend() != engine.VLLM:
 		return bad("vllm-admission", c.VLLMAdmission, "applies to the vllm backend (trtllm admits by guaranteed_no_evict, sglang by its own budgets)")
 	case c.DPSize < 1:
 		return bad("dp-size", c.DPSize, "must be at least 1")
@@ -495,8 +492,13 @@ func (c *Config) validate() error {
 		return bad("spec-num-tokens", c.SpecNumTokens, "must be in [0, 8]")
 	case c.SpecNumTokens > 0 && c.DecodeSpeedupRatio != 1:
 		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, "must be 1 with speculative decoding (the accepted length already scales decode)")
-	case c.Timing != "polynomial" && c.Timing != "fixed" && c.Timing != "profile" && c.Timing != "default":
-		return bad("timing", c.Timing, "want default, profile, polynomial or fixed")
+	}
+	return nil
+}
+
+// validateDeployment checks the model, GPUs and timing settings.
+func (c *Config) validateDeployment() error {
+	switch {
 	case c.TP < 1:
 		return bad("tp", c.TP, "must be at least 1")
 	case c.EP < 1:
@@ -521,14 +523,21 @@ func (c *Config) validate() error {
 		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, "must be > 0")
 	case c.HostOverheadUs < 0 || math.IsNaN(c.HostOverheadUs) || math.IsInf(c.HostOverheadUs, 0):
 		return bad("host-overhead-us", c.HostOverheadUs, "must be a finite number >= 0")
+	}
+	return nil
+}
+
+// validateCluster checks the workers, router and KV transfers.
+func (c *Config) validateCluster() error {
+	switch {
 	case c.Workers < 1:
 		return bad("workers", c.Workers, "must be at least 1")
 	case !(c.FleetTTLS > 0 && c.FleetTTLS <= 3600):
 		return bad("fleet-ttl", c.FleetTTLS, "must be in (0, 3600] seconds")
 	case c.PrefillWorkers < 0 || c.DecodeWorkers < 0 || (c.PrefillWorkers > 0) != (c.DecodeWorkers > 0):
 		return &settingError{"prefill-workers", fmt.Sprintf("prefill-workers %d and decode-workers %d: disaggregated serving needs at least one of each (0 and 0: aggregated --workers)", c.PrefillWorkers, c.DecodeWorkers)}
-	case c.PrefillWorkers > 0 && c.Backend == "trtllm":
-		return bad("backend", c.Backend, "TensorRT-LLM's guaranteed_no_evict has no disaggregated mode here (as in the reference)")
+	case c.PrefillWorkers > 0 && c.backend().Spec().NoDisagg:
+		return bad("backend", c.Backend, c.backend().Spec().Help+" has no disaggregated mode here (as in the reference)")
 	case c.OverlapScoreWeight < 0 || math.IsNaN(c.OverlapScoreWeight):
 		return bad("overlap-score-weight", c.OverlapScoreWeight, "must be >= 0")
 	case c.RouterTemperature < 0 || math.IsNaN(c.RouterTemperature):
@@ -543,6 +552,13 @@ func (c *Config) validate() error {
 		return bad("kv-transfer-bandwidth", c.KVTransferBandwidth, "must be a finite number of GB/s >= 0 (0: no transfer delay)")
 	case c.KVBytesPerToken < 0:
 		return bad("kv-bytes-per-token", c.KVBytesPerToken, "must be >= 0 (0: auto from the model)")
+	}
+	return nil
+}
+
+// validateWorkload checks the trace and the synthetic workload.
+func (c *Config) validateWorkload() error {
+	switch {
 	case c.TraceBlockSize < 1:
 		return bad("trace-block-size", c.TraceBlockSize, "must be at least 1")
 	case !(c.ArrivalSpeedupRatio > 0) || math.IsInf(c.ArrivalSpeedupRatio, 0):
@@ -551,6 +567,13 @@ func (c *Config) validate() error {
 		return bad("concurrency", c.Concurrency, "must not be negative (0: follow arrival times)")
 	case c.InterTurnDelayMs < 0 || math.IsNaN(c.InterTurnDelayMs):
 		return bad("inter-turn-delay-ms", c.InterTurnDelayMs, "must be >= 0")
+	}
+	return nil
+}
+
+// validateServe checks the live server's settings (mocker serve).
+func (c *Config) validateServe() error {
+	switch {
 	case c.Port < 0 || c.Port > 65535:
 		return bad("port", c.Port, "must be in [0, 65535] (0: any free port)")
 	case c.DefaultMaxTokens < 1:
@@ -614,31 +637,83 @@ func (c *Config) validate() error {
 	case !(c.FailureRate >= 0 && c.FailureRate <= 1):
 		return bad("failure-rate", c.FailureRate, "must be in [0, 1]")
 	}
-	if err := c.validatePerfetto(); err != nil {
-		return err
-	}
-	for _, r := range c.SpecAcceptRates {
-		if !(r >= 0 && r <= 1) {
-			return bad("spec-accept-rates", c.SpecAcceptRates, "each rate must be in [0, 1]")
-		}
-	}
-	return c.validateRoles()
+	return nil
 }
 
-// BlockSizeOrDefault is --block-size, or the backend's default when it is 0: vLLM 16, TensorRT-LLM 32,
-// SGLang its --page-size (default 1).
+// BlockSizeOrDefault is --block-size, or the backend's default when it is 0 (engine.BackendSpec's
+// BlockSize); SGLang's is its --page-size when that is set.
 func (c *Config) BlockSizeOrDefault() int {
 	switch {
-	case c.Backend == "sglang" && c.PageSize > 0:
+	case c.backend() == engine.SGLang && c.PageSize > 0:
 		return c.PageSize
 	case c.BlockSize > 0:
 		return c.BlockSize
-	case c.Backend == "trtllm":
-		return 32
-	case c.Backend == "sglang":
-		return 1
 	}
-	return 16
+	return c.backend().Spec().BlockSize
+}
+
+// backend is the backend --backend names (vLLM where it names none: Validate refuses it).
+func (c *Config) backend() engine.Backend {
+	b, _ := engine.ParseBackend(c.Backend)
+	return b
+}
+
+// owned is a setting's error from the package that owns the setting; its message begins with the
+// setting's key, as every Parse and Options.Validate of ours does, so that the file and line it came
+// from can be named.
+func owned(err error) error {
+	if err == nil {
+		return nil
+	}
+	key, _, _ := strings.Cut(err.Error(), " ")
+	return &settingError{key, err.Error()}
+}
+
+// validateOwned has each package check the settings it owns, in its own words: the backend, the
+// schedulers' policies and SGLang's budgets, the timing model's name, the routers' policies, the
+// KV-transfer mode and the injected failures.
+func (c *Config) validateOwned() error {
+	if _, err := engine.ParseBackend(c.Backend); err != nil {
+		return owned(err)
+	}
+	if _, err := vllm.ParsePreemption(c.PreemptionMode); err != nil {
+		return owned(err)
+	}
+	if _, err := vllm.ParseCapacity(c.VLLMAdmission); err != nil {
+		return owned(err)
+	}
+	policy, err := sglang.ParsePolicy(c.SGLangSchedulePolicy)
+	if err != nil {
+		return owned(err)
+	}
+	// SGLang's own limits; the pool and the page size are checked below, where 0 means auto.
+	so := sglang.Options{PageSize: 1, NumPages: 1, MaxPrefillTokens: c.SGLangMaxPrefillTokens, ClipMaxNewTokens: c.SGLangClipMaxNewTokens,
+		ReservedDecode: c.SGLangReservedDecodeTokens, Conservativeness: c.SGLangScheduleConservativeness, Policy: policy,
+		Spec: sched.Spec{AcceptRates: c.SpecAcceptRates}}
+	if err := so.Validate(); err != nil {
+		return owned(err)
+	}
+	if _, err := registry.Lookup(c.Timing); err != nil {
+		return owned(err)
+	}
+	if _, err := router.ParsePolicy(c.Router); err != nil {
+		return owned(err)
+	}
+	if _, err := router.ParseQueuePolicy(c.RouterQueuePolicy); err != nil {
+		return owned(err)
+	}
+	if _, err := disagg.ParseMode(c.KVTransferTimingMode); err != nil {
+		return owned(err)
+	}
+	if _, err := sim.ParseOnFailure(c.OnWorkerFailure); err != nil {
+		return owned(err)
+	}
+	for _, s := range c.FailWorker {
+		if _, err := sim.ParseFailure(s); err != nil {
+			return owned(err)
+		}
+	}
+	return nil
 }
 
 // Source opens the workload: the trace if one is set, else the synthetic generator. A trace's
@@ -713,15 +788,19 @@ func (c *Config) desyncMs() float64 {
 	return c.ConcurrencyDesyncMs
 }
 
+// Measure runs a workload on a deployment and returns its requests' mean end-to-end latency in
+// milliseconds. It is sim.MeanE2EMs, given by the caller: config composes runs, it does not run them.
+type Measure func(workload.Source, sim.Options) (float64, error)
+
 // ResolveDesync replaces --concurrency-desync-ms auto by one request's lifetime (RequestLifetimeMs) and
 // returns the milliseconds it chose, or by 0 where auto has no clients to spread (desyncPending); it does
 // nothing, and returns 0, for any other value.
-func (c *Config) ResolveDesync() (float64, error) {
+func (c *Config) ResolveDesync(measure Measure) (float64, error) {
 	if !c.desyncPending() {
 		c.ConcurrencyDesyncMs = c.desyncMs()
 		return 0, nil
 	}
-	ms, err := c.RequestLifetimeMs()
+	ms, err := c.RequestLifetimeMs(measure)
 	if err != nil {
 		return 0, err // a deployment that cannot run says so itself: auto is the default
 	}
@@ -729,10 +808,11 @@ func (c *Config) ResolveDesync() (float64, error) {
 	return ms, nil
 }
 
-// RequestLifetimeMs is the mean end-to-end latency of a short replay of the workload in lock step: its
-// first 2 × --concurrency requests (at most --num-requests), every client starting at time 0. About one
-// request's lifetime is the desync (or ramp) that spreads a benchmark's clients over its steady state.
-func (c *Config) RequestLifetimeMs() (float64, error) {
+// RequestLifetimeMs is the mean end-to-end latency, as measure finds it, of a short replay of the
+// workload in lock step: its first 2 × --concurrency requests (at most --num-requests), every client
+// starting at time 0. About one request's lifetime is the desync (or ramp) that spreads a benchmark's
+// clients over its steady state.
+func (c *Config) RequestLifetimeMs(measure Measure) (float64, error) {
 	if c.Concurrency < 1 || c.Trace != "" {
 		return 0, errors.New("a request's lifetime is measured on the synthetic workload with --concurrency > 0")
 	}
@@ -747,11 +827,11 @@ func (c *Config) RequestLifetimeMs() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	res, err := sim.Run(src, o)
+	ms, err := measure(src, o)
 	if err != nil {
 		return 0, fmt.Errorf("concurrency-desync-ms auto: a lock-step replay of %d requests: %w", lock.NumRequests, err)
 	}
-	return res.Summary.E2E.Mean, nil
+	return ms, nil
 }
 
 // LifetimeRequests is how many requests RequestLifetimeMs replays.

@@ -220,8 +220,8 @@ func TestDesyncDefault(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Errorf("%+v: Validate() = %v", c, err)
 		}
-		if ms, err := c.ResolveDesync(); ms != 0 || err != nil || c.ConcurrencyDesyncMs != 0 {
-			t.Errorf("concurrency %d, ramp %v, turns %d: ResolveDesync() = %v, %v (desync %v), want 0",
+		if ms, err := c.ResolveDesync(sim.MeanE2EMs); ms != 0 || err != nil || c.ConcurrencyDesyncMs != 0 {
+			t.Errorf("concurrency %d, ramp %v, turns %d: ResolveDesync = %v, %v (desync %v), want 0",
 				c.Concurrency, c.ConcurrencyRampMs, c.TurnsPerSession, ms, err, c.ConcurrencyDesyncMs)
 		}
 	}
@@ -305,15 +305,15 @@ func TestDesyncAuto(t *testing.T) {
 	if _, err := c.Source(); err == nil || !strings.Contains(err.Error(), "not resolved") {
 		t.Errorf("Source() before ResolveDesync = %v", err)
 	}
-	ms, err := c.ResolveDesync()
+	ms, err := c.ResolveDesync(sim.MeanE2EMs)
 	if err != nil || ms != 16 || c.ConcurrencyDesyncMs != 16 {
-		t.Fatalf("ResolveDesync() = %v, %v (desync %v), want 16 ms", ms, err, c.ConcurrencyDesyncMs)
+		t.Fatalf("ResolveDesync = %v, %v (desync %v), want 16 ms", ms, err, c.ConcurrencyDesyncMs)
 	}
 	if o, err := c.SimOptions(); err != nil || o.Concurrency != 0 {
 		t.Errorf("resolved: sim concurrency %d (%v), want the workload's clients to keep it", o.Concurrency, err)
 	}
-	if ms, err := c.ResolveDesync(); ms != 0 || err != nil {
-		t.Errorf("second ResolveDesync() = %v, %v: want nothing to do", ms, err)
+	if ms, err := c.ResolveDesync(sim.MeanE2EMs); ms != 0 || err != nil {
+		t.Errorf("second ResolveDesync = %v, %v: want nothing to do", ms, err)
 	}
 	c.ConcurrencyDesyncMs, c.Concurrency = math.NaN(), 0
 	if err := c.Validate(); err == nil || err.Error() != "config "+path+" line 1: concurrency-desync-ms auto: spreads the clients of --concurrency, which is 0" {
@@ -388,7 +388,7 @@ func simulate(t *testing.T, c *Config) (*sim.Result, sim.Options) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ResolveDesync(); err != nil {
+	if _, err := c.ResolveDesync(sim.MeanE2EMs); err != nil {
 		t.Fatal(err)
 	}
 	src, err := c.Source()
@@ -436,5 +436,76 @@ func TestExpertParallelNeedsExperts(t *testing.T) {
 	}
 	if ep.WeightBytes != tp.WeightBytes || ep.KVBytes != tp.KVBytes || ep.KVBlocks != tp.KVBlocks {
 		t.Errorf("EP 8: weights %d, KV %d B/token, %d blocks; want TP 8's %d, %d, %d", ep.WeightBytes, ep.KVBytes, ep.KVBlocks, tp.WeightBytes, tp.KVBytes, tp.KVBlocks)
+	}
+}
+
+// TestOwnedSettingsNamed: a setting the owning package refuses is refused in that package's words,
+// with the file and line that gave it, or the pool's own key; SGLang's fifo alias is accepted, as its
+// message says.
+func TestOwnedSettingsNamed(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{"backend: tgi\n", "c.yaml line 1: backend tgi: want vllm, trtllm or sglang"},
+		{"seed: 1\npreemption-mode: random\n", "c.yaml line 2: preemption-mode random: want lifo or fifo"},
+		{"vllm-admission: half\n", "c.yaml line 1: vllm-admission half: want prompt or chunk"},
+		{"sglang-schedule-policy: dfs-weight\n", "c.yaml line 1: sglang-schedule-policy dfs-weight: want fcfs (or its alias fifo) or lpm"},
+		{"sglang-max-prefill-tokens: 0\n", "c.yaml line 1: sglang-max-prefill-tokens 0: must be at least 1"},
+		{"sglang-clip-max-new-tokens: 0\n", "c.yaml line 1: sglang-clip-max-new-tokens 0: must be at least 1"},
+		{"sglang-num-reserved-decode-tokens: -1\n", "c.yaml line 1: sglang-num-reserved-decode-tokens -1: must not be negative"},
+		{"sglang-schedule-conservativeness: 2\n", "c.yaml line 1: sglang-schedule-conservativeness 2: must be in [0, 1]"},
+		{"spec-accept-rates: [0.5, 2]\n", "c.yaml line 1: spec-accept-rates [0.5 2]: each rate must be in [0, 1]"},
+		{"timing: roofline\n", "c.yaml line 1: timing roofline: want default, profile, polynomial or fixed"},
+		{"router: nearest\n", `c.yaml line 1: router "nearest": want kv, round-robin, random or least-loaded`},
+		{"router-queue-policy: lifo\n", `c.yaml line 1: router-queue-policy "lifo": want fcfs, lcfs or wspt`},
+		{"kv-transfer-timing-mode: half\n", `c.yaml line 1: kv-transfer-timing-mode "half": want destination_missing or full_prompt`},
+		{"on-worker-failure: maybe\n", `c.yaml line 1: on-worker-failure "maybe": want retry or fail`},
+		{"fail-worker: [\"0@30s\", \"x\"]\n", `c.yaml line 1: fail-worker "x": no @ (want ID@TIME[:DURATION], e.g. 1@30s:10s)`},
+		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  preemption-mode: random\n", "c.yaml line 4: prefill-preemption-mode random: want lifo or fifo"},
+		{"prefill-workers: 1\ndecode-workers: 1\ndecode:\n  sglang-schedule-policy: x\n", "c.yaml line 4: decode-sglang-schedule-policy x: want fcfs (or its alias fifo) or lpm"},
+		{"backend: trtllm\nprefill-workers: 1\ndecode-workers: 1\n", "c.yaml line 1: backend trtllm: vLLM's scheduler with TensorRT-LLM's guaranteed_no_evict admission has no disaggregated mode here (as in the reference)"},
+	} {
+		c := Default()
+		err := c.Load(writeConfig(t, tc.body))
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil || !strings.HasSuffix(err.Error(), "/"+tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	c := Default()
+	c.Backend, c.SGLangSchedulePolicy = "sglang", "fifo"
+	if err := c.Validate(); err != nil {
+		t.Errorf("sglang-schedule-policy fifo: %v", err)
+	}
+	// An empty value is no default in disguise.
+	for _, tc := range []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Backend = "" }, "backend : want vllm, trtllm or sglang"},
+		{func(c *Config) { c.PreemptionMode = "" }, "preemption-mode : want lifo or fifo"},
+		{func(c *Config) { c.VLLMAdmission = "" }, "vllm-admission : want prompt or chunk"},
+		{func(c *Config) { c.SGLangSchedulePolicy = "" }, "sglang-schedule-policy : want fcfs (or its alias fifo) or lpm"},
+		{func(c *Config) { c.Timing = "" }, "timing : want default, profile, polynomial or fixed"},
+	} {
+		c := Default()
+		tc.edit(&c)
+		if err := c.Validate(); err == nil || err.Error() != tc.want {
+			t.Errorf("Validate() = %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// TestBlockSizeDefaults: --block-size 0 is the backend's registered default; SGLang's --page-size wins.
+func TestBlockSizeDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		backend         string
+		block, page, bs int
+	}{{"vllm", 0, 0, 16}, {"trtllm", 0, 0, 32}, {"sglang", 0, 0, 1}, {"sglang", 0, 8, 8}, {"sglang", 4, 0, 4}, {"vllm", 64, 8, 64}} {
+		c := Default()
+		c.Backend, c.BlockSize, c.PageSize = tc.backend, tc.block, tc.page
+		if got := c.BlockSizeOrDefault(); got != tc.bs {
+			t.Errorf("%s block-size %d page-size %d: %d, want %d", tc.backend, tc.block, tc.page, got, tc.bs)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"math"
-	"os"
 	"time"
 
 	"github.com/mocker-sim/mocker/engine"
@@ -14,8 +13,7 @@ import (
 	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/timing"
-	"github.com/mocker-sim/mocker/timing/aic"
-	"github.com/mocker-sim/mocker/timing/profile"
+	"github.com/mocker-sim/mocker/timing/registry"
 )
 
 // defaultKVTokens is the KV capacity when no model and GPU size it: the reference's 16,384 blocks of
@@ -147,26 +145,9 @@ func (c *Config) weightBytes(m *model.Model) (int64, error) {
 
 // TimingModel builds the pass timing model, with the host overhead, scaled by the speed-up ratios.
 func (c *Config) TimingModel(d *Deployment) (timing.Model, error) {
-	var m timing.Model
-	switch c.TimingName() {
-	case "fixed":
-		m = timing.Fixed{PrefillMs: c.PrefillMs, DecodeMs: c.DecodeMs}
-	case "polynomial":
-		m = timing.Polynomial{}
-	case "profile":
-		p, _, err := c.profile(d)
-		if err != nil {
-			return nil, err
-		}
-		m = p
-	case "default":
-		a, _, err := c.opLevel(d)
-		if err != nil {
-			return nil, err
-		}
-		m = a
-	default:
-		return nil, fmt.Errorf("timing %q: want default, profile, polynomial or fixed", c.Timing)
+	m, _, err := c.buildTiming(d)
+	if err != nil {
+		return nil, err
 	}
 	if c.HostOverheadUs > 0 {
 		m = timing.HostOverhead{Model: m, PerRequest: time.Duration(math.Round(c.HostOverheadUs * float64(time.Microsecond)))}
@@ -174,11 +155,27 @@ func (c *Config) TimingModel(d *Deployment) (timing.Model, error) {
 	return timing.Scaled{Model: m, Speedup: c.SpeedupRatio, DecodeSpeedup: c.DecodeSpeedupRatio}, nil
 }
 
-// TimingName is the timing model that prices passes: --timing, except that the op-level default has
-// no TensorRT-LLM tables, so on --backend trtllm a --timing not given is the profile.
+// buildTiming builds the registered model TimingName names from the deployment and the timing flags.
+func (c *Config) buildTiming(d *Deployment) (timing.Model, registry.Info, error) {
+	e, err := registry.Lookup(c.TimingName())
+	if err != nil {
+		return nil, registry.Info{}, err
+	}
+	p := registry.Params{Model: d.Model, System: d.System, Backend: c.Backend, TP: c.TP, EP: c.EP,
+		Quantization: c.Quantization, KVCacheDtype: c.KVCacheDtype, PerfDB: c.PerfDB, BackendVersion: c.BackendVersion,
+		Profile: c.Profile, PrefillMs: c.PrefillMs, DecodeMs: c.DecodeMs}
+	if d.Model != nil {
+		p.GEMMQuant, p.MoEQuant = c.quantModes(d.Model)
+	}
+	return e.New(p)
+}
+
+// TimingName is the timing model that prices passes: --timing, except where the backend's registration
+// names another for a --timing not given (the op-level default has no TensorRT-LLM tables, so on
+// --backend trtllm it is the profile).
 func (c *Config) TimingName() string {
-	if c.Timing == "default" && c.Backend == "trtllm" && !c.isGiven("timing") {
-		return "profile"
+	if t := c.backend().Spec().Timing; t != "" && c.Timing == registry.Models[0].Name && !c.isGiven("timing") {
+		return t
 	}
 	return c.Timing
 }
@@ -207,104 +204,13 @@ func (c *Config) TimingInfo() (report.Timing, error) {
 		return report.Timing{Model: both(p.Model, d.Model), Source: both(p.Source, d.Source), Version: both(p.Version, d.Version)}, nil
 	}
 	t := report.Timing{Model: c.TimingName()}
-	if t.Model != "default" && t.Model != "profile" {
-		return t, nil
-	}
 	d, err := c.Deployment()
 	if err != nil {
 		return t, err
 	}
-	if t.Model == "profile" {
-		_, t.Source, err = c.profile(d)
-		return t, err
-	}
-	a, src, err := c.opLevel(d)
-	if err != nil {
-		return t, err
-	}
-	t.Source, t.Version = src.String(), c.Backend+" "+a.Version()
-	return t, nil
-}
-
-// opLevel builds the op-level model (--timing default) on the database Discover finds.
-func (c *Config) opLevel(d *Deployment) (*aic.Model, aic.Source, error) {
-	if d.Model == nil || d.System == nil {
-		return nil, aic.Source{}, fmt.Errorf("timing default: needs --model (or --model-config) and --system")
-	}
-	if c.Backend == "trtllm" {
-		return nil, aic.Source{}, fmt.Errorf("timing default: no TensorRT-LLM tables are supported; use --backend vllm or sglang timing, or --timing profile")
-	}
-	linear, moe := c.quantModes(d.Model)
-	if c.Quantization == "mxfp4" && !d.Model.MoE() {
-		return nil, aic.Source{}, fmt.Errorf("timing default: quantization mxfp4 quantizes only routed experts (the gpt-oss format) and model %s has none", d.Model.Name)
-	}
-	src := aic.Discover(c.PerfDB, d.System.Name)
-	a, err := aic.New(aic.Options{Model: d.Model, System: d.System, Root: src.Root, Backend: c.Backend, Version: c.BackendVersion,
-		TP: c.TP, EP: c.EP, GEMMQuant: linear, KVCacheDtype: c.KVCacheDtype, MoEQuant: moe})
-	if err != nil {
-		return nil, src, fmt.Errorf("timing default (data: %s): %w", src, err)
-	}
-	return a, src, nil
-}
-
-// profile opens --profile: a built-in profile name, a profiler results directory (Dynamo's planner
-// profile), or a step-time CSV of ours. Unset, it is the built-in profile of the model on the system.
-func (c *Config) profile(d *Deployment) (timing.Model, string, error) {
-	name := c.Profile
-	if name == "" {
-		if d.Model == nil || d.System == nil {
-			return nil, "", fmt.Errorf("timing profile: no --profile, and no --model and --system to choose a built-in one")
-		}
-		name = fmt.Sprintf("%s-%s-%s", systemShort(d.System.Name), d.Model.Name, c.precision(d.Model))
-		if _, err := profile.Builtin(name); err != nil {
-			return nil, "", fmt.Errorf("timing profile: no built-in profile for %s on %s (%s); give --profile PATH, or --timing polynomial", d.Model.Name, d.System.Name, name)
-		}
-	}
-	if c.TP != 1 {
-		return nil, "", fmt.Errorf("timing profile: profiles are measured at tp 1, got --tp %d", c.TP)
-	}
-	if p, err := profile.Builtin(name); err == nil {
-		return p, name, nil
-	}
-	st, err := os.Stat(name)
-	if err != nil {
-		return nil, "", fmt.Errorf("profile %q: not a built-in profile (%v) nor a file: %w", name, profile.BuiltinNames(), err)
-	}
-	if st.IsDir() {
-		p, err := profile.LoadPlanner(name)
-		return p, name, err
-	}
-	modelName := ""
-	if d.Model != nil {
-		modelName = d.Model.Name
-	}
-	p, err := profile.LoadSteps(name, modelName)
-	return p, name, err
-}
-
-// precision names the weights' precision as profiles do: the quantization (the flag's, else the
-// checkpoint's), else the model's dtype.
-func (c *Config) precision(m *model.Model) string {
-	if c.Quantization != "" {
-		return c.Quantization
-	}
-	if m.Quantization != "" {
-		return m.Quantization
-	}
-	if m.Dtype == "bfloat16" {
-		return "bf16"
-	}
-	return m.Dtype
-}
-
-// systemShort is the GPU's name in profile names: "h200" for "h200_sxm".
-func systemShort(s string) string {
-	for i := range len(s) {
-		if s[i] == '_' {
-			return s[:i]
-		}
-	}
-	return s
+	_, info, err := c.buildTiming(d)
+	t.Source, t.Version = info.Source, info.Version
+	return t, err
 }
 
 // EngineOptions builds the options of each worker's engine.

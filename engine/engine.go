@@ -10,33 +10,6 @@ import (
 	"github.com/mocker-sim/mocker/timing"
 )
 
-// Backend is the engine being simulated.
-type Backend uint8
-
-const (
-	// VLLM is vLLM v1's scheduler and block pool.
-	VLLM Backend = iota
-	// TRTLLM is TensorRT-LLM: vLLM's scheduling core with the guaranteed_no_evict capacity policy.
-	TRTLLM
-	// SGLang is SGLang's scheduler over a radix prefix cache.
-	SGLang
-)
-
-// ParseBackend parses "vllm", "trtllm" or "sglang".
-func ParseBackend(s string) (Backend, error) {
-	switch s {
-	case "vllm", "":
-		return VLLM, nil
-	case "trtllm":
-		return TRTLLM, nil
-	case "sglang":
-		return SGLang, nil
-	}
-	return 0, fmt.Errorf("backend %q: want vllm, sglang or trtllm", s)
-}
-
-func (b Backend) String() string { return [...]string{"vllm", "trtllm", "sglang"}[b] }
-
 // Options configure an Engine.
 type Options struct {
 	Backend Backend
@@ -48,23 +21,6 @@ type Options struct {
 	Seed uint64
 	// Role is the worker's place in disaggregated serving (both schedulers' Role is set from it).
 	Role sched.Role
-}
-
-// BlockSize is the tokens per KV block (SGLang: per page) of the engine's schedulers.
-func (o Options) BlockSize() int {
-	if o.Backend == SGLang {
-		return o.SGLang.PageSize
-	}
-	return o.VLLM.BlockSize
-}
-
-// MaxBatchedTokens is the schedulers' token budget per pass (SGLang: its chunked-prefill size), the
-// unit of a router's queue threshold.
-func (o Options) MaxBatchedTokens() int {
-	if o.Backend == SGLang {
-		return o.SGLang.ChunkedPrefillSize
-	}
-	return o.VLLM.MaxBatchedTokens
 }
 
 // scheduler is what the engine needs of one rank's scheduler.
@@ -103,37 +59,17 @@ func New(o Options) (*Engine, error) {
 	if o.DPSize < 0 {
 		return nil, fmt.Errorf("dp-size %d: must be at least 1", o.DPSize)
 	}
+	if int(o.Backend) >= len(Backends) {
+		return nil, fmt.Errorf("engine: backend %d unknown", o.Backend)
+	}
 	if o.Timing == nil {
 		return nil, fmt.Errorf("engine: no timing model")
 	}
 	e := &Engine{backend: o.Backend, model: o.Timing}
 	dp := max(o.DPSize, 1)
+	spec := o.Backend.Spec()
 	for i := range dp {
-		var s scheduler
-		var err error
-		switch o.Backend {
-		case VLLM, TRTLLM:
-			vo := o.VLLM
-			vo.Spec.Seed = RankSeed(o.Seed, i)
-			vo.Role = o.Role
-			if o.Backend == TRTLLM {
-				vo.Capacity = vllm.GuaranteedNoEvict
-			}
-			s, err = vllm.New(vo)
-		case SGLang:
-			so := o.SGLang
-			so.Spec.Seed = RankSeed(o.Seed, i)
-			so.Role = o.Role
-			if dp > 1 {
-				// SGLang's attention-DP mode splits the chunk budget over the ranks and schedules more
-				// conservatively (server_args: chunked_prefill_size //= dp_size, conservativeness × 0.3).
-				so.ChunkedPrefillSize /= dp
-				so.Conservativeness *= 0.3
-			}
-			s, err = sglang.New(so)
-		default:
-			err = fmt.Errorf("engine: backend %d unknown", o.Backend)
-		}
+		s, err := spec.New(o, i, dp, RankSeed(o.Seed, i))
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +81,7 @@ func New(o Options) (*Engine, error) {
 // EventsAtPassEnd reports when the engine's KV events become visible to the outside: at the end of the
 // pass for SGLang (it publishes after the forward pass), at its start for vLLM (the reference's default;
 // real vLLM publishes after the pass too, so drivers may choose the end instead).
-func (e *Engine) EventsAtPassEnd() bool { return e.backend == SGLang }
+func (e *Engine) EventsAtPassEnd() bool { return e.backend.Spec().EventsAtPassEnd }
 
 // DPSize is the number of data-parallel ranks.
 func (e *Engine) DPSize() int { return len(e.ranks) }
@@ -219,13 +155,7 @@ func (e *Engine) CheckInvariants() error {
 // AppendCached appends to dst the hashes of the blocks rank's prefix cache holds (vLLM's pool or SGLang's
 // radix tree), each once, and returns it: what a consumer of the rank's KV events should hold.
 func (e *Engine) AppendCached(rank int, dst []uint64) []uint64 {
-	switch s := e.ranks[rank].(type) {
-	case *vllm.Scheduler:
-		return s.Pool().AppendCached(dst)
-	case *sglang.Scheduler:
-		return s.Cache().AppendCached(dst)
-	}
-	return dst
+	return e.backend.Spec().AppendCached(e.ranks[rank], dst)
 }
 
 // Step plans and applies one forward pass starting at now. Every rank with requests steps; the pass ends

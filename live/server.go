@@ -210,10 +210,7 @@ func New(o Options) (*Server, error) {
 
 // poolTokens is the tokens one rank's KV pool holds.
 func poolTokens(eo engine.Options) int {
-	if eo.Backend == engine.SGLang {
-		return eo.SGLang.NumPages * eo.SGLang.PageSize
-	}
-	return eo.VLLM.NumBlocks * eo.VLLM.BlockSize
+	return eo.KVBlocks() * eo.BlockSize()
 }
 
 // newWorker starts worker id of its pool; global, its index among all the server's workers, seeds it

@@ -273,7 +273,7 @@ func evaluate(base *config.Config, s Shape, scale int, rate float64, targets []T
 	if err := cfg.Validate(); err != nil {
 		return fail(err)
 	}
-	if _, err := cfg.ResolveDesync(); err != nil {
+	if _, err := cfg.ResolveDesync(sim.MeanE2EMs); err != nil {
 		return fail(err)
 	}
 	src, err := cfg.Source()

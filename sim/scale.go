@@ -47,10 +47,7 @@ func (r *runner) startPlanner() error {
 
 // kvTokens is one rank's KV capacity.
 func kvTokens(eo engine.Options) int {
-	if eo.Backend == engine.SGLang {
-		return eo.SGLang.NumPages * eo.SGLang.PageSize
-	}
-	return eo.VLLM.NumBlocks * eo.VLLM.BlockSize
+	return eo.KVBlocks() * eo.BlockSize()
 }
 
 // completed counts a finished request in the planner's window.

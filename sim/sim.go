@@ -637,3 +637,13 @@ func (r *runner) result() *Result {
 	}
 	return res
 }
+
+// MeanE2EMs runs src and returns its requests' mean end-to-end latency in milliseconds (what
+// config.Config.ResolveDesync measures a request's lifetime with).
+func MeanE2EMs(src workload.Source, o Options) (float64, error) {
+	res, err := Run(src, o)
+	if err != nil {
+		return 0, err
+	}
+	return res.Summary.E2E.Mean, nil
+}

@@ -371,7 +371,7 @@ func predict(r row, db string, set settings) result {
 	// L, one request's lifetime: the mean end-to-end latency of a lock-step replay of the row's first 2·C
 	// requests (what --concurrency-desync-ms auto takes).
 	cfg.NumRequests = 12 * r.concurrency
-	life, err := cfg.RequestLifetimeMs()
+	life, err := cfg.RequestLifetimeMs(sim.MeanE2EMs)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -467,7 +467,7 @@ func predictPlain(r row, db string) result {
 	if err := cfg.Validate(); err != nil {
 		return fail(err)
 	}
-	if _, err := cfg.ResolveDesync(); err != nil {
+	if _, err := cfg.ResolveDesync(sim.MeanE2EMs); err != nil {
 		return fail(err)
 	}
 	recs, err := replay(cfg)

@@ -9,9 +9,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mocker-sim/mocker/config"
+	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/hardware"
 	"github.com/mocker-sim/mocker/model"
 	"github.com/mocker-sim/mocker/timing/profile"
+	"github.com/mocker-sim/mocker/timing/registry"
 )
 
 // bindFlags registers every setting of predict as a flag named like its YAML key, defaulting to c's value.
@@ -35,9 +37,13 @@ func bindFlags(fs *pflag.FlagSet, c *config.Config) {
 // bindEngineFlags registers the engine, deployment, timing and cluster settings, which predict and serve
 // share.
 func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
-
-	fs.StringVar(&c.Backend, "backend", c.Backend, "engine to simulate: vllm, sglang or trtllm (vLLM's scheduler with TensorRT-LLM's guaranteed_no_evict admission)")
-	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "tokens per KV block (0: the backend's default, vllm 16, trtllm 32, sglang --page-size)")
+	var backends, blockSizes []string
+	for _, b := range engine.Backends {
+		backends = append(backends, b.Name+" ("+b.Help+")")
+		blockSizes = append(blockSizes, fmt.Sprintf("%s %d", b.Name, b.BlockSize))
+	}
+	fs.StringVar(&c.Backend, "backend", c.Backend, "engine to simulate: "+strings.Join(backends, ", "))
+	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "tokens per KV block (0: the backend's default, "+strings.Join(blockSizes, ", ")+"; sglang: --page-size if set)")
 	fs.Var(autoInt{&c.NumGPUBlocks}, "num-gpu-blocks", "KV blocks per worker (per data-parallel rank); auto (or 0): from --model, --system, --tp and --gpu-memory-utilization (262,144 tokens' worth without a model)")
 	fs.IntVar(&c.MaxNumSeqs, "max-num-seqs", c.MaxNumSeqs, "running requests per pass at most")
 	fs.IntVar(&c.MaxNumBatchedTokens, "max-num-batched-tokens", c.MaxNumBatchedTokens, "tokens per forward pass at most")
@@ -69,7 +75,7 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.KVCacheDtype, "kv-cache-dtype", c.KVCacheDtype, "KV cache precision auto (the model's), bf16 or fp8")
 	fs.Float64Var(&c.GPUMemoryUtilization, "gpu-memory-utilization", c.GPUMemoryUtilization, "fraction of GPU memory for weights and KV cache when --num-gpu-blocks is auto")
 
-	fs.StringVar(&c.Timing, "timing", c.Timing, "pass timing model: default (op-level: per-kernel measurements from AIConfigurator's database, found by --perf-db, $MOCKER_PERF_DB, an installed aiconfigurator Python package, else the built-in H200 vLLM/SGLang tables; on --backend trtllm the profile), profile (step times of a plain PyTorch decoder, ~1.8x slower than vLLM's kernels), polynomial (Dynamo's default) or fixed")
+	fs.StringVar(&c.Timing, "timing", c.Timing, registry.Help())
 	fs.StringVar(&c.Profile, "profile", c.Profile, "timing profile: a built-in one ("+strings.Join(profile.BuiltinNames(), ", ")+"), a profiler results directory (Dynamo planner), or a step-time CSV; empty: the built-in profile of --model on --system")
 	fs.StringVar(&c.PerfDB, "perf-db", c.PerfDB, "root of a performance database in AIConfigurator's layout, <system>/<op>/<backend>/<version>/ (--timing default; empty: $MOCKER_PERF_DB, an installed aiconfigurator Python package's systems/data, else the built-in tables)")
 	fs.StringVar(&c.BackendVersion, "backend-version", c.BackendVersion, "version of the backend's tables in the performance database (empty: the newest with every table needed)")

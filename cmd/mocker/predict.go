@@ -73,7 +73,7 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	if err := checkOutputs(outputs, cfg); err != nil {
 		return err
 	}
-	if ms, err := cfg.ResolveDesync(); err != nil {
+	if ms, err := cfg.ResolveDesync(sim.MeanE2EMs); err != nil {
 		return err
 	} else if ms > 0 {
 		fmt.Fprintf(stderr, "concurrency-desync-ms auto: %.1f ms (mean E2E of a lock-step replay of %d requests)\n", ms, cfg.LifetimeRequests())

@@ -19,7 +19,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mocker-sim/mocker/config"
-	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/live"
 	"github.com/mocker-sim/mocker/live/metrics"
 	"github.com/mocker-sim/mocker/live/natsevents"
@@ -208,12 +207,8 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	if maxLen == 0 {
 		maxLen = 1 << 17 // the token-count histograms' last bucket
 	}
-	blocks := eo.VLLM.NumBlocks
-	if eo.Backend == engine.SGLang {
-		blocks = eo.SGLang.NumPages
-	}
-	mx := metrics.New(metrics.Options{Backend: cfg.Backend, Model: name, MaxModelLen: maxLen,
-		BlockSize: eo.BlockSize(), NumBlocks: blocks, PrefixCaching: cfg.EnablePrefixCaching, CacheDtype: cfg.KVCacheDtype,
+	mx := metrics.New(metrics.Options{Backend: eo.Backend.Spec().Metrics, Model: name, MaxModelLen: maxLen,
+		BlockSize: eo.BlockSize(), NumBlocks: eo.KVBlocks(), PrefixCaching: cfg.EnablePrefixCaching, CacheDtype: cfg.KVCacheDtype,
 		GPUMemoryUtilization: cfg.GPUMemoryUtilization, DPSize: eo.DPSize, SpecTokens: cfg.SpecNumTokens})
 
 	o := live.Options{

@@ -42,23 +42,37 @@ type Factory func(Shape) (Scheduler, error)
 // Seeds is how many random workloads each check of Run replays.
 var Seeds = 12
 
+// Checks are the checks Run runs, each on one seed's workload.
+var Checks = []struct {
+	Name  string
+	Check func(Factory, uint64) error
+}{
+	{"Serve", Serve}, {"Cancel", Cancel}, {"PlainDecode", PlainDecode}, {"Prefill", Prefill}, {"Decode", Decode},
+}
+
 // Run runs every check over Seeds workloads.
 func Run(t *testing.T, f Factory) {
-	checks := []struct {
-		name  string
-		check func(Factory, uint64) error
-	}{
-		{"Serve", Serve}, {"Cancel", Cancel}, {"PlainDecode", PlainDecode}, {"Prefill", Prefill}, {"Decode", Decode},
-	}
-	for _, c := range checks {
-		t.Run(c.name, func(t *testing.T) {
+	for _, c := range Checks {
+		t.Run(c.Name, func(t *testing.T) {
 			for seed := range uint64(Seeds) {
-				if err := c.check(f, seed); err != nil {
+				if err := c.Check(f, seed); err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
 			}
 		})
 	}
+}
+
+// Check is Run without a test: the first failure of any check over Seeds workloads, nil if none.
+func Check(f Factory) error {
+	for _, c := range Checks {
+		for seed := range uint64(Seeds) {
+			if err := c.Check(f, seed); err != nil {
+				return fmt.Errorf("%s, seed %d: %w", c.Name, seed, err)
+			}
+		}
+	}
+	return nil
 }
 
 // shape is the checks' pool: small enough that workloads preempt, large enough that every prompt fits.

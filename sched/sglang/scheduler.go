@@ -26,12 +26,12 @@ const (
 // ParsePolicy parses "fcfs" (or "fifo") and "lpm".
 func ParsePolicy(s string) (Policy, error) {
 	switch s {
-	case "fcfs", "fifo", "":
+	case "fcfs", "fifo":
 		return FCFS, nil
 	case "lpm":
 		return LPM, nil
 	}
-	return 0, fmt.Errorf("schedule policy %q: want fcfs or lpm", s)
+	return 0, fmt.Errorf("sglang-schedule-policy %s: want fcfs (or its alias fifo) or lpm", s)
 }
 
 // SGLang's constants (python/sglang/srt/managers/schedule_policy.py, scheduler.py).

@@ -26,12 +26,12 @@ const (
 // ParsePreemption parses "lifo" or "fifo".
 func ParsePreemption(s string) (Preemption, error) {
 	switch s {
-	case "lifo", "":
+	case "lifo":
 		return LIFO, nil
 	case "fifo":
 		return FIFO, nil
 	}
-	return 0, fmt.Errorf("preemption mode %q: want lifo or fifo", s)
+	return 0, fmt.Errorf("preemption-mode %s: want lifo or fifo", s)
 }
 
 // Capacity is the admission policy.
@@ -55,12 +55,12 @@ const (
 // ParseCapacity parses the vLLM admission gates: "prompt" (MaxUtilization) or "chunk" (ChunkFit).
 func ParseCapacity(s string) (Capacity, error) {
 	switch s {
-	case "prompt", "":
+	case "prompt":
 		return MaxUtilization, nil
 	case "chunk":
 		return ChunkFit, nil
 	}
-	return 0, fmt.Errorf("vllm admission %q: want prompt or chunk", s)
+	return 0, fmt.Errorf("vllm-admission %s: want prompt or chunk", s)
 }
 
 // Options configure a Scheduler. Zero MaxNumSeqs, MaxBatchedTokens or MaxModelLen mean unbounded.

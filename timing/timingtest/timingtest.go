@@ -36,21 +36,35 @@ func (o *Options) defaults() {
 	}
 }
 
+// Checks are the checks Run runs.
+var Checks = []struct {
+	Name  string
+	Check func(timing.Model, Options) error
+}{
+	{"Zero", Zero}, {"Split", Split}, {"Monotone", Monotone}, {"NoAllocs", NoAllocs},
+}
+
 // Run runs every check on m.
 func Run(t *testing.T, m timing.Model, o Options) {
 	o.defaults()
-	for _, c := range []struct {
-		name  string
-		check func(timing.Model, Options) error
-	}{
-		{"Zero", Zero}, {"Split", Split}, {"Monotone", Monotone}, {"NoAllocs", NoAllocs},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if err := c.check(m, o); err != nil {
+	for _, c := range Checks {
+		t.Run(c.Name, func(t *testing.T) {
+			if err := c.Check(m, o); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
+}
+
+// Check is Run without a test: the first failure of any check on m, nil if none.
+func Check(m timing.Model, o Options) error {
+	o.defaults()
+	for _, c := range Checks {
+		if err := c.Check(m, o); err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
+		}
+	}
+	return nil
 }
 
 // batch makes a random pass: decode steps and prompt chunks.

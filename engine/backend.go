@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/sglang"
+	"github.com/mocker-sim/mocker/sched/vllm"
+)
+
+// Backend is the engine being simulated: its index in Backends.
+type Backend uint8
+
+// The built-in backends, in the order of Backends.
+const (
+	// VLLM is vLLM v1's scheduler and block pool.
+	VLLM Backend = iota
+	// TRTLLM is TensorRT-LLM: vLLM's scheduling core with the guaranteed_no_evict capacity policy.
+	TRTLLM
+	// SGLang is SGLang's scheduler over a radix prefix cache.
+	SGLang
+)
+
+// BackendSpec is one registered backend: everything the engine, the configuration and the CLI know of
+// it. A backend reads its schedulers' settings from Options (VLLM or SGLang, or a field of its own).
+type BackendSpec struct {
+	Name string // --backend's value
+	Help string // what it simulates, for --backend's help
+	// BlockSize is the tokens per KV block when --block-size is 0.
+	BlockSize int
+	// Timing is the timing model an unset --timing means on it, where the default has no data for it
+	// ("": the default).
+	Timing string
+	// NoDisagg says it has no disaggregated (prefill/decode) mode.
+	NoDisagg bool
+	// EventsAtPassEnd says its KV events become visible when a pass ends, not when it starts.
+	EventsAtPassEnd bool
+	// Metrics is the engine whose Prometheus metric names its live workers export (live/metrics:
+	// vllm, sglang or trtllm; "": vllm).
+	Metrics string
+	// New builds the scheduler of data-parallel rank (of dp) from o; seed is the rank's own stream.
+	New func(o Options, rank, dp int, seed uint64) (sched.Scheduler, error)
+	// Pool is the schedulers' tokens per block, blocks per rank and token budget per pass (the unit of a
+	// router's queue threshold) in o.
+	Pool func(o Options) (blockSize, blocks, maxBatchedTokens int)
+	// AppendCached appends the hashes of the blocks a scheduler's prefix cache holds, each once.
+	AppendCached func(s sched.Scheduler, dst []uint64) []uint64
+}
+
+// Backends is the registry of backends, indexed by Backend: adding a backend is one entry here (and
+// its scheduler's package).
+var Backends = []BackendSpec{
+	VLLM: {Name: "vllm", Help: "vLLM v1's scheduler and block pool", BlockSize: 16, Metrics: "vllm",
+		New: newVLLM(0), Pool: vllmPool, AppendCached: vllmCached},
+	TRTLLM: {Name: "trtllm", Help: "vLLM's scheduler with TensorRT-LLM's guaranteed_no_evict admission", BlockSize: 32,
+		Timing: "profile", NoDisagg: true, Metrics: "trtllm", New: newVLLM(vllm.GuaranteedNoEvict), Pool: vllmPool, AppendCached: vllmCached},
+	SGLang: {Name: "sglang", Help: "SGLang's scheduler over a radix prefix cache", BlockSize: 1, EventsAtPassEnd: true,
+		Metrics: "sglang", New: newSGLang, Pool: sglangPool, AppendCached: sglangCached},
+}
+
+// ParseBackend parses a registered backend's name.
+func ParseBackend(s string) (Backend, error) {
+	for i, b := range Backends {
+		if b.Name == s {
+			return Backend(i), nil
+		}
+	}
+	return 0, fmt.Errorf("backend %s: want %s", s, BackendNames())
+}
+
+// BackendNames lists the registered backends' names for messages: "vllm, trtllm or sglang".
+func BackendNames() string {
+	names := make([]string, len(Backends))
+	for i, b := range Backends {
+		names[i] = b.Name
+	}
+	return orList(names)
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// Spec is b's registration.
+func (b Backend) Spec() *BackendSpec { return &Backends[b] }
+
+func (b Backend) String() string { return Backends[b].Name }
+
+// BlockSize is the tokens per KV block (SGLang: per page) of the engine's schedulers.
+func (o Options) BlockSize() int {
+	bs, _, _ := o.Backend.Spec().Pool(o)
+	return bs
+}
+
+// KVBlocks is the KV blocks (SGLang: pages) of one rank's pool.
+func (o Options) KVBlocks() int {
+	_, n, _ := o.Backend.Spec().Pool(o)
+	return n
+}
+
+// MaxBatchedTokens is the schedulers' token budget per pass (SGLang: its chunked-prefill size), the
+// unit of a router's queue threshold.
+func (o Options) MaxBatchedTokens() int {
+	_, _, t := o.Backend.Spec().Pool(o)
+	return t
+}
+
+func newVLLM(c vllm.Capacity) func(Options, int, int, uint64) (sched.Scheduler, error) {
+	return func(o Options, _, _ int, seed uint64) (sched.Scheduler, error) {
+		vo := o.VLLM
+		vo.Spec.Seed, vo.Role = seed, o.Role
+		if c != 0 {
+			vo.Capacity = c
+		}
+		return vllm.New(vo)
+	}
+}
+
+func vllmPool(o Options) (int, int, int) {
+	return o.VLLM.BlockSize, o.VLLM.NumBlocks, o.VLLM.MaxBatchedTokens
+}
+
+func vllmCached(s sched.Scheduler, dst []uint64) []uint64 {
+	return s.(*vllm.Scheduler).Pool().AppendCached(dst)
+}
+
+func newSGLang(o Options, _, dp int, seed uint64) (sched.Scheduler, error) {
+	so := o.SGLang
+	so.Spec.Seed, so.Role = seed, o.Role
+	if dp > 1 {
+		// SGLang's attention-DP mode splits the chunk budget over the ranks and schedules more
+		// conservatively (server_args: chunked_prefill_size //= dp_size, conservativeness × 0.3).
+		so.ChunkedPrefillSize /= dp
+		so.Conservativeness *= 0.3
+	}
+	return sglang.New(so)
+}
+
+func sglangPool(o Options) (int, int, int) {
+	return o.SGLang.PageSize, o.SGLang.NumPages, o.SGLang.ChunkedPrefillSize
+}
+
+func sglangCached(s sched.Scheduler, dst []uint64) []uint64 {
+	return s.(*sglang.Scheduler).Cache().AppendCached(dst)
+}

@@ -1,0 +1,155 @@
+// Package registry is where timing models are registered by name: --timing's values, the help each
+// gives, and how each is built from a deployment and the timing flags (Params). It sits above timing
+// and the packages of its models (timing/aic, timing/profile), which import timing, so that a model's
+// package need not know the others; config looks a model up here, and the conformance suite
+// (timing/timingtest) runs on every registered model. Adding a model is its package and one entry in
+// Models.
+package registry
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/mocker-sim/mocker/hardware"
+	"github.com/mocker-sim/mocker/model"
+	"github.com/mocker-sim/mocker/timing"
+	"github.com/mocker-sim/mocker/timing/aic"
+	"github.com/mocker-sim/mocker/timing/profile"
+)
+
+// Params is what a timing model may be built from: the deployment and the timing flags.
+type Params struct {
+	Model   *model.Model     // nil when none is named
+	System  *hardware.System // nil when none is named
+	Backend string           // --backend
+	TP, EP  int
+	// Quantization is --quantization as given; GEMMQuant and MoEQuant are the precisions it resolves to
+	// for the linear layers and the routed experts ("": the model's dtype).
+	Quantization, GEMMQuant, MoEQuant string
+	KVCacheDtype                      string
+	PerfDB, BackendVersion            string  // default: the database's root and the tables' version
+	Profile                           string  // profile: a built-in name or a path
+	PrefillMs, DecodeMs               float64 // fixed
+}
+
+// Info is what the report says of a built model: the data it read and the engine version of its
+// tables ("" where it reads none).
+type Info struct{ Source, Version string }
+
+// Entry is one registered timing model.
+type Entry struct {
+	Name string // --timing's value
+	Help string // for --timing's help
+	// Slack is the relative dip in cost the conformance suite allows when a pass grows
+	// (timingtest.Options.Slack): 0 for an analytic model, the measured noise for one read off tables.
+	Slack float64
+	New   func(Params) (timing.Model, Info, error)
+}
+
+// Models is the registry, in the order --timing's help lists them; the first is the default.
+var Models = []Entry{
+	{Name: "default", Slack: 0.05, New: opLevel,
+		Help: "op-level: per-kernel measurements from AIConfigurator's database, found by --perf-db, $MOCKER_PERF_DB, an installed aiconfigurator Python package, else the built-in H200 vLLM/SGLang tables; on --backend trtllm the profile"},
+	{Name: "profile", Slack: 0.25, New: stepProfile,
+		Help: "step times of a plain PyTorch decoder, ~1.8x slower than vLLM's kernels"},
+	{Name: "polynomial", New: func(Params) (timing.Model, Info, error) { return timing.Polynomial{}, Info{}, nil },
+		Help: "Dynamo's default"},
+	{Name: "fixed", New: func(p Params) (timing.Model, Info, error) {
+		return timing.Fixed{PrefillMs: p.PrefillMs, DecodeMs: p.DecodeMs}, Info{}, nil
+	}, Help: "--prefill-ms and --decode-ms"},
+}
+
+// Lookup finds a registered model by name; the error names the registered ones.
+func Lookup(name string) (*Entry, error) {
+	for i := range Models {
+		if Models[i].Name == name {
+			return &Models[i], nil
+		}
+	}
+	names := make([]string, len(Models))
+	for i, m := range Models {
+		names[i] = m.Name
+	}
+	return nil, fmt.Errorf("timing %s: want %s or %s", name, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+}
+
+// Help is --timing's help: each registered model with its own.
+func Help() string {
+	parts := make([]string, len(Models))
+	for i, m := range Models {
+		parts[i] = m.Name + " (" + m.Help + ")"
+	}
+	return "pass timing model: " + strings.Join(parts, ", ")
+}
+
+// opLevel builds the op-level model (--timing default) on the database aic.Discover finds.
+func opLevel(p Params) (timing.Model, Info, error) {
+	if p.Model == nil || p.System == nil {
+		return nil, Info{}, fmt.Errorf("timing default: needs --model (or --model-config) and --system")
+	}
+	if p.Backend == "trtllm" {
+		return nil, Info{}, fmt.Errorf("timing default: no TensorRT-LLM tables are supported; use --backend vllm or sglang timing, or --timing profile")
+	}
+	if p.Quantization == "mxfp4" && !p.Model.MoE() {
+		return nil, Info{}, fmt.Errorf("timing default: quantization mxfp4 quantizes only routed experts (the gpt-oss format) and model %s has none", p.Model.Name)
+	}
+	src := aic.Discover(p.PerfDB, p.System.Name)
+	a, err := aic.New(aic.Options{Model: p.Model, System: p.System, Root: src.Root, Backend: p.Backend, Version: p.BackendVersion,
+		TP: p.TP, EP: p.EP, GEMMQuant: p.GEMMQuant, KVCacheDtype: p.KVCacheDtype, MoEQuant: p.MoEQuant})
+	if err != nil {
+		return nil, Info{}, fmt.Errorf("timing default (data: %s): %w", src, err)
+	}
+	return a, Info{Source: src.String(), Version: p.Backend + " " + a.Version()}, nil
+}
+
+// stepProfile opens --profile: a built-in profile name, a profiler results directory (Dynamo's planner
+// profile), or a step-time CSV of ours. Unset, it is the built-in profile of the model on the system.
+func stepProfile(p Params) (timing.Model, Info, error) {
+	name := p.Profile
+	if name == "" {
+		if p.Model == nil || p.System == nil {
+			return nil, Info{}, fmt.Errorf("timing profile: no --profile, and no --model and --system to choose a built-in one")
+		}
+		sys, _, _ := strings.Cut(p.System.Name, "_") // "h200" for "h200_sxm"
+		name = fmt.Sprintf("%s-%s-%s", sys, p.Model.Name, precision(p))
+		if _, err := profile.Builtin(name); err != nil {
+			return nil, Info{}, fmt.Errorf("timing profile: no built-in profile for %s on %s (%s); give --profile PATH, or --timing polynomial", p.Model.Name, p.System.Name, name)
+		}
+	}
+	if p.TP != 1 {
+		return nil, Info{}, fmt.Errorf("timing profile: profiles are measured at tp 1, got --tp %d", p.TP)
+	}
+	info := Info{Source: name}
+	if s, err := profile.Builtin(name); err == nil {
+		return s, info, nil
+	}
+	st, err := os.Stat(name)
+	if err != nil {
+		return nil, info, fmt.Errorf("profile %q: not a built-in profile (%v) nor a file: %w", name, profile.BuiltinNames(), err)
+	}
+	if st.IsDir() {
+		m, err := profile.LoadPlanner(name)
+		return m, info, err
+	}
+	modelName := ""
+	if p.Model != nil {
+		modelName = p.Model.Name
+	}
+	m, err := profile.LoadSteps(name, modelName)
+	return m, info, err
+}
+
+// precision names the weights' precision as profiles do: the quantization (the flag's, else the
+// checkpoint's), else the model's dtype.
+func precision(p Params) string {
+	switch {
+	case p.Quantization != "":
+		return p.Quantization
+	case p.Model.Quantization != "":
+		return p.Model.Quantization
+	case p.Model.Dtype == "bfloat16":
+		return "bf16"
+	}
+	return p.Model.Dtype
+}

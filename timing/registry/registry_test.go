@@ -1,0 +1,123 @@
+package registry_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mocker-sim/mocker/hardware"
+	"github.com/mocker-sim/mocker/model"
+	"github.com/mocker-sim/mocker/timing"
+	"github.com/mocker-sim/mocker/timing/aic"
+	"github.com/mocker-sim/mocker/timing/registry"
+	"github.com/mocker-sim/mocker/timing/timingtest"
+)
+
+// params is a deployment every registered model has data for: Llama-3.1-8B on one H200 under vLLM,
+// priced from the tables built into the binary.
+func params(t *testing.T) registry.Params {
+	t.Setenv(aic.EnvPerfDB, "")
+	t.Setenv("PATH", t.TempDir()) // no python3: no installed AIConfigurator package
+	m, err := model.Lookup("llama-3.1-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, err := hardware.Lookup("h200_sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return registry.Params{Model: m, System: sys, Backend: "vllm", TP: 1, EP: 1, KVCacheDtype: "auto", PrefillMs: 10, DecodeMs: 5}
+}
+
+// TestConformance: every registered timing model passes the timing models' conformance suite.
+func TestConformance(t *testing.T) {
+	p := params(t)
+	for _, e := range registry.Models {
+		t.Run(e.Name, func(t *testing.T) {
+			m, _, err := e.New(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			timingtest.Run(t, m, timingtest.Options{Slack: e.Slack})
+		})
+	}
+}
+
+// cheaperWhenBigger is a timing model that charges a prompt chunk less the longer it is.
+type cheaperWhenBigger struct{}
+
+func (cheaperWhenBigger) Cost(b *timing.Batch) timing.Cost {
+	var c timing.Cost
+	for _, s := range b.Seqs {
+		if s.Prefill {
+			c.Prefill = max(c.Prefill, time.Second-time.Duration(s.New)*time.Microsecond)
+		}
+		if s.Samples {
+			c.Decode = time.Millisecond
+		}
+	}
+	return c
+}
+
+// TestBrokenModelFails: a broken toy registered beside the real models fails the suite, and only it.
+func TestBrokenModelFails(t *testing.T) {
+	p := params(t)
+	toy := registry.Entry{Name: "toy", New: func(registry.Params) (timing.Model, registry.Info, error) {
+		return cheaperWhenBigger{}, registry.Info{}, nil
+	}}
+	var failed []string
+	for _, e := range append(slices.Clone(registry.Models), toy) {
+		m, _, err := e.New(p)
+		if err == nil {
+			err = timingtest.Check(m, timingtest.Options{Slack: e.Slack})
+		}
+		if err != nil {
+			failed = append(failed, e.Name)
+			t.Logf("%s: %v", e.Name, err)
+		}
+	}
+	if !slices.Equal(failed, []string{"toy"}) {
+		t.Errorf("timing models failing the conformance suite: %v, want [toy]", failed)
+	}
+}
+
+// TestLookup: each registered name finds its own entry; an unknown one is refused naming them all.
+func TestLookup(t *testing.T) {
+	for i := range registry.Models {
+		if e, err := registry.Lookup(registry.Models[i].Name); err != nil || e != &registry.Models[i] {
+			t.Errorf("Lookup(%q) = %v, %v", registry.Models[i].Name, e, err)
+		}
+	}
+	_, err := registry.Lookup("roofline")
+	if want := "timing roofline: want default, profile, polynomial or fixed"; err == nil || err.Error() != want {
+		t.Errorf("Lookup(roofline) = %v, want %q", err, want)
+	}
+}
+
+// TestBuildErrors: a model that lacks what it is built from says what to give.
+func TestBuildErrors(t *testing.T) {
+	p := params(t)
+	for _, tc := range []struct {
+		name string
+		edit func(*registry.Params)
+		want string
+	}{
+		{"default", func(p *registry.Params) { p.System = nil }, "timing default: needs --model (or --model-config) and --system"},
+		{"default", func(p *registry.Params) { p.Backend = "trtllm" }, "timing default: no TensorRT-LLM tables are supported; use --backend vllm or sglang timing, or --timing profile"},
+		{"default", func(p *registry.Params) { p.Quantization = "mxfp4" }, "timing default: quantization mxfp4 quantizes only routed experts (the gpt-oss format) and model llama-3.1-8b has none"},
+		{"profile", func(p *registry.Params) { p.Model = nil }, "timing profile: no --profile, and no --model and --system to choose a built-in one"},
+		{"profile", func(p *registry.Params) { p.TP = 2 }, "timing profile: profiles are measured at tp 1, got --tp 2"},
+		{"profile", func(p *registry.Params) { p.Quantization = "fp8" }, "timing profile: no built-in profile for llama-3.1-8b on h200_sxm (h200-llama-3.1-8b-fp8); give --profile PATH, or --timing polynomial"},
+	} {
+		q := p
+		tc.edit(&q)
+		e, _ := registry.Lookup(tc.name)
+		if _, _, err := e.New(q); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	e, _ := registry.Lookup("profile")
+	if _, info, err := e.New(p); err != nil || info.Source != "h200-llama-3.1-8b-bf16" {
+		t.Errorf("profile of llama-3.1-8b on h200_sxm: source %q, %v; want the built-in h200-llama-3.1-8b-bf16", info.Source, err)
+	}
+}
