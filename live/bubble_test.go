@@ -82,6 +82,9 @@ func startPipe(t *testing.T, o Options) *pipeServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
 	ln := newPipeListener()
 	hs := &http.Server{Handler: s.Handler()}
 	served := make(chan struct{})

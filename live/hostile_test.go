@@ -370,6 +370,9 @@ func limitedServer(t *testing.T, l HTTPLimits, o ...Options) (*Server, string, o
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -59,6 +59,9 @@ func start(t testing.TB, o Options) (*Server, *httptest.Server, openai.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
 		hs.Close()
@@ -805,6 +808,7 @@ func TestMetricsBeforeLastToken(t *testing.T) {
 	st := newStream(1, 40, time.Now())
 	rec := &streamRecorder{st: st}
 	w := newWorker(0, 0, eng, sched.Aggregated, true, false, Hooks{Recorder: func(int, int) Recorder { return rec }}, time.Now())
+	w.start()
 	defer w.close()
 	prompt := make([]uint32, 40)
 	for i := range prompt {

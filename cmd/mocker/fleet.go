@@ -138,6 +138,9 @@ func runWorker(ctx context.Context, cfg *config.Config, n int, o live.Options, n
 			return err
 		}
 		defer srv.Close()
+		if err := srv.Start(); err != nil {
+			return err
+		}
 		if fws[i], err = live.ServeFleet(nc, srv, id); err != nil {
 			return err
 		}

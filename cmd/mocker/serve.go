@@ -365,6 +365,10 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
+	if err := srv.Start(); err != nil {
+		return err
+	}
 	hs := srv.HTTPServer()
 	info.Addr, info.Bootstrap, info.Server = ln.Addr().String(), srv.BootstrapAddrs(), srv
 	fmt.Fprintf(stderr, "mocker serve: model %s on http://%s (%s)\n", name, info.Addr, describeServe(cfg, o.Workers))
