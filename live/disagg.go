@@ -36,6 +36,10 @@ type Disagg struct {
 	BootstrapTimeout time.Duration
 	// BootstrapMaxConns bounds each bootstrap server's connections; 0: disagg.DefaultBootstrapMaxConns.
 	BootstrapMaxConns int
+	// Listen and Dial carry the rendezvous (nil: TCP); tests give in-memory pipes, which a
+	// testing/synctest bubble can wait on.
+	Listen func(addr string) (net.Listener, error)
+	Dial   disagg.DialFunc
 }
 
 // errTransfer fails a request whose rendezvous or KV transfer failed; the client learns no more (the
@@ -119,8 +123,18 @@ func (s *Server) listenBootstrap() error {
 		if host == "" {
 			host = "127.0.0.1"
 		}
-		bs, err := disagg.ListenBootstrap(net.JoinHostPort(host, strconv.Itoa(port)),
-			disagg.BootstrapOptions{Timeout: d.BootstrapTimeout, MaxConns: d.BootstrapMaxConns})
+		addr := net.JoinHostPort(host, strconv.Itoa(port))
+		bo := disagg.BootstrapOptions{Timeout: d.BootstrapTimeout, MaxConns: d.BootstrapMaxConns}
+		var bs *disagg.BootstrapServer
+		var err error
+		if d.Listen != nil {
+			var ln net.Listener
+			if ln, err = d.Listen(addr); err == nil {
+				bs = disagg.ServeBootstrap(ln, bo)
+			}
+		} else {
+			bs, err = disagg.ListenBootstrap(addr, bo)
+		}
 		if err != nil {
 			return fmt.Errorf("live: prefill worker %d: %w", i, err)
 		}
@@ -227,7 +241,7 @@ func (s *Server) tryReserve(h *handoff) bool {
 		}
 	})
 	s.bg.Go(func() {
-		err := disagg.ConnectBootstrap(ctx, addr, room)
+		err := disagg.ConnectBootstrapDial(ctx, s.decode.o.Dial, addr, room)
 		if err == nil && delay > 0 {
 			t := time.NewTimer(delay)
 			select {

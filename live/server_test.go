@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -650,36 +651,33 @@ func TestDisaggCancelFreesBlocks(t *testing.T) {
 	waitFor(t, "goroutines to return", func() bool { return runtime.NumGoroutine() <= before+4 })
 }
 
-// TestDisaggTTFT: a disaggregated request's first token comes after its prefill pass, its transfer and
-// its first decode pass. The rendezvous runs over TCP, so the clock is the wall clock: the bound below is
-// exact (timers never fire early), the one above only catches a second transfer, with a margin of the
-// transfer's length for a loaded machine.
+// TestDisaggTTFT: a disaggregated request's first token comes exactly after its prefill pass, its
+// transfer and its first decode pass (the rendezvous runs over in-memory pipes, on synctest's clock).
 func TestDisaggTTFT(t *testing.T) {
-	o := disaggOptions(30, 5, 1)
-	o.Disagg.Transfer.BytesPerToken = 1e7 // 10 ms per token
-	_, _, c := start(t, o)
-	prompt := strings.Repeat("word ", 50)
-	n := len(tokenize.Builtin().Encode(prompt))
-	begin := time.Now()
-	st := c.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
-		Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)}, MaxTokens: openai.Int(4)})
-	var first time.Duration
-	var chunks int
-	for st.Next() {
-		if chunks == 0 {
-			first = time.Since(begin)
+	synctest.Test(t, func(t *testing.T) {
+		o := disaggOptions(30, 5, 1)
+		o.Disagg.Transfer.BytesPerToken = 1e7 // 10 ms per token
+		pipeRendezvous(o.Disagg)
+		ps := startPipe(t, o)
+		prompt := strings.Repeat("word ", 50)
+		n := len(tokenize.Builtin().Encode(prompt))
+		begin := time.Now()
+		st := ps.openai.Completions.NewStreaming(t.Context(), openai.CompletionNewParams{
+			Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)}, MaxTokens: openai.Int(4)})
+		var times []time.Duration
+		for st.Next() {
+			times = append(times, time.Since(begin))
 		}
-		chunks++
-	}
-	if err := st.Err(); err != nil {
-		t.Fatal(err)
-	}
-	// Prefill pass 30 ms (the prefill worker samples nothing), transfer 10n ms, decode pass 5 ms.
-	transfer := time.Duration(n) * 10 * time.Millisecond
-	want := 30*time.Millisecond + transfer + 5*time.Millisecond
-	if chunks != 4 || first < want || first >= want+transfer {
-		t.Errorf("%d chunks, TTFT %v; want 4 chunks and TTFT in [%v, %v)", chunks, first, want, want+transfer)
-	}
+		if err := st.Err(); err != nil {
+			t.Fatal(err)
+		}
+		// Prefill pass 30 ms (the prefill worker samples nothing), transfer 10n ms, decode passes 5 ms.
+		first := 30*time.Millisecond + time.Duration(n)*10*time.Millisecond + 5*time.Millisecond
+		want := []time.Duration{first, first + 5*time.Millisecond, first + 10*time.Millisecond, first + 15*time.Millisecond}
+		if !slices.Equal(times, want) {
+			t.Errorf("chunks at %v, want %v", times, want)
+		}
+	})
 }
 
 // TestRoutingAcrossWorkers: behind the KV router a repeated prompt goes back to the worker (and rank)
