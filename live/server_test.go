@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -618,37 +617,40 @@ func disaggOptions(prefillMs, decodeMs, speedup float64) Options {
 // TestDisaggCancelFreesBlocks: streams abandoned while prefilling, in their KV transfer or decoding
 // leave no block held or reserved on either side, and no request anywhere.
 func TestDisaggCancelFreesBlocks(t *testing.T) {
-	s, _, c := start(t, disaggOptions(3, 5, 1))
-	before := runtime.NumGoroutine()
-	// A third leave at once (while prefilling or transferring), the rest after two tokens (decoding).
-	abandonStreams(c, 24, 10, func(i int) int { return min(i%3, 1) * 2 })
-	all := append(append([]*Worker(nil), s.Workers()...), s.decode.workers...)
-	waitFor(t, "every request to leave", func() bool {
-		for _, w := range all {
-			if w.InFlight() > 0 {
-				return false
+	synctest.Test(t, func(t *testing.T) {
+		labelGoroutines(t)
+		o := disaggOptions(3, 5, 1)
+		pipeRendezvous(o.Disagg)
+		ps := startPipe(t, o)
+		synctest.Wait()
+		before := labelledGoroutines(t)
+		// A third leave at once (while prefilling or transferring), the rest after two tokens (decoding).
+		abandonStreams(ps.openai, 24, 10, func(i int) int { return min(i%3, 1) * 2 })
+		time.Sleep(time.Minute) // on synctest's clock: every pass, retry and timeout due has run
+		synctest.Wait()
+		all := ps.allWorkers()
+		for i, w := range all {
+			if n := w.InFlight(); n != 0 {
+				t.Errorf("%s: %d requests in flight, want 0", ps.workerName(i), n)
+			}
+			if m := w.State()[0]; m.ActiveBlocks != 0 || m.Running != 0 || m.Waiting != 0 {
+				t.Errorf("%s after cancelling: %+v, want no active blocks and no requests", ps.workerName(i), m)
+			}
+			if err := w.checkInvariants(); err != nil {
+				t.Errorf("%s: %v", ps.workerName(i), err)
 			}
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(s.handoffs) == 0
-	})
-	waitFor(t, "every block to be freed", func() bool {
-		for _, w := range all {
-			m := w.State()[0]
-			if m.ActiveBlocks != 0 || m.Running != 0 || m.Waiting != 0 {
-				return false
-			}
+		ps.mu.Lock()
+		if n := len(ps.handoffs); n != 0 {
+			t.Errorf("%d handoffs left, want 0", n)
 		}
-		return true
-	})
-	for i, w := range all {
-		if err := w.checkInvariants(); err != nil {
-			t.Errorf("worker %d: %v", i, err)
+		ps.mu.Unlock()
+		ps.http.CloseIdleConnections()
+		synctest.Wait()
+		if n := labelledGoroutines(t); n != before {
+			t.Errorf("%d goroutines, %d before the burst", n, before)
 		}
-	}
-	http.DefaultClient.CloseIdleConnections()
-	waitFor(t, "goroutines to return", func() bool { return runtime.NumGoroutine() <= before+4 })
+	})
 }
 
 // TestDisaggTTFT: a disaggregated request's first token comes exactly after its prefill pass, its
