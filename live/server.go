@@ -127,7 +127,8 @@ type Server struct {
 	failures *failures
 	bodies   *semaphore.Weighted // bytes of request bodies being read and tokenised (bodyBudget)
 
-	// Background work outside the workers' loops (KV transfers): stop ends it, Close waits for it.
+	// Background work outside the workers' loops (KV transfers, a frontend's pinger): bgStop ends it,
+	// Close waits for it.
 	bgCtx  context.Context
 	bgStop context.CancelFunc
 	bg     sync.WaitGroup
@@ -232,8 +233,8 @@ func New(o Options) (*Server, error) {
 }
 
 // Start runs the server: its workers' loops, the prefill workers' bootstrap rendezvous
-// (disaggregated) and a fleet frontend's discovery. Requests submitted before wait for it. On an error
-// what it started is stopped; Close must still be called.
+// (disaggregated) and a fleet frontend's discovery. Requests submitted before wait for it. It runs
+// once; on an error, Close stops what it started.
 func (s *Server) Start() error {
 	s.life.Lock()
 	defer s.life.Unlock()
