@@ -53,6 +53,7 @@ func refuseUnservable(cmd string, fs *pflag.FlagSet, c *config.Config) error {
 func ignoredBy(cmd string, c *config.Config, k string) string {
 	frontend := cmd == "frontend" || cmd == "serve" && c.Workers == 0
 	zmq := c.ZMQKVEventsPort > 0 || c.KVEventsEndpoint != ""
+	plane := c.NATS != "none" && c.KVEventsFormat != "json" || c.DynamoZMQEndpoint != "" || c.DynamoZMQBroker != ""
 	switch {
 	case frontend && (k == "router-events-at-pass-end" || k == "check-invariants"):
 		return "a fleet frontend runs no engine: give it to the mocker worker processes"
@@ -61,6 +62,10 @@ func ignoredBy(cmd string, c *config.Config, k string) string {
 		return "a fleet frontend runs no engine, so it publishes no KV events: the mocker worker processes do"
 	case k == "fleet-ttl" && !frontend:
 		return "only a fleet frontend (mocker frontend, or mocker serve --workers 0) waits for workers' heartbeats"
+	case k == "kv-events-format" && c.NATS == "none":
+		return "it is the format of the KV events on NATS, and --nats is none"
+	case (k == "dynamo-namespace" || k == "dynamo-component" || k == "dynamo-endpoint") && !plane:
+		return "it scopes Dynamo's event plane, which is off (--nats none or --kv-events-format json, and no --dynamo-zmq-endpoint or --dynamo-zmq-broker)"
 	case k == "nats-port" && c.NATS != "embedded":
 		return "it is the port of the embedded NATS server, and --nats is " + c.NATS
 	case (k == "zmq-replay-port" || k == "kv-events-map-format" || k == "kv-hash-seed" || k == "kv-events-topic") && !zmq:
