@@ -101,6 +101,11 @@ func ListenBootstrap(addr string, o BootstrapOptions) (*BootstrapServer, error) 
 	if err != nil {
 		return nil, fmt.Errorf("disagg: bootstrap: %w", err)
 	}
+	return ServeBootstrap(ln, o), nil
+}
+
+// ServeBootstrap starts a bootstrap server on ln (in tests, an in-memory listener); Close closes ln.
+func ServeBootstrap(ln net.Listener, o BootstrapOptions) *BootstrapServer {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultBootstrapTimeout
 	}
@@ -117,7 +122,7 @@ func ListenBootstrap(addr string, o BootstrapOptions) (*BootstrapServer, error) 
 	}
 	s.wg.Add(1)
 	go s.accept()
-	return s, nil
+	return s
 }
 
 // Addr is the address the server listens on, the one to advertise to decode workers.
@@ -363,6 +368,21 @@ func (s *BootstrapServer) attach(c net.Conn, id Room) *roomState {
 // closed, or room already had a decode connection) connectAttempts times, and when ctx ends; without a
 // deadline in ctx it waits at most DefaultBootstrapTimeout.
 func ConnectBootstrap(ctx context.Context, addr string, room Room) error {
+	return ConnectBootstrapDial(ctx, nil, addr, room)
+}
+
+// A DialFunc connects to the bootstrap server at addr.
+type DialFunc func(ctx context.Context, addr string) (net.Conn, error)
+
+// ConnectBootstrapDial is ConnectBootstrap over connections from dial (nil: TCP; in tests, in-memory
+// pipes).
+func ConnectBootstrapDial(ctx context.Context, dial DialFunc, addr string, room Room) error {
+	if dial == nil {
+		dial = func(ctx context.Context, addr string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", addr)
+		}
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultBootstrapTimeout)
@@ -371,7 +391,7 @@ func ConnectBootstrap(ctx context.Context, addr string, room Room) error {
 	var ack byte
 	var err error
 	for attempt := 0; ; attempt++ {
-		ack, err = exchange(ctx, addr, room)
+		ack, err = exchange(ctx, dial, addr, room)
 		// A connection refused, or closed before its room id was read (pushed out by a flood of newer
 		// connections past the server's cap), leaves the room as it was: try again.
 		if err == nil || ctx.Err() != nil || attempt == connectAttempts-1 {
@@ -399,9 +419,8 @@ func ConnectBootstrap(ctx context.Context, addr string, room Room) error {
 const connectAttempts = 4
 
 // exchange sends room to the bootstrap server at addr and returns the byte it answers.
-func exchange(ctx context.Context, addr string, room Room) (byte, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+func exchange(ctx context.Context, dial DialFunc, addr string, room Room) (byte, error) {
+	c, err := dial(ctx, addr)
 	if err != nil {
 		return 0, err
 	}

@@ -22,13 +22,14 @@ import (
 
 // pipeListener is a net.Listener whose connections are net.Pipe ends handed out by its dial.
 type pipeListener struct {
+	addr  pipeAddr
 	conns chan net.Conn
 	done  chan struct{}
 	once  sync.Once
 }
 
 func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+	return &pipeListener{addr: "pipe", conns: make(chan net.Conn), done: make(chan struct{})}
 }
 
 func (l *pipeListener) Accept() (net.Conn, error) {
@@ -45,7 +46,7 @@ func (l *pipeListener) Close() error {
 	return nil
 }
 
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+func (l *pipeListener) Addr() net.Addr { return l.addr }
 
 // Dial connects a new client to the listener.
 func (l *pipeListener) Dial() (net.Conn, error) {
@@ -60,15 +61,40 @@ func (l *pipeListener) Dial() (net.Conn, error) {
 	}
 }
 
-type pipeAddr struct{}
+type pipeAddr string
 
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
+func (pipeAddr) Network() string  { return "pipe" }
+func (a pipeAddr) String() string { return string(a) }
+
+// pipeRendezvous carries d's bootstrap rendezvous over in-memory pipes: prefill worker i listens on
+// "bootstrap-i".
+func pipeRendezvous(d *Disagg) {
+	var mu sync.Mutex
+	lns := map[string]*pipeListener{}
+	d.Listen = func(string) (net.Listener, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		l := newPipeListener()
+		l.addr = pipeAddr(fmt.Sprintf("bootstrap-%d", len(lns)))
+		lns[string(l.addr)] = l
+		return l, nil
+	}
+	d.Dial = func(_ context.Context, addr string) (net.Conn, error) {
+		mu.Lock()
+		l := lns[addr]
+		mu.Unlock()
+		if l == nil {
+			return nil, fmt.Errorf("no pipe listener %q", addr)
+		}
+		return l.Dial()
+	}
+}
 
 // pipeServer is a Server answering HTTP over a pipeListener, with an http.Client and an OpenAI client
 // that reach it (the host in their URLs is not resolved).
 type pipeServer struct {
 	*Server
+	ln     *pipeListener
 	http   *http.Client
 	openai openai.Client
 	url    string // base URL, "http://mocker"
@@ -80,6 +106,9 @@ func startPipe(t *testing.T, o Options) *pipeServer {
 	t.Helper()
 	s, err := New(o)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
 	ln := newPipeListener()
@@ -100,7 +129,7 @@ func startPipe(t *testing.T, o Options) *pipeServer {
 	const url = "http://mocker"
 	c := openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0),
 		option.WithHTTPClient(hc))
-	return &pipeServer{Server: s, http: hc, openai: c, url: url}
+	return &pipeServer{Server: s, ln: ln, http: hc, openai: c, url: url}
 }
 
 // labelGoroutines labels the calling goroutine with the test's name; every goroutine it starts, and

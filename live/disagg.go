@@ -36,6 +36,10 @@ type Disagg struct {
 	BootstrapTimeout time.Duration
 	// BootstrapMaxConns bounds each bootstrap server's connections; 0: disagg.DefaultBootstrapMaxConns.
 	BootstrapMaxConns int
+	// Listen and Dial carry the rendezvous (nil: TCP); tests give in-memory pipes, which a
+	// testing/synctest bubble can wait on.
+	Listen func(addr string) (net.Listener, error)
+	Dial   disagg.DialFunc
 }
 
 // errTransfer fails a request whose rendezvous or KV transfer failed; the client learns no more (the
@@ -79,9 +83,8 @@ type decodePool struct {
 	ready     []router.Decision
 }
 
-// startDisagg builds the decode pool and the prefill workers' bootstrap servers; s.mu need not be held
-// (nothing runs yet).
-func (s *Server) startDisagg(hooks func(decode bool) Hooks) error {
+// newDecodePool builds the decode pool; its bootstrap servers listen from Start (listenBootstrap).
+func (s *Server) newDecodePool(hooks func(decode bool) Hooks) error {
 	d := s.o.Disagg
 	rt, err := router.New(d.Router)
 	if err != nil {
@@ -89,22 +92,6 @@ func (s *Server) startDisagg(hooks func(decode bool) Hooks) error {
 	}
 	p := &decodePool{o: *d, router: rt, pending: make([][]*handoff, d.DecodeWorkers)}
 	s.decode = p
-	for i := range s.workers {
-		port := 0
-		if d.BootstrapPort > 0 {
-			port = d.BootstrapPort + i
-		}
-		host := d.BootstrapHost
-		if host == "" {
-			host = "127.0.0.1"
-		}
-		bs, err := disagg.ListenBootstrap(net.JoinHostPort(host, strconv.Itoa(port)),
-			disagg.BootstrapOptions{Timeout: d.BootstrapTimeout, MaxConns: d.BootstrapMaxConns})
-		if err != nil {
-			return fmt.Errorf("live: prefill worker %d: %w", i, err)
-		}
-		p.bootstrap = append(p.bootstrap, bs)
-	}
 	eo := s.o.Engine
 	if d.Engine != nil {
 		eo = *d.Engine
@@ -124,6 +111,40 @@ func (s *Server) startDisagg(hooks func(decode bool) Hooks) error {
 	return nil
 }
 
+// listenBootstrap starts the prefill workers' bootstrap servers; Close closes them.
+func (s *Server) listenBootstrap() error {
+	d, p := s.o.Disagg, s.decode
+	for i := range s.workers {
+		port := 0
+		if d.BootstrapPort > 0 {
+			port = d.BootstrapPort + i
+		}
+		host := d.BootstrapHost
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		addr := net.JoinHostPort(host, strconv.Itoa(port))
+		bo := disagg.BootstrapOptions{Timeout: d.BootstrapTimeout, MaxConns: d.BootstrapMaxConns}
+		var bs *disagg.BootstrapServer
+		var err error
+		if d.Listen != nil {
+			var ln net.Listener
+			if ln, err = d.Listen(addr); err == nil {
+				bs = disagg.ServeBootstrap(ln, bo)
+			}
+		} else {
+			bs, err = disagg.ListenBootstrap(addr, bo)
+		}
+		if err != nil {
+			return fmt.Errorf("live: prefill worker %d: %w", i, err)
+		}
+		s.mu.Lock()
+		p.bootstrap = append(p.bootstrap, bs)
+		s.mu.Unlock()
+	}
+	return nil
+}
+
 // waiting counts the requests that have left their prefill worker and wait for a decode worker: in the
 // decode router's queue or for room on their worker; s.mu is held.
 func (p *decodePool) waiting() int {
@@ -134,11 +155,14 @@ func (p *decodePool) waiting() int {
 	return n
 }
 
-// BootstrapAddrs are the prefill workers' rendezvous addresses, in order (disaggregated serving).
+// BootstrapAddrs are the prefill workers' rendezvous addresses, in order (disaggregated serving, once
+// started).
 func (s *Server) BootstrapAddrs() []string {
 	if s.decode == nil {
 		return nil
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	out := make([]string, len(s.decode.bootstrap))
 	for i, b := range s.decode.bootstrap {
 		out[i] = b.Addr().String()
@@ -203,7 +227,7 @@ func (s *Server) tryReserve(h *handoff) bool {
 		return true
 	}
 	h.room = room
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(s.bgCtx) // Close cancels it
 	h.cancel = cancel
 	addr := bs.Addr().String()
 	t := s.decode.o.Transfer
@@ -211,13 +235,13 @@ func (s *Server) tryReserve(h *handoff) bool {
 	id := h.req.ID
 	// Reference §8: the prefill side waits for its decode peer before releasing its output and
 	// completes the room after it; the decode side connects and waits for the ACK; then the KV moves.
-	go func() {
+	s.bg.Go(func() {
 		if bs.WaitForDecodeReady(ctx, room) == nil {
 			bs.CompleteRoom(room)
 		}
-	}()
-	go func() {
-		err := disagg.ConnectBootstrap(ctx, addr, room)
+	})
+	s.bg.Go(func() {
+		err := disagg.ConnectBootstrapDial(ctx, s.decode.o.Dial, addr, room)
 		if err == nil && delay > 0 {
 			t := time.NewTimer(delay)
 			select {
@@ -228,7 +252,7 @@ func (s *Server) tryReserve(h *handoff) bool {
 			}
 		}
 		s.transferred(id, err)
-	}()
+	})
 	return true
 }
 

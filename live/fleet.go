@@ -233,9 +233,8 @@ type fleet struct {
 	bySlot map[int]*remote    // live and draining workers, by router slot
 	gone   map[uint64]bool    // workers that left: late ping answers do not revive them (a lost one may return)
 	reqs   map[uint64]*remoteReq
-	next   int // the next router slot
-	quit   chan struct{}
-	done   chan struct{}
+	next   int           // the next router slot
+	quit   chan struct{} // closed to stop the pinger
 	stop   sync.Once
 }
 
@@ -254,15 +253,19 @@ type remoteReq struct {
 	started bool // a token came back: the request cannot move
 }
 
-// startFleet subscribes to discovery, KV events and answers, and starts pinging.
-func (s *Server) startFleet(o FleetOptions) error {
+// newFleet makes the server a fleet frontend; startFleet runs it.
+func (s *Server) newFleet(o FleetOptions) {
 	if o.TTL <= 0 {
 		o.TTL = DefaultFleetTTL
 	}
-	f := &fleet{o: o, inbox: o.Conn.NewRespInbox(), byID: map[uint64]*remote{}, bySlot: map[int]*remote{},
-		gone: map[uint64]bool{}, reqs: map[uint64]*remoteReq{}, next: len(s.workers),
-		quit: make(chan struct{}), done: make(chan struct{})}
-	s.fleet = f
+	s.fleet = &fleet{o: o, inbox: o.Conn.NewRespInbox(), byID: map[uint64]*remote{}, bySlot: map[int]*remote{},
+		gone: map[uint64]bool{}, reqs: map[uint64]*remoteReq{}, next: len(s.workers), quit: make(chan struct{})}
+}
+
+// startFleet subscribes to discovery, KV events and answers, and starts pinging.
+func (s *Server) startFleet() error {
+	f := s.fleet
+	o := f.o
 	pings := o.Conn.NewRespInbox()
 	for subj, h := range map[string]nats.MsgHandler{
 		pings:                             s.fleetPong,
@@ -273,13 +276,11 @@ func (s *Server) startFleet(o FleetOptions) error {
 	} {
 		sub, err := o.Conn.Subscribe(subj, h)
 		if err != nil {
-			close(f.done) // no pinger to wait for in Close
 			return fmt.Errorf("live: fleet: %w", err)
 		}
 		f.subs = append(f.subs, sub)
 	}
-	go func() {
-		defer close(f.done)
+	s.bg.Go(func() {
 		t := time.NewTicker(o.TTL / 3)
 		defer t.Stop()
 		for {
@@ -291,7 +292,7 @@ func (s *Server) startFleet(o FleetOptions) error {
 				return
 			}
 		}
-	}()
+	})
 	return nil
 }
 
@@ -398,7 +399,7 @@ func (s *Server) fleetEvent(m *nats.Msg) {
 	}
 	s.mu.Lock()
 	if w := s.fleet.byID[ev.Worker]; w != nil {
-		s.router.Apply(router.Target{Worker: w.slot, Rank: ev.Rank}, ev.Event)
+		s.applyEvents(router.Target{Worker: w.slot, Rank: ev.Rank}, ev.Event)
 	}
 	s.mu.Unlock()
 }
@@ -508,8 +509,7 @@ func (s *Server) cancelRemote(id uint64) bool {
 func (s *Server) closeFleet() {
 	f := s.fleet
 	f.stop.Do(func() {
-		close(f.quit)
-		<-f.done
+		close(f.quit) // the pinger stops; Close waits for it
 		for _, sub := range f.subs {
 			sub.Unsubscribe()
 		}

@@ -46,6 +46,9 @@ func startFleetWorker(t *testing.T, url string, o Options, id uint64) (*FleetWor
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(s.Close)
 	fw, err := ServeFleet(nc, s, id)
 	if err != nil {
@@ -60,6 +63,9 @@ func startFrontend(t *testing.T, url string, o Options, ttl time.Duration) (*Ser
 	o.Workers, o.Fleet = 0, &FleetOptions{Conn: fleetConn(t, url), TTL: ttl}
 	s, err := New(o)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(s.Handler())
@@ -456,14 +462,21 @@ func TestFleetClosedConn(t *testing.T) {
 	o := testOptions(5, 1, math.Inf(1))
 	o.Workers, o.Fleet = 0, &FleetOptions{Conn: nc}
 	done := make(chan error, 1)
-	go func() { _, err := New(o); done <- err }()
+	go func() {
+		s, err := New(o)
+		if err == nil {
+			err = s.Start()
+			s.Close()
+		}
+		done <- err
+	}()
 	select {
 	case err := <-done:
 		if err == nil || err.Error() != "live: fleet: nats: connection closed" {
-			t.Errorf("New = %v, want live: fleet: nats: connection closed", err)
+			t.Errorf("Start = %v, want live: fleet: nats: connection closed", err)
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatal("New hung")
+		t.Fatal("Start hung")
 	}
 }
 

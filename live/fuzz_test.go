@@ -49,6 +49,9 @@ func FuzzDecodeRequest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	if err := s.Start(); err != nil {
+		f.Fatal(err)
+	}
 	f.Cleanup(s.Close)
 	h := s.Handler()
 	f.Fuzz(func(t *testing.T, chat bool, body []byte) {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -370,6 +371,9 @@ func limitedServer(t *testing.T, l HTTPLimits, o ...Options) (*Server, string, o
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -529,49 +533,57 @@ func (g *gateTokenizer) Encode(text string) []uint32 {
 // send one byte hold none of it; four large prompts being tokenised hold it all, so a fifth waits until
 // one is done, while a small request is served at once.
 func TestBodyBudget(t *testing.T) {
-	o := testOptions(5, 1, math.Inf(1))
-	o.MaxBodyBytes = 2 * smallBody
-	gt := &gateTokenizer{Tokenizer: tokenize.Builtin(), gate: make(chan struct{})}
-	o.Tokenizer = gt
-	_, url, c := limitedServer(t, HTTPLimits{}, o)
-	for range bodyBudget {
-		conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", o.MaxBodyBytes)
-	}
-	large := `{"model": "test-model", "max_tokens": 1, "prompt": "` + strings.Repeat("a", 120<<10) + `"}`
-	answered := make(chan int, bodyBudget+1)
-	send := func() {
-		go func() {
-			res, err := patientClient.Post(url+"/v1/completions", "application/json", strings.NewReader(large))
+	synctest.Test(t, func(t *testing.T) {
+		o := testOptions(5, 1, math.Inf(1))
+		o.MaxBodyBytes = 2 * smallBody
+		gt := &gateTokenizer{Tokenizer: tokenize.Builtin(), gate: make(chan struct{})}
+		o.Tokenizer = gt
+		ps := startPipe(t, o)
+		for range bodyBudget {
+			conn, err := ps.ln.Dial()
 			if err != nil {
-				answered <- 0
-				return
+				t.Fatal(err)
 			}
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			answered <- res.StatusCode
-		}()
-	}
-	for range bodyBudget {
-		send()
-	}
-	waitUntil(t, "four large prompts to be tokenised despite the slow senders", func() bool { return gt.entered.Load() == bodyBudget })
-	send()
-	servesOne(t, c) // a small request does not wait
-	time.Sleep(100 * time.Millisecond)
-	if n := gt.entered.Load(); n != bodyBudget {
-		t.Fatalf("%d large prompts tokenised at once, want at most %d", n, bodyBudget)
-	}
-	gt.gate <- struct{}{}
-	waitUntil(t, "the fifth to be tokenised once one is done", func() bool { return gt.entered.Load() == bodyBudget+1 })
-	close(gt.gate)
-	for range bodyBudget + 1 {
-		if code := <-answered; code == 0 || code >= 500 {
-			t.Errorf("a large prompt was answered %d", code)
+			defer conn.Close()
+			go fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", o.MaxBodyBytes)
 		}
-	}
+		large := `{"model": "test-model", "max_tokens": 1, "prompt": "` + strings.Repeat("a", 120<<10) + `"}`
+		answered := make(chan int, bodyBudget+1)
+		send := func() {
+			go func() {
+				res, err := ps.http.Post(ps.url+"/v1/completions", "application/json", strings.NewReader(large))
+				if err != nil {
+					answered <- 0
+					return
+				}
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				answered <- res.StatusCode
+			}()
+		}
+		for range bodyBudget {
+			send()
+		}
+		synctest.Wait()
+		if n := gt.entered.Load(); n != bodyBudget {
+			t.Fatalf("%d large prompts tokenised despite the slow senders, want %d", n, bodyBudget)
+		}
+		send()
+		servesOne(t, ps.openai) // a small request does not wait
+		synctest.Wait()         // every goroutine blocked: the fifth large prompt waits for the budget
+		if n := gt.entered.Load(); n != bodyBudget {
+			t.Fatalf("%d large prompts tokenised at once, want at most %d", n, bodyBudget)
+		}
+		gt.gate <- struct{}{}
+		synctest.Wait()
+		if n := gt.entered.Load(); n != bodyBudget+1 {
+			t.Fatalf("%d large prompts tokenised once one is done, want %d", n, bodyBudget+1)
+		}
+		close(gt.gate)
+		for range bodyBudget + 1 {
+			if code := <-answered; code != 200 {
+				t.Errorf("a large prompt was answered %d, want 200", code)
+			}
+		}
+	})
 }

@@ -70,6 +70,9 @@ func TestWaitingIsKept(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
 		defer s.Close()
 		for range 3 {
 			req := s.newRequest([]uint32{1, 2, 3}, 4)

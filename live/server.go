@@ -75,6 +75,13 @@ type Options struct {
 	// routes over the workers it discovers on NATS.
 	Fleet *FleetOptions
 
+	// RouterEventDelay delays the KV events the server's router sees (its own workers' and, in a fleet,
+	// the remote workers'), to study routing on a stale index; the sinks get them undelayed.
+	RouterEventDelay time.Duration
+	// EventsAtPassEnd makes vLLM and TensorRT-LLM workers publish their KV events when a pass ends,
+	// as SGLang's do, rather than when it starts.
+	EventsAtPassEnd bool
+
 	// CheckInvariants makes every worker verify its engine's block accounting after every pass (slow;
 	// for tests); Server.CheckInvariants reports the first violation.
 	CheckInvariants bool
@@ -101,10 +108,15 @@ type Server struct {
 	nextID  atomic.Uint64
 	created int64
 
-	mu       sync.Mutex // guards router, pending, closed, decode's state and handoffs
+	life sync.Mutex // serialises Start and Close
+
+	mu       sync.Mutex // guards router, pending, started, closed, delayed, decode's state and handoffs
 	router   *router.Router
 	pending  map[uint64]*pendingReq // queued in the router
+	started  bool
 	closed   bool
+	delayed  []delayedEvents // KV events on their way to the router (Options.RouterEventDelay)
+	evTimer  *time.Timer     // applies delayed's head when it is due
 	ready    []router.Decision
 	decode   *decodePool         // disaggregated serving
 	handoffs map[uint64]*handoff // disaggregated requests, from submission to their end
@@ -114,6 +126,19 @@ type Server struct {
 	capacity int // tokens one rank's KV pool holds: no request may need more
 	failures *failures
 	bodies   *semaphore.Weighted // bytes of request bodies being read and tokenised (bodyBudget)
+
+	// Background work outside the workers' loops (KV transfers, a frontend's pinger): bgStop ends it,
+	// Close waits for it.
+	bgCtx  context.Context
+	bgStop context.CancelFunc
+	bg     sync.WaitGroup
+}
+
+// delayedEvents are one rank's KV events held back from the router until due.
+type delayedEvents struct {
+	due time.Time
+	t   router.Target
+	evs []kvcache.Event
 }
 
 type pendingReq struct {
@@ -121,7 +146,8 @@ type pendingReq struct {
 	stream *Stream
 }
 
-// New starts the workers of a server. Close stops them.
+// New builds a server: its engines, routers and HTTP routes. It starts nothing: Start runs the
+// workers, Close stops them.
 func New(o Options) (*Server, error) {
 	if o.Workers < 0 || o.Workers == 0 && o.Fleet == nil {
 		o.Workers = 1
@@ -167,6 +193,7 @@ func New(o Options) (*Server, error) {
 	s := &Server{o: o, t0: time.Now(), router: rt, pending: make(map[uint64]*pendingReq), handoffs: make(map[uint64]*handoff),
 		capacity: capacity, failures: fails, bodies: semaphore.NewWeighted(bodyBudget * o.MaxBodyBytes)}
 	s.created = s.t0.Unix()
+	s.bgCtx, s.bgStop = context.WithCancel(context.Background())
 	hooks := func(decode bool) Hooks {
 		if decode {
 			return Hooks{Tokens: s.tokens, Ended: s.decodeEnded, PassEnded: s.decodePassEnded, Recorder: o.Recorder}
@@ -193,19 +220,45 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	if o.Disagg != nil {
-		if err := s.startDisagg(hooks); err != nil {
+		if err := s.newDecodePool(hooks); err != nil {
 			s.Close()
 			return nil, err
 		}
 	}
 	if o.Fleet != nil {
-		if err := s.startFleet(*o.Fleet); err != nil {
-			s.Close()
-			return nil, err
-		}
+		s.newFleet(*o.Fleet)
 	}
 	s.routes()
 	return s, nil
+}
+
+// Start runs the server: its workers' loops, the prefill workers' bootstrap rendezvous
+// (disaggregated) and a fleet frontend's discovery. Requests submitted before wait for it. It runs
+// once; on an error, Close stops what it started.
+func (s *Server) Start() error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	s.mu.Lock()
+	if s.started || s.closed {
+		s.mu.Unlock()
+		return errors.New("live: Start: the server was started or closed already")
+	}
+	s.started = true
+	s.mu.Unlock()
+	if s.decode != nil {
+		if err := s.listenBootstrap(); err != nil {
+			return err
+		}
+	}
+	if s.fleet != nil {
+		if err := s.startFleet(); err != nil {
+			return err
+		}
+	}
+	for _, w := range s.allWorkers() {
+		w.start()
+	}
+	return nil
 }
 
 // poolTokens is the tokens one rank's KV pool holds.
@@ -213,7 +266,7 @@ func poolTokens(eo engine.Options) int {
 	return eo.KVBlocks() * eo.BlockSize()
 }
 
-// newWorker starts worker id of its pool; global, its index among all the server's workers, seeds it
+// newWorker builds worker id of its pool; global, its index among all the server's workers, seeds it
 // and labels its metrics.
 func (s *Server) newWorker(id, global int, eo engine.Options, hooks Hooks) (*Worker, error) {
 	eo.Seed = engine.RankSeed(s.o.Engine.Seed, global)
@@ -221,7 +274,9 @@ func (s *Server) newWorker(id, global int, eo engine.Options, hooks Hooks) (*Wor
 	if err != nil {
 		return nil, fmt.Errorf("live: worker %d: %w", global, err)
 	}
-	return newWorker(id, global, eng, eo.Role, s.o.CheckInvariants, s.o.MaxWaiting > 0, hooks, s.t0), nil
+	w := newWorker(id, global, eng, eo.Role, s.o.CheckInvariants, s.o.MaxWaiting > 0, hooks, s.t0)
+	w.atEnd = w.atEnd || s.o.EventsAtPassEnd
+	return w, nil
 }
 
 // CheckInvariants reports the first accounting violation a worker found after a pass (with
@@ -246,12 +301,19 @@ func (s *Server) workerName(i int) string {
 	return fmt.Sprintf("decode worker %d", i-len(s.workers))
 }
 
-// Close stops every worker; requests still running fail.
+// Close stops everything Start started and waits for it; requests still running fail. It may be
+// called more than once, and without Start.
 func (s *Server) Close() {
+	s.life.Lock()
+	defer s.life.Unlock()
 	s.mu.Lock()
 	s.closed = true
 	pend := s.pending
 	s.pending = make(map[uint64]*pendingReq)
+	if s.evTimer != nil {
+		s.evTimer.Stop()
+	}
+	s.delayed = nil
 	s.mu.Unlock()
 	for _, p := range pend {
 		p.stream.fail(errClosed)
@@ -262,11 +324,13 @@ func (s *Server) Close() {
 	for _, w := range s.allWorkers() {
 		w.close()
 	}
+	s.bgStop()
 	if s.decode != nil {
 		for _, b := range s.decode.bootstrap {
 			b.Close()
 		}
 	}
+	s.bg.Wait()
 }
 
 // allWorkers are the aggregated (or prefill) workers, then the decode workers.
@@ -402,13 +466,64 @@ func (s *Server) cancel(id uint64) {
 
 func (s *Server) events(worker, rank int, evs []kvcache.Event) {
 	s.mu.Lock()
-	t := router.Target{Worker: worker, Rank: rank}
-	for _, e := range evs {
-		s.router.Apply(t, e)
-	}
+	s.applyEvents(router.Target{Worker: worker, Rank: rank}, evs...)
 	s.mu.Unlock()
 	for _, sk := range s.o.Sinks {
 		sk.Events(worker, rank, evs)
+	}
+}
+
+// applyEvents feeds a rank's KV events to the router, now or after Options.RouterEventDelay (in
+// order: every batch waits as long); s.mu is held.
+func (s *Server) applyEvents(t router.Target, evs ...kvcache.Event) {
+	d := s.o.RouterEventDelay
+	if d <= 0 {
+		for _, e := range evs {
+			s.router.Apply(t, e)
+		}
+		return
+	}
+	if s.closed {
+		return
+	}
+	cp := make([]kvcache.Event, len(evs)) // the caller reuses evs and its blocks
+	for i, e := range evs {
+		e.Blocks, e.Hashes = slices.Clone(e.Blocks), slices.Clone(e.Hashes)
+		cp[i] = e
+	}
+	s.delayed = append(s.delayed, delayedEvents{due: time.Now().Add(d), t: t, evs: cp})
+	if len(s.delayed) == 1 {
+		s.armEvents()
+	}
+}
+
+// armEvents sets the timer for the head of delayed; s.mu is held.
+func (s *Server) armEvents() {
+	d := time.Until(s.delayed[0].due)
+	if s.evTimer == nil {
+		s.evTimer = time.AfterFunc(d, s.applyDue)
+		return
+	}
+	s.evTimer.Reset(d)
+}
+
+// applyDue applies the delayed events that are due and waits for the next.
+func (s *Server) applyDue() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	now := time.Now()
+	n := 0
+	for ; n < len(s.delayed) && !s.delayed[n].due.After(now); n++ {
+		for _, e := range s.delayed[n].evs {
+			s.router.Apply(s.delayed[n].t, e)
+		}
+	}
+	s.delayed = slices.Delete(s.delayed, 0, n)
+	if len(s.delayed) > 0 {
+		s.armEvents()
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +57,9 @@ func start(t testing.TB, o Options) (*Server, *httptest.Server, openai.Client) {
 	t.Helper()
 	s, err := New(o)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(s.Handler())
@@ -614,69 +617,69 @@ func disaggOptions(prefillMs, decodeMs, speedup float64) Options {
 // TestDisaggCancelFreesBlocks: streams abandoned while prefilling, in their KV transfer or decoding
 // leave no block held or reserved on either side, and no request anywhere.
 func TestDisaggCancelFreesBlocks(t *testing.T) {
-	s, _, c := start(t, disaggOptions(3, 5, 1))
-	before := runtime.NumGoroutine()
-	// A third leave at once (while prefilling or transferring), the rest after two tokens (decoding).
-	abandonStreams(c, 24, 10, func(i int) int { return min(i%3, 1) * 2 })
-	all := append(append([]*Worker(nil), s.Workers()...), s.decode.workers...)
-	waitFor(t, "every request to leave", func() bool {
-		for _, w := range all {
-			if w.InFlight() > 0 {
-				return false
+	synctest.Test(t, func(t *testing.T) {
+		labelGoroutines(t)
+		o := disaggOptions(3, 5, 1)
+		pipeRendezvous(o.Disagg)
+		ps := startPipe(t, o)
+		synctest.Wait()
+		before := labelledGoroutines(t)
+		// A third leave at once (while prefilling or transferring), the rest after two tokens (decoding).
+		abandonStreams(ps.openai, 24, 10, func(i int) int { return min(i%3, 1) * 2 })
+		time.Sleep(time.Minute) // on synctest's clock: every pass, retry and timeout due has run
+		synctest.Wait()
+		all := ps.allWorkers()
+		for i, w := range all {
+			if n := w.InFlight(); n != 0 {
+				t.Errorf("%s: %d requests in flight, want 0", ps.workerName(i), n)
+			}
+			if m := w.State()[0]; m.ActiveBlocks != 0 || m.Running != 0 || m.Waiting != 0 {
+				t.Errorf("%s after cancelling: %+v, want no active blocks and no requests", ps.workerName(i), m)
+			}
+			if err := w.checkInvariants(); err != nil {
+				t.Errorf("%s: %v", ps.workerName(i), err)
 			}
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(s.handoffs) == 0
-	})
-	waitFor(t, "every block to be freed", func() bool {
-		for _, w := range all {
-			m := w.State()[0]
-			if m.ActiveBlocks != 0 || m.Running != 0 || m.Waiting != 0 {
-				return false
-			}
+		ps.mu.Lock()
+		if n := len(ps.handoffs); n != 0 {
+			t.Errorf("%d handoffs left, want 0", n)
 		}
-		return true
-	})
-	for i, w := range all {
-		if err := w.checkInvariants(); err != nil {
-			t.Errorf("worker %d: %v", i, err)
+		ps.mu.Unlock()
+		ps.http.CloseIdleConnections()
+		synctest.Wait()
+		if n := labelledGoroutines(t); n != before {
+			t.Errorf("%d goroutines, %d before the burst", n, before)
 		}
-	}
-	http.DefaultClient.CloseIdleConnections()
-	waitFor(t, "goroutines to return", func() bool { return runtime.NumGoroutine() <= before+4 })
+	})
 }
 
-// TestDisaggTTFT: a disaggregated request's first token comes after its prefill pass, its transfer and
-// its first decode pass. The rendezvous runs over TCP, so the clock is the wall clock: the bound below is
-// exact (timers never fire early), the one above only catches a second transfer, with a margin of the
-// transfer's length for a loaded machine.
+// TestDisaggTTFT: a disaggregated request's first token comes exactly after its prefill pass, its
+// transfer and its first decode pass (the rendezvous runs over in-memory pipes, on synctest's clock).
 func TestDisaggTTFT(t *testing.T) {
-	o := disaggOptions(30, 5, 1)
-	o.Disagg.Transfer.BytesPerToken = 1e7 // 10 ms per token
-	_, _, c := start(t, o)
-	prompt := strings.Repeat("word ", 50)
-	n := len(tokenize.Builtin().Encode(prompt))
-	begin := time.Now()
-	st := c.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
-		Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)}, MaxTokens: openai.Int(4)})
-	var first time.Duration
-	var chunks int
-	for st.Next() {
-		if chunks == 0 {
-			first = time.Since(begin)
+	synctest.Test(t, func(t *testing.T) {
+		o := disaggOptions(30, 5, 1)
+		o.Disagg.Transfer.BytesPerToken = 1e7 // 10 ms per token
+		pipeRendezvous(o.Disagg)
+		ps := startPipe(t, o)
+		prompt := strings.Repeat("word ", 50)
+		n := len(tokenize.Builtin().Encode(prompt))
+		begin := time.Now()
+		st := ps.openai.Completions.NewStreaming(t.Context(), openai.CompletionNewParams{
+			Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)}, MaxTokens: openai.Int(4)})
+		var times []time.Duration
+		for st.Next() {
+			times = append(times, time.Since(begin))
 		}
-		chunks++
-	}
-	if err := st.Err(); err != nil {
-		t.Fatal(err)
-	}
-	// Prefill pass 30 ms (the prefill worker samples nothing), transfer 10n ms, decode pass 5 ms.
-	transfer := time.Duration(n) * 10 * time.Millisecond
-	want := 30*time.Millisecond + transfer + 5*time.Millisecond
-	if chunks != 4 || first < want || first >= want+transfer {
-		t.Errorf("%d chunks, TTFT %v; want 4 chunks and TTFT in [%v, %v)", chunks, first, want, want+transfer)
-	}
+		if err := st.Err(); err != nil {
+			t.Fatal(err)
+		}
+		// Prefill pass 30 ms (the prefill worker samples nothing), transfer 10n ms, decode passes 5 ms.
+		first := 30*time.Millisecond + time.Duration(n)*10*time.Millisecond + 5*time.Millisecond
+		want := []time.Duration{first, first + 5*time.Millisecond, first + 10*time.Millisecond, first + 15*time.Millisecond}
+		if !slices.Equal(times, want) {
+			t.Errorf("chunks at %v, want %v", times, want)
+		}
+	})
 }
 
 // TestRoutingAcrossWorkers: behind the KV router a repeated prompt goes back to the worker (and rank)
@@ -805,6 +808,7 @@ func TestMetricsBeforeLastToken(t *testing.T) {
 	st := newStream(1, 40, time.Now())
 	rec := &streamRecorder{st: st}
 	w := newWorker(0, 0, eng, sched.Aggregated, true, false, Hooks{Recorder: func(int, int) Recorder { return rec }}, time.Now())
+	w.start()
 	defer w.close()
 	prompt := make([]uint32, 40)
 	for i := range prompt {

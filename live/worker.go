@@ -61,9 +61,10 @@ type Worker struct {
 	recs         []Recorder // by rank; nil entries record nothing
 	t0           time.Time
 
-	mu      sync.Mutex // guards eng, streams, closed and broken
+	mu      sync.Mutex // guards eng, streams, started, closed and broken
 	eng     *engine.Engine
 	streams map[uint64]*Stream
+	started bool
 	closed  bool
 	broken  error         // the first accounting violation a check found
 	wake    chan struct{} // capacity 1: a request arrived or was cancelled
@@ -103,7 +104,7 @@ type rankEvents struct {
 	start, end int // in events
 }
 
-// newWorker starts worker id of its pool; global numbers it among all the server's workers, for its
+// newWorker builds worker id of its pool (start runs it); global numbers it among all the server's workers, for its
 // metrics. check makes it verify its engine's accounting after every pass; countWaiting makes it keep
 // Waiting.
 func newWorker(id, global int, eng *engine.Engine, role sched.Role, check, countWaiting bool, hooks Hooks, t0 time.Time) *Worker {
@@ -128,8 +129,18 @@ func newWorker(id, global int, eng *engine.Engine, role sched.Role, check, count
 			w.recs[r] = hooks.Recorder(global, r)
 		}
 	}
-	go w.run()
 	return w
+}
+
+// start runs the worker's loop, unless it was closed.
+func (w *Worker) start() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.started {
+		return
+	}
+	w.started = true
+	go w.run()
 }
 
 // Submit hands r to the engine; s receives its output. An error (a *sched.RejectError) means the engine
@@ -270,6 +281,9 @@ func (w *Worker) close() {
 		return
 	}
 	w.closed = true
+	if !w.started {
+		close(w.exited) // no loop to stop
+	}
 	w.mu.Unlock()
 	close(w.quit)
 	<-w.exited

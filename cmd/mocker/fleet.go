@@ -51,6 +51,9 @@ SIGINT or SIGTERM unregisters the worker and waits up to --shutdown-timeout for 
 			if err := loadSettings(cmd.Flags(), &cfg, configPath); err != nil {
 				return err
 			}
+			if err := refuseUnservable("worker", cmd.Flags(), &cfg); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return serveAs(ctx, &cfg, cmd.ErrOrStderr(), nil, true)
@@ -69,6 +72,7 @@ SIGINT or SIGTERM unregisters the worker and waits up to --shutdown-timeout for 
 	fs.StringVar(&cfg.DynamoEndpoint, "dynamo-endpoint", cfg.DynamoEndpoint, "Dynamo endpoint the load metrics are scoped to")
 	fs.BoolVar(&cfg.CheckInvariants, "check-invariants", cfg.CheckInvariants, "verify the engine's KV block accounting after every pass (slow)")
 	bindEngineFlags(fs, &cfg)
+	bindRouterEventFlags(fs, &cfg)
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random choice")
 	return cmd
 }
@@ -94,6 +98,9 @@ may share the workers. Engine flags must match the workers' (block size, KV pool
 			if err := loadSettings(cmd.Flags(), &cfg, configPath); err != nil {
 				return err
 			}
+			if err := refuseUnservable("frontend", cmd.Flags(), &cfg); err != nil {
+				return err
+			}
 			if cfg.NATS == "" || cfg.NATS == "none" || cfg.NATS == "embedded" {
 				return fmt.Errorf("frontend: --nats %q: want the URL of the fleet's NATS server", cfg.NATS)
 			}
@@ -110,6 +117,7 @@ may share the workers. Engine flags must match the workers' (block size, KV pool
 	fs.SortFlags = false
 	bindServeFlags(fs, &cfg)
 	bindEngineFlags(fs, &cfg)
+	bindRouterEventFlags(fs, &cfg)
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random choice")
 	return cmd
 }
@@ -138,6 +146,9 @@ func runWorker(ctx context.Context, cfg *config.Config, n int, o live.Options, n
 			return err
 		}
 		defer srv.Close()
+		if err := srv.Start(); err != nil {
+			return err
+		}
 		if fws[i], err = live.ServeFleet(nc, srv, id); err != nil {
 			return err
 		}

@@ -57,6 +57,9 @@ SIGINT or SIGTERM stops accepting requests and waits up to --shutdown-timeout fo
 			if err := loadSettings(cmd.Flags(), &cfg, configPath); err != nil {
 				return err
 			}
+			if err := refuseUnservable("serve", cmd.Flags(), &cfg); err != nil {
+				return err
+			}
 			stopProf, err := prof.start()
 			if err != nil {
 				return err
@@ -71,6 +74,7 @@ SIGINT or SIGTERM stops accepting requests and waits up to --shutdown-timeout fo
 	fs.SortFlags = false
 	bindServeFlags(fs, &cfg)
 	bindEngineFlags(fs, &cfg)
+	bindRouterEventFlags(fs, &cfg)
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random choice")
 	prof.bind(fs)
 	return cmd
@@ -114,6 +118,12 @@ func bindServeFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "open HTTP connections at most; past it new ones wait to be accepted (0: 4096)")
 	fs.Float64Var(&c.FailureRate, "failure-rate", c.FailureRate, "share of requests answered with an injected OpenAI-style error, drawn from --seed (0: none)")
 	fs.StringSliceVar(&c.FailureTypes, "failure-types", c.FailureTypes, "injected errors to choose from: "+strings.Join(live.FailureTypes(), ", ")+" (empty: all)")
+}
+
+// bindRouterEventFlags registers when the live routers see the workers' KV events.
+func bindRouterEventFlags(fs *pflag.FlagSet, c *config.Config) {
+	fs.Float64Var(&c.RouterEventDelayMs, "router-event-delay-ms", c.RouterEventDelayMs, "delay the KV events this process's router sees by this many wall-clock milliseconds, to study stale routing (subscribers get them at once)")
+	fs.BoolVar(&c.RouterEventsAtPassEnd, "router-events-at-pass-end", c.RouterEventsAtPassEnd, "vLLM and TensorRT-LLM workers publish their KV events, to the router and every subscriber, when a pass ends rather than when it starts (SGLang's always do)")
 }
 
 // serving is what serve started; ready, when set, receives it once the server accepts requests.
@@ -162,96 +172,11 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		cfg.Workers = 1
 		defer func() { cfg.Workers = engines }()
 	}
-	// A catalog model brings what vLLM reads from its checkpoint: max_model_len and the tokenizer's BOS.
-	d, err := cfg.Deployment()
+	o, mx, err := liveOptions(cfg)
 	if err != nil {
 		return err
 	}
-	if cfg.MaxModelLen == 0 && d.Model != nil {
-		cfg.MaxModelLen = d.Model.MaxPositions
-	}
-	// The simulation's options hold the engines', the router's and, disaggregated, the decode pool's.
-	so, err := cfg.SimOptions()
-	if err != nil {
-		return err
-	}
-	eo, ro := so.Engine, so.Router                // disaggregated, so.Engine is the prefill workers'
-	eo.VLLM.Events, eo.SGLang.Events = true, true // routers and subscribers read them
-	// The routers' queue threshold is in units of the pool's --max-num-batched-tokens, which every
-	// backend's options carry in VLLM (EngineOptions).
-	ro.BlockSize, ro.MaxBatchedTokens = eo.BlockSize(), eo.VLLM.MaxBatchedTokens
-
-	name := cfg.ModelName
-	if name == "" {
-		name = "mocker"
-		if cfg.ModelConfig == "" && cfg.Model != "" {
-			name = cfg.Model
-		}
-	}
-	var tk tokenize.Tokenizer
-	if cfg.Tokenizer != "" {
-		if tk, err = tokenize.FromFile(cfg.Tokenizer); err != nil {
-			return err
-		}
-	} else {
-		tk = tokenize.Builtin()
-		if d.Model != nil && d.Model.AddsBOS {
-			tk = tokenize.WithBOS(tk, d.Model.BOS)
-		}
-	}
-	lengths, err := outlen.Parse(cfg.OutputLengthDist) // validated
-	if err != nil {
-		return err
-	}
-	maxLen := cfg.MaxModelLen
-	if maxLen == 0 {
-		maxLen = 1 << 17 // the token-count histograms' last bucket
-	}
-	mx := metrics.New(metrics.Options{Backend: eo.Backend.Spec().Metrics, Model: name, MaxModelLen: maxLen,
-		BlockSize: eo.BlockSize(), NumBlocks: eo.KVBlocks(), PrefixCaching: cfg.EnablePrefixCaching, CacheDtype: cfg.KVCacheDtype,
-		GPUMemoryUtilization: cfg.GPUMemoryUtilization, DPSize: eo.DPSize, SpecTokens: cfg.SpecNumTokens})
-
-	o := live.Options{
-		Engine:           eo,
-		Workers:          cfg.Workers,
-		Router:           ro,
-		ModelName:        name,
-		MaxModelLen:      cfg.MaxModelLen,
-		DefaultMaxTokens: cfg.DefaultMaxTokens,
-		OutputLength:     lengths,
-		MaxWaiting:       cfg.MaxWaiting,
-		MaxBodyBytes:     int64(cfg.MaxRequestBodyMB * (1 << 20)),
-		APIKey:           cfg.APIKey,
-		HTTP: live.HTTPLimits{
-			ReadHeaderTimeout: seconds(cfg.ReadHeaderTimeoutS),
-			ReadTimeout:       seconds(cfg.ReadTimeoutS),
-			IdleTimeout:       seconds(cfg.IdleTimeoutS),
-			WriteTimeout:      seconds(cfg.WriteTimeoutS),
-			MaxConns:          cfg.MaxConnections,
-		},
-		FailureRate:     cfg.FailureRate,
-		FailureTypes:    cfg.FailureTypes,
-		FailureSeed:     cfg.Seed,
-		Tokenizer:       tk,
-		Metrics:         mx.Handler(),
-		Recorder:        func(w, r int) live.Recorder { return mx.Rank(w, r) },
-		CheckInvariants: cfg.CheckInvariants,
-	}
-	if cfg.PrefillWorkers > 0 {
-		o.Workers = cfg.PrefillWorkers
-		de := so.DecodeEngine
-		dr := so.DecodeRouter
-		dr.BlockSize, dr.MaxBatchedTokens = ro.BlockSize, de.VLLM.MaxBatchedTokens
-		o.Disagg = &live.Disagg{
-			DecodeWorkers:     cfg.DecodeWorkers,
-			Engine:            &de,
-			Router:            dr,
-			Transfer:          so.Transfer,
-			BootstrapHost:     cfg.BootstrapHost,
-			BootstrapPort:     cfg.BootstrapPort,
-			BootstrapMaxConns: cfg.BootstrapMaxConns,
-		}
-	}
+	name, eo, ro := o.ModelName, o.Engine, o.Router
 
 	info := &serving{}
 	var cleanup []func()
@@ -360,6 +285,10 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
+	if err := srv.Start(); err != nil {
+		return err
+	}
 	hs := srv.HTTPServer()
 	info.Addr, info.Bootstrap, info.Server = ln.Addr().String(), srv.BootstrapAddrs(), srv
 	fmt.Fprintf(stderr, "mocker serve: model %s on http://%s (%s)\n", name, info.Addr, describeServe(cfg, o.Workers))
@@ -426,6 +355,104 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		}
 	}
 	return err
+}
+
+// liveOptions maps the configuration onto a live server's options, and the metrics its workers record
+// into; the sinks and a frontend's fleet, which need connections, are added by the caller.
+func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
+	// A catalog model brings what vLLM reads from its checkpoint: max_model_len and the tokenizer's BOS.
+	d, err := cfg.Deployment()
+	if err != nil {
+		return live.Options{}, nil, err
+	}
+	if cfg.MaxModelLen == 0 && d.Model != nil {
+		cfg.MaxModelLen = d.Model.MaxPositions
+	}
+	// The simulation's options hold the engines', the router's and, disaggregated, the decode pool's.
+	so, err := cfg.SimOptions()
+	if err != nil {
+		return live.Options{}, nil, err
+	}
+	eo, ro := so.Engine, so.Router                // disaggregated, so.Engine is the prefill workers'
+	eo.VLLM.Events, eo.SGLang.Events = true, true // routers and subscribers read them
+	// The routers' queue threshold is in units of the pool's --max-num-batched-tokens, which every
+	// backend's options carry in VLLM (EngineOptions).
+	ro.BlockSize, ro.MaxBatchedTokens = eo.BlockSize(), eo.VLLM.MaxBatchedTokens
+
+	name := cfg.ModelName
+	if name == "" {
+		name = "mocker"
+		if cfg.ModelConfig == "" && cfg.Model != "" {
+			name = cfg.Model
+		}
+	}
+	var tk tokenize.Tokenizer
+	if cfg.Tokenizer != "" {
+		if tk, err = tokenize.FromFile(cfg.Tokenizer); err != nil {
+			return live.Options{}, nil, err
+		}
+	} else {
+		tk = tokenize.Builtin()
+		if d.Model != nil && d.Model.AddsBOS {
+			tk = tokenize.WithBOS(tk, d.Model.BOS)
+		}
+	}
+	lengths, err := outlen.Parse(cfg.OutputLengthDist) // validated
+	if err != nil {
+		return live.Options{}, nil, err
+	}
+	maxLen := cfg.MaxModelLen
+	if maxLen == 0 {
+		maxLen = 1 << 17 // the token-count histograms' last bucket
+	}
+	mx := metrics.New(metrics.Options{Backend: eo.Backend.Spec().Metrics, Model: name, MaxModelLen: maxLen,
+		BlockSize: eo.BlockSize(), NumBlocks: eo.KVBlocks(), PrefixCaching: cfg.EnablePrefixCaching, CacheDtype: cfg.KVCacheDtype,
+		GPUMemoryUtilization: cfg.GPUMemoryUtilization, DPSize: eo.DPSize, SpecTokens: cfg.SpecNumTokens})
+
+	o := live.Options{
+		Engine:           eo,
+		Workers:          cfg.Workers,
+		Router:           ro,
+		ModelName:        name,
+		MaxModelLen:      cfg.MaxModelLen,
+		DefaultMaxTokens: cfg.DefaultMaxTokens,
+		OutputLength:     lengths,
+		MaxWaiting:       cfg.MaxWaiting,
+		MaxBodyBytes:     int64(cfg.MaxRequestBodyMB * (1 << 20)),
+		APIKey:           cfg.APIKey,
+		HTTP: live.HTTPLimits{
+			ReadHeaderTimeout: seconds(cfg.ReadHeaderTimeoutS),
+			ReadTimeout:       seconds(cfg.ReadTimeoutS),
+			IdleTimeout:       seconds(cfg.IdleTimeoutS),
+			WriteTimeout:      seconds(cfg.WriteTimeoutS),
+			MaxConns:          cfg.MaxConnections,
+		},
+		FailureRate:      cfg.FailureRate,
+		FailureTypes:     cfg.FailureTypes,
+		FailureSeed:      cfg.Seed,
+		Tokenizer:        tk,
+		Metrics:          mx.Handler(),
+		Recorder:         func(w, r int) live.Recorder { return mx.Rank(w, r) },
+		RouterEventDelay: time.Duration(cfg.RouterEventDelayMs * float64(time.Millisecond)),
+		EventsAtPassEnd:  cfg.RouterEventsAtPassEnd,
+		CheckInvariants:  cfg.CheckInvariants,
+	}
+	if cfg.PrefillWorkers > 0 {
+		o.Workers = cfg.PrefillWorkers
+		de := so.DecodeEngine
+		dr := so.DecodeRouter
+		dr.BlockSize, dr.MaxBatchedTokens = ro.BlockSize, de.VLLM.MaxBatchedTokens
+		o.Disagg = &live.Disagg{
+			DecodeWorkers:     cfg.DecodeWorkers,
+			Engine:            &de,
+			Router:            dr,
+			Transfer:          so.Transfer,
+			BootstrapHost:     cfg.BootstrapHost,
+			BootstrapPort:     cfg.BootstrapPort,
+			BootstrapMaxConns: cfg.BootstrapMaxConns,
+		}
+	}
+	return o, mx, nil
 }
 
 // seconds converts a validated number of seconds.

@@ -77,8 +77,7 @@ func TestContradictoryWorkerFlags(t *testing.T) {
 // them rather than ignore them.
 func TestServeRefusesPredictFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"--planner-config", "planner.yaml"}, {"--router-event-delay-ms", "5"}, {"--router-events-at-pass-end"},
-		{"--fail-worker", "0@1s"}, {"--concurrency", "4"}, {"--report-json", "r.json"}, {"--frontend-latency-ms", "1"},
+		{"--planner-config", "planner.yaml"}, {"--fail-worker", "0@1s"}, {"--concurrency", "4"}, {"--report-json", "r.json"}, {"--frontend-latency-ms", "1"},
 	} {
 		_, _, err := mocker(t, append([]string{"serve", "--nats", "none", "--port", "0"}, args...)...)
 		if err == nil || !strings.Contains(err.Error(), "unknown flag: "+args[0]) {

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mocker-sim/mocker/config"
+)
+
+// The live commands (serve, worker, frontend) share predict's configuration, whose file may set what
+// they cannot honour on the wall clock. refuseUnservable turns each such setting into an error rather
+// than letting it pass unread.
+
+// unservable says why a live command cannot honour a setting of predict's.
+var unservable = map[string]string{
+	"planner-config":      "a live deployment does not autoscale (no planner starts or stops workers on the wall clock): use mocker predict --planner-config, or start and stop mocker worker processes",
+	"scaling-jsonl":       "a live deployment does not autoscale, so it has no scaling decisions to write",
+	"fail-worker":         "workers fail at simulated times in mocker predict; here use --failure-rate, or stop a mocker worker process",
+	"on-worker-failure":   "workers fail at simulated times in mocker predict; here use --failure-rate, or stop a mocker worker process",
+	"frontend-latency-ms": "the HTTP frontend's latency is real here, not modelled",
+}
+
+// refuseUnservable returns an error naming the first setting given to live command cmd, on the command
+// line or in its --config file, that cmd would ignore: one of predict's, one that only a deployment of
+// another shape reads, or one that is no setting of cmd at all.
+func refuseUnservable(cmd string, fs *pflag.FlagSet, c *config.Config) error {
+	given := c.GivenKeys()
+	for _, k := range slices.Sorted(maps.Keys(given)) {
+		why := unservable[k]
+		if why == "" {
+			why = ignoredBy(cmd, c, k)
+		}
+		if why == "" && fs.Lookup(k) == nil {
+			why = "it is no setting of mocker " + cmd + " (mocker predict's workload and reports have no place in a live deployment, which answers the requests its clients send)"
+		}
+		if why == "" {
+			continue
+		}
+		name := "--" + k
+		if where := given[k]; where != "" {
+			name = k + " (" + where + ")"
+		}
+		return fmt.Errorf("%s: mocker %s cannot honour it: %s", name, cmd, why)
+	}
+	return nil
+}
+
+// ignoredBy says why cmd, with the rest of c, would not read setting k; "" if it would.
+func ignoredBy(cmd string, c *config.Config, k string) string {
+	frontend := cmd == "frontend" || cmd == "serve" && c.Workers == 0
+	zmq := c.ZMQKVEventsPort > 0 || c.KVEventsEndpoint != ""
+	plane := c.NATS != "none" && c.KVEventsFormat != "json" || c.DynamoZMQEndpoint != "" || c.DynamoZMQBroker != ""
+	switch {
+	case frontend && (k == "router-events-at-pass-end" || k == "check-invariants"):
+		return "a fleet frontend runs no engine: give it to the mocker worker processes"
+	case frontend && (strings.HasPrefix(k, "zmq-") || strings.HasPrefix(k, "kv-events-") || strings.HasPrefix(k, "dynamo-") ||
+		k == "kv-hash-seed"):
+		return "a fleet frontend runs no engine, so it publishes no KV events: the mocker worker processes do"
+	case k == "fleet-ttl" && !frontend:
+		return "only a fleet frontend (mocker frontend, or mocker serve --workers 0) waits for workers' heartbeats"
+	case k == "kv-events-format" && c.NATS == "none":
+		return "it is the format of the KV events on NATS, and --nats is none"
+	case (k == "dynamo-namespace" || k == "dynamo-component" || k == "dynamo-endpoint") && !plane:
+		return "it scopes Dynamo's event plane, which is off (--nats none or --kv-events-format json, and no --dynamo-zmq-endpoint or --dynamo-zmq-broker)"
+	case k == "nats-port" && c.NATS != "embedded":
+		return "it is the port of the embedded NATS server, and --nats is " + c.NATS
+	case (k == "zmq-replay-port" || k == "kv-events-map-format" || k == "kv-hash-seed" || k == "kv-events-topic") && !zmq:
+		return "it shapes vLLM-format KV events on ZMQ, which are off (no --zmq-kv-events-port or --kv-events-endpoint)"
+	case (strings.HasPrefix(k, "bootstrap-") || strings.HasPrefix(k, "kv-transfer-") || k == "kv-bytes-per-token") && c.PrefillWorkers == 0:
+		return "it applies to disaggregated serving (--prefill-workers and --decode-workers)"
+	}
+	return ""
+}
