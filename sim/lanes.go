@@ -64,9 +64,10 @@ func newLanes(r *runner) *lanes {
 	return ls
 }
 
-// fanOut gives a lane to each worker that runs before bound, unless this window's are out already.
+// fanOut gives a lane to each worker that runs before bound, unless this window's are out already or
+// it is empty (an arrival at this very instant: each worker plans one pass, which ends past it).
 func (ls *lanes) fanOut(r *runner, bound time.Duration) {
-	if ls.outstanding > 0 {
+	if ls.outstanding > 0 || bound <= r.now {
 		return
 	}
 	ls.queue, ls.scan = ls.queue[:0], 0
