@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -34,8 +35,8 @@ type threadsRun struct {
 // TestThreadsChangeNothing runs TestProperties' random cases with one thread and with four: the reports,
 // per-request records, run ends and pass counts are byte-identical, and so are, for a third of the cases
 // each, what an observer is shown pass by pass or with coasted runs, and the order of the Progress and
-// Finished callbacks (which stop some runs early). A quarter run with invariant checks (no coasting). It
-// fails if no case ran a window on lanes. MOCKER_THREADS_CASES sets the number of cases (300).
+// Finished callbacks (which stop some runs early). A quarter run with invariant checks (no coasting). A
+// run leaves no goroutine behind, stopped early or not. It fails if no case ran a window on lanes. MOCKER_THREADS_CASES sets the number of cases (300).
 func TestThreadsChangeNothing(t *testing.T) {
 	n := uint64(300)
 	if s := os.Getenv("MOCKER_THREADS_CASES"); s != "" {
@@ -99,7 +100,11 @@ func threadsCase(t *testing.T, c *propCase, threads int) threadsRun {
 		finished++
 		return finished != stopAt
 	}
+	goroutines := runtime.NumGoroutine()
 	res, err := Run(c.source(t), o)
+	if n := runtime.NumGoroutine(); n != goroutines {
+		t.Fatalf("seed %d, %d threads: %d goroutines before the run, %d after (err %v)", c.seed, threads, goroutines, n, err)
+	}
 	out := threadsRun{err: err, calls: calls.Bytes()}
 	if ph != nil {
 		out.observed = ph.h.Sum(nil)
