@@ -50,8 +50,8 @@ func TestEarlyStopAgrees(t *testing.T) {
 	targets := []Target{{report.TTFT, 90, 60}, {report.E2E, 50, 150}}
 	stops := 0
 	for n := 1; n <= 4; n++ {
-		full := evaluate(&base, s, n, 1, targets, false)
-		early := evaluate(&base, s, n, 1, targets, true)
+		full := evaluate(&base, s, n, 1, targets, false, 1)
+		early := evaluate(&base, s, n, 1, targets, true, 2)
 		if full.Pass != early.Pass {
 			t.Errorf("%d workers: pass %v in full, %v with the early stop (%s)", n, full.Pass, early.Pass, early.Why)
 		}

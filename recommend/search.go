@@ -26,7 +26,10 @@ const (
 type Options struct {
 	Targets   []Target
 	Objective string // FewestGPUs (""), TokensPerGPU or MaxRate
-	Threads   int    // shapes simulated at once (0: GOMAXPROCS)
+	// Threads is how many goroutines a search uses (0: GOMAXPROCS): up to that many shapes run at once,
+	// and each of their runs simulates its workers on an equal share of the rest (sim.Options.Threads,
+	// at least 1), so a search of many shapes runs each on one thread.
+	Threads int
 	// Progress, if set, is called (from one goroutine at a time) as each shape is done.
 	Progress func(done, total int)
 	// Runner, if set, runs each job in place of Evaluate in this process (package sweep: on workers
@@ -83,6 +86,8 @@ func Search(base *config.Config, sp *Space, o Options) (*Report, error) {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	at := min(threads, len(shapes))
+	perRun := max(threads/at, 1)
 	out := make([]shapeOut, len(shapes))
 	var (
 		wg   sync.WaitGroup
@@ -90,7 +95,7 @@ func Search(base *config.Config, sp *Space, o Options) (*Report, error) {
 		next int
 		done int
 	)
-	for range min(threads, len(shapes)) {
+	for range at {
 		wg.Go(func() {
 			for {
 				mu.Lock()
@@ -102,7 +107,7 @@ func Search(base *config.Config, sp *Space, o Options) (*Report, error) {
 				}
 				s := shapes[i]
 				c := s.config(base, 1)
-				out[i] = search(base, s, sp, o, ps[c.BlockSizeOrDefault()])
+				out[i] = search(base, s, sp, o, ps[c.BlockSizeOrDefault()], perRun)
 				mu.Lock()
 				done++
 				if o.Progress != nil {
@@ -124,8 +129,8 @@ type shapeOut struct {
 }
 
 // search runs one shape: its bounds, then bisection over its scales (or, for MaxRate, over the
-// arrival rate at each scale).
-func search(base *config.Config, s Shape, sp *Space, o Options, ps []prompt) shapeOut {
+// arrival rate at each scale), each run on threads goroutines.
+func search(base *config.Config, s Shape, sp *Space, o Options, ps []prompt, threads int) shapeOut {
 	lo, hi := s.scales(sp.MinWorkers, sp.MaxWorkers)
 	out := shapeOut{res: ShapeResult{Shape: s, Scales: hi - lo + 1}}
 	for _, t := range o.Targets {
@@ -167,7 +172,7 @@ func search(base *config.Config, s Shape, sp *Space, o Options, ps []prompt) sha
 			}
 			c.Shape = s // the runner's copy lacks the parsed ratio
 		} else {
-			c = Evaluate(base, o.Targets, j)
+			c = Evaluate(base, o.Targets, j, threads)
 		}
 		out.cands = append(out.cands, c)
 		out.res.Simulated++
@@ -247,18 +252,19 @@ type Job struct {
 }
 
 // Evaluate runs a job on base's workload and checks the targets: what Search does with each job when
-// Options.Runner is nil, and what a runner elsewhere must do.
-func Evaluate(base *config.Config, targets []Target, j Job) Candidate {
+// Options.Runner is nil, and what a runner elsewhere must do. threads is the run's sim.Options.Threads;
+// the candidate is the same whatever it is.
+func Evaluate(base *config.Config, targets []Target, j Job, threads int) Candidate {
 	s := j.Shape
 	if s.Disagg && s.ratio == (Ratio{}) {
 		s.ratio, _ = ParseRatio(s.Ratio) // a job decoded from JSON; a bad ratio fails in Validate
 	}
-	return evaluate(base, s, j.Scale, j.Rate, targets, j.Early)
+	return evaluate(base, s, j.Scale, j.Rate, targets, j.Early, threads)
 }
 
-// evaluate simulates shape s at scale with the arrival rate scaled by rate and checks the targets.
-// early lets the run stop once a target is certainly missed (stopRule).
-func evaluate(base *config.Config, s Shape, scale int, rate float64, targets []Target, early bool) Candidate {
+// evaluate simulates shape s at scale with the arrival rate scaled by rate on threads goroutines and
+// checks the targets. early lets the run stop once a target is certainly missed (stopRule).
+func evaluate(base *config.Config, s Shape, scale int, rate float64, targets []Target, early bool, threads int) Candidate {
 	cfg := s.config(base, scale)
 	cfg.ArrivalSpeedupRatio *= rate
 	c := Candidate{Shape: s, Workers: scale, GPUs: s.gpus(&cfg, scale), RateScale: rate}
@@ -284,6 +290,7 @@ func evaluate(base *config.Config, s Shape, scale int, rate float64, targets []T
 	if err != nil {
 		return fail(err)
 	}
+	opts.Threads = threads
 	var rule *stopRule
 	if early {
 		rule = newStopRule(targets, src.Requests())

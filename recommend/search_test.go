@@ -200,8 +200,9 @@ func TestThreadsSameJSON(t *testing.T) {
 	sp.Ratios = []Ratio{{1, 1}}
 	sp.MaxWorkers = 6
 	targets := []Target{{report.TTFT, 90, 60}, {report.E2E, 90, 200}}
-	var outs [2]bytes.Buffer
-	for i, threads := range []int{1, 4} {
+	// 4 threads: four shapes at once, one thread each; 48: all twelve, four threads each.
+	var outs [3]bytes.Buffer
+	for i, threads := range []int{1, 4, 48} {
 		rep, err := Search(&base, sp, Options{Targets: targets, Threads: threads})
 		if err != nil {
 			t.Fatal(err)
@@ -213,7 +214,7 @@ func TestThreadsSameJSON(t *testing.T) {
 			t.Errorf("%d shapes, %d runs stopped early: want 12 shapes and some early stops", len(rep.Shapes), rep.StoppedEarly)
 		}
 	}
-	if !bytes.Equal(outs[0].Bytes(), outs[1].Bytes()) {
-		t.Error("the report differs between 1 and 4 threads")
+	if !bytes.Equal(outs[0].Bytes(), outs[1].Bytes()) || !bytes.Equal(outs[0].Bytes(), outs[2].Bytes()) {
+		t.Error("the report differs between 1, 4 and 48 threads")
 	}
 }

@@ -16,9 +16,9 @@ import (
 	"github.com/mocker-sim/mocker/workload"
 )
 
-// TestLookaheadChangesNothing: workers that run ahead of the event heap between arrivals produce the
-// report, byte for byte, of strict time order, across backends, routers, visibility, queueing and a
-// frontend latency (whose route events bound the lookahead as arrivals do).
+// TestLookaheadChangesNothing: workers that run ahead of the event heap between arrivals, on one thread
+// or on lanes, produce the report, byte for byte, of strict time order, across backends, routers,
+// visibility, queueing and a frontend latency (whose route events bound the lookahead as arrivals do).
 func TestLookaheadChangesNothing(t *testing.T) {
 	vllmEngine := engine.Options{
 		VLLM:   vllm.Options{BlockSize: 16, NumBlocks: 150, MaxNumSeqs: 16, MaxBatchedTokens: 512, ChunkedPrefill: true, PrefixCaching: true, Events: true},
@@ -65,21 +65,28 @@ func TestLookaheadChangesNothing(t *testing.T) {
 			o := tc.o
 			o.noLookahead = true
 			strict := run(t, tc.src(3), o) // with invariant checks after every pass
-			// Lookahead with invariant checks, then without: then plain decode passes coast too.
+			// Lookahead with invariant checks, then without (then plain decode passes coast too), on one
+			// thread and on four (the windows' workers on lanes).
 			for _, check := range []bool{true, false} {
-				o := tc.o
-				o.CheckInvariants = check
-				ahead, err := Run(tc.src(3), o)
-				if err != nil {
-					t.Fatal(err)
+				for _, threads := range []int{1, 4} {
+					o := tc.o
+					o.CheckInvariants, o.Threads = check, threads
+					ahead, err := Run(tc.src(3), o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if a, b := reportBytes(t, ahead), reportBytes(t, strict); !bytes.Equal(a, b) {
+						t.Fatalf("checks %v, %d threads: reports differ:\n%s\n---\n%s", check, threads, a[:min(len(a), 2000)], b[:min(len(b), 2000)])
+					}
+					if ahead.End != strict.End || ahead.Passes != strict.Passes {
+						t.Fatalf("checks %v, %d threads: end %v / %v, passes %d / %d", check, threads, ahead.End, strict.End, ahead.Passes, strict.Passes)
+					}
+					if threads == 4 && tc.o.Workers > 1 && ahead.laned == 0 {
+						t.Fatalf("checks %v: no window ran on lanes", check)
+					}
+					t.Logf("checks %v, %d threads: %d of %d passes delivered ahead, %d coasted, %d stretches on lanes; %d preemptions",
+						check, threads, ahead.ahead, ahead.Passes, ahead.coasted, ahead.laned, ahead.Summary.Preemptions)
 				}
-				if a, b := reportBytes(t, ahead), reportBytes(t, strict); !bytes.Equal(a, b) {
-					t.Fatalf("checks %v: reports differ:\n%s\n---\n%s", check, a[:min(len(a), 2000)], b[:min(len(b), 2000)])
-				}
-				if ahead.End != strict.End || ahead.Passes != strict.Passes {
-					t.Fatalf("checks %v: end %v / %v, passes %d / %d", check, ahead.End, strict.End, ahead.Passes, strict.Passes)
-				}
-				t.Logf("checks %v: %d of %d passes delivered ahead, %d coasted; %d preemptions", check, ahead.ahead, ahead.Passes, ahead.coasted, ahead.Summary.Preemptions)
 			}
 			if strict.ahead != 0 {
 				t.Fatalf("%d passes delivered ahead with lookahead off", strict.ahead)

@@ -52,6 +52,7 @@ type worker struct {
 	epoch   uint32                 // failures so far: a pass or KV events of an earlier epoch are void
 	returns int                    // scheduled comebacks after failures
 	run     engine.Run             // coast's
+	lane    lane                   // its stretch of the window, with threads (lanes.go)
 }
 
 func (r *runner) newPool(name string, eo engine.Options, ro router.Options, n int) (*pool, error) {
@@ -107,16 +108,29 @@ func (r *runner) wake(w *worker) {
 	}
 }
 
-// startPasses starts a pass on every woken worker that is idle and has work, in creation order.
+// startPasses starts a pass on every woken worker that is idle and has work, in creation order. With
+// lookahead and threads, the workers that run in this window run at once on the lanes (see lanes.go),
+// and each one's turn here applies what its lane did.
 func (r *runner) startPasses() error {
 	slices.SortFunc(r.woken, func(a, b *worker) int { return cmp.Compare(a.serial, b.serial) })
 	bound, ahead := r.lookahead()
+	if ahead && r.lanes != nil {
+		r.lanes.fanOut(r, bound)
+	}
 	for _, w := range r.woken {
 		w.woken = false
-		if w.pass == nil && !w.eng.Idle() {
-			if err := r.run(w, bound, ahead); err != nil {
-				return err
-			}
+		if w.pass != nil {
+			continue
+		}
+		var err error
+		switch {
+		case w.lane.active:
+			err = r.replay(w)
+		case !w.eng.Idle():
+			err = r.run(w, bound, ahead)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	clear(r.woken)
@@ -154,71 +168,113 @@ func (r *runner) lookahead() (bound time.Duration, ok bool) {
 func (r *runner) run(w *worker, bound time.Duration, ahead bool) error {
 	now := r.now
 	defer func() { r.now = now }()
+	return r.advance(w, r.now, bound, ahead, r)
+}
+
+// passSink takes what advance's engine work produced, in order: the runner applies it at once, a lane
+// keeps a copy for the runner to apply later.
+type passSink interface {
+	// coastDone: plain decode passes from start (engine.Coast).
+	coastDone(w *worker, start time.Duration, run *engine.Run, m []sched.Metrics)
+	// passDone: a pass that ends before the lookahead bound, delivered at its end; check is the engine's
+	// invariant check after it. An error stops advance.
+	passDone(w *worker, pass *engine.Pass, m []sched.Metrics, check error) error
+	// passBegun: a pass whose end goes through the heap.
+	passBegun(w *worker, pass *engine.Pass, m []sched.Metrics)
+}
+
+// advance is the engine's side of run: it plans w's passes from now, and with ahead coasts through plain
+// decode passes and hands over each other pass that ends before bound as delivered, until one ends at or
+// after bound or w has nothing to run. It touches only w's engine and run buffer, and reads the options,
+// so lanes call it on other goroutines.
+func (r *runner) advance(w *worker, now, bound time.Duration, ahead bool, out passSink) error {
+	// These want every pass through step and deliver, but an observer that takes runs of them.
+	coast := ahead && !r.o.CheckInvariants && (r.o.Observer == nil || r.runObs != nil)
 	for {
-		// These want every pass through step and deliver, but an observer that takes runs of them.
-		if ahead && !r.o.CheckInvariants && (r.o.Observer == nil || r.runObs != nil) {
-			r.coast(w, bound)
+		if coast {
+			w.eng.Coast(now, bound, &w.run)
+			if n := len(w.run.Ends); n > 0 {
+				out.coastDone(w, now, &w.run, r.metrics(w))
+				now = w.run.Ends[n-1]
+			}
 		}
-		r.step(w)
-		if w.pass == nil {
-			return nil
+		pass := w.eng.Step(now)
+		if pass.Empty() {
+			return nil // nothing can run until something changes; whatever changes it wakes w
 		}
-		if !ahead || w.pass.End >= bound {
-			r.timeline.push(event{at: w.pass.End, phase: phasePassEnd, key: w.serial, w: w, epoch: w.epoch})
+		if !ahead || pass.End >= bound {
+			out.passBegun(w, pass, r.metrics(w))
 			return nil
 		}
 		// Nothing reaches w before bound: its pass ends now as far as anyone can tell.
-		r.now = w.pass.End
-		r.ahead++
-		if err := r.deliver(w); err != nil {
+		var check error
+		if r.o.CheckInvariants {
+			check = w.eng.CheckInvariants()
+		}
+		if err := out.passDone(w, pass, r.metrics(w), check); err != nil {
 			return err
 		}
 		if w.eng.Idle() {
 			return nil
 		}
+		now = pass.End
 	}
 }
 
-// coast runs w's plain decode passes that end before bound (engine.Coast: every running request computes
-// its next token and nothing else happens) and delivers their tokens, skipping what such passes do not
-// need of step and deliver.
-func (r *runner) coast(w *worker, bound time.Duration) {
-	w.eng.Coast(r.now, bound, &w.run)
-	if len(w.run.Ends) == 0 {
-		return
+// metrics is w's engine state for the observer, if there is one.
+func (r *runner) metrics(w *worker) []sched.Metrics {
+	if r.o.Observer == nil {
+		return nil
 	}
-	passes := len(w.run.Ends)
-	k := len(w.run.Samples) / passes
-	for i, sm := range w.run.Samples[:k] {
+	return w.eng.Metrics()
+}
+
+// coastDone delivers the tokens of w's plain decode passes (engine.Coast: every running request computes
+// its next token and nothing else happens), skipping what such passes do not need of step and deliver.
+func (r *runner) coastDone(w *worker, start time.Duration, run *engine.Run, m []sched.Metrics) {
+	passes := len(run.Ends)
+	k := len(run.Samples) / passes
+	for i, sm := range run.Samples[:k] {
 		req := r.reqs[sm.ID] // decoding, so its first token is out: no router update
-		r.col.TokenRun(int(sm.ID), w.run.Ends)
+		r.col.TokenRun(int(sm.ID), run.Ends)
 		if req.sess.keep {
 			for j := range passes {
-				req.sess.history = append(req.sess.history, w.run.Samples[j*k+i].Token)
+				req.sess.history = append(req.sess.history, run.Samples[j*k+i].Token)
 			}
 		}
 	}
 	if r.runObs != nil {
-		r.runObs.Coasted(&ObservedRun{Pool: w.pool.name, Worker: w.serial, Start: r.now, Ends: w.run.Ends, Tokens: k,
-			Metrics: w.eng.Metrics()})
+		r.runObs.Coasted(&ObservedRun{Pool: w.pool.name, Worker: w.serial, Start: start, Ends: run.Ends, Tokens: k, Metrics: m})
 	}
-	end := w.run.Ends[passes-1]
+	end := run.Ends[passes-1]
 	r.passes += int64(passes)
 	w.passes += int64(passes)
 	r.ahead += int64(passes)
 	r.coasted += int64(passes)
-	w.busy += end - r.now
-	r.now = end
-	r.end = max(r.end, r.now)
+	w.busy += end - start
+	r.end = max(r.end, end)
 }
 
-// step starts one pass of w; w.pass stays nil if nothing can run.
-func (r *runner) step(w *worker) {
+// passBegun starts w's pass, whose end the heap will deliver.
+func (r *runner) passBegun(w *worker, pass *engine.Pass, m []sched.Metrics) {
+	r.now = pass.Start
+	r.step(w, pass, m)
+	r.timeline.push(event{at: pass.End, phase: phasePassEnd, key: w.serial, w: w, epoch: w.epoch})
+}
+
+// passDone starts w's pass and delivers it at its end.
+func (r *runner) passDone(w *worker, pass *engine.Pass, m []sched.Metrics, check error) error {
+	r.now = pass.Start
+	r.step(w, pass, m)
+	r.now = pass.End
+	r.ahead++
+	return r.delivered(w, check)
+}
+
+// step applies the start of w's pass: admissions, KV events seen at pass start, planner samples, the
+// observer.
+func (r *runner) step(w *worker, pass *engine.Pass, m []sched.Metrics) {
 	p := w.pool
-	pass := w.eng.Step(r.now)
-	if pass.Empty() {
-		return // nothing can run until something changes; whatever changes it wakes w
-	}
 	r.passes++
 	w.passes++
 	w.busy += pass.End - pass.Start
@@ -240,7 +296,7 @@ func (r *runner) step(w *worker) {
 	w.pass = pass
 	if r.o.Observer != nil {
 		r.o.Observer.Pass(&ObservedPass{Pool: p.name, Worker: w.serial, Start: pass.Start, End: pass.End,
-			Ranks: pass.Ranks, Metrics: w.eng.Metrics()})
+			Ranks: pass.Ranks, Metrics: m})
 	}
 }
 
@@ -281,17 +337,27 @@ func (r *runner) applyKV(p *pool, t router.Target, epoch uint32, evs []kvcache.E
 // passEnd ends w's pass at its end time, as the heap orders it, and wakes w for its next one.
 func (r *runner) passEnd(w *worker) error {
 	r.wake(w)
-	return r.deliver(w)
+	if l := &w.lane; l.pending {
+		// Its lane has run on from this pass: deliver the lane's copy of it.
+		r.lanes.wait(l)
+		l.pending = false
+		w.pass = &l.first
+		return r.delivered(w, l.check)
+	}
+	var check error
+	if r.o.CheckInvariants {
+		check = w.eng.CheckInvariants()
+	}
+	return r.delivered(w, check)
 }
 
-// deliver delivers w's finished pass: its tokens, completions and (at pass end) KV events.
-func (r *runner) deliver(w *worker) error {
+// delivered delivers w's finished pass: its tokens, completions and (at pass end) KV events; check is the
+// engine's invariant check after it.
+func (r *runner) delivered(w *worker, check error) error {
 	p := w.pool
 	r.end = max(r.end, r.now)
-	if r.o.CheckInvariants {
-		if err := w.eng.CheckInvariants(); err != nil {
-			return fmt.Errorf("%s worker %d, pass ending at %v: %w", p.name, w.id, r.now, err)
-		}
+	if check != nil {
+		return fmt.Errorf("%s worker %d, pass ending at %v: %w", p.name, w.id, r.now, check)
 	}
 	pass := w.pass
 	w.pass = nil

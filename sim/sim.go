@@ -50,6 +50,9 @@ type Options struct {
 	Concurrency     int     // > 0: keep this many sessions in flight, ignoring arrival times
 	ArrivalSpeedup  float64 // divides arrival times and inter-turn delays; <= 0 means 1
 	CheckInvariants bool    // verify every engine's accounting after every pass (slow)
+	// Threads is how many goroutines plan aggregated workers' passes at once between two routings (0:
+	// runtime.GOMAXPROCS(0)). The results are the same, byte for byte, whatever it is.
+	Threads int
 	// Observer, if set, sees every pass and hand-off. Unless it is a RunObserver, it is shown plain decode
 	// passes one by one, which is slower: they are no longer coasted.
 	Observer Observer
@@ -81,6 +84,7 @@ type Result struct {
 
 	ahead   int64 // passes delivered ahead of the event heap (lookahead)
 	coasted int64 // of those, plain decode passes (engine.Coast)
+	laned   int64 // workers' stretches planned on lanes (Threads)
 }
 
 // PoolResult is one pool's final state.
@@ -142,8 +146,10 @@ type runner struct {
 	passes    int64
 	ahead     int64
 	coasted   int64
+	laned     int64
 	prompt    []uint32
 	runObs    RunObserver // Options.Observer, if it is shown coasted passes as runs
+	lanes     *lanes      // nil: one thread
 
 	reqs    []*request         // by id (ids are dense); nil once ended
 	live    int                // requests in flight
@@ -198,6 +204,9 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	}
 	if err := r.start(); err != nil {
 		return nil, err
+	}
+	if r.lanes = newLanes(r); r.lanes != nil {
+		defer r.lanes.close()
 	}
 	if err := r.loop(); err != nil {
 		return nil, err
@@ -602,7 +611,7 @@ func (r *runner) awaitedEnded(t *workload.Request) error {
 
 // result gathers the report.
 func (r *runner) result() *Result {
-	res := &Result{Collector: r.col, Passes: r.passes, End: max(r.now, r.end), ahead: r.ahead, coasted: r.coasted}
+	res := &Result{Collector: r.col, Passes: r.passes, End: max(r.now, r.end), ahead: r.ahead, coasted: r.coasted, laned: r.laned}
 	res.Summary = r.col.Summary()
 	res.Summary.WorkerFailures = r.failures
 	var specSteps, specTokens int64

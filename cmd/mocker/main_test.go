@@ -416,8 +416,9 @@ func TestFlagsMatchYAMLKeys(t *testing.T) {
 			t.Errorf("YAML key %q has no flag", key)
 		}
 	}
-	// --cpuprofile and --memprofile are hidden diagnostics of one run, not settings.
-	for _, name := range []string{"config", "help", "cpuprofile", "memprofile"} {
+	// --cpuprofile and --memprofile are hidden diagnostics of one run, not settings; --threads changes
+	// how fast a run goes, never what it reports.
+	for _, name := range []string{"config", "help", "cpuprofile", "memprofile", "threads"} {
 		keys[name] = true
 	}
 	for _, cmd := range cmds {
@@ -714,5 +715,38 @@ func TestDisaggExample(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Fatalf("no %q in\n%s", want, out)
 		}
+	}
+}
+
+// TestPredictThreads: predict writes the same report, per-request records, Perfetto trace and HTML page,
+// byte for byte, with one thread and with three (sim.Options.Threads); a negative --threads is refused.
+func TestPredictThreads(t *testing.T) {
+	dir := t.TempDir()
+	files := []string{"report-json", "requests-jsonl", "perfetto", "html"}
+	var got [2][][]byte
+	for i, threads := range []string{"1", "3"} {
+		args := []string{"predict", "--num-requests", "600", "--request-rate", "40", "--workers", "4", "--router", "kv",
+			"--seed", "3", "--threads", threads}
+		for _, f := range files {
+			args = append(args, "--"+f, filepath.Join(dir, threads+"."+f))
+		}
+		if _, stderr, err := mocker(t, args...); err != nil {
+			t.Fatalf("--threads %s: %v\n%s", threads, err, stderr)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join(dir, threads+"."+f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[i] = append(got[i], b)
+		}
+	}
+	for j, f := range files {
+		if len(got[0][j]) == 0 || !bytes.Equal(got[0][j], got[1][j]) {
+			t.Errorf("--%s: %d bytes with one thread, %d with three, not the same", f, len(got[0][j]), len(got[1][j]))
+		}
+	}
+	if _, _, err := mocker(t, "predict", "--threads", "-1"); err == nil || !strings.Contains(err.Error(), "--threads -1: must not be negative") {
+		t.Errorf("--threads -1: %v", err)
 	}
 }

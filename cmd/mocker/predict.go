@@ -25,6 +25,7 @@ func newPredictCmd() *cobra.Command {
 	cfg := config.Default()
 	var configPath string
 	var prof profiles
+	var threads int
 	cmd := &cobra.Command{
 		Use:   "predict",
 		Short: "Replay a trace or a synthetic workload on a virtual clock and report TTFT, ITL and throughput",
@@ -40,20 +41,25 @@ A --config YAML file takes the same keys as the flags; flags given on the comman
 			if err := loadSettings(cmd.Flags(), &cfg, configPath); err != nil {
 				return err
 			}
+			if threads < 0 {
+				return fmt.Errorf("--threads %d: must not be negative (0: every core)", threads)
+			}
 			stop, err := prof.start()
 			if err != nil {
 				return err
 			}
-			return errors.Join(predict(&cfg, cmd.OutOrStdout(), cmd.ErrOrStderr()), stop())
+			return errors.Join(predict(&cfg, threads, cmd.OutOrStdout(), cmd.ErrOrStderr()), stop())
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "YAML file of settings (keys as the flags)")
+	cmd.Flags().IntVar(&threads, "threads", 0, "goroutines that simulate workers at once (0: GOMAXPROCS); the results are the same whatever the number")
 	bindFlags(cmd.Flags(), &cfg)
 	prof.bind(cmd.Flags())
 	return cmd
 }
 
-func predict(cfg *config.Config, stdout, stderr io.Writer) error {
+// predict runs cfg's workload with threads goroutines simulating workers (sim.Options.Threads).
+func predict(cfg *config.Config, threads int, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -86,6 +92,7 @@ func predict(cfg *config.Config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	opts.Threads = threads
 	var watch sim.Observers
 	if cfg.Perfetto != "" {
 		if trace.From, trace.To, err = cfg.PerfettoRange(); err != nil {

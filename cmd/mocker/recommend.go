@@ -80,7 +80,7 @@ misses the target is not run at all.`,
 	fs.StringArrayVar(&rf.sla, "sla", nil, "target on any percentile: METRIC:pN:MS with METRIC ttft, itl or e2e, as in ttft:p95:500; repeatable")
 	fs.StringVar(&rf.objective, "objective", recommend.FewestGPUs, "rank the deployments that meet the targets by fewest-gpus or tokens-per-gpu (output tokens/s per GPU)")
 	fs.BoolVar(&rf.findMaxRate, "find-max-rate", false, "for each deployment, bisect the arrival-rate scale for the highest rate that meets the targets (each size of the worker range is a deployment; default range 1 to 1)")
-	fs.IntVar(&rf.threads, "threads", 0, "shapes simulated at once (0: GOMAXPROCS); the report is the same whatever the number")
+	fs.IntVar(&rf.threads, "threads", 0, "goroutines in all (0: GOMAXPROCS): up to that many shapes at once, each run's workers on an equal share of the rest; the report is the same whatever the number")
 	fs.StringVar(&rf.nats, "nats", "", "run the jobs on mocker sweep-worker processes through a NATS JetStream work queue at this server (same report as a local run)")
 	fs.DurationVar(&rf.ackWait, "nats-ack-wait", 30*time.Second, "with --nats: a job a worker holds this long without a sign of life goes to another worker")
 	fs.StringSliceVar(&rf.backends, "backends", nil, "space: backends (default: --backend)")

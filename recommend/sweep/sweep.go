@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,8 +185,9 @@ func (c *Coordinator) Close() {
 	}
 }
 
-// Serve takes jobs from the work queue, parallel at a time, until ctx is done. It waits for a
-// coordinator to create the queue. log gets a line as each job starts and ends.
+// Serve takes jobs from the work queue, parallel at a time, until ctx is done, each run on an equal
+// share of the cores (sim.Options.Threads). It waits for a coordinator to create the queue. log gets a
+// line as each job starts and ends.
 func Serve(ctx context.Context, nc *nats.Conn, parallel int, log io.Writer) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -203,7 +205,7 @@ func Serve(ctx context.Context, nc *nats.Conn, parallel int, log io.Writer) erro
 		}
 	}
 	ackWait := cons.CachedInfo().Config.AckWait
-	w := &worker{js: js, log: log, digests: map[string]string{}}
+	w := &worker{js: js, log: log, digests: map[string]string{}, threads: max(runtime.GOMAXPROCS(0)/max(parallel, 1), 1)}
 	var wg sync.WaitGroup
 	for range max(parallel, 1) {
 		wg.Go(func() {
@@ -231,6 +233,7 @@ type worker struct {
 	log     io.Writer
 	mu      sync.Mutex
 	digests map[string]string // run and trace path → SHA-256, read once
+	threads int               // each run's sim.Options.Threads
 }
 
 // handle runs one job, publishes its result and acknowledges it; the job's ack deadline is pushed back
@@ -310,7 +313,7 @@ func (w *worker) run(msg *message) result {
 			return fatal(fmt.Errorf("trace %s: SHA-256 %s here, %s at the coordinator", cfg.Trace, d, msg.TraceSHA256))
 		}
 	}
-	r.Candidate = recommend.Evaluate(&cfg, targets, msg.Job)
+	r.Candidate = recommend.Evaluate(&cfg, targets, msg.Job, w.threads)
 	return r
 }
 
