@@ -1,10 +1,12 @@
 package vllm
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/sched"
@@ -77,6 +79,10 @@ type Options struct {
 
 	Spec sched.Spec // speculative decoding; Spec.Tokens 0 is off
 	Role sched.Role // disaggregated serving
+
+	// LoRA adapters: a pass serves requests of MaxLoRAs adapters at most (0: any number), and
+	// MaxCPULoRAs adapters stay loaded (LRU; 0: MaxLoRAs, both 0: every adapter once loaded stays).
+	MaxLoRAs, MaxCPULoRAs int
 }
 
 // Validate reports the first invalid option, naming it.
@@ -96,12 +102,18 @@ func (o Options) Validate() error {
 		return fmt.Errorf("preemption mode %d: unknown", o.Preemption)
 	case o.Capacity > ChunkFit:
 		return fmt.Errorf("capacity policy %d: unknown", o.Capacity)
+	case o.MaxLoRAs < 0:
+		return fmt.Errorf("max-loras %d: must not be negative", o.MaxLoRAs)
+	case o.MaxCPULoRAs != 0 && o.MaxCPULoRAs < o.MaxLoRAs:
+		// vLLM's LoRAConfig: the CPU cache holds at least the adapters of a batch.
+		return fmt.Errorf("max-cpu-loras %d: must be at least max-loras %d", o.MaxCPULoRAs, o.MaxLoRAs)
 	}
 	return o.Spec.Validate()
 }
 
 type request struct {
 	id          uint64
+	lora        string             // adapter, "" for the base model
 	seq         *tokens.Sequence   // prompt and generated tokens; nil while src holds the prompt
 	src         sched.PromptSource // a waiting request's prompt, made when it comes to the front (see prompt)
 	srcLen      int                // src's length
@@ -138,6 +150,9 @@ func (s *Scheduler) prompt(r *request) {
 		return
 	}
 	s.buffers(r)
+	if r.lora != "" {
+		r.seq.SetSeed(tokens.LoRASeed(r.lora))
+	}
 	r.src.AppendSequence(r.seq)
 	if r.seq.Len() != r.srcLen {
 		panic(fmt.Sprintf("vllm: request %d: its source made %d prompt tokens, it said %d", r.id, r.seq.Len(), r.srcLen))
@@ -181,6 +196,12 @@ type Scheduler struct {
 	prefixHits    int64
 
 	spec *sched.Sampler
+
+	// LoRA adapters: those of the requests scheduled in this pass (vLLM's scheduled_loras), those
+	// loaded (least recently used first), loads so far, and live requests that name one.
+	passLoRAs, resident []string
+	loraLoads           int64
+	withLoRA            int
 }
 
 // New returns an idle scheduler with an empty pool.
@@ -231,7 +252,10 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 	// once.
 	lazy := r.Source != nil && r.Prompt == nil && (r.Seq == nil || s.waiting.len() >= lazyQueue)
 	req := s.newRequest(lazy)
-	req.id, req.maxTokens, req.planned = r.ID, r.MaxTokens, r.OutputTokens
+	req.id, req.maxTokens, req.planned, req.lora = r.ID, r.MaxTokens, r.OutputTokens, r.LoRA
+	if req.lora != "" {
+		s.withLoRA++
+	}
 	if lazy {
 		req.src, req.srcLen = r.Source, r.Source.PromptLen()
 	} else {
@@ -291,6 +315,7 @@ func (s *Scheduler) drop(m map[uint64]*request, id uint64) bool {
 	}
 	delete(m, id)
 	s.pool.Release(r.table)
+	s.unLoRA(r)
 	s.finished = append(s.finished, r)
 	return true
 }
@@ -319,7 +344,10 @@ func (s *Scheduler) Reserve(r *sched.Request) (missing int, ok bool, err error) 
 		s.spare = append(s.spare, req)
 		return 0, false, nil
 	}
-	req.id, req.maxTokens, req.planned = r.ID, r.MaxTokens, r.OutputTokens
+	req.id, req.maxTokens, req.planned, req.lora = r.ID, r.MaxTokens, r.OutputTokens, r.LoRA
+	if req.lora != "" {
+		s.withLoRA++
+	}
 	req.table = s.pool.Acquire(slices.Grow(req.table[:0], need), s.hits)
 	req.table = s.pool.Allocate(req.table, fresh)
 	req.committed = len(s.hits)
@@ -407,8 +435,17 @@ func (s *Scheduler) buffers(r *request) {
 	}
 }
 
+// unLoRA forgets that a request leaving the scheduler named an adapter.
+func (s *Scheduler) unLoRA(r *request) {
+	if r.lora != "" {
+		s.withLoRA--
+		r.lora = ""
+	}
+}
+
 // retire drops a request that has left the scheduler; its memory is reused after the next Step.
 func (s *Scheduler) retire(r *request) {
+	s.unLoRA(r)
 	delete(s.byID, r.id)
 	r.planned, r.src = nil, nil
 	s.finished = append(s.finished, r)
@@ -454,7 +491,28 @@ func (s *Scheduler) Metrics() sched.Metrics {
 		PrefixHits:     s.prefixHits,
 	}
 	m.SpecSteps, m.SpecTokens = s.spec.Counts()
+	m.LoRALoads = s.loraLoads
+	if s.withLoRA > 0 {
+		var names []string
+		for _, r := range s.running {
+			names = appendLoRA(names, r.lora)
+		}
+		m.RunningLoRAs = strings.Join(names, ",")
+		names = names[:0]
+		for i := range s.waiting.len() {
+			names = appendLoRA(names, s.waiting.at(i).lora)
+		}
+		m.WaitingLoRAs = strings.Join(names, ",")
+	}
 	return m
+}
+
+// appendLoRA appends adapter name to names unless it is there or is the base model's.
+func appendLoRA(names []string, name string) []string {
+	if name == "" || slices.Contains(names, name) {
+		return names
+	}
+	return append(names, name)
 }
 
 // Step plans one forward pass and applies it: admissions, preemptions, cache changes, sampled tokens and
@@ -616,10 +674,21 @@ func (s *Scheduler) admitFIFO(budget *int) bool {
 			reserved += s.need(r) - len(r.table)
 		}
 	}
-	for s.waiting.len() > 0 && *budget > 0 && (s.opt.MaxNumSeqs == 0 || len(s.running) < s.opt.MaxNumSeqs) {
-		r := s.waiting.front()
+	s.passLoRAs = s.passLoRAs[:0]
+	for _, r := range s.scheduled {
+		s.passLoRAs = appendLoRA(s.passLoRAs, r.lora)
+	}
+	// Requests whose adapter would exceed max-loras are passed over and keep their place (vLLM's
+	// skipped_waiting_requests, put back at the front in order).
+	skipped := 0
+	for s.waiting.len() > skipped && *budget > 0 && (s.opt.MaxNumSeqs == 0 || len(s.running) < s.opt.MaxNumSeqs) {
+		r := s.waiting.at(skipped)
+		if s.opt.MaxLoRAs > 0 && r.lora != "" && len(s.passLoRAs) >= s.opt.MaxLoRAs && !slices.Contains(s.passLoRAs, r.lora) {
+			skipped++
+			continue
+		}
 		if len(r.table) > 0 {
-			s.waiting.popFront()
+			s.waiting.removeAt(skipped)
 			s.admitTransfer(r, budget)
 			continue
 		}
@@ -661,12 +730,13 @@ func (s *Scheduler) admitFIFO(budget *int) bool {
 		if !s.pool.CanAllocate(s.hits[:hits], fresh) {
 			return false
 		}
-		s.waiting.popFront()
+		s.waiting.removeAt(skipped)
 		r.table = s.pool.Acquire(slices.Grow(r.table[:0], s.blocksFor(length)), s.hits[:hits])
 		r.committed = hits
 		r.computed = cached
 		r.prefilling = true
 		s.running = append(s.running, r)
+		s.passLoRAs = appendLoRA(s.passLoRAs, r.lora)
 		s.pass.Admitted = append(s.pass.Admitted, sched.Admission{ID: r.id, Cached: cached, Resumed: r.preemptions > 0})
 		s.prefixQueries += int64(length)
 		s.prefixHits += int64(cached)
@@ -697,6 +767,7 @@ func (s *Scheduler) admitActivated(budget *int) {
 // has computed 0): its blocks are already reserved; it only decodes.
 func (s *Scheduler) admitTransfer(r *request, budget *int) {
 	s.running = append(s.running, r)
+	s.passLoRAs = appendLoRA(s.passLoRAs, r.lora)
 	s.pass.Admitted = append(s.pass.Admitted, sched.Admission{ID: r.id, Cached: r.computed})
 	s.schedule(r, r.seq.Len()-r.computed, 0, budget)
 }
@@ -727,6 +798,21 @@ func (s *Scheduler) commit(r *request) {
 	}
 }
 
+// useLoRA marks adapter name used by this pass, loading it if it is not resident (the pass waits for the
+// load) and unloading the least recently used one beyond max-cpu-loras.
+func (s *Scheduler) useLoRA(name string) {
+	if i := slices.Index(s.resident, name); i >= 0 {
+		s.resident = append(append(s.resident[:i], s.resident[i+1:]...), name)
+		return
+	}
+	s.pass.LoRALoads++
+	s.loraLoads++
+	s.resident = append(s.resident, name)
+	if c := cmp.Or(s.opt.MaxCPULoRAs, s.opt.MaxLoRAs); c > 0 && len(s.resident) > c {
+		s.resident = append(s.resident[:0], s.resident[1:]...)
+	}
+}
+
 // finishPass samples a token for every request whose computed tokens reach its length, finishes requests,
 // and fills the pass's batch, events and metrics.
 func (s *Scheduler) finishPass() {
@@ -735,6 +821,9 @@ func (s *Scheduler) finishPass() {
 	p.Batch.ActiveKVTokens = s.pool.Active() * bs
 	p.Batch.TotalKVTokens = s.pool.Capacity() * bs
 	for _, r := range s.scheduled {
+		if r.lora != "" {
+			s.useLoRA(r.lora)
+		}
 		ready := r.computed >= r.seq.Len()
 		p.Batch.Seqs = append(p.Batch.Seqs, timing.Seq{
 			New:     r.passNew,
@@ -786,6 +875,7 @@ func (s *Scheduler) finishPass() {
 			} else {
 				s.pool.Release(r.table)
 				r.planned = nil
+				s.unLoRA(r)
 				s.finished = append(s.finished, r)
 			}
 		} else {
