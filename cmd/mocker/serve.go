@@ -81,6 +81,7 @@ func bindServeFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Host, "host", c.Host, "address to listen on")
 	fs.IntVar(&c.Port, "port", c.Port, "HTTP port (0: any free port)")
 	fs.StringVar(&c.ModelName, "model-name", c.ModelName, "served model id (empty: the --model name, or mocker with --model-config)")
+	fs.StringSliceVar(&c.LoRAModules, "lora-modules", c.LoRAModules, "LoRA adapters served besides the base model, as vLLM's --lora-modules: NAME or NAME=PATH (the path is not read), comma-separated or repeated; a request names one in its model field")
 	fs.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "a Hugging Face tokenizer.json (file or model directory) for prompt tokens (empty: a built-in deterministic tokenizer)")
 	fs.IntVar(&c.DefaultMaxTokens, "default-max-tokens", c.DefaultMaxTokens, "tokens a request generates when it sets no max_tokens")
 	fs.StringVar(&c.OutputLengthDist, "output-length-dist", c.OutputLengthDist, "where a choice without ignore_eos meets its end-of-sequence (finish_reason stop), drawn per request from --seed: fixed (always max_tokens), uniform (on [1, max_tokens]), lognormal:MEAN:SIGMA")
