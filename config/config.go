@@ -17,6 +17,7 @@ import (
 
 	"github.com/mocker-sim/mocker/disagg"
 	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/live"
 	"github.com/mocker-sim/mocker/live/outlen"
 	"github.com/mocker-sim/mocker/planner"
 	"github.com/mocker-sim/mocker/router"
@@ -512,6 +513,11 @@ func (c *Config) validate() error {
 		return bad("lora-load-ms", c.LoRALoadMs, "must be a finite number in [0, 1e9]")
 	case c.LoRAAdapters != 0 && c.Trace != "":
 		return bad("lora-adapters", c.LoRAAdapters, "applies to the synthetic workload, not to a trace (whose rows name theirs: lora)")
+	}
+	if _, err := c.Adapters(); err != nil {
+		return err
+	}
+	switch {
 	case c.SpecNumTokens < 0 || c.SpecNumTokens > 8:
 		return bad("spec-num-tokens", c.SpecNumTokens, "must be in [0, 8]")
 	case c.SpecNumTokens > 0 && c.DecodeSpeedupRatio != 1:
@@ -705,24 +711,24 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 // validTimeout reports whether a timeout in seconds converts to a time.Duration (at most 1e6 s, 11.6 days).
 func validTimeout(v float64) bool { return v >= 0 && v <= 1e6 }
 
-// LoRANames returns the adapters of --lora-modules, each once, or an error naming a bad one.
-func (c *Config) LoRANames() ([]string, error) {
-	var names []string
+// Adapters returns the adapters of --lora-modules, each once, or an error naming a bad one.
+func (c *Config) Adapters() ([]live.LoRAModule, error) {
+	var mods []live.LoRAModule
 	for _, m := range c.LoRAModules {
-		name, _, _ := strings.Cut(m, "=")
+		name, path, _ := strings.Cut(m, "=")
 		switch {
 		case name == "":
 			return nil, &settingError{"lora-modules", fmt.Sprintf("lora-modules %q: want NAME or NAME=PATH", m)}
 		case len(name) > workload.MaxLoRAName:
 			return nil, &settingError{"lora-modules", fmt.Sprintf("lora-modules %q: a name is at most %d bytes", m, workload.MaxLoRAName)}
-		case slices.Contains(names, name):
+		case slices.ContainsFunc(mods, func(x live.LoRAModule) bool { return x.Name == name }):
 			return nil, &settingError{"lora-modules", fmt.Sprintf("lora-modules %q: adapter %s given twice", m, name)}
 		case name == c.ModelName:
 			return nil, &settingError{"lora-modules", fmt.Sprintf("lora-modules %q: %s is the base model's name (model-name)", m, name)}
 		}
-		names = append(names, name)
+		mods = append(mods, live.LoRAModule{Name: name, Path: path})
 	}
-	return names, nil
+	return mods, nil
 }
 
 func finiteNonNegative(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-sim/mocker/live"
 	"github.com/mocker-sim/mocker/sim"
 )
 
@@ -444,14 +445,15 @@ func TestExpertParallelNeedsExperts(t *testing.T) {
 	}
 }
 
-// TestLoRANames: --lora-modules takes vLLM's NAME=PATH or a bare NAME, each adapter once, none named as the
-// base model.
-func TestLoRANames(t *testing.T) {
+// TestAdapters: --lora-modules takes vLLM's NAME=PATH or a bare NAME, each adapter once, none named as the
+// base model, and Validate refuses a bad one.
+func TestAdapters(t *testing.T) {
 	c := Default()
 	c.ModelName = "base"
 	c.LoRAModules = []string{"sql-lora=/adapters/sql", "chat"}
-	if got, err := c.LoRANames(); err != nil || !slices.Equal(got, []string{"sql-lora", "chat"}) {
-		t.Fatalf("LoRANames() = %q, %v", got, err)
+	want := []live.LoRAModule{{Name: "sql-lora", Path: "/adapters/sql"}, {Name: "chat"}}
+	if got, err := c.Adapters(); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Adapters() = %q, %v", got, err)
 	}
 	for _, tc := range []struct {
 		mods []string
@@ -463,8 +465,11 @@ func TestLoRANames(t *testing.T) {
 		{[]string{strings.Repeat("x", 257)}, "a name is at most 256 bytes"},
 	} {
 		c.LoRAModules = tc.mods
-		if _, err := c.LoRANames(); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := c.Adapters(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %s", tc.mods, err, tc.want)
+		}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: Validate() = %v, want %s", tc.mods, err, tc.want)
 		}
 	}
 }

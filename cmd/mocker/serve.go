@@ -213,7 +213,19 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	if eo.Backend == engine.SGLang {
 		blocks = eo.SGLang.NumPages
 	}
-	mx := metrics.New(metrics.Options{Backend: cfg.Backend, Model: name, MaxModelLen: maxLen,
+	loras, err := cfg.Adapters() // validated
+	if err != nil {
+		return err
+	}
+	var maxLoRAs int
+	var loraNames []string
+	for _, m := range loras {
+		loraNames = append(loraNames, m.Name)
+	}
+	if len(loras) > 0 {
+		maxLoRAs = cfg.MaxLoRAs
+	}
+	mx := metrics.New(metrics.Options{Backend: cfg.Backend, Model: name, MaxModelLen: maxLen, MaxLoRAs: maxLoRAs,
 		BlockSize: eo.BlockSize(), NumBlocks: blocks, PrefixCaching: cfg.EnablePrefixCaching, CacheDtype: cfg.KVCacheDtype,
 		GPUMemoryUtilization: cfg.GPUMemoryUtilization, DPSize: eo.DPSize, SpecTokens: cfg.SpecNumTokens})
 
@@ -222,6 +234,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		Workers:          cfg.Workers,
 		Router:           ro,
 		ModelName:        name,
+		LoRAModules:      loras,
 		MaxModelLen:      cfg.MaxModelLen,
 		DefaultMaxTokens: cfg.DefaultMaxTokens,
 		OutputLength:     lengths,
@@ -353,7 +366,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		zs, err := live.NewZMQSink(live.ZMQOptions{
 			Host: cfg.Host, Port: cfg.ZMQKVEventsPort, ReplayPort: cfg.ZMQReplayPort, Endpoint: cfg.KVEventsEndpoint,
 			Workers: o.Workers, DPSize: eo.DPSize, BlockSize: ro.BlockSize, HashSeed: cfg.KVHashSeed,
-			MapFormat: cfg.KVEventsMapFormat, Topics: topics,
+			MapFormat: cfg.KVEventsMapFormat, Topics: topics, LoRAs: loraNames,
 		})
 		if err != nil {
 			return err
