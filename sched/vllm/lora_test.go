@@ -95,6 +95,27 @@ func TestLoRAsShareNoBlocks(t *testing.T) {
 	}
 }
 
+// TestLoRASourceSeeded: a request that waits as its prompt source has its prompt made with its adapter's
+// seed too.
+func TestLoRASourceSeeded(t *testing.T) {
+	h := newHarness(t, Options{BlockSize: 4, NumBlocks: 64, MaxNumSeqs: 8, MaxBatchedTokens: 64, ChunkedPrefill: true, PrefixCaching: true})
+	src := &countingSource{toks: prompt(1, 13)}
+	for i, c := range []struct {
+		lora   string
+		cached int
+	}{{"a", 0}, {"b", 0}, {"a", 12}} {
+		if err := h.s.Enqueue(&sched.Request{ID: uint64(i + 1), Source: src, MaxTokens: 1, LoRA: c.lora}); err != nil {
+			t.Fatal(err)
+		}
+		if pass := h.step(); len(pass.Admitted) != 1 || pass.Admitted[0].Cached != c.cached {
+			t.Fatalf("request %d (adapter %q): admitted %+v, want %d cached tokens", i+1, c.lora, pass.Admitted, c.cached)
+		}
+	}
+	if src.calls != 3 {
+		t.Fatalf("prompt made %d times, want 3 (each request waited as its source)", src.calls)
+	}
+}
+
 func TestMaxLoRAsValidate(t *testing.T) {
 	o := refOpts()
 	o.MaxLoRAs, o.MaxCPULoRAs = 4, 2
