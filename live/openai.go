@@ -90,6 +90,8 @@ func (s *Server) routes() {
 	handle("POST", "/v1/completions", s.auth(s.completions))
 	handle("POST", "/v1/chat/completions", s.auth(s.chatCompletions))
 	handle("GET", "/v1/models", s.auth(s.models))
+	handle("POST", "/v1/load_lora_adapter", s.auth(s.loadLoRA))
+	handle("POST", "/v1/unload_lora_adapter", s.auth(s.unloadLoRA))
 	handle("GET", "/health", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
 	if s.o.Metrics != nil {
 		handle("GET", "/metrics", s.o.Metrics)
@@ -133,7 +135,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		b = append(b, "null"...)
 	}
 	b = append(b, '}')
-	for _, m := range s.o.LoRAModules {
+	for _, m := range *s.loras.Load() {
 		b = append(b, `,{"id":`...)
 		b = appendJSONString(b, m.Name)
 		b = append(b, `,"object":"model","created":`...)

@@ -104,6 +104,8 @@ type Server struct {
 	t0      time.Time
 	nextID  atomic.Uint64
 	created int64
+	loras   atomic.Pointer[[]LoRAModule] // the adapters served now (see lora.go)
+	loraMu  sync.Mutex                   // serialises their updates
 
 	mu       sync.Mutex // guards router, pending, closed, decode's state and handoffs
 	router   *router.Router
@@ -179,6 +181,8 @@ func New(o Options) (*Server, error) {
 	s := &Server{o: o, t0: time.Now(), router: rt, pending: make(map[uint64]*pendingReq), handoffs: make(map[uint64]*handoff),
 		capacity: capacity, failures: fails, bodies: semaphore.NewWeighted(bodyBudget * o.MaxBodyBytes)}
 	s.created = s.t0.Unix()
+	loras := slices.Clone(o.LoRAModules)
+	s.loras.Store(&loras)
 	hooks := func(decode bool) Hooks {
 		if decode {
 			return Hooks{Tokens: s.tokens, Ended: s.decodeEnded, PassEnded: s.decodePassEnded, Recorder: o.Recorder}
@@ -488,9 +492,6 @@ func (s *Server) WorkerHandler(w int, metrics http.Handler) http.Handler {
 	})
 }
 
-// LoRAModule is a LoRA adapter a server serves: vLLM's --lora-modules NAME=PATH (the path is only listed).
-type LoRAModule struct{ Name, Path string }
-
 // newRequest builds the engine request of a prompt served by adapter lora ("" for the base model),
 // hashing its blocks once for the router and the engine.
 func (s *Server) newRequest(prompt []uint32, maxTokens int, lora string) *sched.Request {
@@ -500,11 +501,6 @@ func (s *Server) newRequest(prompt []uint32, maxTokens int, lora string) *sched.
 	}
 	seq.Append(prompt...)
 	return &sched.Request{ID: s.nextID.Add(1), Prompt: prompt, MaxTokens: maxTokens, Seq: seq, LoRA: lora}
-}
-
-// isLoRA reports whether name is one of the adapters served.
-func (s *Server) isLoRA(name string) bool {
-	return slices.ContainsFunc(s.o.LoRAModules, func(m LoRAModule) bool { return m.Name == name })
 }
 
 // Shutdown stops accepting requests through srv, waits (until ctx ends) for the requests in flight to
