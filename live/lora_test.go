@@ -44,7 +44,9 @@ func TestLoadUnloadLoRA(t *testing.T) {
 		return strings.Join(ids, " ")
 	}
 	errOf := func(body string) string {
-		var e struct{ Error struct{ Message, Param string } }
+		var e struct {
+			Error struct{ Message, Param string }
+		}
 		if err := json.Unmarshal([]byte(body), &e); err != nil {
 			t.Fatalf("%q: %v", body, err)
 		}
