@@ -17,6 +17,7 @@ import (
 
 	"github.com/mocker-sim/mocker/disagg"
 	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/live"
 	"github.com/mocker-sim/mocker/live/outlen"
 	"github.com/mocker-sim/mocker/planner"
 	"github.com/mocker-sim/mocker/router"
@@ -43,6 +44,10 @@ type Config struct {
 	PreemptionMode       string `yaml:"preemption-mode"`
 	VLLMAdmission        string `yaml:"vllm-admission"`
 	DPSize               int    `yaml:"dp-size"`
+	// LoRA adapters (vLLM): adapters per pass, adapters kept loaded (0: max-loras), load time of one not.
+	MaxLoRAs    int     `yaml:"max-loras"`
+	MaxCPULoRAs int     `yaml:"max-cpu-loras"`
+	LoRALoadMs  float64 `yaml:"lora-load-ms"`
 
 	// SGLang.
 	PageSize                       int     `yaml:"page-size"`
@@ -126,6 +131,8 @@ type Config struct {
 	TurnsPerSession     int     `yaml:"turns-per-session"`
 	InterTurnDelayMs    float64 `yaml:"inter-turn-delay-ms"`
 	InterTurnDelayDist  string  `yaml:"inter-turn-delay-dist"`
+	LoRAAdapters        int     `yaml:"lora-adapters"`
+	LoRADist            string  `yaml:"lora-dist"`
 	Seed                uint64  `yaml:"seed"`
 
 	// Output.
@@ -178,6 +185,10 @@ type Config struct {
 	FailureRate        float64  `yaml:"failure-rate"`
 	FailureTypes       []string `yaml:"failure-types"`
 
+	// LoRAModules are the adapters served besides the base model, vLLM's --lora-modules: NAME or
+	// NAME=PATH (the path is not read).
+	LoRAModules []string `yaml:"lora-modules"`
+
 	// Disaggregated serving: the prefill and the decode pools' own engine settings (Role).
 	Prefill Role `yaml:"prefill"`
 	Decode  Role `yaml:"decode"`
@@ -202,6 +213,7 @@ func Default() Config {
 		PreemptionMode:       "lifo",
 		VLLMAdmission:        "prompt",
 		DPSize:               1,
+		MaxLoRAs:             1, // vLLM's default
 		SpecAcceptRates:      []float64{0.85, 0.3},
 
 		SGLangSchedulePolicy:           "fcfs",
@@ -488,6 +500,21 @@ func (c *Config) validateEngine() error {
 		return bad("vllm-admission", c.VLLMAdmission, "applies to the vllm backend (trtllm admits by guaranteed_no_evict, sglang by its own budgets)")
 	case c.DPSize < 1:
 		return bad("dp-size", c.DPSize, "must be at least 1")
+	case c.MaxLoRAs < 1:
+		return bad("max-loras", c.MaxLoRAs, "must be at least 1")
+	case c.MaxCPULoRAs < 0:
+		return bad("max-cpu-loras", c.MaxCPULoRAs, "must not be negative (0: max-loras)")
+	case c.MaxCPULoRAs > 0 && c.MaxCPULoRAs < c.MaxLoRAs:
+		return bad("max-cpu-loras", c.MaxCPULoRAs, fmt.Sprintf("must be at least max-loras (%d)", c.MaxLoRAs))
+	case !finiteNonNegative(c.LoRALoadMs) || c.LoRALoadMs > 1e9:
+		return bad("lora-load-ms", c.LoRALoadMs, "must be a finite number in [0, 1e9]")
+	case c.LoRAAdapters != 0 && c.Trace != "":
+		return bad("lora-adapters", c.LoRAAdapters, "applies to the synthetic workload, not to a trace (whose rows name theirs: lora)")
+	}
+	if _, err := c.Adapters(); err != nil {
+		return err
+	}
+	switch {
 	case c.SpecNumTokens < 0 || c.SpecNumTokens > 8:
 		return bad("spec-num-tokens", c.SpecNumTokens, "must be in [0, 8]")
 	case c.SpecNumTokens > 0 && c.DecodeSpeedupRatio != 1:
@@ -747,6 +774,8 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 		TurnsPerSession:   c.TurnsPerSession,
 		InterTurnDelay:    time.Duration(c.InterTurnDelayMs * float64(time.Millisecond)),
 		InterTurnDist:     c.InterTurnDelayDist,
+		LoRAAdapters:      c.LoRAAdapters,
+		LoRADist:          c.LoRADist,
 		Clients:           c.rampClients(),
 		Ramp:              time.Duration(c.ConcurrencyRampMs * float64(time.Millisecond)),
 		Desync:            time.Duration(c.desyncMs() * float64(time.Millisecond)),
@@ -756,6 +785,26 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 
 // validTimeout reports whether a timeout in seconds converts to a time.Duration (at most 1e6 s, 11.6 days).
 func validTimeout(v float64) bool { return v >= 0 && v <= 1e6 }
+
+// Adapters returns the adapters of --lora-modules, each once, or an error naming a bad one.
+func (c *Config) Adapters() ([]live.LoRAModule, error) {
+	var mods []live.LoRAModule
+	for _, m := range c.LoRAModules {
+		name, path, _ := strings.Cut(m, "=")
+		switch {
+		case name == "":
+			return nil, &settingError{"lora-modules", fmt.Sprintf("lora-modules %q: want NAME or NAME=PATH", m)}
+		case len(name) > workload.MaxLoRAName:
+			return nil, &settingError{"lora-modules", fmt.Sprintf("lora-modules %q: a name is at most %d bytes", m, workload.MaxLoRAName)}
+		case slices.ContainsFunc(mods, func(x live.LoRAModule) bool { return x.Name == name }):
+			return nil, &settingError{"lora-modules", fmt.Sprintf("lora-modules %q: adapter %s given twice", m, name)}
+		case name == c.ModelName:
+			return nil, &settingError{"lora-modules", fmt.Sprintf("lora-modules %q: %s is the base model's name (model-name)", m, name)}
+		}
+		mods = append(mods, live.LoRAModule{Name: name, Path: path})
+	}
+	return mods, nil
+}
 
 func finiteNonNegative(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-sim/mocker/live"
 	"github.com/mocker-sim/mocker/sim"
 )
 
@@ -48,6 +49,11 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.VLLMAdmission = "half" }, "vllm-admission half: want prompt or chunk"},
 		{func(c *Config) { c.Backend, c.VLLMAdmission = "trtllm", "chunk" }, "vllm-admission chunk: applies to the vllm backend"},
 		{func(c *Config) { c.DPSize = 0 }, "dp-size"},
+		{func(c *Config) { c.MaxLoRAs = 0 }, "max-loras 0: must be at least 1"},
+		{func(c *Config) { c.MaxLoRAs, c.MaxCPULoRAs = 4, 2 }, "max-cpu-loras 2: must be at least max-loras (4)"},
+		{func(c *Config) { c.MaxCPULoRAs = -1 }, "max-cpu-loras -1: must not be negative"},
+		{func(c *Config) { c.LoRALoadMs = math.Inf(1) }, "lora-load-ms +Inf: must be a finite number in [0, 1e9]"},
+		{func(c *Config) { c.LoRAAdapters, c.Trace = 2, "t.jsonl" }, "lora-adapters 2: applies to the synthetic workload"},
 		{func(c *Config) { c.EP = 0 }, "ep 0: must be at least 1"},
 		{func(c *Config) { c.TP, c.EP = 8, 3 }, "ep 3: must divide tp 8"},
 		{func(c *Config) { c.TP, c.EP = 2, 4 }, "ep 4: must divide tp 2"},
@@ -506,6 +512,35 @@ func TestBlockSizeDefaults(t *testing.T) {
 		c.Backend, c.BlockSize, c.PageSize = tc.backend, tc.block, tc.page
 		if got := c.BlockSizeOrDefault(); got != tc.bs {
 			t.Errorf("%s block-size %d page-size %d: %d, want %d", tc.backend, tc.block, tc.page, got, tc.bs)
+		}
+	}
+}
+
+// TestAdapters: --lora-modules takes vLLM's NAME=PATH or a bare NAME, each adapter once, none named as the
+// base model, and Validate refuses a bad one.
+func TestAdapters(t *testing.T) {
+	c := Default()
+	c.ModelName = "base"
+	c.LoRAModules = []string{"sql-lora=/adapters/sql", "chat"}
+	want := []live.LoRAModule{{Name: "sql-lora", Path: "/adapters/sql"}, {Name: "chat"}}
+	if got, err := c.Adapters(); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Adapters() = %q, %v", got, err)
+	}
+	for _, tc := range []struct {
+		mods []string
+		want string
+	}{
+		{[]string{"=/p"}, `lora-modules "=/p": want NAME or NAME=PATH`},
+		{[]string{"a", "a=/p"}, `lora-modules "a=/p": adapter a given twice`},
+		{[]string{"base"}, `lora-modules "base": base is the base model's name (model-name)`},
+		{[]string{strings.Repeat("x", 257)}, "a name is at most 256 bytes"},
+	} {
+		c.LoRAModules = tc.mods
+		if _, err := c.Adapters(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %s", tc.mods, err, tc.want)
+		}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: Validate() = %v, want %s", tc.mods, err, tc.want)
 		}
 	}
 }

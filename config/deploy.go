@@ -255,6 +255,8 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			Capacity:         capacity,
 			Spec:             spec,
 			Events:           c.Router == "kv", // only a KV router reads them
+			MaxLoRAs:         c.MaxLoRAs,
+			MaxCPULoRAs:      c.MaxCPULoRAs,
 		},
 		SGLang: sglang.Options{
 			PageSize:           d.BlockSize,
@@ -273,7 +275,8 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			Spec:               spec,
 			Events:             c.Router == "kv",
 		},
-		Timing: m,
-		Seed:   c.Seed,
+		Timing:   m,
+		Seed:     c.Seed,
+		LoRALoad: time.Duration(c.LoRALoadMs * float64(time.Millisecond)),
 	}, nil
 }

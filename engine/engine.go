@@ -21,6 +21,9 @@ type Options struct {
 	Seed uint64
 	// Role is the worker's place in disaggregated serving (both schedulers' Role is set from it).
 	Role sched.Role
+	// LoRALoad is the time to load a LoRA adapter that is not resident: a pass that first uses one waits
+	// for it (see vllm.Options.MaxCPULoRAs).
+	LoRALoad time.Duration
 }
 
 // scheduler is what the engine needs of one rank's scheduler.
@@ -32,6 +35,7 @@ type Engine struct {
 	ranks   []scheduler
 	model   timing.Model
 	pass    Pass
+	load    time.Duration // per LoRA adapter loaded
 
 	// Coast's scratch.
 	batch    timing.Batch
@@ -65,7 +69,10 @@ func New(o Options) (*Engine, error) {
 	if o.Timing == nil {
 		return nil, fmt.Errorf("engine: no timing model")
 	}
-	e := &Engine{backend: o.Backend, model: o.Timing}
+	if o.LoRALoad < 0 {
+		return nil, fmt.Errorf("lora-load-ms %v: must not be negative", o.LoRALoad)
+	}
+	e := &Engine{backend: o.Backend, model: o.Timing, load: o.LoRALoad}
 	dp := max(o.DPSize, 1)
 	spec := o.Backend.Spec()
 	for i := range dp {
@@ -174,6 +181,8 @@ func (e *Engine) Step(now time.Duration) *Pass {
 			continue
 		}
 		c := e.model.Cost(&sp.Batch)
+		// Loading adapters comes before the pass's compute, prefill or not: counted with the prefill.
+		c.Prefill += time.Duration(sp.LoRALoads) * e.load
 		longest = max(longest, c.Total())
 		p.Ranks = append(p.Ranks, RankPass{Pass: sp, Rank: i, Cost: c})
 	}

@@ -209,7 +209,7 @@ func (s *Server) reserve(h *handoff, d router.Decision) {
 
 // tryReserve reserves room for h and starts its transfer; false means no room yet. s.mu is held.
 func (s *Server) tryReserve(h *handoff) bool {
-	missing, ok, err := h.decode.Reserve(&sched.Request{ID: h.req.ID, Seq: h.req.Seq, MaxTokens: h.req.MaxTokens, Rank: h.drank})
+	missing, ok, err := h.decode.Reserve(&sched.Request{ID: h.req.ID, Seq: h.req.Seq, MaxTokens: h.req.MaxTokens, Rank: h.drank, LoRA: h.req.LoRA})
 	if err != nil {
 		s.dropHandoff(h)
 		h.st.fail(err)

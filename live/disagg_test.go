@@ -184,7 +184,7 @@ type gapSink struct {
 	once sync.Once
 }
 
-func (g *gapSink) Prompt(uint64, []uint32)          {}
+func (g *gapSink) Prompt(uint64, []uint32, string)  {}
 func (g *gapSink) Events(int, int, []kvcache.Event) {}
 func (g *gapSink) Ended(int, uint64)                {}
 func (g *gapSink) Tokens(_ int, id uint64, _ []uint32) {

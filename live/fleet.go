@@ -52,6 +52,7 @@ type fleetRequest struct {
 	Prompt    []uint32 `json:"prompt"`
 	MaxTokens int      `json:"max_tokens"`
 	Finish    string   `json:"finish,omitempty"` // the metrics' finished_reason when it runs its course
+	LoRA      string   `json:"lora,omitempty"`   // the adapter that serves it
 }
 
 // fleetChunk is one message of a worker's answer.
@@ -138,7 +139,7 @@ func (fw *FleetWorker) handle(r micro.Request) {
 		fw.send(reply, fleetChunk{Done: true, Error: "bad fleet request: " + err.Error(), Kind: "reject"})
 		return
 	}
-	req := fw.srv.newRequest(m.Prompt, m.MaxTokens)
+	req := fw.srv.newRequest(m.Prompt, m.MaxTokens, m.LoRA)
 	st := newStream(req.ID, len(m.Prompt), time.Now())
 	st.finish = m.Finish
 	fw.running.Add(1)
@@ -409,7 +410,7 @@ func (s *Server) dispatchRemote(w *remote, req *sched.Request, st *Stream) error
 	// The reply subject names the worker too: a request rerouted from a worker cut off, not dead, must
 	// not take that worker's late answers.
 	reply := s.fleet.inbox + "." + strconv.FormatUint(req.ID, 10) + "." + strconv.Itoa(w.slot)
-	b, err := json.Marshal(fleetRequest{Prompt: req.Prompt, MaxTokens: req.MaxTokens, Finish: st.finish})
+	b, err := json.Marshal(fleetRequest{Prompt: req.Prompt, MaxTokens: req.MaxTokens, Finish: st.finish, LoRA: req.LoRA})
 	if err == nil {
 		err = s.fleet.o.Conn.PublishMsg(&nats.Msg{Subject: generateSubject(w.id), Reply: reply, Data: b})
 	}

@@ -39,12 +39,15 @@ func FuzzDecodeRequest(f *testing.F) {
 		{false, `{"model": "test-model", "prompt": "hi", "max_tokens": 8, "stop_token_ids": [4294967295, 0], "include_stop_str_in_output": true, "seed": -1}`},
 		{true, `{"model": "test-model", ` + msgs + `, "n": 2, "logprobs": true, "top_logprobs": 20, "stop": " and", "stream": true}`},
 		{true, `{"model": "test-model", ` + msgs + `, "top_logprobs": 3, "stream_options": {"include_usage": true}}`},
+		{false, `{"model": "sql-lora", "prompt": "hi", "max_tokens": 3, "stream": true}`},
+		{true, `{"model": "sql-lorb", ` + msgs + `}`},
 	} {
 		f.Add(s.chat, []byte(s.body))
 	}
 	o := testOptions(5, 1, math.Inf(1))
 	o.Engine.VLLM.NumBlocks = 64                // 1,024 tokens: every accepted request is short
 	o.OutputLength, _ = outlen.Parse("uniform") // choices end anywhere: stop strings and the end meet
+	o.LoRAModules = []LoRAModule{{Name: "sql-lora", Path: "/adapters/sql"}}
 	s, err := New(o)
 	if err != nil {
 		f.Fatal(err)

@@ -159,7 +159,7 @@ func TestDefaultMaxTokensBounded(t *testing.T) {
 // requests that left their worker.
 type promptSink struct{ prompts, ended atomic.Int64 }
 
-func (p *promptSink) Prompt(uint64, []uint32)          { p.prompts.Add(1) }
+func (p *promptSink) Prompt(uint64, []uint32, string)  { p.prompts.Add(1) }
 func (p *promptSink) Events(int, int, []kvcache.Event) {}
 func (p *promptSink) Tokens(int, uint64, []uint32)     {}
 func (p *promptSink) Ended(int, uint64)                { p.ended.Add(1) }

@@ -75,7 +75,7 @@ func TestWaitingIsKept(t *testing.T) {
 		}
 		defer s.Close()
 		for range 3 {
-			req := s.newRequest([]uint32{1, 2, 3}, 4)
+			req := s.newRequest([]uint32{1, 2, 3}, 4, "")
 			if err := s.workers[7].Submit(req, newStream(req.ID, 3, time.Now())); err != nil {
 				t.Fatal(err)
 			}

@@ -117,7 +117,7 @@ func (s *Server) indexed() int {
 // eventCounter counts the KV events a sink sees.
 type eventCounter struct{ n atomic.Int64 }
 
-func (c *eventCounter) Prompt(uint64, []uint32)              {}
+func (c *eventCounter) Prompt(uint64, []uint32, string)      {}
 func (c *eventCounter) Events(_, _ int, evs []kvcache.Event) { c.n.Add(int64(len(evs))) }
 func (c *eventCounter) Tokens(int, uint64, []uint32)         {}
 func (c *eventCounter) Ended(int, uint64)                    {}

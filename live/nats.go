@@ -45,7 +45,7 @@ func (s *NATSSink) Events(worker, rank int, evs []kvcache.Event) {
 }
 
 // Prompt implements Sink.
-func (*NATSSink) Prompt(uint64, []uint32) {}
+func (*NATSSink) Prompt(uint64, []uint32, string) {}
 
 // Tokens implements Sink.
 func (*NATSSink) Tokens(int, uint64, []uint32) {}
@@ -210,7 +210,7 @@ func (s *EventPlaneSink) Events(worker, rank int, evs []kvcache.Event) {
 }
 
 // Prompt implements Sink.
-func (*EventPlaneSink) Prompt(uint64, []uint32) {}
+func (*EventPlaneSink) Prompt(uint64, []uint32, string) {}
 
 // Tokens implements Sink.
 func (*EventPlaneSink) Tokens(int, uint64, []uint32) {}

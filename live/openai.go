@@ -90,6 +90,8 @@ func (s *Server) routes() {
 	handle("POST", "/v1/completions", s.auth(s.completions))
 	handle("POST", "/v1/chat/completions", s.auth(s.chatCompletions))
 	handle("GET", "/v1/models", s.auth(s.models))
+	handle("POST", "/v1/load_lora_adapter", s.auth(s.loadLoRA))
+	handle("POST", "/v1/unload_lora_adapter", s.auth(s.unloadLoRA))
 	handle("GET", "/health", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
 	if s.o.Metrics != nil {
 		handle("GET", "/metrics", s.o.Metrics)
@@ -117,6 +119,8 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// models lists the base model, then its LoRA adapters as vLLM does: root the adapter's path, parent the
+// base model, no max_model_len of their own.
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	b := []byte(`{"object":"list","data":[{"id":`)
 	b = appendJSONString(b, s.o.ModelName)
@@ -130,7 +134,19 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	} else {
 		b = append(b, "null"...)
 	}
-	b = append(b, "}]}\n"...)
+	b = append(b, '}')
+	for _, m := range *s.loras.Load() {
+		b = append(b, `,{"id":`...)
+		b = appendJSONString(b, m.Name)
+		b = append(b, `,"object":"model","created":`...)
+		b = strconv.AppendInt(b, s.created, 10)
+		b = append(b, `,"owned_by":"mocker","root":`...)
+		b = appendJSONString(b, m.Path)
+		b = append(b, `,"parent":`...)
+		b = appendJSONString(b, s.o.ModelName)
+		b = append(b, `,"max_model_len":null}`...)
+	}
+	b = append(b, "]}\n"...)
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(b)
 }
@@ -203,6 +219,8 @@ type sampling struct {
 	stream    bool
 	usage     bool // stream: a usage chunk at the end
 	running   bool // stream: usage in every chunk (continuous_usage_stats)
+
+	lora string // the adapter named by the model field, "" for the base model
 }
 
 // readBody reads a request body of at most --max-request-body-mb (413 past it).
@@ -266,13 +284,16 @@ func (s *Server) check(c *common, max *int, maxName string) (*sampling, *apiErro
 	switch {
 	case c.Model == nil || *c.Model == "":
 		return nil, badRequest("model", "field \"model\" is required")
-	case *c.Model != s.o.ModelName:
+	case *c.Model != s.o.ModelName && !s.isLoRA(*c.Model):
 		return nil, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found",
 			message: fmt.Sprintf("The model `%s` does not exist.", *c.Model)}
 	case c.N != nil && (*c.N < 1 || *c.N > maxChoices):
 		return nil, badRequest("n", "n = %d: must be in [1, %d]", *c.N, maxChoices)
 	case c.StreamOptions != nil && !c.Stream:
 		return nil, badRequest("stream_options", "Stream options can only be defined when `stream=True`.")
+	}
+	if *c.Model != s.o.ModelName {
+		p.lora = *c.Model
 	}
 	if c.N != nil {
 		p.n = *c.N
@@ -789,7 +810,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *sampling, c
 	for i, pr := range prompts {
 		for j := range p.n {
 			c := &choice{index: i*p.n + j, prompt: i}
-			req := s.newRequest(pr.ids, maxes[i])
+			req := s.newRequest(pr.ids, maxes[i], p.lora)
 			s.plan(c, req, p, maxes[i], &buf)
 			req.MaxTokens = c.tokens
 			c.st = newStream(req.ID, len(pr.ids), arrived)

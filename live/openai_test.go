@@ -26,7 +26,7 @@ func (s *Server) admit(ctx context.Context, prompt []uint32, maxTokens int) (*St
 	if _, e := s.fit(&sampling{maxTokens: maxTokens, maxName: "max_tokens"}, len(prompt)); e != nil {
 		return nil, e
 	}
-	req := s.newRequest(prompt, maxTokens)
+	req := s.newRequest(prompt, maxTokens, "")
 	st := newStream(req.ID, len(prompt), time.Now())
 	if err := s.submit(ctx, req, st); err != nil {
 		return nil, submitError(err)

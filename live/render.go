@@ -1,6 +1,7 @@
 package live
 
 import (
+	"cmp"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -212,7 +213,7 @@ func (rs *response) head(b []byte, object string) []byte {
 	b = append(b, `","created":`...)
 	b = strconv.AppendInt(b, rs.created, 10)
 	b = append(b, `,"model":`...)
-	return appendJSONString(b, rs.s.o.ModelName)
+	return appendJSONString(b, cmp.Or(rs.p.lora, rs.s.o.ModelName)) // vLLM answers with the adapter's name
 }
 
 func appendUsage(b []byte, prompt, generated int, cached int) []byte {

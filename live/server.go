@@ -35,6 +35,9 @@ type Options struct {
 
 	ModelName   string // the served model id
 	MaxModelLen int    // prompt + max_tokens at most; 0: unlimited
+	// LoRAModules are the adapters served besides the base model: a request names one in its model field,
+	// and its blocks are hashed with the adapter's seed.
+	LoRAModules []LoRAModule
 	// DefaultMaxTokens is what a request that sets no max_tokens generates.
 	DefaultMaxTokens int
 	// OutputLength draws where a choice without ignore_eos meets its end-of-sequence (finish_reason
@@ -90,8 +93,9 @@ type Options struct {
 // A Sink publishes KV events outside the process. Its methods are called on worker goroutines
 // (several at once when there are several workers) and must not keep the slices they are given.
 type Sink interface {
-	// Prompt announces a request's prompt before it is routed.
-	Prompt(id uint64, prompt []uint32)
+	// Prompt announces a request's prompt, and the LoRA adapter that serves it ("" for none), before it
+	// is routed.
+	Prompt(id uint64, prompt []uint32, lora string)
 	// Events publishes a rank's KV events.
 	Events(worker, rank int, evs []kvcache.Event)
 	// Tokens reports a request's new output tokens.
@@ -107,6 +111,8 @@ type Server struct {
 	t0      time.Time
 	nextID  atomic.Uint64
 	created int64
+	loras   atomic.Pointer[[]LoRAModule] // the adapters served now (see lora.go)
+	loraMu  sync.Mutex                   // serialises their updates
 
 	life sync.Mutex // serialises Start and Close
 
@@ -186,6 +192,14 @@ func New(o Options) (*Server, error) {
 	if o.ModelName == "" {
 		o.ModelName = "mocker"
 	}
+	for i, m := range o.LoRAModules {
+		switch {
+		case m.Name == "" || m.Name == o.ModelName:
+			return nil, fmt.Errorf("live: LoRA adapter %q: must be named, and not as the base model", m.Name)
+		case slices.ContainsFunc(o.LoRAModules[:i], func(x LoRAModule) bool { return x.Name == m.Name }):
+			return nil, fmt.Errorf("live: LoRA adapter %q given twice", m.Name)
+		}
+	}
 	rt, err := router.New(o.Router)
 	if err != nil {
 		return nil, fmt.Errorf("live: %w", err)
@@ -194,6 +208,8 @@ func New(o Options) (*Server, error) {
 		capacity: capacity, failures: fails, bodies: semaphore.NewWeighted(bodyBudget * o.MaxBodyBytes)}
 	s.created = s.t0.Unix()
 	s.bgCtx, s.bgStop = context.WithCancel(context.Background())
+	loras := slices.Clone(o.LoRAModules)
+	s.loras.Store(&loras)
 	hooks := func(decode bool) Hooks {
 		if decode {
 			return Hooks{Tokens: s.tokens, Ended: s.decodeEnded, PassEnded: s.decodePassEnded, Recorder: o.Recorder}
@@ -359,7 +375,7 @@ func (s *Server) DecodeWorkers() []*Worker {
 func (s *Server) submit(ctx context.Context, req *sched.Request, st *Stream) error {
 	// Sinks learn the prompt before any worker can store its blocks.
 	for _, sk := range s.o.Sinks {
-		sk.Prompt(req.ID, req.Prompt)
+		sk.Prompt(req.ID, req.Prompt, req.LoRA)
 	}
 	pin, pinned := ctx.Value(pinKey{}).(int)
 	if !pinned {
@@ -588,12 +604,15 @@ func (s *Server) WorkerHandler(w int, metrics http.Handler) http.Handler {
 	})
 }
 
-// newRequest builds the engine request of a prompt, hashing its blocks once for the router and the
-// engine.
-func (s *Server) newRequest(prompt []uint32, maxTokens int) *sched.Request {
+// newRequest builds the engine request of a prompt served by adapter lora ("" for the base model),
+// hashing its blocks once for the router and the engine.
+func (s *Server) newRequest(prompt []uint32, maxTokens int, lora string) *sched.Request {
 	seq := tokens.NewSequence(s.o.Router.BlockSize)
+	if lora != "" {
+		seq.SetSeed(tokens.LoRASeed(lora))
+	}
 	seq.Append(prompt...)
-	return &sched.Request{ID: s.nextID.Add(1), Prompt: prompt, MaxTokens: maxTokens, Seq: seq}
+	return &sched.Request{ID: s.nextID.Add(1), Prompt: prompt, MaxTokens: maxTokens, Seq: seq, LoRA: lora}
 }
 
 // Shutdown stops accepting requests through srv, waits (until ctx ends) for the requests in flight to

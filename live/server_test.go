@@ -586,7 +586,11 @@ type recordingSink struct {
 	tokens         int
 }
 
-func (r *recordingSink) Prompt(id uint64, prompt []uint32) { r.mu.Lock(); r.prompts++; r.mu.Unlock() }
+func (r *recordingSink) Prompt(id uint64, prompt []uint32, lora string) {
+	r.mu.Lock()
+	r.prompts++
+	r.mu.Unlock()
+}
 func (r *recordingSink) Events(worker, rank int, evs []kvcache.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

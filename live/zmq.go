@@ -3,6 +3,7 @@ package live
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,9 @@ type ZMQOptions struct {
 	MapFormat       bool   // msgpack maps instead of arrays
 	// Topics are the workers' topics, by worker (see ExpandTopic); missing ones are "", vLLM's default.
 	Topics []string
+	// LoRAs are the served adapters in --lora-modules order: adapter i's lora_id is i+1, as vLLM
+	// numbers the adapters it loads at startup.
+	LoRAs []string
 }
 
 // ExpandTopic fills in a kv-events topic template for one worker: {host} and {port} are the address
@@ -86,13 +90,15 @@ type ZMQSink struct {
 type vblock struct {
 	hash     [32]byte
 	tokens   []uint32
-	refs     int // requests whose token sequence contains it
-	resident int // pools (worker ranks) that store it
+	lora     string // the adapter whose KV it holds
+	refs     int    // requests whose token sequence contains it
+	resident int    // pools (worker ranks) that store it
 }
 
 // vreq follows one request's tokens.
 type vreq struct {
 	seq    *tokens.Sequence
+	lora   string
 	tail   []uint32 // tokens after the last full block
 	parent [32]byte // vLLM hash of the last full block (NONE_HASH before the first)
 	held   []uint64 // our hashes of the blocks it references
@@ -170,11 +176,15 @@ func (s *ZMQSink) Close() error {
 	return first
 }
 
-// Prompt implements Sink: it hashes the prompt's full blocks the way vLLM does.
-func (s *ZMQSink) Prompt(id uint64, prompt []uint32) {
+// Prompt implements Sink: it hashes the prompt's full blocks the way vLLM does, the adapter's name in
+// their extra keys.
+func (s *ZMQSink) Prompt(id uint64, prompt []uint32, lora string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := &vreq{seq: tokens.NewSequence(s.o.BlockSize), parent: s.hasher.NoneHash()}
+	r := &vreq{seq: tokens.NewSequence(s.o.BlockSize), lora: lora, parent: s.hasher.NoneHash()}
+	if lora != "" {
+		r.seq.SetSeed(tokens.LoRASeed(lora)) // our names of its blocks, as the engine's
+	}
 	s.reqs[id] = r
 	s.extend(r, prompt)
 }
@@ -217,7 +227,7 @@ func (s *ZMQSink) extend(r *vreq, toks []uint32) {
 		part := r.tail[i*bs : (i+1)*bs]
 		b := s.blocks[blk.Hash]
 		if b == nil {
-			b = &vblock{hash: s.hasher.Block(r.parent, part), tokens: append([]uint32(nil), part...)}
+			b = &vblock{hash: s.hasher.LoRABlock(r.parent, part, r.lora), tokens: append([]uint32(nil), part...), lora: r.lora}
 			s.blocks[blk.Hash] = b
 		}
 		b.refs++
@@ -267,6 +277,10 @@ func (s *ZMQSink) translate(e kvcache.Event) vllmevents.Event {
 				break // the rest would not chain
 			}
 			b.resident++
+			if b.lora != "" {
+				out.LoraName = b.lora // an event's blocks are one request's, of one adapter
+				out.LoraID = slices.Index(s.o.LoRAs, b.lora) + 1
+			}
 			out.BlockHashes = append(out.BlockHashes, vllmevents.External(b.hash))
 			out.TokenIDs = append(out.TokenIDs, b.tokens...)
 		}

@@ -59,6 +59,9 @@ func prompts(base *config.Config, blockSize int) ([]prompt, error) {
 					}
 				} else {
 					seq.Reset()
+					if t.LoRA != "" {
+						seq.SetSeed(tokens.LoRASeed(t.LoRA))
+					}
 					t.AppendSequence(seq)
 					for _, b := range seq.Blocks() {
 						r.blocks = append(r.blocks, b.Hash)

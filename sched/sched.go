@@ -24,6 +24,9 @@ type Request struct {
 	// (which may then be nil): a vLLM scheduler with a long queue keeps only the source of a request that
 	// waits, so the queue holds no prompts.
 	Source PromptSource
+	// LoRA names the adapter that serves the request, "" for the base model: its blocks are hashed with
+	// the adapter's seed (tokens.LoRASeed), and a vLLM scheduler bounds the adapters per pass.
+	LoRA string
 }
 
 // PromptSource makes a prompt on demand, the same tokens every time (a workload's request).
@@ -43,8 +46,12 @@ func (r *Request) PromptLen() int {
 	return len(r.Prompt)
 }
 
-// AppendPrompt appends r's prompt to the empty seq, copying r.Seq when it fits seq's block size.
+// AppendPrompt appends r's prompt to the empty seq, copying r.Seq when it fits seq's block size, else
+// hashing it with r's adapter's seed.
 func (r *Request) AppendPrompt(seq *tokens.Sequence) {
+	if r.LoRA != "" {
+		seq.SetSeed(tokens.LoRASeed(r.LoRA))
+	}
 	if r.Seq != nil && r.Seq.BlockSize() == seq.BlockSize() && (r.Seq.Tokens() != nil || !seq.Keeping()) {
 		seq.AppendSequence(r.Seq)
 		return
@@ -135,6 +142,7 @@ type Pass struct {
 	Events    []kvcache.Event
 	Outputs   []Output
 	FPM       ForwardPass
+	LoRALoads int // LoRA adapters loaded before the pass can run (not resident when first used)
 }
 
 // Empty reports whether the pass did nothing.
@@ -184,6 +192,10 @@ type Metrics struct {
 	PrefixHits       int64 // of those, tokens found in the cache
 	SpecSteps        int64 // speculative decode steps
 	SpecTokens       int64 // tokens those steps emitted (mean accepted length = SpecTokens / SpecSteps)
+	// The LoRA adapters of the running and the waiting requests, comma-separated, each once in queue
+	// order (vllm:lora_requests_info); empty while no request names one.
+	RunningLoRAs, WaitingLoRAs string
+	LoRALoads                  int64 // adapters loaded, total
 }
 
 // CacheUsage is the fraction of blocks in use, vLLM's kv_cache_usage_perc.

@@ -63,7 +63,7 @@ func (r *runner) retryReservations(w *worker) error {
 // worker lacks; false means no room yet.
 func (r *runner) tryReserve(w *worker, req *request) (bool, error) {
 	missing, ok, err := w.eng.Reserve(&sched.Request{ID: req.id, Seq: req.seq, MaxTokens: req.turn.OutputLen,
-		OutputTokens: req.turn.OutputTokenIDs, Rank: req.drank})
+		OutputTokens: req.turn.OutputTokenIDs, Rank: req.drank, LoRA: req.turn.LoRA})
 	if err != nil {
 		var rej *sched.RejectError
 		if !errors.As(err, &rej) {

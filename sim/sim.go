@@ -415,7 +415,7 @@ func (r *runner) arrive(s *session) error {
 		}
 		r.prompt = t.AppendTokens(r.prompt)
 		s.history = append(s.history[:0], r.prompt...)
-		req.seq = r.newSeq()
+		req.seq = r.newSeq(t.LoRA)
 		req.seq.Append(r.prompt...)
 		req.prompt = req.seq.Len()
 	}
@@ -453,7 +453,7 @@ func (r *runner) route(req *request) error {
 // sched.Request.Source), so requests waiting by the thousand hold no prompts.
 func (r *runner) routeSeq(req *request) *tokens.Sequence {
 	if req.seq == nil {
-		req.seq = r.newSeq()
+		req.seq = r.newSeq(req.turn.LoRA)
 		req.turn.AppendSequence(req.seq)
 	}
 	return req.seq
@@ -467,15 +467,21 @@ func (r *runner) dropSeq(req *request) {
 	}
 }
 
-// newSeq returns an empty sequence at the engines' block size, reusing a finished request's.
-func (r *runner) newSeq() *tokens.Sequence {
+// newSeq returns an empty sequence at the engines' block size, hashed with the seed of adapter lora
+// ("" for the base model), reusing a finished request's.
+func (r *runner) newSeq(lora string) *tokens.Sequence {
+	var s *tokens.Sequence
 	if n := len(r.spare); n > 0 {
-		s := r.spare[n-1]
+		s = r.spare[n-1]
 		r.spare = r.spare[:n-1]
 		s.Reset()
-		return s
+	} else {
+		s = tokens.NewSequence(r.ingress.blockSize)
 	}
-	return tokens.NewSequence(r.ingress.blockSize)
+	if lora != "" {
+		s.SetSeed(tokens.LoRASeed(lora))
+	}
+	return s
 }
 
 // dispatch enqueues a routed request on its ingress worker.
@@ -486,7 +492,7 @@ func (r *runner) dispatch(req *request, d router.Decision) error {
 	if r.decode != nil {
 		maxTokens = 1 // the prefill worker computes the prompt; the decode worker generates
 	}
-	sr := &sched.Request{ID: req.id, Seq: req.seq, MaxTokens: maxTokens, OutputTokens: req.turn.OutputTokenIDs, Rank: d.Target.Rank}
+	sr := &sched.Request{ID: req.id, Seq: req.seq, MaxTokens: maxTokens, OutputTokens: req.turn.OutputTokenIDs, Rank: d.Target.Rank, LoRA: req.turn.LoRA}
 	if !req.sess.keep && r.decode == nil {
 		sr.Source = req.turn
 	}

@@ -102,7 +102,12 @@ func threadsCase(t *testing.T, c *propCase, threads int) threadsRun {
 	}
 	goroutines := runtime.NumGoroutine()
 	res, err := Run(c.source(t), o)
-	if n := runtime.NumGoroutine(); n != goroutines {
+	// A helper that has signalled its WaitGroup may still be on its way out: give it time to go.
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(30 * time.Second); n != goroutines && time.Now().Before(deadline); n = runtime.NumGoroutine() {
+		time.Sleep(time.Millisecond)
+	}
+	if n != goroutines {
 		t.Fatalf("seed %d, %d threads: %d goroutines before the run, %d after (err %v)", c.seed, threads, goroutines, n, err)
 	}
 	out := threadsRun{err: err, calls: calls.Bytes()}

@@ -8,6 +8,10 @@
 //     hash; block i's is XXH3-64 (seed 1337) over the little-endian uint64 pair [sequence hash of block i−1,
 //     tokens hash of block i].
 //
+// A request served by a LoRA adapter hashes its tokens with seed 1337 + XXH3-64(adapter name) instead
+// (LoRASeed, Sequence.SetSeed; the chain keeps 1337), as Dynamo's router does, so no two adapters share a
+// block.
+//
 // The sequence hash is a block's identity in the KV cache and in KV events; two requests share a cached
 // block only if they share the whole prefix up to and including it. The trailing partial block has no
 // hash: it is private to its request.

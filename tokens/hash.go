@@ -13,20 +13,33 @@ const Seed = 1337
 // littleEndian reports whether uint32s in memory are already in the byte order the hash is defined on.
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
+// LoRASeed is the block-hash seed of requests served by LoRA adapter name: 1337 + XXH3-64(name), wrapping,
+// as Dynamo's router seeds compute_block_hash_for_seq, so that two adapters (or an adapter and the base
+// model, name "") never share a block. Only tokens hashes take it; the chain (SeqHash) keeps 1337.
+func LoRASeed(name string) uint64 {
+	if name == "" {
+		return Seed
+	}
+	return Seed + xxh3.HashString(name)
+}
+
 // BlockHash is the tokens hash of one block: XXH3-64, seed 1337, over the tokens as little-endian uint32s.
-func BlockHash(toks []uint32) uint64 {
+func BlockHash(toks []uint32) uint64 { return BlockHashSeed(toks, Seed) }
+
+// BlockHashSeed is BlockHash with another seed (LoRASeed).
+func BlockHashSeed(toks []uint32, seed uint64) uint64 {
 	if len(toks) == 0 {
-		return xxh3.HashSeed(nil, Seed)
+		return xxh3.HashSeed(nil, seed)
 	}
 	if littleEndian {
 		// The tokens' memory is the byte string to hash: no copy on the hot path.
-		return xxh3.HashSeed(unsafe.Slice((*byte)(unsafe.Pointer(&toks[0])), 4*len(toks)), Seed)
+		return xxh3.HashSeed(unsafe.Slice((*byte)(unsafe.Pointer(&toks[0])), 4*len(toks)), seed)
 	}
 	buf := make([]byte, 0, 4*len(toks))
 	for _, t := range toks {
 		buf = binary.LittleEndian.AppendUint32(buf, t)
 	}
-	return xxh3.HashSeed(buf, Seed)
+	return xxh3.HashSeed(buf, seed)
 }
 
 // SeqHash chains a block's tokens hash onto its parent's sequence hash: XXH3-64, seed 1337, over the

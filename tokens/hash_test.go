@@ -107,3 +107,20 @@ func BenchmarkBlockHash16(b *testing.B) {
 		BlockHash(toks)
 	}
 }
+
+// TestLoRASeed pins the seed of a known adapter name: 1337 + XXH3-64("sql-lora") (the library is held to
+// xxHash's vectors above), and the base model's seed is 1337.
+func TestLoRASeed(t *testing.T) {
+	if got, want := LoRASeed("sql-lora"), uint64(0x8b43147fe6fe0fda); got != want {
+		t.Errorf("LoRASeed(sql-lora) = %#x, want %#x", got, want)
+	}
+	if got := LoRASeed("sql-lora") - Seed; got != xxh3.HashString("sql-lora") {
+		t.Errorf("LoRASeed(sql-lora) - 1337 = %#x, want XXH3-64(sql-lora) %#x", got, xxh3.HashString("sql-lora"))
+	}
+	if got := LoRASeed(""); got != Seed {
+		t.Errorf("LoRASeed(\"\") = %d, want %d", got, Seed)
+	}
+	if got, want := BlockHashSeed([]uint32{1, 2, 3, 4}, LoRASeed("sql-lora")), uint64(0x45e7ad99c9fa1a); got != want {
+		t.Errorf("BlockHashSeed([1 2 3 4], sql-lora) = %#x, want %#x", got, want)
+	}
+}

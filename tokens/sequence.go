@@ -20,6 +20,7 @@ type Sequence struct {
 	tail      []uint32 // tokens after the last full block; len < blockSize
 	all       []uint32 // every token, only when kept (see KeepTokens)
 	keep      bool
+	seed      uint64 // of the tokens hashes (Seed, or LoRASeed of the request's adapter)
 
 	// The tokens hash of the last block made of one repeated token: traces synthesise prompts as long
 	// runs of one token per hash id, so consecutive blocks are often identical and need hashing once.
@@ -34,16 +35,28 @@ func NewSequence(blockSize int) *Sequence {
 	if blockSize <= 0 {
 		panic(fmt.Sprintf("tokens: block size %d", blockSize))
 	}
-	return &Sequence{blockSize: blockSize}
+	return &Sequence{blockSize: blockSize, seed: Seed}
 }
+
+// SetSeed makes the empty sequence hash its blocks' tokens with seed (LoRASeed of the request's adapter)
+// instead of Seed, until Reset.
+func (s *Sequence) SetSeed(seed uint64) {
+	if s.n != 0 {
+		panic(fmt.Sprintf("tokens: SetSeed on a sequence of %d tokens", s.n))
+	}
+	s.seed, s.uniformOK = seed, false
+}
+
+// Seed is the seed of the sequence's tokens hashes.
+func (s *Sequence) Seed() uint64 { return s.seed }
 
 // KeepTokens makes the sequence retain every token id (for consumers that publish token ids, such as
 // vLLM-format KV events). It must be called before the first Append.
 func (s *Sequence) KeepTokens() { s.keep = true }
 
-// Reset empties the sequence, keeping its buffers for reuse.
+// Reset empties the sequence, keeping its buffers for reuse; its seed is Seed again.
 func (s *Sequence) Reset() {
-	s.n = 0
+	s.n, s.seed = 0, Seed
 	s.uniformOK = false
 	s.blocks = s.blocks[:0]
 	s.tail = s.tail[:0]
@@ -111,7 +124,7 @@ func (s *Sequence) push(block []uint32) {
 		s.pushHash(s.uniformBlockHash(block[0]))
 		return
 	}
-	s.pushHash(BlockHash(block))
+	s.pushHash(BlockHashSeed(block, s.seed))
 }
 
 // uniformBlockHash is the tokens hash of a block of blockSize copies of tok, remembered for the next one.
@@ -121,7 +134,7 @@ func (s *Sequence) uniformBlockHash(tok uint32) uint64 {
 		for i := range s.scratch {
 			s.scratch[i] = tok
 		}
-		s.uniformTok, s.uniformHash, s.uniformOK = tok, BlockHash(s.scratch), true
+		s.uniformTok, s.uniformHash, s.uniformOK = tok, BlockHashSeed(s.scratch, s.seed), true
 	}
 	return s.uniformHash
 }
@@ -166,7 +179,7 @@ func (s *Sequence) AppendRun(tok uint32, n int) {
 }
 
 // AppendSequence appends src to the empty s by copying src's identities: the same tokens, hashed once.
-// Both must have the same block size; s keeps tokens only if src does.
+// Both must have the same block size; s keeps tokens only if src does, and takes src's seed.
 func (s *Sequence) AppendSequence(src *Sequence) {
 	if s.n != 0 || s.blockSize != src.blockSize {
 		panic(fmt.Sprintf("tokens: AppendSequence of %d-token blocks to %d tokens in %d-token blocks", src.blockSize, s.n, s.blockSize))
@@ -178,6 +191,7 @@ func (s *Sequence) AppendSequence(src *Sequence) {
 		s.all = append(s.all, src.all...)
 	}
 	s.blocks = append(s.blocks, src.blocks...)
+	s.seed, s.uniformOK = src.seed, false
 	if s.tail == nil {
 		s.tail = make([]uint32, 0, s.blockSize)
 	}

@@ -140,3 +140,59 @@ func TestAppendRunAndSequence(t *testing.T) {
 		t.Fatalf("kept tokens %v", kk.Tokens())
 	}
 }
+
+// TestSequenceSeed: a sequence seeded for an adapter shares no block with the base model's or another
+// adapter's, the uniform-run shortcut hashes with the seed, and Reset and AppendSequence carry it right.
+func TestSequenceSeed(t *testing.T) {
+	const bs = 4
+	toks := []uint32{1, 2, 3, 4, 7, 7, 7, 7, 9, 9}
+	mk := func(lora string) *Sequence {
+		s := NewSequence(bs)
+		s.SetSeed(LoRASeed(lora))
+		s.Append(toks...)
+		return s
+	}
+	base, a, a2, b := mk(""), mk("a"), mk("a"), mk("b")
+	if !slices.Equal(a.Blocks(), a2.Blocks()) {
+		t.Fatalf("same adapter: %v and %v", a.Blocks(), a2.Blocks())
+	}
+	seen := map[uint64]string{}
+	for name, s := range map[string]*Sequence{"base": base, "a": a, "b": b} {
+		if len(s.Blocks()) != 2 {
+			t.Fatalf("%s: %d blocks, want 2", name, len(s.Blocks()))
+		}
+		for _, blk := range s.Blocks() {
+			if other, ok := seen[blk.Hash]; ok {
+				t.Fatalf("%s and %s share block %#x", name, other, blk.Hash)
+			}
+			seen[blk.Hash] = name
+		}
+	}
+	if got, want := a.Blocks()[0].TokensHash, BlockHashSeed(toks[:4], LoRASeed("a")); got != want {
+		t.Errorf("a's block 0 tokens hash %#x, want %#x", got, want)
+	}
+	// Block 1 of a is one repeated token: AppendRun's shortcut must agree with Append.
+	run := NewSequence(bs)
+	run.SetSeed(LoRASeed("a"))
+	run.Append(toks[:4]...)
+	run.AppendRun(7, 4)
+	run.Append(9, 9)
+	if !slices.Equal(run.Blocks(), a.Blocks()) {
+		t.Errorf("AppendRun under a seed: %v, want %v", run.Blocks(), a.Blocks())
+	}
+	cp := NewSequence(bs)
+	cp.AppendSequence(a)
+	if cp.Seed() != LoRASeed("a") {
+		t.Errorf("AppendSequence: seed %#x, want %#x", cp.Seed(), LoRASeed("a"))
+	}
+	cp.Append(5, 6) // completes block 2 with a's seed
+	a.Append(5, 6)
+	if !slices.Equal(cp.Blocks(), a.Blocks()) {
+		t.Errorf("after AppendSequence: %v, want %v", cp.Blocks(), a.Blocks())
+	}
+	a.Reset()
+	a.Append(toks...)
+	if a.Seed() != Seed || !slices.Equal(a.Blocks(), base.Blocks()) {
+		t.Errorf("after Reset: seed %#x, blocks %v, want the base model's %v", a.Seed(), a.Blocks(), base.Blocks())
+	}
+}

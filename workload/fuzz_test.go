@@ -33,6 +33,9 @@ func FuzzReadTrace(f *testing.F) {
 		`{"num_turns": 2, "input_prompt_length": 16, "assistant_response_length": [4, 6], "tool_call_output_length": [8, 0], "tool_call_latency": [0.5, 1e-3], "final_assistant_response_length": 3}`,
 		`{"chat_id": 159, "parent_chat_id": -1, "timestamp": 61.114, "input_length": 40, "output_length": 13, "type": "text", "turn": 1, "hash_ids": [1, 2, 3]}` + "\n" +
 			`{"chat_id": 160, "parent_chat_id": 159, "timestamp": 62.5, "input_length": 70, "output_length": 8, "turn": 2, "hash_ids": [1, 2, 3, 4, 5]}`,
+		// LoRA adapters, under both names.
+		`{"timestamp": 0, "input_length": 8, "output_length": 2, "hash_ids": [1, 2], "lora": "sql-lora"}` + "\n" +
+			`{"timestamp": 1, "input_length": 8, "output_length": 2, "hash_ids": [1, 2], "lora_name": "chat", "session_id": 3}`,
 		// Crashers and bounds: a huge length, too many ids, duplicate ids, out of order.
 		`{"timestamp": 0, "input_length": 500000000, "output_length": 1}`,
 		`{"request_id": 1, "timestamp": 5, "input_length": 4, "output_length": 1}` + "\n" + `{"request_id": "1", "timestamp": 4, "input_length": 4, "output_length": 1}`,

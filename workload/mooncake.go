@@ -40,6 +40,7 @@ const (
 	fWaitFor                        // agentic: request_ids this request waits on
 	fToolWait                       // agentic: ms of tool time after those end
 	fParent                         // Bailian: the chat_id of the previous turn, -1 for a first
+	fLoRA                           // the LoRA adapter that serves the request
 	numMooncakeFields
 )
 
@@ -63,6 +64,7 @@ var mooncakeKeys = [...]struct {
 	{"wait_for", fWaitFor},
 	{"tool_wait_ms", fToolWait},
 	{"parent_chat_id", fParent},
+	{"lora", fLoRA}, {"lora_name", fLoRA},
 }
 
 // ignoredKeys are fields of peers' traces that mean nothing to the
@@ -88,7 +90,11 @@ var mooncakeCanonical = [numMooncakeFields]string{
 	"timestamp", "input_length", "output_length", "hash_ids", "session_id",
 	"delay", "output_token_ids", "request_id", "priority",
 	"text_input", "messages", "tools", "wait_for", "tool_wait_ms", "parent_chat_id",
+	"lora",
 }
+
+// MaxLoRAName bounds the length of an adapter's name.
+const MaxLoRAName = 256
 
 // MaxTokens bounds every token count a workload may ask for (prompt or
 // output, trace or synthetic): 16 Mi tokens, beyond the longest context
@@ -114,6 +120,7 @@ type mooncakeRow struct {
 	toolWait         time.Duration // tool_wait_ms
 	unknown          []string      // keys neither read nor ignored
 	parent           string        // parent_chat_id
+	lora             string        // lora
 }
 
 // rowTimes is what the session pass needs of a row beyond its Request.
@@ -387,6 +394,15 @@ func (r *mooncakeRow) field(f mooncakeField, key string, v *fastjson.Value, aren
 		}
 	case fToolWait:
 		r.toolWait, err = millis(v)
+	case fLoRA:
+		b, err := v.StringBytes()
+		switch {
+		case err != nil:
+			return fmt.Errorf("want a string (an adapter's name), got %s", v.Type())
+		case len(b) > MaxLoRAName:
+			return fmt.Errorf("%d bytes: an adapter's name is at most %d", len(b), MaxLoRAName)
+		}
+		r.lora = string(b)
 	case fParent:
 		r.parent, err = stringOrInt(v)
 	}
@@ -590,6 +606,7 @@ func (r *mooncakeRow) request(blockSize int, draw bool) (Request, string, error)
 		ID:             r.id,
 		OutputTokenIDs: r.outputIDs,
 		Priority:       r.priority,
+		LoRA:           r.lora,
 		blockSize:      blockSize,
 	}
 	switch {

@@ -28,13 +28,16 @@ func TestMooncakeAliases(t *testing.T) {
 		{` { "timestamp" : 5 , "input_length" : 10 , "output_length" : 3 } `, Request{InputLen: 10, OutputLen: 3}},
 		{`{"timestamp": 5, "input_length": 10, "output_length": 3, "session_id": 9}`, Request{InputLen: 10, OutputLen: 3}},
 		{`{"timestamp": 5, "input_length": 10, "output_length": 3, "session_id": "s"}`, Request{InputLen: 10, OutputLen: 3}},
+		{`{"timestamp": 5, "input_length": 10, "output_length": 3, "lora": "sql-lora"}`, Request{InputLen: 10, OutputLen: 3, LoRA: "sql-lora"}},
+		{`{"timestamp": 5, "input_length": 10, "output_length": 3, "lora_name": "x"}`, Request{InputLen: 10, OutputLen: 3, LoRA: "x"}},
+		{`{"timestamp": 5, "input_length": 10, "output_length": 3, "lora": null}`, Request{InputLen: 10, OutputLen: 3}},
 	}
 	for _, tt := range tests {
 		got := readMooncakeString(t, tt.line, TraceOptions{})[0].Turns[0]
 		tt.want.Line = 1
 		if got.ID != tt.want.ID || got.Line != tt.want.Line || got.At != 0 || got.InputLen != tt.want.InputLen ||
 			got.OutputLen != tt.want.OutputLen || !slices.Equal(got.OutputTokenIDs, tt.want.OutputTokenIDs) ||
-			got.Priority != tt.want.Priority || got.Turn != 0 || got.History {
+			got.Priority != tt.want.Priority || got.LoRA != tt.want.LoRA || got.Turn != 0 || got.History {
 			t.Errorf("%s\n got %+v\nwant %+v", tt.line, got, tt.want)
 		}
 	}
@@ -106,6 +109,9 @@ func TestMooncakeErrors(t *testing.T) {
 		{"session id float", `{"timestamp": 0, "input_length": 4, "output_length": 1, "session_id": 1.5}`, 1, "session_id", "string or an integer"},
 		{"session id object", `{"timestamp": 0, "input_length": 4, "output_length": 1, "session_id": {}}`, 1, "session_id", "want a string or an integer"},
 		{"priority fraction", `{"timestamp": 0, "input_length": 4, "output_length": 1, "priority": 0.5}`, 1, "priority", "must be an integer"},
+		{"lora number", `{"timestamp": 0, "input_length": 4, "output_length": 1, "lora": 3}`, 1, "lora", "want a string (an adapter's name), got number"},
+		{"lora alias conflict", `{"timestamp": 0, "input_length": 4, "output_length": 1, "lora": "a", "lora_name": "a"}`, 1, "lora_name", "conflicts with lora"},
+		{"lora too long", `{"timestamp": 0, "input_length": 4, "output_length": 1, "lora": "` + strings.Repeat("a", 257) + `"}`, 1, "lora", "257 bytes: an adapter's name is at most 256"},
 		{"blank lines count", "\n  \n" + ok + "\n\n" + `{"timestamp": 0}`, 5, "input_length", "missing"},
 		{"crlf", ok + "\r\n" + `{"timestamp": 0, "input_length": 4}` + "\r\n", 2, "output_length", "missing"},
 		{"empty", "\n\n", 0, "", "no requests"},

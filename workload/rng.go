@@ -18,6 +18,7 @@ const (
 	streamPrefixTokens  // seed of shared-prefix tokens
 	streamDatasetOrder  // seed of a dataset pool's shuffle and random orders
 	streamDatasetTokens // salt of a dataset pool's entry tokens
+	streamLoRA          // seed of the requests' adapters
 )
 
 // streamSeed derives the 64-bit seed of one stream from the workload seed.

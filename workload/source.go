@@ -19,6 +19,7 @@ type Request struct {
 
 	OutputTokenIDs []uint32 // planned output token ids (trace field output_token_ids), nil if none; if set, OutputLen == len
 	Priority       int      // trace field priority (informational)
+	LoRA           string   // the LoRA adapter that serves the request (trace field lora); "" for the base model
 
 	// Agentic traces: After holds the Keys of earlier requests, other than the previous turn of the
 	// session, that must end before this one is sent; it is then sent Delay after the last of them

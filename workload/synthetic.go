@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"time"
 )
 
@@ -50,6 +52,13 @@ type SyntheticOptions struct {
 	DatasetEntries  int
 	DatasetSampling string
 
+	// LoRAAdapters > 0 has every session served by one of that many LoRA adapters, named lora-0,
+	// lora-1, ..., drawn by LoRADist: "uniform" (the default) or "zipf" (adapter k with weight 1/(k+1),
+	// a few hot adapters and a long tail). A session's turns share its adapter; a closed-loop client's
+	// requests draw theirs one by one.
+	LoRAAdapters int
+	LoRADist     string
+
 	Seed uint64
 }
 
@@ -84,6 +93,9 @@ func NewSynthetic(o SyntheticOptions) (Source, error) {
 	}
 	if o.DatasetEntries > 0 {
 		g.pool = newDataset(g, o.DatasetEntries, o.DatasetSampling, o.Seed)
+	}
+	if o.LoRAAdapters > 0 {
+		g.loras = newLoRAs(o.LoRAAdapters, o.LoRADist, streamSeed(o.Seed, streamLoRA))
 	}
 	return g, nil
 }
@@ -164,6 +176,16 @@ func (o *SyntheticOptions) normalize() error {
 	if err := o.checkDataset(); err != nil {
 		return err
 	}
+	switch {
+	case o.LoRAAdapters < 0 || o.LoRAAdapters > maxLoRAs:
+		return fmt.Errorf("lora-adapters: must be in [0, %d], got %d", maxLoRAs, o.LoRAAdapters)
+	case o.LoRADist != "" && o.LoRAAdapters == 0:
+		return fmt.Errorf("lora-dist: %q needs lora-adapters > 0", o.LoRADist)
+	case o.LoRADist == "":
+		o.LoRADist = "uniform"
+	case o.LoRADist != "uniform" && o.LoRADist != "zipf":
+		return fmt.Errorf("lora-dist: unknown distribution %q (want uniform or zipf)", o.LoRADist)
+	}
 	if o.InterTurnDelay < 0 {
 		return fmt.Errorf("inter-turn-delay: must be >= 0, got %v", o.InterTurnDelay)
 	}
@@ -212,7 +234,8 @@ type synthetic struct {
 	prefix    uint64 // seed of the groups' prefix tokens
 	prefixLen int    // P, 0 without shared prefixes
 
-	pool *dataset // nil: every prompt is the request's own
+	pool  *dataset // nil: every prompt is the request's own
+	loras *loras   // nil: the base model serves every request
 }
 
 // maxTurns bounds a session: its turns are made at once (~180 bytes each), and agentic sessions
@@ -242,6 +265,7 @@ func (g *synthetic) Next() (*Session, error) {
 	if g.pool != nil {
 		r := Request{Key: uint64(i), At: at}
 		g.pool.apply(&r)
+		r.LoRA = g.loras.pick(r.Key)
 		return &Session{Turns: []Request{r}}, nil
 	}
 	prefix, _ := g.group(0)
@@ -252,6 +276,7 @@ func (g *synthetic) Next() (*Session, error) {
 		r.Key = uint64(i*n + j)
 		r.Turn = j
 		r.At = at
+		r.LoRA = g.loras.pick(uint64(i * n)) // the conversation's adapter
 		r.InputLen = g.o.Input.draw(g.inputs, 1)
 		r.OutputLen = g.o.Output.draw(g.outputs, 0)
 		r.salt = g.salt
@@ -288,6 +313,7 @@ func (g *synthetic) nextClient() (*Session, error) {
 		if j == 1 {
 			r.Delay = share(g.o.Desync, k, c)
 		}
+		r.LoRA = g.loras.pick(r.Key)
 		if g.pool != nil {
 			g.pool.apply(r)
 			continue
@@ -298,6 +324,46 @@ func (g *synthetic) nextClient() (*Session, error) {
 		r.prefix, r.prefixLen = g.group(r.InputLen)
 	}
 	return &Session{Turns: turns}, nil
+}
+
+// maxLoRAs bounds the synthetic adapters (their names are made at once).
+const maxLoRAs = 1 << 16
+
+// loras draws the adapter of a request from its Key alone, so that the draw depends on nothing else
+// that is drawn.
+type loras struct {
+	names []string
+	cdf   []float64 // zipf: cumulative weights; nil: uniform
+	seed  uint64
+}
+
+func newLoRAs(n int, dist string, seed uint64) *loras {
+	l := &loras{names: make([]string, n), seed: seed}
+	for k := range l.names {
+		l.names[k] = "lora-" + strconv.Itoa(k)
+	}
+	if dist == "zipf" {
+		l.cdf = make([]float64, n)
+		sum := 0.0
+		for k := range l.cdf {
+			sum += 1 / float64(k+1)
+			l.cdf[k] = sum
+		}
+	}
+	return l
+}
+
+// pick returns the adapter of the request with key, "" without adapters.
+func (l *loras) pick(key uint64) string {
+	if l == nil {
+		return ""
+	}
+	u := float64(mix64(l.seed^(key+1)*golden)>>11) / (1 << 53) // uniform in [0, 1)
+	if l.cdf == nil {
+		return l.names[min(int(u*float64(len(l.names))), len(l.names)-1)]
+	}
+	k, _ := slices.BinarySearch(l.cdf, u*l.cdf[len(l.cdf)-1])
+	return l.names[min(k, len(l.names)-1)]
 }
 
 // group draws a prompt's shared-prefix group: the group's prefix seed and the prefix length of a

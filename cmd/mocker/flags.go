@@ -53,6 +53,9 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.PreemptionMode, "preemption-mode", c.PreemptionMode, "victim when the KV pool is full: lifo (newest running) or fifo (oldest)")
 	fs.StringVar(&c.VLLMAdmission, "vllm-admission", c.VLLMAdmission, "vllm: admit a waiting request when its whole prompt fits (prompt: the reference's gate) or when the chunk it is scheduled fits (chunk: vLLM v1's allocate_slots, which admits more and preempts more under KV pressure)")
 	fs.IntVar(&c.DPSize, "dp-size", c.DPSize, "attention data-parallel ranks per worker, each with its own scheduler and KV pool")
+	fs.IntVar(&c.MaxLoRAs, "max-loras", c.MaxLoRAs, "vllm, trtllm: LoRA adapters per pass at most; a waiting request of another adapter is passed over (vLLM v1's rule)")
+	fs.IntVar(&c.MaxCPULoRAs, "max-cpu-loras", c.MaxCPULoRAs, "vllm, trtllm: LoRA adapters kept loaded, least recently used unloaded first (0: --max-loras)")
+	fs.Float64Var(&c.LoRALoadMs, "lora-load-ms", c.LoRALoadMs, "vllm, trtllm: time to load a LoRA adapter that is not loaded, added to the pass that first uses it")
 	fs.IntVar(&c.PageSize, "page-size", c.PageSize, "sglang: tokens per KV page (0: --block-size, else 1)")
 	fs.StringVar(&c.SGLangSchedulePolicy, "sglang-schedule-policy", c.SGLangSchedulePolicy, "sglang: waiting-queue policy fcfs or lpm (longest cached prefix first)")
 	fs.IntVar(&c.SGLangMaxPrefillTokens, "sglang-max-prefill-tokens", c.SGLangMaxPrefillTokens, "sglang: prompt tokens per prefill batch")
@@ -154,6 +157,8 @@ func bindWorkloadFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.TurnsPerSession, "turns-per-session", c.TurnsPerSession, "synthetic: turns per session; each turn's prompt carries the conversation so far")
 	fs.Float64Var(&c.InterTurnDelayMs, "inter-turn-delay-ms", c.InterTurnDelayMs, "synthetic: mean wait after a turn completes before the next")
 	fs.StringVar(&c.InterTurnDelayDist, "inter-turn-delay-dist", c.InterTurnDelayDist, "synthetic: inter-turn delay distribution constant or exponential")
+	fs.IntVar(&c.LoRAAdapters, "lora-adapters", c.LoRAAdapters, "synthetic: each session is served by one of this many LoRA adapters, lora-0, lora-1, ... (0: the base model; a trace's rows name theirs in field lora)")
+	fs.StringVar(&c.LoRADist, "lora-dist", c.LoRADist, "synthetic, with --lora-adapters: how sessions pick their adapter: uniform or zipf (adapter k with weight 1/(k+1))")
 }
 
 // bindOutputFlags registers predict's report files.

@@ -84,6 +84,7 @@ func bindServeFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Host, "host", c.Host, "address to listen on")
 	fs.IntVar(&c.Port, "port", c.Port, "HTTP port (0: any free port)")
 	fs.StringVar(&c.ModelName, "model-name", c.ModelName, "served model id (empty: the --model name, or mocker with --model-config)")
+	fs.StringSliceVar(&c.LoRAModules, "lora-modules", c.LoRAModules, "LoRA adapters served besides the base model, as vLLM's --lora-modules: NAME or NAME=PATH (the path is not read), comma-separated or repeated; a request names one in its model field")
 	fs.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "a Hugging Face tokenizer.json (file or model directory) for prompt tokens (empty: a built-in deterministic tokenizer)")
 	fs.IntVar(&c.DefaultMaxTokens, "default-max-tokens", c.DefaultMaxTokens, "tokens a request generates when it sets no max_tokens")
 	fs.StringVar(&c.OutputLengthDist, "output-length-dist", c.OutputLengthDist, "where a choice without ignore_eos meets its end-of-sequence (finish_reason stop), drawn per request from --seed: fixed (always max_tokens), uniform (on [1, max_tokens]), lognormal:MEAN:SIGMA")
@@ -177,6 +178,10 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		return err
 	}
 	name, eo, ro := o.ModelName, o.Engine, o.Router
+	var loraNames []string // the ZMQ face numbers them as --lora-modules lists them
+	for _, m := range o.LoRAModules {
+		loraNames = append(loraNames, m.Name)
+	}
 
 	info := &serving{}
 	var cleanup []func()
@@ -272,7 +277,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		zs, err := live.NewZMQSink(live.ZMQOptions{
 			Host: cfg.Host, Port: cfg.ZMQKVEventsPort, ReplayPort: cfg.ZMQReplayPort, Endpoint: cfg.KVEventsEndpoint,
 			Workers: o.Workers, DPSize: eo.DPSize, BlockSize: ro.BlockSize, HashSeed: cfg.KVHashSeed,
-			MapFormat: cfg.KVEventsMapFormat, Topics: topics,
+			MapFormat: cfg.KVEventsMapFormat, Topics: topics, LoRAs: loraNames,
 		})
 		if err != nil {
 			return err
@@ -405,7 +410,15 @@ func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
 	if maxLen == 0 {
 		maxLen = 1 << 17 // the token-count histograms' last bucket
 	}
-	mx := metrics.New(metrics.Options{Backend: eo.Backend.Spec().Metrics, Model: name, MaxModelLen: maxLen,
+	loras, err := cfg.Adapters() // validated
+	if err != nil {
+		return live.Options{}, nil, err
+	}
+	maxLoRAs := 0
+	if len(loras) > 0 {
+		maxLoRAs = cfg.MaxLoRAs
+	}
+	mx := metrics.New(metrics.Options{Backend: eo.Backend.Spec().Metrics, Model: name, MaxModelLen: maxLen, MaxLoRAs: maxLoRAs,
 		BlockSize: eo.BlockSize(), NumBlocks: eo.KVBlocks(), PrefixCaching: cfg.EnablePrefixCaching, CacheDtype: cfg.KVCacheDtype,
 		GPUMemoryUtilization: cfg.GPUMemoryUtilization, DPSize: eo.DPSize, SpecTokens: cfg.SpecNumTokens})
 
@@ -414,6 +427,7 @@ func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
 		Workers:          cfg.Workers,
 		Router:           ro,
 		ModelName:        name,
+		LoRAModules:      loras,
 		MaxModelLen:      cfg.MaxModelLen,
 		DefaultMaxTokens: cfg.DefaultMaxTokens,
 		OutputLength:     lengths,

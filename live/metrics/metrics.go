@@ -130,6 +130,9 @@ type Options struct {
 	// SpecTokens is the number of tokens a speculative step drafts (0: no speculative decoding, and no
 	// speculative series, as in the engines).
 	SpecTokens int
+	// MaxLoRAs > 0 says LoRA adapters are served, max-loras per pass: vLLM then exports
+	// lora_requests_info.
+	MaxLoRAs int
 }
 
 // Metrics is one process's metrics: a registry of its own (nothing global) and the series of every
@@ -142,7 +145,7 @@ type Metrics struct {
 	running, waiting, kvUsage                          *prometheus.GaugeVec
 	usedTokens, availTokens, evictTokens, hitRate      *prometheus.GaugeVec
 	freeBlocks, usedBlocks                             *prometheus.GaugeVec
-	sleepState, cacheInfo                              *prometheus.GaugeVec
+	sleepState, cacheInfo, loraInfo                    *prometheus.GaugeVec
 	prefixQueries, prefixHits, preemptions             *prometheus.CounterVec
 	extQueries, extHits, mmQueries, mmHits             *prometheus.CounterVec
 	promptTokens, generationTokens, bySource           *prometheus.CounterVec
@@ -273,6 +276,12 @@ func (m *Metrics) newVLLM() {
 	m.cacheInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:cache_config_info",
 		Help: "Information of the LLMEngine CacheConfig"}, append(slices.Clone(vllmCacheInfo), labelEngine, labelWorker))
 	m.reg.MustRegister(m.cacheInfo)
+	if m.o.MaxLoRAs > 0 {
+		// vLLM's labels and engine; the value is the time of the last update (set_to_current_time).
+		m.loraInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:lora_requests_info", Help: "Running stats on lora requests."},
+			[]string{"max_lora", "waiting_lora_adapters", "running_lora_adapters", labelEngine, labelWorker})
+		m.reg.MustRegister(m.loraInfo)
+	}
 }
 
 func (m *Metrics) newSGLang() {
@@ -433,6 +442,10 @@ func (m *Metrics) Rank(worker, rank int) *Rank {
 			info["cache_dtype"] = m.o.CacheDtype
 		}
 		m.cacheInfo.With(info).Set(1)
+		if m.loraInfo != nil {
+			r.loraLabels = []string{strconv.Itoa(m.o.MaxLoRAs), "", "", rs, ws}
+			m.loraInfo.WithLabelValues(r.loraLabels...).SetToCurrentTime()
+		}
 	case SGLang:
 		lv = []string{m.o.Model, "unified", "0", "0", "0"}
 		if m.o.DPSize > 1 {
@@ -533,9 +546,12 @@ type Rank struct {
 	iteration, maxGeneration, paramsN                prometheus.Observer
 	paramsMaxTokens                                  prometheus.Observer
 
-	mu      sync.Mutex    // guards last and success
+	mu      sync.Mutex    // guards last, success and loraLabels
 	last    sched.Metrics // the totals SetState last saw
 	success map[string]prometheus.Counter
+	// lora_requests_info's labels now. vLLM leaves each past combination of adapters behind at the time
+	// it last held; only the current one is kept here, so that the series stay as few as the ranks.
+	loraLabels []string
 }
 
 func set(g prometheus.Gauge, v float64) {
@@ -583,6 +599,13 @@ func (r *Rank) SetState(s sched.Metrics) {
 		advance(r.specAccepted, r.last.SpecTokens-r.last.SpecSteps, s.SpecTokens-s.SpecSteps)
 	}
 	r.last = s
+	if l := r.loraLabels; l != nil {
+		if l[1] != s.WaitingLoRAs || l[2] != s.RunningLoRAs {
+			r.m.loraInfo.DeleteLabelValues(l...)
+			l[1], l[2] = s.WaitingLoRAs, s.RunningLoRAs
+		}
+		r.m.loraInfo.WithLabelValues(l...).SetToCurrentTime()
+	}
 	r.mu.Unlock()
 }
 

@@ -41,7 +41,18 @@ func (h *Hasher) NoneHash() [32]byte { return h.none }
 // Block returns the hash of one full block of tokens whose parent block hashed to parent (NoneHash for
 // the first block).
 func (h *Hasher) Block(parent [32]byte, tokens []uint32) [32]byte {
+	return h.LoRABlock(parent, tokens, "")
+}
+
+// LoRABlock is Block for a request served by LoRA adapter lora: vLLM puts the adapter's name in the
+// block's extra keys, (lora,) ("" is the base model: no extra keys).
+func (h *Hasher) LoRABlock(parent [32]byte, tokens []uint32, lora string) [32]byte {
 	h.buf = appendBlock(h.buf[:0], &parent, tokens)
+	if lora != "" {
+		h.buf = h.buf[:len(h.buf)-1] // the extra keys' null
+		h.buf = appendHead(h.buf, cborArray, 1)
+		h.buf = append(appendHead(h.buf, cborText, uint64(len(lora))), lora...)
+	}
 	return sha256.Sum256(h.buf)
 }
 

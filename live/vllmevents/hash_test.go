@@ -203,3 +203,23 @@ func TestBlockDoesNotAllocate(t *testing.T) {
 		t.Errorf("Block allocates %v times per call", n)
 	}
 }
+
+// TestLoRABlock: a LoRA request's block hashes its adapter's name as vLLM's extra keys, the 1-tuple
+// (lora_name,); the base model's ("") is Block's.
+func TestLoRABlock(t *testing.T) {
+	parent := digest(t, noneHashSeed0)
+	// CBOR: [parent, [1, 2, 3, 4], ["sql-lora"]] (81: array of 1, 68: text of 8 bytes); digest by python3
+	// hashlib over these bytes.
+	const digestHex = "8f9afed63606909cc2ce3ca7179bda617be725f58352aac29d39fcc163208ef4"
+	h := NewHasher("0")
+	got := h.LoRABlock(parent, []uint32{1, 2, 3, 4}, "sql-lora")
+	if got != digest(t, digestHex) {
+		t.Fatalf("LoRABlock = %x, want %s", got, digestHex)
+	}
+	if External(got) != 11329364245149159156 {
+		t.Errorf("External = %d", External(got))
+	}
+	if h.LoRABlock(parent, []uint32{1, 2, 3, 4}, "") != h.Block(parent, []uint32{1, 2, 3, 4}) {
+		t.Error("the base model's LoRABlock differs from Block")
+	}
+}

@@ -43,8 +43,12 @@ func (q *queue) pushFront(r *request) {
 	q.count(r, 1)
 }
 
-func (q *queue) popFront() *request {
-	r := q.buf[q.head]
+// removeAt deletes the i-th request, moving those before it back one place; O(i).
+func (q *queue) removeAt(i int) *request {
+	r := q.at(i)
+	for j := i; j > 0; j-- {
+		q.buf[(q.head+j)%len(q.buf)] = q.at(j - 1)
+	}
 	q.buf[q.head] = nil
 	q.head = (q.head + 1) % len(q.buf)
 	q.n--

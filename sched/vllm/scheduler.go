@@ -1,10 +1,12 @@
 package vllm
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/sched"
@@ -78,6 +80,10 @@ type Options struct {
 
 	Spec sched.Spec // speculative decoding; Spec.Tokens 0 is off
 	Role sched.Role // disaggregated serving
+
+	// LoRA adapters: a pass serves requests of MaxLoRAs adapters at most (0: any number), and
+	// MaxCPULoRAs adapters stay loaded (LRU; 0: MaxLoRAs, both 0: every adapter once loaded stays).
+	MaxLoRAs, MaxCPULoRAs int
 }
 
 // Validate reports the first invalid option, naming it.
@@ -97,6 +103,11 @@ func (o Options) Validate() error {
 		return fmt.Errorf("preemption mode %d: unknown", o.Preemption)
 	case o.Capacity > ChunkFit:
 		return fmt.Errorf("capacity policy %d: unknown", o.Capacity)
+	case o.MaxLoRAs < 0:
+		return fmt.Errorf("max-loras %d: must not be negative", o.MaxLoRAs)
+	case o.MaxCPULoRAs != 0 && o.MaxCPULoRAs < o.MaxLoRAs:
+		// vLLM's LoRAConfig: the CPU cache holds at least the adapters of a batch.
+		return fmt.Errorf("max-cpu-loras %d: must be at least max-loras %d", o.MaxCPULoRAs, o.MaxLoRAs)
 	}
 	return o.Spec.Validate()
 }
@@ -128,6 +139,9 @@ func (s *Scheduler) prompt(r *request) {
 		return
 	}
 	s.buffers(r)
+	if r.LoRA != "" {
+		r.Seq.SetSeed(tokens.LoRASeed(r.LoRA))
+	}
 	r.src.AppendSequence(r.Seq)
 	if r.Seq.Len() != r.srcLen {
 		panic(fmt.Sprintf("vllm: request %d: its source made %d prompt tokens, it said %d", r.ID, r.Seq.Len(), r.srcLen))
@@ -155,6 +169,11 @@ type Scheduler struct {
 	// Buffers of finished requests, for the next ones to run.
 	seqs   []*tokens.Sequence
 	tables [][]kvcache.BlockID
+
+	// LoRA adapters: those of the requests scheduled in this pass (vLLM's scheduled_loras), those
+	// loaded (least recently used first), and loads so far.
+	passLoRAs, resident []string
+	loraLoads           int64
 }
 
 // New returns an idle scheduler with an empty pool.
@@ -326,7 +345,29 @@ func (s *Scheduler) remove(r *request) {
 
 // Metrics reports the scheduler's state.
 func (s *Scheduler) Metrics() sched.Metrics {
-	return s.book.Metrics(len(s.running), s.waiting.len(), s.pool.Active(), s.pool.Inactive(), s.pool.Capacity())
+	m := s.book.Metrics(len(s.running), s.waiting.len(), s.pool.Active(), s.pool.Inactive(), s.pool.Capacity())
+	m.LoRALoads = s.loraLoads
+	if s.book.WithLoRA > 0 {
+		var names []string
+		for _, r := range s.running {
+			names = appendLoRA(names, r.LoRA)
+		}
+		m.RunningLoRAs = strings.Join(names, ",")
+		names = names[:0]
+		for i := range s.waiting.len() {
+			names = appendLoRA(names, s.waiting.at(i).LoRA)
+		}
+		m.WaitingLoRAs = strings.Join(names, ",")
+	}
+	return m
+}
+
+// appendLoRA appends adapter name to names unless it is there or is the base model's.
+func appendLoRA(names []string, name string) []string {
+	if name == "" || slices.Contains(names, name) {
+		return names
+	}
+	return append(names, name)
 }
 
 // Step plans one forward pass and applies it: admissions, preemptions, cache changes, sampled tokens and
@@ -469,10 +510,21 @@ func (s *Scheduler) admitFIFO(budget *int) bool {
 			reserved += s.need(r) - len(r.table)
 		}
 	}
-	for s.waiting.len() > 0 && *budget > 0 && (s.opt.MaxNumSeqs == 0 || len(s.running) < s.opt.MaxNumSeqs) {
-		r := s.waiting.front()
+	s.passLoRAs = s.passLoRAs[:0]
+	for _, r := range s.book.Scheduled {
+		s.passLoRAs = appendLoRA(s.passLoRAs, r.LoRA)
+	}
+	// Requests whose adapter would exceed max-loras are passed over and keep their place (vLLM's
+	// skipped_waiting_requests, put back at the front in order).
+	skipped := 0
+	for s.waiting.len() > skipped && *budget > 0 && (s.opt.MaxNumSeqs == 0 || len(s.running) < s.opt.MaxNumSeqs) {
+		r := s.waiting.at(skipped)
+		if s.opt.MaxLoRAs > 0 && r.LoRA != "" && len(s.passLoRAs) >= s.opt.MaxLoRAs && !slices.Contains(s.passLoRAs, r.LoRA) {
+			skipped++
+			continue
+		}
 		if len(r.table) > 0 {
-			s.waiting.popFront()
+			s.waiting.removeAt(skipped)
 			s.admitTransfer(r, budget)
 			continue
 		}
@@ -514,12 +566,13 @@ func (s *Scheduler) admitFIFO(budget *int) bool {
 		if !s.pool.CanAllocate(s.hits[:hits], fresh) {
 			return false
 		}
-		s.waiting.popFront()
+		s.waiting.removeAt(skipped)
 		r.table = s.pool.Acquire(slices.Grow(r.table[:0], s.blocksFor(length)), s.hits[:hits])
 		r.committed = hits
 		r.Computed = cached
 		r.prefilling = true
 		s.running = append(s.running, r)
+		s.passLoRAs = appendLoRA(s.passLoRAs, r.LoRA)
 		s.book.Admit(&r.Request, cached)
 		s.schedule(r, n, 0, budget) // cannot fail: CanAllocate checked the fresh blocks
 		if s.opt.Capacity == GuaranteedNoEvict {
@@ -548,6 +601,7 @@ func (s *Scheduler) admitActivated(budget *int) {
 // has computed 0): its blocks are already reserved; it only decodes.
 func (s *Scheduler) admitTransfer(r *request, budget *int) {
 	s.running = append(s.running, r)
+	s.passLoRAs = appendLoRA(s.passLoRAs, r.LoRA)
 	s.book.AdmitTransfer(&r.Request)
 	s.schedule(r, r.Seq.Len()-r.Computed, 0, budget)
 }
@@ -578,6 +632,21 @@ func (s *Scheduler) commit(r *request) {
 	}
 }
 
+// useLoRA marks adapter name used by this pass, loading it if it is not resident (the pass waits for the
+// load) and unloading the least recently used one beyond max-cpu-loras.
+func (s *Scheduler) useLoRA(name string) {
+	if i := slices.Index(s.resident, name); i >= 0 {
+		s.resident = append(append(s.resident[:i], s.resident[i+1:]...), name)
+		return
+	}
+	s.book.Pass.LoRALoads++
+	s.loraLoads++
+	s.resident = append(s.resident, name)
+	if c := cmp.Or(s.opt.MaxCPULoRAs, s.opt.MaxLoRAs); c > 0 && len(s.resident) > c {
+		s.resident = append(s.resident[:0], s.resident[1:]...)
+	}
+}
+
 // finishPass samples a token for every request whose computed tokens reach its length, finishes requests,
 // and fills the pass's batch, events and metrics.
 func (s *Scheduler) finishPass() {
@@ -586,6 +655,9 @@ func (s *Scheduler) finishPass() {
 	p.Batch.ActiveKVTokens = s.pool.Active() * bs
 	p.Batch.TotalKVTokens = s.pool.Capacity() * bs
 	for _, r := range s.book.Scheduled {
+		if r.LoRA != "" {
+			s.useLoRA(r.LoRA)
+		}
 		s.book.Seq(&r.Request)
 	}
 	p.FPM.Fill(&p.Batch, s.waiting.fresh, s.waiting.old)

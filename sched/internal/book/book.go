@@ -72,6 +72,8 @@ type Book[P Req] struct {
 	preemptions   int64
 	prefixQueries int64
 	prefixHits    int64
+
+	WithLoRA int // requests held here that name an adapter (a scheduler lists adapters only then)
 }
 
 // New returns an empty Book.
@@ -140,7 +142,10 @@ func (b *Book[P]) Enqueue(r *sched.Request, bare bool) (P, error) {
 func (b *Book[P]) newRequest(r *sched.Request, bare bool) P {
 	req := b.hooks.New(bare)
 	q := req.request()
-	q.ID, q.MaxTokens, q.Planned = r.ID, r.MaxTokens, r.OutputTokens
+	q.ID, q.MaxTokens, q.Planned, q.LoRA = r.ID, r.MaxTokens, r.OutputTokens, r.LoRA
+	if q.LoRA != "" {
+		b.WithLoRA++
+	}
 	if !bare {
 		r.AppendPrompt(q.Seq)
 	}
@@ -171,6 +176,7 @@ func (b *Book[P]) Reserve(r *sched.Request) (missing int, ok bool, err error) {
 	cached, ok := b.hooks.Room(req, r.MaxTokens)
 	if !ok {
 		q.Seq.Reset()
+		b.unLoRA(q)
 		b.spare = append(b.spare, req)
 		return 0, false, nil
 	}
@@ -210,6 +216,7 @@ func (b *Book[P]) drop(m map[uint64]P, id uint64) bool {
 	}
 	delete(m, id)
 	b.hooks.Free(r)
+	b.unLoRA(r.request())
 	b.finished = append(b.finished, r)
 	return true
 }
@@ -247,8 +254,17 @@ func (b *Book[P]) Finish(r P) {
 func (b *Book[P]) retire(r P) {
 	q := r.request()
 	delete(b.Live, q.ID)
+	b.unLoRA(q)
 	q.Planned = nil
 	b.finished = append(b.finished, r)
+}
+
+// unLoRA forgets that a request leaving the scheduler named an adapter.
+func (b *Book[P]) unLoRA(q *Request) {
+	if q.LoRA != "" {
+		b.WithLoRA--
+		q.LoRA = ""
+	}
 }
 
 // Idle reports whether no request is live.

@@ -9,6 +9,7 @@ import (
 // Request is the state every scheduler keeps of a request; a scheduler's own request type embeds it.
 type Request struct {
 	ID          uint64
+	LoRA        string           // adapter, "" for the base model
 	Seq         *tokens.Sequence // prompt and generated tokens
 	MaxTokens   int
 	Planned     []uint32 // the trace's output token ids

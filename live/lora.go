@@ -1,0 +1,100 @@
+package live
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+)
+
+// LoRAModule is a LoRA adapter a server serves: vLLM's --lora-modules NAME=PATH (the path is only listed).
+type LoRAModule struct{ Name, Path string }
+
+// isLoRA reports whether name is one of the adapters served now.
+func (s *Server) isLoRA(name string) bool {
+	return slices.ContainsFunc(*s.loras.Load(), func(m LoRAModule) bool { return m.Name == name })
+}
+
+// loraRequest is the body of vLLM's /v1/load_lora_adapter and /v1/unload_lora_adapter.
+type loraRequest struct {
+	Name *string `json:"lora_name"`
+	Path *string `json:"lora_path"`
+}
+
+// loadLoRA serves another adapter from now on, as vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING does: its
+// requests may name it, and /v1/models lists it. Its weights are loaded when a pass first uses it
+// (--lora-load-ms), as for the adapters given at startup.
+func (s *Server) loadLoRA(w http.ResponseWriter, r *http.Request) {
+	req, e := s.loraBody(w, r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.Path == nil || *req.Path == "" {
+		writeError(w, badRequest("lora_path", "Both 'lora_name' and 'lora_path' must be provided."))
+		return
+	}
+	m := LoRAModule{Name: *req.Name, Path: *req.Path}
+	if e := s.updateLoRAs(func(mods []LoRAModule) ([]LoRAModule, *apiError) {
+		if slices.ContainsFunc(mods, func(x LoRAModule) bool { return x.Name == m.Name }) || m.Name == s.o.ModelName {
+			return nil, badRequest("lora_name", "The lora adapter '%s' has already been loaded.", m.Name)
+		}
+		return append(slices.Clip(mods), m), nil
+	}); e != nil {
+		writeError(w, e)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "Success: LoRA adapter '%s' added successfully.", m.Name)
+}
+
+// unloadLoRA stops serving an adapter: requests naming it are refused from now on (those already
+// admitted run their course).
+func (s *Server) unloadLoRA(w http.ResponseWriter, r *http.Request) {
+	req, e := s.loraBody(w, r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := s.updateLoRAs(func(mods []LoRAModule) ([]LoRAModule, *apiError) {
+		i := slices.IndexFunc(mods, func(x LoRAModule) bool { return x.Name == *req.Name })
+		if i < 0 {
+			return nil, &apiError{status: http.StatusNotFound, typ: "NotFoundError", param: "lora_name",
+				message: fmt.Sprintf("The lora adapter '%s' cannot be found.", *req.Name)}
+		}
+		return slices.Delete(slices.Clone(mods), i, i+1), nil
+	}); e != nil {
+		writeError(w, e)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "Success: LoRA adapter '%s' removed successfully.", *req.Name)
+}
+
+// loraBody reads a load or unload request, which must name an adapter.
+func (s *Server) loraBody(w http.ResponseWriter, r *http.Request) (*loraRequest, *apiError) {
+	body, e := s.readBody(w, r)
+	if e != nil {
+		return nil, e
+	}
+	var req loraRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, badRequest("", "invalid JSON body: %v", err)
+	}
+	if req.Name == nil || *req.Name == "" {
+		return nil, badRequest("lora_name", "'lora_name' must be provided.")
+	}
+	return &req, nil
+}
+
+// updateLoRAs replaces the adapters with what f makes of them; loads and unloads are serialised.
+func (s *Server) updateLoRAs(f func([]LoRAModule) ([]LoRAModule, *apiError)) *apiError {
+	s.loraMu.Lock()
+	defer s.loraMu.Unlock()
+	mods, e := f(*s.loras.Load())
+	if e != nil {
+		return e
+	}
+	s.loras.Store(&mods)
+	return nil
+}
