@@ -48,6 +48,8 @@ type Options struct {
 	Seed uint64
 	// Role is the worker's place in disaggregated serving (both schedulers' Role is set from it).
 	Role sched.Role
+	// Encoder prices and caches the vision encoding of requests with images.
+	Encoder EncoderOptions
 }
 
 // BlockSize is the tokens per KV block (SGLang: per page) of the engine's schedulers.
@@ -76,6 +78,8 @@ type Engine struct {
 	ranks   []scheduler
 	model   timing.Model
 	pass    Pass
+	enc     []*encoder // per rank, made by the first request with images
+	encOpts EncoderOptions
 
 	// Coast's scratch.
 	batch    timing.Batch
@@ -86,7 +90,7 @@ type Engine struct {
 type RankPass struct {
 	*sched.Pass
 	Rank int
-	Cost timing.Cost // modelled duration of this rank's work
+	Cost timing.Cost // modelled duration of this rank's work, the vision encoder's included (in Prefill)
 }
 
 // Pass is one forward pass of the engine. It is owned by the engine and valid until the next Step.
@@ -106,7 +110,10 @@ func New(o Options) (*Engine, error) {
 	if o.Timing == nil {
 		return nil, fmt.Errorf("engine: no timing model")
 	}
-	e := &Engine{backend: o.Backend, model: o.Timing}
+	if o.Encoder.MsPerToken < 0 || o.Encoder.CacheTokens < 0 {
+		return nil, fmt.Errorf("engine: encoder %+v: must be >= 0", o.Encoder)
+	}
+	e := &Engine{backend: o.Backend, model: o.Timing, encOpts: o.Encoder}
 	dp := max(o.DPSize, 1)
 	for i := range dp {
 		var s scheduler
@@ -155,14 +162,29 @@ func (e *Engine) Enqueue(r *sched.Request) error {
 	if r.Rank < 0 || r.Rank >= len(e.ranks) {
 		return &sched.RejectError{ID: r.ID, Reason: fmt.Sprintf("dp rank %d out of range [0,%d)", r.Rank, len(e.ranks))}
 	}
-	return e.ranks[r.Rank].Enqueue(r)
+	if err := e.ranks[r.Rank].Enqueue(r); err != nil {
+		return err
+	}
+	if len(r.Images) > 0 {
+		if e.enc == nil {
+			e.enc = make([]*encoder, len(e.ranks))
+		}
+		if e.enc[r.Rank] == nil {
+			e.enc[r.Rank] = newEncoder(e.encOpts)
+		}
+		e.enc[r.Rank].add(r)
+	}
+	return nil
 }
 
 // Cancel drops a request wherever it is (queued, running, held for its transfer or reserved while its KV
 // arrives) and releases its KV. It reports whether the request was known.
 func (e *Engine) Cancel(id uint64) bool {
-	for _, s := range e.ranks {
+	for i, s := range e.ranks {
 		if s.Cancel(id) {
+			if e.enc != nil && e.enc[i] != nil {
+				delete(e.enc[i].reqs, id)
+			}
 			return true
 		}
 	}
@@ -212,6 +234,12 @@ func (e *Engine) CheckInvariants() error {
 		if err := s.CheckInvariants(); err != nil {
 			return fmt.Errorf("rank %d: %w", i, err)
 		}
+		if e.enc == nil || e.enc[i] == nil {
+			continue
+		}
+		if err := e.enc[i].check(); err != nil {
+			return fmt.Errorf("rank %d: %w", i, err)
+		}
 	}
 	return nil
 }
@@ -244,6 +272,9 @@ func (e *Engine) Step(now time.Duration) *Pass {
 			continue
 		}
 		c := e.model.Cost(&sp.Batch)
+		if e.enc != nil && e.enc[i] != nil {
+			c.Prefill += e.enc[i].pass(sp)
+		}
 		longest = max(longest, c.Total())
 		p.Ranks = append(p.Ranks, RankPass{Pass: sp, Rank: i, Cost: c})
 	}

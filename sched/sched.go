@@ -24,9 +24,15 @@ type Request struct {
 	// (which may then be nil): a vLLM scheduler with a long queue keeps only the source of a request that
 	// waits, so the queue holds no prompts.
 	Source PromptSource
+	// Images are the prompt's images, sorted by Start: each one's content hash (the extra key of the blocks
+	// it overlaps, and its encoder-cache entry) and its placeholder tokens' span, which counts in the
+	// prompt's length. A Seq or Source carries them in its hashes already; Images also tell the engine
+	// what its vision encoder must run.
+	Images []tokens.Item
 }
 
-// PromptSource makes a prompt on demand, the same tokens every time (a workload's request).
+// PromptSource makes a prompt on demand, the same tokens every time (a workload's request), declaring its
+// images' items on the sequence (tokens.Sequence.AddItems).
 type PromptSource interface {
 	PromptLen() int
 	AppendSequence(seq *tokens.Sequence)
@@ -56,6 +62,7 @@ func (r *Request) AppendPrompt(seq *tokens.Sequence) {
 	if r.Seq != nil && r.Prompt == nil {
 		panic(fmt.Sprintf("sched: request %d: its Seq does not fit the engine (block size %d) and it has no Prompt", r.ID, seq.BlockSize()))
 	}
+	seq.AddItems(r.Images...)
 	seq.Append(r.Prompt...)
 }
 
@@ -130,6 +137,7 @@ type Sample struct {
 // describe cache changes made while planning, outputs appear at the pass end.
 type Pass struct {
 	Batch     timing.Batch
+	SeqIDs    []uint64 // the request of each of Batch.Seqs, in order
 	Admitted  []Admission
 	Preempted []uint64
 	Events    []kvcache.Event
@@ -146,6 +154,7 @@ func (p *Pass) Empty() bool {
 func (p *Pass) Reset() {
 	*p = Pass{
 		Batch:     timing.Batch{Seqs: p.Batch.Seqs[:0]},
+		SeqIDs:    p.SeqIDs[:0],
 		Admitted:  p.Admitted[:0],
 		Preempted: p.Preempted[:0],
 		Events:    p.Events[:0],

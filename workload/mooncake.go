@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/mocker-sim/mocker/tokenize"
+	"github.com/mocker-sim/mocker/tokens"
 )
 
 // Mooncake JSONL: one JSON object per line, blank lines skipped. Every
@@ -40,6 +41,7 @@ const (
 	fWaitFor                        // agentic: request_ids this request waits on
 	fToolWait                       // agentic: ms of tool time after those end
 	fParent                         // Bailian: the chat_id of the previous turn, -1 for a first
+	fImages                         // multimodal: the prompt's images (see images.go)
 	numMooncakeFields
 )
 
@@ -63,6 +65,7 @@ var mooncakeKeys = [...]struct {
 	{"wait_for", fWaitFor},
 	{"tool_wait_ms", fToolWait},
 	{"parent_chat_id", fParent},
+	{"images", fImages},
 }
 
 // ignoredKeys are fields of peers' traces that mean nothing to the
@@ -87,7 +90,7 @@ func lookupMooncakeKey(key []byte) (string, mooncakeField, bool) {
 var mooncakeCanonical = [numMooncakeFields]string{
 	"timestamp", "input_length", "output_length", "hash_ids", "session_id",
 	"delay", "output_token_ids", "request_id", "priority",
-	"text_input", "messages", "tools", "wait_for", "tool_wait_ms", "parent_chat_id",
+	"text_input", "messages", "tools", "wait_for", "tool_wait_ms", "parent_chat_id", "images",
 }
 
 // MaxTokens bounds every token count a workload may ask for (prompt or
@@ -114,6 +117,7 @@ type mooncakeRow struct {
 	toolWait         time.Duration // tool_wait_ms
 	unknown          []string      // keys neither read nor ignored
 	parent           string        // parent_chat_id
+	images           []tokens.Item // images
 }
 
 // rowTimes is what the session pass needs of a row beyond its Request.
@@ -206,6 +210,11 @@ func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions,
 				}
 			}
 		}
+		if err := checkImages(row.images, req.InputLen); err != nil {
+			sub := err.(*subFieldError)
+			return nil, fail(row.name[fImages]+sub.sub, sub.err)
+		}
+		req.Images = row.images
 		if !row.has[fOutput] && !row.has[fOutputIDs] {
 			if req.OutputLen = opts.OutputLen(req.Key); req.OutputLen < 0 || req.OutputLen > MaxTokens {
 				return nil, fail(mooncakeCanonical[fOutput], fmt.Errorf("drawn output length %d is not in [0, %d]", req.OutputLen, MaxTokens))
@@ -275,6 +284,9 @@ func (r *mooncakeRow) parse(p *fastjson.Parser, line []byte, arena *[]uint32) (s
 		case err != nil: // Visit cannot stop; the first error stands
 		case ok:
 			key, err = name, r.field(f, name, v, arena)
+			if sub, is := err.(*subFieldError); is {
+				key, err = name+sub.sub, sub.err
+			}
 		case !slices.Contains(ignoredKeys[:], string(k)):
 			r.unknown = append(r.unknown, string(k))
 		}
@@ -389,6 +401,8 @@ func (r *mooncakeRow) field(f mooncakeField, key string, v *fastjson.Value, aren
 		r.toolWait, err = millis(v)
 	case fParent:
 		r.parent, err = stringOrInt(v)
+	case fImages:
+		r.images, err = readImages(v)
 	}
 	return err
 }

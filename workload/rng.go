@@ -18,6 +18,8 @@ const (
 	streamPrefixTokens  // seed of shared-prefix tokens
 	streamDatasetOrder  // seed of a dataset pool's shuffle and random orders
 	streamDatasetTokens // salt of a dataset pool's entry tokens
+	streamImagePick     // which pool image each synthetic image is
+	streamImageKeys     // seed of synthetic images' keys
 )
 
 // streamSeed derives the 64-bit seed of one stream from the workload seed.

@@ -50,6 +50,14 @@ type SyntheticOptions struct {
 	DatasetEntries  int
 	DatasetSampling string
 
+	// ImagesPerRequest > 0 gives every prompt that many images of ImageTokens tokens each, placed after
+	// its shared prefix and added to its drawn length (multimodal requests; see Request.Images).
+	// ImagePool > 0 draws each image uniformly from that many distinct images, so images repeat and
+	// the encoder cache and prefix cache can reuse them; 0: every image is new.
+	ImagesPerRequest int
+	ImageTokens      int
+	ImagePool        int
+
 	Seed uint64
 }
 
@@ -78,6 +86,9 @@ func NewSynthetic(o SyntheticOptions) (Source, error) {
 		delays:   newStream(o.Seed, streamDelays),
 		salt:     streamSeed(o.Seed, streamUniqueTokens),
 		prefix:   streamSeed(o.Seed, streamPrefixTokens),
+	}
+	if o.ImagesPerRequest > 0 {
+		g.imagePick, g.imageSeed = newStream(o.Seed, streamImagePick), streamSeed(o.Seed, streamImageKeys)
 	}
 	if o.SharedPrefixRatio > 0 {
 		g.prefixLen = int(math.Round(o.SharedPrefixRatio * o.Input.Mean))
@@ -164,6 +175,9 @@ func (o *SyntheticOptions) normalize() error {
 	if err := o.checkDataset(); err != nil {
 		return err
 	}
+	if err := o.checkImages(); err != nil {
+		return err
+	}
 	if o.InterTurnDelay < 0 {
 		return fmt.Errorf("inter-turn-delay: must be >= 0, got %v", o.InterTurnDelay)
 	}
@@ -213,6 +227,9 @@ type synthetic struct {
 	prefixLen int    // P, 0 without shared prefixes
 
 	pool *dataset // nil: every prompt is the request's own
+
+	imagePick *rand.Rand // nil without images
+	imageSeed uint64
 }
 
 // maxTurns bounds a session: its turns are made at once (~180 bytes each), and agentic sessions
@@ -242,6 +259,7 @@ func (g *synthetic) Next() (*Session, error) {
 	if g.pool != nil {
 		r := Request{Key: uint64(i), At: at}
 		g.pool.apply(&r)
+		g.syntheticImages(&r)
 		return &Session{Turns: []Request{r}}, nil
 	}
 	prefix, _ := g.group(0)
@@ -258,6 +276,7 @@ func (g *synthetic) Next() (*Session, error) {
 		if j == 0 {
 			r.prefixLen = min(g.prefixLen, r.InputLen)
 			r.prefix = prefix
+			g.syntheticImages(r)
 			continue
 		}
 		r.History = true
@@ -290,12 +309,14 @@ func (g *synthetic) nextClient() (*Session, error) {
 		}
 		if g.pool != nil {
 			g.pool.apply(r)
+			g.syntheticImages(r)
 			continue
 		}
 		r.InputLen = g.o.Input.draw(g.inputs, 1)
 		r.OutputLen = g.o.Output.draw(g.outputs, 0)
 		r.salt = g.salt
 		r.prefix, r.prefixLen = g.group(r.InputLen)
+		g.syntheticImages(r)
 	}
 	return &Session{Turns: turns}, nil
 }

@@ -816,6 +816,7 @@ func (s *Scheduler) finishPass() {
 			sumCtx += r.materialized
 		}
 		p.Batch.Seqs = append(p.Batch.Seqs, timing.Seq{New: r.passNew, Cached: r.passCached, Prefill: r.passPrefill, Samples: samples})
+		p.SeqIDs = append(p.SeqIDs, r.id)
 	}
 	total := s.cache.Capacity() * s.opt.PageSize
 	p.Batch.TotalKVTokens = total

@@ -743,6 +743,7 @@ func (s *Scheduler) finishPass() {
 			// A prefill worker's first token comes out of its prefill pass at no decode cost (reference §4).
 			Samples: ready && r.generated < r.maxTokens && s.opt.Role != sched.Prefill,
 		})
+		p.SeqIDs = append(p.SeqIDs, r.id)
 	}
 	p.FPM.Fill(&p.Batch, s.waiting.fresh, s.waiting.old)
 
