@@ -78,6 +78,10 @@ type Config struct {
 	// HostOverheadUs is the engine's host time per request in each pass, in microseconds, on top of the
 	// timing model's GPU time (timing.HostOverhead).
 	HostOverheadUs float64 `yaml:"host-overhead-us"`
+	// The vision encoder of requests with images: ms per image token (a ViT forward over the image's
+	// patches), and the per-rank encoder cache's size in image tokens (0: the pass token budget).
+	EncoderMsPerImageToken float64 `yaml:"encoder-ms-per-image-token"`
+	EncoderCacheSize       int     `yaml:"encoder-cache-size"`
 
 	// Cluster.
 	Workers               int     `yaml:"workers"`
@@ -119,6 +123,9 @@ type Config struct {
 	NumPrefixGroups     int     `yaml:"num-prefix-groups"`
 	NumDatasetEntries   int     `yaml:"num-dataset-entries"`
 	DatasetSampling     string  `yaml:"dataset-sampling-strategy"`
+	ImagesPerRequest    int     `yaml:"images-per-request"`
+	ImageTokens         int     `yaml:"image-tokens"`
+	ImagePool           int     `yaml:"image-pool"`
 	TurnsPerSession     int     `yaml:"turns-per-session"`
 	InterTurnDelayMs    float64 `yaml:"inter-turn-delay-ms"`
 	InterTurnDelayDist  string  `yaml:"inter-turn-delay-dist"`
@@ -236,6 +243,8 @@ func Default() Config {
 		SharedPrefixRatio:              0.25,
 		NumPrefixGroups:                8,
 		DatasetSampling:                "shuffle",
+		ImageTokens:                    576,
+		EncoderMsPerImageToken:         0.002,
 		TurnsPerSession:                1,
 		InterTurnDelayDist:             "constant",
 		Host:                           "127.0.0.1",
@@ -455,6 +464,18 @@ func (c *Config) validate() error {
 		return bad("num-dataset-entries", c.NumDatasetEntries, "applies to the synthetic workload, not to a trace")
 	}
 	switch {
+	case c.ImagesPerRequest != 0 && c.Trace != "":
+		return bad("images-per-request", c.ImagesPerRequest, "applies to the synthetic workload, not to a trace (give a row's images)")
+	case c.ImageTokens < 1:
+		return bad("image-tokens", c.ImageTokens, "must be at least 1")
+	case c.ImagePool < 0:
+		return bad("image-pool", c.ImagePool, "must be >= 0")
+	case !finiteNonNegative(c.EncoderMsPerImageToken):
+		return bad("encoder-ms-per-image-token", c.EncoderMsPerImageToken, "must be a finite number >= 0")
+	case c.EncoderCacheSize < 0:
+		return bad("encoder-cache-size", c.EncoderCacheSize, "must be >= 0 (0: the pass token budget)")
+	}
+	switch {
 	case c.Backend != "vllm" && c.Backend != "trtllm" && c.Backend != "sglang":
 		return bad("backend", c.Backend, "unknown backend (want vllm, sglang or trtllm)")
 	case c.PageSize < 0:
@@ -669,6 +690,9 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 		NumPrefixGroups:   c.NumPrefixGroups,
 		DatasetEntries:    c.NumDatasetEntries,
 		DatasetSampling:   c.DatasetSampling,
+		ImagesPerRequest:  c.ImagesPerRequest,
+		ImageTokens:       c.imageTokens(),
+		ImagePool:         c.ImagePool,
 		TurnsPerSession:   c.TurnsPerSession,
 		InterTurnDelay:    time.Duration(c.InterTurnDelayMs * float64(time.Millisecond)),
 		InterTurnDist:     c.InterTurnDelayDist,
@@ -677,6 +701,14 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 		Desync:            time.Duration(c.desyncMs() * float64(time.Millisecond)),
 		Seed:              c.Seed,
 	})
+}
+
+// imageTokens is --image-tokens where synthetic requests have images, else 0.
+func (c *Config) imageTokens() int {
+	if c.ImagesPerRequest == 0 {
+		return 0
+	}
+	return c.ImageTokens
 }
 
 // validTimeout reports whether a timeout in seconds converts to a time.Duration (at most 1e6 s, 11.6 days).
