@@ -39,6 +39,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		{false, `{"model": "test-model", "prompt": "hi", "max_tokens": 8, "stop_token_ids": [4294967295, 0], "include_stop_str_in_output": true, "seed": -1}`},
 		{true, `{"model": "test-model", ` + msgs + `, "n": 2, "logprobs": true, "top_logprobs": 20, "stop": " and", "stream": true}`},
 		{true, `{"model": "test-model", ` + msgs + `, "top_logprobs": 3, "stream_options": {"include_usage": true}}`},
+		{true, `{"model": "test-model", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}, {"type": "text", "text": "a\u0000b"}, {"type": "image_url", "image_url": {"url": "https://h/x.png", "detail": "high"}}]}], "max_tokens": 2}`},
 	} {
 		f.Add(s.chat, []byte(s.body))
 	}

@@ -60,6 +60,9 @@ type Options struct {
 
 	// Tokenizer encodes prompts (chats rendered by tokenize.ChatPrompt) and decodes outputs.
 	Tokenizer tokenize.Tokenizer
+	// ImageTokens is the number of tokens of each image_url part of a chat (0: 576, LLaVA-1.5's
+	// 336-pixel image); images are never fetched, so their size is this, whatever the image.
+	ImageTokens int
 
 	// Metrics serves /metrics; nil: no metrics endpoint.
 	Metrics http.Handler
@@ -156,6 +159,12 @@ func New(o Options) (*Server, error) {
 	}
 	if o.Tokenizer == nil {
 		o.Tokenizer = tokenize.Builtin()
+	}
+	switch {
+	case o.ImageTokens == 0:
+		o.ImageTokens = 576
+	case o.ImageTokens < 0:
+		return nil, fmt.Errorf("live: image tokens %d: must be at least 1", o.ImageTokens)
 	}
 	if o.ModelName == "" {
 		o.ModelName = "mocker"
@@ -477,11 +486,12 @@ func (s *Server) WorkerHandler(w int, metrics http.Handler) http.Handler {
 }
 
 // newRequest builds the engine request of a prompt, hashing its blocks once for the router and the
-// engine.
-func (s *Server) newRequest(prompt []uint32, maxTokens int) *sched.Request {
+// engine; images are the prompt's image_url parts.
+func (s *Server) newRequest(prompt []uint32, maxTokens int, images ...tokens.Item) *sched.Request {
 	seq := tokens.NewSequence(s.o.Router.BlockSize)
+	seq.AddItems(images...)
 	seq.Append(prompt...)
-	return &sched.Request{ID: s.nextID.Add(1), Prompt: prompt, MaxTokens: maxTokens, Seq: seq}
+	return &sched.Request{ID: s.nextID.Add(1), Prompt: prompt, MaxTokens: maxTokens, Seq: seq, Images: images}
 }
 
 // Shutdown stops accepting requests through srv, waits (until ctx ends) for the requests in flight to

@@ -238,6 +238,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		FailureTypes:    cfg.FailureTypes,
 		FailureSeed:     cfg.Seed,
 		Tokenizer:       tk,
+		ImageTokens:     cfg.ImageTokens,
 		Metrics:         mx.Handler(),
 		Recorder:        func(w, r int) live.Recorder { return mx.Rank(w, r) },
 		CheckInvariants: cfg.CheckInvariants,

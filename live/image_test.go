@@ -1,0 +1,94 @@
+package live
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/mocker-sim/mocker/tokenize"
+)
+
+// TestChatImages: image_url parts count --image-tokens each in the prompt and their identity (the URL,
+// never fetched) splits prefix caching: the same chat hits its image's blocks, the same text with another
+// image shares only the blocks before it.
+func TestChatImages(t *testing.T) {
+	o := testOptions(5, 1, math.Inf(1))
+	o.ImageTokens = 40
+	_, _, c := start(t, o)
+	const cat, dog = "data:image/png;base64,iVBORw0KGgo=", "https://example.com/dog.jpg"
+	chat := func(image string, text ...string) *openai.ChatCompletion {
+		t.Helper()
+		first := longPrompt + " What is in this picture? "
+		if len(text) > 0 {
+			first = text[0]
+		}
+		parts := []openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(first)}
+		if image != "" {
+			parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: image, Detail: "low"}))
+		}
+		parts = append(parts, openai.TextContentPart(" Answer briefly."))
+		r, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: testModel,
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(parts)}, MaxTokens: openai.Int(2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	text := chat("")
+	first := chat(cat)
+	if got, want := first.Usage.PromptTokens, text.Usage.PromptTokens+40; got != want {
+		t.Errorf("prompt_tokens with an image = %d, want %d (the text's and 40)", got, want)
+	}
+	// The tokens before the image: the chat's header and the first text part.
+	before := int64(len(tokenize.Builtin().Encode("<|start_header_id|>user<|end_header_id|>\n\n" + longPrompt + " What is in this picture? ")))
+	again := chat(cat)
+	if got, want := again.Usage.PromptTokensDetails.CachedTokens, (first.Usage.PromptTokens-1)/16*16; got != want {
+		t.Errorf("the same chat again: cached_tokens = %d, want %d", got, want)
+	}
+	// A text holding NULs, which mark the images while the chat is rendered, is still split only there.
+	if got, want := chat(dog, "a\x00b\x00\x00 ").Usage.PromptTokens, chat("", "a\x00b\x00\x00 ").Usage.PromptTokens+40; got != want {
+		t.Errorf("text with NULs and an image: prompt_tokens = %d, want %d", got, want)
+	}
+	other := chat(dog)
+	if got, want := other.Usage.PromptTokensDetails.CachedTokens, before/16*16; got != want {
+		t.Errorf("the same text with another image: cached_tokens = %d, want %d (the blocks before the image at %d)", got, want, before)
+	}
+}
+
+// TestChatImageErrors: a malformed image_url part is an OpenAI-shaped 400 naming its part.
+func TestChatImageErrors(t *testing.T) {
+	_, hs, _ := start(t, testOptions(5, 1, math.Inf(1)))
+	for _, tc := range []struct{ part, msg string }{
+		{`{"type": "image_url"}`, `an image_url part needs "image_url": {"url": ...}`},
+		{`{"type": "image_url", "image_url": {}}`, `an image_url part needs "image_url": {"url": ...}`},
+		{`{"type": "image_url", "image_url": {"url": "ftp://x/y.png"}}`, "image_url.url: want a data: URL or an http(s) URL"},
+		{`{"type": "image_url", "image_url": {"url": "data:image/png;base64"}}`, "image_url.url: a data: URL needs a comma before its data"},
+		{`{"type": "image_url", "image_url": {"url": "data:image/png;base64,"}}`, "image_url.url: the data: URL has no data"},
+		{`{"type": "image_url", "image_url": {"url": "data:image/png;base64,%%%"}}`, "image_url.url: invalid base64 data"},
+		{`{"type": "image_url", "image_url": {"url": "data:text/plain,hello"}}`, `image_url.url: the data: URL's media type "text/plain" is not an image`},
+		{`{"type": "image_url", "image_url": {"url": "https://"}}`, "image_url.url: not a valid http(s) URL"},
+		{`{"type": "image_url", "image_url": {"url": "https://a/b.png", "detail": "ultra"}}`, `image_url.detail "ultra": want auto, low, high or original`},
+		{`{"type": "input_audio", "input_audio": {"data": "x", "format": "wav"}}`, `unsupported part type "input_audio" (want text or image_url)`},
+		{`{"type": "text"}`, `a text part needs "text", a string`},
+	} {
+		body := `{"model": "` + testModel + `", "max_tokens": 2, "messages": [{"role": "system", "content": "hi"}, {"role": "user", "content": [{"type": "text", "text": "look"}, ` + tc.part + `]}]}`
+		resp, err := http.Post(hs.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct {
+			Error struct{ Message, Type, Param string }
+		}
+		err = json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		const param = "messages[1].content[1]"
+		if err != nil || resp.StatusCode != http.StatusBadRequest || e.Error.Param != param || e.Error.Type != "invalid_request_error" ||
+			!strings.HasPrefix(e.Error.Message, param+": "+tc.msg) {
+			t.Errorf("%s: %d %+v (%v), want 400 param %s message %q", tc.part, resp.StatusCode, e.Error, err, param, tc.msg)
+		}
+	}
+}
