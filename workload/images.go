@@ -184,8 +184,10 @@ func (o *SyntheticOptions) checkImages() error {
 	switch {
 	case o.ImagesPerRequest < 0:
 		return fmt.Errorf("images-per-request: must be >= 0, got %d", o.ImagesPerRequest)
-	case o.ImagesPerRequest == 0 && (o.ImageTokens != 0 || o.ImagePool != 0):
-		return errors.New("image-tokens, image-pool: need images-per-request >= 1")
+	case o.ImagesPerRequest == 0 && o.ImagePool != 0:
+		return errors.New("image-pool: needs images-per-request >= 1")
+	case o.ImagesPerRequest == 0 && o.ImageTokens != 0:
+		return errors.New("image-tokens: needs images-per-request >= 1")
 	case o.ImagesPerRequest == 0:
 		return nil
 	case o.ImageTokens < 1:

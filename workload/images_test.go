@@ -127,7 +127,8 @@ func TestSyntheticImageErrors(t *testing.T) {
 		want string
 	}{
 		{func(o *SyntheticOptions) { o.ImagesPerRequest = -1 }, "synthetic: images-per-request: must be >= 0, got -1"},
-		{func(o *SyntheticOptions) { o.ImagePool = 3 }, "synthetic: image-tokens, image-pool: need images-per-request >= 1"},
+		{func(o *SyntheticOptions) { o.ImagePool = 3 }, "synthetic: image-pool: needs images-per-request >= 1"},
+		{func(o *SyntheticOptions) { o.ImageTokens = 3 }, "synthetic: image-tokens: needs images-per-request >= 1"},
 		{func(o *SyntheticOptions) { o.ImagesPerRequest = 1 }, "synthetic: image-tokens: must be >= 1 with images, got 0"},
 		{func(o *SyntheticOptions) { o.ImagesPerRequest, o.ImageTokens, o.ImagePool = 1, 5, -1 }, "synthetic: image-pool: must be >= 0, got -1"},
 		{func(o *SyntheticOptions) { o.ImagesPerRequest, o.ImageTokens = 4, 1<<22 }, "synthetic: image-tokens: 4 images of 4194304 tokens are more than 8388608 tokens"},
