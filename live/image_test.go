@@ -9,7 +9,10 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/live/vllmevents"
 	"github.com/mocker-sim/mocker/tokenize"
+	"github.com/mocker-sim/mocker/tokens"
 )
 
 // TestChatImages: image_url parts count --image-tokens each in the prompt and their identity (the URL,
@@ -90,5 +93,37 @@ func TestChatImageErrors(t *testing.T) {
 			!strings.HasPrefix(e.Error.Message, param+": "+tc.msg) {
 			t.Errorf("%s: %d %+v (%v), want 400 param %s message %q", tc.part, resp.StatusCode, e.Error, err, param, tc.msg)
 		}
+	}
+}
+
+// TestZMQImageBlocks: a prompt's blocks reach vLLM's event format whole when it has images, and a block
+// overlapping an image hashes with the image's key as its extra_keys (the others as plain blocks).
+func TestZMQImageBlocks(t *testing.T) {
+	zs, err := NewZMQSink(ZMQOptions{Host: "127.0.0.1", Workers: 1, BlockSize: 4, Topics: []string{"kv"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { zs.Close() })
+	prompt := []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
+	img := tokens.Item{Key: 0xbeef, Start: 5, Len: 2} // block 1 only
+	zs.PromptImages(7, prompt, []tokens.Item{img})
+	seq := tokens.NewSequence(4)
+	seq.AddItems(img)
+	seq.Append(prompt...)
+	ev, ok := zs.translate(kvcache.Event{Kind: kvcache.Stored, Blocks: seq.Blocks()}).(vllmevents.BlockStored)
+	if !ok || len(ev.BlockHashes) != 3 {
+		t.Fatalf("stored %+v, want the prompt's 3 blocks", ev)
+	}
+	h := vllmevents.NewHasher("")
+	b0 := h.Block(h.NoneHash(), prompt[:4])
+	b1 := h.BlockExtra(b0, prompt[4:8], []string{"beef"})
+	b2 := h.Block(b1, prompt[8:12])
+	for i, want := range [][32]byte{b0, b1, b2} {
+		if ev.BlockHashes[i] != vllmevents.External(want) {
+			t.Errorf("block %d: %x, want %x", i, ev.BlockHashes[i], vllmevents.External(want))
+		}
+	}
+	if b1 == h.Block(b0, prompt[4:8]) {
+		t.Error("the image's block hashes as a plain one")
 	}
 }

@@ -300,6 +300,11 @@ func (s *Server) DecodeWorkers() []*Worker {
 	return s.decode.workers
 }
 
+// imageSink is a Sink that names blocks by their tokens and so must know a prompt's images too (ZMQSink).
+type imageSink interface {
+	PromptImages(id uint64, prompt []uint32, images []tokens.Item)
+}
+
 // submit routes a request to a worker, or queues it in the router; a request that came in on a worker's
 // own handler (WorkerHandler, recorded in ctx) goes to that worker. The stream it returns carries the
 // output; an error means the request was refused: *sched.RejectError (it can never run), errBusy (too
@@ -307,6 +312,10 @@ func (s *Server) DecodeWorkers() []*Worker {
 func (s *Server) submit(ctx context.Context, req *sched.Request, st *Stream) error {
 	// Sinks learn the prompt before any worker can store its blocks.
 	for _, sk := range s.o.Sinks {
+		if is, ok := sk.(imageSink); ok && len(req.Images) > 0 {
+			is.PromptImages(req.ID, req.Prompt, req.Images)
+			continue
+		}
 		sk.Prompt(req.ID, req.Prompt)
 	}
 	pin, pinned := ctx.Value(pinKey{}).(int)

@@ -93,6 +93,7 @@ type vblock struct {
 // vreq follows one request's tokens.
 type vreq struct {
 	seq    *tokens.Sequence
+	items  []tokens.Item // its images: their keys are the extra_keys of the blocks they overlap
 	tail   []uint32 // tokens after the last full block
 	parent [32]byte // vLLM hash of the last full block (NONE_HASH before the first)
 	held   []uint64 // our hashes of the blocks it references
@@ -171,10 +172,15 @@ func (s *ZMQSink) Close() error {
 }
 
 // Prompt implements Sink: it hashes the prompt's full blocks the way vLLM does.
-func (s *ZMQSink) Prompt(id uint64, prompt []uint32) {
+func (s *ZMQSink) Prompt(id uint64, prompt []uint32) { s.PromptImages(id, prompt, nil) }
+
+// PromptImages is Prompt for a prompt with images: a block overlapping images hashes with their keys
+// (in hex, as vLLM's mm hashes are strings) as its extra_keys, and our names of its blocks carry them too.
+func (s *ZMQSink) PromptImages(id uint64, prompt []uint32, images []tokens.Item) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := &vreq{seq: tokens.NewSequence(s.o.BlockSize), parent: s.hasher.NoneHash()}
+	r := &vreq{seq: tokens.NewSequence(s.o.BlockSize), parent: s.hasher.NoneHash(), items: images}
+	r.seq.AddItems(images...)
 	s.reqs[id] = r
 	s.extend(r, prompt)
 }
@@ -217,7 +223,7 @@ func (s *ZMQSink) extend(r *vreq, toks []uint32) {
 		part := r.tail[i*bs : (i+1)*bs]
 		b := s.blocks[blk.Hash]
 		if b == nil {
-			b = &vblock{hash: s.hasher.Block(r.parent, part), tokens: append([]uint32(nil), part...)}
+			b = &vblock{hash: s.hasher.BlockExtra(r.parent, part, r.extraKeys(before+i, bs)), tokens: append([]uint32(nil), part...)}
 			s.blocks[blk.Hash] = b
 		}
 		b.refs++
@@ -227,6 +233,17 @@ func (s *ZMQSink) extend(r *vreq, toks []uint32) {
 	if n := len(r.seq.Blocks()) - before; n > 0 {
 		r.tail = append(r.tail[:0], r.tail[n*bs:]...)
 	}
+}
+
+// extraKeys returns the keys, in hex, of r's images that overlap block k.
+func (r *vreq) extraKeys(k, bs int) []string {
+	var keys []string
+	for _, it := range r.items {
+		if it.Start < (k+1)*bs && it.Start+it.Len > k*bs {
+			keys = append(keys, strconv.FormatUint(it.Key, 16))
+		}
+	}
+	return keys
 }
 
 // Events implements Sink: one vLLM event batch per call.

@@ -45,6 +45,20 @@ func (h *Hasher) Block(parent [32]byte, tokens []uint32) [32]byte {
 	return sha256.Sum256(h.buf)
 }
 
+// BlockExtra is Block with extra_keys: the identifiers of the multimodal items the block overlaps, in
+// order (vLLM's mm hashes), hashed as the tuple (parent, tokens, (key, ...)); none is Block.
+func (h *Hasher) BlockExtra(parent [32]byte, tokens []uint32, extra []string) [32]byte {
+	if len(extra) == 0 {
+		return h.Block(parent, tokens)
+	}
+	h.buf = appendBlock(h.buf[:0], &parent, tokens)
+	h.buf = appendHead(h.buf[:len(h.buf)-1], cborArray, uint64(len(extra))) // in place of the None
+	for _, k := range extra {
+		h.buf = append(appendHead(h.buf, cborText, uint64(len(k))), k...)
+	}
+	return sha256.Sum256(h.buf)
+}
+
 // AppendChain appends to dst the hashes of the full blocks of tokens, a sequence from its start, cut
 // every blockSize tokens; a trailing partial block has no hash. blockSize must be positive.
 func (h *Hasher) AppendChain(dst [][32]byte, tokens []uint32, blockSize int) [][32]byte {
