@@ -94,9 +94,9 @@ type vblock struct {
 type vreq struct {
 	seq    *tokens.Sequence
 	items  []tokens.Item // its images: their keys are the extra_keys of the blocks they overlap
-	tail   []uint32 // tokens after the last full block
-	parent [32]byte // vLLM hash of the last full block (NONE_HASH before the first)
-	held   []uint64 // our hashes of the blocks it references
+	tail   []uint32      // tokens after the last full block
+	parent [32]byte      // vLLM hash of the last full block (NONE_HASH before the first)
+	held   []uint64      // our hashes of the blocks it references
 }
 
 // NewZMQSink binds every worker's and rank's PUB (and replay) sockets.
