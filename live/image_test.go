@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 
@@ -125,5 +126,48 @@ func TestZMQImageBlocks(t *testing.T) {
 	}
 	if b1 == h.Block(b0, prompt[4:8]) {
 		t.Error("the image's block hashes as a plain one")
+	}
+}
+
+// TestFleetImages: a fleet frontend sends a chat's images to its worker, so the worker's blocks and
+// cache hits are those of one process.
+func TestFleetImages(t *testing.T) {
+	o := testOptions(5, 1, math.Inf(1))
+	url := embeddedNATS(t, 0)
+	startFleetWorker(t, url, o, 7)
+	f, cf := startFrontend(t, url, o, time.Minute)
+	fleetWait(t, "the frontend to find the worker", func() bool { return len(f.FleetWorkers()) == 1 })
+	_, _, local := start(t, o)
+	for _, image := range []string{"https://example.com/cat.png", "https://example.com/cat.png", "https://example.com/dog.png"} {
+		var usage [2]openai.CompletionUsage
+		for i, c := range []openai.Client{cf, local} {
+			r, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: testModel, MaxTokens: openai.Int(2),
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
+					openai.TextContentPart(longPrompt), openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: image}),
+					openai.TextContentPart("What is it?")})}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			usage[i] = r.Usage
+		}
+		if f, l := usage[0], usage[1]; f.PromptTokens != l.PromptTokens || f.PromptTokensDetails.CachedTokens != l.PromptTokensDetails.CachedTokens {
+			t.Errorf("%s: fleet prompt %d cached %d; one process %d, %d", image, f.PromptTokens, f.PromptTokensDetails.CachedTokens,
+				l.PromptTokens, l.PromptTokensDetails.CachedTokens)
+		}
+	}
+	for _, tc := range []struct {
+		images []tokens.Item
+		ok     bool
+	}{
+		{[]tokens.Item{{Key: 1, Start: 0, Len: 2}, {Key: 2, Start: 2, Len: 2}}, true},
+		{[]tokens.Item{{Key: 1, Start: 0, Len: 0}}, false},
+		{[]tokens.Item{{Key: 1, Start: -1, Len: 2}}, false},
+		{[]tokens.Item{{Key: 1, Start: 2, Len: 2}, {Key: 2, Start: 3, Len: 1}}, false},
+		{[]tokens.Item{{Key: 1, Start: 3, Len: 2}}, false},
+		{[]tokens.Item{{Key: 1, Start: 1, Len: math.MaxInt}}, false},
+	} {
+		if err := checkImages(tc.images, 4); (err == nil) != tc.ok {
+			t.Errorf("checkImages(%+v, 4) = %v, want ok %v", tc.images, err, tc.ok)
+		}
 	}
 }
