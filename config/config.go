@@ -919,7 +919,7 @@ func validTCPEndpoint(ep string) bool {
 // output length is a request without max_tokens: --default-max-tokens, ended early where
 // --output-length-dist draws, keyed by --seed and the row.
 func (c *Config) traceOptions() (workload.TraceOptions, error) {
-	opts := workload.TraceOptions{TraceBlockSize: c.TraceBlockSize, Format: c.TraceFormat}
+	opts := workload.TraceOptions{TraceBlockSize: c.TraceBlockSize, Format: c.TraceFormat, ImageTokens: c.ImageTokens}
 	if c.Tokenizer != "" {
 		tk, err := tokenize.FromFile(c.Tokenizer)
 		if err != nil {

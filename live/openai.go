@@ -728,41 +728,13 @@ func checkImageURL(u string) error {
 	return errors.New("want a data: URL or an http(s) URL")
 }
 
-// imagePrompt renders a chat with images: the text between them tokenised, each image in its place as
-// Options.ImageTokens placeholder tokens whose blocks carry the image's key (workload.ImageKey of its URL).
-// The chat is rendered with a mark in each image's place, a run of NULs no text or role holds, and split
-// at the marks.
+// imagePrompt renders a chat with images: each is Options.ImageTokens placeholder tokens in its place,
+// whose blocks carry the image's key (workload.ImageKey of its URL).
 func (s *Server) imagePrompt(msgs []tokenize.Message, segs [][]string, images []string) prompt {
-	mark := "\x00"
-	for clash := true; clash; {
-		clash = false
-		for i, m := range msgs {
-			if strings.Contains(m.Role, mark) || slices.ContainsFunc(segs[i], func(t string) bool { return strings.Contains(t, mark) }) {
-				clash, mark = true, mark+"\x00"
-				break
-			}
-		}
-	}
-	for i := range msgs {
-		msgs[i].Content = strings.Join(segs[i], mark)
-	}
-	pieces := strings.Split(tokenize.ChatPrompt(msgs), mark)
-	tk := s.o.Tokenizer
-	special := len(tk.Encode("")) // what Encode adds to every sequence (a BOS), once at the start only
-	ph := tk.Encode("<image>")
-	placeholder := ph[len(ph)-1]
-	var pr prompt
-	for k, piece := range pieces {
-		ids := tk.Encode(piece)
-		if k > 0 {
-			ids = ids[min(special, len(ids)):]
-			item := tokens.Item{Key: workload.ImageKey(images[k-1]), Start: len(pr.ids), Len: s.o.ImageTokens}
-			pr.images = append(pr.images, item)
-			for range item.Len {
-				pr.ids = append(pr.ids, placeholder)
-			}
-		}
-		pr.ids = append(pr.ids, ids...)
+	ids, starts := tokenize.EncodeChatImages(s.o.Tokenizer, msgs, segs, s.o.ImageTokens)
+	pr := prompt{ids: ids}
+	for k, url := range images {
+		pr.images = append(pr.images, tokens.Item{Key: workload.ImageKey(url), Start: starts[k], Len: s.o.ImageTokens})
 	}
 	return pr
 }

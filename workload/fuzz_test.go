@@ -37,6 +37,7 @@ func FuzzReadTrace(f *testing.F) {
 			`{"chat_id": 160, "parent_chat_id": 159, "timestamp": 62.5, "input_length": 70, "output_length": 8, "turn": 2, "hash_ids": [1, 2, 3, 4, 5]}`,
 		// Multimodal rows: images by tokens or pixels, placed by offset or after the previous one.
 		`{"timestamp": 0, "input_length": 1200, "output_length": 2, "hash_ids": [1, 2, 3], "images": [{"id": "a", "tokens": 576}, {"id": 3, "width": 640, "height": 480, "offset": 700}]}`,
+		`{"timestamp": 0, "output_length": 2, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}, {"type": "text", "text": "a\u0000"}]}]}`,
 		// Crashers and bounds: a huge length, too many ids, duplicate ids, out of order.
 		`{"timestamp": 0, "input_length": 500000000, "output_length": 1}`,
 		`{"request_id": 1, "timestamp": 5, "input_length": 4, "output_length": 1}` + "\n" + `{"request_id": "1", "timestamp": 4, "input_length": 4, "output_length": 1}`,

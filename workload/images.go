@@ -26,6 +26,10 @@ import (
 // every image as in vLLM: the image's identity is in the blocks' extra keys, not in its tokens.
 const ImageToken = 151655
 
+// DefaultImageTokens is the size of an image_url part of a trace's messages when none is given: a
+// 336-pixel image in LLaVA-1.5's CLIP ViT-L/14, 24 × 24 patches.
+const DefaultImageTokens = 576
+
 // PatchPixels is the side, in pixels, of the square one image token covers: Qwen2-VL's and Qwen2.5-VL's
 // vision encoder cuts 14-pixel patches and merges 2×2 of them into one token.
 const PatchPixels = 28

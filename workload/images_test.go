@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mocker-sim/mocker/tokenize"
 	"github.com/mocker-sim/mocker/tokens"
 )
 
@@ -139,5 +140,23 @@ func TestSyntheticImageErrors(t *testing.T) {
 		if _, err := NewSynthetic(o); err == nil || err.Error() != tc.want {
 			t.Errorf("got %v, want %q", err, tc.want)
 		}
+	}
+}
+
+// TestTraceMessageImages: a messages row's image_url parts are images of TraceOptions.ImageTokens tokens
+// in their place, keyed by their URL, as serve makes them.
+func TestTraceMessageImages(t *testing.T) {
+	row := `{"timestamp": 0, "output_length": 2, "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": [{"type": "text", "text": "what is this? "}, {"type": "image_url", "image_url": {"url": "https://h/cat.png"}}, {"type": "text", "text": " and this?"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]}` + "\n"
+	r := requests(readMooncakeString(t, row, TraceOptions{ImageTokens: 10}))[0]
+	tk := tokenize.Builtin()
+	msgs := []tokenize.Message{{Role: "system", Content: "be brief"}, {Role: "user"}}
+	ids, starts := tokenize.EncodeChatImages(tk, msgs, [][]string{{"be brief"}, {"what is this? ", " and this?", ""}}, 10)
+	want := []tokens.Item{{Key: ImageKey("https://h/cat.png"), Start: starts[0], Len: 10}, {Key: ImageKey("data:image/png;base64,AAAA"), Start: starts[1], Len: 10}}
+	if !slices.Equal(r.Images, want) || !slices.Equal(r.AppendTokens(nil), ids) {
+		t.Fatalf("images %+v, want %+v; tokens %v, want %v", r.Images, want, r.AppendTokens(nil), ids)
+	}
+	before := "<|start_header_id|>system<|end_header_id|>\n\nbe brief<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nwhat is this? "
+	if starts[0] != len(tk.Encode(before)) || r.ImageTokens() != 20 {
+		t.Errorf("first image at %d, want %d; %d image tokens, want 20", starts[0], len(tk.Encode(before)), r.ImageTokens())
 	}
 }
