@@ -107,3 +107,35 @@ func TestEncoderCacheLRU(t *testing.T) {
 		}
 	}
 }
+
+// TestEncoderChargedToFirstChunk: an image split by chunked prefill is encoded in the pass whose chunk
+// first reaches it, once.
+func TestEncoderChargedToFirstChunk(t *testing.T) {
+	e, err := New(Options{Timing: timing.Fixed{PrefillMs: 10},
+		VLLM:    vllm.Options{BlockSize: 4, NumBlocks: 64, MaxBatchedTokens: 8, ChunkedPrefill: true, PrefixCaching: true},
+		Encoder: EncoderOptions{MsPerToken: 0.5, CacheTokens: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := make([]uint32, 20)
+	for i := range prompt {
+		prompt[i] = uint32(i + 1)
+	}
+	img := tokens.Item{Key: 1, Start: 6, Len: 8} // chunks [0,8) [8,16) [16,20): the first two hold it
+	if err := e.Enqueue(&sched.Request{ID: 1, Prompt: prompt, MaxTokens: 1, Images: []tokens.Item{img}}); err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Duration
+	for now := time.Duration(0); !e.Idle(); {
+		p := e.Step(now)
+		got = append(got, p.Ranks[0].Cost.Prefill)
+		now = p.End
+	}
+	want := []time.Duration{14 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Errorf("prefill costs %v, want %v (the image's 4 ms in the first chunk)", got, want)
+	}
+	if s := e.EncoderStats(); s != (EncoderStats{Images: 1, Tokens: 8}) {
+		t.Errorf("stats %+v, want one image of 8 tokens, no hit", s)
+	}
+}
