@@ -78,3 +78,59 @@ func TestItemsRunsAndCopies(t *testing.T) {
 		t.Errorf("Reset kept %d items", len(cp.Items()))
 	}
 }
+
+// FuzzItems checks a sequence with items against a direct computation: each full block's tokens hash is
+// ExtraHash of its tokens' hash and the keys of the items it overlaps, and appending the tokens at once,
+// one by one, or as a copy gives the same blocks.
+func FuzzItems(f *testing.F) {
+	f.Add([]byte{4, 1, 1, 1, 2, 2, 3, 3, 3, 3, 3}, []byte{2, 3, 9, 1, 7})
+	f.Add([]byte{1, 5, 6}, []byte{0, 1, 1})
+	f.Fuzz(func(t *testing.T, toks []byte, spec []byte) {
+		if len(toks) == 0 || len(toks) > 4096 {
+			return
+		}
+		bs := 1 + int(toks[0]%8)
+		in := make([]uint32, len(toks)-1)
+		for i, b := range toks[1:] {
+			in[i] = uint32(b % 4) // few distinct tokens: uniform blocks and runs
+		}
+		// spec: (gap, len, key) triples make items in order.
+		var items []Item
+		at := 0
+		for ; len(spec) >= 3; spec = spec[3:] {
+			start, n := at+int(spec[0]%8), 1+int(spec[1]%16)
+			items = append(items, Item{Key: uint64(spec[2]), Start: start, Len: n})
+			at = start + n
+		}
+		whole, single := NewSequence(bs), NewSequence(bs)
+		whole.AddItems(items...)
+		single.AddItems(items...)
+		whole.Append(in...)
+		for _, tok := range in {
+			single.Append(tok)
+		}
+		cp := NewSequence(bs)
+		cp.AppendSequence(whole)
+		var parent uint64
+		for i, b := range whole.Blocks() {
+			var keys []uint64
+			for _, it := range items {
+				if it.Start < (i+1)*bs && it.Start+it.Len > i*bs {
+					keys = append(keys, it.Key)
+				}
+			}
+			th := ExtraHash(BlockHash(in[i*bs:(i+1)*bs]), keys...)
+			h := th
+			if i > 0 {
+				h = SeqHash(parent, th)
+			}
+			if b != (Block{Hash: h, TokensHash: th}) || single.Blocks()[i] != b || cp.Blocks()[i] != b {
+				t.Fatalf("block %d: %+v, single %+v, copy %+v; want %x/%x", i, b, single.Blocks()[i], cp.Blocks()[i], h, th)
+			}
+			parent = h
+		}
+		if len(whole.Blocks()) != len(in)/bs || len(single.Blocks()) != len(in)/bs {
+			t.Fatalf("%d and %d blocks of %d tokens at %d", len(whole.Blocks()), len(single.Blocks()), len(in), bs)
+		}
+	})
+}
