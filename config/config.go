@@ -87,6 +87,10 @@ type Config struct {
 	// HostOverheadUs is the engine's host time per request in each pass, in microseconds, on top of the
 	// timing model's GPU time (timing.HostOverhead).
 	HostOverheadUs float64 `yaml:"host-overhead-us"`
+	// The vision encoder of requests with images: ms per image token (a ViT forward over the image's
+	// patches), and the per-rank encoder cache's size in image tokens (0: the pass token budget).
+	EncoderMsPerImageToken float64 `yaml:"encoder-ms-per-image-token"`
+	EncoderCacheSize       int     `yaml:"encoder-cache-size"`
 
 	// Cluster.
 	Workers               int     `yaml:"workers"`
@@ -128,6 +132,9 @@ type Config struct {
 	NumPrefixGroups     int     `yaml:"num-prefix-groups"`
 	NumDatasetEntries   int     `yaml:"num-dataset-entries"`
 	DatasetSampling     string  `yaml:"dataset-sampling-strategy"`
+	ImagesPerRequest    int     `yaml:"images-per-request"`
+	ImageTokens         int     `yaml:"image-tokens"`
+	ImagePool           int     `yaml:"image-pool"`
 	TurnsPerSession     int     `yaml:"turns-per-session"`
 	InterTurnDelayMs    float64 `yaml:"inter-turn-delay-ms"`
 	InterTurnDelayDist  string  `yaml:"inter-turn-delay-dist"`
@@ -252,6 +259,8 @@ func Default() Config {
 		SharedPrefixRatio:              0.25,
 		NumPrefixGroups:                8,
 		DatasetSampling:                "shuffle",
+		ImageTokens:                    576,
+		EncoderMsPerImageToken:         0.002,
 		TurnsPerSession:                1,
 		InterTurnDelayDist:             "constant",
 		Host:                           "127.0.0.1",
@@ -479,6 +488,18 @@ func (c *Config) validate() error {
 // validateEngine checks the engine settings config maps onto engine.Options, where they mean more
 // than the schedulers' own options (0: the backend's default or auto).
 func (c *Config) validateEngine() error {
+	switch {
+	case c.ImagesPerRequest != 0 && c.Trace != "":
+		return bad("images-per-request", c.ImagesPerRequest, "applies to the synthetic workload, not to a trace (give a row's images)")
+	case c.ImageTokens < 1:
+		return bad("image-tokens", c.ImageTokens, "must be at least 1")
+	case c.ImagePool < 0:
+		return bad("image-pool", c.ImagePool, "must be >= 0")
+	case !finiteNonNegative(c.EncoderMsPerImageToken):
+		return bad("encoder-ms-per-image-token", c.EncoderMsPerImageToken, "must be a finite number >= 0")
+	case c.EncoderCacheSize < 0:
+		return bad("encoder-cache-size", c.EncoderCacheSize, "must be >= 0 (0: the pass token budget)")
+	}
 	switch {
 	case c.PageSize < 0:
 		return bad("page-size", c.PageSize, "must be at least 1 (0: --block-size, else 1)")
@@ -771,6 +792,9 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 		NumPrefixGroups:   c.NumPrefixGroups,
 		DatasetEntries:    c.NumDatasetEntries,
 		DatasetSampling:   c.DatasetSampling,
+		ImagesPerRequest:  c.ImagesPerRequest,
+		ImageTokens:       c.imageTokens(),
+		ImagePool:         c.ImagePool,
 		TurnsPerSession:   c.TurnsPerSession,
 		InterTurnDelay:    time.Duration(c.InterTurnDelayMs * float64(time.Millisecond)),
 		InterTurnDist:     c.InterTurnDelayDist,
@@ -781,6 +805,14 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 		Desync:            time.Duration(c.desyncMs() * float64(time.Millisecond)),
 		Seed:              c.Seed,
 	})
+}
+
+// imageTokens is --image-tokens where synthetic requests have images, else 0.
+func (c *Config) imageTokens() int {
+	if c.ImagesPerRequest == 0 {
+		return 0
+	}
+	return c.ImageTokens
 }
 
 // validTimeout reports whether a timeout in seconds converts to a time.Duration (at most 1e6 s, 11.6 days).
@@ -1016,7 +1048,7 @@ func validTCPEndpoint(ep string) bool {
 // output length is a request without max_tokens: --default-max-tokens, ended early where
 // --output-length-dist draws, keyed by --seed and the row.
 func (c *Config) traceOptions() (workload.TraceOptions, error) {
-	opts := workload.TraceOptions{TraceBlockSize: c.TraceBlockSize, Format: c.TraceFormat}
+	opts := workload.TraceOptions{TraceBlockSize: c.TraceBlockSize, Format: c.TraceFormat, ImageTokens: c.ImageTokens}
 	if c.Tokenizer != "" {
 		tk, err := tokenize.FromFile(c.Tokenizer)
 		if err != nil {

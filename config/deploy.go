@@ -278,5 +278,18 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 		Timing:   m,
 		Seed:     c.Seed,
 		LoRALoad: time.Duration(c.LoRALoadMs * float64(time.Millisecond)),
+		Encoder:  engine.EncoderOptions{MsPerToken: c.EncoderMsPerImageToken, CacheTokens: c.encoderCacheSize()},
 	}, nil
+}
+
+// encoderCacheSize is --encoder-cache-size, or by default the pass token budget, as vLLM sizes its encoder
+// cache (encoder_cache_size = max_num_batched_tokens); SGLang's budget is its max prefill tokens.
+func (c *Config) encoderCacheSize() int {
+	switch {
+	case c.EncoderCacheSize > 0:
+		return c.EncoderCacheSize
+	case c.Backend == "sglang":
+		return c.SGLangMaxPrefillTokens
+	}
+	return c.MaxNumBatchedTokens
 }

@@ -24,6 +24,8 @@ type Options struct {
 	// LoRALoad is the time to load a LoRA adapter that is not resident: a pass that first uses one waits
 	// for it (see vllm.Options.MaxCPULoRAs).
 	LoRALoad time.Duration
+	// Encoder prices and caches the vision encoding of requests with images.
+	Encoder EncoderOptions
 }
 
 // scheduler is what the engine needs of one rank's scheduler.
@@ -36,6 +38,8 @@ type Engine struct {
 	model   timing.Model
 	pass    Pass
 	load    time.Duration // per LoRA adapter loaded
+	enc     []*encoder    // per rank, made by the first request with images
+	encOpts EncoderOptions
 
 	// Coast's scratch.
 	batch    timing.Batch
@@ -46,7 +50,7 @@ type Engine struct {
 type RankPass struct {
 	*sched.Pass
 	Rank int
-	Cost timing.Cost // modelled duration of this rank's work
+	Cost timing.Cost // modelled duration of this rank's work, the vision encoder's included (in Prefill)
 }
 
 // Pass is one forward pass of the engine. It is owned by the engine and valid until the next Step.
@@ -72,7 +76,10 @@ func New(o Options) (*Engine, error) {
 	if o.LoRALoad < 0 {
 		return nil, fmt.Errorf("lora-load-ms %v: must not be negative", o.LoRALoad)
 	}
-	e := &Engine{backend: o.Backend, model: o.Timing, load: o.LoRALoad}
+	if o.Encoder.MsPerToken < 0 || o.Encoder.CacheTokens < 0 {
+		return nil, fmt.Errorf("engine: encoder %+v: must be >= 0", o.Encoder)
+	}
+	e := &Engine{backend: o.Backend, model: o.Timing, load: o.LoRALoad, encOpts: o.Encoder}
 	dp := max(o.DPSize, 1)
 	spec := o.Backend.Spec()
 	for i := range dp {
@@ -98,14 +105,29 @@ func (e *Engine) Enqueue(r *sched.Request) error {
 	if r.Rank < 0 || r.Rank >= len(e.ranks) {
 		return &sched.RejectError{ID: r.ID, Reason: fmt.Sprintf("dp rank %d out of range [0,%d)", r.Rank, len(e.ranks))}
 	}
-	return e.ranks[r.Rank].Enqueue(r)
+	if err := e.ranks[r.Rank].Enqueue(r); err != nil {
+		return err
+	}
+	if len(r.Images) > 0 {
+		if e.enc == nil {
+			e.enc = make([]*encoder, len(e.ranks))
+		}
+		if e.enc[r.Rank] == nil {
+			e.enc[r.Rank] = newEncoder(e.encOpts)
+		}
+		e.enc[r.Rank].add(r)
+	}
+	return nil
 }
 
 // Cancel drops a request wherever it is (queued, running, held for its transfer or reserved while its KV
 // arrives) and releases its KV. It reports whether the request was known.
 func (e *Engine) Cancel(id uint64) bool {
-	for _, s := range e.ranks {
+	for i, s := range e.ranks {
 		if s.Cancel(id) {
+			if e.enc != nil && e.enc[i] != nil {
+				delete(e.enc[i].reqs, id)
+			}
 			return true
 		}
 	}
@@ -155,6 +177,12 @@ func (e *Engine) CheckInvariants() error {
 		if err := s.CheckInvariants(); err != nil {
 			return fmt.Errorf("rank %d: %w", i, err)
 		}
+		if e.enc == nil || e.enc[i] == nil {
+			continue
+		}
+		if err := e.enc[i].check(); err != nil {
+			return fmt.Errorf("rank %d: %w", i, err)
+		}
 	}
 	return nil
 }
@@ -183,6 +211,9 @@ func (e *Engine) Step(now time.Duration) *Pass {
 		c := e.model.Cost(&sp.Batch)
 		// Loading adapters comes before the pass's compute, prefill or not: counted with the prefill.
 		c.Prefill += time.Duration(sp.LoRALoads) * e.load
+		if e.enc != nil && e.enc[i] != nil {
+			c.Prefill += e.enc[i].pass(sp)
+		}
 		longest = max(longest, c.Total())
 		p.Ranks = append(p.Ranks, RankPass{Pass: sp, Rank: i, Cost: c})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/mocker-sim/mocker/live/natsevents"
 	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/tokens"
 )
 
 // A fleet is frontends and workers in separate processes over NATS. A worker registers as a NATS
@@ -49,10 +50,24 @@ func cancelSubject(id uint64) string   { return fmt.Sprintf("mocker.fleet.%016x.
 
 // fleetRequest is what a frontend sends a worker.
 type fleetRequest struct {
-	Prompt    []uint32 `json:"prompt"`
-	MaxTokens int      `json:"max_tokens"`
-	Finish    string   `json:"finish,omitempty"` // the metrics' finished_reason when it runs its course
-	LoRA      string   `json:"lora,omitempty"`   // the adapter that serves it
+	Prompt    []uint32      `json:"prompt"`
+	MaxTokens int           `json:"max_tokens"`
+	Finish    string        `json:"finish,omitempty"` // the metrics' finished_reason when it runs its course
+	LoRA      string        `json:"lora,omitempty"`   // the adapter that serves it
+	Images    []tokens.Item `json:"images,omitempty"` // the prompt's images (sched.Request.Images)
+}
+
+// checkImages checks a fleet request's images as the prompt's items must be: in order, not overlapping,
+// inside the prompt.
+func checkImages(images []tokens.Item, n int) error {
+	end := 0
+	for i, im := range images {
+		if im.Len < 1 || im.Start < end || im.Start > n-im.Len {
+			return fmt.Errorf("image %d at [%d, +%d) is not after the previous one and inside the %d-token prompt", i, im.Start, im.Len, n)
+		}
+		end = im.Start + im.Len
+	}
+	return nil
 }
 
 // fleetChunk is one message of a worker's answer.
@@ -134,12 +149,14 @@ func (fw *FleetWorker) handle(r micro.Request) {
 		err = errors.New("want a prompt and max_tokens ≥ 1")
 	case err == nil && m.MaxTokens > fw.srv.capacity-len(m.Prompt): // as the HTTP API checks
 		err = fmt.Errorf("%d prompt tokens and max_tokens %d exceed the %d tokens a KV pool holds", len(m.Prompt), m.MaxTokens, fw.srv.capacity)
+	case err == nil:
+		err = checkImages(m.Images, len(m.Prompt))
 	}
 	if err != nil {
 		fw.send(reply, fleetChunk{Done: true, Error: "bad fleet request: " + err.Error(), Kind: "reject"})
 		return
 	}
-	req := fw.srv.newRequest(m.Prompt, m.MaxTokens, m.LoRA)
+	req := fw.srv.newRequest(m.Prompt, m.MaxTokens, m.LoRA, m.Images...)
 	st := newStream(req.ID, len(m.Prompt), time.Now())
 	st.finish = m.Finish
 	fw.running.Add(1)
@@ -410,7 +427,7 @@ func (s *Server) dispatchRemote(w *remote, req *sched.Request, st *Stream) error
 	// The reply subject names the worker too: a request rerouted from a worker cut off, not dead, must
 	// not take that worker's late answers.
 	reply := s.fleet.inbox + "." + strconv.FormatUint(req.ID, 10) + "." + strconv.Itoa(w.slot)
-	b, err := json.Marshal(fleetRequest{Prompt: req.Prompt, MaxTokens: req.MaxTokens, Finish: st.finish, LoRA: req.LoRA})
+	b, err := json.Marshal(fleetRequest{Prompt: req.Prompt, MaxTokens: req.MaxTokens, Finish: st.finish, LoRA: req.LoRA, Images: req.Images})
 	if err == nil {
 		err = s.fleet.o.Conn.PublishMsg(&nats.Msg{Subject: generateSubject(w.id), Reply: reply, Data: b})
 	}

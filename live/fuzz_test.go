@@ -41,6 +41,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		{true, `{"model": "test-model", ` + msgs + `, "top_logprobs": 3, "stream_options": {"include_usage": true}}`},
 		{false, `{"model": "sql-lora", "prompt": "hi", "max_tokens": 3, "stream": true}`},
 		{true, `{"model": "sql-lorb", ` + msgs + `}`},
+		{true, `{"model": "test-model", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}, {"type": "text", "text": "a\u0000b"}, {"type": "image_url", "image_url": {"url": "https://h/x.png", "detail": "high"}}]}], "max_tokens": 2}`},
 	} {
 		f.Add(s.chat, []byte(s.body))
 	}

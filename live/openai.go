@@ -3,6 +3,7 @@ package live
 import (
 	"bytes"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
@@ -20,6 +22,8 @@ import (
 
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/tokenize"
+	"github.com/mocker-sim/mocker/tokens"
+	"github.com/mocker-sim/mocker/workload"
 )
 
 var errBusy = errors.New("too many requests waiting")
@@ -387,8 +391,9 @@ func (p *sampling) wholeBudget(maxes []int) *apiError {
 
 // prompt is one prompt of a request: its tokens, and its text for echo.
 type prompt struct {
-	ids  []uint32
-	text string
+	ids    []uint32
+	text   string
+	images []tokens.Item // a chat's image_url parts, in ids
 }
 
 // contextError is vLLM's 400 for a request over max_model_len: its message, type, param and numeric code.
@@ -633,44 +638,126 @@ func (s *Server) chatInput(w http.ResponseWriter, r *http.Request, req *chatRequ
 		return nil, prompt{}, badRequest("messages", "field \"messages\" must hold at least one message")
 	}
 	msgs := make([]tokenize.Message, len(req.Messages))
+	segs := make([][]string, len(req.Messages))
+	var images []string
 	for i, m := range req.Messages {
 		if m.Role == "" {
 			return nil, prompt{}, badRequest("messages", "messages[%d]: field \"role\" is required", i)
 		}
-		text, err := messageText(m.Content)
-		if err != nil {
-			return nil, prompt{}, badRequest("messages", "messages[%d].content: %v", i, err)
+		var ims []string
+		var e *apiError
+		if segs[i], ims, e = messageContent(m.Content, i); e != nil {
+			return nil, prompt{}, e
 		}
-		msgs[i] = tokenize.Message{Role: m.Role, Content: text}
+		msgs[i] = tokenize.Message{Role: m.Role, Content: segs[i][0]}
+		images = append(images, ims...)
 	}
-	return p, prompt{ids: s.o.Tokenizer.Encode(tokenize.ChatPrompt(msgs))}, nil
+	if len(images) == 0 {
+		return p, prompt{ids: s.o.Tokenizer.Encode(tokenize.ChatPrompt(msgs))}, nil
+	}
+	return p, s.imagePrompt(msgs, segs, images), nil
 }
 
-// messageText reads a message's content: a string, or a list of parts of which the text ones count.
-func messageText(raw json.RawMessage) (string, error) {
+// messageContent reads a message's content: a string, or a list of text and image_url parts. It returns
+// the text before, between and after the images (one more piece than images) and the images' URLs. A
+// malformed part is a 400 naming messages[i].content[j].
+func messageContent(raw json.RawMessage, i int) ([]string, []string, *apiError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil // an assistant message with tool calls has no content
+		return []string{""}, nil, nil // an assistant message with tool calls has no content
 	}
 	var text string
 	if json.Unmarshal(raw, &text) == nil {
-		return text, nil
+		return []string{text}, nil, nil
 	}
 	var parts []struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
+		Type     string  `json:"type"`
+		Text     *string `json:"text"`
+		ImageURL *struct {
+			URL    *string `json:"url"`
+			Detail string  `json:"detail"`
+		} `json:"image_url"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("expected a string or a list of content parts")
+		return nil, nil, badRequest("messages", "messages[%d].content: expected a string or a list of content parts", i)
 	}
-	var b strings.Builder
+	var (
+		b      strings.Builder
+		segs   []string
+		images []string
+	)
 	for j, p := range parts {
-		if p.Type != "text" || p.Text == nil {
-			return "", fmt.Errorf("part %d: only text parts are supported, got type %q", j, p.Type)
+		bad := func(format string, args ...any) *apiError {
+			param := fmt.Sprintf("messages[%d].content[%d]", i, j)
+			return badRequest(param, param+": "+format, args...)
 		}
-		b.WriteString(*p.Text)
+		switch p.Type {
+		case "text":
+			if p.Text == nil {
+				return nil, nil, bad("a text part needs \"text\", a string")
+			}
+			b.WriteString(*p.Text)
+		case "image_url":
+			if p.ImageURL == nil || p.ImageURL.URL == nil {
+				return nil, nil, bad("an image_url part needs \"image_url\": {\"url\": ...}")
+			}
+			if err := checkImageURL(*p.ImageURL.URL); err != nil {
+				return nil, nil, bad("image_url.url: %v", err)
+			}
+			switch p.ImageURL.Detail {
+			case "", "auto", "low", "high", "original":
+			default:
+				return nil, nil, bad("image_url.detail %q: want auto, low, high or original", p.ImageURL.Detail)
+			}
+			images = append(images, *p.ImageURL.URL)
+			segs = append(segs, b.String())
+			b.Reset()
+		default:
+			return nil, nil, bad("unsupported part type %q (want text or image_url)", p.Type)
+		}
 	}
-	return b.String(), nil
+	return append(segs, b.String()), images, nil
+}
+
+// checkImageURL accepts what vLLM fetches or decodes, without doing either: a data: URL with its payload
+// (base64 or not), or an http(s) URL with a host. The simulator never fetches an image; its identity is
+// the URL itself.
+func checkImageURL(u string) error {
+	switch {
+	case strings.HasPrefix(u, "data:"):
+		meta, data, ok := strings.Cut(u[len("data:"):], ",")
+		switch {
+		case !ok:
+			return errors.New("a data: URL needs a comma before its data")
+		case data == "":
+			return errors.New("the data: URL has no data")
+		case meta != "" && !strings.HasPrefix(meta, "image/"):
+			return fmt.Errorf("the data: URL's media type %q is not an image", strings.TrimSuffix(meta, ";base64"))
+		case strings.HasSuffix(meta, ";base64"):
+			if _, err := base64.StdEncoding.DecodeString(data); err != nil {
+				return fmt.Errorf("invalid base64 data: %v", err)
+			}
+		}
+		return nil
+	case strings.HasPrefix(u, "http://"), strings.HasPrefix(u, "https://"):
+		pu, err := url.Parse(u)
+		if err != nil || pu.Host == "" {
+			return errors.New("not a valid http(s) URL")
+		}
+		return nil
+	}
+	return errors.New("want a data: URL or an http(s) URL")
+}
+
+// imagePrompt renders a chat with images: each is Options.ImageTokens placeholder tokens in its place,
+// whose blocks carry the image's key (workload.ImageKey of its URL).
+func (s *Server) imagePrompt(msgs []tokenize.Message, segs [][]string, images []string) prompt {
+	ids, starts := tokenize.EncodeChatImages(s.o.Tokenizer, msgs, segs, s.o.ImageTokens)
+	pr := prompt{ids: ids}
+	for k, url := range images {
+		pr.images = append(pr.images, tokens.Item{Key: workload.ImageKey(url), Start: starts[k], Len: s.o.ImageTokens})
+	}
+	return pr
 }
 
 // choice is one generated sequence of a request: the j-th of a prompt's n, an engine request of its own
@@ -810,7 +897,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *sampling, c
 	for i, pr := range prompts {
 		for j := range p.n {
 			c := &choice{index: i*p.n + j, prompt: i}
-			req := s.newRequest(pr.ids, maxes[i], p.lora)
+			req := s.newRequest(pr.ids, maxes[i], p.lora, pr.images...)
 			s.plan(c, req, p, maxes[i], &buf)
 			req.MaxTokens = c.tokens
 			c.st = newStream(req.ID, len(pr.ids), arrived)

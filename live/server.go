@@ -63,6 +63,9 @@ type Options struct {
 
 	// Tokenizer encodes prompts (chats rendered by tokenize.ChatPrompt) and decodes outputs.
 	Tokenizer tokenize.Tokenizer
+	// ImageTokens is the number of tokens of each image_url part of a chat (0: 576, LLaVA-1.5's
+	// 336-pixel image); images are never fetched, so their size is this, whatever the image.
+	ImageTokens int
 
 	// Metrics serves /metrics; nil: no metrics endpoint.
 	Metrics http.Handler
@@ -188,6 +191,12 @@ func New(o Options) (*Server, error) {
 	}
 	if o.Tokenizer == nil {
 		o.Tokenizer = tokenize.Builtin()
+	}
+	switch {
+	case o.ImageTokens == 0:
+		o.ImageTokens = 576
+	case o.ImageTokens < 0:
+		return nil, fmt.Errorf("live: image tokens %d: must be at least 1", o.ImageTokens)
 	}
 	if o.ModelName == "" {
 		o.ModelName = "mocker"
@@ -368,6 +377,11 @@ func (s *Server) DecodeWorkers() []*Worker {
 	return s.decode.workers
 }
 
+// imageSink is a Sink that names blocks by their tokens and so must know a prompt's images too (ZMQSink).
+type imageSink interface {
+	PromptImages(id uint64, prompt []uint32, lora string, images []tokens.Item)
+}
+
 // submit routes a request to a worker, or queues it in the router; a request that came in on a worker's
 // own handler (WorkerHandler, recorded in ctx) goes to that worker. The stream it returns carries the
 // output; an error means the request was refused: *sched.RejectError (it can never run), errBusy (too
@@ -375,6 +389,10 @@ func (s *Server) DecodeWorkers() []*Worker {
 func (s *Server) submit(ctx context.Context, req *sched.Request, st *Stream) error {
 	// Sinks learn the prompt before any worker can store its blocks.
 	for _, sk := range s.o.Sinks {
+		if is, ok := sk.(imageSink); ok && len(req.Images) > 0 {
+			is.PromptImages(req.ID, req.Prompt, req.LoRA, req.Images)
+			continue
+		}
 		sk.Prompt(req.ID, req.Prompt, req.LoRA)
 	}
 	pin, pinned := ctx.Value(pinKey{}).(int)
@@ -605,14 +623,15 @@ func (s *Server) WorkerHandler(w int, metrics http.Handler) http.Handler {
 }
 
 // newRequest builds the engine request of a prompt served by adapter lora ("" for the base model),
-// hashing its blocks once for the router and the engine.
-func (s *Server) newRequest(prompt []uint32, maxTokens int, lora string) *sched.Request {
+// hashing its blocks once for the router and the engine; images are the prompt's image_url parts.
+func (s *Server) newRequest(prompt []uint32, maxTokens int, lora string, images ...tokens.Item) *sched.Request {
 	seq := tokens.NewSequence(s.o.Router.BlockSize)
 	if lora != "" {
 		seq.SetSeed(tokens.LoRASeed(lora))
 	}
+	seq.AddItems(images...)
 	seq.Append(prompt...)
-	return &sched.Request{ID: s.nextID.Add(1), Prompt: prompt, MaxTokens: maxTokens, Seq: seq, LoRA: lora}
+	return &sched.Request{ID: s.nextID.Add(1), Prompt: prompt, MaxTokens: maxTokens, Seq: seq, LoRA: lora, Images: images}
 }
 
 // Shutdown stops accepting requests through srv, waits (until ctx ends) for the requests in flight to

@@ -295,7 +295,7 @@ func TestBadInput(t *testing.T) {
 		{"body too large", comp, `{"model": "test-model", "prompt": "` + strings.Repeat("x", 5000) + `"}`, 413, ""},
 		{"no messages", chat, `{"model": "test-model", "messages": []}`, 400, "messages"},
 		{"message without role", chat, `{"model": "test-model", "messages": [{"content": "hi"}]}`, 400, "messages"},
-		{"image part", chat, `{"model": "test-model", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}`, 400, "messages"},
+		{"image part without its url", chat, `{"model": "test-model", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}`, 400, "messages[0].content[0]"},
 		{"messages wrong type", chat, `{"model": "test-model", "messages": "hi"}`, 400, "messages"},
 		{"max_completion_tokens negative", chat, `{"model": "test-model", "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": -5}`, 400, "max_completion_tokens"},
 		{"unknown route", hs.URL + "/v1/embeddings", `{}`, 404, ""},

@@ -99,9 +99,10 @@ type vblock struct {
 type vreq struct {
 	seq    *tokens.Sequence
 	lora   string
-	tail   []uint32 // tokens after the last full block
-	parent [32]byte // vLLM hash of the last full block (NONE_HASH before the first)
-	held   []uint64 // our hashes of the blocks it references
+	items  []tokens.Item // its images: their keys are the extra_keys of the blocks they overlap
+	tail   []uint32      // tokens after the last full block
+	parent [32]byte      // vLLM hash of the last full block (NONE_HASH before the first)
+	held   []uint64      // our hashes of the blocks it references
 }
 
 // NewZMQSink binds every worker's and rank's PUB (and replay) sockets.
@@ -179,12 +180,20 @@ func (s *ZMQSink) Close() error {
 // Prompt implements Sink: it hashes the prompt's full blocks the way vLLM does, the adapter's name in
 // their extra keys.
 func (s *ZMQSink) Prompt(id uint64, prompt []uint32, lora string) {
+	s.PromptImages(id, prompt, lora, nil)
+}
+
+// PromptImages is Prompt for a prompt with images: a block overlapping images hashes with their keys
+// (in hex, as vLLM's mm hashes are strings) after the adapter's name as its extra_keys, and our names of
+// its blocks carry them too.
+func (s *ZMQSink) PromptImages(id uint64, prompt []uint32, lora string, images []tokens.Item) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := &vreq{seq: tokens.NewSequence(s.o.BlockSize), lora: lora, parent: s.hasher.NoneHash()}
+	r := &vreq{seq: tokens.NewSequence(s.o.BlockSize), lora: lora, parent: s.hasher.NoneHash(), items: images}
 	if lora != "" {
 		r.seq.SetSeed(tokens.LoRASeed(lora)) // our names of its blocks, as the engine's
 	}
+	r.seq.AddItems(images...)
 	s.reqs[id] = r
 	s.extend(r, prompt)
 }
@@ -227,7 +236,7 @@ func (s *ZMQSink) extend(r *vreq, toks []uint32) {
 		part := r.tail[i*bs : (i+1)*bs]
 		b := s.blocks[blk.Hash]
 		if b == nil {
-			b = &vblock{hash: s.hasher.LoRABlock(r.parent, part, r.lora), tokens: append([]uint32(nil), part...), lora: r.lora}
+			b = &vblock{hash: s.hasher.BlockExtra(r.parent, part, r.extraKeys(before+i, bs)), tokens: append([]uint32(nil), part...), lora: r.lora}
 			s.blocks[blk.Hash] = b
 		}
 		b.refs++
@@ -237,6 +246,20 @@ func (s *ZMQSink) extend(r *vreq, toks []uint32) {
 	if n := len(r.seq.Blocks()) - before; n > 0 {
 		r.tail = append(r.tail[:0], r.tail[n*bs:]...)
 	}
+}
+
+// extraKeys returns vLLM's extra_keys of r's block k: the adapter's name, then the keys, in hex, of r's images that overlap it.
+func (r *vreq) extraKeys(k, bs int) []string {
+	var keys []string
+	if r.lora != "" {
+		keys = append(keys, r.lora) // vLLM's order: the adapter's name, then the mm hashes
+	}
+	for _, it := range r.items {
+		if it.Start < (k+1)*bs && it.Start+it.Len > k*bs {
+			keys = append(keys, strconv.FormatUint(it.Key, 16))
+		}
+	}
+	return keys
 }
 
 // Events implements Sink: one vLLM event batch per call.

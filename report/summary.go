@@ -45,6 +45,12 @@ type Summary struct {
 	// the caller; in the JSON only when speculative decoding ran).
 	SpecMeanAcceptedLength float64
 
+	// The vision encoder's work on requests with images (filled by the caller; in the JSON only when some
+	// image was encoded or found): images encoded, their tokens, and images found in an encoder cache.
+	ImagesEncoded      int64
+	ImageTokensEncoded int64
+	EncoderCacheHits   int64
+
 	// Pools are the caller's per-pool figures; in the JSON only when there is more than one pool
 	// (disaggregated serving), as keys prefixed with the pool's name.
 	Pools []PoolSummary
@@ -179,6 +185,11 @@ func (s Summary) WriteJSON(w io.Writer) error {
 	o.int("preemptions", s.Preemptions)
 	if s.SpecMeanAcceptedLength > 0 {
 		o.float("spec_mean_accepted_length", s.SpecMeanAcceptedLength)
+	}
+	if s.ImagesEncoded+s.EncoderCacheHits > 0 {
+		o.int("images_encoded", int(s.ImagesEncoded))
+		o.int("image_tokens_encoded", int(s.ImageTokensEncoded))
+		o.int("encoder_cache_hits", int(s.EncoderCacheHits))
 	}
 	for _, d := range []struct {
 		name string

@@ -45,6 +45,10 @@ func (s Summary) WriteTable(w io.Writer, title string) error {
 	if s.SpecMeanAcceptedLength > 0 {
 		row(&b, "Mean accepted length (spec decode):", fixed(s.SpecMeanAcceptedLength))
 	}
+	if s.ImagesEncoded+s.EncoderCacheHits > 0 {
+		row(&b, "Images encoded:", strconv.FormatInt(s.ImagesEncoded, 10))
+		row(&b, "Encoder cache hits:", strconv.FormatInt(s.EncoderCacheHits, 10))
+	}
 	for _, sec := range []struct {
 		title, name string
 		st          Stats

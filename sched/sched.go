@@ -27,9 +27,15 @@ type Request struct {
 	// LoRA names the adapter that serves the request, "" for the base model: its blocks are hashed with
 	// the adapter's seed (tokens.LoRASeed), and a vLLM scheduler bounds the adapters per pass.
 	LoRA string
+	// Images are the prompt's images, sorted by Start: each one's content hash (the extra key of the blocks
+	// it overlaps, and its encoder-cache entry) and its placeholder tokens' span, which counts in the
+	// prompt's length. A Seq or Source carries them in its hashes already; Images also tell the engine
+	// what its vision encoder must run.
+	Images []tokens.Item
 }
 
-// PromptSource makes a prompt on demand, the same tokens every time (a workload's request).
+// PromptSource makes a prompt on demand, the same tokens every time (a workload's request), declaring its
+// images' items on the sequence (tokens.Sequence.AddItems).
 type PromptSource interface {
 	PromptLen() int
 	AppendSequence(seq *tokens.Sequence)
@@ -63,6 +69,7 @@ func (r *Request) AppendPrompt(seq *tokens.Sequence) {
 	if r.Seq != nil && r.Prompt == nil {
 		panic(fmt.Sprintf("sched: request %d: its Seq does not fit the engine (block size %d) and it has no Prompt", r.ID, seq.BlockSize()))
 	}
+	seq.AddItems(r.Images...)
 	seq.Append(r.Prompt...)
 }
 
@@ -137,6 +144,7 @@ type Sample struct {
 // describe cache changes made while planning, outputs appear at the pass end.
 type Pass struct {
 	Batch     timing.Batch
+	SeqIDs    []uint64 // the request of each of Batch.Seqs, in order
 	Admitted  []Admission
 	Preempted []uint64
 	Events    []kvcache.Event
@@ -154,6 +162,7 @@ func (p *Pass) Empty() bool {
 func (p *Pass) Reset() {
 	*p = Pass{
 		Batch:     timing.Batch{Seqs: p.Batch.Seqs[:0]},
+		SeqIDs:    p.SeqIDs[:0],
 		Admitted:  p.Admitted[:0],
 		Preempted: p.Preempted[:0],
 		Events:    p.Events[:0],

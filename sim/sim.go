@@ -416,6 +416,9 @@ func (r *runner) arrive(s *session) error {
 		r.prompt = t.AppendTokens(r.prompt)
 		s.history = append(s.history[:0], r.prompt...)
 		req.seq = r.newSeq(t.LoRA)
+		if !t.History {
+			req.seq.AddItems(t.Images...)
+		}
 		req.seq.Append(r.prompt...)
 		req.prompt = req.seq.Len()
 	}
@@ -492,7 +495,8 @@ func (r *runner) dispatch(req *request, d router.Decision) error {
 	if r.decode != nil {
 		maxTokens = 1 // the prefill worker computes the prompt; the decode worker generates
 	}
-	sr := &sched.Request{ID: req.id, Seq: req.seq, MaxTokens: maxTokens, OutputTokens: req.turn.OutputTokenIDs, Rank: d.Target.Rank, LoRA: req.turn.LoRA}
+	sr := &sched.Request{ID: req.id, Seq: req.seq, MaxTokens: maxTokens, OutputTokens: req.turn.OutputTokenIDs, Rank: d.Target.Rank, LoRA: req.turn.LoRA,
+		Images: req.turn.Images}
 	if !req.sess.keep && r.decode == nil {
 		sr.Source = req.turn
 	}
@@ -636,6 +640,10 @@ func (r *runner) result() *Result {
 				ps.PrefixQueries += rm.PrefixQueries
 				ps.PrefixHits += rm.PrefixHits
 			}
+			enc := w.eng.EncoderStats()
+			res.Summary.ImagesEncoded += enc.Images
+			res.Summary.ImageTokensEncoded += enc.Tokens
+			res.Summary.EncoderCacheHits += enc.CacheHits
 			ps.Passes += w.passes
 			ps.Busy += w.busy
 		}

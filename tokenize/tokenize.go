@@ -13,7 +13,10 @@
 // ChatPrompt renders a chat as one prompt string, the same for both.
 package tokenize
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Tokenizer turns text into token ids and back. Implementations are safe for concurrent use.
 type Tokenizer interface {
@@ -68,3 +71,42 @@ const (
 	endOfTurn       = "<|eot_id|>"
 	assistantHeader = headerStart + "assistant" + headerEnd
 )
+
+// EncodeChatImages renders a chat whose messages hold images between their pieces of text — pieces[i] is
+// message i's text, cut at its images (one more piece than images; msgs[i].Content is ignored) — and
+// encodes it with size copies of a placeholder token (the last of "<image>"'s) in each image's place. It
+// returns the tokens and where each image starts, in message order. The text between images is encoded
+// piece by piece, what Encode adds to every sequence (a BOS) kept only at the start.
+func EncodeChatImages(tk Tokenizer, msgs []Message, pieces [][]string, size int) (ids []uint32, starts []int) {
+	// The chat is rendered with a mark in each image's place, a run of NULs no text or role holds, and
+	// split at the marks.
+	mark := "\x00"
+	for clash := true; clash; {
+		clash = false
+		for i, m := range msgs {
+			if strings.Contains(m.Role, mark) || slices.ContainsFunc(pieces[i], func(t string) bool { return strings.Contains(t, mark) }) {
+				clash, mark = true, mark+"\x00"
+				break
+			}
+		}
+	}
+	marked := slices.Clone(msgs)
+	for i := range marked {
+		marked[i].Content = strings.Join(pieces[i], mark)
+	}
+	special := len(tk.Encode(""))
+	ph := tk.Encode("<image>")
+	placeholder := ph[len(ph)-1]
+	for k, piece := range strings.Split(ChatPrompt(marked), mark) {
+		enc := tk.Encode(piece)
+		if k > 0 {
+			enc = enc[min(special, len(enc)):]
+			starts = append(starts, len(ids))
+			for range size {
+				ids = append(ids, placeholder)
+			}
+		}
+		ids = append(ids, enc...)
+	}
+	return ids, starts
+}

@@ -50,3 +50,19 @@ func SeqHash(parent, block uint64) uint64 {
 	binary.LittleEndian.PutUint64(buf[8:], block)
 	return xxh3.HashSeed(buf[:], Seed)
 }
+
+// ExtraHash folds a block's extra keys into its tokens hash, as vLLM's block hash takes extra_keys beside
+// the tokens (multimodal items' hashes of the items the block overlaps): XXH3-64, seed 1337, over the
+// little-endian uint64s [tokens hash, key 0, key 1, ...]. With no keys it is the tokens hash unchanged, so
+// text-only blocks keep their identities.
+func ExtraHash(tokensHash uint64, keys ...uint64) uint64 {
+	if len(keys) == 0 {
+		return tokensHash
+	}
+	buf := make([]byte, 0, 8*(1+len(keys)))
+	buf = binary.LittleEndian.AppendUint64(buf, tokensHash)
+	for _, k := range keys {
+		buf = binary.LittleEndian.AppendUint64(buf, k)
+	}
+	return xxh3.HashSeed(buf, Seed)
+}

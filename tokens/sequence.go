@@ -11,6 +11,15 @@ type Block struct {
 	TokensHash uint64 // hash of this block's tokens alone
 }
 
+// Item is a span of a sequence's tokens whose blocks carry an extra key: a multimodal item (an image)
+// whose Key is its content hash, at tokens [Start, Start+Len) of the prompt. Every full block overlapping
+// the span has the key folded into its tokens hash (ExtraHash), so two prompts with the same tokens but
+// different images share no block from the first one the image touches.
+type Item struct {
+	Key        uint64
+	Start, Len int
+}
+
 // Sequence is a growing token sequence reduced to the hashes of its full blocks and the tokens of its
 // trailing partial block. The zero value is not usable; call NewSequence.
 type Sequence struct {
@@ -28,6 +37,10 @@ type Sequence struct {
 	uniformHash uint64
 	uniformOK   bool
 	scratch     []uint32
+
+	items []Item   // sorted by Start, not overlapping (AddItems)
+	item  int      // the first item that may overlap the next full block
+	keys  []uint64 // scratch: the keys of one block
 }
 
 // NewSequence returns an empty sequence cut into blocks of blockSize tokens.
@@ -61,7 +74,22 @@ func (s *Sequence) Reset() {
 	s.blocks = s.blocks[:0]
 	s.tail = s.tail[:0]
 	s.all = s.all[:0]
+	s.items, s.item = s.items[:0], 0
 }
+
+// AddItems declares the items of the sequence, sorted by Start and not overlapping, before the tokens
+// they cover are appended (the blocks already full are not hashed again).
+func (s *Sequence) AddItems(items ...Item) {
+	for _, it := range items {
+		if n := len(s.items); it.Len <= 0 || it.Start < 0 || n > 0 && it.Start < s.items[n-1].Start+s.items[n-1].Len {
+			panic(fmt.Sprintf("tokens: item %+v out of order or empty", it))
+		}
+		s.items = append(s.items, it)
+	}
+}
+
+// Items returns the declared items. The slice is owned by the sequence.
+func (s *Sequence) Items() []Item { return s.items }
 
 // Keeping reports whether the sequence keeps its token ids (KeepTokens).
 func (s *Sequence) Keeping() bool { return s.keep }
@@ -141,11 +169,31 @@ func (s *Sequence) uniformBlockHash(tok uint32) uint64 {
 
 // pushHash appends a full block with tokens hash th, chaining its sequence hash.
 func (s *Sequence) pushHash(th uint64) {
+	if s.item < len(s.items) {
+		th = s.extra(th)
+	}
 	h := th
 	if n := len(s.blocks); n > 0 {
 		h = SeqHash(s.blocks[n-1].Hash, th)
 	}
 	s.blocks = append(s.blocks, Block{Hash: h, TokensHash: th})
+}
+
+// extra folds into th the keys of the items overlapping the block about to be pushed.
+func (s *Sequence) extra(th uint64) uint64 {
+	lo := len(s.blocks) * s.blockSize
+	hi := lo + s.blockSize
+	for s.item < len(s.items) && s.items[s.item].Start+s.items[s.item].Len <= lo {
+		s.item++
+	}
+	s.keys = s.keys[:0]
+	for _, it := range s.items[s.item:] {
+		if it.Start >= hi {
+			break
+		}
+		s.keys = append(s.keys, it.Key)
+	}
+	return ExtraHash(th, s.keys...)
 }
 
 // AppendRun appends n copies of tok. Whole blocks inside the run are hashed without looking at their
@@ -192,6 +240,8 @@ func (s *Sequence) AppendSequence(src *Sequence) {
 	}
 	s.blocks = append(s.blocks, src.blocks...)
 	s.seed, s.uniformOK = src.seed, false
+	s.items = append(s.items, src.items...)
+	s.item = src.item
 	if s.tail == nil {
 		s.tail = make([]uint32, 0, s.blockSize)
 	}

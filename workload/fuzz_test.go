@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/mocker-sim/mocker/tokens"
 )
 
 // FuzzReadTrace: whatever the bytes, ReadTrace returns a valid workload or a *TraceError naming
@@ -36,6 +38,9 @@ func FuzzReadTrace(f *testing.F) {
 		// LoRA adapters, under both names.
 		`{"timestamp": 0, "input_length": 8, "output_length": 2, "hash_ids": [1, 2], "lora": "sql-lora"}` + "\n" +
 			`{"timestamp": 1, "input_length": 8, "output_length": 2, "hash_ids": [1, 2], "lora_name": "chat", "session_id": 3}`,
+		// Multimodal rows: images by tokens or pixels, placed by offset or after the previous one.
+		`{"timestamp": 0, "input_length": 1200, "output_length": 2, "hash_ids": [1, 2, 3], "images": [{"id": "a", "tokens": 576}, {"id": 3, "width": 640, "height": 480, "offset": 700}]}`,
+		`{"timestamp": 0, "output_length": 2, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}, {"type": "text", "text": "a\u0000"}]}]}`,
 		// Crashers and bounds: a huge length, too many ids, duplicate ids, out of order.
 		`{"timestamp": 0, "input_length": 500000000, "output_length": 1}`,
 		`{"request_id": 1, "timestamp": 5, "input_length": 4, "output_length": 1}` + "\n" + `{"request_id": "1", "timestamp": 4, "input_length": 4, "output_length": 1}`,
@@ -101,9 +106,21 @@ func FuzzReadTrace(f *testing.F) {
 				}
 				byKey[r.Key] = r
 				seen[r.ID] = true
+				end := 0
+				for _, im := range r.Images {
+					if im.Start < end || im.Len < 1 || im.Start+im.Len > r.InputLen {
+						t.Fatalf("line %d: image %+v after token %d of %d", r.Line, im, end, r.InputLen)
+					}
+					end = im.Start + im.Len
+				}
 				if r.InputLen <= 1<<16 {
 					if got := len(r.AppendTokens(nil)); got != r.InputLen {
 						t.Fatalf("line %d: %d tokens for %d", r.Line, got, r.InputLen)
+					}
+					seq := tokens.NewSequence(16)
+					r.AppendSequence(seq)
+					if seq.Len() != r.InputLen {
+						t.Fatalf("line %d: a sequence of %d tokens for %d", r.Line, seq.Len(), r.InputLen)
 					}
 				}
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/mocker-sim/mocker/tokenize"
+	"github.com/mocker-sim/mocker/tokens"
 )
 
 // Mooncake JSONL: one JSON object per line, blank lines skipped. Every
@@ -41,6 +42,7 @@ const (
 	fToolWait                       // agentic: ms of tool time after those end
 	fParent                         // Bailian: the chat_id of the previous turn, -1 for a first
 	fLoRA                           // the LoRA adapter that serves the request
+	fImages                         // multimodal: the prompt's images (see images.go)
 	numMooncakeFields
 )
 
@@ -65,6 +67,7 @@ var mooncakeKeys = [...]struct {
 	{"tool_wait_ms", fToolWait},
 	{"parent_chat_id", fParent},
 	{"lora", fLoRA}, {"lora_name", fLoRA},
+	{"images", fImages},
 }
 
 // ignoredKeys are fields of peers' traces that mean nothing to the
@@ -89,7 +92,7 @@ func lookupMooncakeKey(key []byte) (string, mooncakeField, bool) {
 var mooncakeCanonical = [numMooncakeFields]string{
 	"timestamp", "input_length", "output_length", "hash_ids", "session_id",
 	"delay", "output_token_ids", "request_id", "priority",
-	"text_input", "messages", "tools", "wait_for", "tool_wait_ms", "parent_chat_id",
+	"text_input", "messages", "tools", "wait_for", "tool_wait_ms", "parent_chat_id", "images",
 	"lora",
 }
 
@@ -115,12 +118,16 @@ type mooncakeRow struct {
 	outputIDs        []uint32
 	session, id      string
 	priority         int
-	text             string        // text_input, or messages rendered as serve renders a chat
-	waitFor          []string      // request_ids
-	toolWait         time.Duration // tool_wait_ms
-	unknown          []string      // keys neither read nor ignored
-	parent           string        // parent_chat_id
-	lora             string        // lora
+	text             string             // text_input, or messages rendered as serve renders a chat
+	waitFor          []string           // request_ids
+	toolWait         time.Duration      // tool_wait_ms
+	unknown          []string           // keys neither read nor ignored
+	parent           string             // parent_chat_id
+	lora             string             // lora
+	images           []tokens.Item      // images
+	chat             []tokenize.Message // messages with image_url parts: their roles
+	pieces           [][]string         // and their text cut at the images
+	urls             []string           // the images' URLs
 }
 
 // rowTimes is what the session pass needs of a row beyond its Request.
@@ -199,7 +206,22 @@ func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions,
 		req.Line = lr.line
 		if text := row.has[fText] || row.has[fMessages]; text {
 			field := row.name[fText] + row.name[fMessages] // one of them
-			req.prompt = tk.Encode(row.text)
+			if len(row.urls) > 0 {
+				if row.has[fImages] {
+					return nil, fail(row.name[fImages], errors.New("conflicts with the image_url parts of messages (give one)"))
+				}
+				size := opts.ImageTokens
+				if size <= 0 {
+					size = DefaultImageTokens
+				}
+				var starts []int
+				req.prompt, starts = tokenize.EncodeChatImages(tk, row.chat, row.pieces, size)
+				for k, u := range row.urls {
+					row.images = append(row.images, tokens.Item{Key: ImageKey(u), Start: starts[k], Len: size})
+				}
+			} else {
+				req.prompt = tk.Encode(row.text)
+			}
 			req.InputLen = len(req.prompt)
 			switch {
 			case req.InputLen == 0:
@@ -213,6 +235,11 @@ func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions,
 				}
 			}
 		}
+		if err := checkImages(row.images, req.InputLen); err != nil {
+			sub := err.(*subFieldError)
+			return nil, fail(row.name[fImages]+sub.sub, sub.err)
+		}
+		req.Images = row.images
 		if !row.has[fOutput] && !row.has[fOutputIDs] {
 			if req.OutputLen = opts.OutputLen(req.Key); req.OutputLen < 0 || req.OutputLen > MaxTokens {
 				return nil, fail(mooncakeCanonical[fOutput], fmt.Errorf("drawn output length %d is not in [0, %d]", req.OutputLen, MaxTokens))
@@ -282,6 +309,9 @@ func (r *mooncakeRow) parse(p *fastjson.Parser, line []byte, arena *[]uint32) (s
 		case err != nil: // Visit cannot stop; the first error stands
 		case ok:
 			key, err = name, r.field(f, name, v, arena)
+			if sub, is := err.(*subFieldError); is {
+				key, err = name+sub.sub, sub.err
+			}
 		case !slices.Contains(ignoredKeys[:], string(k)):
 			r.unknown = append(r.unknown, string(k))
 		}
@@ -379,7 +409,7 @@ func (r *mooncakeRow) field(f mooncakeField, key string, v *fastjson.Value, aren
 		}
 		r.text = string(b)
 	case fMessages:
-		r.text, err = renderChat(v)
+		r.text, r.chat, r.pieces, r.urls, err = renderChat(v)
 	case fWaitFor:
 		a, aerr := v.Array()
 		if aerr != nil {
@@ -405,6 +435,8 @@ func (r *mooncakeRow) field(f mooncakeField, key string, v *fastjson.Value, aren
 		r.lora = string(b)
 	case fParent:
 		r.parent, err = stringOrInt(v)
+	case fImages:
+		r.images, err = readImages(v)
 	}
 	return err
 }
@@ -444,22 +476,25 @@ func (r *mooncakeRow) bailian(on bool, chatOf map[string]string) (string, error)
 // each message's role and text content (a string, text parts, or null for
 // an assistant message of tool calls) through tokenize.ChatPrompt. Other
 // members of a message (tool_calls, name) are not rendered, as in serve.
-func renderChat(v *fastjson.Value) (string, error) {
+// A chat with image_url parts comes back as its messages, their text cut at
+// the images, and the images' URLs, for tokenize.EncodeChatImages.
+func renderChat(v *fastjson.Value) (text string, msgs []tokenize.Message, pieces [][]string, urls []string, err error) {
 	a, err := v.Array()
 	if err != nil {
-		return "", fmt.Errorf("want an array of messages, got %s", v.Type())
+		return "", nil, nil, nil, fmt.Errorf("want an array of messages, got %s", v.Type())
 	}
 	if len(a) == 0 {
-		return "", errors.New("must hold at least one message")
+		return "", nil, nil, nil, errors.New("must hold at least one message")
 	}
-	msgs := make([]tokenize.Message, len(a))
+	msgs = make([]tokenize.Message, len(a))
+	pieces = make([][]string, len(a))
 	for i, m := range a {
 		if m.Type() != fastjson.TypeObject {
-			return "", fmt.Errorf("[%d]: want an object, got %s", i, m.Type())
+			return "", nil, nil, nil, fmt.Errorf("[%d]: want an object, got %s", i, m.Type())
 		}
 		role := m.GetStringBytes("role")
 		if len(role) == 0 {
-			return "", fmt.Errorf("[%d]: role: missing (want a string)", i)
+			return "", nil, nil, nil, fmt.Errorf("[%d]: role: missing (want a string)", i)
 		}
 		msgs[i].Role = string(role)
 		switch c := m.Get("content"); {
@@ -469,18 +504,33 @@ func renderChat(v *fastjson.Value) (string, error) {
 		case c.Type() == fastjson.TypeArray:
 			var b strings.Builder
 			for j, part := range c.GetArray() {
-				text := part.Get("text")
-				if string(part.GetStringBytes("type")) != "text" || text == nil || text.Type() != fastjson.TypeString {
-					return "", fmt.Errorf("[%d]: content[%d]: only text parts are supported", i, j)
+				switch text, url := part.Get("text"), part.Get("image_url", "url"); string(part.GetStringBytes("type")) {
+				case "text":
+					if text == nil || text.Type() != fastjson.TypeString {
+						return "", nil, nil, nil, fmt.Errorf("[%d]: content[%d]: text: want a string", i, j)
+					}
+					b.Write(text.GetStringBytes())
+				case "image_url":
+					if url == nil || url.Type() != fastjson.TypeString || len(url.GetStringBytes()) == 0 {
+						return "", nil, nil, nil, fmt.Errorf("[%d]: content[%d]: image_url: want {\"url\": a string}", i, j)
+					}
+					urls = append(urls, string(url.GetStringBytes()))
+					pieces[i] = append(pieces[i], b.String())
+					b.Reset()
+				default:
+					return "", nil, nil, nil, fmt.Errorf("[%d]: content[%d]: only text and image_url parts are supported", i, j)
 				}
-				b.Write(text.GetStringBytes())
 			}
 			msgs[i].Content = b.String()
 		default:
-			return "", fmt.Errorf("[%d]: content: want a string or a list of text parts, got %s", i, c.Type())
+			return "", nil, nil, nil, fmt.Errorf("[%d]: content: want a string or a list of text and image_url parts, got %s", i, c.Type())
 		}
+		pieces[i] = append(pieces[i], msgs[i].Content)
 	}
-	return tokenize.ChatPrompt(msgs), nil
+	if len(urls) > 0 {
+		return "", msgs, pieces, urls, nil
+	}
+	return tokenize.ChatPrompt(msgs), nil, nil, nil, nil
 }
 
 // maxHashIDs is the most hash ids a row may have at blockSize tokens each.

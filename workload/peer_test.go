@@ -127,7 +127,7 @@ func TestPeerTracesBad(t *testing.T) {
 		sub         string
 	}{
 		{"bad_aiperf_text.jsonl", "text_input", 2, "want a string, got array"},
-		{"bad_aiperf_messages.jsonl", "messages", 2, "[0]: content[0]: only text parts are supported"},
+		{"bad_aiperf_messages.jsonl", "messages", 2, "[0]: content[0]: only text and image_url parts are supported"},
 		{"bad_dynamo_priority.jsonl", "priority", 2, "want a number, got string"},
 		{"bad_agentic_mooncake.jsonl", "wait_for", 2, "want an array of request_ids, got string"},
 		{"bad_agentic_subagents.jsonl", "wait_for", 2, `"parent-2" is the request_id of no earlier row`},

@@ -19,6 +19,8 @@ const (
 	streamDatasetOrder  // seed of a dataset pool's shuffle and random orders
 	streamDatasetTokens // salt of a dataset pool's entry tokens
 	streamLoRA          // seed of the requests' adapters
+	streamImagePick     // which pool image each synthetic image is
+	streamImageKeys     // seed of synthetic images' keys
 )
 
 // streamSeed derives the 64-bit seed of one stream from the workload seed.

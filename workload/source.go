@@ -4,6 +4,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/mocker-sim/mocker/tokens"
 )
 
 // Request is one request of a workload before its tokens are synthesised.
@@ -16,6 +18,9 @@ type Request struct {
 	Delay     time.Duration // Turn > 0: time to wait after the previous turn completes before this one arrives
 	InputLen  int           // prompt tokens this request contributes (with History: the new tokens only, appended after the history)
 	OutputLen int           // tokens to generate (max_tokens; may be 0)
+
+	// Images are the prompt's images (see ImageKey), sorted by Start; their tokens count in InputLen.
+	Images []tokens.Item
 
 	OutputTokenIDs []uint32 // planned output token ids (trace field output_token_ids), nil if none; if set, OutputLen == len
 	Priority       int      // trace field priority (informational)
@@ -41,6 +46,7 @@ type Request struct {
 	blockSize int      // trace: tokens per hash id
 	prefixLen int      // synthetic: leading tokens taken from the shared prefix group
 	prefix    uint64   // synthetic: seed of the group's prefix tokens
+	imageLen  int      // synthetic: ImageToken placeholders after the prefix, the images' spans
 	salt      uint64   // mixed with Key (or entry) into the request-unique tokens
 	entry     uint64   // synthetic with a dataset pool: 1 + the entry whose prompt the request repeats; 0: its own
 }

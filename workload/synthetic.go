@@ -59,6 +59,14 @@ type SyntheticOptions struct {
 	LoRAAdapters int
 	LoRADist     string
 
+	// ImagesPerRequest > 0 gives every prompt that many images of ImageTokens tokens each, placed after
+	// its shared prefix and added to its drawn length (multimodal requests; see Request.Images).
+	// ImagePool > 0 draws each image uniformly from that many distinct images, so images repeat and
+	// the encoder cache and prefix cache can reuse them; 0: every image is new.
+	ImagesPerRequest int
+	ImageTokens      int
+	ImagePool        int
+
 	Seed uint64
 }
 
@@ -87,6 +95,9 @@ func NewSynthetic(o SyntheticOptions) (Source, error) {
 		delays:   newStream(o.Seed, streamDelays),
 		salt:     streamSeed(o.Seed, streamUniqueTokens),
 		prefix:   streamSeed(o.Seed, streamPrefixTokens),
+	}
+	if o.ImagesPerRequest > 0 {
+		g.imagePick, g.imageSeed = newStream(o.Seed, streamImagePick), streamSeed(o.Seed, streamImageKeys)
 	}
 	if o.SharedPrefixRatio > 0 {
 		g.prefixLen = int(math.Round(o.SharedPrefixRatio * o.Input.Mean))
@@ -186,6 +197,9 @@ func (o *SyntheticOptions) normalize() error {
 	case o.LoRADist != "uniform" && o.LoRADist != "zipf":
 		return fmt.Errorf("lora-dist: unknown distribution %q (want uniform or zipf)", o.LoRADist)
 	}
+	if err := o.checkImages(); err != nil {
+		return err
+	}
 	if o.InterTurnDelay < 0 {
 		return fmt.Errorf("inter-turn-delay: must be >= 0, got %v", o.InterTurnDelay)
 	}
@@ -236,6 +250,9 @@ type synthetic struct {
 
 	pool  *dataset // nil: every prompt is the request's own
 	loras *loras   // nil: the base model serves every request
+
+	imagePick *rand.Rand // nil without images
+	imageSeed uint64
 }
 
 // maxTurns bounds a session: its turns are made at once (~180 bytes each), and agentic sessions
@@ -266,6 +283,7 @@ func (g *synthetic) Next() (*Session, error) {
 		r := Request{Key: uint64(i), At: at}
 		g.pool.apply(&r)
 		r.LoRA = g.loras.pick(r.Key)
+		g.syntheticImages(&r)
 		return &Session{Turns: []Request{r}}, nil
 	}
 	prefix, _ := g.group(0)
@@ -283,6 +301,7 @@ func (g *synthetic) Next() (*Session, error) {
 		if j == 0 {
 			r.prefixLen = min(g.prefixLen, r.InputLen)
 			r.prefix = prefix
+			g.syntheticImages(r)
 			continue
 		}
 		r.History = true
@@ -316,12 +335,14 @@ func (g *synthetic) nextClient() (*Session, error) {
 		r.LoRA = g.loras.pick(r.Key)
 		if g.pool != nil {
 			g.pool.apply(r)
+			g.syntheticImages(r)
 			continue
 		}
 		r.InputLen = g.o.Input.draw(g.inputs, 1)
 		r.OutputLen = g.o.Output.draw(g.outputs, 0)
 		r.salt = g.salt
 		r.prefix, r.prefixLen = g.group(r.InputLen)
+		g.syntheticImages(r)
 	}
 	return &Session{Turns: turns}, nil
 }

@@ -34,7 +34,8 @@ func mix64(x uint64) uint64 {
 // 6 give [1 1 1 1 2 2]); for a synthetic request in a prefix group, the
 // group's prefix tokens; then request-unique tokens for the rest — a
 // splitmix64 stream keyed by Key, so they never hit a cache (with a dataset
-// pool, keyed by the pool entry: requests of one entry share them).
+// pool, keyed by the pool entry: requests of one entry share them). A synthetic
+// request's images follow its prefix as ImageToken placeholders.
 func (r *Request) AppendTokens(dst []uint32) []uint32 {
 	n := max(r.InputLen, 0)
 	start := len(dst)
@@ -58,6 +59,9 @@ func (r *Request) fill(out []uint32, from int) {
 	for stop := min(r.prefixLen, end); i < stop; i++ {
 		out[i-from] = uint32(mix64(r.prefix+uint64(i)*golden)>>32) &^ uniqueBit
 	}
+	for stop := min(r.prefixLen+r.imageLen, end); i < stop; i++ {
+		out[i-from] = ImageToken
+	}
 	if i < end {
 		key := r.Key
 		if r.entry > 0 {
@@ -76,8 +80,9 @@ func (r *Request) PromptLen() int { return max(r.InputLen, 0) }
 // AppendSequence appends the request's prompt tokens — the same as AppendTokens — to seq, feeding a
 // trace's hash ids as runs of one token so that seq hashes their whole blocks without looking at the
 // tokens. It is the fast way to a request's block identities when the token ids themselves are not
-// needed.
+// needed. It declares the request's images on seq first.
 func (r *Request) AppendSequence(seq *tokens.Sequence) {
+	seq.AddItems(r.Images...)
 	n := max(r.InputLen, 0)
 	i := 0
 	if r.blockSize > 0 {

@@ -28,6 +28,9 @@ type TraceOptions struct {
 	// Warn, if set, gets one warning naming the fields the trace gives
 	// that the replay does not read (nil: they pass silently).
 	Warn func(msg string)
+	// ImageTokens is the size of each image_url part of a messages row
+	// (0: DefaultImageTokens), as serve's --image-tokens.
+	ImageTokens int
 }
 
 // DefaultTraceBlockSize is the block size of the public Mooncake traces.

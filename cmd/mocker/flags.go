@@ -87,6 +87,9 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.SpeedupRatio, "speedup-ratio", c.SpeedupRatio, "divide every modelled time by this")
 	fs.Float64Var(&c.DecodeSpeedupRatio, "decode-speedup-ratio", c.DecodeSpeedupRatio, "divide decode time by this as well")
 	fs.Float64Var(&c.HostOverheadUs, "host-overhead-us", c.HostOverheadUs, "engine host (CPU) time per request in each pass, microseconds, added to the timing model's")
+	fs.Float64Var(&c.EncoderMsPerImageToken, "encoder-ms-per-image-token", c.EncoderMsPerImageToken, "vision encoder time per image token, ms, charged to the pass that prefills the image unless the encoder cache holds it (0.002: a CLIP ViT-L/14-336 forward, 0.67 GFLOP per token at ~35% of an H200's 989 BF16 TFLOPS; about 1.2 ms per 576-token image)")
+	fs.IntVar(&c.EncoderCacheSize, "encoder-cache-size", c.EncoderCacheSize, "per-rank encoder cache in image tokens, LRU: an image it holds is not encoded again; 0: the pass token budget (vLLM's encoder_cache_size = --max-num-batched-tokens; SGLang: --sglang-max-prefill-tokens)")
+	fs.IntVar(&c.ImageTokens, "image-tokens", c.ImageTokens, "tokens per image: synthetic images, and each image_url part of a served chat (576: a 336-pixel image in LLaVA-1.5's CLIP ViT-L/14, 24 × 24 patches)")
 
 	fs.IntVar(&c.Workers, "workers", c.Workers, "identical aggregated workers (each prefills and decodes)")
 	fs.IntVar(&c.PrefillWorkers, "prefill-workers", c.PrefillWorkers, "disaggregated serving: prefill workers (with --decode-workers; replaces --workers)")
@@ -154,6 +157,8 @@ func bindWorkloadFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.NumPrefixGroups, "num-prefix-groups", c.NumPrefixGroups, "synthetic: number of shared-prefix groups")
 	fs.IntVar(&c.NumDatasetEntries, "num-dataset-entries", c.NumDatasetEntries, "synthetic: requests repeat a pool of this many prompts, as genai-perf and AIPerf do (their --num-dataset-entries, 100 unless set), so prefix caching sees them again; 0: every prompt is new")
 	fs.StringVar(&c.DatasetSampling, "dataset-sampling-strategy", c.DatasetSampling, "synthetic, with --num-dataset-entries: order requests take the pool's prompts in: shuffle (each pass over the pool a new permutation; AIPerf), sequential (genai-perf) or random (with replacement)")
+	fs.IntVar(&c.ImagesPerRequest, "images-per-request", c.ImagesPerRequest, "synthetic: images per prompt, placed after its shared prefix; their tokens are added to its length and occupy KV like text (a trace gives a row's images instead)")
+	fs.IntVar(&c.ImagePool, "image-pool", c.ImagePool, "synthetic, with --images-per-request: images are drawn from this many distinct ones, so they repeat (encoder cache and prefix-cache reuse); 0: every image is new")
 	fs.IntVar(&c.TurnsPerSession, "turns-per-session", c.TurnsPerSession, "synthetic: turns per session; each turn's prompt carries the conversation so far")
 	fs.Float64Var(&c.InterTurnDelayMs, "inter-turn-delay-ms", c.InterTurnDelayMs, "synthetic: mean wait after a turn completes before the next")
 	fs.StringVar(&c.InterTurnDelayDist, "inter-turn-delay-dist", c.InterTurnDelayDist, "synthetic: inter-turn delay distribution constant or exponential")

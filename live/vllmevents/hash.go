@@ -41,17 +41,29 @@ func (h *Hasher) NoneHash() [32]byte { return h.none }
 // Block returns the hash of one full block of tokens whose parent block hashed to parent (NoneHash for
 // the first block).
 func (h *Hasher) Block(parent [32]byte, tokens []uint32) [32]byte {
-	return h.LoRABlock(parent, tokens, "")
+	h.buf = appendBlock(h.buf[:0], &parent, tokens)
+	return sha256.Sum256(h.buf)
 }
 
 // LoRABlock is Block for a request served by LoRA adapter lora: vLLM puts the adapter's name in the
 // block's extra keys, (lora,) ("" is the base model: no extra keys).
 func (h *Hasher) LoRABlock(parent [32]byte, tokens []uint32, lora string) [32]byte {
+	if lora == "" {
+		return h.Block(parent, tokens)
+	}
+	return h.BlockExtra(parent, tokens, []string{lora})
+}
+
+// BlockExtra is Block with extra_keys: the identifiers of the multimodal items the block overlaps, in
+// order (vLLM's mm hashes), hashed as the tuple (parent, tokens, (key, ...)); none is Block.
+func (h *Hasher) BlockExtra(parent [32]byte, tokens []uint32, extra []string) [32]byte {
+	if len(extra) == 0 {
+		return h.Block(parent, tokens)
+	}
 	h.buf = appendBlock(h.buf[:0], &parent, tokens)
-	if lora != "" {
-		h.buf = h.buf[:len(h.buf)-1] // the extra keys' null
-		h.buf = appendHead(h.buf, cborArray, 1)
-		h.buf = append(appendHead(h.buf, cborText, uint64(len(lora))), lora...)
+	h.buf = appendHead(h.buf[:len(h.buf)-1], cborArray, uint64(len(extra))) // in place of the None
+	for _, k := range extra {
+		h.buf = append(appendHead(h.buf, cborText, uint64(len(k))), k...)
 	}
 	return sha256.Sum256(h.buf)
 }

@@ -313,6 +313,7 @@ func (b *Book[P]) Preempt(r *Request) {
 func (b *Book[P]) Seq(r *Request) bool {
 	samples := r.Computed >= r.Seq.Len() && r.Generated < r.MaxTokens && b.role != sched.Prefill
 	b.Pass.Batch.Seqs = append(b.Pass.Batch.Seqs, timing.Seq{New: r.PassNew, Cached: r.PassCached, Prefill: r.PassPrefill, Samples: samples})
+	b.Pass.SeqIDs = append(b.Pass.SeqIDs, r.ID)
 	return samples
 }
 
