@@ -70,6 +70,9 @@ func (o Options) MaxBatchedTokens() int {
 // scheduler is what the engine needs of one rank's scheduler.
 type scheduler = sched.Scheduler
 
+// clocked is a scheduler that reads the time of its passes (vLLM's, for its lower KV tiers' transfers).
+type clocked interface{ SetNow(time.Duration) }
+
 // Engine is one worker. It is not safe for concurrent use.
 type Engine struct {
 	backend Backend
@@ -239,12 +242,15 @@ func (e *Engine) Step(now time.Duration) *Pass {
 		if s.Idle() {
 			continue
 		}
+		if c, ok := s.(clocked); ok {
+			c.SetNow(now)
+		}
 		sp := s.Step()
 		if sp.Empty() {
 			continue
 		}
 		c := e.model.Cost(&sp.Batch)
-		longest = max(longest, c.Total())
+		longest = max(longest, c.Total(), sp.Until-now)
 		p.Ranks = append(p.Ranks, RankPass{Pass: sp, Rank: i, Cost: c})
 	}
 	p.End = now + longest

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/timing"
@@ -135,11 +136,15 @@ type Pass struct {
 	Events    []kvcache.Event
 	Outputs   []Output
 	FPM       ForwardPass
+	// Until, when not zero, is when a pass that computes nothing ends: the scheduler waits for KV it
+	// onboards from a lower tier (the engine's clock; see vllm.Scheduler.SetNow).
+	Until time.Duration
 }
 
 // Empty reports whether the pass did nothing.
 func (p *Pass) Empty() bool {
-	return len(p.Batch.Seqs) == 0 && len(p.Outputs) == 0 && len(p.Admitted) == 0 && len(p.Preempted) == 0 && len(p.Events) == 0
+	return len(p.Batch.Seqs) == 0 && len(p.Outputs) == 0 && len(p.Admitted) == 0 && len(p.Preempted) == 0 && len(p.Events) == 0 &&
+		p.Until == 0
 }
 
 // Reset empties the pass, keeping its buffers.
@@ -179,11 +184,12 @@ type Metrics struct {
 	ActiveBlocks     int // blocks referenced by requests
 	InactiveBlocks   int // cached blocks nobody references (evictable)
 	TotalBlocks      int
-	Preemptions      int64 // total
-	PrefixQueries    int64 // prompt tokens looked up at admissions
-	PrefixHits       int64 // of those, tokens found in the cache
-	SpecSteps        int64 // speculative decode steps
-	SpecTokens       int64 // tokens those steps emitted (mean accepted length = SpecTokens / SpecSteps)
+	Preemptions      int64             // total
+	PrefixQueries    int64             // prompt tokens looked up at admissions
+	PrefixHits       int64             // of those, tokens found in the cache
+	SpecSteps        int64             // speculative decode steps
+	SpecTokens       int64             // tokens those steps emitted (mean accepted length = SpecTokens / SpecSteps)
+	Tiers            kvcache.TierStats // the lower KV tiers' onboardings and write-backs
 }
 
 // CacheUsage is the fraction of blocks in use, vLLM's kv_cache_usage_perc.

@@ -14,8 +14,8 @@ func (s *Scheduler) CheckInvariants() error {
 	if err := s.pool.CheckInvariants(); err != nil {
 		return err
 	}
-	if n := len(s.running) + s.waiting.len(); n != len(s.byID) {
-		return fmt.Errorf("vllm: %d running + %d waiting, but %d live requests", len(s.running), s.waiting.len(), len(s.byID))
+	if n := len(s.running) + s.waiting.len() + len(s.loading); n != len(s.byID) {
+		return fmt.Errorf("vllm: %d running + %d waiting + %d onboarding, but %d live requests", len(s.running), s.waiting.len(), len(s.loading), len(s.byID))
 	}
 	if s.opt.MaxNumSeqs > 0 && len(s.running) > s.opt.MaxNumSeqs {
 		return fmt.Errorf("vllm: %d running, max-num-seqs %d", len(s.running), s.opt.MaxNumSeqs)
@@ -45,6 +45,15 @@ func (s *Scheduler) CheckInvariants() error {
 		activated := len(r.table) > 0 && r.computed == r.length()-1
 		if s.byID[r.id] != r || !activated && (r.computed != 0 || len(r.table) != 0) {
 			return fmt.Errorf("vllm: waiting request %d holds %d blocks, computed %d", r.id, len(r.table), r.computed)
+		}
+		for _, id := range r.table {
+			held[id] = true
+		}
+	}
+	for _, r := range s.loading {
+		// Its GPU hits, then the blocks its lower-tier prefix is copied into, short of its last token.
+		if s.byID[r.id] != r || r.committed >= len(r.table) || len(r.table) > s.fullBlocks(r.length()-1) {
+			return fmt.Errorf("vllm: onboarding request %d holds %d blocks, %d of them cached, for %d tokens", r.id, len(r.table), r.committed, r.length())
 		}
 		for _, id := range r.table {
 			held[id] = true

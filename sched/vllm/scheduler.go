@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"time"
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/sched"
@@ -73,7 +74,8 @@ type Options struct {
 	PrefixCaching    bool
 	Preemption       Preemption
 	Capacity         Capacity
-	Events           bool // record KV events (with prefix caching)
+	Events           bool                // record KV events (with prefix caching)
+	Tiers            kvcache.TierOptions // CPU and disk tiers below the pool (with prefix caching)
 
 	Spec sched.Spec // speculative decoding; Spec.Tokens 0 is off
 	Role sched.Role // disaggregated serving
@@ -112,7 +114,8 @@ type request struct {
 	table       []kvcache.BlockID
 	committed   int // leading blocks of table that are cached
 	preemptions int
-	prefilling  bool // since its (re)admission the request has not yet sampled
+	prefilling  bool          // since its (re)admission the request has not yet sampled
+	ready       time.Duration // while loading: when its onboarded blocks have all arrived
 
 	// The current pass's work, while inPass.
 	inPass      bool
@@ -176,6 +179,12 @@ type Scheduler struct {
 	// worker's requests whose KV room is reserved while it arrives.
 	held, reserved map[uint64]*request
 
+	// Lower KV tiers: requests whose prefix is being onboarded from them (vLLM's WAITING_FOR_REMOTE_KVS),
+	// in the order they started, and the engine's clock, which only prices those transfers.
+	loading []*request
+	landed  []*request // loaded's scratch
+	now     time.Duration
+
 	preemptions   int64
 	prefixQueries int64
 	prefixHits    int64
@@ -188,7 +197,7 @@ func New(o Options) (*Scheduler, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	pool, err := kvcache.New(kvcache.Options{Capacity: o.NumBlocks, PrefixCaching: o.PrefixCaching, Events: o.Events})
+	pool, err := kvcache.New(kvcache.Options{Capacity: o.NumBlocks, PrefixCaching: o.PrefixCaching, Events: o.Events, Tiers: o.Tiers})
 	if err != nil {
 		return nil, err
 	}
@@ -432,8 +441,11 @@ func (s *Scheduler) Cancel(id uint64) bool {
 				break
 			}
 		}
+		if i := slices.Index(s.loading, r); i >= 0 {
+			s.loading = slices.Delete(s.loading, i, i+1)
+		}
 	}
-	// A waiting request holds blocks too when it is an activated transfer.
+	// A waiting request holds blocks too when it is an activated transfer or onboarding.
 	s.pool.Release(r.table)
 	return true
 }
@@ -452,6 +464,7 @@ func (s *Scheduler) Metrics() sched.Metrics {
 		Preemptions:    s.preemptions,
 		PrefixQueries:  s.prefixQueries,
 		PrefixHits:     s.prefixHits,
+		Tiers:          s.pool.TierStats(),
 	}
 	m.SpecSteps, m.SpecTokens = s.spec.Counts()
 	return m
@@ -476,19 +489,35 @@ func (s *Scheduler) Step() *sched.Pass {
 	if budget == 0 {
 		budget = math.MaxInt
 	}
+	if len(s.loading) > 0 {
+		s.loaded()
+	}
 	preempted := s.scheduleRunning(&budget)
 	if !preempted {
 		s.admitWaiting(&budget)
 	}
 	s.finishPass()
+	if len(p.Batch.Seqs) == 0 && len(s.loading) > 0 {
+		// Nothing else to run: the pass waits for the first onboarding to end.
+		p.Until = s.loading[0].ready
+		for _, r := range s.loading[1:] {
+			p.Until = min(p.Until, r.ready)
+		}
+	}
 	return p
+}
+
+// SetNow tells the scheduler the time of its next pass; only its lower KV tiers' transfers read it.
+func (s *Scheduler) SetNow(now time.Duration) {
+	s.now = now
+	s.pool.SetNow(now)
 }
 
 // PlainDecode reports whether the next pass is a plain decode step: nothing waits, and every running
 // request computes exactly its next token with no block to allocate or complete and without finishing.
 // Such a pass changes nothing but the requests' tokens: no admission, KV event or completion.
 func (s *Scheduler) PlainDecode() bool {
-	if s.waiting.len() > 0 || len(s.running) == 0 || s.opt.Spec.Tokens > 0 || s.opt.Role != sched.Aggregated ||
+	if s.waiting.len() > 0 || len(s.running) == 0 || len(s.loading) > 0 || s.opt.Spec.Tokens > 0 || s.opt.Role != sched.Aggregated ||
 		s.opt.MaxBatchedTokens > 0 && len(s.running) > s.opt.MaxBatchedTokens {
 		return false
 	}
@@ -628,6 +657,14 @@ func (s *Scheduler) admitFIFO(budget *int) bool {
 		blocks := r.seq.Blocks()
 		var activeHits int
 		s.hits, activeHits = s.pool.Match(blocks, s.hits[:0])
+		if s.pool.Tiered() {
+			switch s.onboard(r, blocks, length) {
+			case loadStarted:
+				continue
+			case loadNoRoom:
+				return false
+			}
+		}
 		hits := len(s.hits)
 		if hits*bs >= length {
 			// Everything is cached: recompute the last block to get logits.
