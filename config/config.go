@@ -886,6 +886,7 @@ func (c *Config) RouterOptions() (router.Options, error) {
 		return ro, err
 	}
 	ro.OverlapScoreWeight = c.OverlapScoreWeight
+	ro.LowerHitWeight = c.RouterCPUHitWeight
 	ro.Temperature = c.RouterTemperature
 	ro.QueueThreshold = c.RouterQueueThreshold
 	ro.MaxBatchedTokens = 0 // the engines' budget, filled in by the simulator
