@@ -214,7 +214,8 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	}
 	mx := metrics.New(metrics.Options{Backend: cfg.Backend, Model: name, MaxModelLen: maxLen,
 		BlockSize: eo.BlockSize(), NumBlocks: blocks, PrefixCaching: cfg.EnablePrefixCaching, CacheDtype: cfg.KVCacheDtype,
-		GPUMemoryUtilization: cfg.GPUMemoryUtilization, DPSize: eo.DPSize, SpecTokens: cfg.SpecNumTokens})
+		GPUMemoryUtilization: cfg.GPUMemoryUtilization, DPSize: eo.DPSize, SpecTokens: cfg.SpecNumTokens,
+		CPUBlocks: eo.VLLM.Tiers.CPUBlocks})
 
 	o := live.Options{
 		Engine:           eo,

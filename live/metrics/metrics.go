@@ -130,6 +130,9 @@ type Options struct {
 	// SpecTokens is the number of tokens a speculative step drafts (0: no speculative decoding, and no
 	// speculative series, as in the engines).
 	SpecTokens int
+	// CPUBlocks is one rank's CPU KV tier (vLLM: num_cpu_blocks); with one, its and the disk tier's
+	// onboarded prefixes count as vLLM counts a KV connector's: external prefix cache hits.
+	CPUBlocks int
 }
 
 // Metrics is one process's metrics: a registry of its own (nothing global) and the series of every
@@ -415,6 +418,9 @@ func (m *Metrics) Rank(worker, rank int) *Rank {
 		for _, c := range []*prometheus.CounterVec{m.extQueries, m.extHits, m.mmQueries, m.mmHits} {
 			c.WithLabelValues(lv...)
 		}
+		if m.o.CPUBlocks > 0 {
+			r.extQueries, r.extHits = m.extQueries.WithLabelValues(lv...), m.extHits.WithLabelValues(lv...)
+		}
 		r.bySource = make(map[string]prometheus.Counter, len(promptSources))
 		for _, s := range promptSources {
 			r.bySource[s] = m.bySource.WithLabelValues(m.o.Model, rs, ws, s)
@@ -424,7 +430,7 @@ func (m *Metrics) Rank(worker, rank int) *Rank {
 			"block_size": strconv.Itoa(m.o.BlockSize), "cache_dtype": "auto", "calculate_kv_scales": "False",
 			"cpu_offload_gb": "0", "enable_prefix_caching": pyBool(m.o.PrefixCaching),
 			"gpu_memory_utilization": strconv.FormatFloat(m.o.GPUMemoryUtilization, 'g', -1, 64),
-			"is_attention_free":      "False", "kv_sharing_fast_prefill": "False", "num_cpu_blocks": "None",
+			"is_attention_free":      "False", "kv_sharing_fast_prefill": "False", "num_cpu_blocks": cpuBlocks(m.o.CPUBlocks),
 			"num_gpu_blocks": strconv.Itoa(m.o.NumBlocks), "num_gpu_blocks_override": "None",
 			"prefix_caching_hash_algo": "sha256", "sliding_window": "None", "swap_space": "4",
 			labelEngine: rs, labelWorker: ws,
@@ -523,6 +529,7 @@ type Rank struct {
 	usedTokens, availTokens, evictTokens, hitRate    prometheus.Gauge
 	freeBlocks, usedBlocks                           prometheus.Gauge
 	prefixQueries, prefixHits, preemptions           prometheus.Counter
+	extQueries, extHits                              prometheus.Counter // vLLM with a lower KV tier
 	promptTokens, generationTokens, cachedTokens     prometheus.Counter
 	cachedBySource, recomputed, numRequests, aborted prometheus.Counter
 	specDrafts, specDraftTokens, specAccepted        prometheus.Counter
@@ -576,6 +583,12 @@ func (r *Rank) SetState(s sched.Metrics) {
 	advance(r.preemptions, r.last.Preemptions, s.Preemptions)
 	advance(r.prefixQueries, r.last.PrefixQueries, s.PrefixQueries)
 	advance(r.prefixHits, r.last.PrefixHits, s.PrefixHits)
+	if r.extQueries != nil {
+		// vLLM counts every prompt token looked up as a connector query, and the tokens it loads as hits.
+		advance(r.extQueries, r.last.PrefixQueries, s.PrefixQueries)
+		bs := int64(r.blockSize)
+		advance(r.extHits, (r.last.Tiers.CPUHits+r.last.Tiers.DiskHits)*bs, (s.Tiers.CPUHits+s.Tiers.DiskHits)*bs)
+	}
 	// A speculative step drafts SpecTokens tokens and emits the accepted ones plus one of its own.
 	advance(r.specDrafts, r.last.SpecSteps, s.SpecSteps)
 	if k := int64(r.m.o.SpecTokens); k > 0 {
@@ -684,4 +697,12 @@ func (r *Rank) Finished(q Request) {
 	if q.Reason != "abort" && q.CachedTokens > 0 {
 		add(r.cachedBySource, float64(q.CachedTokens))
 	}
+}
+
+// cpuBlocks is num_cpu_blocks in vLLM's cache_config_info: None without a CPU tier.
+func cpuBlocks(n int) string {
+	if n == 0 {
+		return "None"
+	}
+	return strconv.Itoa(n)
 }
