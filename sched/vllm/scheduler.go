@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"time"
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/sched"
@@ -114,8 +113,7 @@ type request struct {
 	table       []kvcache.BlockID
 	committed   int // leading blocks of table that are cached
 	preemptions int
-	prefilling  bool          // since its (re)admission the request has not yet sampled
-	ready       time.Duration // while loading: when its onboarded blocks have all arrived
+	prefilling  bool // since its (re)admission the request has not yet sampled
 
 	// The current pass's work, while inPass.
 	inPass      bool
@@ -179,11 +177,7 @@ type Scheduler struct {
 	// worker's requests whose KV room is reserved while it arrives.
 	held, reserved map[uint64]*request
 
-	// Lower KV tiers: requests whose prefix is being onboarded from them (vLLM's WAITING_FOR_REMOTE_KVS),
-	// in the order they started, and the engine's clock, which only prices those transfers.
-	loading []*request
-	landed  []*request // loaded's scratch
-	now     time.Duration
+	tier tierState // requests onboarding their prefix from a lower KV tier (tier.go)
 
 	preemptions   int64
 	prefixQueries int64
@@ -441,9 +435,7 @@ func (s *Scheduler) Cancel(id uint64) bool {
 				break
 			}
 		}
-		if i := slices.Index(s.loading, r); i >= 0 {
-			s.loading = slices.Delete(s.loading, i, i+1)
-		}
+		s.unload(r)
 	}
 	// A waiting request holds blocks too when it is an activated transfer or onboarding.
 	s.pool.Release(r.table)
@@ -489,35 +481,21 @@ func (s *Scheduler) Step() *sched.Pass {
 	if budget == 0 {
 		budget = math.MaxInt
 	}
-	if len(s.loading) > 0 {
-		s.loaded()
-	}
+	s.loaded()
 	preempted := s.scheduleRunning(&budget)
 	if !preempted {
 		s.admitWaiting(&budget)
 	}
 	s.finishPass()
-	if len(p.Batch.Seqs) == 0 && len(s.loading) > 0 {
-		// Nothing else to run: the pass waits for the first onboarding to end.
-		p.Until = s.loading[0].ready
-		for _, r := range s.loading[1:] {
-			p.Until = min(p.Until, r.ready)
-		}
-	}
+	s.awaitLoads(p)
 	return p
-}
-
-// SetNow tells the scheduler the time of its next pass; only its lower KV tiers' transfers read it.
-func (s *Scheduler) SetNow(now time.Duration) {
-	s.now = now
-	s.pool.SetNow(now)
 }
 
 // PlainDecode reports whether the next pass is a plain decode step: nothing waits, and every running
 // request computes exactly its next token with no block to allocate or complete and without finishing.
 // Such a pass changes nothing but the requests' tokens: no admission, KV event or completion.
 func (s *Scheduler) PlainDecode() bool {
-	if s.waiting.len() > 0 || len(s.running) == 0 || len(s.loading) > 0 || s.opt.Spec.Tokens > 0 || s.opt.Role != sched.Aggregated ||
+	if s.waiting.len() > 0 || len(s.running) == 0 || len(s.tier.loading) > 0 || s.opt.Spec.Tokens > 0 || s.opt.Role != sched.Aggregated ||
 		s.opt.MaxBatchedTokens > 0 && len(s.running) > s.opt.MaxBatchedTokens {
 		return false
 	}
