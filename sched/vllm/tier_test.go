@@ -12,6 +12,45 @@ import (
 	"github.com/mocker-sim/mocker/tokens"
 )
 
+// tierScheduler is a scheduler over 4 blocks of 4 tokens with a CPU tier of 8 blocks whose link moves a
+// block in 1 ms. The tier tests use the scheduler's exported API only.
+func tierScheduler(t *testing.T) *Scheduler {
+	t.Helper()
+	s, err := New(Options{BlockSize: 4, NumBlocks: 4, PrefixCaching: true, Events: true,
+		Tiers: kvcache.TierOptions{CPUBlocks: 8, CPUBandwidth: 1, BlockBytes: 1e6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// tokensFrom returns n distinct tokens starting at base.
+func tokensFrom(base, n int) []uint32 {
+	p := make([]uint32, n)
+	for i := range p {
+		p[i] = uint32(base + i)
+	}
+	return p
+}
+
+func tierEnqueue(t *testing.T, s *Scheduler, id uint64, toks []uint32) {
+	t.Helper()
+	if err := s.Enqueue(&sched.Request{ID: id, Prompt: toks, MaxTokens: 1}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tierStep runs the pass starting at ms and checks the accounting after it.
+func tierStep(t *testing.T, s *Scheduler, ms int) *sched.Pass {
+	t.Helper()
+	s.SetNow(time.Duration(ms) * time.Millisecond)
+	p := s.Step()
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // names maps the sequence hashes of each prompt's full blocks (block size 4) to "p0", "p1"... by prefix.
 func names(prompts map[string][]uint32) map[uint64]string {
 	m := map[uint64]string{}
@@ -44,27 +83,22 @@ func describeEvents(evs []kvcache.Event, m map[uint64]string) string {
 // (2 blocks at 1 ms each) while another request runs; its blocks are announced on the GPU only when they
 // have arrived, and then it is admitted with them as cached.
 func TestLowerTierHitOnboardsBeforePrefill(t *testing.T) {
-	o := Options{BlockSize: 4, NumBlocks: 4, PrefixCaching: true, Events: true,
-		Tiers: kvcache.TierOptions{CPUBlocks: 8, CPUBandwidth: 1, BlockBytes: 1e6}}
-	h := newHarness(t, o)
-	a, b, c := prompt(0, 9), prompt(100, 15), prompt(200, 3)
+	s := tierScheduler(t)
+	a, b, c := tokensFrom(0, 9), tokensFrom(100, 15), tokensFrom(200, 3)
 	m := names(map[string][]uint32{"a": a, "b": b})
-	at := func(ms int) *sched.Pass {
-		h.s.SetNow(time.Duration(ms) * time.Millisecond)
-		return h.step()
-	}
+	at := func(ms int) *sched.Pass { return tierStep(t, s, ms) }
 
-	h.enqueue(1, a, 1)
+	tierEnqueue(t, s, 1, a)
 	if got, want := describeEvents(at(0).Events, m), "GPU stored a0,a1; "; got != want {
 		t.Fatalf("pass 0: events %q, want %q", got, want)
 	}
-	h.enqueue(2, b, 1) // takes the whole pool: a goes to the CPU tier
+	tierEnqueue(t, s, 2, b) // takes the whole pool: a goes to the CPU tier
 	if got, want := describeEvents(at(10).Events, m), "GPU removed a1,a0; CPU stored a1,a0; GPU stored b0,b1,b2; "; got != want {
 		t.Fatalf("pass 10: events %q, want %q", got, want)
 	}
 
-	h.enqueue(3, a, 1)
-	h.enqueue(4, c, 1)
+	tierEnqueue(t, s, 3, a)
+	tierEnqueue(t, s, 4, c)
 	p := at(20)
 	// Request 3 onboards a0 and a1 into two GPU blocks (a free one and b2's) until 22 ms; request 4 runs.
 	if got, want := describeEvents(p.Events, m), "GPU removed b2; CPU stored b2; GPU removed b1; CPU stored b1; "; got != want {
@@ -84,35 +118,33 @@ func TestLowerTierHitOnboardsBeforePrefill(t *testing.T) {
 	if want := []sched.Admission{{ID: 3, Cached: 8}}; !slices.Equal(p.Admitted, want) {
 		t.Fatalf("pass 22: admitted %+v, want %+v", p.Admitted, want)
 	}
-	if got, want := outputs(p), []string{"3:1:done"}; !slices.Equal(got, want) {
-		t.Fatalf("pass 22: outputs %v, want %v", got, want)
+	if o := p.Outputs; len(o) != 1 || o[0].ID != 3 || len(o[0].Tokens) != 1 || !o[0].Done {
+		t.Fatalf("pass 22: outputs %+v, want request 3's one token, done", p.Outputs)
 	}
 	want := kvcache.TierStats{CPUHits: 2, Offloaded: 4, OnboardTime: 2 * time.Millisecond}
-	if got := h.s.Metrics().Tiers; got != want {
+	if got := s.Metrics().Tiers; got != want {
 		t.Fatalf("tier stats %+v, want %+v", got, want)
 	}
-	if m := h.s.Metrics(); m.PrefixQueries != 9+15+9+3 || m.PrefixHits != 8 {
+	if m := s.Metrics(); m.PrefixQueries != 9+15+9+3 || m.PrefixHits != 8 {
 		t.Fatalf("prefix queries %d, hits %d; want 36, 8", m.PrefixQueries, m.PrefixHits)
 	}
 }
 
 // TestCancelOnboarding: a request cancelled while its blocks arrive gives them back.
 func TestCancelOnboarding(t *testing.T) {
-	o := Options{BlockSize: 4, NumBlocks: 4, PrefixCaching: true, Events: true,
-		Tiers: kvcache.TierOptions{CPUBlocks: 8, CPUBandwidth: 1, BlockBytes: 1e6}}
-	h := newHarness(t, o)
-	h.enqueue(1, prompt(0, 9), 1)
-	h.step()
-	h.enqueue(2, prompt(100, 15), 1)
-	h.step()
-	h.enqueue(3, prompt(0, 9), 1)
-	if p := h.step(); p.Until == 0 || h.s.Idle() {
-		t.Fatalf("request 3 is not onboarding: until %v", p.Until)
+	s := tierScheduler(t)
+	tierEnqueue(t, s, 1, tokensFrom(0, 9))
+	tierStep(t, s, 0)
+	tierEnqueue(t, s, 2, tokensFrom(100, 15))
+	tierStep(t, s, 10)
+	tierEnqueue(t, s, 3, tokensFrom(0, 9))
+	if p := tierStep(t, s, 20); p.Until != 22*time.Millisecond || s.Idle() {
+		t.Fatalf("request 3 is not onboarding until 22ms: until %v", p.Until)
 	}
-	if !h.s.Cancel(3) || !h.s.Idle() || h.s.Pool().Active() != 0 {
-		t.Fatalf("cancel: idle %v, %d active blocks", h.s.Idle(), h.s.Pool().Active())
+	if !s.Cancel(3) || !s.Idle() || s.Pool().Active() != 0 {
+		t.Fatalf("cancel: idle %v, %d active blocks", s.Idle(), s.Pool().Active())
 	}
-	if err := h.s.CheckInvariants(); err != nil {
+	if err := s.CheckInvariants(); err != nil {
 		t.Fatal(err)
 	}
 }
