@@ -3,6 +3,7 @@ package kvcache
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/mocker-sim/mocker/tokens"
@@ -82,6 +83,7 @@ type tiers struct {
 	stats     TierStats
 	stored    []tokens.Block // the current event's blocks, reused
 	spill     []uint64       // hashes evicted from the CPU tier by the current offload
+	held      []bool         // write's scratch
 }
 
 // link is a shared transfer path: transfers queue behind each other in issue order, whichever way they go
@@ -190,16 +192,7 @@ func (p *Pool) Onboard(blocks []tokens.Block) time.Duration {
 // changes.
 func (p *Pool) offload(hashes []uint64) {
 	t := p.tiers
-	t.stored, t.spill = t.stored[:0], t.spill[:0]
-	for _, h := range hashes {
-		if t.cpu.touch(h) {
-			continue
-		}
-		if old, ok := t.cpu.push(h); ok {
-			t.spill = append(t.spill, old)
-		}
-		t.stored = append(t.stored, tokens.Block{Hash: h})
-	}
+	t.stored, t.spill = t.write(&t.cpu, hashes, t.stored[:0], t.spill[:0])
 	if len(t.stored) == 0 {
 		return
 	}
@@ -214,17 +207,8 @@ func (p *Pool) offload(hashes []uint64) {
 	if t.disk.capacity == 0 {
 		return
 	}
-	t.stored = t.stored[:0]
 	var dropped []uint64
-	for _, h := range t.spill {
-		if t.disk.touch(h) {
-			continue
-		}
-		if old, ok := t.disk.push(h); ok {
-			dropped = append(dropped, old)
-		}
-		t.stored = append(t.stored, tokens.Block{Hash: h})
-	}
+	t.stored, dropped = t.write(&t.disk, t.spill, t.stored[:0], nil)
 	if len(t.stored) > 0 {
 		t.down.reserve(t.now, len(t.stored))
 		p.tierEvent(Disk, Stored, t.stored, nil)
@@ -232,6 +216,27 @@ func (p *Pool) offload(hashes []uint64) {
 	if len(dropped) > 0 {
 		p.tierEvent(Disk, Removed, nil, dropped)
 	}
+}
+
+// write makes hashes l's most recent blocks and returns stored and evicted with the ones l did not hold
+// and the ones it pushed out appended. The ones it holds are touched first, so that writing the others
+// never evicts one of them only to write it again; a hash written and evicted by the same call is in
+// both, and its Stored event precedes its Removed one.
+func (t *tiers) write(l *lru, hashes []uint64, stored []tokens.Block, evicted []uint64) ([]tokens.Block, []uint64) {
+	t.held = slices.Grow(t.held[:0], len(hashes))
+	for _, h := range hashes {
+		t.held = append(t.held, l.touch(h))
+	}
+	for i, h := range hashes {
+		if t.held[i] {
+			continue
+		}
+		if old, ok := l.push(h); ok {
+			evicted = append(evicted, old)
+		}
+		stored = append(stored, tokens.Block{Hash: h})
+	}
+	return stored, evicted
 }
 
 // tierEvent records a lower tier's event, as vLLM's offloading connector announces it: blocks without a
