@@ -184,12 +184,13 @@ type Metrics struct {
 	ActiveBlocks     int // blocks referenced by requests
 	InactiveBlocks   int // cached blocks nobody references (evictable)
 	TotalBlocks      int
-	Preemptions      int64             // total
-	PrefixQueries    int64             // prompt tokens looked up at admissions
-	PrefixHits       int64             // of those, tokens found in the cache
-	SpecSteps        int64             // speculative decode steps
-	SpecTokens       int64             // tokens those steps emitted (mean accepted length = SpecTokens / SpecSteps)
-	Tiers            kvcache.TierStats // the lower KV tiers' onboardings and write-backs
+	Preemptions      int64 // total
+	PrefixQueries    int64 // prompt tokens looked up at admissions
+	PrefixHits       int64 // of those, tokens found in the cache
+	SpecSteps        int64 // speculative decode steps
+	SpecTokens       int64 // tokens those steps emitted (mean accepted length = SpecTokens / SpecSteps)
+
+	Tiers kvcache.TierStats // the lower KV tiers' onboardings and write-backs
 }
 
 // CacheUsage is the fraction of blocks in use, vLLM's kv_cache_usage_perc.

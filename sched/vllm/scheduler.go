@@ -73,11 +73,12 @@ type Options struct {
 	PrefixCaching    bool
 	Preemption       Preemption
 	Capacity         Capacity
-	Events           bool                // record KV events (with prefix caching)
-	Tiers            kvcache.TierOptions // CPU and disk tiers below the pool (with prefix caching)
+	Events           bool // record KV events (with prefix caching)
 
 	Spec sched.Spec // speculative decoding; Spec.Tokens 0 is off
 	Role sched.Role // disaggregated serving
+
+	Tiers kvcache.TierOptions // CPU and disk tiers below the pool (with prefix caching)
 }
 
 // Validate reports the first invalid option, naming it.
