@@ -582,12 +582,13 @@ func (r *Rank) SetState(s sched.Metrics) {
 	r.mu.Lock()
 	advance(r.preemptions, r.last.Preemptions, s.Preemptions)
 	advance(r.prefixQueries, r.last.PrefixQueries, s.PrefixQueries)
-	advance(r.prefixHits, r.last.PrefixHits, s.PrefixHits)
+	// vLLM counts the tokens a KV connector loads as external hits, not local ones; with lower tiers, every
+	// prompt token looked up is a connector query too.
+	lastExt, ext := r.external(r.last), r.external(s)
+	advance(r.prefixHits, r.last.PrefixHits-lastExt, s.PrefixHits-ext)
 	if r.extQueries != nil {
-		// vLLM counts every prompt token looked up as a connector query, and the tokens it loads as hits.
 		advance(r.extQueries, r.last.PrefixQueries, s.PrefixQueries)
-		bs := int64(r.blockSize)
-		advance(r.extHits, (r.last.Tiers.CPUHits+r.last.Tiers.DiskHits)*bs, (s.Tiers.CPUHits+s.Tiers.DiskHits)*bs)
+		advance(r.extHits, lastExt, ext)
 	}
 	// A speculative step drafts SpecTokens tokens and emits the accepted ones plus one of its own.
 	advance(r.specDrafts, r.last.SpecSteps, s.SpecSteps)
@@ -597,6 +598,11 @@ func (r *Rank) SetState(s sched.Metrics) {
 	}
 	r.last = s
 	r.mu.Unlock()
+}
+
+// external is the prompt tokens onboarded from the lower KV tiers.
+func (r *Rank) external(s sched.Metrics) int64 {
+	return (s.Tiers.CPUHits + s.Tiers.DiskHits) * int64(r.blockSize)
 }
 
 func advance(c prometheus.Counter, last, total int64) {

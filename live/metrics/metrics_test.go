@@ -648,7 +648,8 @@ func BenchmarkInterToken(b *testing.B) {
 }
 
 // TestExternalPrefixCacheFromTiers: with a CPU tier, the tokens onboarded from the lower tiers are vLLM's
-// external prefix cache hits, out of every prompt token looked up; without one both stay 0.
+// external prefix cache hits, out of every prompt token looked up, and not local hits; without one the
+// external counters stay 0.
 func TestExternalPrefixCacheFromTiers(t *testing.T) {
 	this := map[string]string{"worker": "0", "engine": "0"}
 	for _, c := range []struct {
@@ -666,6 +667,9 @@ func TestExternalPrefixCacheFromTiers(t *testing.T) {
 		}
 		if v := series(t, fams, "vllm:external_prefix_cache_hits_total", this).GetCounter().GetValue(); v != c.hits {
 			t.Errorf("cpu %d: external hits %v, want %v", c.cpu, v, c.hits)
+		}
+		if v := series(t, fams, "vllm:prefix_cache_hits_total", this).GetCounter().GetValue(); v != 200-16*7 {
+			t.Errorf("cpu %d: local hits %v, want %v", c.cpu, v, 200-16*7)
 		}
 		if got := label(series(t, fams, "vllm:cache_config_info", this), "num_cpu_blocks"); got != c.numCPUBlocks {
 			t.Errorf("cpu %d: num_cpu_blocks %q, want %q", c.cpu, got, c.numCPUBlocks)
