@@ -68,11 +68,12 @@ func (o TierOptions) Validate() error {
 	return nil
 }
 
-// TierStats count what the lower tiers did.
+// TierStats count what the lower tiers did, and what they hold.
 type TierStats struct {
 	CPUHits, DiskHits int64         // blocks onboarded from each tier
 	Offloaded         int64         // blocks written from the GPU to the CPU tier
 	OnboardTime       time.Duration // Σ over onboardings of the wait from its start to its last block's arrival
+	CPUUsed, DiskUsed int           // blocks each tier holds now
 }
 
 // tiers is a pool's CPU and disk tiers and the links between them.
@@ -130,7 +131,9 @@ func (p *Pool) TierStats() TierStats {
 	if p.tiers == nil {
 		return TierStats{}
 	}
-	return p.tiers.stats
+	st := p.tiers.stats
+	st.CPUUsed, st.DiskUsed = p.tiers.cpu.len(), p.tiers.disk.len()
+	return st
 }
 
 // TierLen is the number of blocks medium holds (GPU: the cached ones, once per hash).

@@ -65,7 +65,7 @@ func TestOffloadThenOnboardChargesBandwidth(t *testing.T) {
 	if got, want := p.Onboard(a), 22*time.Millisecond; got != want {
 		t.Fatalf("onboarding at 20 ms ends at %v, want %v", got, want)
 	}
-	want := TierStats{CPUHits: 4, Offloaded: 2, OnboardTime: 3*time.Millisecond + 2*time.Millisecond}
+	want := TierStats{CPUHits: 4, Offloaded: 2, OnboardTime: 3*time.Millisecond + 2*time.Millisecond, CPUUsed: 2}
 	if got := p.TierStats(); got != want {
 		t.Fatalf("stats %+v, want %+v", got, want)
 	}

@@ -143,6 +143,7 @@ type Metrics struct {
 
 	// Per rank.
 	running, waiting, kvUsage                          *prometheus.GaugeVec
+	cpuUsage                                           *prometheus.GaugeVec // vLLM with a CPU tier
 	usedTokens, availTokens, evictTokens, hitRate      *prometheus.GaugeVec
 	freeBlocks, usedBlocks                             *prometheus.GaugeVec
 	sleepState, cacheInfo                              *prometheus.GaugeVec
@@ -227,6 +228,7 @@ func (m *Metrics) newVLLM() {
 	m.sleepState = b.gauge("vllm:engine_sleep_state", "Engine sleep state; awake = 0 means engine is sleeping; "+
 		"awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.", "sleep_state")
 	m.kvUsage = b.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.")
+	m.cpuUsage = b.gauge("vllm:cpu_cache_usage_perc", "CPU KV-cache usage. 1 means 100 percent usage.") // vLLM v0's
 	m.prefixQueries = b.counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.")
 	m.prefixHits = b.counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.")
 	m.extQueries = b.counter("vllm:external_prefix_cache_queries_total",
@@ -420,6 +422,7 @@ func (m *Metrics) Rank(worker, rank int) *Rank {
 		}
 		if m.o.CPUBlocks > 0 {
 			r.extQueries, r.extHits = m.extQueries.WithLabelValues(lv...), m.extHits.WithLabelValues(lv...)
+			r.cpuUsage = m.cpuUsage.WithLabelValues(lv...)
 		}
 		r.bySource = make(map[string]prometheus.Counter, len(promptSources))
 		for _, s := range promptSources {
@@ -526,6 +529,7 @@ type Rank struct {
 	reasonLabels []string // request_success_total's labels before finished_reason
 
 	running, waiting, kvUsage                        prometheus.Gauge
+	cpuUsage                                         prometheus.Gauge // vLLM with a CPU tier
 	usedTokens, availTokens, evictTokens, hitRate    prometheus.Gauge
 	freeBlocks, usedBlocks                           prometheus.Gauge
 	prefixQueries, prefixHits, preemptions           prometheus.Counter
@@ -570,6 +574,9 @@ func (r *Rank) SetState(s sched.Metrics) {
 	set(r.running, float64(s.Running))
 	set(r.waiting, float64(s.Waiting))
 	set(r.kvUsage, s.CacheUsage())
+	if r.cpuUsage != nil {
+		set(r.cpuUsage, float64(s.Tiers.CPUUsed)/float64(r.m.o.CPUBlocks))
+	}
 	bs := float64(r.blockSize)
 	set(r.usedTokens, float64(s.ActiveBlocks)*bs)
 	set(r.evictTokens, float64(s.InactiveBlocks)*bs)

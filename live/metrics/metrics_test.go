@@ -660,7 +660,7 @@ func TestExternalPrefixCacheFromTiers(t *testing.T) {
 		m := New(Options{Model: "m", MaxModelLen: 16, BlockSize: 16, CPUBlocks: c.cpu})
 		r := m.Rank(0, 0)
 		r.SetState(sched.Metrics{PrefixQueries: 100, PrefixHits: 80, Tiers: kvcache.TierStats{CPUHits: 4, DiskHits: 1}})
-		r.SetState(sched.Metrics{PrefixQueries: 300, PrefixHits: 200, Tiers: kvcache.TierStats{CPUHits: 6, DiskHits: 1}})
+		r.SetState(sched.Metrics{PrefixQueries: 300, PrefixHits: 200, Tiers: kvcache.TierStats{CPUHits: 6, DiskHits: 1, CPUUsed: 250}})
 		fams := scrape(t, m)
 		if v := series(t, fams, "vllm:external_prefix_cache_queries_total", this).GetCounter().GetValue(); v != c.queries {
 			t.Errorf("cpu %d: external queries %v, want %v", c.cpu, v, c.queries)
@@ -670,6 +670,13 @@ func TestExternalPrefixCacheFromTiers(t *testing.T) {
 		}
 		if v := series(t, fams, "vllm:prefix_cache_hits_total", this).GetCounter().GetValue(); v != 200-16*7 {
 			t.Errorf("cpu %d: local hits %v, want %v", c.cpu, v, 200-16*7)
+		}
+		if c.cpu == 0 {
+			if fams["vllm:cpu_cache_usage_perc"] != nil {
+				t.Errorf("cpu 0: vllm:cpu_cache_usage_perc exported")
+			}
+		} else if v := series(t, fams, "vllm:cpu_cache_usage_perc", this).GetGauge().GetValue(); v != 0.25 {
+			t.Errorf("cpu %d: vllm:cpu_cache_usage_perc %v, want 0.25", c.cpu, v)
 		}
 		if got := label(series(t, fams, "vllm:cache_config_info", this), "num_cpu_blocks"); got != c.numCPUBlocks {
 			t.Errorf("cpu %d: num_cpu_blocks %q, want %q", c.cpu, got, c.numCPUBlocks)

@@ -121,7 +121,7 @@ func TestLowerTierHitOnboardsBeforePrefill(t *testing.T) {
 	if o := p.Outputs; len(o) != 1 || o[0].ID != 3 || len(o[0].Tokens) != 1 || !o[0].Done {
 		t.Fatalf("pass 22: outputs %+v, want request 3's one token, done", p.Outputs)
 	}
-	want := kvcache.TierStats{CPUHits: 2, Offloaded: 4, OnboardTime: 2 * time.Millisecond}
+	want := kvcache.TierStats{CPUHits: 2, Offloaded: 4, OnboardTime: 2 * time.Millisecond, CPUUsed: 4}
 	if got := s.Metrics().Tiers; got != want {
 		t.Fatalf("tier stats %+v, want %+v", got, want)
 	}
