@@ -107,7 +107,13 @@ type Config struct {
 	KVTransferBandwidth   float64 `yaml:"kv-transfer-bandwidth"`
 	KVBytesPerToken       int     `yaml:"kv-bytes-per-token" auto:"model"`
 	KVTransferTimingMode  string  `yaml:"kv-transfer-timing-mode"`
-	PlannerConfig         string  `yaml:"planner-config"`
+	// Lower KV tiers (vLLM's CPU offloading, Dynamo's KVBM G2/G3): blocks per worker rank, link speeds.
+	NumCPUBlocks       int     `yaml:"num-cpu-blocks"`
+	NumDiskBlocks      int     `yaml:"num-disk-blocks"`
+	CPUBandwidthGBps   float64 `yaml:"cpu-bandwidth-gbps"`
+	DiskBandwidthGBps  float64 `yaml:"disk-bandwidth-gbps"`
+	RouterCPUHitWeight float64 `yaml:"router-cpu-hit-weight"`
+	PlannerConfig      string  `yaml:"planner-config"`
 	// Fault injection (predict): workers killed at simulated times, ID@TIME[:DURATION] each.
 	FailWorker      []string `yaml:"fail-worker"`
 	OnWorkerFailure string   `yaml:"on-worker-failure"`
@@ -213,6 +219,9 @@ func Default() Config {
 		Backend:              "vllm",
 		BlockSize:            0, // the backend's own default
 		NumGPUBlocks:         0, // auto
+		CPUBandwidthGBps:     DefaultCPUBandwidthGBps,
+		DiskBandwidthGBps:    DefaultDiskBandwidthGBps,
+		RouterCPUHitWeight:   DefaultRouterCPUHitWeight,
 		MaxNumSeqs:           256,
 		MaxNumBatchedTokens:  8192,
 		EnablePrefixCaching:  true,
@@ -600,6 +609,22 @@ func (c *Config) validateCluster() error {
 		return bad("kv-transfer-bandwidth", c.KVTransferBandwidth, "must be a finite number of GB/s >= 0 (0: no transfer delay)")
 	case c.KVBytesPerToken < 0:
 		return bad("kv-bytes-per-token", c.KVBytesPerToken, "must be >= 0 (0: auto from the model)")
+	case c.NumCPUBlocks < 0:
+		return bad("num-cpu-blocks", c.NumCPUBlocks, "must not be negative (0: no CPU tier)")
+	case c.NumDiskBlocks < 0:
+		return bad("num-disk-blocks", c.NumDiskBlocks, "must not be negative (0: no disk tier)")
+	case c.NumDiskBlocks > 0 && c.NumCPUBlocks == 0:
+		return bad("num-disk-blocks", c.NumDiskBlocks, "needs a CPU tier (--num-cpu-blocks): disk blocks pass through host memory")
+	case c.NumCPUBlocks > 0 && c.Backend == "sglang":
+		return bad("num-cpu-blocks", c.NumCPUBlocks, "the sglang backend has no lower KV tier yet (vllm and trtllm do)")
+	case c.NumCPUBlocks > 0 && !c.EnablePrefixCaching:
+		return bad("num-cpu-blocks", c.NumCPUBlocks, "needs --enable-prefix-caching: only cached blocks are offloaded")
+	case !(c.CPUBandwidthGBps > 0) || math.IsInf(c.CPUBandwidthGBps, 0):
+		return bad("cpu-bandwidth-gbps", c.CPUBandwidthGBps, "must be a finite number of GB/s > 0")
+	case !(c.DiskBandwidthGBps > 0) || math.IsInf(c.DiskBandwidthGBps, 0):
+		return bad("disk-bandwidth-gbps", c.DiskBandwidthGBps, "must be a finite number of GB/s > 0")
+	case !finiteNonNegative(c.RouterCPUHitWeight) || c.RouterCPUHitWeight > 1:
+		return bad("router-cpu-hit-weight", c.RouterCPUHitWeight, "must be in [0, 1]")
 	}
 	return nil
 }
@@ -1022,6 +1047,7 @@ func (c *Config) RouterOptions() (router.Options, error) {
 		return ro, err
 	}
 	ro.OverlapScoreWeight = c.OverlapScoreWeight
+	ro.LowerHitWeight = c.RouterCPUHitWeight
 	ro.Temperature = c.RouterTemperature
 	ro.QueueThreshold = c.RouterQueueThreshold
 	ro.MaxBatchedTokens = 0 // the engines' budget, filled in by the simulator

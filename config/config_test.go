@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/live"
 	"github.com/mocker-sim/mocker/sim"
 )
@@ -91,11 +92,38 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.ConcurrencyDesyncMs = 100 }, "concurrency-desync-ms 100: spreads the clients of --concurrency"},
 		{func(c *Config) { c.Concurrency, c.ConcurrencyDesyncMs, c.Trace = 4, 100, "t.jsonl" }, "concurrency-desync-ms 100: applies to the synthetic"},
 		{func(c *Config) { c.Concurrency, c.ConcurrencyDesyncMs, c.TurnsPerSession = 4, 100, 2 }, "concurrency-desync-ms 100: does not combine"},
+		{func(c *Config) { c.NumCPUBlocks = -1 }, "num-cpu-blocks -1: must not be negative"},
+		{func(c *Config) { c.NumDiskBlocks = 8 }, "num-disk-blocks 8: needs a CPU tier"},
+		{func(c *Config) { c.NumCPUBlocks, c.Backend = 8, "sglang" }, "num-cpu-blocks 8: the sglang backend has no lower KV tier yet"},
+		{func(c *Config) { c.NumCPUBlocks, c.EnablePrefixCaching = 8, false }, "num-cpu-blocks 8: needs --enable-prefix-caching"},
+		{func(c *Config) { c.CPUBandwidthGBps = 0 }, "cpu-bandwidth-gbps 0"},
+		{func(c *Config) { c.DiskBandwidthGBps = math.Inf(1) }, "disk-bandwidth-gbps +Inf"},
+		{func(c *Config) { c.RouterCPUHitWeight = 1.5 }, "router-cpu-hit-weight 1.5: must be in [0, 1]"},
 	} {
 		c := Default()
 		tc.edit(&c)
 		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("Validate() = %v, want it to start with %q", err, tc.want)
+		}
+	}
+}
+
+// TestTierOptions: a CPU block is one GPU's share of block-size tokens' KV (llama-3.1-8b: 32 layers × 8 KV
+// heads × 128 × 2 (K, V) × 2 bytes = 128 KiB a token, half at TP 2), or --kv-bytes-per-token's share.
+func TestTierOptions(t *testing.T) {
+	for _, tc := range []struct {
+		tp, kvBytes int
+		want        int64
+	}{{1, 0, 16 << 17}, {2, 0, 16 << 16}, {2, 1000, 16 * 500}} {
+		c := Default()
+		c.NumGPUBlocks, c.NumCPUBlocks, c.NumDiskBlocks, c.TP, c.KVBytesPerToken = 64, 100, 200, tc.tp, tc.kvBytes
+		eo, err := c.EngineOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := kvcache.TierOptions{CPUBlocks: 100, DiskBlocks: 200, CPUBandwidth: 50, DiskBandwidth: 5, BlockBytes: tc.want}
+		if got := eo.VLLM.Tiers; got != want {
+			t.Errorf("tp %d, kv-bytes-per-token %d: tiers %+v, want %+v", tc.tp, tc.kvBytes, got, want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/hardware"
+	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/model"
 	"github.com/mocker-sim/mocker/report"
 	"github.com/mocker-sim/mocker/sched"
@@ -240,6 +241,10 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 		return engine.Options{}, err
 	}
 	spec := sched.Spec{Tokens: c.SpecNumTokens, AcceptRates: c.SpecAcceptRates}
+	tiers, err := c.tierOptions(d)
+	if err != nil {
+		return engine.Options{}, err
+	}
 	return engine.Options{
 		Backend: backend,
 		DPSize:  c.DPSize,
@@ -257,6 +262,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			Events:           c.Router == "kv", // only a KV router reads them
 			MaxLoRAs:         c.MaxLoRAs,
 			MaxCPULoRAs:      c.MaxCPULoRAs,
+			Tiers:            tiers,
 		},
 		SGLang: sglang.Options{
 			PageSize:           d.BlockSize,
@@ -292,4 +298,32 @@ func (c *Config) encoderCacheSize() int {
 		return c.SGLangMaxPrefillTokens
 	}
 	return c.MaxNumBatchedTokens
+}
+
+// Lower KV tiers' defaults: a PCIe Gen5 x16 link's practical host-to-device rate and a local NVMe
+// drive's; a lower-tier hit is worth half a GPU hit to the KV router (its onboarding is cheaper than its
+// prefill, but not free).
+const (
+	DefaultCPUBandwidthGBps   = 50
+	DefaultDiskBandwidthGBps  = 5
+	DefaultRouterCPUHitWeight = 0.5
+)
+
+// tierOptions are each rank's lower KV tiers: a block is one GPU's share of its tokens' KV (each GPU of a
+// TP group offloads its shard over its own link).
+func (c *Config) tierOptions(d *Deployment) (kvcache.TierOptions, error) {
+	o := kvcache.TierOptions{CPUBlocks: c.NumCPUBlocks, DiskBlocks: c.NumDiskBlocks,
+		CPUBandwidth: c.CPUBandwidthGBps, DiskBandwidth: c.DiskBandwidthGBps}
+	if !o.Enabled() {
+		return o, nil
+	}
+	perToken := int64(d.KVBytes)
+	if c.KVBytesPerToken > 0 {
+		perToken = int64(c.KVBytesPerToken / max(c.TP, 1))
+	}
+	if perToken == 0 {
+		return o, fmt.Errorf("num-cpu-blocks %d: pricing the tiers' transfers needs the KV bytes per token: give --model or --kv-bytes-per-token", c.NumCPUBlocks)
+	}
+	o.BlockBytes = perToken * int64(d.BlockSize)
+	return o, o.Validate()
 }

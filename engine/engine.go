@@ -31,6 +31,9 @@ type Options struct {
 // scheduler is what the engine needs of one rank's scheduler.
 type scheduler = sched.Scheduler
 
+// clocked is a scheduler that reads the time of its passes (vLLM's, for its lower KV tiers' transfers).
+type clocked interface{ SetNow(time.Duration) }
+
 // Engine is one worker. It is not safe for concurrent use.
 type Engine struct {
 	backend Backend
@@ -204,6 +207,9 @@ func (e *Engine) Step(now time.Duration) *Pass {
 		if s.Idle() {
 			continue
 		}
+		if c, ok := s.(clocked); ok {
+			c.SetNow(now)
+		}
 		sp := s.Step()
 		if sp.Empty() {
 			continue
@@ -214,7 +220,7 @@ func (e *Engine) Step(now time.Duration) *Pass {
 		if e.enc != nil && e.enc[i] != nil {
 			c.Prefill += e.enc[i].pass(sp)
 		}
-		longest = max(longest, c.Total())
+		longest = max(longest, c.Total(), sp.Until-now)
 		p.Ranks = append(p.Ranks, RankPass{Pass: sp, Rank: i, Cost: c})
 	}
 	p.End = now + longest

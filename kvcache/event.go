@@ -1,6 +1,10 @@
 package kvcache
 
-import "github.com/mocker-sim/mocker/tokens"
+import (
+	"fmt"
+
+	"github.com/mocker-sim/mocker/tokens"
+)
 
 // EventKind says what a KV event reports.
 type EventKind uint8
@@ -39,4 +43,26 @@ type Event struct {
 
 	// Removed: sequence hashes no longer resident.
 	Hashes []uint64
+
+	// Medium is where the blocks were stored or removed: GPU (the zero value) for the pool itself, CPU or
+	// Disk for a lower tier, whose Stored events have no parent.
+	Medium Medium
+}
+
+// String formats the event as %+v does its fields, leaving out the medium when it is the GPU: a pool
+// without lower tiers prints its events as it did before they existed (pinned digests hash them).
+func (e Event) String() string {
+	type fields struct {
+		ID        uint64
+		Kind      EventKind
+		Parent    uint64
+		HasParent bool
+		Blocks    []tokens.Block
+		Hashes    []uint64
+	}
+	s := fmt.Sprintf("%+v", fields{e.ID, e.Kind, e.Parent, e.HasParent, e.Blocks, e.Hashes})
+	if e.Medium != GPU {
+		s = s[:len(s)-1] + " Medium:" + e.Medium.String() + "}"
+	}
+	return s
 }

@@ -3,8 +3,8 @@ package kvcache
 import "fmt"
 
 // CheckInvariants verifies the pool's accounting by walking every block: free + active + inactive =
-// capacity, the LRU list holds exactly the unreferenced cached blocks, and every cached block is reachable
-// from its hash. It is O(capacity); tests call it after every pass.
+// capacity, the LRU list holds exactly the unreferenced cached blocks, every cached block is reachable
+// from its hash, and each lower tier's LRU list and index agree within its capacity. It is O(capacity); tests call it after every pass.
 func (p *Pool) CheckInvariants() error {
 	if f, a, i := p.Free(), p.Active(), p.Inactive(); f < 0 || a < 0 || i < 0 || f+a+i != p.capacity {
 		return fmt.Errorf("kvcache: free %d + active %d + inactive %d != capacity %d", f, a, i, p.capacity)
@@ -56,6 +56,17 @@ func (p *Pool) CheckInvariants() error {
 	}
 	if n != p.inactive || nUnref != p.inactive {
 		return fmt.Errorf("kvcache: LRU list has %d blocks, %d unreferenced cached, inactive count %d", n, nUnref, p.inactive)
+	}
+	if t := p.tiers; t != nil {
+		if err := t.cpu.check(CPU); err != nil {
+			return err
+		}
+		if err := t.disk.check(Disk); err != nil {
+			return err
+		}
+		if t.up.busy < 0 || t.down.busy < 0 {
+			return fmt.Errorf("kvcache: links busy until %v and %v", t.up.busy, t.down.busy)
+		}
 	}
 	return nil
 }

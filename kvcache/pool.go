@@ -31,9 +31,10 @@ type block struct {
 
 // Options configure a Pool.
 type Options struct {
-	Capacity      int  // blocks; at least 1
-	PrefixCaching bool // share full blocks between requests by hash
-	Events        bool // record KV events (only with prefix caching)
+	Capacity      int         // blocks; at least 1
+	PrefixCaching bool        // share full blocks between requests by hash
+	Events        bool        // record KV events (only with prefix caching)
+	Tiers         TierOptions // lower tiers (only with prefix caching)
 }
 
 // Pool is a paged KV block pool. It is not safe for concurrent use.
@@ -54,6 +55,9 @@ type Pool struct {
 	nextID  uint64
 	removed []uint64 // hashes evicted by the current Allocate
 	hashes  []uint64 // the Removed events' hash lists since NewPass, back to back
+
+	tiers      *tiers         // nil: no lower tier
+	tierBlocks []tokens.Block // the lower tiers' Stored events' blocks since NewPass, back to back
 }
 
 // New returns an empty pool.
@@ -61,14 +65,21 @@ func New(o Options) (*Pool, error) {
 	if o.Capacity < 1 {
 		return nil, fmt.Errorf("kvcache: capacity %d blocks, want at least 1", o.Capacity)
 	}
-	return &Pool{
+	if err := o.Tiers.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Pool{
 		capacity: o.Capacity,
 		caching:  o.PrefixCaching,
 		events:   o.Events && o.PrefixCaching,
 		lruHead:  none,
 		lruTail:  none,
 		byHash:   newIndex(min(o.Capacity, 1<<16)),
-	}, nil
+	}
+	if o.Tiers.Enabled() && o.PrefixCaching {
+		p.tiers = newTiers(o.Tiers)
+	}
+	return p, nil
 }
 
 // Capacity is the number of blocks in the pool.
@@ -188,6 +199,9 @@ func (p *Pool) Allocate(table []BlockID, n int) []BlockID {
 		p.hashes = append(p.hashes, p.removed...)
 		p.emit(Event{Kind: Removed, Hashes: p.hashes[start:len(p.hashes):len(p.hashes)]})
 	}
+	if len(p.removed) > 0 && p.tiers != nil {
+		p.offload(p.removed)
+	}
 	return table
 }
 
@@ -196,6 +210,7 @@ func (p *Pool) Allocate(table []BlockID, n int) []BlockID {
 func (p *Pool) NewPass() {
 	if len(p.evs) == 0 {
 		p.hashes = p.hashes[:0]
+		p.tierBlocks = p.tierBlocks[:0]
 	}
 }
 

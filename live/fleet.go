@@ -412,7 +412,7 @@ func (s *Server) reroute(rrs []*remoteReq) {
 
 func (s *Server) fleetEvent(m *nats.Msg) {
 	ev, err := natsevents.Decode(m.Data)
-	if err != nil {
+	if _, kept := natsevents.Medium(ev.Tier); err != nil || !kept {
 		return
 	}
 	s.mu.Lock()

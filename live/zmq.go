@@ -84,6 +84,7 @@ type ZMQSink struct {
 	blocks map[uint64]*vblock // by our sequence hash: blocks some request or the cache holds
 	reqs   map[uint64]*vreq
 	evs    []vllmevents.Event
+	gone   []uint64 // hashes an Events call removed somewhere, forgotten after it if no one holds them
 }
 
 // vblock is one block as vLLM names it.
@@ -92,7 +93,7 @@ type vblock struct {
 	tokens   []uint32
 	lora     string // the adapter whose KV it holds
 	refs     int    // requests whose token sequence contains it
-	resident int    // pools (worker ranks) that store it
+	resident int    // pools (worker ranks) and their lower tiers that store it
 }
 
 // vreq follows one request's tokens.
@@ -269,12 +270,7 @@ func (s *ZMQSink) Events(worker, rank int, evs []kvcache.Event) {
 		return
 	}
 	s.mu.Lock()
-	s.evs = s.evs[:0]
-	for _, e := range evs {
-		if ve := s.translate(e); ve != nil {
-			s.evs = append(s.evs, ve)
-		}
-	}
+	s.batch(evs)
 	if len(s.evs) > 0 {
 		// An error means the publisher is closed (shutting down): the events are dropped.
 		s.pubs[i].Publish(vllmevents.Batch{TS: float64(time.Now().UnixNano()) / 1e9, Events: s.evs})
@@ -282,12 +278,29 @@ func (s *ZMQSink) Events(worker, rank int, evs []kvcache.Event) {
 	s.mu.Unlock()
 }
 
+// batch translates evs into s.evs; s.mu is held.
+func (s *ZMQSink) batch(evs []kvcache.Event) {
+	s.evs = s.evs[:0]
+	s.gone = s.gone[:0]
+	for _, e := range evs {
+		if ve := s.translate(e); ve != nil {
+			s.evs = append(s.evs, ve)
+		}
+	}
+	// Forgotten only now: a block the GPU evicts is stored in the CPU tier by a later event of the batch.
+	for _, h := range s.gone {
+		if b := s.blocks[h]; b != nil && b.refs == 0 && b.resident == 0 {
+			delete(s.blocks, h)
+		}
+	}
+}
+
 // translate turns one of our events into vLLM's; nil when none of its blocks is known (it cannot
 // happen for blocks of requests the sink followed).
 func (s *ZMQSink) translate(e kvcache.Event) vllmevents.Event {
 	switch e.Kind {
 	case kvcache.Stored:
-		out := vllmevents.BlockStored{BlockSize: s.o.BlockSize, Medium: vllmevents.MediumGPU}
+		out := vllmevents.BlockStored{BlockSize: s.o.BlockSize, Medium: e.Medium.String()}
 		if e.HasParent {
 			if p := s.blocks[e.Parent]; p != nil {
 				h := vllmevents.External(p.hash)
@@ -305,14 +318,16 @@ func (s *ZMQSink) translate(e kvcache.Event) vllmevents.Event {
 				out.LoraID = slices.Index(s.o.LoRAs, b.lora) + 1
 			}
 			out.BlockHashes = append(out.BlockHashes, vllmevents.External(b.hash))
-			out.TokenIDs = append(out.TokenIDs, b.tokens...)
+			if e.Medium == kvcache.GPU { // vLLM's offloading connector sends a lower tier's without tokens
+				out.TokenIDs = append(out.TokenIDs, b.tokens...)
+			}
 		}
 		if len(out.BlockHashes) == 0 {
 			return nil
 		}
 		return out
 	case kvcache.Removed:
-		out := vllmevents.BlockRemoved{Medium: vllmevents.MediumGPU}
+		out := vllmevents.BlockRemoved{Medium: e.Medium.String()}
 		for _, h := range e.Hashes {
 			b := s.blocks[h]
 			if b == nil {
@@ -320,9 +335,7 @@ func (s *ZMQSink) translate(e kvcache.Event) vllmevents.Event {
 			}
 			out.BlockHashes = append(out.BlockHashes, vllmevents.External(b.hash))
 			b.resident = max(b.resident-1, 0)
-			if b.refs == 0 && b.resident == 0 {
-				delete(s.blocks, h)
-			}
+			s.gone = append(s.gone, h)
 		}
 		if len(out.BlockHashes) == 0 {
 			return nil

@@ -7,10 +7,14 @@ import (
 	"math"
 	"net"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/live/vllmevents"
+	"github.com/mocker-sim/mocker/tokens"
 	"github.com/openai/openai-go/v3"
 )
 
@@ -94,4 +98,35 @@ func FuzzExpandTopic(f *testing.F) {
 			t.Fatalf("ExpandTopic(%q) = %q, want %q", template, got, w)
 		}
 	})
+}
+
+// TestZMQLowerTierMedium: a block the GPU evicts to the CPU tier keeps its vLLM name through the batch
+// that removes it from the GPU and stores it below, with the medium vLLM's offloading connector gives
+// (no parent, no tokens), until it leaves the last tier.
+func TestZMQLowerTierMedium(t *testing.T) {
+	s := &ZMQSink{o: ZMQOptions{BlockSize: 4}, hasher: vllmevents.NewHasher(""), blocks: map[uint64]*vblock{}, reqs: map[uint64]*vreq{}}
+	toks := []uint32{1, 2, 3, 4, 5}
+	s.Prompt(1, toks, "")
+	seq := tokens.NewSequence(4)
+	seq.Append(toks...)
+	blk := seq.Blocks()[0]
+	name := vllmevents.External(s.blocks[blk.Hash].hash)
+	s.batch([]kvcache.Event{{Kind: kvcache.Stored, Blocks: []tokens.Block{blk}}})
+	s.Ended(0, 1)
+	s.batch([]kvcache.Event{
+		{Kind: kvcache.Removed, Hashes: []uint64{blk.Hash}},
+		{Kind: kvcache.Stored, Medium: kvcache.CPU, Blocks: []tokens.Block{{Hash: blk.Hash}}},
+	})
+	want := []vllmevents.Event{
+		vllmevents.BlockRemoved{BlockHashes: []uint64{name}, Medium: "GPU"},
+		vllmevents.BlockStored{BlockHashes: []uint64{name}, BlockSize: 4, Medium: "CPU"},
+	}
+	if !reflect.DeepEqual(s.evs, want) {
+		t.Fatalf("events %+v, want %+v", s.evs, want)
+	}
+	s.batch([]kvcache.Event{{Kind: kvcache.Removed, Medium: kvcache.CPU, Hashes: []uint64{blk.Hash}}})
+	want = []vllmevents.Event{vllmevents.BlockRemoved{BlockHashes: []uint64{name}, Medium: "CPU"}}
+	if !reflect.DeepEqual(s.evs, want) || s.blocks[blk.Hash] != nil {
+		t.Fatalf("events %+v (want %+v); block still named: %v", s.evs, want, s.blocks[blk.Hash] != nil)
+	}
 }

@@ -272,3 +272,26 @@ func TestDeterminism(t *testing.T) {
 		t.Errorf("interleaved calls give a different report:\n%s\nvs\n%s", first, other)
 	}
 }
+
+// TestTierKeys: the lower KV tiers' keys follow preemptions, with their values, only when tiers ran.
+func TestTierKeys(t *testing.T) {
+	s := play(runEvents[:4], false).Summary()
+	s.Tiers = TierSummary{On: true, GPUHitRatio: 0.25, CPUHitRatio: 0.125, DiskHitRatio: 0.0625,
+		OnboardedBlocks: 7, OffloadedBlocks: 9, OnboardTime: 1500 * time.Microsecond}
+	var b bytes.Buffer
+	if err := s.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	at := slices.Index(summaryKeys, "preemptions") + 1
+	tiers := []string{"kv_gpu_hit_ratio", "kv_cpu_hit_ratio", "kv_disk_hit_ratio", "kv_onboarded_blocks", "kv_offloaded_blocks", "kv_onboard_time_ms"}
+	want := slices.Insert(slices.Clone(summaryKeys), at, tiers...)
+	if got := jsonKeys(t, b.Bytes()); !slices.Equal(got, want) {
+		t.Errorf("WriteJSON keys with tiers =\n%q\nwant\n%q", got, want)
+	}
+	for _, line := range []string{`"kv_gpu_hit_ratio": 0.25,`, `"kv_cpu_hit_ratio": 0.125,`, `"kv_disk_hit_ratio": 0.0625,`,
+		`"kv_onboarded_blocks": 7,`, `"kv_offloaded_blocks": 9,`, `"kv_onboard_time_ms": 1.5,`} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("WriteJSON lacks %s:\n%s", line, b.String())
+		}
+	}
+}

@@ -41,6 +41,9 @@ type Summary struct {
 
 	Preemptions int // filled by the caller
 
+	// Tiers are the lower KV tiers' figures (filled by the caller; in the JSON only when Tiers.On).
+	Tiers TierSummary
+
 	// SpecMeanAcceptedLength is the mean number of tokens a speculative decode step emitted (filled by
 	// the caller; in the JSON only when speculative decoding ran).
 	SpecMeanAcceptedLength float64
@@ -65,6 +68,16 @@ type Summary struct {
 	TPOT Stats // time per output token, excluding the first: (last − first)/(n−1)
 	ITL  Stats // inter-token latency: gaps between deliveries, pooled over requests
 	E2E  Stats // end-to-end latency: finish − arrival
+}
+
+// TierSummary is what the lower KV tiers (CPU, disk) did over a run. The hit ratios share one base: the
+// prompt tokens looked up at every admission (a preempted request's again), as vLLM's prefix-cache
+// queries count them; GPU hits exclude the blocks onboarded from below.
+type TierSummary struct {
+	On                                     bool
+	GPUHitRatio, CPUHitRatio, DiskHitRatio float64
+	OnboardedBlocks, OffloadedBlocks       int64
+	OnboardTime                            time.Duration // Σ of the onboardings' waits
 }
 
 // Timing names the timing model of a run: Model is --timing ("default": the op-level model, "profile",
@@ -183,6 +196,14 @@ func (s Summary) WriteJSON(w io.Writer) error {
 	o.int("total_output_tokens", s.TotalOutputTokens)
 	o.float("prefix_cache_reused_ratio", s.PrefixCacheReusedRatio)
 	o.int("preemptions", s.Preemptions)
+	if t := s.Tiers; t.On {
+		o.float("kv_gpu_hit_ratio", t.GPUHitRatio)
+		o.float("kv_cpu_hit_ratio", t.CPUHitRatio)
+		o.float("kv_disk_hit_ratio", t.DiskHitRatio)
+		o.int("kv_onboarded_blocks", int(t.OnboardedBlocks))
+		o.int("kv_offloaded_blocks", int(t.OffloadedBlocks))
+		o.float("kv_onboard_time_ms", ms(t.OnboardTime))
+	}
 	if s.SpecMeanAcceptedLength > 0 {
 		o.float("spec_mean_accepted_length", s.SpecMeanAcceptedLength)
 	}

@@ -42,6 +42,11 @@ func (s Summary) WriteTable(w io.Writer, title string) error {
 	row(&b, "Total Token throughput (tok/s):", fixed(total))
 	row(&b, "Prefix cache reused ratio:", fixed(s.PrefixCacheReusedRatio))
 	row(&b, "Preemptions:", strconv.Itoa(s.Preemptions))
+	if t := s.Tiers; t.On {
+		row(&b, "KV hit ratio GPU/CPU/disk:", fixed(t.GPUHitRatio)+" / "+fixed(t.CPUHitRatio)+" / "+fixed(t.DiskHitRatio))
+		row(&b, "KV blocks onboarded/offloaded:", strconv.FormatInt(t.OnboardedBlocks, 10)+" / "+strconv.FormatInt(t.OffloadedBlocks, 10))
+		row(&b, "KV onboarding time (ms):", fixed(ms(t.OnboardTime)))
+	}
 	if s.SpecMeanAcceptedLength > 0 {
 		row(&b, "Mean accepted length (spec decode):", fixed(s.SpecMeanAcceptedLength))
 	}

@@ -144,16 +144,21 @@ func (r *Router) chooseKV(req *request) int {
 //
 // where prefill_blocks is the target's active prefill tokens plus the request's tokens beyond its cached
 // prefix there, in blocks, and decode_blocks is the target's active blocks plus the request's blocks not
-// already active there. The slice is reused by the next call.
+// already active there. The cached prefix counts its GPU blocks whole and the blocks that continue it in
+// the target's lower tiers at LowerHitWeight. The slice is reused by the next call.
 func (r *Router) logits(req *request) []float64 {
 	ov := r.overlaps(req.Blocks)
 	bs := r.o.BlockSize
 	partial := req.partial()
 	r.costs = r.costs[:0]
 	for i, t := range r.targets {
-		prefill := t.prefill + max(req.PromptTokens-ov[i]*bs, 0)
+		cached := float64(ov[i] * bs)
+		if r.o.LowerHitWeight > 0 {
+			cached += r.o.LowerHitWeight * float64(t.lowerOverlap(req.Blocks[ov[i]:])*bs)
+		}
+		prefill := float64(t.prefill) + max(float64(req.PromptTokens)-cached, 0)
 		decode := t.activeBlocks() + len(req.Blocks) - t.seqs.match(req.Blocks) + partial
-		r.costs = append(r.costs, r.o.OverlapScoreWeight*float64(prefill)/float64(bs)+float64(decode))
+		r.costs = append(r.costs, r.o.OverlapScoreWeight*prefill/float64(bs)+float64(decode))
 	}
 	return r.costs
 }

@@ -24,6 +24,9 @@ type Options struct {
 	// lowest cost, T > 0 samples a softmax of the normalised costs.
 	OverlapScoreWeight float64
 	Temperature        float64
+	// LowerHitWeight is what a block the target holds in a lower KV tier (CPU, disk) is worth, beyond its
+	// GPU prefix, against 1 for a GPU block: its onboarding costs less than its prefill, but not nothing.
+	LowerHitWeight float64
 
 	// BlockSize is the engines' tokens per KV block, the unit of the blocks requests carry.
 	BlockSize int
@@ -68,6 +71,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("router: unknown policy %d", o.Policy)
 	case !finite(o.OverlapScoreWeight) || o.OverlapScoreWeight < 0:
 		return fmt.Errorf("overlap-score-weight %v: want a finite number ≥ 0", o.OverlapScoreWeight)
+	case !finite(o.LowerHitWeight) || o.LowerHitWeight < 0 || o.LowerHitWeight > 1:
+		return fmt.Errorf("router-cpu-hit-weight %v: want a number in [0, 1]", o.LowerHitWeight)
 	case !finite(o.Temperature) || o.Temperature < 0:
 		return fmt.Errorf("router-temperature %v: want a finite number ≥ 0", o.Temperature)
 	case o.BlockSize < 1:
@@ -138,6 +143,20 @@ type target struct {
 	prefill  int // active prefill tokens
 	partials int // active requests with a partial block
 	seqs     seqTree
+	lower    [2]hashSet // the blocks its CPU and disk tiers hold, by their KV events
+}
+
+// lowerOverlap is how many leading blocks of blocks (those after its GPU prefix) t holds in a lower tier.
+func (t *target) lowerOverlap(blocks []tokens.Block) int {
+	if t.lower[0].len() == 0 && t.lower[1].len() == 0 {
+		return 0
+	}
+	for i, b := range blocks {
+		if !t.lower[0].has(b.Hash) && !t.lower[1].has(b.Hash) {
+			return i
+		}
+	}
+	return len(blocks)
 }
 
 func (t *target) activeBlocks() int { return t.seqs.blocks + t.partials }
@@ -246,11 +265,22 @@ func (r *Router) Load(t Target) Load {
 func (r *Router) Queued() int { return r.queue.len() }
 
 // Apply updates t's cached blocks from one of its KV events: Stored adds the blocks' sequence hashes,
-// Removed removes the listed ones, Cleared drops them all. A sequence hash names its whole prefix, so a
-// Stored event's parent adds nothing. Events of an absent target are ignored (they may trail its removal).
+// Removed removes the listed ones, Cleared drops them all (every tier's). A sequence hash names its whole
+// prefix, so a Stored event's parent adds nothing. A lower tier's events (Medium CPU or Disk) update that
+// tier's set, apart from the GPU's. Events of an absent target are ignored (they may trail its removal).
 func (r *Router) Apply(t Target, ev kvcache.Event) {
 	x := r.byID[t]
 	if x == nil {
+		return
+	}
+	if ev.Medium != kvcache.GPU && ev.Kind != kvcache.Cleared {
+		set := &x.lower[min(int(ev.Medium), 2)-1]
+		for _, b := range ev.Blocks {
+			set.add(b.Hash)
+		}
+		for _, h := range ev.Hashes {
+			set.remove(h)
+		}
 		return
 	}
 	switch ev.Kind {
@@ -260,6 +290,7 @@ func (r *Router) Apply(t Target, ev kvcache.Event) {
 		r.ix.removeHashes(x.slot, ev.Hashes)
 	case kvcache.Cleared:
 		r.ix.clearSlot(x.slot)
+		x.lower = [2]hashSet{}
 	}
 }
 

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/timing"
@@ -151,11 +152,15 @@ type Pass struct {
 	Outputs   []Output
 	FPM       ForwardPass
 	LoRALoads int // LoRA adapters loaded before the pass can run (not resident when first used)
+	// Until, when not zero, is when a pass that computes nothing ends: the scheduler waits for KV it
+	// onboards from a lower tier (the engine's clock; see vllm.Scheduler.SetNow).
+	Until time.Duration
 }
 
 // Empty reports whether the pass did nothing.
 func (p *Pass) Empty() bool {
-	return len(p.Batch.Seqs) == 0 && len(p.Outputs) == 0 && len(p.Admitted) == 0 && len(p.Preempted) == 0 && len(p.Events) == 0
+	return len(p.Batch.Seqs) == 0 && len(p.Outputs) == 0 && len(p.Admitted) == 0 && len(p.Preempted) == 0 && len(p.Events) == 0 &&
+		p.Until == 0
 }
 
 // Reset empties the pass, keeping its buffers.
@@ -205,6 +210,8 @@ type Metrics struct {
 	// order (vllm:lora_requests_info); empty while no request names one.
 	RunningLoRAs, WaitingLoRAs string
 	LoRALoads                  int64 // adapters loaded, total
+
+	Tiers kvcache.TierStats // the lower KV tiers' onboardings and write-backs
 }
 
 // CacheUsage is the fraction of blocks in use, vLLM's kv_cache_usage_perc.

@@ -625,7 +625,10 @@ func (r *runner) result() *Result {
 	res.Summary = r.col.Summary()
 	res.Summary.WorkerFailures = r.failures
 	var specSteps, specTokens int64
+	var queries, hits, cpuTokens, diskTokens int64
+	tiers := &res.Summary.Tiers
 	for _, p := range r.pools {
+		tiers.On = tiers.On || p.eng.Backend != engine.SGLang && p.eng.VLLM.Tiers.Enabled()
 		pr := PoolResult{Name: p.name}
 		var ps report.PoolSummary
 		ps.Name = p.name
@@ -639,6 +642,13 @@ func (r *runner) result() *Result {
 				ps.Preemptions += int(rm.Preemptions)
 				ps.PrefixQueries += rm.PrefixQueries
 				ps.PrefixHits += rm.PrefixHits
+				queries += rm.PrefixQueries
+				hits += rm.PrefixHits
+				cpuTokens += rm.Tiers.CPUHits * int64(p.blockSize)
+				diskTokens += rm.Tiers.DiskHits * int64(p.blockSize)
+				tiers.OnboardedBlocks += rm.Tiers.CPUHits + rm.Tiers.DiskHits
+				tiers.OffloadedBlocks += rm.Tiers.Offloaded
+				tiers.OnboardTime += rm.Tiers.OnboardTime
 			}
 			enc := w.eng.EncoderStats()
 			res.Summary.ImagesEncoded += enc.Images
@@ -650,6 +660,11 @@ func (r *runner) result() *Result {
 		ps.Workers = len(p.workers)
 		res.Pools = append(res.Pools, pr)
 		res.Summary.Pools = append(res.Summary.Pools, ps)
+	}
+	if tiers.On && queries > 0 {
+		q := float64(queries)
+		tiers.GPUHitRatio = float64(hits-cpuTokens-diskTokens) / q
+		tiers.CPUHitRatio, tiers.DiskHitRatio = float64(cpuTokens)/q, float64(diskTokens)/q
 	}
 	if specSteps > 0 {
 		res.Summary.SpecMeanAcceptedLength = float64(specTokens) / float64(specSteps)

@@ -102,6 +102,11 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.KVTransferBandwidth, "kv-transfer-bandwidth", c.KVTransferBandwidth, "disaggregated serving: each worker's KV link in GB/s, shared by its transfers (0: transfers take no time)")
 	fs.Var(autoInt{&c.KVBytesPerToken}, "kv-bytes-per-token", "KV bytes per token a transfer moves (auto or 0: from --model)")
 	fs.StringVar(&c.KVTransferTimingMode, "kv-transfer-timing-mode", c.KVTransferTimingMode, "what a handoff moves: destination_missing (blocks the decode worker lacks) or full_prompt")
+	fs.IntVar(&c.NumCPUBlocks, "num-cpu-blocks", c.NumCPUBlocks, "KV blocks of the CPU tier below each rank's GPU pool: evicted blocks are offloaded there and prefix hits onboarded back (0: none)")
+	fs.IntVar(&c.NumDiskBlocks, "num-disk-blocks", c.NumDiskBlocks, "KV blocks of the disk tier below the CPU tier, which its evictions go to (0: none)")
+	fs.Float64Var(&c.CPUBandwidthGBps, "cpu-bandwidth-gbps", c.CPUBandwidthGBps, "GPU<->CPU link of each GPU in GB/s, shared by offloads and onboardings")
+	fs.Float64Var(&c.DiskBandwidthGBps, "disk-bandwidth-gbps", c.DiskBandwidthGBps, "CPU<->disk link of each GPU in GB/s")
+	fs.Float64Var(&c.RouterCPUHitWeight, "router-cpu-hit-weight", c.RouterCPUHitWeight, "kv router: what a block cached in a worker's lower tier counts for, against 1 for its GPU")
 	bindRoleFlags(fs, c)
 }
 

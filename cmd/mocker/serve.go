@@ -420,7 +420,8 @@ func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
 	}
 	mx := metrics.New(metrics.Options{Backend: eo.Backend.Spec().Metrics, Model: name, MaxModelLen: maxLen, MaxLoRAs: maxLoRAs,
 		BlockSize: eo.BlockSize(), NumBlocks: eo.KVBlocks(), PrefixCaching: cfg.EnablePrefixCaching, CacheDtype: cfg.KVCacheDtype,
-		GPUMemoryUtilization: cfg.GPUMemoryUtilization, DPSize: eo.DPSize, SpecTokens: cfg.SpecNumTokens})
+		GPUMemoryUtilization: cfg.GPUMemoryUtilization, DPSize: eo.DPSize, SpecTokens: cfg.SpecNumTokens,
+		CPUBlocks: eo.VLLM.Tiers.CPUBlocks})
 
 	o := live.Options{
 		Engine:           eo,
@@ -445,6 +446,7 @@ func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
 		FailureTypes:     cfg.FailureTypes,
 		FailureSeed:      cfg.Seed,
 		Tokenizer:        tk,
+		ImageTokens:      cfg.ImageTokens,
 		Metrics:          mx.Handler(),
 		Recorder:         func(w, r int) live.Recorder { return mx.Rank(w, r) },
 		RouterEventDelay: time.Duration(cfg.RouterEventDelayMs * float64(time.Millisecond)),

@@ -133,6 +133,9 @@ type Options struct {
 	// MaxLoRAs > 0 says LoRA adapters are served, max-loras per pass: vLLM then exports
 	// lora_requests_info.
 	MaxLoRAs int
+	// CPUBlocks is one rank's CPU KV tier (vLLM: num_cpu_blocks); with one, its and the disk tier's
+	// onboarded prefixes count as vLLM counts a KV connector's: external prefix cache hits.
+	CPUBlocks int
 }
 
 // Metrics is one process's metrics: a registry of its own (nothing global) and the series of every
@@ -143,6 +146,7 @@ type Metrics struct {
 
 	// Per rank.
 	running, waiting, kvUsage                          *prometheus.GaugeVec
+	cpuUsage                                           *prometheus.GaugeVec // vLLM with a CPU tier
 	usedTokens, availTokens, evictTokens, hitRate      *prometheus.GaugeVec
 	freeBlocks, usedBlocks                             *prometheus.GaugeVec
 	sleepState, cacheInfo, loraInfo                    *prometheus.GaugeVec
@@ -227,6 +231,7 @@ func (m *Metrics) newVLLM() {
 	m.sleepState = b.gauge("vllm:engine_sleep_state", "Engine sleep state; awake = 0 means engine is sleeping; "+
 		"awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.", "sleep_state")
 	m.kvUsage = b.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.")
+	m.cpuUsage = b.gauge("vllm:cpu_cache_usage_perc", "CPU KV-cache usage. 1 means 100 percent usage.") // vLLM v0's
 	m.prefixQueries = b.counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.")
 	m.prefixHits = b.counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.")
 	m.extQueries = b.counter("vllm:external_prefix_cache_queries_total",
@@ -424,6 +429,10 @@ func (m *Metrics) Rank(worker, rank int) *Rank {
 		for _, c := range []*prometheus.CounterVec{m.extQueries, m.extHits, m.mmQueries, m.mmHits} {
 			c.WithLabelValues(lv...)
 		}
+		if m.o.CPUBlocks > 0 {
+			r.extQueries, r.extHits = m.extQueries.WithLabelValues(lv...), m.extHits.WithLabelValues(lv...)
+			r.cpuUsage = m.cpuUsage.WithLabelValues(lv...)
+		}
 		r.bySource = make(map[string]prometheus.Counter, len(promptSources))
 		for _, s := range promptSources {
 			r.bySource[s] = m.bySource.WithLabelValues(m.o.Model, rs, ws, s)
@@ -433,7 +442,7 @@ func (m *Metrics) Rank(worker, rank int) *Rank {
 			"block_size": strconv.Itoa(m.o.BlockSize), "cache_dtype": "auto", "calculate_kv_scales": "False",
 			"cpu_offload_gb": "0", "enable_prefix_caching": pyBool(m.o.PrefixCaching),
 			"gpu_memory_utilization": strconv.FormatFloat(m.o.GPUMemoryUtilization, 'g', -1, 64),
-			"is_attention_free":      "False", "kv_sharing_fast_prefill": "False", "num_cpu_blocks": "None",
+			"is_attention_free":      "False", "kv_sharing_fast_prefill": "False", "num_cpu_blocks": cpuBlocks(m.o.CPUBlocks),
 			"num_gpu_blocks": strconv.Itoa(m.o.NumBlocks), "num_gpu_blocks_override": "None",
 			"prefix_caching_hash_algo": "sha256", "sliding_window": "None", "swap_space": "4",
 			labelEngine: rs, labelWorker: ws,
@@ -533,9 +542,11 @@ type Rank struct {
 	reasonLabels []string // request_success_total's labels before finished_reason
 
 	running, waiting, kvUsage                        prometheus.Gauge
+	cpuUsage                                         prometheus.Gauge // vLLM with a CPU tier
 	usedTokens, availTokens, evictTokens, hitRate    prometheus.Gauge
 	freeBlocks, usedBlocks                           prometheus.Gauge
 	prefixQueries, prefixHits, preemptions           prometheus.Counter
+	extQueries, extHits                              prometheus.Counter // vLLM with a lower KV tier
 	promptTokens, generationTokens, cachedTokens     prometheus.Counter
 	cachedBySource, recomputed, numRequests, aborted prometheus.Counter
 	specDrafts, specDraftTokens, specAccepted        prometheus.Counter
@@ -579,6 +590,9 @@ func (r *Rank) SetState(s sched.Metrics) {
 	set(r.running, float64(s.Running))
 	set(r.waiting, float64(s.Waiting))
 	set(r.kvUsage, s.CacheUsage())
+	if r.cpuUsage != nil {
+		set(r.cpuUsage, float64(s.Tiers.CPUUsed)/float64(r.m.o.CPUBlocks))
+	}
 	bs := float64(r.blockSize)
 	set(r.usedTokens, float64(s.ActiveBlocks)*bs)
 	set(r.evictTokens, float64(s.InactiveBlocks)*bs)
@@ -591,7 +605,14 @@ func (r *Rank) SetState(s sched.Metrics) {
 	r.mu.Lock()
 	advance(r.preemptions, r.last.Preemptions, s.Preemptions)
 	advance(r.prefixQueries, r.last.PrefixQueries, s.PrefixQueries)
-	advance(r.prefixHits, r.last.PrefixHits, s.PrefixHits)
+	// vLLM counts the tokens a KV connector loads as external hits, not local ones; with lower tiers, every
+	// prompt token looked up is a connector query too.
+	lastExt, ext := r.external(r.last), r.external(s)
+	advance(r.prefixHits, r.last.PrefixHits-lastExt, s.PrefixHits-ext)
+	if r.extQueries != nil {
+		advance(r.extQueries, r.last.PrefixQueries, s.PrefixQueries)
+		advance(r.extHits, lastExt, ext)
+	}
 	// A speculative step drafts SpecTokens tokens and emits the accepted ones plus one of its own.
 	advance(r.specDrafts, r.last.SpecSteps, s.SpecSteps)
 	if k := int64(r.m.o.SpecTokens); k > 0 {
@@ -607,6 +628,11 @@ func (r *Rank) SetState(s sched.Metrics) {
 		r.m.loraInfo.WithLabelValues(l...).SetToCurrentTime()
 	}
 	r.mu.Unlock()
+}
+
+// external is the prompt tokens onboarded from the lower KV tiers.
+func (r *Rank) external(s sched.Metrics) int64 {
+	return (s.Tiers.CPUHits + s.Tiers.DiskHits) * int64(r.blockSize)
 }
 
 func advance(c prometheus.Counter, last, total int64) {
@@ -707,4 +733,12 @@ func (r *Rank) Finished(q Request) {
 	if q.Reason != "abort" && q.CachedTokens > 0 {
 		add(r.cachedBySource, float64(q.CachedTokens))
 	}
+}
+
+// cpuBlocks is num_cpu_blocks in vLLM's cache_config_info: None without a CPU tier.
+func cpuBlocks(n int) string {
+	if n == 0 {
+		return "None"
+	}
+	return strconv.Itoa(n)
 }

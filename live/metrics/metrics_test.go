@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/sched"
 )
 
@@ -643,5 +644,42 @@ func BenchmarkInterToken(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r.InterToken(15 * time.Millisecond)
+	}
+}
+
+// TestExternalPrefixCacheFromTiers: with a CPU tier, the tokens onboarded from the lower tiers are vLLM's
+// external prefix cache hits, out of every prompt token looked up, and not local hits; without one the
+// external counters stay 0.
+func TestExternalPrefixCacheFromTiers(t *testing.T) {
+	this := map[string]string{"worker": "0", "engine": "0"}
+	for _, c := range []struct {
+		cpu           int
+		queries, hits float64
+		numCPUBlocks  string
+	}{{0, 0, 0, "None"}, {1000, 300, 16 * (4 + 1 + 2), "1000"}} {
+		m := New(Options{Model: "m", MaxModelLen: 16, BlockSize: 16, CPUBlocks: c.cpu})
+		r := m.Rank(0, 0)
+		r.SetState(sched.Metrics{PrefixQueries: 100, PrefixHits: 80, Tiers: kvcache.TierStats{CPUHits: 4, DiskHits: 1}})
+		r.SetState(sched.Metrics{PrefixQueries: 300, PrefixHits: 200, Tiers: kvcache.TierStats{CPUHits: 6, DiskHits: 1, CPUUsed: 250}})
+		fams := scrape(t, m)
+		if v := series(t, fams, "vllm:external_prefix_cache_queries_total", this).GetCounter().GetValue(); v != c.queries {
+			t.Errorf("cpu %d: external queries %v, want %v", c.cpu, v, c.queries)
+		}
+		if v := series(t, fams, "vllm:external_prefix_cache_hits_total", this).GetCounter().GetValue(); v != c.hits {
+			t.Errorf("cpu %d: external hits %v, want %v", c.cpu, v, c.hits)
+		}
+		if v := series(t, fams, "vllm:prefix_cache_hits_total", this).GetCounter().GetValue(); v != 200-16*7 {
+			t.Errorf("cpu %d: local hits %v, want %v", c.cpu, v, 200-16*7)
+		}
+		if c.cpu == 0 {
+			if fams["vllm:cpu_cache_usage_perc"] != nil {
+				t.Errorf("cpu 0: vllm:cpu_cache_usage_perc exported")
+			}
+		} else if v := series(t, fams, "vllm:cpu_cache_usage_perc", this).GetGauge().GetValue(); v != 0.25 {
+			t.Errorf("cpu %d: vllm:cpu_cache_usage_perc %v, want 0.25", c.cpu, v)
+		}
+		if got := label(series(t, fams, "vllm:cache_config_info", this), "num_cpu_blocks"); got != c.numCPUBlocks {
+			t.Errorf("cpu %d: num_cpu_blocks %q, want %q", c.cpu, got, c.numCPUBlocks)
+		}
 	}
 }

@@ -104,7 +104,9 @@ func appendRouterEvent(b []byte, worker uint64, rank int, ev *kvcache.Event) ([]
 	}
 	b = append(b, `{"worker_id":`...)
 	b = strconv.AppendUint(b, worker, 10)
-	b = append(b, `,"storage_tier":"device","event":{"event_id":`...)
+	b = append(b, `,"storage_tier":"`...)
+	b = append(b, StorageTier(ev.Medium)...)
+	b = append(b, `","event":{"event_id":`...)
 	b = strconv.AppendUint(b, ev.ID, 10)
 	b = append(b, `,"data":`...)
 	switch ev.Kind {
@@ -151,8 +153,8 @@ func appendRouterEvent(b []byte, worker uint64, rank int, ev *kvcache.Event) ([]
 type RouterEvent struct {
 	Worker uint64 // worker_id
 	Rank   int    // dp_rank
-	// Tier is storage_tier: "device" for GPU memory, the only tier mocker publishes; Dynamo also has
-	// "host_pinned", "disk" and "external", which a GPU prefix index should skip.
+	// Tier is storage_tier: "device" for GPU memory, "host_pinned" and "disk" for the lower tiers (Event's
+	// Medium says which); Dynamo also has "external", which mocker neither publishes nor indexes.
 	Tier  string
 	Event kvcache.Event
 }
@@ -207,8 +209,33 @@ func Decode(data []byte) (RouterEvent, error) {
 		return RouterEvent{}, fmt.Errorf("natsevents: event %d: %w", *w.Event.EventID, err)
 	}
 	ev.ID = *w.Event.EventID
+	ev.Medium, _ = Medium(re.Tier)
 	re.Event = ev
 	return re, nil
+}
+
+// StorageTier is Dynamo's storage_tier of a medium: its StorageTier enum as serde writes it.
+func StorageTier(m kvcache.Medium) string {
+	switch m {
+	case kvcache.CPU:
+		return "host_pinned"
+	case kvcache.Disk:
+		return "disk"
+	}
+	return "device"
+}
+
+// Medium is the medium of a storage_tier; false for one mocker does not keep ("external", unknown).
+func Medium(tier string) (kvcache.Medium, bool) {
+	switch tier {
+	case "device":
+		return kvcache.GPU, true
+	case "host_pinned":
+		return kvcache.CPU, true
+	case "disk":
+		return kvcache.Disk, true
+	}
+	return kvcache.GPU, false
 }
 
 // decodeData parses KvCacheEventData. serde writes the unit variant Cleared as "cleared" and also

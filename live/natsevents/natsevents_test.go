@@ -50,6 +50,12 @@ var golden = []struct {
 	{"removed above 2^53", 1, 0,
 		kvcache.Event{ID: 4, Kind: kvcache.Removed, Hashes: []uint64{big1, big2, big3}},
 		`{"worker_id":1,"storage_tier":"device","event":{"event_id":4,"data":{"removed":{"block_hashes":[9007199254740993,9223372036854788153,18446744073709551615]}},"dp_rank":0}}`},
+	{"stored in the CPU tier", 7, 0,
+		kvcache.Event{ID: 5, Kind: kvcache.Stored, Medium: kvcache.CPU, Blocks: []tokens.Block{{Hash: 41}}},
+		`{"worker_id":7,"storage_tier":"host_pinned","event":{"event_id":5,"data":{"stored":{"parent_hash":null,"blocks":[{"block_hash":41,"tokens_hash":0}]}},"dp_rank":0}}`},
+	{"removed from the disk tier", 7, 0,
+		kvcache.Event{ID: 6, Kind: kvcache.Removed, Medium: kvcache.Disk, Hashes: []uint64{41}},
+		`{"worker_id":7,"storage_tier":"disk","event":{"event_id":6,"data":{"removed":{"block_hashes":[41]}},"dp_rank":0}}`},
 }
 
 func TestGolden(t *testing.T) {
@@ -65,7 +71,7 @@ func TestGolden(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: Decode: %v", tt.name, err)
 		}
-		want := RouterEvent{Worker: tt.worker, Rank: tt.rank, Tier: "device", Event: tt.ev}
+		want := RouterEvent{Worker: tt.worker, Rank: tt.rank, Tier: StorageTier(tt.ev.Medium), Event: tt.ev}
 		if !reflect.DeepEqual(re, want) {
 			t.Errorf("%s: Decode = %+v, want %+v", tt.name, re, want)
 		}
@@ -83,7 +89,7 @@ func TestDecodeAccepts(t *testing.T) {
 		{`{"worker_id":1,"storage_tier":"host_pinned","residency_domain":"worker","event":{"event_id":6,"dp_rank":2,
 		  "data":{"stored":{"parent_hash":null,"start_position":0,"blocks":[{"block_hash":1,"tokens_hash":2,"mm_extra_info":null}]}}}}`,
 			RouterEvent{Worker: 1, Rank: 2, Tier: "host_pinned", Event: kvcache.Event{ID: 6, Kind: kvcache.Stored,
-				Blocks: []tokens.Block{{Hash: 1, TokensHash: 2}}}}},
+				Blocks: []tokens.Block{{Hash: 1, TokensHash: 2}}, Medium: kvcache.CPU}}},
 		{`{"worker_id":1,"event":{"event_id":7,"data":{"removed":{"block_hashes":[]}}}}`,
 			RouterEvent{Worker: 1, Tier: "device", Event: kvcache.Event{ID: 7, Kind: kvcache.Removed}}},
 	}
@@ -201,7 +207,7 @@ func TestPublishSubscribe(t *testing.T) {
 			if err := p.Publish(g.rank, ev); err != nil {
 				t.Fatal(err)
 			}
-			want = append(want, RouterEvent{Worker: g.worker, Rank: g.rank, Tier: "device", Event: ev})
+			want = append(want, RouterEvent{Worker: g.worker, Rank: g.rank, Tier: StorageTier(ev.Medium), Event: ev})
 		}
 	}
 	if err := pubConn.Flush(); err != nil {

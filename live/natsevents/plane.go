@@ -136,7 +136,7 @@ func (e *encoder) envelope(env *Envelope) {
 
 // routerEvent writes RouterEvent {worker_id, storage_tier, residency_domain, event: KvCacheEvent
 // {event_id, data, dp_rank}} as Dynamo's worker publisher builds it (RouterEvent::with_storage_tier:
-// tier "device", domain "worker", no state_source). KvCacheEventData is {"stored": KvCacheStoreData
+// the event's medium as its tier, domain "worker", no state_source). KvCacheEventData is {"stored": KvCacheStoreData
 // {parent_hash, start_position, blocks: [{block_hash, tokens_hash, mm_extra_info}]}}, {"removed":
 // {block_hashes}} or "cleared"; start_position and mm_extra_info are None.
 func (e *encoder) routerEvent(worker uint64, rank int, ev *kvcache.Event) error {
@@ -147,7 +147,7 @@ func (e *encoder) routerEvent(worker uint64, rank int, ev *kvcache.Event) error 
 	e.key("worker_id")
 	e.uint(worker)
 	e.key("storage_tier")
-	e.str("device")
+	e.str(StorageTier(ev.Medium))
 	e.key("residency_domain")
 	e.str("worker")
 	e.key("event")

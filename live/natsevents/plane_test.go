@@ -88,6 +88,8 @@ func TestPlaneRoundTrip(t *testing.T) {
 		{ID: 1, Kind: kvcache.Stored, HasParent: true, Parent: big, Blocks: []tokens.Block{{Hash: 13, TokensHash: 14}}},
 		{ID: 2, Kind: kvcache.Removed, Hashes: []uint64{13, big}},
 		{ID: 3, Kind: kvcache.Cleared},
+		{ID: 4, Kind: kvcache.Stored, Medium: kvcache.CPU, Blocks: []tokens.Block{{Hash: 15}}},
+		{ID: 5, Kind: kvcache.Removed, Medium: kvcache.Disk, Hashes: []uint64{15}},
 	}
 	for _, ev := range evs {
 		if err := kv.PublishRouterEvent(5, 1, ev); err != nil {
@@ -116,7 +118,7 @@ func TestPlaneRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := natsevents.RouterEvent{Worker: 5, Rank: 1, Tier: "device", Event: evs[i]}
+		want := natsevents.RouterEvent{Worker: 5, Rank: 1, Tier: natsevents.StorageTier(evs[i].Medium), Event: evs[i]}
 		if !reflect.DeepEqual(re, want) {
 			t.Fatalf("event %d: %+v, want %+v", i, re, want)
 		}

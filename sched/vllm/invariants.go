@@ -14,8 +14,8 @@ func (s *Scheduler) CheckInvariants() error {
 	if err := s.pool.CheckInvariants(); err != nil {
 		return err
 	}
-	if n := len(s.running) + s.waiting.len(); n != len(s.book.Live) {
-		return fmt.Errorf("vllm: %d running + %d waiting, but %d live requests", len(s.running), s.waiting.len(), len(s.book.Live))
+	if n := len(s.running) + s.waiting.len() + len(s.tier.loading); n != len(s.book.Live) {
+		return fmt.Errorf("vllm: %d running + %d waiting + %d onboarding, but %d live requests", len(s.running), s.waiting.len(), len(s.tier.loading), len(s.book.Live))
 	}
 	if s.opt.MaxNumSeqs > 0 && len(s.running) > s.opt.MaxNumSeqs {
 		return fmt.Errorf("vllm: %d running, max-num-seqs %d", len(s.running), s.opt.MaxNumSeqs)
@@ -45,6 +45,15 @@ func (s *Scheduler) CheckInvariants() error {
 		activated := len(r.table) > 0 && r.Computed == r.length()-1
 		if s.book.Live[r.ID] != r || !activated && (r.Computed != 0 || len(r.table) != 0) {
 			return fmt.Errorf("vllm: waiting request %d holds %d blocks, computed %d", r.ID, len(r.table), r.Computed)
+		}
+		for _, id := range r.table {
+			held[id] = true
+		}
+	}
+	for _, r := range s.tier.loading {
+		// Its GPU hits, then the blocks its lower-tier prefix is copied into, short of its last token.
+		if s.book.Live[r.ID] != r || r.committed >= len(r.table) || len(r.table) > s.fullBlocks(r.length()-1) {
+			return fmt.Errorf("vllm: onboarding request %d holds %d blocks, %d of them cached, for %d tokens", r.ID, len(r.table), r.committed, r.length())
 		}
 		for _, id := range r.table {
 			held[id] = true

@@ -84,6 +84,8 @@ type Options struct {
 	// LoRA adapters: a pass serves requests of MaxLoRAs adapters at most (0: any number), and
 	// MaxCPULoRAs adapters stay loaded (LRU; 0: MaxLoRAs, both 0: every adapter once loaded stays).
 	MaxLoRAs, MaxCPULoRAs int
+
+	Tiers kvcache.TierOptions // CPU and disk tiers below the pool (with prefix caching)
 }
 
 // Validate reports the first invalid option, naming it.
@@ -174,6 +176,8 @@ type Scheduler struct {
 	// loaded (least recently used first), and loads so far.
 	passLoRAs, resident []string
 	loraLoads           int64
+
+	tier tierState // requests onboarding their prefix from a lower KV tier (tier.go)
 }
 
 // New returns an idle scheduler with an empty pool.
@@ -181,7 +185,7 @@ func New(o Options) (*Scheduler, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	pool, err := kvcache.New(kvcache.Options{Capacity: o.NumBlocks, PrefixCaching: o.PrefixCaching, Events: o.Events})
+	pool, err := kvcache.New(kvcache.Options{Capacity: o.NumBlocks, PrefixCaching: o.PrefixCaching, Events: o.Events, Tiers: o.Tiers})
 	if err != nil {
 		return nil, err
 	}
@@ -340,12 +344,14 @@ func (s *Scheduler) remove(r *request) {
 	r.src = nil
 	if !s.waiting.remove(r) {
 		s.running = slices.DeleteFunc(s.running, func(x *request) bool { return x == r })
+		s.unload(r)
 	}
 }
 
 // Metrics reports the scheduler's state.
 func (s *Scheduler) Metrics() sched.Metrics {
 	m := s.book.Metrics(len(s.running), s.waiting.len(), s.pool.Active(), s.pool.Inactive(), s.pool.Capacity())
+	m.Tiers = s.pool.TierStats()
 	m.LoRALoads = s.loraLoads
 	if s.book.WithLoRA > 0 {
 		var names []string
@@ -381,11 +387,13 @@ func (s *Scheduler) Step() *sched.Pass {
 	if budget == 0 {
 		budget = math.MaxInt
 	}
+	s.loaded()
 	preempted := s.scheduleRunning(&budget)
 	if !preempted {
 		s.admitWaiting(&budget)
 	}
 	s.finishPass()
+	s.awaitLoads(&s.book.Pass)
 	return &s.book.Pass
 }
 
@@ -393,7 +401,7 @@ func (s *Scheduler) Step() *sched.Pass {
 // request computes exactly its next token with no block to allocate or complete and without finishing.
 // Such a pass changes nothing but the requests' tokens: no admission, KV event or completion.
 func (s *Scheduler) PlainDecode() bool {
-	if s.waiting.len() > 0 || len(s.running) == 0 || !s.book.Plain() ||
+	if s.waiting.len() > 0 || len(s.running) == 0 || len(s.tier.loading) > 0 || !s.book.Plain() ||
 		s.opt.MaxBatchedTokens > 0 && len(s.running) > s.opt.MaxBatchedTokens {
 		return false
 	}
@@ -533,6 +541,14 @@ func (s *Scheduler) admitFIFO(budget *int) bool {
 		blocks := r.Seq.Blocks()
 		var activeHits int
 		s.hits, activeHits = s.pool.Match(blocks, s.hits[:0])
+		if s.pool.Tiered() {
+			switch s.onboard(r, skipped, blocks, length) {
+			case loadStarted:
+				continue
+			case loadNoRoom:
+				return false
+			}
+		}
 		hits := len(s.hits)
 		if hits*bs >= length {
 			// Everything is cached: recompute the last block to get logits.

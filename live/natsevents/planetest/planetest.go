@@ -167,6 +167,7 @@ func RouterEvent(b []byte) (natsevents.RouterEvent, error) {
 	if err != nil {
 		return re, err
 	}
+	re.Event.Medium, _ = natsevents.Medium(re.Tier)
 	return re, d.end("RouterEvent")
 }
 
