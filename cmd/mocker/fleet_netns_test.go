@@ -125,7 +125,9 @@ func TestFleetNetns(t *testing.T) {
 	srv := info.Server
 	ids := make([]uint64, workers)
 	for i := range workers {
-		cmd := exec.Command("ip", "netns", "exec", nss[i], bin, "worker", "--nats", url, "--speedup-ratio", "10")
+		// Real time: a request lasts over a second, so the cut (an ip command, slow to start on a busy
+		// machine) still finds the requests it saw running (at 10× they could end first).
+		cmd := exec.Command("ip", "netns", "exec", nss[i], bin, "worker", "--nats", url, "--speedup-ratio", "1")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // a test that panics runs no cleanup
 		_, ids[i] = startWorkerCmd(t, cmd)
 	}
