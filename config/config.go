@@ -955,21 +955,14 @@ func (c *Config) rampClients() int {
 
 // SimOptions builds the simulation's options.
 func (c *Config) SimOptions() (sim.Options, error) {
-	var eo engine.Options
-	var err error
-	if c.PrefillWorkers == 0 { // disaggregated, each pool builds its own
-		if eo, err = c.EngineOptions(); err != nil {
-			return sim.Options{}, err
-		}
-	}
-	ro, err := c.RouterOptions()
+	p, err := c.Pools()
 	if err != nil {
 		return sim.Options{}, err
 	}
 	o := sim.Options{
 		Workers:               c.Workers,
-		Engine:                eo,
-		Router:                ro,
+		Engine:                p.Engine,
+		Router:                p.Router,
 		RouterEventsAtPassEnd: c.RouterEventsAtPassEnd,
 		RouterEventDelay:      time.Duration(c.RouterEventDelayMs * float64(time.Millisecond)),
 		FrontendLatency:       time.Duration(math.Round(c.FrontendLatencyMs * float64(time.Millisecond))),
@@ -994,37 +987,7 @@ func (c *Config) SimOptions() (sim.Options, error) {
 	}
 	if c.PrefillWorkers > 0 {
 		o.PrefillWorkers, o.DecodeWorkers = c.PrefillWorkers, c.DecodeWorkers
-		// Each pool's engines from its own settings (Role): its TP sizes its KV pool and prices its passes.
-		if o.PrefillEngine, err = c.ForRole("prefill").EngineOptions(); err != nil {
-			return sim.Options{}, fmt.Errorf("prefill workers: %w", err)
-		}
-		if o.DecodeEngine, err = c.ForRole("decode").EngineOptions(); err != nil {
-			return sim.Options{}, fmt.Errorf("decode workers: %w", err)
-		}
-		o.Engine = o.PrefillEngine         // the pool requests arrive at
-		o.DecodeEngine.VLLM.Events = false // decode workers publish no KV events
-		o.DecodeEngine.SGLang.Events = false
-		// The decode router balances decode load: no overlap credit, no prefill tracking (reference §8).
-		o.DecodeRouter = ro
-		o.DecodeRouter.OverlapScoreWeight = 0
-		o.DecodeRouter.TrackPrefillTokens = false
-		o.DecodeRouter.QueueThreshold = 0
-		mode, err := disagg.ParseMode(c.KVTransferTimingMode)
-		if err != nil {
-			return sim.Options{}, err
-		}
-		o.Transfer = disagg.Transfer{GBps: c.KVTransferBandwidth, BytesPerToken: c.KVBytesPerToken, Mode: mode}
-		if o.Transfer.BytesPerToken == 0 && o.Transfer.GBps > 0 {
-			// A whole token's KV, all shards: the same whatever either side's TP (Deployment.TokenBytes).
-			d, err := c.ForRole("prefill").Deployment()
-			if err != nil {
-				return sim.Options{}, err
-			}
-			if d.Model == nil {
-				return sim.Options{}, fmt.Errorf("kv-bytes-per-token auto: needs --model (or give the bytes)")
-			}
-			o.Transfer.BytesPerToken = d.TokenBytes
-		}
+		o.PrefillEngine, o.DecodeEngine, o.DecodeRouter, o.Transfer = p.Engine, p.DecodeEngine, p.DecodeRouter, p.Transfer
 	}
 	if c.PlannerConfig != "" {
 		pc, err := planner.LoadConfig(c.PlannerConfig)
@@ -1034,6 +997,65 @@ func (c *Config) SimOptions() (sim.Options, error) {
 		o.Planner = pc
 	}
 	return o, nil
+}
+
+// Pools is what a deployment runs, simulated or live: the engines and the router of the pool requests
+// arrive at (the aggregated pool, or the prefill pool) and, disaggregated, the decode pool's and the KV
+// transfer between the two.
+type Pools struct {
+	Engine       engine.Options
+	Router       router.Options
+	DecodeEngine engine.Options  // disaggregated only, as are the fields below
+	DecodeRouter router.Options  // balances decode load
+	Transfer     disagg.Transfer // prices the prompt's KV moving from prefill to decode
+}
+
+// Pools builds the deployment's pools from the configuration.
+func (c *Config) Pools() (Pools, error) {
+	var p Pools
+	var err error
+	if c.PrefillWorkers == 0 { // disaggregated, each pool builds its own
+		if p.Engine, err = c.EngineOptions(); err != nil {
+			return Pools{}, err
+		}
+	}
+	if p.Router, err = c.RouterOptions(); err != nil {
+		return Pools{}, err
+	}
+	if c.PrefillWorkers == 0 {
+		return p, nil
+	}
+	// Each pool's engines from its own settings (Role): its TP sizes its KV pool and prices its passes.
+	if p.Engine, err = c.ForRole("prefill").EngineOptions(); err != nil {
+		return Pools{}, fmt.Errorf("prefill workers: %w", err)
+	}
+	if p.DecodeEngine, err = c.ForRole("decode").EngineOptions(); err != nil {
+		return Pools{}, fmt.Errorf("decode workers: %w", err)
+	}
+	p.DecodeEngine.VLLM.Events = false // decode workers publish no KV events
+	p.DecodeEngine.SGLang.Events = false
+	// The decode router balances decode load: no overlap credit, no prefill tracking (reference §8).
+	p.DecodeRouter = p.Router
+	p.DecodeRouter.OverlapScoreWeight = 0
+	p.DecodeRouter.TrackPrefillTokens = false
+	p.DecodeRouter.QueueThreshold = 0
+	mode, err := disagg.ParseMode(c.KVTransferTimingMode)
+	if err != nil {
+		return Pools{}, err
+	}
+	p.Transfer = disagg.Transfer{GBps: c.KVTransferBandwidth, BytesPerToken: c.KVBytesPerToken, Mode: mode}
+	if p.Transfer.BytesPerToken == 0 && p.Transfer.GBps > 0 {
+		// A whole token's KV, all shards: the same whatever either side's TP (Deployment.TokenBytes).
+		d, err := c.ForRole("prefill").Deployment()
+		if err != nil {
+			return Pools{}, err
+		}
+		if d.Model == nil {
+			return Pools{}, fmt.Errorf("kv-bytes-per-token auto: needs --model (or give the bytes)")
+		}
+		p.Transfer.BytesPerToken = d.TokenBytes
+	}
+	return p, nil
 }
 
 // RouterOptions builds the router of the aggregated (or prefill) pool.
