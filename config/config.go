@@ -644,8 +644,14 @@ func (c *Config) validateWorkload() error {
 	return nil
 }
 
-// validateServe checks the live server's settings (mocker serve).
+// validateServe checks the live server's settings (mocker serve): live checks its own options, config
+// the ports and endpoints serve wires and the limits it gives in other units.
 func (c *Config) validateServe() error {
+	lo := live.Options{MaxWaiting: c.MaxWaiting, HTTP: live.HTTPLimits{MaxConns: c.MaxConnections},
+		FailureRate: c.FailureRate, FailureTypes: c.FailureTypes, Disagg: &live.Disagg{BootstrapPort: c.BootstrapPort}}
+	if err := lo.Validate(); err != nil {
+		return owned(err)
+	}
 	switch {
 	case c.Port < 0 || c.Port > 65535:
 		return bad("port", c.Port, "must be in [0, 65535] (0: any free port)")
@@ -653,8 +659,6 @@ func (c *Config) validateServe() error {
 		return bad("default-max-tokens", c.DefaultMaxTokens, "must be at least 1")
 	case outlenErr(c.OutputLengthDist) != nil:
 		return bad("output-length-dist", c.OutputLengthDist, outlenErr(c.OutputLengthDist).Error())
-	case c.MaxWaiting < 0:
-		return bad("max-waiting", c.MaxWaiting, "must be >= 0 (0: unbounded)")
 	case !(c.MaxRequestBodyMB > 0): // its upper bound: validateBounds
 		return bad("max-request-body-mb", c.MaxRequestBodyMB, "must be > 0 (MiB)")
 	case c.NATSPort < 0 || c.NATSPort > 65535:
@@ -691,8 +695,6 @@ func (c *Config) validateServe() error {
 		return bad("worker-ports", c.WorkerPorts, "needs aggregated workers; disaggregated serving has one API port")
 	case c.WorkerPorts > 0 && c.WorkerPorts+c.Workers-1 > 65535:
 		return bad("worker-ports", c.WorkerPorts, fmt.Sprintf("%d workers need ports up to %d, past 65535", c.Workers, c.WorkerPorts+c.Workers-1))
-	case c.BootstrapPort < 0 || c.BootstrapPort > 65535:
-		return bad("bootstrap-port", c.BootstrapPort, "must be in [0, 65535] (0: any free port)")
 	case c.BootstrapMaxConns < 1 || c.BootstrapMaxConns > 1<<20:
 		return bad("bootstrap-max-conns", c.BootstrapMaxConns, "must be in [1, 1048576]")
 	case !validTimeout(c.ShutdownTimeoutS):
@@ -705,10 +707,6 @@ func (c *Config) validateServe() error {
 		return bad("idle-timeout", c.IdleTimeoutS, "must be in [0, 1e6] seconds (0: 120)")
 	case !validTimeout(c.WriteTimeoutS):
 		return bad("write-timeout", c.WriteTimeoutS, "must be in [0, 1e6] seconds (0: 60)")
-	case c.MaxConnections < 0 || c.MaxConnections > 1<<20:
-		return bad("max-connections", c.MaxConnections, "must be in [0, 1048576] (0: 4096)")
-	case !(c.FailureRate >= 0 && c.FailureRate <= 1):
-		return bad("failure-rate", c.FailureRate, "must be in [0, 1]")
 	}
 	return nil
 }
