@@ -486,7 +486,7 @@ func (c *Config) validate() error {
 		return bad("num-dataset-entries", c.NumDatasetEntries, "applies to the synthetic workload, not to a trace")
 	}
 	for _, check := range []func() error{c.validateOwned, c.validateEngine, c.validateDeployment, c.validateCluster,
-		c.validateWorkload, c.validateServe, c.validatePerfetto, c.validateRoles} {
+		c.validateWorkload, c.validateServe, c.validateEvents, c.validatePerfetto, c.validateRoles} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -661,6 +661,36 @@ func (c *Config) validateServe() error {
 		return bad("output-length-dist", c.OutputLengthDist, outlenErr(c.OutputLengthDist).Error())
 	case !(c.MaxRequestBodyMB > 0): // its upper bound: validateBounds
 		return bad("max-request-body-mb", c.MaxRequestBodyMB, "must be > 0 (MiB)")
+	case c.WorkerPorts < 0 || c.WorkerPorts > 65535:
+		return bad("worker-ports", c.WorkerPorts, "must be in [0, 65535] (0: one HTTP port for all workers)")
+	case c.WorkerPorts > 0 && c.PrefillWorkers > 0:
+		return bad("worker-ports", c.WorkerPorts, "needs aggregated workers; disaggregated serving has one API port")
+	case c.WorkerPorts > 0 && c.WorkerPorts+c.Workers-1 > 65535:
+		return bad("worker-ports", c.WorkerPorts, fmt.Sprintf("%d workers need ports up to %d, past 65535", c.Workers, c.WorkerPorts+c.Workers-1))
+	case c.BootstrapMaxConns < 1 || c.BootstrapMaxConns > 1<<20:
+		return bad("bootstrap-max-conns", c.BootstrapMaxConns, "must be in [1, 1048576]")
+	}
+	for _, t := range []struct {
+		name, zero string // zero: what 0 means
+		s          float64
+	}{
+		{"shutdown-timeout", "", c.ShutdownTimeoutS},
+		{"read-header-timeout", " (0: 10)", c.ReadHeaderTimeoutS},
+		{"read-timeout", " (0: 60)", c.ReadTimeoutS},
+		{"idle-timeout", " (0: 120)", c.IdleTimeoutS},
+		{"write-timeout", " (0: 60)", c.WriteTimeoutS},
+	} {
+		if !validTimeout(t.s) {
+			return bad(t.name, t.s, "must be in [0, 1e6] seconds"+t.zero)
+		}
+	}
+	return nil
+}
+
+// validateEvents checks where serve publishes KV events: NATS, vLLM's ZMQ publisher and Dynamo's event
+// plane.
+func (c *Config) validateEvents() error {
+	switch {
 	case c.NATSPort < 0 || c.NATSPort > 65535:
 		return bad("nats-port", c.NATSPort, "must be in [0, 65535] (0: any free port)")
 	case c.ZMQKVEventsPort < 0 || c.ZMQKVEventsPort > 65535:
@@ -689,24 +719,6 @@ func (c *Config) validateServe() error {
 		return bad("dynamo-zmq-endpoint", strconv.Quote(c.DynamoZMQEndpoint), "want tcp://HOST:PORT (0: a free port per publisher)")
 	case c.DynamoZMQBroker != "" && !validTCPEndpoint(c.DynamoZMQBroker):
 		return bad("dynamo-zmq-broker", strconv.Quote(c.DynamoZMQBroker), "want tcp://HOST:PORT, the broker's XSUB")
-	case c.WorkerPorts < 0 || c.WorkerPorts > 65535:
-		return bad("worker-ports", c.WorkerPorts, "must be in [0, 65535] (0: one HTTP port for all workers)")
-	case c.WorkerPorts > 0 && c.PrefillWorkers > 0:
-		return bad("worker-ports", c.WorkerPorts, "needs aggregated workers; disaggregated serving has one API port")
-	case c.WorkerPorts > 0 && c.WorkerPorts+c.Workers-1 > 65535:
-		return bad("worker-ports", c.WorkerPorts, fmt.Sprintf("%d workers need ports up to %d, past 65535", c.Workers, c.WorkerPorts+c.Workers-1))
-	case c.BootstrapMaxConns < 1 || c.BootstrapMaxConns > 1<<20:
-		return bad("bootstrap-max-conns", c.BootstrapMaxConns, "must be in [1, 1048576]")
-	case !validTimeout(c.ShutdownTimeoutS):
-		return bad("shutdown-timeout", c.ShutdownTimeoutS, "must be in [0, 1e6] seconds")
-	case !validTimeout(c.ReadHeaderTimeoutS):
-		return bad("read-header-timeout", c.ReadHeaderTimeoutS, "must be in [0, 1e6] seconds (0: 10)")
-	case !validTimeout(c.ReadTimeoutS):
-		return bad("read-timeout", c.ReadTimeoutS, "must be in [0, 1e6] seconds (0: 60)")
-	case !validTimeout(c.IdleTimeoutS):
-		return bad("idle-timeout", c.IdleTimeoutS, "must be in [0, 1e6] seconds (0: 120)")
-	case !validTimeout(c.WriteTimeoutS):
-		return bad("write-timeout", c.WriteTimeoutS, "must be in [0, 1e6] seconds (0: 60)")
 	}
 	return nil
 }
