@@ -83,12 +83,12 @@ func (o Options) Validate() error {
 		return err
 	}
 	switch {
-	case o.MaxBatchedTokens < 0:
-		return fmt.Errorf("max-num-batched-tokens %d: must not be negative", o.MaxBatchedTokens)
 	case o.Preemption > FIFO:
 		return fmt.Errorf("preemption mode %d: unknown", o.Preemption)
 	case o.Capacity > ChunkFit:
 		return fmt.Errorf("capacity policy %d: unknown", o.Capacity)
+	case o.MaxBatchedTokens < 0:
+		return fmt.Errorf("max-num-batched-tokens %d: must not be negative", o.MaxBatchedTokens)
 	case o.MaxLoRAs < 0:
 		return fmt.Errorf("max-loras %d: must not be negative", o.MaxLoRAs)
 	case o.MaxCPULoRAs != 0 && o.MaxCPULoRAs < o.MaxLoRAs:
