@@ -486,7 +486,7 @@ func (c *Config) validate() error {
 		return bad("num-dataset-entries", c.NumDatasetEntries, "applies to the synthetic workload, not to a trace")
 	}
 	for _, check := range []func() error{c.validateOwned, c.validateEngine, c.validateDeployment, c.validateCluster,
-		c.validateWorkload, c.validateServe, c.validatePerfetto, c.validateRoles} {
+		c.validateWorkload, c.validateServe, c.validateEvents, c.validatePerfetto, c.validateRoles} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -644,8 +644,14 @@ func (c *Config) validateWorkload() error {
 	return nil
 }
 
-// validateServe checks the live server's settings (mocker serve).
+// validateServe checks the live server's settings (mocker serve): live checks its own options, config
+// the ports and endpoints serve wires and the limits it gives in other units.
 func (c *Config) validateServe() error {
+	lo := live.Options{MaxWaiting: c.MaxWaiting, HTTP: live.HTTPLimits{MaxConns: c.MaxConnections},
+		FailureRate: c.FailureRate, FailureTypes: c.FailureTypes, Disagg: &live.Disagg{BootstrapPort: c.BootstrapPort}}
+	if err := lo.Validate(); err != nil {
+		return owned(err)
+	}
 	switch {
 	case c.Port < 0 || c.Port > 65535:
 		return bad("port", c.Port, "must be in [0, 65535] (0: any free port)")
@@ -653,10 +659,38 @@ func (c *Config) validateServe() error {
 		return bad("default-max-tokens", c.DefaultMaxTokens, "must be at least 1")
 	case outlenErr(c.OutputLengthDist) != nil:
 		return bad("output-length-dist", c.OutputLengthDist, outlenErr(c.OutputLengthDist).Error())
-	case c.MaxWaiting < 0:
-		return bad("max-waiting", c.MaxWaiting, "must be >= 0 (0: unbounded)")
 	case !(c.MaxRequestBodyMB > 0): // its upper bound: validateBounds
 		return bad("max-request-body-mb", c.MaxRequestBodyMB, "must be > 0 (MiB)")
+	case c.WorkerPorts < 0 || c.WorkerPorts > 65535:
+		return bad("worker-ports", c.WorkerPorts, "must be in [0, 65535] (0: one HTTP port for all workers)")
+	case c.WorkerPorts > 0 && c.PrefillWorkers > 0:
+		return bad("worker-ports", c.WorkerPorts, "needs aggregated workers; disaggregated serving has one API port")
+	case c.WorkerPorts > 0 && c.WorkerPorts+c.Workers-1 > 65535:
+		return bad("worker-ports", c.WorkerPorts, fmt.Sprintf("%d workers need ports up to %d, past 65535", c.Workers, c.WorkerPorts+c.Workers-1))
+	case c.BootstrapMaxConns < 1 || c.BootstrapMaxConns > 1<<20:
+		return bad("bootstrap-max-conns", c.BootstrapMaxConns, "must be in [1, 1048576]")
+	}
+	for _, t := range []struct {
+		name, zero string // zero: what 0 means
+		s          float64
+	}{
+		{"shutdown-timeout", "", c.ShutdownTimeoutS},
+		{"read-header-timeout", " (0: 10)", c.ReadHeaderTimeoutS},
+		{"read-timeout", " (0: 60)", c.ReadTimeoutS},
+		{"idle-timeout", " (0: 120)", c.IdleTimeoutS},
+		{"write-timeout", " (0: 60)", c.WriteTimeoutS},
+	} {
+		if !validTimeout(t.s) {
+			return bad(t.name, t.s, "must be in [0, 1e6] seconds"+t.zero)
+		}
+	}
+	return nil
+}
+
+// validateEvents checks where serve publishes KV events: NATS, vLLM's ZMQ publisher and Dynamo's event
+// plane.
+func (c *Config) validateEvents() error {
+	switch {
 	case c.NATSPort < 0 || c.NATSPort > 65535:
 		return bad("nats-port", c.NATSPort, "must be in [0, 65535] (0: any free port)")
 	case c.ZMQKVEventsPort < 0 || c.ZMQKVEventsPort > 65535:
@@ -685,30 +719,6 @@ func (c *Config) validateServe() error {
 		return bad("dynamo-zmq-endpoint", strconv.Quote(c.DynamoZMQEndpoint), "want tcp://HOST:PORT (0: a free port per publisher)")
 	case c.DynamoZMQBroker != "" && !validTCPEndpoint(c.DynamoZMQBroker):
 		return bad("dynamo-zmq-broker", strconv.Quote(c.DynamoZMQBroker), "want tcp://HOST:PORT, the broker's XSUB")
-	case c.WorkerPorts < 0 || c.WorkerPorts > 65535:
-		return bad("worker-ports", c.WorkerPorts, "must be in [0, 65535] (0: one HTTP port for all workers)")
-	case c.WorkerPorts > 0 && c.PrefillWorkers > 0:
-		return bad("worker-ports", c.WorkerPorts, "needs aggregated workers; disaggregated serving has one API port")
-	case c.WorkerPorts > 0 && c.WorkerPorts+c.Workers-1 > 65535:
-		return bad("worker-ports", c.WorkerPorts, fmt.Sprintf("%d workers need ports up to %d, past 65535", c.Workers, c.WorkerPorts+c.Workers-1))
-	case c.BootstrapPort < 0 || c.BootstrapPort > 65535:
-		return bad("bootstrap-port", c.BootstrapPort, "must be in [0, 65535] (0: any free port)")
-	case c.BootstrapMaxConns < 1 || c.BootstrapMaxConns > 1<<20:
-		return bad("bootstrap-max-conns", c.BootstrapMaxConns, "must be in [1, 1048576]")
-	case !validTimeout(c.ShutdownTimeoutS):
-		return bad("shutdown-timeout", c.ShutdownTimeoutS, "must be in [0, 1e6] seconds")
-	case !validTimeout(c.ReadHeaderTimeoutS):
-		return bad("read-header-timeout", c.ReadHeaderTimeoutS, "must be in [0, 1e6] seconds (0: 10)")
-	case !validTimeout(c.ReadTimeoutS):
-		return bad("read-timeout", c.ReadTimeoutS, "must be in [0, 1e6] seconds (0: 60)")
-	case !validTimeout(c.IdleTimeoutS):
-		return bad("idle-timeout", c.IdleTimeoutS, "must be in [0, 1e6] seconds (0: 120)")
-	case !validTimeout(c.WriteTimeoutS):
-		return bad("write-timeout", c.WriteTimeoutS, "must be in [0, 1e6] seconds (0: 60)")
-	case c.MaxConnections < 0 || c.MaxConnections > 1<<20:
-		return bad("max-connections", c.MaxConnections, "must be in [0, 1048576] (0: 4096)")
-	case !(c.FailureRate >= 0 && c.FailureRate <= 1):
-		return bad("failure-rate", c.FailureRate, "must be in [0, 1]")
 	}
 	return nil
 }
@@ -955,21 +965,14 @@ func (c *Config) rampClients() int {
 
 // SimOptions builds the simulation's options.
 func (c *Config) SimOptions() (sim.Options, error) {
-	var eo engine.Options
-	var err error
-	if c.PrefillWorkers == 0 { // disaggregated, each pool builds its own
-		if eo, err = c.EngineOptions(); err != nil {
-			return sim.Options{}, err
-		}
-	}
-	ro, err := c.RouterOptions()
+	p, err := c.Pools()
 	if err != nil {
 		return sim.Options{}, err
 	}
 	o := sim.Options{
 		Workers:               c.Workers,
-		Engine:                eo,
-		Router:                ro,
+		Engine:                p.Engine,
+		Router:                p.Router,
 		RouterEventsAtPassEnd: c.RouterEventsAtPassEnd,
 		RouterEventDelay:      time.Duration(c.RouterEventDelayMs * float64(time.Millisecond)),
 		FrontendLatency:       time.Duration(math.Round(c.FrontendLatencyMs * float64(time.Millisecond))),
@@ -994,37 +997,7 @@ func (c *Config) SimOptions() (sim.Options, error) {
 	}
 	if c.PrefillWorkers > 0 {
 		o.PrefillWorkers, o.DecodeWorkers = c.PrefillWorkers, c.DecodeWorkers
-		// Each pool's engines from its own settings (Role): its TP sizes its KV pool and prices its passes.
-		if o.PrefillEngine, err = c.ForRole("prefill").EngineOptions(); err != nil {
-			return sim.Options{}, fmt.Errorf("prefill workers: %w", err)
-		}
-		if o.DecodeEngine, err = c.ForRole("decode").EngineOptions(); err != nil {
-			return sim.Options{}, fmt.Errorf("decode workers: %w", err)
-		}
-		o.Engine = o.PrefillEngine         // the pool requests arrive at
-		o.DecodeEngine.VLLM.Events = false // decode workers publish no KV events
-		o.DecodeEngine.SGLang.Events = false
-		// The decode router balances decode load: no overlap credit, no prefill tracking (reference §8).
-		o.DecodeRouter = ro
-		o.DecodeRouter.OverlapScoreWeight = 0
-		o.DecodeRouter.TrackPrefillTokens = false
-		o.DecodeRouter.QueueThreshold = 0
-		mode, err := disagg.ParseMode(c.KVTransferTimingMode)
-		if err != nil {
-			return sim.Options{}, err
-		}
-		o.Transfer = disagg.Transfer{GBps: c.KVTransferBandwidth, BytesPerToken: c.KVBytesPerToken, Mode: mode}
-		if o.Transfer.BytesPerToken == 0 && o.Transfer.GBps > 0 {
-			// A whole token's KV, all shards: the same whatever either side's TP (Deployment.TokenBytes).
-			d, err := c.ForRole("prefill").Deployment()
-			if err != nil {
-				return sim.Options{}, err
-			}
-			if d.Model == nil {
-				return sim.Options{}, fmt.Errorf("kv-bytes-per-token auto: needs --model (or give the bytes)")
-			}
-			o.Transfer.BytesPerToken = d.TokenBytes
-		}
+		o.PrefillEngine, o.DecodeEngine, o.DecodeRouter, o.Transfer = p.Engine, p.DecodeEngine, p.DecodeRouter, p.Transfer
 	}
 	if c.PlannerConfig != "" {
 		pc, err := planner.LoadConfig(c.PlannerConfig)
@@ -1034,6 +1007,65 @@ func (c *Config) SimOptions() (sim.Options, error) {
 		o.Planner = pc
 	}
 	return o, nil
+}
+
+// Pools is what a deployment runs, simulated or live: the engines and the router of the pool requests
+// arrive at (the aggregated pool, or the prefill pool) and, disaggregated, the decode pool's and the KV
+// transfer between the two.
+type Pools struct {
+	Engine       engine.Options
+	Router       router.Options
+	DecodeEngine engine.Options  // disaggregated only, as are the fields below
+	DecodeRouter router.Options  // balances decode load
+	Transfer     disagg.Transfer // prices the prompt's KV moving from prefill to decode
+}
+
+// Pools builds the deployment's pools from the configuration.
+func (c *Config) Pools() (Pools, error) {
+	var p Pools
+	var err error
+	if c.PrefillWorkers == 0 { // disaggregated, each pool builds its own
+		if p.Engine, err = c.EngineOptions(); err != nil {
+			return Pools{}, err
+		}
+	}
+	if p.Router, err = c.RouterOptions(); err != nil {
+		return Pools{}, err
+	}
+	if c.PrefillWorkers == 0 {
+		return p, nil
+	}
+	// Each pool's engines from its own settings (Role): its TP sizes its KV pool and prices its passes.
+	if p.Engine, err = c.ForRole("prefill").EngineOptions(); err != nil {
+		return Pools{}, fmt.Errorf("prefill workers: %w", err)
+	}
+	if p.DecodeEngine, err = c.ForRole("decode").EngineOptions(); err != nil {
+		return Pools{}, fmt.Errorf("decode workers: %w", err)
+	}
+	p.DecodeEngine.VLLM.Events = false // decode workers publish no KV events
+	p.DecodeEngine.SGLang.Events = false
+	// The decode router balances decode load: no overlap credit, no prefill tracking (reference §8).
+	p.DecodeRouter = p.Router
+	p.DecodeRouter.OverlapScoreWeight = 0
+	p.DecodeRouter.TrackPrefillTokens = false
+	p.DecodeRouter.QueueThreshold = 0
+	mode, err := disagg.ParseMode(c.KVTransferTimingMode)
+	if err != nil {
+		return Pools{}, err
+	}
+	p.Transfer = disagg.Transfer{GBps: c.KVTransferBandwidth, BytesPerToken: c.KVBytesPerToken, Mode: mode}
+	if p.Transfer.BytesPerToken == 0 && p.Transfer.GBps > 0 {
+		// A whole token's KV, all shards: the same whatever either side's TP (Deployment.TokenBytes).
+		d, err := c.ForRole("prefill").Deployment()
+		if err != nil {
+			return Pools{}, err
+		}
+		if d.Model == nil {
+			return Pools{}, fmt.Errorf("kv-bytes-per-token auto: needs --model (or give the bytes)")
+		}
+		p.Transfer.BytesPerToken = d.TokenBytes
+	}
+	return p, nil
 }
 
 // RouterOptions builds the router of the aggregated (or prefill) pool.

@@ -377,6 +377,12 @@ func TestLoadRefusesWhatItCannotHold(t *testing.T) {
 		{"trace-block-size: 100000000\n", "line 1: trace-block-size 100000000: at most 16777216"},
 		{"max-request-body-mb: 9e12\n", "line 1: max-request-body-mb 9e+12: at most 1024"},
 		{"backend: sglang\npage-size: 4\nblock-size: 16\n", "line 2: page-size 4 and block-size 16"},
+		// live's own options, in live's words, at their line.
+		{"seed: 1\nmax-waiting: -1\n", "line 2: max-waiting -1: must be >= 0 (0: unbounded)"},
+		{"max-connections: 2000000\n", "line 1: max-connections 2000000: must be in [0, 1048576] (0: 4096)"},
+		{"failure-rate: 1.5\n", "line 1: failure-rate 1.5: must be in [0, 1]"},
+		{"bootstrap-port: 70000\n", "line 1: bootstrap-port 70000: must be in [0, 65535] (0: any free port)"},
+		{"failure-types: [rate_limit, timeout]\n", `line 1: failure-types "timeout": want one of rate_limit, invalid_api_key, context_length, server_error, invalid_request, model_not_found`},
 	} {
 		path := filepath.Join(dir, "c.yaml")
 		os.WriteFile(path, []byte(tc.body), 0o644)

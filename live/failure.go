@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 )
 
@@ -58,20 +57,13 @@ type failures struct {
 	rng *rand.Rand
 }
 
-func newFailures(rate float64, types []string, seed uint64) (*failures, error) {
-	if !(rate >= 0 && rate <= 1) {
-		return nil, fmt.Errorf("live: failure rate %v: must be in [0, 1]", rate)
-	}
+// newFailures draws failures of rate and types (validated: Options.Validate).
+func newFailures(rate float64, types []string, seed uint64) *failures {
 	if len(types) == 0 {
 		types = FailureTypes()
 	}
-	for _, t := range types {
-		if !slices.Contains(FailureTypes(), t) {
-			return nil, fmt.Errorf("live: failure type %q: want one of %s", t, strings.Join(FailureTypes(), ", "))
-		}
-	}
 	// Its own stream of the seed, so injecting failures moves no other draw.
-	return &failures{rate: rate, types: slices.Clone(types), rng: rand.New(rand.NewPCG(seed, 0x6661696c))}, nil
+	return &failures{rate: rate, types: slices.Clone(types), rng: rand.New(rand.NewPCG(seed, 0x6661696c))}
 }
 
 // draw returns the failure type of the next request, or "" when it is served.

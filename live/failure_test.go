@@ -118,9 +118,9 @@ func TestFailureOptionsValidated(t *testing.T) {
 		types []string
 		want  string
 	}{
-		{1.5, nil, "live: failure rate 1.5: must be in [0, 1]"},
-		{math.NaN(), nil, "live: failure rate NaN: must be in [0, 1]"},
-		{0.5, []string{"rate_limit", "timeout"}, `live: failure type "timeout": want one of rate_limit, invalid_api_key, context_length, server_error, invalid_request, model_not_found`},
+		{1.5, nil, "failure-rate 1.5: must be in [0, 1]"},
+		{math.NaN(), nil, "failure-rate NaN: must be in [0, 1]"},
+		{0.5, []string{"rate_limit", "timeout"}, `failure-types "timeout": want one of rate_limit, invalid_api_key, context_length, server_error, invalid_request, model_not_found`},
 	} {
 		o := testOptions(5, 1, math.Inf(1))
 		o.FailureRate, o.FailureTypes = tc.rate, tc.types
@@ -130,6 +130,34 @@ func TestFailureOptionsValidated(t *testing.T) {
 		}
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("rate %s, types %v: New = %v, want %q", strconv.FormatFloat(tc.rate, 'g', -1, 64), tc.types, err, tc.want)
+		}
+	}
+}
+
+// TestOptionsValidate: each invalid option is refused by Validate and by New with one message that starts
+// with its flag; zero values are valid (New's defaults).
+func TestOptionsValidate(t *testing.T) {
+	if err := (Options{Disagg: &Disagg{}}).Validate(); err != nil {
+		t.Fatalf("zero options: %v", err)
+	}
+	for want, edit := range map[string]func(*Options){
+		"max-waiting -1: must be >= 0 (0: unbounded)":                    func(o *Options) { o.MaxWaiting = -1 },
+		"max-connections -1: must be in [0, 1048576] (0: 4096)":          func(o *Options) { o.HTTP.MaxConns = -1 },
+		"max-connections 1048577: must be in [0, 1048576] (0: 4096)":     func(o *Options) { o.HTTP.MaxConns = 1<<20 + 1 },
+		"failure-rate -0.5: must be in [0, 1]":                           func(o *Options) { o.FailureRate = -0.5 },
+		"bootstrap-port 65536: must be in [0, 65535] (0: any free port)": func(o *Options) { o.Disagg = &Disagg{DecodeWorkers: 1, BootstrapPort: 65536} },
+	} {
+		o := testOptions(5, 1, math.Inf(1))
+		edit(&o)
+		if err := o.Validate(); err == nil || err.Error() != want {
+			t.Errorf("Validate() = %v, want %q", err, want)
+		}
+		s, err := New(o)
+		if err == nil {
+			s.Close()
+		}
+		if err == nil || err.Error() != want {
+			t.Errorf("New() = %v, want %q", err, want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,6 +94,27 @@ type Options struct {
 	CheckInvariants bool
 }
 
+// Validate reports the first invalid option, naming it by its flag (as config reports it, with the file
+// and line it came from). Zero values take the defaults New gives them.
+func (o Options) Validate() error {
+	switch {
+	case o.MaxWaiting < 0:
+		return fmt.Errorf("max-waiting %d: must be >= 0 (0: unbounded)", o.MaxWaiting)
+	case o.HTTP.MaxConns < 0 || o.HTTP.MaxConns > 1<<20:
+		return fmt.Errorf("max-connections %d: must be in [0, 1048576] (0: 4096)", o.HTTP.MaxConns)
+	case !(o.FailureRate >= 0 && o.FailureRate <= 1):
+		return fmt.Errorf("failure-rate %v: must be in [0, 1]", o.FailureRate)
+	case o.Disagg != nil && (o.Disagg.BootstrapPort < 0 || o.Disagg.BootstrapPort > 65535):
+		return fmt.Errorf("bootstrap-port %d: must be in [0, 65535] (0: any free port)", o.Disagg.BootstrapPort)
+	}
+	for _, t := range o.FailureTypes {
+		if !slices.Contains(FailureTypes(), t) {
+			return fmt.Errorf("failure-types %q: want one of %s", t, strings.Join(FailureTypes(), ", "))
+		}
+	}
+	return nil
+}
+
 // A Sink publishes KV events outside the process. Its methods are called on worker goroutines
 // (several at once when there are several workers) and must not keep the slices they are given.
 type Sink interface {
@@ -158,6 +180,9 @@ type pendingReq struct {
 // New builds a server: its engines, routers and HTTP routes. It starts nothing: Start runs the
 // workers, Close stops them.
 func New(o Options) (*Server, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	if o.Workers < 0 || o.Workers == 0 && o.Fleet == nil {
 		o.Workers = 1
 	}
@@ -185,10 +210,7 @@ func New(o Options) (*Server, error) {
 	case o.DefaultMaxTokens >= capacity:
 		return nil, fmt.Errorf("live: default max tokens %d: must be below the %d tokens a KV pool holds, which counts the prompt too", o.DefaultMaxTokens, capacity)
 	}
-	fails, err := newFailures(o.FailureRate, o.FailureTypes, o.FailureSeed)
-	if err != nil {
-		return nil, err
-	}
+	fails := newFailures(o.FailureRate, o.FailureTypes, o.FailureSeed)
 	if o.Tokenizer == nil {
 		o.Tokenizer = tokenize.Builtin()
 	}

@@ -373,12 +373,11 @@ func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
 	if cfg.MaxModelLen == 0 && d.Model != nil {
 		cfg.MaxModelLen = d.Model.MaxPositions
 	}
-	// The simulation's options hold the engines', the router's and, disaggregated, the decode pool's.
-	so, err := cfg.SimOptions()
+	pools, err := cfg.Pools()
 	if err != nil {
 		return live.Options{}, nil, err
 	}
-	eo, ro := so.Engine, so.Router                // disaggregated, so.Engine is the prefill workers'
+	eo, ro := pools.Engine, pools.Router          // disaggregated, the prefill workers'
 	eo.VLLM.Events, eo.SGLang.Events = true, true // routers and subscribers read them
 	// The routers' queue threshold is in units of the pool's --max-num-batched-tokens, which every
 	// backend's options carry in VLLM (EngineOptions).
@@ -455,14 +454,14 @@ func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
 	}
 	if cfg.PrefillWorkers > 0 {
 		o.Workers = cfg.PrefillWorkers
-		de := so.DecodeEngine
-		dr := so.DecodeRouter
+		de := pools.DecodeEngine
+		dr := pools.DecodeRouter
 		dr.BlockSize, dr.MaxBatchedTokens = ro.BlockSize, de.VLLM.MaxBatchedTokens
 		o.Disagg = &live.Disagg{
 			DecodeWorkers:     cfg.DecodeWorkers,
 			Engine:            &de,
 			Router:            dr,
-			Transfer:          so.Transfer,
+			Transfer:          pools.Transfer,
 			BootstrapHost:     cfg.BootstrapHost,
 			BootstrapPort:     cfg.BootstrapPort,
 			BootstrapMaxConns: cfg.BootstrapMaxConns,

@@ -23,7 +23,7 @@ func TestServeRefusesUnboundedFlags(t *testing.T) {
 		{"--max-connections", "9223372036854775807", "max-connections"},
 		{"--shutdown-timeout", "1e300", "shutdown-timeout"},
 		{"--failure-rate", "1.5", "failure-rate"},
-		{"--failure-types", "rate_limit,timeout", `failure type "timeout"`},
+		{"--failure-types", "rate_limit,timeout", `failure-types "timeout": want one of`},
 	} {
 		_, _, err := mocker(t, "serve", "--nats", "none", "--port", "0", tc.flag, tc.value)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -81,3 +81,31 @@ func TestLiveOptionsRouterEvents(t *testing.T) {
 		t.Errorf("RouterEventDelay %v, EventsAtPassEnd %v; want 12.5ms, true", o.RouterEventDelay, o.EventsAtPassEnd)
 	}
 }
+
+// liveOptions builds the pools alone, not a simulation's options: a planner file or failures that only a
+// simulation reads are not read (serve refuses them before), and the decode pool's engine, router and the
+// KV transfer come from the configuration as a simulation's do.
+func TestLiveOptionsBuildNoSimulation(t *testing.T) {
+	cfg := config.Default()
+	cfg.PlannerConfig = filepath.Join(t.TempDir(), "missing.yaml")
+	cfg.FailWorker, cfg.OnWorkerFailure = []string{"nonsense"}, "nonsense"
+	cfg.PrefillWorkers, cfg.DecodeWorkers = 2, 3
+	cfg.KVTransferBandwidth, cfg.KVBytesPerToken = 25, 1000
+	o, _, err := liveOptions(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := o.Disagg
+	if o.Workers != 2 || d == nil || d.DecodeWorkers != 3 {
+		t.Fatalf("workers %d, disagg %+v; want 2 prefill and 3 decode workers", o.Workers, d)
+	}
+	if d.Transfer.GBps != 25 || d.Transfer.BytesPerToken != 1000 {
+		t.Errorf("transfer %+v, want 25 GB/s of 1000 bytes a token", d.Transfer)
+	}
+	if d.Router.OverlapScoreWeight != 0 || o.Router.OverlapScoreWeight != cfg.OverlapScoreWeight || cfg.OverlapScoreWeight == 0 {
+		t.Errorf("overlap weights: decode router %v, prefill router %v; want 0, %v", d.Router.OverlapScoreWeight, o.Router.OverlapScoreWeight, cfg.OverlapScoreWeight)
+	}
+	if d.Engine.VLLM.Events || !o.Engine.VLLM.Events {
+		t.Errorf("KV events: decode engine %v, prefill engine %v; want false, true", d.Engine.VLLM.Events, o.Engine.VLLM.Events)
+	}
+}

@@ -91,3 +91,24 @@ func (h *Harness[S]) EnqueueMany(n, length, shared, maxTokens int) {
 		h.Enqueue(uint64(i), toks, maxTokens)
 	}
 }
+
+// LoRAsShareNothing enqueues one 13-token prompt under adapters a, b and none, then under each again,
+// running each request to completion before the next, and fails the test unless each first admission
+// finds nothing cached and each second finds cached tokens: blocks are hashed with their adapter.
+func (h *Harness[S]) LoRAsShareNothing(cached int) {
+	h.T.Helper()
+	p := Prompt(1, 13)
+	for i, c := range []struct {
+		lora   string
+		cached int
+	}{{"a", 0}, {"b", 0}, {"", 0}, {"a", cached}, {"b", cached}, {"", cached}} {
+		if err := h.S.Enqueue(&sched.Request{ID: uint64(i + 1), Prompt: p, MaxTokens: 1, LoRA: c.lora}); err != nil {
+			h.T.Fatal(err)
+		}
+		pass := h.Step()
+		h.Drain()
+		if len(pass.Admitted) != 1 || pass.Admitted[0].Cached != c.cached {
+			h.T.Fatalf("request %d (adapter %q): admitted %+v, want %d cached tokens", i+1, c.lora, pass.Admitted, c.cached)
+		}
+	}
+}

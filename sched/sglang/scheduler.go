@@ -25,13 +25,8 @@ const (
 
 // ParsePolicy parses "fcfs" (or "fifo") and "lpm".
 func ParsePolicy(s string) (Policy, error) {
-	switch s {
-	case "fcfs", "fifo":
-		return FCFS, nil
-	case "lpm":
-		return LPM, nil
-	}
-	return 0, fmt.Errorf("sglang-schedule-policy %s: want fcfs (or its alias fifo) or lpm", s)
+	return sched.ParseEnum("sglang-schedule-policy", "fcfs (or its alias fifo) or lpm", s,
+		map[string]Policy{"fcfs": FCFS, "fifo": FCFS, "lpm": LPM})
 }
 
 // SGLang's constants (python/sglang/srt/managers/schedule_policy.py, scheduler.py).
@@ -68,13 +63,10 @@ type Options struct {
 
 // Validate reports the first invalid option, naming it.
 func (o Options) Validate() error {
+	if err := sched.ValidatePool("page-size", o.PageSize, o.NumPages, o.MaxRunning, o.MaxModelLen); err != nil {
+		return err
+	}
 	switch {
-	case o.PageSize < 1:
-		return fmt.Errorf("page-size %d: must be at least 1", o.PageSize)
-	case o.NumPages < 1:
-		return fmt.Errorf("num-gpu-blocks %d: must be at least 1", o.NumPages)
-	case o.MaxRunning < 0:
-		return fmt.Errorf("max-num-seqs %d: must not be negative", o.MaxRunning)
 	case o.MaxPrefillTokens < 1:
 		return fmt.Errorf("sglang-max-prefill-tokens %d: must be at least 1", o.MaxPrefillTokens)
 	case o.ChunkedPrefillSize > 0 && o.ChunkedPrefillSize < o.PageSize:
@@ -87,8 +79,6 @@ func (o Options) Validate() error {
 		return fmt.Errorf("sglang-schedule-conservativeness %v: must be in [0, 1]", o.Conservativeness)
 	case o.Policy > LPM:
 		return fmt.Errorf("schedule policy %d: unknown", o.Policy)
-	case o.MaxModelLen < 0:
-		return fmt.Errorf("max-model-len %d: must not be negative", o.MaxModelLen)
 	}
 	return o.Spec.Validate()
 }

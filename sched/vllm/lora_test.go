@@ -80,20 +80,7 @@ func TestMaxLoRAsUnbounded(t *testing.T) {
 // TestLoRAsShareNoBlocks: the same prompt under another adapter finds nothing cached; under the same
 // adapter, its whole blocks.
 func TestLoRAsShareNoBlocks(t *testing.T) {
-	h := newHarness(t, Options{BlockSize: 4, NumBlocks: 64, MaxNumSeqs: 8, MaxBatchedTokens: 64, ChunkedPrefill: true, PrefixCaching: true})
-	p := schedtest.Prompt(1, 13)
-	for i, c := range []struct {
-		lora   string
-		cached int
-	}{{"a", 0}, {"b", 0}, {"", 0}, {"a", 12}, {"b", 12}, {"", 12}} {
-		if err := h.S.Enqueue(&sched.Request{ID: uint64(i + 1), Prompt: p, MaxTokens: 1, LoRA: c.lora}); err != nil {
-			t.Fatal(err)
-		}
-		pass := h.Step()
-		if len(pass.Admitted) != 1 || pass.Admitted[0].Cached != c.cached {
-			t.Fatalf("request %d (adapter %q): admitted %+v, want %d cached tokens", i+1, c.lora, pass.Admitted, c.cached)
-		}
-	}
+	newHarness(t, Options{BlockSize: 4, NumBlocks: 64, MaxNumSeqs: 8, MaxBatchedTokens: 64, ChunkedPrefill: true, PrefixCaching: true}).LoRAsShareNothing(12)
 }
 
 // TestLoRASourceSeeded: a request that waits as its prompt source has its prompt made with its adapter's

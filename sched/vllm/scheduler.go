@@ -27,13 +27,7 @@ const (
 
 // ParsePreemption parses "lifo" or "fifo".
 func ParsePreemption(s string) (Preemption, error) {
-	switch s {
-	case "lifo":
-		return LIFO, nil
-	case "fifo":
-		return FIFO, nil
-	}
-	return 0, fmt.Errorf("preemption-mode %s: want lifo or fifo", s)
+	return sched.ParseEnum("preemption-mode", "lifo or fifo", s, map[string]Preemption{"lifo": LIFO, "fifo": FIFO})
 }
 
 // Capacity is the admission policy.
@@ -56,13 +50,8 @@ const (
 
 // ParseCapacity parses the vLLM admission gates: "prompt" (MaxUtilization) or "chunk" (ChunkFit).
 func ParseCapacity(s string) (Capacity, error) {
-	switch s {
-	case "prompt":
-		return MaxUtilization, nil
-	case "chunk":
-		return ChunkFit, nil
-	}
-	return 0, fmt.Errorf("vllm-admission %s: want prompt or chunk", s)
+	return sched.ParseEnum("vllm-admission", "prompt or chunk", s,
+		map[string]Capacity{"prompt": MaxUtilization, "chunk": ChunkFit})
 }
 
 // Options configure a Scheduler. Zero MaxNumSeqs, MaxBatchedTokens or MaxModelLen mean unbounded.
@@ -90,21 +79,16 @@ type Options struct {
 
 // Validate reports the first invalid option, naming it.
 func (o Options) Validate() error {
+	if err := sched.ValidatePool("block-size", o.BlockSize, o.NumBlocks, o.MaxNumSeqs, o.MaxModelLen); err != nil {
+		return err
+	}
 	switch {
-	case o.BlockSize < 1:
-		return fmt.Errorf("block-size %d: must be at least 1", o.BlockSize)
-	case o.NumBlocks < 1:
-		return fmt.Errorf("num-gpu-blocks %d: must be at least 1", o.NumBlocks)
-	case o.MaxNumSeqs < 0:
-		return fmt.Errorf("max-num-seqs %d: must not be negative", o.MaxNumSeqs)
-	case o.MaxBatchedTokens < 0:
-		return fmt.Errorf("max-num-batched-tokens %d: must not be negative", o.MaxBatchedTokens)
-	case o.MaxModelLen < 0:
-		return fmt.Errorf("max-model-len %d: must not be negative", o.MaxModelLen)
 	case o.Preemption > FIFO:
 		return fmt.Errorf("preemption mode %d: unknown", o.Preemption)
 	case o.Capacity > ChunkFit:
 		return fmt.Errorf("capacity policy %d: unknown", o.Capacity)
+	case o.MaxBatchedTokens < 0:
+		return fmt.Errorf("max-num-batched-tokens %d: must not be negative", o.MaxBatchedTokens)
 	case o.MaxLoRAs < 0:
 		return fmt.Errorf("max-loras %d: must not be negative", o.MaxLoRAs)
 	case o.MaxCPULoRAs != 0 && o.MaxCPULoRAs < o.MaxLoRAs:

@@ -9,46 +9,22 @@ import (
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/schedtest"
 	"github.com/mocker-sim/mocker/tokens"
 )
 
-// tierScheduler is a scheduler over 4 blocks of 4 tokens with a CPU tier of 8 blocks whose link moves a
-// block in 1 ms. The tier tests use the scheduler's exported API only.
-func tierScheduler(t *testing.T) *Scheduler {
-	t.Helper()
-	s, err := New(Options{BlockSize: 4, NumBlocks: 4, PrefixCaching: true, Events: true,
+// tierHarness drives a scheduler over 4 blocks of 4 tokens with a CPU tier of 8 blocks whose link moves
+// a block in 1 ms. The tier tests use the scheduler's exported API only.
+func tierHarness(t *testing.T) *schedtest.Harness[*Scheduler] {
+	return newHarness(t, Options{BlockSize: 4, NumBlocks: 4, PrefixCaching: true, Events: true,
 		Tiers: kvcache.TierOptions{CPUBlocks: 8, CPUBandwidth: 1, BlockBytes: 1e6}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
-// tokensFrom returns n distinct tokens starting at base.
-func tokensFrom(base, n int) []uint32 {
-	p := make([]uint32, n)
-	for i := range p {
-		p[i] = uint32(base + i)
-	}
-	return p
-}
-
-func tierEnqueue(t *testing.T, s *Scheduler, id uint64, toks []uint32) {
-	t.Helper()
-	if err := s.Enqueue(&sched.Request{ID: id, Prompt: toks, MaxTokens: 1}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// tierStep runs the pass starting at ms and checks the accounting after it.
-func tierStep(t *testing.T, s *Scheduler, ms int) *sched.Pass {
-	t.Helper()
-	s.SetNow(time.Duration(ms) * time.Millisecond)
-	p := s.Step()
-	if err := s.CheckInvariants(); err != nil {
-		t.Fatal(err)
-	}
-	return p
+// tierStep runs the pass starting at ms, checking the invariants after it.
+func tierStep(h *schedtest.Harness[*Scheduler], ms int) *sched.Pass {
+	h.T.Helper()
+	h.S.SetNow(time.Duration(ms) * time.Millisecond)
+	return h.Step()
 }
 
 // names maps the sequence hashes of each prompt's full blocks (block size 4) to "p0", "p1"... by prefix.
@@ -83,22 +59,22 @@ func describeEvents(evs []kvcache.Event, m map[uint64]string) string {
 // (2 blocks at 1 ms each) while another request runs; its blocks are announced on the GPU only when they
 // have arrived, and then it is admitted with them as cached.
 func TestLowerTierHitOnboardsBeforePrefill(t *testing.T) {
-	s := tierScheduler(t)
-	a, b, c := tokensFrom(0, 9), tokensFrom(100, 15), tokensFrom(200, 3)
+	h := tierHarness(t)
+	a, b, c := schedtest.Prompt(0, 9), schedtest.Prompt(100, 15), schedtest.Prompt(200, 3)
 	m := names(map[string][]uint32{"a": a, "b": b})
-	at := func(ms int) *sched.Pass { return tierStep(t, s, ms) }
+	at := func(ms int) *sched.Pass { return tierStep(h, ms) }
 
-	tierEnqueue(t, s, 1, a)
+	h.Enqueue(1, a, 1)
 	if got, want := describeEvents(at(0).Events, m), "GPU stored a0,a1; "; got != want {
 		t.Fatalf("pass 0: events %q, want %q", got, want)
 	}
-	tierEnqueue(t, s, 2, b) // takes the whole pool: a goes to the CPU tier
+	h.Enqueue(2, b, 1) // takes the whole pool: a goes to the CPU tier
 	if got, want := describeEvents(at(10).Events, m), "GPU removed a1,a0; CPU stored a1,a0; GPU stored b0,b1,b2; "; got != want {
 		t.Fatalf("pass 10: events %q, want %q", got, want)
 	}
 
-	tierEnqueue(t, s, 3, a)
-	tierEnqueue(t, s, 4, c)
+	h.Enqueue(3, a, 1)
+	h.Enqueue(4, c, 1)
 	p := at(20)
 	// Request 3 onboards a0 and a1 into two GPU blocks (a free one and b2's) until 22 ms; request 4 runs.
 	if got, want := describeEvents(p.Events, m), "GPU removed b2; CPU stored b2; GPU removed b1; CPU stored b1; "; got != want {
@@ -122,29 +98,29 @@ func TestLowerTierHitOnboardsBeforePrefill(t *testing.T) {
 		t.Fatalf("pass 22: outputs %+v, want request 3's one token, done", p.Outputs)
 	}
 	want := kvcache.TierStats{CPUHits: 2, Offloaded: 4, OnboardTime: 2 * time.Millisecond, CPUUsed: 4}
-	if got := s.Metrics().Tiers; got != want {
+	if got := h.S.Metrics().Tiers; got != want {
 		t.Fatalf("tier stats %+v, want %+v", got, want)
 	}
-	if m := s.Metrics(); m.PrefixQueries != 9+15+9+3 || m.PrefixHits != 8 {
+	if m := h.S.Metrics(); m.PrefixQueries != 9+15+9+3 || m.PrefixHits != 8 {
 		t.Fatalf("prefix queries %d, hits %d; want 36, 8", m.PrefixQueries, m.PrefixHits)
 	}
 }
 
 // TestCancelOnboarding: a request cancelled while its blocks arrive gives them back.
 func TestCancelOnboarding(t *testing.T) {
-	s := tierScheduler(t)
-	tierEnqueue(t, s, 1, tokensFrom(0, 9))
-	tierStep(t, s, 0)
-	tierEnqueue(t, s, 2, tokensFrom(100, 15))
-	tierStep(t, s, 10)
-	tierEnqueue(t, s, 3, tokensFrom(0, 9))
-	if p := tierStep(t, s, 20); p.Until != 22*time.Millisecond || s.Idle() {
+	h := tierHarness(t)
+	h.Enqueue(1, schedtest.Prompt(0, 9), 1)
+	tierStep(h, 0)
+	h.Enqueue(2, schedtest.Prompt(100, 15), 1)
+	tierStep(h, 10)
+	h.Enqueue(3, schedtest.Prompt(0, 9), 1)
+	if p := tierStep(h, 20); p.Until != 22*time.Millisecond || h.S.Idle() {
 		t.Fatalf("request 3 is not onboarding until 22ms: until %v", p.Until)
 	}
-	if !s.Cancel(3) || !s.Idle() || s.Pool().Active() != 0 {
-		t.Fatalf("cancel: idle %v, %d active blocks", s.Idle(), s.Pool().Active())
+	if !h.S.Cancel(3) || !h.S.Idle() || h.S.Pool().Active() != 0 {
+		t.Fatalf("cancel: idle %v, %d active blocks", h.S.Idle(), h.S.Pool().Active())
 	}
-	if err := s.CheckInvariants(); err != nil {
+	if err := h.S.CheckInvariants(); err != nil {
 		t.Fatal(err)
 	}
 }
