@@ -1,6 +1,8 @@
 package sglang
 
 import (
+	"slices"
+
 	"testing"
 
 	"github.com/mocker-sim/mocker/sched"
@@ -26,5 +28,101 @@ func TestLoRAsShareNoPages(t *testing.T) {
 		if len(pass.Admitted) != 1 || pass.Admitted[0].Cached != c.cached {
 			t.Fatalf("request %d (adapter %q): admitted %+v, want %d cached tokens", i+1, c.lora, pass.Admitted, c.cached)
 		}
+	}
+}
+
+func admittedIDs(p *sched.Pass) []uint64 {
+	var ids []uint64
+	for _, a := range p.Admitted {
+		ids = append(ids, a.ID)
+	}
+	return ids
+}
+
+// TestMaxLoRAsPerBatch is a worked case of SGLang's rule: a waiting request whose adapter would take the
+// batch (running, chunked and admitted requests) past max-loras-per-batch distinct adapters, the base
+// model counting as one, is skipped and keeps its place; requests behind it are admitted, and a
+// base-model request never waits for it. The memory pool keeps max-loras-per-batch adapters loaded (LRU);
+// each load is counted in the pass that first uses the adapter.
+func TestMaxLoRAsPerBatch(t *testing.T) {
+	o := opts(4, 64)
+	o.MaxLoRAsPerBatch = 2
+	h := newHarness(t, o)
+	enqueue := func(id uint64, lora string, maxTokens int) {
+		t.Helper()
+		if err := h.S.Enqueue(&sched.Request{ID: id, Prompt: schedtest.Prompt(100*int(id), 4), MaxTokens: maxTokens, LoRA: lora}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, lora := range []string{"a", "b", "c", "a", "", "b", "c"} {
+		enqueue(uint64(i+1), lora, 2)
+	}
+	type want struct {
+		admitted         []uint64
+		loads            int
+		running, waiting string
+	}
+	check := func(ws []want) {
+		t.Helper()
+		for i, w := range ws {
+			p := h.Step()
+			m := h.S.Metrics()
+			if got := admittedIDs(p); !slices.Equal(got, w.admitted) || p.LoRALoads != w.loads || m.RunningLoRAs != w.running || m.WaitingLoRAs != w.waiting {
+				t.Fatalf("pass %d: admitted %v, loads %d, running %q, waiting %q; want %v, %d, %q, %q",
+					i+1, got, p.LoRALoads, m.RunningLoRAs, m.WaitingLoRAs, w.admitted, w.loads, w.running, w.waiting)
+			}
+		}
+	}
+	check([]want{
+		{[]uint64{1, 2, 4, 5, 6}, 2, "a,b", "c"}, // 3 and 7 (c) skipped: a and b fill the batch; the base model joins
+		{nil, 0, "", "c"},                        // the running a, b and base still count: c waits; the five finish
+		{[]uint64{3, 7}, 1, "c", ""},             // c loads; a, least recently used, leaves the pool
+		{nil, 0, "", ""},                         // 3 and 7 finish
+	})
+	// The base model takes one of the two places: b waits for a's request to finish, and a loads again.
+	enqueue(10, "", 1)
+	enqueue(11, "a", 1)
+	enqueue(12, "b", 1)
+	check([]want{
+		{[]uint64{10, 11}, 1, "", "b"},
+		{[]uint64{12}, 1, "", ""}, // b left the pool when a came back: it loads again
+	})
+	if m := h.S.Metrics(); m.LoRALoads != 5 || !h.S.Idle() || h.S.book.WithLoRA != 0 {
+		t.Fatalf("metrics %+v, idle %v, %d requests with adapters: want 5 loads, idle, none", m, h.S.Idle(), h.S.book.WithLoRA)
+	}
+}
+
+// TestMaxLoRAsPerBatchChunked: a prompt prefilled in chunks holds its adapter's place in every pass it
+// runs, as SGLang's chunked request does (test_chunked_request_lora_admission_rejected).
+func TestMaxLoRAsPerBatchChunked(t *testing.T) {
+	o := opts(4, 64)
+	o.ChunkedPrefillSize, o.MaxLoRAsPerBatch = 8, 1
+	h := newHarness(t, o)
+	for i, c := range []struct {
+		lora string
+		len  int
+	}{{"a", 20}, {"b", 4}} {
+		if err := h.S.Enqueue(&sched.Request{ID: uint64(i + 1), Prompt: schedtest.Prompt(100*i, c.len), MaxTokens: 1, LoRA: c.lora}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got [][]uint64
+	loads := 0
+	for range 4 {
+		p := h.Step()
+		loads += p.LoRALoads
+		got = append(got, admittedIDs(p))
+	}
+	// 1's chunks of 8, 8 and 4 tokens, then 2 (the pool of one adapter swaps a for b).
+	if want := [][]uint64{{1}, nil, nil, {2}}; !slices.EqualFunc(got, want, slices.Equal) || loads != 2 {
+		t.Fatalf("admitted by pass %v with %d loads, want %v with 2", got, loads, want)
+	}
+}
+
+func TestMaxLoRAsPerBatchValidate(t *testing.T) {
+	o := opts(4, 64)
+	o.MaxLoRAsPerBatch = -1
+	if _, err := New(o); err == nil || err.Error() != "max-loras-per-batch -1: must not be negative" {
+		t.Fatalf("New: %v", err)
 	}
 }
