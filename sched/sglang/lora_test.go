@@ -126,3 +126,47 @@ func TestMaxLoRAsPerBatchValidate(t *testing.T) {
 		t.Fatalf("New: %v", err)
 	}
 }
+
+// TestLoRAPlainStep: plain decode passes use the running requests' adapters as Step's decode does, so
+// the pool evicts the same adapters after them. Requests of b then a run, and b's second request makes a
+// the least recently used; two decode passes use b then a, so d's load evicts b, and the next decode
+// loads b, evicting a, then a, evicting c: 6 loads in all.
+func TestLoRAPlainStep(t *testing.T) {
+	for _, plain := range []bool{false, true} {
+		o := opts(16, 64)
+		o.MaxLoRAsPerBatch = 3
+		h := newHarness(t, o)
+		enqueue := func(id uint64, lora string, maxTokens int) {
+			t.Helper()
+			if err := h.S.Enqueue(&sched.Request{ID: id, Prompt: schedtest.Prompt(100*int(id), 4), MaxTokens: maxTokens, LoRA: lora}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		loads, plains := 0, 0
+		step := func() {
+			if plain && h.S.PlainDecode() {
+				h.S.PlainStep(nil)
+				plains++
+				return
+			}
+			loads += h.Step().LoRALoads
+		}
+		enqueue(1, "b", 8)
+		enqueue(2, "a", 8)
+		step()
+		enqueue(3, "b", 1) // an extend pass of b alone: the pool's order is a, b
+		step()
+		step()
+		step()
+		enqueue(4, "c", 1)
+		step()
+		enqueue(5, "d", 1)
+		step()
+		for !h.S.Idle() {
+			step()
+		}
+		if loads != 6 || plain != (plains > 0) {
+			t.Errorf("plain %v: %d loads (%d plain passes); want 6", plain, loads, plains)
+		}
+	}
+}

@@ -652,8 +652,9 @@ func (s *Scheduler) decode() {
 }
 
 // PlainDecode reports whether the next Step is a plain decode step: nothing waits or is half prefilled,
-// and every running request computes exactly its next token with no page to allocate or cache and without
-// finishing. Such a step changes nothing but the requests' tokens and new_token_ratio.
+// and every running request computes exactly its next token with no page to allocate or cache, no
+// adapter to load, and without finishing. Such a step changes nothing but the requests' tokens,
+// new_token_ratio and the order of the loaded adapters.
 func (s *Scheduler) PlainDecode() bool {
 	if len(s.waiting) > 0 || len(s.arrivals) > 0 || len(s.deferred) > 0 || s.chunked != nil || len(s.running) == 0 ||
 		!s.book.Plain() {
@@ -662,7 +663,8 @@ func (s *Scheduler) PlainDecode() bool {
 	page := s.opt.PageSize
 	for _, r := range s.running {
 		next := r.Computed + 1
-		if !r.Plain() || s.pagesFor(next) > len(r.pages) || s.opt.PrefixCaching && next/page > r.locked {
+		if !r.Plain() || s.pagesFor(next) > len(r.pages) || s.opt.PrefixCaching && next/page > r.locked ||
+			r.LoRA != "" && !slices.Contains(s.resident, r.LoRA) {
 			return false
 		}
 	}
@@ -686,6 +688,9 @@ func (s *Scheduler) PlainBatch(b *timing.Batch) {
 func (s *Scheduler) PlainStep(dst []sched.Sample) []sched.Sample {
 	for _, r := range s.running {
 		dst = append(dst, r.PlainStep())
+		if r.LoRA != "" {
+			s.useLoRA(r.LoRA) // resident (PlainDecode): only its place in the pool's order changes
+		}
 	}
 	s.ratio = max(s.minRatio, s.ratio-s.decay)
 	s.busy = true
