@@ -1,6 +1,7 @@
 package sglang
 
 import (
+	"math/rand/v2"
 	"slices"
 
 	"testing"
@@ -167,6 +168,74 @@ func TestLoRAPlainStep(t *testing.T) {
 		}
 		if loads != 6 || plain != (plains > 0) {
 			t.Errorf("plain %v: %d loads (%d plain passes); want 6", plain, loads, plains)
+		}
+	}
+}
+
+// TestLoRARandom serves random workloads over five adapters and the base model on two schedulers, one
+// through Step alone and one through PlainStep whenever PlainDecode holds: after every pass the running
+// requests name at most max-loras-per-batch adapters, the pool holds at most as many, and both
+// schedulers admit the same requests and load the same adapters in every pass Step plans.
+func TestLoRARandom(t *testing.T) {
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		o := opts(4+12*rng.IntN(2), 96)
+		o.MaxRunning, o.MaxLoRAsPerBatch, o.MixedChunk = 2+rng.IntN(8), 1+rng.IntN(4), rng.IntN(2) == 0
+		o.ChunkedPrefillSize = o.PageSize * (2 + rng.IntN(8))
+		ref, fast := newHarness(t, o), newHarness(t, o)
+		loras := []string{"", "a", "b", "c", "d", "e"}
+		var reqs []*sched.Request
+		for i := range 60 {
+			reqs = append(reqs, &sched.Request{ID: uint64(i + 1), Prompt: schedtest.Prompt(1000*i, 1+rng.IntN(40)),
+				MaxTokens: 1 + rng.IntN(30), LoRA: loras[rng.IntN(len(loras))]})
+		}
+		refLoads, fastLoads, plains := 0, 0, 0
+		for pass := 0; len(reqs) > 0 || !ref.S.Idle(); pass++ {
+			if pass > 5000 {
+				t.Fatalf("seed %d: not done after 5000 passes", seed)
+			}
+			if rng.IntN(4) == 0 {
+				for k := 1 + rng.IntN(4); k > 0 && len(reqs) > 0; k-- {
+					r := *reqs[0]
+					if ref.S.Enqueue(reqs[0]) != nil || fast.S.Enqueue(&r) != nil {
+						t.Fatalf("seed %d: request %d refused", seed, r.ID)
+					}
+					reqs = reqs[1:]
+				}
+			}
+			if ref.S.Idle() {
+				continue
+			}
+			if fast.S.PlainDecode() {
+				fast.S.PlainStep(nil)
+				plains++
+				if p := ref.Step(); len(p.Admitted) > 0 || p.LoRALoads > 0 {
+					t.Fatalf("seed %d pass %d: a plain pass for one, %+v for the other", seed, pass, p)
+				}
+				continue
+			}
+			p, q := ref.Step(), fast.Step()
+			refLoads += p.LoRALoads
+			fastLoads += q.LoRALoads
+			if !slices.Equal(admittedIDs(p), admittedIDs(q)) || p.LoRALoads != q.LoRALoads {
+				t.Fatalf("seed %d pass %d: admitted %v with %d loads, and %v with %d after plain passes",
+					seed, pass, admittedIDs(p), p.LoRALoads, admittedIDs(q), q.LoRALoads)
+			}
+			for _, s := range []*Scheduler{ref.S, fast.S} {
+				var named []string
+				for _, r := range s.running {
+					named = appendLoRA(named, r.LoRA)
+				}
+				if len(named) > o.MaxLoRAsPerBatch || len(s.resident) > o.MaxLoRAsPerBatch {
+					t.Fatalf("seed %d pass %d: running adapters %v, loaded %v: more than %d", seed, pass, named, s.resident, o.MaxLoRAsPerBatch)
+				}
+			}
+		}
+		if refLoads != fastLoads || refLoads == 0 {
+			t.Fatalf("seed %d: %d and %d loads", seed, refLoads, fastLoads)
+		}
+		if seed == 0 && plains == 0 {
+			t.Fatalf("no plain pass: the check lost its teeth")
 		}
 	}
 }
