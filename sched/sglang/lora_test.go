@@ -239,3 +239,30 @@ func TestLoRARandom(t *testing.T) {
 		}
 	}
 }
+
+// TestActivatedLoRAs: a decode worker's arrived transfers join the running requests only while their
+// adapters fit max-loras-per-batch; one that does not waits, keeping its place, and those behind it
+// join. Without the rule the running batch would use three adapters, loading one of them every pass.
+func TestActivatedLoRAs(t *testing.T) {
+	o := opts(4, 64)
+	o.Role, o.MaxLoRAsPerBatch = sched.Decode, 2
+	h := newHarness(t, o)
+	for i, lora := range []string{"a", "b", "c", "a"} {
+		id := uint64(i + 1)
+		if _, ok, err := h.S.Reserve(&sched.Request{ID: id, Prompt: schedtest.Prompt(100*i, 10), MaxTokens: 3, LoRA: lora}); !ok || err != nil {
+			t.Fatalf("Reserve %d: %v %v", id, ok, err)
+		}
+		h.S.Activate(id)
+	}
+	var admitted [][]uint64
+	loads := 0
+	for !h.S.Idle() {
+		p := h.Step()
+		admitted = append(admitted, admittedIDs(p))
+		loads += p.LoRALoads
+	}
+	// 1, 2 and 4 decode their 3 tokens (the first of them in their first pass), then 3 (c evicts a).
+	if want := [][]uint64{{1, 2, 4}, nil, nil, {3}, nil, nil}; !slices.EqualFunc(admitted, want, slices.Equal) || loads != 3 {
+		t.Fatalf("admitted by pass %v with %d loads; want %v with 3", admitted, loads, want)
+	}
+}

@@ -345,14 +345,23 @@ func appendLoRA(names []string, name string) []string {
 func (s *Scheduler) Step() *sched.Pass {
 	s.book.Begin()
 	// Arrived transfers take the free running slots first (SGLang's decode loop merges its prebuilt
-	// batch into the running one before it decodes).
-	n := 0
-	for ; n < len(s.activated) && (s.opt.MaxRunning == 0 || len(s.running) < s.opt.MaxRunning); n++ {
-		r := s.activated[n]
+	// batch into the running one before it decodes). SGLang checks no adapter there (its LoRA pool
+	// would refuse the batch); here one whose adapter would take the running batch past
+	// max-loras-per-batch waits, keeping its place, as admission skips it.
+	s.batchLoRAs = s.batchLoRAs[:0]
+	s.useBatchLoRAs(s.running)
+	kept := s.activated[:0]
+	for _, r := range s.activated {
+		if s.opt.MaxRunning > 0 && len(s.running) >= s.opt.MaxRunning || s.skipLoRA(r.LoRA) {
+			kept = append(kept, r)
+			continue
+		}
 		s.running = append(s.running, r)
 		s.book.AdmitTransfer(&r.Request)
+		s.useBatchLoRAs([]*request{r})
 	}
-	s.activated = slices.Delete(s.activated, 0, n)
+	clear(s.activated[len(kept):])
+	s.activated = kept
 
 	if s.opt.Overlap {
 		// This pass was formed when the previous one started: it sees what arrived before that (deferred),
@@ -532,16 +541,9 @@ func (s *Scheduler) admit() bool {
 			return true
 		}
 	}
-	if s.book.WithLoRA > 0 {
-		s.batchLoRAs = s.batchLoRAs[:0]
-		for _, q := range [][]*request{s.running, s.book.Scheduled} {
-			for _, r := range q {
-				if !slices.Contains(s.batchLoRAs, r.LoRA) {
-					s.batchLoRAs = append(s.batchLoRAs, r.LoRA)
-				}
-			}
-		}
-	}
+	s.batchLoRAs = s.batchLoRAs[:0]
+	s.useBatchLoRAs(s.running)
+	s.useBatchLoRAs(s.book.Scheduled)
 	// A request whose adapter would take the batch past max-loras-per-batch is skipped and keeps its
 	// place; a base-model one never is (SGLang's get_new_batch_prefill with can_run_lora_batch).
 	for i := 0; i < len(s.waiting) && s.chunked == nil && (s.opt.MaxRunning == 0 || len(s.running)+len(s.book.Scheduled) < s.opt.MaxRunning); {
@@ -557,15 +559,26 @@ func (s *Scheduler) admit() bool {
 			} else {
 				s.waiting = slices.Delete(s.waiting, i, i+1)
 			}
-			if s.book.WithLoRA > 0 && !slices.Contains(s.batchLoRAs, r.LoRA) {
-				s.batchLoRAs = append(s.batchLoRAs, r.LoRA)
-			}
+			s.useBatchLoRAs([]*request{r})
 		}
 		if !goOn {
 			break
 		}
 	}
 	return len(s.book.Scheduled) > 0
+}
+
+// useBatchLoRAs adds the adapters of rs (the base model's as "") to the batch's, while any request names
+// one.
+func (s *Scheduler) useBatchLoRAs(rs []*request) {
+	if s.book.WithLoRA == 0 {
+		return
+	}
+	for _, r := range rs {
+		if !slices.Contains(s.batchLoRAs, r.LoRA) {
+			s.batchLoRAs = append(s.batchLoRAs, r.LoRA)
+		}
+	}
 }
 
 // skipLoRA reports whether admitting a request of adapter name would take the batch's adapters past
