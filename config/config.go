@@ -44,10 +44,13 @@ type Config struct {
 	PreemptionMode       string `yaml:"preemption-mode"`
 	VLLMAdmission        string `yaml:"vllm-admission"`
 	DPSize               int    `yaml:"dp-size"`
-	// LoRA adapters (vLLM): adapters per pass, adapters kept loaded (0: max-loras), load time of one not.
-	MaxLoRAs    int     `yaml:"max-loras"`
-	MaxCPULoRAs int     `yaml:"max-cpu-loras"`
-	LoRALoadMs  float64 `yaml:"lora-load-ms"`
+	// LoRA adapters: vLLM's (and TensorRT-LLM's here) adapters per pass and adapters kept loaded
+	// (0: max-loras); SGLang's adapters per batch, the base model counting as one; the load time of one
+	// not loaded (every backend).
+	MaxLoRAs         int     `yaml:"max-loras"`
+	MaxCPULoRAs      int     `yaml:"max-cpu-loras"`
+	MaxLoRAsPerBatch int     `yaml:"max-loras-per-batch"`
+	LoRALoadMs       float64 `yaml:"lora-load-ms"`
 
 	// SGLang.
 	PageSize                       int     `yaml:"page-size"`
@@ -230,6 +233,7 @@ func Default() Config {
 		VLLMAdmission:        "prompt",
 		DPSize:               1,
 		MaxLoRAs:             1, // vLLM's default
+		MaxLoRAsPerBatch:     8, // SGLang's default
 		SpecAcceptRates:      []float64{0.85, 0.3},
 
 		SGLangSchedulePolicy:           "fcfs",
@@ -532,6 +536,14 @@ func (c *Config) validateEngine() error {
 		return bad("dp-size", c.DPSize, "must be at least 1")
 	case c.MaxLoRAs < 1:
 		return bad("max-loras", c.MaxLoRAs, "must be at least 1")
+	case c.MaxLoRAsPerBatch < 1:
+		return bad("max-loras-per-batch", c.MaxLoRAsPerBatch, "must be at least 1")
+	case c.backend() == engine.SGLang && c.isGiven("max-loras"):
+		return bad("max-loras", c.MaxLoRAs, "applies to the vllm and trtllm backends; sglang's is --max-loras-per-batch")
+	case c.backend() == engine.SGLang && c.isGiven("max-cpu-loras"):
+		return bad("max-cpu-loras", c.MaxCPULoRAs, "applies to the vllm and trtllm backends; sglang keeps --max-loras-per-batch adapters loaded")
+	case c.backend() != engine.SGLang && c.isGiven("max-loras-per-batch"):
+		return bad("max-loras-per-batch", c.MaxLoRAsPerBatch, "applies to the sglang backend; vllm's and trtllm's is --max-loras")
 	case c.MaxCPULoRAs < 0:
 		return bad("max-cpu-loras", c.MaxCPULoRAs, "must not be negative (0: max-loras)")
 	case c.MaxCPULoRAs > 0 && c.MaxCPULoRAs < c.MaxLoRAs:

@@ -53,6 +53,10 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.MaxLoRAs = 0 }, "max-loras 0: must be at least 1"},
 		{func(c *Config) { c.MaxLoRAs, c.MaxCPULoRAs = 4, 2 }, "max-cpu-loras 2: must be at least max-loras (4)"},
 		{func(c *Config) { c.MaxCPULoRAs = -1 }, "max-cpu-loras -1: must not be negative"},
+		{func(c *Config) { c.MaxLoRAsPerBatch = 0 }, "max-loras-per-batch 0: must be at least 1"},
+		{func(c *Config) { c.Backend, c.MaxLoRAs = "sglang", 2; c.Given("max-loras", "") }, "max-loras 2: applies to the vllm and trtllm backends; sglang's is --max-loras-per-batch"},
+		{func(c *Config) { c.Backend, c.MaxCPULoRAs = "sglang", 2; c.Given("max-cpu-loras", "") }, "max-cpu-loras 2: applies to the vllm and trtllm backends; sglang keeps --max-loras-per-batch adapters loaded"},
+		{func(c *Config) { c.Backend, c.MaxLoRAsPerBatch = "trtllm", 2; c.Given("max-loras-per-batch", "") }, "max-loras-per-batch 2: applies to the sglang backend; vllm's and trtllm's is --max-loras"},
 		{func(c *Config) { c.LoRALoadMs = math.Inf(1) }, "lora-load-ms +Inf: must be a finite number in [0, 1e9]"},
 		{func(c *Config) { c.LoRAAdapters, c.Trace = 2, "t.jsonl" }, "lora-adapters 2: applies to the synthetic workload"},
 		{func(c *Config) { c.EP = 0 }, "ep 0: must be at least 1"},
@@ -124,6 +128,30 @@ func TestTierOptions(t *testing.T) {
 		want := kvcache.TierOptions{CPUBlocks: 100, DiskBlocks: 200, CPUBandwidth: 50, DiskBandwidth: 5, BlockBytes: tc.want}
 		if got := eo.VLLM.Tiers; got != want {
 			t.Errorf("tp %d, kv-bytes-per-token %d: tiers %+v, want %+v", tc.tp, tc.kvBytes, got, want)
+		}
+	}
+}
+
+// TestLoRAsPerBatch: SGLang's adapters per batch reach its scheduler, 8 unless given.
+func TestLoRAsPerBatch(t *testing.T) {
+	for _, tc := range []struct {
+		given, want int
+	}{{0, 8}, {3, 3}} {
+		c := Default()
+		c.Backend, c.NumGPUBlocks = "sglang", 64
+		if tc.given > 0 {
+			c.MaxLoRAsPerBatch = tc.given
+			c.Given("max-loras-per-batch", "")
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		eo, err := c.EngineOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eo.SGLang.MaxLoRAsPerBatch != tc.want {
+			t.Errorf("max-loras-per-batch %d: scheduler's %d, want %d", tc.given, eo.SGLang.MaxLoRAsPerBatch, tc.want)
 		}
 	}
 }

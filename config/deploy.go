@@ -280,6 +280,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			MaxModelLen:        c.MaxModelLen,
 			Spec:               spec,
 			Events:             c.Router == "kv",
+			MaxLoRAsPerBatch:   c.MaxLoRAsPerBatch,
 		},
 		Timing:   m,
 		Seed:     c.Seed,

@@ -54,6 +54,11 @@ type Summary struct {
 	ImageTokensEncoded int64
 	EncoderCacheHits   int64
 
+	// LoRA says some request named a LoRA adapter (filled by the caller; lora_loads is in the JSON only
+	// then); LoRALoads counts the adapters loaded, each charged --lora-load-ms.
+	LoRA      bool
+	LoRALoads int64
+
 	// Pools are the caller's per-pool figures; in the JSON only when there is more than one pool
 	// (disaggregated serving), as keys prefixed with the pool's name.
 	Pools []PoolSummary
@@ -211,6 +216,9 @@ func (s Summary) WriteJSON(w io.Writer) error {
 		o.int("images_encoded", int(s.ImagesEncoded))
 		o.int("image_tokens_encoded", int(s.ImageTokensEncoded))
 		o.int("encoder_cache_hits", int(s.EncoderCacheHits))
+	}
+	if s.LoRA {
+		o.int("lora_loads", int(s.LoRALoads))
 	}
 	for _, d := range []struct {
 		name string

@@ -54,6 +54,9 @@ func (s Summary) WriteTable(w io.Writer, title string) error {
 		row(&b, "Images encoded:", strconv.FormatInt(s.ImagesEncoded, 10))
 		row(&b, "Encoder cache hits:", strconv.FormatInt(s.EncoderCacheHits, 10))
 	}
+	if s.LoRA {
+		row(&b, "LoRA adapter loads:", strconv.FormatInt(s.LoRALoads, 10))
+	}
 	for _, sec := range []struct {
 		title, name string
 		st          Stats

@@ -54,7 +54,8 @@ func TestLoRAsShareNoBlocks(t *testing.T) {
 // TestLoRARuns: multi-turn sessions over five adapters (zipf) on every backend, with and without data
 // parallelism, behind the KV router: every request completes with the invariants checked after every
 // pass, a rerun is byte-identical, conversations still hit their history (a session keeps its adapter),
-// and on vLLM the adapter loads show in the metrics and lengthen TTFT.
+// and on every backend the adapter loads show in the metrics and the report's lora_loads and lengthen
+// TTFT.
 func TestLoRARuns(t *testing.T) {
 	src := func() workload.Source {
 		s, err := workload.NewSynthetic(workload.SyntheticOptions{
@@ -78,7 +79,7 @@ func TestLoRARuns(t *testing.T) {
 					VLLM: vllm.Options{BlockSize: 16, NumBlocks: 4000, MaxNumSeqs: 16, MaxBatchedTokens: 512, ChunkedPrefill: true,
 						PrefixCaching: true, Events: true, MaxLoRAs: 2, MaxCPULoRAs: 3},
 					SGLang: sglang.Options{PageSize: 16, NumPages: 4000, MaxRunning: 16, MaxPrefillTokens: 512, ChunkedPrefillSize: 512,
-						ClipMaxNewTokens: 4096, Conservativeness: 1, PrefixCaching: true, Events: true},
+						ClipMaxNewTokens: 4096, Conservativeness: 1, PrefixCaching: true, Events: true, MaxLoRAsPerBatch: 3},
 				}
 				o := Options{Workers: 2, Engine: eo, Router: ro}
 				res := run(t, src(), o)
@@ -96,12 +97,15 @@ func TestLoRARuns(t *testing.T) {
 						loads += m.LoRALoads
 					}
 				}
-				if backend != engine.SGLang && loads < 5 {
-					t.Errorf("%s: %d adapter loads, want at least one per adapter", name, loads)
+				if loads < 5 || s.LoRALoads != loads || !s.LoRA {
+					t.Errorf("%s: %d adapter loads, %d (%v) in the summary: want at least one per adapter, the same", name, loads, s.LoRALoads, s.LoRA)
+				}
+				if want := fmt.Sprintf(`"lora_loads": %d,`, loads); !bytes.Contains(reportBytes(t, res), []byte(want)) {
+					t.Errorf("%s: the report has no %s", name, want)
 				}
 				ttft = append(ttft, s.TTFT.Mean)
 			}
-			if backend != engine.SGLang && !(ttft[1] > ttft[0]) || backend == engine.SGLang && ttft[1] != ttft[0] {
+			if !(ttft[1] > ttft[0]) {
 				t.Errorf("%v dp=%d: mean TTFT %.3f ms with free loads, %.3f ms with 20 ms loads", backend, dp, ttft[0], ttft[1])
 			}
 		}

@@ -167,7 +167,8 @@ type runner struct {
 	stages      stages
 
 	planner  *plannerState
-	failures int // workers failed so far
+	failures int  // workers failed so far
+	lora     bool // some request named a LoRA adapter
 
 	// Agentic traces: the end of each awaited request that has ended, and the sessions whose next
 	// turn waits on one that has not.
@@ -483,6 +484,7 @@ func (r *runner) newSeq(lora string) *tokens.Sequence {
 	}
 	if lora != "" {
 		s.SetSeed(tokens.LoRASeed(lora))
+		r.lora = true
 	}
 	return s
 }
@@ -624,6 +626,7 @@ func (r *runner) result() *Result {
 	res := &Result{Collector: r.col, Passes: r.passes, End: max(r.now, r.end), ahead: r.ahead, coasted: r.coasted, laned: r.laned}
 	res.Summary = r.col.Summary()
 	res.Summary.WorkerFailures = r.failures
+	res.Summary.LoRA = r.lora
 	var specSteps, specTokens int64
 	var queries, hits, cpuTokens, diskTokens int64
 	tiers := &res.Summary.Tiers
@@ -649,6 +652,7 @@ func (r *runner) result() *Result {
 				tiers.OnboardedBlocks += rm.Tiers.CPUHits + rm.Tiers.DiskHits
 				tiers.OffloadedBlocks += rm.Tiers.Offloaded
 				tiers.OnboardTime += rm.Tiers.OnboardTime
+				res.Summary.LoRALoads += rm.LoRALoads
 			}
 			enc := w.eng.EncoderStats()
 			res.Summary.ImagesEncoded += enc.Images

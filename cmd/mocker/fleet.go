@@ -64,6 +64,7 @@ SIGINT or SIGTERM unregisters the worker and waits up to --shutdown-timeout for 
 	fs.SortFlags = false
 	fs.StringVar(&cfg.NATS, "nats", cfg.NATS, "URL of the fleet's NATS server (required)")
 	fs.StringVar(&cfg.ModelName, "model-name", cfg.ModelName, "served model id (empty: the --model name, or mocker with --model-config)")
+	fs.StringSliceVar(&cfg.LoRAModules, "lora-modules", cfg.LoRAModules, "LoRA adapters this worker serves besides the base model, as vLLM's --lora-modules: NAME or NAME=PATH (the path is not read), comma-separated or repeated; the frontend's must name the same")
 	fs.IntVar(&cfg.DefaultMaxTokens, "default-max-tokens", cfg.DefaultMaxTokens, "tokens a request generates when it sets no max_tokens")
 	fs.Float64Var(&cfg.ShutdownTimeoutS, "shutdown-timeout", cfg.ShutdownTimeoutS, "seconds to wait for requests in flight on SIGINT or SIGTERM")
 	fs.StringVar(&cfg.KVEventsFormat, "kv-events-format", cfg.KVEventsFormat, "dynamo: also publish KV events and load on Dynamo's event plane (worker_id the fleet id); json: the fleet's RouterEvent JSON only")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -195,5 +196,68 @@ func TestServeLoRA(t *testing.T) {
 	}
 	if f.GetType().String() != "GAUGE" || f.GetHelp() != "Running stats on lora requests." {
 		t.Errorf("type %v, help %q", f.GetType(), f.GetHelp())
+	}
+}
+
+// TestWorkerLoRAModules: `mocker worker` takes --lora-modules as serve does: a bad one is refused naming
+// the flag, and a fleet worker given adapters exports vllm:lora_requests_info (in its registry: a fleet
+// worker has no HTTP listener) and serves a request the frontend sends under an adapter.
+func TestWorkerLoRAModules(t *testing.T) {
+	cmd := newWorkerCmd()
+	cmd.SetArgs([]string{"--nats", "nats://127.0.0.1:1", "--lora-modules", "=x"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	if err := cmd.Execute(); err == nil || err.Error() != `lora-modules "=x": want NAME or NAME=PATH` {
+		t.Fatalf("worker --lora-modules =x: %v", err)
+	}
+
+	cfg := serveConfig()
+	cfg.Workers, cfg.NATS, cfg.LoRAModules = 0, "embedded", []string{"chat"}
+	info, c := startServe(t, cfg)
+
+	wcfg := serveConfig()
+	wcfg.NATS, wcfg.LoRAModules, wcfg.MaxLoRAs = info.NATSURL, []string{"chat"}, 3
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan *serving, 1)
+	done := make(chan error, 1)
+	go func() { done <- serveAs(ctx, &wcfg, io.Discard, ready, true) }()
+	var w *serving
+	select {
+	case w = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("worker: %v", err)
+	}
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker ended with %v", err)
+		}
+	}()
+
+	rec := httptest.NewRecorder()
+	w.Server.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fams["vllm:lora_requests_info"]
+	if f == nil || len(f.GetMetric()) != 1 {
+		t.Fatalf("worker's vllm:lora_requests_info: %v, want one series", f)
+	}
+	var labels []string
+	for _, l := range f.GetMetric()[0].GetLabel() {
+		labels = append(labels, l.GetName()+"="+l.GetValue())
+	}
+	if want := []string{"engine=0", "max_lora=3", "running_lora_adapters=", "waiting_lora_adapters=", "worker=0"}; !slices.Equal(labels, want) {
+		t.Errorf("labels %q, want %q", labels, want)
+	}
+
+	waitFor(t, "the worker in the frontend's fleet", func() bool { return len(info.Server.FleetWorkers()) == 1 })
+	res, err := c.Completions.New(context.Background(), openai.CompletionNewParams{
+		Model: "chat", Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(servePrompt)}, MaxTokens: openai.Int(2)})
+	if err != nil || res.Model != "chat" || res.Usage.CompletionTokens != 2 {
+		t.Fatalf("completion under chat: %+v, %v", res, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/mocker-sim/mocker/radix"
 	"github.com/mocker-sim/mocker/sched"
@@ -59,6 +60,9 @@ type Options struct {
 	// arrives while a pass runs misses the pass after it too (scheduler.py event_loop_overlap). When
 	// nothing else would run, a deferred request is served at once, as SGLang's idle loop does.
 	Overlap bool
+	// MaxLoRAsPerBatch bounds the distinct adapters of a batch, the base model counting as one (SGLang's
+	// max_loras_per_batch; 0: any number); its LoRA memory pool keeps as many adapters loaded (LRU).
+	MaxLoRAsPerBatch int
 }
 
 // Validate reports the first invalid option, naming it.
@@ -79,6 +83,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("sglang-schedule-conservativeness %v: must be in [0, 1]", o.Conservativeness)
 	case o.Policy > LPM:
 		return fmt.Errorf("schedule policy %d: unknown", o.Policy)
+	case o.MaxLoRAsPerBatch < 0:
+		return fmt.Errorf("max-loras-per-batch %d: must not be negative", o.MaxLoRAsPerBatch)
 	}
 	return o.Spec.Validate()
 }
@@ -122,6 +128,11 @@ type Scheduler struct {
 	// Disaggregation: a decode worker's requests whose KV has arrived, waiting for a running slot
 	// (SGLang's prebuilt queue, admitted up to max_running_requests).
 	activated []*request
+
+	// LoRA adapters: those of the running and scheduled requests while admitting (the base model's as ""),
+	// those loaded in the memory pool (least recently used first), and loads so far.
+	batchLoRAs, resident []string
+	loraLoads            int64
 }
 
 // New returns an idle scheduler with an empty cache.
@@ -290,7 +301,33 @@ func (s *Scheduler) Metrics() sched.Metrics {
 	if s.chunked != nil {
 		waiting++
 	}
-	return s.book.Metrics(len(s.running), waiting, s.cache.ProtectedPages()+s.private, s.cache.EvictablePages(), s.cache.Capacity())
+	m := s.book.Metrics(len(s.running), waiting, s.cache.ProtectedPages()+s.private, s.cache.EvictablePages(), s.cache.Capacity())
+	m.LoRALoads = s.loraLoads
+	if s.book.WithLoRA > 0 {
+		var names []string
+		for _, r := range s.running {
+			names = appendLoRA(names, r.LoRA)
+		}
+		m.RunningLoRAs = strings.Join(names, ",")
+		names = names[:0]
+		for _, q := range [][]*request{{s.chunked}, s.waiting, s.deferred, s.arrivals, s.activated} {
+			for _, r := range q {
+				if r != nil {
+					names = appendLoRA(names, r.LoRA)
+				}
+			}
+		}
+		m.WaitingLoRAs = strings.Join(names, ",")
+	}
+	return m
+}
+
+// appendLoRA appends adapter name to names unless it is there or is the base model's.
+func appendLoRA(names []string, name string) []string {
+	if name == "" || slices.Contains(names, name) {
+		return names
+	}
+	return append(names, name)
 }
 
 // Step runs one iteration: an extend (prefill) pass if anything can be admitted, else a decode step. The
@@ -298,14 +335,23 @@ func (s *Scheduler) Metrics() sched.Metrics {
 func (s *Scheduler) Step() *sched.Pass {
 	s.book.Begin()
 	// Arrived transfers take the free running slots first (SGLang's decode loop merges its prebuilt
-	// batch into the running one before it decodes).
-	n := 0
-	for ; n < len(s.activated) && (s.opt.MaxRunning == 0 || len(s.running) < s.opt.MaxRunning); n++ {
-		r := s.activated[n]
+	// batch into the running one before it decodes). SGLang checks no adapter there (its LoRA pool
+	// would refuse the batch); here one whose adapter would take the running batch past
+	// max-loras-per-batch waits, keeping its place, as admission skips it.
+	s.batchLoRAs = s.batchLoRAs[:0]
+	s.useBatchLoRAs(s.running)
+	kept := s.activated[:0]
+	for _, r := range s.activated {
+		if s.opt.MaxRunning > 0 && len(s.running) >= s.opt.MaxRunning || s.skipLoRA(r.LoRA) {
+			kept = append(kept, r)
+			continue
+		}
 		s.running = append(s.running, r)
 		s.book.AdmitTransfer(&r.Request)
+		s.useBatchLoRAs([]*request{r})
 	}
-	s.activated = slices.Delete(s.activated, 0, n)
+	clear(s.activated[len(kept):])
+	s.activated = kept
 
 	if s.opt.Overlap {
 		// This pass was formed when the previous one started: it sees what arrived before that (deferred),
@@ -485,17 +531,66 @@ func (s *Scheduler) admit() bool {
 			return true
 		}
 	}
-	for len(s.waiting) > 0 && s.chunked == nil && (s.opt.MaxRunning == 0 || len(s.running)+len(s.book.Scheduled) < s.opt.MaxRunning) {
-		r := s.waiting[0]
+	s.batchLoRAs = s.batchLoRAs[:0]
+	s.useBatchLoRAs(s.running)
+	s.useBatchLoRAs(s.book.Scheduled)
+	// A request whose adapter would take the batch past max-loras-per-batch is skipped and keeps its
+	// place; a base-model one never is (SGLang's get_new_batch_prefill with can_run_lora_batch).
+	for i := 0; i < len(s.waiting) && s.chunked == nil && (s.opt.MaxRunning == 0 || len(s.running)+len(s.book.Scheduled) < s.opt.MaxRunning); {
+		r := s.waiting[i]
+		if s.skipLoRA(r.LoRA) {
+			i++
+			continue
+		}
 		ok, goOn := add(r, true)
 		if ok {
-			s.waiting = s.waiting[1:]
+			if i == 0 {
+				s.waiting = s.waiting[1:]
+			} else {
+				s.waiting = slices.Delete(s.waiting, i, i+1)
+			}
+			s.useBatchLoRAs([]*request{r})
 		}
 		if !goOn {
 			break
 		}
 	}
 	return len(s.book.Scheduled) > 0
+}
+
+// useBatchLoRAs adds the adapters of rs (the base model's as "") to the batch's, while any request names
+// one.
+func (s *Scheduler) useBatchLoRAs(rs []*request) {
+	if s.book.WithLoRA == 0 {
+		return
+	}
+	for _, r := range rs {
+		if !slices.Contains(s.batchLoRAs, r.LoRA) {
+			s.batchLoRAs = append(s.batchLoRAs, r.LoRA)
+		}
+	}
+}
+
+// skipLoRA reports whether admitting a request of adapter name would take the batch's adapters past
+// max-loras-per-batch.
+func (s *Scheduler) skipLoRA(name string) bool {
+	return name != "" && s.opt.MaxLoRAsPerBatch > 0 && len(s.batchLoRAs) >= s.opt.MaxLoRAsPerBatch &&
+		!slices.Contains(s.batchLoRAs, name)
+}
+
+// useLoRA marks adapter name used by this pass, loading it into the memory pool if it is not there (the
+// pass waits for the load) and unloading the least recently used one beyond max-loras-per-batch.
+func (s *Scheduler) useLoRA(name string) {
+	if i := slices.Index(s.resident, name); i >= 0 {
+		s.resident = append(slices.Delete(s.resident, i, i+1), name)
+		return
+	}
+	s.book.Pass.LoRALoads++
+	s.loraLoads++
+	s.resident = append(s.resident, name)
+	if c := s.opt.MaxLoRAsPerBatch; c > 0 && len(s.resident) > c {
+		s.resident = slices.Delete(s.resident, 0, 1)
+	}
 }
 
 // reserve makes n pages free, evicting unlocked cached pages if needed.
@@ -560,8 +655,9 @@ func (s *Scheduler) decode() {
 }
 
 // PlainDecode reports whether the next Step is a plain decode step: nothing waits or is half prefilled,
-// and every running request computes exactly its next token with no page to allocate or cache and without
-// finishing. Such a step changes nothing but the requests' tokens and new_token_ratio.
+// and every running request computes exactly its next token with no page to allocate or cache, no
+// adapter to load, and without finishing. Such a step changes nothing but the requests' tokens,
+// new_token_ratio and the order of the loaded adapters.
 func (s *Scheduler) PlainDecode() bool {
 	if len(s.waiting) > 0 || len(s.arrivals) > 0 || len(s.deferred) > 0 || s.chunked != nil || len(s.running) == 0 ||
 		!s.book.Plain() {
@@ -570,7 +666,8 @@ func (s *Scheduler) PlainDecode() bool {
 	page := s.opt.PageSize
 	for _, r := range s.running {
 		next := r.Computed + 1
-		if !r.Plain() || s.pagesFor(next) > len(r.pages) || s.opt.PrefixCaching && next/page > r.locked {
+		if !r.Plain() || s.pagesFor(next) > len(r.pages) || s.opt.PrefixCaching && next/page > r.locked ||
+			r.LoRA != "" && !slices.Contains(s.resident, r.LoRA) {
 			return false
 		}
 	}
@@ -594,6 +691,9 @@ func (s *Scheduler) PlainBatch(b *timing.Batch) {
 func (s *Scheduler) PlainStep(dst []sched.Sample) []sched.Sample {
 	for _, r := range s.running {
 		dst = append(dst, r.PlainStep())
+		if r.LoRA != "" {
+			s.useLoRA(r.LoRA) // resident (PlainDecode): only its place in the pool's order changes
+		}
 	}
 	s.ratio = max(s.minRatio, s.ratio-s.decay)
 	s.busy = true
@@ -656,6 +756,9 @@ func (s *Scheduler) finishPass() {
 	p := &s.book.Pass
 	sumCtx := 0
 	for _, r := range s.book.Scheduled {
+		if r.LoRA != "" {
+			s.useLoRA(r.LoRA)
+		}
 		if s.book.Seq(&r.Request) {
 			sumCtx += r.Computed
 		}
