@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/radix"
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/sched/internal/book"
@@ -64,6 +65,10 @@ type Options struct {
 	// arrives while a pass runs misses the pass after it too (scheduler.py event_loop_overlap). When
 	// nothing else would run, a deferred request is served at once, as SGLang's idle loop does.
 	Overlap bool
+	// Tiers below the pool (with prefix caching): SGLang's HiCache (--enable-hierarchical-cache) writes
+	// the pages the radix cache evicts back to host memory, and loads a prompt's host hits back before
+	// its prefill.
+	Tiers kvcache.TierOptions
 }
 
 // Validate reports the first invalid option, naming it.
@@ -132,6 +137,8 @@ type Scheduler struct {
 	// Disaggregation: a decode worker's requests whose KV has arrived, waiting for a running slot
 	// (SGLang's prebuilt queue, admitted up to max_running_requests).
 	activated []*request
+
+	tier tierState // requests loading their prefix back from a lower KV tier (tier.go)
 }
 
 // New returns an idle scheduler with an empty cache.
@@ -139,7 +146,11 @@ func New(o Options) (*Scheduler, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := radix.New(radix.Options{PageSize: o.PageSize, NumPages: o.NumPages, Events: o.Events && o.PrefixCaching})
+	ro := radix.Options{PageSize: o.PageSize, NumPages: o.NumPages, Events: o.Events && o.PrefixCaching}
+	if o.PrefixCaching {
+		ro.Tiers = o.Tiers
+	}
+	c, err := radix.New(ro)
 	if err != nil {
 		return nil, err
 	}
@@ -291,16 +302,21 @@ func (s *Scheduler) remove(r *request) {
 		s.arrivals = slices.DeleteFunc(s.arrivals, drop)
 		s.deferred = slices.DeleteFunc(s.deferred, drop)
 		s.activated = slices.DeleteFunc(s.activated, drop)
+		s.unload(r)
 	}
 }
 
 // Metrics reports the scheduler's state; blocks are pages.
 func (s *Scheduler) Metrics() sched.Metrics {
-	waiting := len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated)
+	waiting := len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated) + len(s.tier.loading)
 	if s.chunked != nil {
 		waiting++
 	}
-	return s.book.Metrics(len(s.running), waiting, s.cache.ProtectedPages()+s.private, s.cache.EvictablePages(), s.cache.Capacity())
+	m := s.book.Metrics(len(s.running), waiting, s.cache.ProtectedPages()+s.private, s.cache.EvictablePages(), s.cache.Capacity())
+	if t := s.cache.Tiers(); t != nil {
+		m.Tiers = t.Stats()
+	}
+	return m
 }
 
 // Step runs one iteration: an extend (prefill) pass if anything can be admitted, else a decode step. The
@@ -316,6 +332,7 @@ func (s *Scheduler) Step() *sched.Pass {
 		s.book.AdmitTransfer(&r.Request)
 	}
 	s.activated = slices.Delete(s.activated, 0, n)
+	s.loaded()
 
 	if s.opt.Overlap {
 		// This pass was formed when the previous one started: it sees what arrived before that (deferred),
@@ -335,6 +352,7 @@ func (s *Scheduler) Step() *sched.Pass {
 	}
 	s.busy = len(s.book.Scheduled) > 0
 	s.finishPass()
+	s.awaitLoads(&s.book.Pass)
 	return &s.book.Pass
 }
 
@@ -427,6 +445,9 @@ func (s *Scheduler) admit() bool {
 					n = max(n-1, 0)
 				}
 				s.hits, node = s.cache.Match(r.Seq.Blocks()[:n], s.hits)
+				if started, wait := s.onboard(r, node, n); started || wait {
+					return started, started
+				}
 			}
 			prefix = len(s.hits) * page
 		}
@@ -573,7 +594,7 @@ func (s *Scheduler) decode() {
 // and every running request computes exactly its next token with no page to allocate or cache and without
 // finishing. Such a step changes nothing but the requests' tokens and new_token_ratio.
 func (s *Scheduler) PlainDecode() bool {
-	if len(s.waiting) > 0 || len(s.arrivals) > 0 || len(s.deferred) > 0 || s.chunked != nil || len(s.running) == 0 ||
+	if len(s.waiting) > 0 || len(s.arrivals) > 0 || len(s.deferred) > 0 || s.chunked != nil || len(s.running) == 0 || len(s.tier.loading) > 0 ||
 		!s.book.Plain() {
 		return false
 	}
