@@ -94,7 +94,6 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.Concurrency, c.ConcurrencyDesyncMs, c.TurnsPerSession = 4, 100, 2 }, "concurrency-desync-ms 100: does not combine"},
 		{func(c *Config) { c.NumCPUBlocks = -1 }, "num-cpu-blocks -1: must not be negative"},
 		{func(c *Config) { c.NumDiskBlocks = 8 }, "num-disk-blocks 8: needs a CPU tier"},
-		{func(c *Config) { c.NumCPUBlocks, c.Backend = 8, "sglang" }, "num-cpu-blocks 8: the sglang backend has no lower KV tier yet"},
 		{func(c *Config) { c.NumCPUBlocks, c.EnablePrefixCaching = 8, false }, "num-cpu-blocks 8: needs --enable-prefix-caching"},
 		{func(c *Config) { c.CPUBandwidthGBps = 0 }, "cpu-bandwidth-gbps 0"},
 		{func(c *Config) { c.DiskBandwidthGBps = math.Inf(1) }, "disk-bandwidth-gbps +Inf"},

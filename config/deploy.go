@@ -280,6 +280,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			MaxModelLen:        c.MaxModelLen,
 			Spec:               spec,
 			Events:             c.Router == "kv",
+			Tiers:              tiers,
 		},
 		Timing:   m,
 		Seed:     c.Seed,
