@@ -276,17 +276,21 @@ func (p *Pool) tierEvent(m Medium, k EventKind, blocks []tokens.Block, hashes []
 
 // Tiers are lower tiers standing alone, below a cache other than Pool (SGLang's radix cache, whose
 // HiCache host tier they model): the same LRU tiers, links and events, fed the hashes that cache evicts.
-type Tiers struct{ t *tiers }
+type Tiers struct {
+	t      *tiers
+	events bool
+}
 
-// NewTiers returns empty lower tiers, or nil when o enables none.
-func NewTiers(o TierOptions) (*Tiers, error) {
+// NewTiers returns empty lower tiers, recording their KV events if events is set, or nil when o enables
+// none.
+func NewTiers(o TierOptions, events bool) (*Tiers, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	if !o.Enabled() {
 		return nil, nil
 	}
-	return &Tiers{newTiers(o)}, nil
+	return &Tiers{t: newTiers(o), events: events}, nil
 }
 
 // SetNow sets the time of the transfers started next.
@@ -299,10 +303,12 @@ func (t *Tiers) Match(blocks []tokens.Block) int { return t.t.match(blocks) }
 func (t *Tiers) Onboard(blocks []tokens.Block) time.Duration { return t.t.onboard(blocks) }
 
 // Offload writes the hashes just evicted from the cache above to the tiers, as Pool does, and appends
-// the tiers' events (with slices of their own) to dst.
+// the tiers' events, if recorded (with slices of their own, without IDs), to dst.
 func (t *Tiers) Offload(hashes []uint64, dst []Event) []Event {
 	t.t.offload(hashes, func(m Medium, k EventKind, blocks []tokens.Block, hs []uint64) {
-		dst = append(dst, Event{Kind: k, Medium: m, Blocks: slices.Clone(blocks), Hashes: slices.Clone(hs)})
+		if t.events {
+			dst = append(dst, Event{Kind: k, Medium: m, Blocks: slices.Clone(blocks), Hashes: slices.Clone(hs)})
+		}
 	})
 	return dst
 }

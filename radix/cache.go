@@ -64,7 +64,7 @@ func New(o Options) (*Cache, error) {
 	if o.NumPages < 1 {
 		return nil, fmt.Errorf("radix: %d pages, want at least 1", o.NumPages)
 	}
-	t, err := kvcache.NewTiers(o.Tiers)
+	t, err := kvcache.NewTiers(o.Tiers, o.Events)
 	if err != nil {
 		return nil, err
 	}

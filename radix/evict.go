@@ -38,9 +38,7 @@ func (c *Cache) Evict(numPages int) (freed int) {
 		// Write-back to the host tier (HiCache's evict_host path): after the GPU's Removed event.
 		c.tierEvs = c.tiers.Offload(c.removed, c.tierEvs[:0])
 		for _, ev := range c.tierEvs {
-			if c.events {
-				c.emit(ev)
-			}
+			c.emit(ev)
 		}
 		clear(c.tierEvs)
 	}
