@@ -2,6 +2,7 @@ package sglang
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -171,5 +172,83 @@ func TestCancelOnboarding(t *testing.T) {
 	// The copies never arrived: the tree holds nothing, and a later pass announces nothing.
 	if p := tierStep(t, s, 30); len(p.Events) != 0 || s.Cache().CachedPages() != 0 {
 		t.Fatalf("pass 30: events %+v, %d cached pages", p.Events, s.Cache().CachedPages())
+	}
+}
+
+// TestTierRandom drives tiered schedulers (each policy, overlap on and off, mixed chunks, speculative
+// decoding) with random prompts sharing prefixes in a pool too small to keep them, and random
+// cancellations: the accounting holds after every pass, each request ends (finished or cancelled)
+// within a bound, the pool ends empty of private pages, and the host tier served hits.
+func TestTierRandom(t *testing.T) {
+	variants := []struct {
+		name                   string
+		policy                 Policy
+		overlap, mixed, drafts bool
+	}{
+		{"fcfs", FCFS, false, false, false}, {"fcfs-overlap", FCFS, true, false, false}, {"lpm-overlap", LPM, true, false, false},
+		{"mixed", FCFS, false, true, false}, {"spec", FCFS, true, false, true},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			var hits int64
+			for seed := uint64(1); seed <= 20; seed++ {
+				rng := rand.New(rand.NewPCG(seed, 7))
+				o := opts(4, 24)
+				o.ChunkedPrefillSize = 16
+				o.Policy, o.Overlap, o.MixedChunk = v.policy, v.overlap, v.mixed
+				if v.drafts {
+					o.Spec = sched.Spec{Tokens: 2, AcceptRates: []float64{0.8, 0.5}, Seed: seed}
+				}
+				o.Tiers = kvcache.TierOptions{CPUBlocks: 8 + rng.IntN(40), CPUBandwidth: []float64{0.1, 1, 10}[rng.IntN(3)], BlockBytes: 1e6}
+				if rng.IntN(2) == 0 {
+					o.Tiers.DiskBlocks, o.Tiers.DiskBandwidth = 1+rng.IntN(64), 1
+				}
+				s, err := New(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				now, next, live := time.Duration(0), uint64(1), map[uint64]bool{}
+				for step := 0; step < 4000 && (next <= 60 || !s.Idle()); step++ {
+					if next <= 60 && rng.IntN(3) == 0 {
+						base := 1000 * rng.IntN(4) // four families of shared prefixes
+						p := slices.Concat(tokensFrom(base, 8+rng.IntN(24)), tokensFrom(100000+int(next)*100, rng.IntN(9)))
+						if err := s.Enqueue(&sched.Request{ID: next, Prompt: p, MaxTokens: 1 + rng.IntN(6)}); err != nil {
+							t.Fatal(err)
+						}
+						live[next] = true
+						next++
+					}
+					if rng.IntN(12) == 0 {
+						for id := range live {
+							s.Cancel(id)
+							delete(live, id)
+							break
+						}
+					}
+					s.SetNow(now)
+					p := s.Step()
+					if err := s.CheckInvariants(); err != nil {
+						t.Fatalf("seed %d, step %d at %v: %v", seed, step, now, err)
+					}
+					for _, out := range p.Outputs {
+						if out.Done {
+							delete(live, out.ID)
+						}
+					}
+					now = max(now+time.Millisecond, p.Until)
+				}
+				if !s.Idle() || next <= 60 {
+					t.Fatalf("seed %d: %d enqueued, idle %v after 4000 passes", seed, next-1, s.Idle())
+				}
+				if s.private != 0 || s.cache.ProtectedPages() != 0 {
+					t.Fatalf("seed %d: idle with %d private and %d protected pages", seed, s.private, s.cache.ProtectedPages())
+				}
+				st := s.Metrics().Tiers
+				hits += st.CPUHits + st.DiskHits
+			}
+			if hits == 0 {
+				t.Fatal("the lower tiers served no hit over the seeds")
+			}
+		})
 	}
 }
