@@ -127,6 +127,24 @@ func TestTierOptions(t *testing.T) {
 	}
 }
 
+// TestSGLangTierOptions: with --backend sglang the tiers go below the radix cache (HiCache), a page of
+// --block-size tokens being a block: llama-3.1-8b's 128 KiB a token, × 16.
+func TestSGLangTierOptions(t *testing.T) {
+	c := Default()
+	c.Backend, c.BlockSize, c.NumGPUBlocks, c.NumCPUBlocks = "sglang", 16, 64, 100
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	eo, err := c.EngineOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := kvcache.TierOptions{CPUBlocks: 100, CPUBandwidth: 50, DiskBandwidth: 5, BlockBytes: 16 << 17}
+	if got := eo.SGLang.Tiers; got != want || eo.Tiers() != want {
+		t.Errorf("sglang tiers %+v (engine's %+v), want %+v", got, eo.Tiers(), want)
+	}
+}
+
 func TestLoadKeepsUnsetKeys(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(path, []byte("# comment\nblock-size: 64\nenable-prefix-caching: false\nrequest-rate: .inf\n"), 0o644)
