@@ -19,11 +19,7 @@ func FuzzTierScheduler(f *testing.F) {
 	f.Add([]byte{3, 2, 4, 0, 4, 8, 1, 1, 1, 12, 0, 2, 5})
 	f.Add([]byte{7, 0, 9, 0, 1, 4, 5, 8, 9, 13, 2, 0, 4, 1, 1, 1, 1, 0, 0, 3, 3})
 	f.Add([]byte{1, 5, 1, 0, 4, 8, 12, 0, 4, 8, 12, 3, 3, 3, 1, 1, 1, 1, 6, 6, 6})
-	f.Fuzz(fuzzTier)
-}
-
-func fuzzTier(t *testing.T, data []byte) {
-	{
+	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 3 {
 			return
 		}
@@ -55,7 +51,7 @@ func fuzzTier(t *testing.T, data []byte) {
 				s.Cancel(uint64(b>>2) % (id + 1))
 			case 2:
 				now += time.Duration(b>>2) * time.Millisecond
-			case 3:
+			case 3: // a pass and nothing else
 			}
 			s.SetNow(now)
 			p := s.Step()
@@ -81,5 +77,5 @@ func fuzzTier(t *testing.T, data []byte) {
 				}
 			}
 		}
-	}
+	})
 }
