@@ -627,8 +627,6 @@ func (c *Config) validateCluster() error {
 		return bad("num-disk-blocks", c.NumDiskBlocks, "must not be negative (0: no disk tier)")
 	case c.NumDiskBlocks > 0 && c.NumCPUBlocks == 0:
 		return bad("num-disk-blocks", c.NumDiskBlocks, "needs a CPU tier (--num-cpu-blocks): disk blocks pass through host memory")
-	case c.NumCPUBlocks > 0 && c.Backend == "sglang":
-		return bad("num-cpu-blocks", c.NumCPUBlocks, "the sglang backend has no lower KV tier yet (vllm and trtllm do)")
 	case c.NumCPUBlocks > 0 && !c.EnablePrefixCaching:
 		return bad("num-cpu-blocks", c.NumCPUBlocks, "needs --enable-prefix-caching: only cached blocks are offloaded")
 	case !(c.CPUBandwidthGBps > 0) || math.IsInf(c.CPUBandwidthGBps, 0):

@@ -98,7 +98,6 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.Concurrency, c.ConcurrencyDesyncMs, c.TurnsPerSession = 4, 100, 2 }, "concurrency-desync-ms 100: does not combine"},
 		{func(c *Config) { c.NumCPUBlocks = -1 }, "num-cpu-blocks -1: must not be negative"},
 		{func(c *Config) { c.NumDiskBlocks = 8 }, "num-disk-blocks 8: needs a CPU tier"},
-		{func(c *Config) { c.NumCPUBlocks, c.Backend = 8, "sglang" }, "num-cpu-blocks 8: the sglang backend has no lower KV tier yet"},
 		{func(c *Config) { c.NumCPUBlocks, c.EnablePrefixCaching = 8, false }, "num-cpu-blocks 8: needs --enable-prefix-caching"},
 		{func(c *Config) { c.CPUBandwidthGBps = 0 }, "cpu-bandwidth-gbps 0"},
 		{func(c *Config) { c.DiskBandwidthGBps = math.Inf(1) }, "disk-bandwidth-gbps +Inf"},
@@ -153,6 +152,24 @@ func TestLoRAsPerBatch(t *testing.T) {
 		if eo.SGLang.MaxLoRAsPerBatch != tc.want {
 			t.Errorf("max-loras-per-batch %d: scheduler's %d, want %d", tc.given, eo.SGLang.MaxLoRAsPerBatch, tc.want)
 		}
+	}
+}
+
+// TestSGLangTierOptions: with --backend sglang the tiers go below the radix cache (HiCache), a page of
+// --block-size tokens being a block: llama-3.1-8b's 128 KiB a token, × 16.
+func TestSGLangTierOptions(t *testing.T) {
+	c := Default()
+	c.Backend, c.BlockSize, c.NumGPUBlocks, c.NumCPUBlocks = "sglang", 16, 64, 100
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	eo, err := c.EngineOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := kvcache.TierOptions{CPUBlocks: 100, CPUBandwidth: 50, DiskBandwidth: 5, BlockBytes: 16 << 17}
+	if got := eo.SGLang.Tiers; got != want || eo.Tiers() != want {
+		t.Errorf("sglang tiers %+v (engine's %+v), want %+v", got, eo.Tiers(), want)
 	}
 }
 

@@ -281,6 +281,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			Spec:               spec,
 			Events:             c.Router == "kv",
 			MaxLoRAsPerBatch:   c.MaxLoRAsPerBatch,
+			Tiers:              tiers,
 		},
 		Timing:   m,
 		Seed:     c.Seed,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
@@ -90,6 +91,14 @@ func orList(names []string) string {
 func (b Backend) Spec() *BackendSpec { return &Backends[b] }
 
 func (b Backend) String() string { return Backends[b].Name }
+
+// Tiers are the lower KV tiers below each of the engine's pools (none enabled: no lower tier).
+func (o Options) Tiers() kvcache.TierOptions {
+	if o.Backend == SGLang {
+		return o.SGLang.Tiers
+	}
+	return o.VLLM.Tiers
+}
 
 // BlockSize is the tokens per KV block (SGLang: per page) of the engine's schedulers.
 func (o Options) BlockSize() int {

@@ -57,16 +57,8 @@ func (p *Pool) CheckInvariants() error {
 	if n != p.inactive || nUnref != p.inactive {
 		return fmt.Errorf("kvcache: LRU list has %d blocks, %d unreferenced cached, inactive count %d", n, nUnref, p.inactive)
 	}
-	if t := p.tiers; t != nil {
-		if err := t.cpu.check(CPU); err != nil {
-			return err
-		}
-		if err := t.disk.check(Disk); err != nil {
-			return err
-		}
-		if t.up.busy < 0 || t.down.busy < 0 {
-			return fmt.Errorf("kvcache: links busy until %v and %v", t.up.busy, t.down.busy)
-		}
+	if p.tiers != nil {
+		return p.tiers.check()
 	}
 	return nil
 }

@@ -155,19 +155,27 @@ func (p *Pool) MatchLower(blocks []tokens.Block) int {
 	if p.tiers == nil {
 		return 0
 	}
+	return p.tiers.match(blocks)
+}
+
+// Onboard starts copying blocks, which MatchLower found below the GPU, back to the GPU, and returns when
+// the last arrives. The disk's blocks cross the disk link, then all cross the GPU link. Each block becomes
+// its tier's most recently used.
+func (p *Pool) Onboard(blocks []tokens.Block) time.Duration { return p.tiers.onboard(blocks) }
+
+// offload writes the hashes whose last GPU copy was just evicted to the lower tiers.
+func (p *Pool) offload(hashes []uint64) { p.tiers.offload(hashes, p.tierEvent) }
+
+func (t *tiers) match(blocks []tokens.Block) int {
 	for i, b := range blocks {
-		if !p.tiers.cpu.has(b.Hash) && !p.tiers.disk.has(b.Hash) {
+		if !t.cpu.has(b.Hash) && !t.disk.has(b.Hash) {
 			return i
 		}
 	}
 	return len(blocks)
 }
 
-// Onboard starts copying blocks, which MatchLower found below the GPU, back to the GPU, and returns when
-// the last arrives. The disk's blocks cross the disk link, then all cross the GPU link. Each block becomes
-// its tier's most recently used.
-func (p *Pool) Onboard(blocks []tokens.Block) time.Duration {
-	t := p.tiers
+func (t *tiers) onboard(blocks []tokens.Block) time.Duration {
 	var cpu, disk int
 	for _, b := range blocks {
 		switch {
@@ -190,23 +198,26 @@ func (p *Pool) Onboard(blocks []tokens.Block) time.Duration {
 	return ready
 }
 
-// offload writes the hashes whose last GPU copy was just evicted to the CPU tier (a hash it holds already
+// tierEmit announces a lower tier's change: its Stored blocks or its Removed hashes, in buffers the
+// tiers reuse.
+type tierEmit func(m Medium, k EventKind, blocks []tokens.Block, hashes []uint64)
+
+// offload writes hashes, whose last GPU copy was just evicted, to the CPU tier (a hash it holds already
 // only becomes its most recent), spilling its LRU blocks to the disk tier, and announces each tier's
 // changes.
-func (p *Pool) offload(hashes []uint64) {
-	t := p.tiers
+func (t *tiers) offload(hashes []uint64, emit tierEmit) {
 	t.stored, t.spill = t.write(&t.cpu, hashes, t.stored[:0], t.spill[:0])
 	if len(t.stored) == 0 {
 		return
 	}
 	t.up.reserve(t.now, len(t.stored))
 	t.stats.Offloaded += int64(len(t.stored))
-	p.tierEvent(CPU, Stored, t.stored, nil)
+	emit(CPU, Stored, t.stored, nil)
 	if len(t.spill) == 0 {
 		return
 	}
 	// The CPU tier's evictions: gone from it, and written below if there is a disk.
-	p.tierEvent(CPU, Removed, nil, t.spill)
+	emit(CPU, Removed, nil, t.spill)
 	if t.disk.capacity == 0 {
 		return
 	}
@@ -214,10 +225,10 @@ func (p *Pool) offload(hashes []uint64) {
 	t.stored, dropped = t.write(&t.disk, t.spill, t.stored[:0], nil)
 	if len(t.stored) > 0 {
 		t.down.reserve(t.now, len(t.stored))
-		p.tierEvent(Disk, Stored, t.stored, nil)
+		emit(Disk, Stored, t.stored, nil)
 	}
 	if len(dropped) > 0 {
-		p.tierEvent(Disk, Removed, nil, dropped)
+		emit(Disk, Removed, nil, dropped)
 	}
 }
 
@@ -261,6 +272,76 @@ func (p *Pool) tierEvent(m Medium, k EventKind, blocks []tokens.Block, hashes []
 		ev.Hashes = p.hashes[start:len(p.hashes):len(p.hashes)]
 	}
 	p.emit(ev)
+}
+
+// Tiers are lower tiers standing alone, below a cache other than Pool (SGLang's radix cache, whose
+// HiCache host tier they model): the same LRU tiers, links and events, fed the hashes that cache evicts.
+type Tiers struct {
+	t      *tiers
+	events bool
+}
+
+// NewTiers returns empty lower tiers, recording their KV events if events is set, or nil when o enables
+// none.
+func NewTiers(o TierOptions, events bool) (*Tiers, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if !o.Enabled() {
+		return nil, nil
+	}
+	return &Tiers{t: newTiers(o), events: events}, nil
+}
+
+// SetNow sets the time of the transfers started next.
+func (t *Tiers) SetNow(now time.Duration) { t.t.now = now }
+
+// Match counts the leading blocks of blocks that a lower tier holds.
+func (t *Tiers) Match(blocks []tokens.Block) int { return t.t.match(blocks) }
+
+// Onboard is Pool.Onboard: it copies blocks, which Match found, back up and returns when the last arrives.
+func (t *Tiers) Onboard(blocks []tokens.Block) time.Duration { return t.t.onboard(blocks) }
+
+// Offload writes the hashes just evicted from the cache above to the tiers, as Pool does, and appends
+// the tiers' events, if recorded (with slices of their own, without IDs), to dst.
+func (t *Tiers) Offload(hashes []uint64, dst []Event) []Event {
+	t.t.offload(hashes, func(m Medium, k EventKind, blocks []tokens.Block, hs []uint64) {
+		if t.events {
+			dst = append(dst, Event{Kind: k, Medium: m, Blocks: slices.Clone(blocks), Hashes: slices.Clone(hs)})
+		}
+	})
+	return dst
+}
+
+// Stats reports what the tiers did so far, and what they hold.
+func (t *Tiers) Stats() TierStats {
+	st := t.t.stats
+	st.CPUUsed, st.DiskUsed = t.t.cpu.len(), t.t.disk.len()
+	return st
+}
+
+// Len is the number of blocks medium (CPU or Disk) holds.
+func (t *Tiers) Len(m Medium) int {
+	if m == CPU {
+		return t.t.cpu.len()
+	}
+	return t.t.disk.len()
+}
+
+// CheckInvariants verifies each tier's LRU list and index within its capacity.
+func (t *Tiers) CheckInvariants() error { return t.t.check() }
+
+func (t *tiers) check() error {
+	if err := t.cpu.check(CPU); err != nil {
+		return err
+	}
+	if err := t.disk.check(Disk); err != nil {
+		return err
+	}
+	if t.up.busy < 0 || t.down.busy < 0 {
+		return fmt.Errorf("kvcache: links busy until %v and %v", t.up.busy, t.down.busy)
+	}
+	return nil
 }
 
 // lru is one lower tier: a set of hashes in least-recently-used order, of fixed capacity.

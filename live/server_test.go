@@ -928,28 +928,34 @@ func TestWorkerHandler(t *testing.T) {
 }
 
 // TestLowerTierServe: a prompt whose blocks another request pushed out of an 8-block pool is served from
-// the CPU tier: its second request reports its full blocks cached, onboarded at 1 ms a block.
+// the CPU tier (SGLang's: HiCache's host tier): its second request reports its full blocks cached,
+// onboarded at 1 ms a block.
 func TestLowerTierServe(t *testing.T) {
-	o := testOptions(5, 1, math.Inf(1))
-	o.Engine.VLLM.NumBlocks = 8
-	o.Engine.VLLM.Tiers = kvcache.TierOptions{CPUBlocks: 64, CPUBandwidth: 1, BlockBytes: 1e6}
-	o.CheckInvariants = true
-	s, _, c := start(t, o)
-	ask := func(prompt string) int64 {
-		t.Helper()
-		res, err := c.Completions.New(context.Background(), openai.CompletionNewParams{Model: testModel,
-			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)}, MaxTokens: openai.Int(7)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Usage.PromptTokensDetails.CachedTokens
-	}
-	ask(longPrompt)                                        // 40 tokens: 2 full blocks cached
-	ask(strings.Repeat("zebra yak xylophone walrus ", 22)) // the whole pool: both go to the CPU tier
-	if got := ask(longPrompt); got != 32 {
-		t.Fatalf("cached_tokens %d after onboarding, want 32", got)
-	}
-	if err := s.CheckInvariants(); err != nil {
-		t.Fatal(err)
+	for _, b := range []engine.Backend{engine.VLLM, engine.SGLang} {
+		t.Run(b.String(), func(t *testing.T) {
+			o := backendOptions(b)
+			tiers := kvcache.TierOptions{CPUBlocks: 64, CPUBandwidth: 1, BlockBytes: 1e6}
+			o.Engine.VLLM.NumBlocks, o.Engine.SGLang.NumPages = 8, 8
+			o.Engine.VLLM.Tiers, o.Engine.SGLang.Tiers = tiers, tiers
+			o.CheckInvariants = true
+			s, _, c := start(t, o)
+			ask := func(prompt string) int64 {
+				t.Helper()
+				res, err := c.Completions.New(context.Background(), openai.CompletionNewParams{Model: testModel,
+					Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)}, MaxTokens: openai.Int(7)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res.Usage.PromptTokensDetails.CachedTokens
+			}
+			ask(longPrompt)                                        // 40 tokens: 2 full blocks cached
+			ask(strings.Repeat("zebra yak xylophone walrus ", 22)) // the whole pool: both go to the CPU tier
+			if got := ask(longPrompt); got != 32 {
+				t.Fatalf("cached_tokens %d after onboarding, want 32", got)
+			}
+			if err := s.CheckInvariants(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -16,6 +16,9 @@ type Options struct {
 	PageSize int  // tokens per page; at least 1
 	NumPages int  // pages in the pool; at least 1
 	Events   bool // record KV events
+	// Tiers below the pool (SGLang's HiCache host tier, and a disk below it): evicted pages are written
+	// back to them. Each page is a block, named by its sequence hash.
+	Tiers kvcache.TierOptions
 }
 
 type pageState uint8
@@ -48,7 +51,9 @@ type Cache struct {
 
 	evs     []kvcache.Event
 	nextID  uint64
-	removed []uint64 // hashes freed by the current Evict
+	removed []uint64        // hashes freed by the current Evict
+	tiers   *kvcache.Tiers  // nil: none
+	tierEvs []kvcache.Event // Evict's scratch
 }
 
 // New returns an empty cache.
@@ -59,7 +64,12 @@ func New(o Options) (*Cache, error) {
 	if o.NumPages < 1 {
 		return nil, fmt.Errorf("radix: %d pages, want at least 1", o.NumPages)
 	}
+	t, err := kvcache.NewTiers(o.Tiers, o.Events)
+	if err != nil {
+		return nil, err
+	}
 	return &Cache{
+		tiers:    t,
 		pageSize: o.PageSize,
 		numPages: o.NumPages,
 		events:   o.Events,
@@ -67,6 +77,9 @@ func New(o Options) (*Cache, error) {
 		index:    make(map[childKey]*Node),
 	}, nil
 }
+
+// Tiers are the lower tiers the cache writes its evicted pages to; nil when it has none.
+func (c *Cache) Tiers() *kvcache.Tiers { return c.tiers }
 
 // PageSize is the number of tokens per page.
 func (c *Cache) PageSize() int { return c.pageSize }

@@ -10,7 +10,8 @@ import (
 // Evict frees cached pages until at least numPages have gone or nothing evictable is left, and returns
 // how many it freed: more than asked when the last node had more pages than still needed, since a node
 // goes whole. It removes the least recently used unlocked leaf, again and again; a parent left as an
-// unlocked leaf becomes a candidate in turn. The hashes of the freed pages go out in one Removed event.
+// unlocked leaf becomes a candidate in turn. The hashes of the freed pages go out in one Removed event,
+// and to the lower tiers, if any (their events follow).
 func (c *Cache) Evict(numPages int) (freed int) {
 	c.removed = c.removed[:0]
 	for freed < numPages && len(c.heap) > 0 {
@@ -20,7 +21,7 @@ func (c *Cache) Evict(numPages int) (freed int) {
 			id := n.ids[j]
 			c.state[id] = pageFree
 			c.freeList = append(c.freeList, id)
-			if c.events {
+			if c.events || c.tiers != nil {
 				c.removed = append(c.removed, n.blocks[j].Hash)
 			}
 		}
@@ -30,8 +31,16 @@ func (c *Cache) Evict(numPages int) (freed int) {
 			c.heap.push(parent)
 		}
 	}
-	if len(c.removed) > 0 {
+	if len(c.removed) > 0 && c.events {
 		c.emit(kvcache.Event{Kind: kvcache.Removed, Hashes: slices.Clone(c.removed)})
+	}
+	if len(c.removed) > 0 && c.tiers != nil {
+		// Write-back to the host tier (HiCache's evict_host path): after the GPU's Removed event.
+		c.tierEvs = c.tiers.Offload(c.removed, c.tierEvs[:0])
+		for _, ev := range c.tierEvs {
+			c.emit(ev)
+		}
+		clear(c.tierEvs)
 	}
 	return freed
 }

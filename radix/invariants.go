@@ -102,5 +102,8 @@ func (c *Cache) CheckInvariants() error {
 	if len(c.state) > c.numPages {
 		return fmt.Errorf("radix: %d pages handed out, capacity %d", len(c.state), c.numPages)
 	}
+	if c.tiers != nil {
+		return c.tiers.CheckInvariants()
+	}
 	return nil
 }

@@ -631,7 +631,7 @@ func (r *runner) result() *Result {
 	var queries, hits, cpuTokens, diskTokens int64
 	tiers := &res.Summary.Tiers
 	for _, p := range r.pools {
-		tiers.On = tiers.On || p.eng.Backend != engine.SGLang && p.eng.VLLM.Tiers.Enabled()
+		tiers.On = tiers.On || p.eng.Tiers().Enabled()
 		pr := PoolResult{Name: p.name}
 		var ps report.PoolSummary
 		ps.Name = p.name

@@ -11,24 +11,25 @@ import (
 	"github.com/mocker-sim/mocker/kvcache"
 )
 
-// TestTierProperties runs TestProperties' vLLM and TensorRT-LLM cases with prefix caching again with lower
-// KV tiers below every pool (sizes, disk and link speeds drawn from the seed's own stream, so the cases
+// TestTierProperties runs TestProperties' cases with prefix caching again with lower KV tiers below every
+// pool (SGLang's: HiCache's host tier below the radix cache) (sizes, disk and link speeds drawn from the seed's own stream, so the cases
 // TestGoldenProperties pins keep their configurations): the same checks after every pass (the tiers'
 // accounting with the pool's), every request ends within its bound, a rerun is byte-identical; and over
-// the cases, blocks are onboarded from both tiers.
+// the cases, blocks are onboarded from both tiers, on SGLang's engines as on the others.
 func TestTierProperties(t *testing.T) {
 	n := uint64(200)
 	if testing.Short() {
 		n = 60
 	}
-	var cpu, disk float64
+	var cpu, disk [2]float64 // vLLM and TensorRT-LLM; SGLang
 	for seed := uint64(1); seed <= n; seed++ {
 		c := newPropCase(seed)
 		eo := c.o.Engine
 		if c.o.PrefillWorkers > 0 {
 			eo = c.o.PrefillEngine
 		}
-		if eo.Backend == engine.SGLang || !eo.VLLM.PrefixCaching {
+		sgl := eo.Backend == engine.SGLang
+		if sgl && !eo.SGLang.PrefixCaching || !sgl && !eo.VLLM.PrefixCaching {
 			continue
 		}
 		rng := rand.New(rand.NewPCG(seed, 0x74696572)) // "tier"
@@ -37,7 +38,13 @@ func TestTierProperties(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			to.DiskBlocks, to.DiskBandwidth = 1+rng.IntN(256), []float64{0.01, 1}[rng.IntN(2)]
 		}
-		c.o.Engine.VLLM.Tiers, c.o.PrefillEngine.VLLM.Tiers, c.o.DecodeEngine.VLLM.Tiers = to, to, to
+		for _, e := range []*engine.Options{&c.o.Engine, &c.o.PrefillEngine, &c.o.DecodeEngine} {
+			e.VLLM.Tiers, e.SGLang.Tiers = to, to
+		}
+		k := 0
+		if sgl {
+			k = 1
+		}
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			a := runProp(t, c)
 			if b := runProp(t, c); !bytes.Equal(a, b) {
@@ -50,11 +57,13 @@ func TestTierProperties(t *testing.T) {
 			if err := json.NewDecoder(bytes.NewReader(a)).Decode(&s); err != nil || s.CPU == nil || s.Disk == nil {
 				t.Fatalf("report without the tiers' keys (%v)\n%s", err, a)
 			}
-			cpu += *s.CPU
-			disk += *s.Disk
+			cpu[k] += *s.CPU
+			disk[k] += *s.Disk
 		})
 	}
-	if !(cpu > 0 && disk > 0) {
-		t.Fatalf("Σ CPU hit ratio %v, Σ disk hit ratio %v over the cases: the tiers served nothing", cpu, disk)
+	for k, name := range []string{"vllm and trtllm", "sglang"} {
+		if !(cpu[k] > 0 && disk[k] > 0) {
+			t.Fatalf("%s: Σ CPU hit ratio %v, Σ disk hit ratio %v over the cases: the tiers served nothing", name, cpu[k], disk[k])
+		}
 	}
 }

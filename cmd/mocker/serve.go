@@ -420,7 +420,7 @@ func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
 	mx := metrics.New(metrics.Options{Backend: eo.Backend.Spec().Metrics, Model: name, MaxModelLen: maxLen, MaxLoRAs: maxLoRAs,
 		BlockSize: eo.BlockSize(), NumBlocks: eo.KVBlocks(), PrefixCaching: cfg.EnablePrefixCaching, CacheDtype: cfg.KVCacheDtype,
 		GPUMemoryUtilization: cfg.GPUMemoryUtilization, DPSize: eo.DPSize, SpecTokens: cfg.SpecNumTokens,
-		CPUBlocks: eo.VLLM.Tiers.CPUBlocks})
+		CPUBlocks: eo.Tiers().CPUBlocks})
 
 	o := live.Options{
 		Engine:           eo,

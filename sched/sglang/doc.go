@@ -27,6 +27,9 @@
 // as soon as they are computed, so they outlive the request. KV events are taken at the end of the pass:
 // SGLang publishes them after the forward pass.
 //
+// With Options.Tiers (SGLang's HiCache) the pages the tree evicts are written back to lower tiers, and a
+// prompt that continues there is loaded back before its prefill (tier.go).
+//
 // The request bookkeeping (live, held and reserved requests, checks, recycling, the Pass, token emission)
 // is sched/internal/book's, shared with the other scheduler. Start reading at Scheduler.Step.
 package sglang

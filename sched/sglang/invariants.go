@@ -8,12 +8,13 @@ import (
 // CheckInvariants verifies the radix cache and that requests and pages agree: every page is free, in the
 // tree, or held privately by exactly the requests that say so; a request with computed tokens holds
 // exactly the pages they need, the tree owns and locks its leading full pages, and a waiting request holds
-// nothing (an activated transfer waiting for a running slot holds its prompt's).
+// nothing (an activated transfer waiting for a running slot holds its prompt's; one onboarding from a
+// lower tier holds its locked hits and its copies' pages). The radix cache checks its lower tiers.
 func (s *Scheduler) CheckInvariants() error {
 	if err := s.cache.CheckInvariants(); err != nil {
 		return err
 	}
-	n := len(s.running) + len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated)
+	n := len(s.running) + len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated) + len(s.tier.loading)
 	if s.chunked != nil {
 		n++
 	}
@@ -37,6 +38,15 @@ func (s *Scheduler) CheckInvariants() error {
 		}
 		if r.locked > len(r.pages) || r.Generated > r.MaxTokens || r.Computed > r.Seq.Len() {
 			return fmt.Errorf("sglang: request %d locked %d of %d pages, generated %d of %d", r.ID, r.locked, len(r.pages), r.Generated, r.MaxTokens)
+		}
+		private += len(r.pages) - r.locked
+	}
+	if len(s.tier.ready) != len(s.tier.loading) {
+		return fmt.Errorf("sglang: %d onboarding requests, %d arrival times", len(s.tier.loading), len(s.tier.ready))
+	}
+	for _, r := range s.tier.loading {
+		if s.book.Live[r.ID] != r || r.Computed != 0 || r.locked >= len(r.pages) || r.node == nil {
+			return fmt.Errorf("sglang: onboarding request %d (live %v) computed %d, locks %d of %d pages", r.ID, s.book.Live[r.ID] == r, r.Computed, r.locked, len(r.pages))
 		}
 		private += len(r.pages) - r.locked
 	}

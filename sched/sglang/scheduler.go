@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/radix"
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/sched/internal/book"
@@ -63,6 +64,11 @@ type Options struct {
 	// MaxLoRAsPerBatch bounds the distinct adapters of a batch, the base model counting as one (SGLang's
 	// max_loras_per_batch; 0: any number); its LoRA memory pool keeps as many adapters loaded (LRU).
 	MaxLoRAsPerBatch int
+
+	// Tiers below the pool (with prefix caching): SGLang's HiCache (--enable-hierarchical-cache) writes
+	// the pages the radix cache evicts back to host memory, and loads a prompt's host hits back before
+	// its prefill.
+	Tiers kvcache.TierOptions
 }
 
 // Validate reports the first invalid option, naming it.
@@ -133,6 +139,8 @@ type Scheduler struct {
 	// those loaded in the memory pool (least recently used first), and loads so far.
 	batchLoRAs, resident []string
 	loraLoads            int64
+
+	tier tierState // requests loading their prefix back from a lower KV tier (tier.go)
 }
 
 // New returns an idle scheduler with an empty cache.
@@ -140,7 +148,11 @@ func New(o Options) (*Scheduler, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := radix.New(radix.Options{PageSize: o.PageSize, NumPages: o.NumPages, Events: o.Events && o.PrefixCaching})
+	ro := radix.Options{PageSize: o.PageSize, NumPages: o.NumPages, Events: o.Events && o.PrefixCaching}
+	if o.PrefixCaching {
+		ro.Tiers = o.Tiers
+	}
+	c, err := radix.New(ro)
 	if err != nil {
 		return nil, err
 	}
@@ -292,16 +304,20 @@ func (s *Scheduler) remove(r *request) {
 		s.arrivals = slices.DeleteFunc(s.arrivals, drop)
 		s.deferred = slices.DeleteFunc(s.deferred, drop)
 		s.activated = slices.DeleteFunc(s.activated, drop)
+		s.unload(r)
 	}
 }
 
 // Metrics reports the scheduler's state; blocks are pages.
 func (s *Scheduler) Metrics() sched.Metrics {
-	waiting := len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated)
+	waiting := len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated) + len(s.tier.loading)
 	if s.chunked != nil {
 		waiting++
 	}
 	m := s.book.Metrics(len(s.running), waiting, s.cache.ProtectedPages()+s.private, s.cache.EvictablePages(), s.cache.Capacity())
+	if t := s.cache.Tiers(); t != nil {
+		m.Tiers = t.Stats()
+	}
 	m.LoRALoads = s.loraLoads
 	if s.book.WithLoRA > 0 {
 		var names []string
@@ -352,6 +368,7 @@ func (s *Scheduler) Step() *sched.Pass {
 	}
 	clear(s.activated[len(kept):])
 	s.activated = kept
+	s.loaded()
 
 	if s.opt.Overlap {
 		// This pass was formed when the previous one started: it sees what arrived before that (deferred),
@@ -371,6 +388,7 @@ func (s *Scheduler) Step() *sched.Pass {
 	}
 	s.busy = len(s.book.Scheduled) > 0
 	s.finishPass()
+	s.awaitLoads(&s.book.Pass)
 	return &s.book.Pass
 }
 
@@ -463,6 +481,9 @@ func (s *Scheduler) admit() bool {
 					n = max(n-1, 0)
 				}
 				s.hits, node = s.cache.Match(r.Seq.Blocks()[:n], s.hits)
+				if started, wait := s.onboard(r, node, n); started || wait {
+					return started, started
+				}
 			}
 			prefix = len(s.hits) * page
 		}
@@ -659,7 +680,7 @@ func (s *Scheduler) decode() {
 // adapter to load, and without finishing. Such a step changes nothing but the requests' tokens,
 // new_token_ratio and the order of the loaded adapters.
 func (s *Scheduler) PlainDecode() bool {
-	if len(s.waiting) > 0 || len(s.arrivals) > 0 || len(s.deferred) > 0 || s.chunked != nil || len(s.running) == 0 ||
+	if len(s.waiting) > 0 || len(s.arrivals) > 0 || len(s.deferred) > 0 || s.chunked != nil || len(s.running) == 0 || len(s.tier.loading) > 0 ||
 		!s.book.Plain() {
 		return false
 	}
