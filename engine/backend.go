@@ -47,17 +47,20 @@ type BackendSpec struct {
 	Pool func(o Options) (blockSize, blocks, maxBatchedTokens int)
 	// AppendCached appends the hashes of the blocks a scheduler's prefix cache holds, each once.
 	AppendCached func(s sched.Scheduler, dst []uint64) []uint64
+	// Tiers is the lower KV tiers below each rank's pool in o (nil: it has none).
+	Tiers func(o Options) kvcache.TierOptions
 }
 
 // Backends is the registry of backends, indexed by Backend: adding a backend is one entry here (and
 // its scheduler's package).
 var Backends = []BackendSpec{
 	VLLM: {Name: "vllm", Help: "vLLM v1's scheduler and block pool", BlockSize: 16, Metrics: "vllm",
-		New: newVLLM(0), Pool: vllmPool, AppendCached: vllmCached},
+		New: newVLLM(0), Pool: vllmPool, AppendCached: vllmCached, Tiers: vllmTiers},
 	TRTLLM: {Name: "trtllm", Help: "vLLM's scheduler with TensorRT-LLM's guaranteed_no_evict admission", BlockSize: 32,
-		Timing: "profile", NoDisagg: true, Metrics: "trtllm", New: newVLLM(vllm.GuaranteedNoEvict), Pool: vllmPool, AppendCached: vllmCached},
+		Timing: "profile", NoDisagg: true, Metrics: "trtllm", New: newVLLM(vllm.GuaranteedNoEvict), Pool: vllmPool, AppendCached: vllmCached,
+		Tiers: vllmTiers},
 	SGLang: {Name: "sglang", Help: "SGLang's scheduler over a radix prefix cache", BlockSize: 1, EventsAtPassEnd: true,
-		Metrics: "sglang", New: newSGLang, Pool: sglangPool, AppendCached: sglangCached},
+		Metrics: "sglang", New: newSGLang, Pool: sglangPool, AppendCached: sglangCached, Tiers: sglangTiers},
 }
 
 // ParseBackend parses a registered backend's name.
@@ -94,10 +97,10 @@ func (b Backend) String() string { return Backends[b].Name }
 
 // Tiers are the lower KV tiers below each of the engine's pools (none enabled: no lower tier).
 func (o Options) Tiers() kvcache.TierOptions {
-	if o.Backend == SGLang {
-		return o.SGLang.Tiers
+	if t := o.Backend.Spec().Tiers; t != nil {
+		return t(o)
 	}
-	return o.VLLM.Tiers
+	return kvcache.TierOptions{}
 }
 
 // BlockSize is the tokens per KV block (SGLang: per page) of the engine's schedulers.
@@ -134,6 +137,8 @@ func vllmPool(o Options) (int, int, int) {
 	return o.VLLM.BlockSize, o.VLLM.NumBlocks, o.VLLM.MaxBatchedTokens
 }
 
+func vllmTiers(o Options) kvcache.TierOptions { return o.VLLM.Tiers }
+
 func vllmCached(s sched.Scheduler, dst []uint64) []uint64 {
 	return s.(*vllm.Scheduler).Pool().AppendCached(dst)
 }
@@ -153,6 +158,8 @@ func newSGLang(o Options, _, dp int, seed uint64) (sched.Scheduler, error) {
 func sglangPool(o Options) (int, int, int) {
 	return o.SGLang.PageSize, o.SGLang.NumPages, o.SGLang.ChunkedPrefillSize
 }
+
+func sglangTiers(o Options) kvcache.TierOptions { return o.SGLang.Tiers }
 
 func sglangCached(s sched.Scheduler, dst []uint64) []uint64 {
 	return s.(*sglang.Scheduler).Cache().AppendCached(dst)
