@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/internal/book"
 	"github.com/mocker-sim/mocker/sched/schedtest"
 )
 
@@ -207,7 +208,7 @@ func TestLoRARandom(t *testing.T) {
 			for _, s := range []*Scheduler{ref.S, fast.S} {
 				var named []string
 				for _, r := range s.running {
-					named = appendLoRA(named, r.LoRA)
+					named = book.AppendLoRA(named, r.LoRA)
 				}
 				if len(named) > o.MaxLoRAsPerBatch || len(s.resident) > o.MaxLoRAsPerBatch {
 					t.Fatalf("seed %d pass %d: running adapters %v, loaded %v: more than %d", seed, pass, named, s.resident, o.MaxLoRAsPerBatch)
