@@ -16,19 +16,25 @@ func TestLoRAsShareNoPages(t *testing.T) {
 	newHarness(t, opts(4, 64)).LoRAsShareNothing(12)
 }
 
+// loraHarness drives a scheduler over 64 pages of page tokens with max-loras-per-batch n; its enqueue
+// enqueues request id, of a 4-token prompt of its own, under adapter lora.
+func loraHarness(t *testing.T, page, n int) (*schedtest.Harness[*Scheduler], func(id uint64, lora string, maxTokens int)) {
+	o := opts(page, 64)
+	o.MaxLoRAsPerBatch = n
+	h := newHarness(t, o)
+	return h, func(id uint64, lora string, maxTokens int) {
+		t.Helper()
+		h.EnqueueLoRA(id, schedtest.Prompt(100*int(id), 4), maxTokens, lora)
+	}
+}
+
 // TestMaxLoRAsPerBatch is a worked case of SGLang's rule: a waiting request whose adapter would take the
 // batch (running, chunked and admitted requests) past max-loras-per-batch distinct adapters, the base
 // model counting as one, is skipped and keeps its place; requests behind it are admitted, and a
 // base-model request never waits for it. The memory pool keeps max-loras-per-batch adapters loaded (LRU);
 // each load is counted in the pass that first uses the adapter.
 func TestMaxLoRAsPerBatch(t *testing.T) {
-	o := opts(4, 64)
-	o.MaxLoRAsPerBatch = 2
-	h := newHarness(t, o)
-	enqueue := func(id uint64, lora string, maxTokens int) {
-		t.Helper()
-		h.EnqueueLoRA(id, schedtest.Prompt(100*int(id), 4), maxTokens, lora)
-	}
+	h, enqueue := loraHarness(t, 4, 2)
 	for i, lora := range []string{"a", "b", "c", "a", "", "b", "c"} {
 		enqueue(uint64(i+1), lora, 2)
 	}
@@ -90,13 +96,7 @@ func TestMaxLoRAsPerBatchValidate(t *testing.T) {
 // loads b, evicting a, then a, evicting c: 6 loads in all.
 func TestLoRAPlainStep(t *testing.T) {
 	for _, plain := range []bool{false, true} {
-		o := opts(16, 64)
-		o.MaxLoRAsPerBatch = 3
-		h := newHarness(t, o)
-		enqueue := func(id uint64, lora string, maxTokens int) {
-			t.Helper()
-			h.EnqueueLoRA(id, schedtest.Prompt(100*int(id), 4), maxTokens, lora)
-		}
+		h, enqueue := loraHarness(t, 16, 3)
 		loads, plains := 0, 0
 		step := func() {
 			if plain && h.S.PlainDecode() {
