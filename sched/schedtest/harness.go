@@ -2,6 +2,7 @@ package schedtest
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/mocker-sim/mocker/sched"
@@ -26,7 +27,14 @@ func NewHarness[S Scheduler](t *testing.T, s S, err error) *Harness[S] {
 // Enqueue enqueues a request of the prompt toks, failing the test if it is rejected.
 func (h *Harness[S]) Enqueue(id uint64, toks []uint32, maxTokens int) {
 	h.T.Helper()
-	if err := h.S.Enqueue(&sched.Request{ID: id, Prompt: toks, MaxTokens: maxTokens}); err != nil {
+	h.EnqueueLoRA(id, toks, maxTokens, "")
+}
+
+// EnqueueLoRA enqueues a request of the prompt toks under adapter lora, failing the test if it is
+// rejected.
+func (h *Harness[S]) EnqueueLoRA(id uint64, toks []uint32, maxTokens int, lora string) {
+	h.T.Helper()
+	if err := h.S.Enqueue(&sched.Request{ID: id, Prompt: toks, MaxTokens: maxTokens, LoRA: lora}); err != nil {
 		h.T.Fatal(err)
 	}
 }
@@ -48,6 +56,36 @@ func Prompt(base, n int) []uint32 {
 		p[i] = uint32(base + i)
 	}
 	return p
+}
+
+// Admitted lists the ids of a pass's admissions.
+func Admitted(p *sched.Pass) []uint64 {
+	var ids []uint64
+	for _, a := range p.Admitted {
+		ids = append(ids, a.ID)
+	}
+	return ids
+}
+
+// LoRAPass is what LoRAPasses expects of a pass: the requests it admits, the adapters it loads, and the
+// adapters of the running and the waiting requests after it (Metrics' RunningLoRAs, WaitingLoRAs).
+type LoRAPass struct {
+	Admitted         []uint64
+	Loads            int
+	Running, Waiting string
+}
+
+// LoRAPasses steps one pass for each of want, failing the test unless it does what that one expects.
+func (h *Harness[S]) LoRAPasses(want ...LoRAPass) {
+	h.T.Helper()
+	for i, w := range want {
+		p := h.Step()
+		m := h.S.Metrics()
+		if got := Admitted(p); !slices.Equal(got, w.Admitted) || p.LoRALoads != w.Loads || m.RunningLoRAs != w.Running || m.WaitingLoRAs != w.Waiting {
+			h.T.Fatalf("pass %d: admitted %v, loads %d, running %q, waiting %q; want %v, %d, %q, %q",
+				i+1, got, p.LoRALoads, m.RunningLoRAs, m.WaitingLoRAs, w.Admitted, w.Loads, w.Running, w.Waiting)
+		}
+	}
 }
 
 // Outputs summarises a pass's outputs as "id:tokens[:done]".

@@ -14,7 +14,7 @@ func (s *Scheduler) CheckInvariants() error {
 	if err := s.cache.CheckInvariants(); err != nil {
 		return err
 	}
-	n := len(s.running) + len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated) + len(s.tier.loading)
+	n := len(s.running) + len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated) + s.tier.Len()
 	if s.chunked != nil {
 		n++
 	}
@@ -41,10 +41,7 @@ func (s *Scheduler) CheckInvariants() error {
 		}
 		private += len(r.pages) - r.locked
 	}
-	if len(s.tier.ready) != len(s.tier.loading) {
-		return fmt.Errorf("sglang: %d onboarding requests, %d arrival times", len(s.tier.loading), len(s.tier.ready))
-	}
-	for _, r := range s.tier.loading {
+	for r := range s.tier.All() {
 		if s.book.Live[r.ID] != r || r.Computed != 0 || r.locked >= len(r.pages) || r.node == nil {
 			return fmt.Errorf("sglang: onboarding request %d (live %v) computed %d, locks %d of %d pages", r.ID, s.book.Live[r.ID] == r, r.Computed, r.locked, len(r.pages))
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/internal/book"
 	"github.com/mocker-sim/mocker/sched/schedtest"
 )
 
@@ -15,12 +16,16 @@ func TestLoRAsShareNoPages(t *testing.T) {
 	newHarness(t, opts(4, 64)).LoRAsShareNothing(12)
 }
 
-func admittedIDs(p *sched.Pass) []uint64 {
-	var ids []uint64
-	for _, a := range p.Admitted {
-		ids = append(ids, a.ID)
+// loraHarness drives a scheduler over 64 pages of page tokens with max-loras-per-batch n; its enqueue
+// enqueues request id, of a 4-token prompt of its own, under adapter lora.
+func loraHarness(t *testing.T, page, n int) (*schedtest.Harness[*Scheduler], func(id uint64, lora string, maxTokens int)) {
+	o := opts(page, 64)
+	o.MaxLoRAsPerBatch = n
+	h := newHarness(t, o)
+	return h, func(id uint64, lora string, maxTokens int) {
+		t.Helper()
+		h.EnqueueLoRA(id, schedtest.Prompt(100*int(id), 4), maxTokens, lora)
 	}
-	return ids
 }
 
 // TestMaxLoRAsPerBatch is a worked case of SGLang's rule: a waiting request whose adapter would take the
@@ -29,48 +34,24 @@ func admittedIDs(p *sched.Pass) []uint64 {
 // base-model request never waits for it. The memory pool keeps max-loras-per-batch adapters loaded (LRU);
 // each load is counted in the pass that first uses the adapter.
 func TestMaxLoRAsPerBatch(t *testing.T) {
-	o := opts(4, 64)
-	o.MaxLoRAsPerBatch = 2
-	h := newHarness(t, o)
-	enqueue := func(id uint64, lora string, maxTokens int) {
-		t.Helper()
-		if err := h.S.Enqueue(&sched.Request{ID: id, Prompt: schedtest.Prompt(100*int(id), 4), MaxTokens: maxTokens, LoRA: lora}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	h, enqueue := loraHarness(t, 4, 2)
 	for i, lora := range []string{"a", "b", "c", "a", "", "b", "c"} {
 		enqueue(uint64(i+1), lora, 2)
 	}
-	type want struct {
-		admitted         []uint64
-		loads            int
-		running, waiting string
-	}
-	check := func(ws []want) {
-		t.Helper()
-		for i, w := range ws {
-			p := h.Step()
-			m := h.S.Metrics()
-			if got := admittedIDs(p); !slices.Equal(got, w.admitted) || p.LoRALoads != w.loads || m.RunningLoRAs != w.running || m.WaitingLoRAs != w.waiting {
-				t.Fatalf("pass %d: admitted %v, loads %d, running %q, waiting %q; want %v, %d, %q, %q",
-					i+1, got, p.LoRALoads, m.RunningLoRAs, m.WaitingLoRAs, w.admitted, w.loads, w.running, w.waiting)
-			}
-		}
-	}
-	check([]want{
-		{[]uint64{1, 2, 4, 5, 6}, 2, "a,b", "c"}, // 3 and 7 (c) skipped: a and b fill the batch; the base model joins
-		{nil, 0, "", "c"},                        // the running a, b and base still count: c waits; the five finish
-		{[]uint64{3, 7}, 1, "c", ""},             // c loads; a, least recently used, leaves the pool
-		{nil, 0, "", ""},                         // 3 and 7 finish
-	})
+	h.LoRAPasses(
+		schedtest.LoRAPass{Admitted: []uint64{1, 2, 4, 5, 6}, Loads: 2, Running: "a,b", Waiting: "c"}, // 3 and 7 (c) skipped: a and b fill the batch; the base model joins
+		schedtest.LoRAPass{Waiting: "c"},                                     // the running a, b and base still count: c waits; the five finish
+		schedtest.LoRAPass{Admitted: []uint64{3, 7}, Loads: 1, Running: "c"}, // c loads; a, least recently used, leaves the pool
+		schedtest.LoRAPass{},                                                 // 3 and 7 finish
+	)
 	// The base model takes one of the two places: b waits for a's request to finish, and a loads again.
 	enqueue(10, "", 1)
 	enqueue(11, "a", 1)
 	enqueue(12, "b", 1)
-	check([]want{
-		{[]uint64{10, 11}, 1, "", "b"},
-		{[]uint64{12}, 1, "", ""}, // b left the pool when a came back: it loads again
-	})
+	h.LoRAPasses(
+		schedtest.LoRAPass{Admitted: []uint64{10, 11}, Loads: 1, Waiting: "b"},
+		schedtest.LoRAPass{Admitted: []uint64{12}, Loads: 1}, // b left the pool when a came back: it loads again
+	)
 	if m := h.S.Metrics(); m.LoRALoads != 5 || !h.S.Idle() || h.S.book.WithLoRA != 0 {
 		t.Fatalf("metrics %+v, idle %v, %d requests with adapters: want 5 loads, idle, none", m, h.S.Idle(), h.S.book.WithLoRA)
 	}
@@ -86,16 +67,14 @@ func TestMaxLoRAsPerBatchChunked(t *testing.T) {
 		lora string
 		len  int
 	}{{"a", 20}, {"b", 4}} {
-		if err := h.S.Enqueue(&sched.Request{ID: uint64(i + 1), Prompt: schedtest.Prompt(100*i, c.len), MaxTokens: 1, LoRA: c.lora}); err != nil {
-			t.Fatal(err)
-		}
+		h.EnqueueLoRA(uint64(i+1), schedtest.Prompt(100*i, c.len), 1, c.lora)
 	}
 	var got [][]uint64
 	loads := 0
 	for range 4 {
 		p := h.Step()
 		loads += p.LoRALoads
-		got = append(got, admittedIDs(p))
+		got = append(got, schedtest.Admitted(p))
 	}
 	// 1's chunks of 8, 8 and 4 tokens, then 2 (the pool of one adapter swaps a for b).
 	if want := [][]uint64{{1}, nil, nil, {2}}; !slices.EqualFunc(got, want, slices.Equal) || loads != 2 {
@@ -117,15 +96,7 @@ func TestMaxLoRAsPerBatchValidate(t *testing.T) {
 // loads b, evicting a, then a, evicting c: 6 loads in all.
 func TestLoRAPlainStep(t *testing.T) {
 	for _, plain := range []bool{false, true} {
-		o := opts(16, 64)
-		o.MaxLoRAsPerBatch = 3
-		h := newHarness(t, o)
-		enqueue := func(id uint64, lora string, maxTokens int) {
-			t.Helper()
-			if err := h.S.Enqueue(&sched.Request{ID: id, Prompt: schedtest.Prompt(100*int(id), 4), MaxTokens: maxTokens, LoRA: lora}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		h, enqueue := loraHarness(t, 16, 3)
 		loads, plains := 0, 0
 		step := func() {
 			if plain && h.S.PlainDecode() {
@@ -200,14 +171,14 @@ func TestLoRARandom(t *testing.T) {
 			p, q := ref.Step(), fast.Step()
 			refLoads += p.LoRALoads
 			fastLoads += q.LoRALoads
-			if !slices.Equal(admittedIDs(p), admittedIDs(q)) || p.LoRALoads != q.LoRALoads {
+			if !slices.Equal(schedtest.Admitted(p), schedtest.Admitted(q)) || p.LoRALoads != q.LoRALoads {
 				t.Fatalf("seed %d pass %d: admitted %v with %d loads, and %v with %d after plain passes",
-					seed, pass, admittedIDs(p), p.LoRALoads, admittedIDs(q), q.LoRALoads)
+					seed, pass, schedtest.Admitted(p), p.LoRALoads, schedtest.Admitted(q), q.LoRALoads)
 			}
 			for _, s := range []*Scheduler{ref.S, fast.S} {
 				var named []string
 				for _, r := range s.running {
-					named = appendLoRA(named, r.LoRA)
+					named = book.AppendLoRA(named, r.LoRA)
 				}
 				if len(named) > o.MaxLoRAsPerBatch || len(s.resident) > o.MaxLoRAsPerBatch {
 					t.Fatalf("seed %d pass %d: running adapters %v, loaded %v: more than %d", seed, pass, named, s.resident, o.MaxLoRAsPerBatch)
@@ -241,7 +212,7 @@ func TestActivatedLoRAs(t *testing.T) {
 	loads := 0
 	for !h.S.Idle() {
 		p := h.Step()
-		admitted = append(admitted, admittedIDs(p))
+		admitted = append(admitted, schedtest.Admitted(p))
 		loads += p.LoRALoads
 	}
 	// 1, 2 and 4 decode their 3 tokens (the first of them in their first pass), then 3 (c evicts a).

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/radix"
@@ -140,7 +139,7 @@ type Scheduler struct {
 	batchLoRAs, resident []string
 	loraLoads            int64
 
-	tier tierState // requests loading their prefix back from a lower KV tier (tier.go)
+	tier book.Loads[*request] // requests loading their prefix back from a lower KV tier (tier.go)
 }
 
 // New returns an idle scheduler with an empty cache.
@@ -304,13 +303,13 @@ func (s *Scheduler) remove(r *request) {
 		s.arrivals = slices.DeleteFunc(s.arrivals, drop)
 		s.deferred = slices.DeleteFunc(s.deferred, drop)
 		s.activated = slices.DeleteFunc(s.activated, drop)
-		s.unload(r)
+		s.tier.Remove(r)
 	}
 }
 
 // Metrics reports the scheduler's state; blocks are pages.
 func (s *Scheduler) Metrics() sched.Metrics {
-	waiting := len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated) + len(s.tier.loading)
+	waiting := len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated) + s.tier.Len()
 	if s.chunked != nil {
 		waiting++
 	}
@@ -319,31 +318,8 @@ func (s *Scheduler) Metrics() sched.Metrics {
 		m.Tiers = t.Stats()
 	}
 	m.LoRALoads = s.loraLoads
-	if s.book.WithLoRA > 0 {
-		var names []string
-		for _, r := range s.running {
-			names = appendLoRA(names, r.LoRA)
-		}
-		m.RunningLoRAs = strings.Join(names, ",")
-		names = names[:0]
-		for _, q := range [][]*request{{s.chunked}, s.waiting, s.deferred, s.arrivals, s.activated} {
-			for _, r := range q {
-				if r != nil {
-					names = appendLoRA(names, r.LoRA)
-				}
-			}
-		}
-		m.WaitingLoRAs = strings.Join(names, ",")
-	}
+	s.book.ListLoRAs(&m, s.running, []*request{s.chunked}, s.waiting, s.deferred, s.arrivals, s.activated)
 	return m
-}
-
-// appendLoRA appends adapter name to names unless it is there or is the base model's.
-func appendLoRA(names []string, name string) []string {
-	if name == "" || slices.Contains(names, name) {
-		return names
-	}
-	return append(names, name)
 }
 
 // Step runs one iteration: an extend (prefill) pass if anything can be admitted, else a decode step. The
@@ -388,7 +364,7 @@ func (s *Scheduler) Step() *sched.Pass {
 	}
 	s.busy = len(s.book.Scheduled) > 0
 	s.finishPass()
-	s.awaitLoads(&s.book.Pass)
+	s.tier.Await(&s.book.Pass)
 	return &s.book.Pass
 }
 
@@ -680,7 +656,7 @@ func (s *Scheduler) decode() {
 // adapter to load, and without finishing. Such a step changes nothing but the requests' tokens,
 // new_token_ratio and the order of the loaded adapters.
 func (s *Scheduler) PlainDecode() bool {
-	if len(s.waiting) > 0 || len(s.arrivals) > 0 || len(s.deferred) > 0 || s.chunked != nil || len(s.running) == 0 || len(s.tier.loading) > 0 ||
+	if len(s.waiting) > 0 || len(s.arrivals) > 0 || len(s.deferred) > 0 || s.chunked != nil || len(s.running) == 0 || s.tier.Len() > 0 ||
 		!s.book.Plain() {
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/schedtest"
 )
 
 // FuzzTierScheduler drives a small tiered scheduler through arrivals of prompts sharing prefixes,
@@ -42,7 +43,7 @@ func FuzzTierScheduler(f *testing.F) {
 			case 0: // four prompts of 3 to 9 tokens, sharing prefixes two by two
 				i := int(b>>2) % 4
 				id++
-				p := slices.Concat(tokensFrom(100*(i%2), 3+2*i), tokensFrom(1000+int(id), int(b>>4)%2))
+				p := slices.Concat(schedtest.Prompt(100*(i%2), 3+2*i), schedtest.Prompt(1000+int(id), int(b>>4)%2))
 				var rej *sched.RejectError
 				if err := s.Enqueue(&sched.Request{ID: id, Prompt: p, MaxTokens: 1 + int(b>>5)}); err != nil && !errors.As(err, &rej) {
 					t.Fatal(err) // a request the pool cannot hold is rejected, as it should be

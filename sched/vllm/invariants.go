@@ -14,8 +14,8 @@ func (s *Scheduler) CheckInvariants() error {
 	if err := s.pool.CheckInvariants(); err != nil {
 		return err
 	}
-	if n := len(s.running) + s.waiting.len() + len(s.tier.loading); n != len(s.book.Live) {
-		return fmt.Errorf("vllm: %d running + %d waiting + %d onboarding, but %d live requests", len(s.running), s.waiting.len(), len(s.tier.loading), len(s.book.Live))
+	if n := len(s.running) + s.waiting.len() + s.tier.Len(); n != len(s.book.Live) {
+		return fmt.Errorf("vllm: %d running + %d waiting + %d onboarding, but %d live requests", len(s.running), s.waiting.len(), s.tier.Len(), len(s.book.Live))
 	}
 	if s.opt.MaxNumSeqs > 0 && len(s.running) > s.opt.MaxNumSeqs {
 		return fmt.Errorf("vllm: %d running, max-num-seqs %d", len(s.running), s.opt.MaxNumSeqs)
@@ -50,7 +50,7 @@ func (s *Scheduler) CheckInvariants() error {
 			held[id] = true
 		}
 	}
-	for _, r := range s.tier.loading {
+	for r := range s.tier.All() {
 		// Its GPU hits, then the blocks its lower-tier prefix is copied into, short of its last token.
 		if s.book.Live[r.ID] != r || r.committed >= len(r.table) || len(r.table) > s.fullBlocks(r.length()-1) {
 			return fmt.Errorf("vllm: onboarding request %d holds %d blocks, %d of them cached, for %d tokens", r.ID, len(r.table), r.committed, r.length())

@@ -8,14 +8,6 @@ import (
 	"github.com/mocker-sim/mocker/sched/schedtest"
 )
 
-func admittedIDs(p *sched.Pass) []uint64 {
-	var ids []uint64
-	for _, a := range p.Admitted {
-		ids = append(ids, a.ID)
-	}
-	return ids
-}
-
 // TestMaxLoRAs is a worked case of vLLM v1's rule: a waiting request whose adapter is not among the
 // pass's adapters is passed over, keeping its place, once max-loras distinct ones are scheduled; requests
 // behind it (of those adapters or of the base model) are admitted. Adapters load once each until evicted
@@ -24,37 +16,20 @@ func TestMaxLoRAs(t *testing.T) {
 	o := Options{BlockSize: 4, NumBlocks: 64, MaxNumSeqs: 8, MaxBatchedTokens: 64, ChunkedPrefill: true, PrefixCaching: true, MaxLoRAs: 2}
 	h := newHarness(t, o)
 	for i, lora := range []string{"a", "b", "c", "a", "", "b", "c"} {
-		id := uint64(i + 1)
-		if err := h.S.Enqueue(&sched.Request{ID: id, Prompt: schedtest.Prompt(100*i, 4), MaxTokens: 2, LoRA: lora}); err != nil {
-			t.Fatal(err)
-		}
+		h.EnqueueLoRA(uint64(i+1), schedtest.Prompt(100*i, 4), 2, lora)
 	}
-	type want struct {
-		admitted         []uint64
-		loads            int
-		running, waiting string
-	}
-	for i, w := range []want{
-		{[]uint64{1, 2, 4, 5, 6}, 2, "a,b", "c"}, // 3 and 7 (c) passed over: a and b are the pass's two
-		{nil, 0, "", "c"},                        // the five decode their last token; c still waits
-		{[]uint64{3, 7}, 1, "c", ""},             // c loads; a (least recently used) is unloaded
-	} {
-		p := h.Step()
-		m := h.S.Metrics()
-		if got := admittedIDs(p); !slices.Equal(got, w.admitted) || p.LoRALoads != w.loads || m.RunningLoRAs != w.running || m.WaitingLoRAs != w.waiting {
-			t.Fatalf("pass %d: admitted %v, loads %d, running %q, waiting %q; want %v, %d, %q, %q",
-				i+1, got, p.LoRALoads, m.RunningLoRAs, m.WaitingLoRAs, w.admitted, w.loads, w.running, w.waiting)
-		}
-	}
+	h.LoRAPasses(
+		schedtest.LoRAPass{Admitted: []uint64{1, 2, 4, 5, 6}, Loads: 2, Running: "a,b", Waiting: "c"}, // 3 and 7 (c) passed over: a and b are the pass's two
+		schedtest.LoRAPass{Waiting: "c"},                                     // the five decode their last token; c still waits
+		schedtest.LoRAPass{Admitted: []uint64{3, 7}, Loads: 1, Running: "c"}, // c loads; a (least recently used) is unloaded
+	)
 	h.Step() // 3 and 7 finish
 	// b is still resident, a was unloaded: only a loads again.
 	for i, lora := range []string{"b", "a"} {
-		if err := h.S.Enqueue(&sched.Request{ID: uint64(10 + i), Prompt: schedtest.Prompt(1000+100*i, 4), MaxTokens: 1, LoRA: lora}); err != nil {
-			t.Fatal(err)
-		}
+		h.EnqueueLoRA(uint64(10+i), schedtest.Prompt(1000+100*i, 4), 1, lora)
 	}
-	if p := h.Step(); !slices.Equal(admittedIDs(p), []uint64{10, 11}) || p.LoRALoads != 1 {
-		t.Fatalf("admitted %v with %d loads, want [10 11] with 1 (a)", admittedIDs(p), p.LoRALoads)
+	if p := h.Step(); !slices.Equal(schedtest.Admitted(p), []uint64{10, 11}) || p.LoRALoads != 1 {
+		t.Fatalf("admitted %v with %d loads, want [10 11] with 1 (a)", schedtest.Admitted(p), p.LoRALoads)
 	}
 	if m := h.S.Metrics(); m.LoRALoads != 4 || m.RunningLoRAs != "" || m.WaitingLoRAs != "" {
 		t.Fatalf("metrics %+v: want 4 loads in all and no adapters left", m)
@@ -68,12 +43,10 @@ func TestMaxLoRAs(t *testing.T) {
 func TestMaxLoRAsUnbounded(t *testing.T) {
 	h := newHarness(t, Options{BlockSize: 4, NumBlocks: 64, MaxNumSeqs: 8, MaxBatchedTokens: 64, ChunkedPrefill: true, PrefixCaching: true})
 	for i, lora := range []string{"a", "b", "c", "a"} {
-		if err := h.S.Enqueue(&sched.Request{ID: uint64(i + 1), Prompt: schedtest.Prompt(100*i, 4), MaxTokens: 1, LoRA: lora}); err != nil {
-			t.Fatal(err)
-		}
+		h.EnqueueLoRA(uint64(i+1), schedtest.Prompt(100*i, 4), 1, lora)
 	}
-	if p := h.Step(); !slices.Equal(admittedIDs(p), []uint64{1, 2, 3, 4}) || p.LoRALoads != 3 {
-		t.Fatalf("admitted %v with %d loads, want [1 2 3 4] with 3", admittedIDs(p), p.LoRALoads)
+	if p := h.Step(); !slices.Equal(schedtest.Admitted(p), []uint64{1, 2, 3, 4}) || p.LoRALoads != 3 {
+		t.Fatalf("admitted %v with %d loads, want [1 2 3 4] with 3", schedtest.Admitted(p), p.LoRALoads)
 	}
 }
 

@@ -15,6 +15,15 @@ func (q *queue) len() int { return q.n }
 
 func (q *queue) at(i int) *request { return q.buf[(q.head+i)%len(q.buf)] }
 
+// parts returns the queue's requests in order as the two runs of its ring buffer.
+func (q *queue) parts() (front, back []*request) {
+	end := q.head + q.n
+	if end <= len(q.buf) {
+		return q.buf[q.head:end], nil
+	}
+	return q.buf[q.head:], q.buf[:end-len(q.buf)]
+}
+
 func (q *queue) front() *request { return q.at(0) }
 
 func (q *queue) grow() {

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"strings"
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/sched"
@@ -161,7 +160,7 @@ type Scheduler struct {
 	passLoRAs, resident []string
 	loraLoads           int64
 
-	tier tierState // requests onboarding their prefix from a lower KV tier (tier.go)
+	tier book.Loads[*request] // requests onboarding their prefix from a lower KV tier (tier.go)
 }
 
 // New returns an idle scheduler with an empty pool.
@@ -328,7 +327,7 @@ func (s *Scheduler) remove(r *request) {
 	r.src = nil
 	if !s.waiting.remove(r) {
 		s.running = slices.DeleteFunc(s.running, func(x *request) bool { return x == r })
-		s.unload(r)
+		s.tier.Remove(r)
 	}
 }
 
@@ -337,27 +336,9 @@ func (s *Scheduler) Metrics() sched.Metrics {
 	m := s.book.Metrics(len(s.running), s.waiting.len(), s.pool.Active(), s.pool.Inactive(), s.pool.Capacity())
 	m.Tiers = s.pool.TierStats()
 	m.LoRALoads = s.loraLoads
-	if s.book.WithLoRA > 0 {
-		var names []string
-		for _, r := range s.running {
-			names = appendLoRA(names, r.LoRA)
-		}
-		m.RunningLoRAs = strings.Join(names, ",")
-		names = names[:0]
-		for i := range s.waiting.len() {
-			names = appendLoRA(names, s.waiting.at(i).LoRA)
-		}
-		m.WaitingLoRAs = strings.Join(names, ",")
-	}
+	front, back := s.waiting.parts()
+	s.book.ListLoRAs(&m, s.running, front, back)
 	return m
-}
-
-// appendLoRA appends adapter name to names unless it is there or is the base model's.
-func appendLoRA(names []string, name string) []string {
-	if name == "" || slices.Contains(names, name) {
-		return names
-	}
-	return append(names, name)
 }
 
 // Step plans one forward pass and applies it: admissions, preemptions, cache changes, sampled tokens and
@@ -377,7 +358,7 @@ func (s *Scheduler) Step() *sched.Pass {
 		s.admitWaiting(&budget)
 	}
 	s.finishPass()
-	s.awaitLoads(&s.book.Pass)
+	s.tier.Await(&s.book.Pass)
 	return &s.book.Pass
 }
 
@@ -385,7 +366,7 @@ func (s *Scheduler) Step() *sched.Pass {
 // request computes exactly its next token with no block to allocate or complete and without finishing.
 // Such a pass changes nothing but the requests' tokens: no admission, KV event or completion.
 func (s *Scheduler) PlainDecode() bool {
-	if s.waiting.len() > 0 || len(s.running) == 0 || len(s.tier.loading) > 0 || !s.book.Plain() ||
+	if s.waiting.len() > 0 || len(s.running) == 0 || s.tier.Len() > 0 || !s.book.Plain() ||
 		s.opt.MaxBatchedTokens > 0 && len(s.running) > s.opt.MaxBatchedTokens {
 		return false
 	}
@@ -504,7 +485,7 @@ func (s *Scheduler) admitFIFO(budget *int) bool {
 	}
 	s.passLoRAs = s.passLoRAs[:0]
 	for _, r := range s.book.Scheduled {
-		s.passLoRAs = appendLoRA(s.passLoRAs, r.LoRA)
+		s.passLoRAs = book.AppendLoRA(s.passLoRAs, r.LoRA)
 	}
 	// Requests whose adapter would exceed max-loras are passed over and keep their place (vLLM's
 	// skipped_waiting_requests, put back at the front in order).
@@ -572,7 +553,7 @@ func (s *Scheduler) admitFIFO(budget *int) bool {
 		r.Computed = cached
 		r.prefilling = true
 		s.running = append(s.running, r)
-		s.passLoRAs = appendLoRA(s.passLoRAs, r.LoRA)
+		s.passLoRAs = book.AppendLoRA(s.passLoRAs, r.LoRA)
 		s.book.Admit(&r.Request, cached)
 		s.schedule(r, n, 0, budget) // cannot fail: CanAllocate checked the fresh blocks
 		if s.opt.Capacity == GuaranteedNoEvict {
@@ -601,7 +582,7 @@ func (s *Scheduler) admitActivated(budget *int) {
 // has computed 0): its blocks are already reserved; it only decodes.
 func (s *Scheduler) admitTransfer(r *request, budget *int) {
 	s.running = append(s.running, r)
-	s.passLoRAs = appendLoRA(s.passLoRAs, r.LoRA)
+	s.passLoRAs = book.AppendLoRA(s.passLoRAs, r.LoRA)
 	s.book.AdmitTransfer(&r.Request)
 	s.schedule(r, r.Seq.Len()-r.Computed, 0, budget)
 }

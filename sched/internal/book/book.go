@@ -1,7 +1,8 @@
 // Package book is the request bookkeeping that sched/vllm and sched/sglang share, so that a fix to it lands
 // once: a Request's common state (identity, tokens, progress, this pass's work), and a Book that keeps the
 // live, held and reserved requests, checks what is enqueued or reserved, recycles finished requests, owns
-// the Pass with its admissions, preemptions and output tokens, and counts preemptions and prefix hits.
+// the Pass with its admissions, preemptions and output tokens, counts preemptions and prefix hits, and
+// lists the adapters in use; and Loads, the requests loading their prefix back from a lower KV tier.
 //
 // What differs stays in each scheduler: admission, eviction, preemption or retraction, and the KV cache
 // (vLLM's block pool, SGLang's radix tree). A Book reaches its scheduler through Hooks: make an empty
@@ -15,6 +16,8 @@ package book
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/timing"
@@ -384,3 +387,35 @@ func (f Front[P]) Cancel(id uint64) bool { return f.b.Cancel(id) }
 
 // Idle reports whether the scheduler has no request.
 func (f Front[P]) Idle() bool { return f.b.Idle() }
+
+// ListLoRAs sets m's RunningLoRAs and WaitingLoRAs: the adapters the running and the waiting requests name,
+// each once in the order first met, comma-separated; none while no request here names one. Nil requests
+// among the waiting are passed over.
+func (b *Book[P]) ListLoRAs(m *sched.Metrics, running []P, waiting ...[]P) {
+	if b.WithLoRA == 0 {
+		return
+	}
+	var names []string
+	for _, r := range running {
+		names = AppendLoRA(names, r.request().LoRA)
+	}
+	m.RunningLoRAs = strings.Join(names, ",")
+	names = names[:0]
+	var none P
+	for _, q := range waiting {
+		for _, r := range q {
+			if r != none {
+				names = AppendLoRA(names, r.request().LoRA)
+			}
+		}
+	}
+	m.WaitingLoRAs = strings.Join(names, ",")
+}
+
+// AppendLoRA appends adapter name to names unless it is there or is the base model's.
+func AppendLoRA(names []string, name string) []string {
+	if name == "" || slices.Contains(names, name) {
+		return names
+	}
+	return append(names, name)
+}
