@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
 	"github.com/openai/openai-go/v3"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -77,25 +76,7 @@ func TestServeLoRA(t *testing.T) {
 		t.Fatalf("unknown model: %v, want a 404 model_not_found on param model", err)
 	}
 
-	sub := zmq4.NewSub(context.Background())
-	defer sub.Close()
-	if err := sub.Dial(fmt.Sprintf("tcp://127.0.0.1:%d", cfg.ZMQKVEventsPort)); err != nil {
-		t.Fatal(err)
-	}
-	if err := sub.SetOption(zmq4.OptionSubscribe, ""); err != nil {
-		t.Fatal(err)
-	}
-	msgs := make(chan zmq4.Msg, 256)
-	go func() {
-		for {
-			m, err := sub.Recv()
-			if err != nil {
-				close(msgs)
-				return
-			}
-			msgs <- m
-		}
-	}()
+	msgs := subscribeZMQ(t, cfg.ZMQKVEventsPort, 256)
 
 	send := func(modelName, prompt string, maxTokens int64) *openai.Completion {
 		t.Helper()

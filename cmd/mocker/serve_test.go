@@ -214,24 +214,18 @@ func TestServeDynamoZMQ(t *testing.T) {
 	}
 }
 
-// TestServeZMQEvents: a ZMQ SUB socket decodes vLLM-format batches whose block hashes are vLLM's
-// sha256_cbor hashes of the prompt's tokens (with the configured PYTHONHASHSEED), with their token ids.
-func TestServeZMQEvents(t *testing.T) {
-	cfg := serveConfig()
-	cfg.NATS = "none"
-	cfg.ZMQKVEventsPort = freePort(t)
-	cfg.KVHashSeed = "42"
-	_, c := startServe(t, cfg)
-
+// subscribeZMQ subscribes to everything the ZMQ publisher on 127.0.0.1:port sends, buffering n messages;
+// the channel closes when the test ends.
+func subscribeZMQ(t *testing.T, port, n int) <-chan zmq4.Msg {
 	sub := zmq4.NewSub(context.Background())
-	defer sub.Close()
-	if err := sub.Dial(fmt.Sprintf("tcp://127.0.0.1:%d", cfg.ZMQKVEventsPort)); err != nil {
+	t.Cleanup(func() { sub.Close() })
+	if err := sub.Dial(fmt.Sprintf("tcp://127.0.0.1:%d", port)); err != nil {
 		t.Fatal(err)
 	}
 	if err := sub.SetOption(zmq4.OptionSubscribe, ""); err != nil {
 		t.Fatal(err)
 	}
-	msgs := make(chan zmq4.Msg, 64)
+	msgs := make(chan zmq4.Msg, n)
 	go func() {
 		for {
 			m, err := sub.Recv()
@@ -242,6 +236,19 @@ func TestServeZMQEvents(t *testing.T) {
 			msgs <- m
 		}
 	}()
+	return msgs
+}
+
+// TestServeZMQEvents: a ZMQ SUB socket decodes vLLM-format batches whose block hashes are vLLM's
+// sha256_cbor hashes of the prompt's tokens (with the configured PYTHONHASHSEED), with their token ids.
+func TestServeZMQEvents(t *testing.T) {
+	cfg := serveConfig()
+	cfg.NATS = "none"
+	cfg.ZMQKVEventsPort = freePort(t)
+	cfg.KVHashSeed = "42"
+	_, c := startServe(t, cfg)
+
+	msgs := subscribeZMQ(t, cfg.ZMQKVEventsPort, 64)
 
 	// The subscription reaches the publisher asynchronously and PUB drops what nobody subscribed to:
 	// send distinct prompts until one's events arrive, then check that one.
