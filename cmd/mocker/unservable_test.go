@@ -82,6 +82,20 @@ func TestLiveOptionsRouterEvents(t *testing.T) {
 	}
 }
 
+// TestLiveOptionsImagesAndLoRAs: serve's --image-tokens and --lora-modules reach the live server (a
+// merge once dropped --image-tokens silently).
+func TestLiveOptionsImagesAndLoRAs(t *testing.T) {
+	cfg := config.Default()
+	cfg.ImageTokens, cfg.LoRAModules = 100, []string{"sql-lora=/p"}
+	o, _, err := liveOptions(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ImageTokens != 100 || len(o.LoRAModules) != 1 || o.LoRAModules[0].Name != "sql-lora" {
+		t.Errorf("ImageTokens %d, LoRAModules %+v; want 100, [sql-lora]", o.ImageTokens, o.LoRAModules)
+	}
+}
+
 // liveOptions builds the pools alone, not a simulation's options: a planner file or failures that only a
 // simulation reads are not read (serve refuses them before), and the decode pool's engine, router and the
 // KV transfer come from the configuration as a simulation's do.
