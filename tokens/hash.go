@@ -59,7 +59,8 @@ func ExtraHash(tokensHash uint64, keys ...uint64) uint64 {
 	if len(keys) == 0 {
 		return tokensHash
 	}
-	buf := make([]byte, 0, 8*(1+len(keys)))
+	var scratch [32]byte // the tokens hash and up to three keys without a heap allocation
+	buf := scratch[:0]
 	buf = binary.LittleEndian.AppendUint64(buf, tokensHash)
 	for _, k := range keys {
 		buf = binary.LittleEndian.AppendUint64(buf, k)
