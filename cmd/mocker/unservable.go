@@ -60,6 +60,8 @@ func ignoredBy(cmd string, c *config.Config, k string) string {
 	case frontend && (strings.HasPrefix(k, "zmq-") || strings.HasPrefix(k, "kv-events-") || strings.HasPrefix(k, "dynamo-") ||
 		k == "kv-hash-seed"):
 		return "a fleet frontend runs no engine, so it publishes no KV events: the mocker worker processes do"
+	case k == "router-event-delay-ms" && cmd == "worker":
+		return "a fleet worker's requests come routed by the frontend: give it to mocker frontend"
 	case k == "fleet-ttl" && !frontend:
 		return "only a fleet frontend (mocker frontend, or mocker serve --workers 0) waits for workers' heartbeats"
 	case k == "kv-events-format" && c.NATS == "none":
