@@ -272,7 +272,7 @@ func Default() Config {
 		SharedPrefixRatio:              0.25,
 		NumPrefixGroups:                8,
 		DatasetSampling:                "shuffle",
-		ImageTokens:                    576,
+		ImageTokens:                    workload.DefaultImageTokens,
 		EncoderMsPerImageToken:         0.002,
 		TurnsPerSession:                1,
 		InterTurnDelayDist:             "constant",

@@ -18,6 +18,7 @@ import (
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/tokenize"
 	"github.com/mocker-sim/mocker/tokens"
+	"github.com/mocker-sim/mocker/workload"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -216,7 +217,7 @@ func New(o Options) (*Server, error) {
 	}
 	switch {
 	case o.ImageTokens == 0:
-		o.ImageTokens = 576
+		o.ImageTokens = workload.DefaultImageTokens
 	case o.ImageTokens < 0:
 		return nil, fmt.Errorf("live: image tokens %d: must be at least 1", o.ImageTokens)
 	}

@@ -154,15 +154,6 @@ func checkImages(items []tokens.Item, n int) error {
 	return nil
 }
 
-// ImageTokens is the number of image tokens of a request.
-func (r *Request) ImageTokens() int {
-	n := 0
-	for _, it := range r.Images {
-		n += it.Len
-	}
-	return n
-}
-
 // syntheticImages gives a generated prompt its images: n images of size tokens each, right after its
 // shared prefix (a system prompt, then the images, then the question), adding their tokens to its length.
 // With a pool, each image is one of pool distinct images drawn uniformly; without, every image is its own.

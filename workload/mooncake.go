@@ -92,8 +92,8 @@ func lookupMooncakeKey(key []byte) (string, mooncakeField, bool) {
 var mooncakeCanonical = [numMooncakeFields]string{
 	"timestamp", "input_length", "output_length", "hash_ids", "session_id",
 	"delay", "output_token_ids", "request_id", "priority",
-	"text_input", "messages", "tools", "wait_for", "tool_wait_ms", "parent_chat_id", "images",
-	"lora",
+	"text_input", "messages", "tools", "wait_for", "tool_wait_ms", "parent_chat_id", "lora",
+	"images",
 }
 
 // MaxLoRAName bounds the length of an adapter's name.
