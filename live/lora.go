@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+
+	"github.com/mocker-sim/mocker/workload"
 )
 
 // LoRAModule is a LoRA adapter a server serves: vLLM's --lora-modules NAME=PATH (the path is only listed).
@@ -32,6 +34,10 @@ func (s *Server) loadLoRA(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Path == nil || *req.Path == "" {
 		writeError(w, badRequest("lora_path", "Both 'lora_name' and 'lora_path' must be provided."))
+		return
+	}
+	if len(*req.Name) > workload.MaxLoRAName {
+		writeError(w, badRequest("lora_name", "An adapter's name is at most %d bytes.", workload.MaxLoRAName))
 		return
 	}
 	m := LoRAModule{Name: *req.Name, Path: *req.Path}

@@ -63,6 +63,7 @@ func TestLoadUnloadLoRA(t *testing.T) {
 		{"/v1/load_lora_adapter", `{"lora_name": "chat", "lora_path": "/adapters/chat"}`, 200, "Success: LoRA adapter 'chat' added successfully."},
 		{"/v1/load_lora_adapter", `{"lora_name": "chat", "lora_path": "/elsewhere"}`, 400, "lora_name: The lora adapter 'chat' has already been loaded."},
 		{"/v1/load_lora_adapter", `{"lora_name": "` + testModel + `", "lora_path": "/x"}`, 400, "lora_name: The lora adapter '" + testModel + "' has already been loaded."},
+		{"/v1/load_lora_adapter", `{"lora_name": "` + strings.Repeat("x", 257) + `", "lora_path": "/x"}`, 400, "lora_name: An adapter's name is at most 256 bytes."},
 		{"/v1/load_lora_adapter", `{"lora_name": "x"}`, 400, "lora_path: Both 'lora_name' and 'lora_path' must be provided."},
 		{"/v1/load_lora_adapter", `{"lora_path": "/x"}`, 400, "lora_name: 'lora_name' must be provided."},
 		{"/v1/unload_lora_adapter", `{"lora_name": "sql-lora"}`, 200, "Success: LoRA adapter 'sql-lora' removed successfully."},
