@@ -100,7 +100,8 @@ func NewFleetSink(nc *nats.Conn, model string, id uint64) *NATSSink {
 	return &NATSSink{pubs: []*natsevents.Publisher{natsevents.NewPublisher(nc, natsevents.Subject(model), id)}}
 }
 
-// ServeFleet registers srv's worker 0 as fleet worker id and takes requests until Drain.
+// ServeFleet registers srv's worker 0 as fleet worker id and takes requests until Drain. When it
+// returns the server has the worker's subscriptions: a request sent then reaches it.
 func ServeFleet(nc *nats.Conn, srv *Server, id uint64) (*FleetWorker, error) {
 	if len(srv.workers) != 1 || srv.decode != nil {
 		return nil, errors.New("live: a fleet worker serves exactly one aggregated worker")
@@ -134,6 +135,11 @@ func ServeFleet(nc *nats.Conn, srv *Server, id uint64) (*FleetWorker, error) {
 	}
 	fw.svc = svc
 	nc.Publish(fleetJoin, nil)
+	if err := nc.Flush(); err != nil { // a round trip: the server has processed the subscriptions
+		svc.Stop()
+		sub.Unsubscribe()
+		return nil, fmt.Errorf("live: fleet: %w", err)
+	}
 	return fw, nil
 }
 
