@@ -76,12 +76,13 @@ func main() {
 	sglangGenerator := flag.Bool("sglang-generator-config", true, "SGLang rows: deploy as AIConfigurator's generator does (--sglang-enable-mixed-chunk, --sglang-max-prefill-tokens ISL+1500); false: SGLang's defaults")
 	backend := flag.String("backend", "", "only the rows of this backend (vllm or sglang; empty: all)")
 	only := flag.String("match", "", "only the rows whose id or model_path contains this string (for iterating on a group; the figures of a subset are not the bench's)")
+	kvCache := flag.String("kv-cache-dtype", "auto", "every row: auto (the model's dtype, each engine's default) or generator (the KV cache dtype AIConfigurator's generator gives the deployment's workers: fp8 when the row's weights are fp8 or fp8_block)")
 	pool := flag.Int("prompt-pool", 0, "every row: requests repeat a pool of this many prompts (mocker predict --num-dataset-entries; genai-perf's and AIPerf's default is 100); 0: every prompt new")
 	loho := flag.Bool("loho", true, "also print the leave-one-harness-out figures: each harness's rows predicted with the frontend latency, SGLang host overhead and SGLang generator config chosen (from a coarse grid) without its rows")
 	plain := flag.Bool("plain", true, "also run, for every dense row, the plain replay `mocker predict --concurrency C --num-requests 10C --input-tokens I --output-tokens O --model M --tp T --backend B` (with --timing default --perf-db over the bench's database) and print its MdAPE")
 	sglangHost := flag.Float64("sglang-host-overhead-us", sglangHostOverheadUs, "SGLang rows: host time per request in each pass (mocker predict --host-overhead-us); 0: none")
 	flag.Parse()
-	set := settings{schedule: *schedule, frontendMs: *frontend, sglangHostUs: *sglangHost, sglangGenerator: *sglangGenerator, promptPool: *pool, backend: *backend, match: *only, loho: *loho, plain: *plain}
+	set := settings{schedule: *schedule, frontendMs: *frontend, sglangHostUs: *sglangHost, sglangGenerator: *sglangGenerator, promptPool: *pool, kvCache: *kvCache, backend: *backend, match: *only, loho: *loho, plain: *plain}
 	if err := run(*data, *limit, *out, set, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "accuracy:", err)
 		os.Exit(1)
@@ -125,6 +126,7 @@ type settings struct {
 	sglangHostUs    float64
 	sglangGenerator bool
 	promptPool      int    // --num-dataset-entries of every row (0: new prompts)
+	kvCache         string // auto or generator: the KV cache dtype of every row
 	backend         string // only this backend's rows ("": all)
 	match           string // only the rows whose id or model path contains it ("": all)
 	loho, plain     bool   // also the leave-one-harness-out figures, the plain replays
@@ -145,6 +147,9 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 	}
 	if set.promptPool < 0 {
 		return fmt.Errorf("prompt-pool %d: must be >= 0", set.promptPool)
+	}
+	if set.kvCache != "auto" && set.kvCache != "generator" {
+		return fmt.Errorf("kv-cache-dtype %q: want auto or generator", set.kvCache)
 	}
 	rows, err := readRows(filepath.Join(data, "aiconfigurator", "silicon_h200_dev.csv"))
 	if err != nil {
@@ -205,7 +210,7 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 			}
 		}
 	}
-	fmt.Fprintf(w, "schedule %s, frontend latency %g ms, SGLang host overhead %g µs per request and pass, SGLang generator config %v, prompt pool %d\n\n", set.schedule, set.frontendMs, set.sglangHostUs, set.sglangGenerator, set.promptPool)
+	fmt.Fprintf(w, "schedule %s, frontend latency %g ms, SGLang host overhead %g µs per request and pass, SGLang generator config %v, prompt pool %d, KV cache %s\n\n", set.schedule, set.frontendMs, set.sglangHostUs, set.sglangGenerator, set.promptPool, set.kvCache)
 	var loho []result
 	if set.loho {
 		loho = leaveOneHarnessOut(w, rows, grid, gridResults)
@@ -324,6 +329,9 @@ func predict(r row, db string, set settings) result {
 	cfg.Timing = "default"
 	cfg.PerfDB = db
 	cfg.Quantization, cfg.MoEQuantization = quantFor(m, r.gemmQuant, r.moeQuant)
+	if set.kvCache == "generator" {
+		cfg.KVCacheDtype = generatorKVCacheDtype(m, cfg.Quantization)
+	}
 	// The engines' own defaults on an H200: vLLM's API server allows 1,024 sequences; SGLang sizes
 	// its running set by memory, which the KV pool bounds here too.
 	cfg.MaxNumSeqs = 1024
@@ -707,6 +715,23 @@ func quantFor(m *model.Model, gemm, moe string) (quantization, moeQuantization s
 		moeQuantization = ""
 	}
 	return quantization, moeQuantization
+}
+
+// generatorKVCacheDtype is the --kv-cache-dtype AIConfigurator's generator gives every worker of a
+// deployment of model m whose linear layers run quantization ("": the checkpoint's format). The
+// generator passes each worker its task's KV cache quant mode (generator/module_bridge.py:
+// kv_cache_dtype = kvcache_quant_mode; the SGLang rule renders fp8 as fp8_e4m3), and the task infers
+// that mode from the checkpoint: fp8 whenever the weights are fp8 or fp8_block and the checkpoint names
+// no KV format of its own (sdk/models/helpers.py, _infer_quant_modes_from_raw_config), else the
+// model's dtype.
+func generatorKVCacheDtype(m *model.Model, quantization string) string {
+	if quantization == "" {
+		quantization = m.Quantization
+	}
+	if quantization == "fp8" || quantization == "fp8_block" {
+		return "fp8"
+	}
+	return "auto"
 }
 
 // noH200Table are the GEMM labels no H200 table holds: nvfp4 (Hopper has no FP4 tensor cores) and

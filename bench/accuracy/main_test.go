@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +34,61 @@ func TestQuantFor(t *testing.T) {
 		if q != tc.quant || mq != tc.moeQuant {
 			t.Errorf("%s %s/%s: %q, %q; want %q, %q", tc.model, tc.gemm, tc.moe, q, mq, tc.quant, tc.moeQuant)
 		}
+	}
+}
+
+// TestGeneratorKVCacheDtype: the generator's workers keep the KV cache in fp8 exactly when the weights
+// are fp8 or fp8_block, whether the row names the format or the checkpoint's own applies.
+func TestGeneratorKVCacheDtype(t *testing.T) {
+	for _, tc := range []struct{ model, quantization, want string }{
+		{"deepseek-ai/DeepSeek-R1", "fp8", "fp8"},        // the disaggregated rows
+		{"deepseek-ai/DeepSeek-R1", "", "fp8"},           // checkpoint: fp8_block
+		{"Qwen/Qwen3-235B-A22B-FP8", "fp8_block", "fp8"}, //
+		{"nvidia/Llama-3.1-8B-Instruct-FP8", "", "fp8"},  // checkpoint: fp8
+		{"meta-llama/Llama-3.1-70B", "bf16", "auto"},     //
+		{"meta-llama/Llama-3.1-8B-Instruct", "", "auto"}, // bf16 checkpoint
+		{"openai/gpt-oss-120b", "", "auto"},              // mxfp4 experts, bf16 GEMMs
+		{"moonshotai/Kimi-K2.5", "", "auto"},             // int4 experts, bf16 GEMMs
+	} {
+		m, err := model.Lookup(tc.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := generatorKVCacheDtype(m, tc.quantization); got != tc.want {
+			t.Errorf("%s %q: %q, want %q", tc.model, tc.quantization, got, tc.want)
+		}
+	}
+
+	// The disaggregated rows' TP 8 DeepSeek-R1 decode worker: fp8 halves the MLA latent's 70,272 bytes
+	// per token and so doubles the pool, 674,240 → 1,348,481 tokens (the measured C 2,048 rows keep
+	// ~1.2 M tokens resident).
+	m, err := model.Lookup("deepseek-ai/DeepSeek-R1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kv             string
+		bytes, tokens int
+	}{{"auto", 70272, 674240}, {generatorKVCacheDtype(m, "fp8"), 35136, 1348481}} {
+		cfg := config.Default()
+		cfg.Backend, cfg.Model, cfg.System, cfg.TP = "sglang", m.Name, "h200_sxm", 8
+		cfg.Quantization, cfg.MoEQuantization, cfg.KVCacheDtype = "fp8", "fp8_block", tc.kv
+		d, err := cfg.Deployment()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.KVBytes != tc.bytes || d.KVBlocks*d.BlockSize != tc.tokens {
+			t.Errorf("kv %s: %d B a token, %d tokens; want %d, %d", tc.kv, d.KVBytes, d.KVBlocks*d.BlockSize, tc.bytes, tc.tokens)
+		}
+	}
+}
+
+// TestRunRefusesKVCacheDtype: a KV cache setting other than auto or generator is refused by name before
+// any row runs.
+func TestRunRefusesKVCacheDtype(t *testing.T) {
+	err := run(t.TempDir(), 0, "", settings{schedule: "aic", kvCache: "fp16"}, io.Discard)
+	if err == nil || err.Error() != `kv-cache-dtype "fp16": want auto or generator` {
+		t.Errorf("kv-cache-dtype fp16: %v", err)
 	}
 }
 
