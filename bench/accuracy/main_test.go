@@ -67,7 +67,7 @@ func TestGeneratorKVCacheDtype(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		kv             string
+		kv            string
 		bytes, tokens int
 	}{{"auto", 70272, 674240}, {generatorKVCacheDtype(m, "fp8"), 35136, 1348481}} {
 		cfg := config.Default()
