@@ -332,6 +332,7 @@ func predict(r row, db string, set settings) result {
 	if set.kvCache == "generator" {
 		cfg.KVCacheDtype = generatorKVCacheDtype(m, cfg.Quantization)
 	}
+	cfg.EP = epFor(m, cfg.Quantization, cfg.MoEQuantization, r.tp, r.ep)
 	// The engines' own defaults on an H200: vLLM's API server allows 1,024 sequences; SGLang sizes
 	// its running set by memory, which the KV pool bounds here too.
 	cfg.MaxNumSeqs = 1024
@@ -706,9 +707,19 @@ func quant(q string) string {
 // int4_wo / bf16 attention and KV cache). So such a row replays in the checkpoint's format, bf16
 // GEMMs and int4_wo experts. Rows of models whose checkpoint is not quantized keep the label, which
 // the configuration rejects by name.
+//
+// A row that says fp8 for both GEMMs and experts of a checkpoint stored in fp8 with 128×128 block
+// scales (MiniMax-M2.5, Qwen3-235B-A22B-FP8: quantization_config quant_method fp8,
+// weight_block_size [128, 128]) ran those blocks: vLLM builds its Fp8Config from the checkpoint's
+// quantization_config (weight_block_size set: block-quantised linear layers and Fp8MoEMethod with
+// block_quant), whatever the label, so such a row replays in the checkpoint's fp8_block. A row that
+// names the two apart (SGLang's DeepSeek rows: fp8 GEMMs, fp8_block experts) keeps its labels.
 func quantFor(m *model.Model, gemm, moe string) (quantization, moeQuantization string) {
 	if noH200Table[gemm] && (m.Quantization != "" || m.MoEQuantization != "") {
 		return "", "" // the checkpoint's own format (model.Model.Quantization, MoEQuantization)
+	}
+	if gemm == "fp8" && moe == "fp8" && m.Quantization == "fp8_block" && m.MoEQuantization == "" {
+		return "", ""
 	}
 	quantization, moeQuantization = quant(gemm), moe
 	if moeQuantization == gemm {
@@ -733,6 +744,22 @@ func generatorKVCacheDtype(m *model.Model, quantization string) string {
 	}
 	return "auto"
 }
+
+// epFor is the expert parallelism a row ran with. vLLM refuses block-quantised experts whose
+// shard is not a whole number of 128-wide blocks (fp8.py, Fp8MoEMethod.create_weights: "The
+// output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n =
+// 128" for MiniMax-M2.5 at TP 8), so a row at such a TP was served with --enable-expert-parallel,
+// which keeps every expert whole on one GPU: EP = TP. Otherwise the row's moe_ep_size.
+func epFor(m *model.Model, quantization, moeQuantization string, tp, ep int) int {
+	format := cmp.Or(moeQuantization, quantization, m.MoEQuantization, m.Quantization)
+	if format == "fp8_block" && m.MoE() && m.MoEIntermediate/(tp/ep)%fp8Block != 0 {
+		return tp
+	}
+	return ep
+}
+
+// fp8Block is the width of the weight blocks of fp8_block checkpoints (weight_block_size [128, 128]).
+const fp8Block = 128
 
 // noH200Table are the GEMM labels no H200 table holds: nvfp4 (Hopper has no FP4 tensor cores) and
 // int4_wo (a weight-only expert format, not a GEMM precision).

@@ -19,7 +19,12 @@ func TestQuantFor(t *testing.T) {
 		{"openai/gpt-oss-120b", "nvfp4", "nvfp4", "", ""},
 		// Kimi-K2.5's int4 checkpoint: bf16 GEMMs, int4_wo (Marlin W4A16) routed experts.
 		{"moonshotai/Kimi-K2.5", "int4_wo", "int4_wo", "", ""},
-		{"Qwen/Qwen3-235B-A22B-FP8", "fp8", "fp8", "fp8", ""},
+		// fp8 for both on a checkpoint stored in 128×128 blocks: the checkpoint's fp8_block, which vLLM
+		// loads whatever the label.
+		{"Qwen/Qwen3-235B-A22B-FP8", "fp8", "fp8", "", ""},
+		{"MiniMaxAI/MiniMax-M2.5", "fp8", "fp8", "", ""},
+		// Labels that name the two apart keep them (SGLang's DeepSeek rows).
+		{"deepseek-ai/DeepSeek-R1", "fp8", "fp8_block", "fp8", "fp8_block"},
 		{"Qwen/Qwen3-235B-A22B", "fp8_block", "fp8_block", "fp8_block", ""},
 		{"meta-llama/Llama-3.1-70B", "bfloat16", "", "bf16", ""},
 		{"Qwen/Qwen3-235B-A22B", "fp8", "bfloat16", "fp8", "bfloat16"},
@@ -89,6 +94,33 @@ func TestRunRefusesKVCacheDtype(t *testing.T) {
 	err := run(t.TempDir(), 0, "", settings{schedule: "aic", kvCache: "fp16"}, io.Discard)
 	if err == nil || err.Error() != `kv-cache-dtype "fp16": want auto or generator` {
 		t.Errorf("kv-cache-dtype fp16: %v", err)
+	}
+}
+
+// TestEpFor: block-quantised experts whose shard at the row's moe_tp is not a whole number of
+// 128-wide blocks run with EP = TP (MiniMax-M2.5 at TP 8: 1,536/8 = 192); every other row keeps
+// its moe_ep_size.
+func TestEpFor(t *testing.T) {
+	for _, tc := range []struct {
+		model, quant, moeQuant string
+		tp, ep, want           int
+	}{
+		{"MiniMaxAI/MiniMax-M2.5", "", "", 8, 1, 8},              // the checkpoint's fp8_block: 192 columns
+		{"MiniMaxAI/MiniMax-M2.5", "", "", 4, 1, 1},              // 384 = 3 blocks
+		{"MiniMaxAI/MiniMax-M2.5", "fp8", "", 8, 1, 1},           // per-tensor fp8 has no blocks
+		{"Qwen/Qwen3-235B-A22B-FP8", "", "", 8, 1, 8},            // 1,536/8 = 192
+		{"Qwen/Qwen3-235B-A22B-FP8", "", "", 8, 2, 2},            // moe_tp 4: 384
+		{"Qwen/Qwen3-235B-A22B-FP8", "", "", 2, 1, 1},            // 768 = 6 blocks
+		{"deepseek-ai/DeepSeek-R1", "fp8", "fp8_block", 8, 1, 1}, // 2,048/8 = 256 = 2 blocks
+		{"meta-llama/Llama-3.1-70B", "fp8_block", "", 8, 1, 1},   // dense
+	} {
+		m, err := model.Lookup(tc.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := epFor(m, tc.quant, tc.moeQuant, tc.tp, tc.ep); got != tc.want {
+			t.Errorf("%s %q/%q TP %d EP %d: EP %d, want %d", tc.model, tc.quant, tc.moeQuant, tc.tp, tc.ep, got, tc.want)
+		}
 	}
 }
 

@@ -54,6 +54,8 @@ func Generate(src, out, system string) error {
 		g.sites[key][[2]float64{n, k}] = true
 	}
 	defer func() { traceGEMM = nil }()
+	traceSubstitute = g.use
+	defer func() { traceSubstitute = nil }()
 	var covered []string
 	for _, backend := range []string{"sglang", "vllm"} {
 		for _, name := range model.Names() {

@@ -312,7 +312,13 @@ func newModel(o Options) (*Model, error) {
 	gemms := map[string]*gemmData{}
 	for _, dt := range []string{c.gemmDtype, "bfloat16"} {
 		if gemms[dt] == nil {
-			if gemms[dt], err = loadGEMM(gemmSrc, dt, rf); err != nil {
+			paths := gemmSrc
+			if c.Backend == "vllm" && dt == "fp8_block" {
+				if paths, err = mdl.blockGEMMSource(d, version, gemmSrc); err != nil {
+					return nil, err
+				}
+			}
+			if gemms[dt], err = loadGEMM(paths, dt, rf); err != nil {
 				return nil, err
 			}
 		}
@@ -479,6 +485,67 @@ func (mdl *Model) marlinMoE(d db, version string, own []string, k moeKey, rf *ro
 	return curve{}, fmt.Errorf("aic: %s: the %s rows time vLLM's WNA16 MoE kernels (kernel_source %s), not the Marlin MoE vLLM runs for int4 experts, and no other vLLM version has Marlin rows for it",
 		sourceList(own), k, vllmWNA16Kernel)
 }
+
+// hostBoundRatio: a version's fp8_block GEMM rows time host work, not a kernel, when the smallest
+// GEMM they hold costs more than this many times the bfloat16 GEMM of the same m, n and k. On H200
+// the 128×128×128 GEMM (m 1–8) is 2.4–2.7 µs in bfloat16 in every vLLM version; its fp8_block row
+// (a per-token-group activation quantisation and a block-scaled GEMM, two launches) is 2.3–3.4×
+// that in 0.19.0 and 6.4–7.2× in 0.14.0, but 51–68 µs, 20–26×, in 0.18.0, 0.22.0 and 0.24.0, flat
+// in m up to thousands of tokens.
+const hostBoundRatio = 10
+
+// blockGEMMSource is where vLLM's fp8_block GEMMs are priced from: the version's own GEMM table
+// unless its fp8_block rows are host-bound (hostBoundRatio), else the GEMM table of the nearest
+// version whose rows are not, the oldest newer one first (as NearestVersion picks a version), else
+// the newest older one; with none, the version's own. vLLM captures its decode steps (and the
+// piecewise parts of mixed steps) in CUDA graphs, so a step pays the kernels' GPU time, not their
+// launch: the 0.18.0 rows give an H200 8.7 ms of attention projections per decode step of
+// MiniMax-M2.5 at TP 8 and 4 requests, where the whole step measured 8.0 ms on 0.18.0. The
+// sources record the table used beside the version's own.
+func (mdl *Model) blockGEMMSource(d db, version string, own []string) ([]string, error) {
+	bound, _, err := blockGEMMHostBound(own)
+	if err != nil || !bound {
+		return own, err
+	}
+	vs := d.versions(gemmTable.op, "vllm") // newest first
+	var newer, older []string
+	for _, v := range vs {
+		switch c := compareVersions(v, version); {
+		case c > 0:
+			newer = append([]string{v}, newer...)
+		case c < 0:
+			older = append(older, v)
+		}
+	}
+	ref := gemmTable
+	ref.backend = "vllm"
+	for _, v := range append(newer, older...) {
+		paths, err := d.sources(ref, v)
+		if err != nil {
+			return nil, err
+		}
+		if len(paths) == 0 {
+			continue
+		}
+		bound, have, err := blockGEMMHostBound(paths)
+		if err != nil {
+			return nil, err
+		}
+		if bound || !have {
+			continue
+		}
+		mdl.sources = append(mdl.sources, paths...)
+		if traceSubstitute != nil {
+			traceSubstitute(ref, v, paths)
+		}
+		return paths, nil
+	}
+	return own, nil
+}
+
+// traceSubstitute, when set, is told of every table a model prices from in place of its version's own
+// (blockGEMMSource): Generate embeds those too. It is set only while Generate runs.
+var traceSubstitute func(ref tableRef, version string, paths []string)
 
 // mlaBmm holds the absorbed-decode batched GEMMs of an MLA model (SGLang): before and after the
 // attention core, by number of decode tokens.

@@ -1,6 +1,7 @@
 package aic
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -110,6 +111,45 @@ func loadGEMM(paths []string, dtype string, rf *roofline) (*gemmData, error) {
 	}
 	g.ns, g.ks, g.ms = unique(g.ns), unique(g.ks), unique(allM)
 	return g, nil
+}
+
+// blockGEMMHostBound reports whether paths hold fp8_block GEMM rows (have) and whether they are
+// host-bound: the smallest GEMM they hold (least n·k, then least m) costs more than hostBoundRatio
+// times the bfloat16 row of the same m, n and k (false without such a bfloat16 row).
+func blockGEMMHostBound(paths []string) (bound, have bool, err error) {
+	block, bf16 := map[[3]float64]float64{}, map[[3]float64]float64{}
+	err = scan(paths, func(t *table) (func(int), error) {
+		dt, err := t.s("gemm_dtype")
+		ms, err1 := t.f("m")
+		ns, err2 := t.f("n")
+		ks, err3 := t.f("k")
+		lat, err4 := t.f("latency")
+		if err := firstErr(err, err1, err2, err3, err4); err != nil {
+			return nil, err
+		}
+		return func(i int) {
+			key := [3]float64{ms[i], ns[i], ks[i]}
+			switch {
+			case lat[i] <= 0:
+			case dt[i] == "fp8_block":
+				firstWins(block, key, lat[i])
+			case dt[i] == "bfloat16":
+				firstWins(bf16, key, lat[i])
+			}
+		}, nil
+	})
+	if err != nil || len(block) == 0 {
+		return false, false, err
+	}
+	least := slices.SortedFunc(maps.Keys(block), func(a, b [3]float64) int {
+		return cmp.Or(cmp.Compare(a[1]*a[2], b[1]*b[2]), cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
+	})[0]
+	if traceGEMM != nil {
+		traceGEMM(sourceList(paths), "fp8_block", least[1], least[2])
+		traceGEMM(sourceList(paths), "bfloat16", least[1], least[2])
+	}
+	ref, ok := bf16[least]
+	return ok && block[least] > hostBoundRatio*ref, true, nil
 }
 
 // traceGEMM, when set, is told of every GEMM site a lookup reads: Generate keeps those. It is set only
