@@ -624,7 +624,8 @@ func leaveOneHarnessOut(w io.Writer, rows []row, grid []calibration, results [][
 // batches them again. A client that comes back late by less than a pass joins the next pass of the same
 // train, so the spacing each round starts from is the engine's own, not a uniform spread over a
 // lifetime. Every SGLang group in every harness fits better so (docs/accuracy.md, 2026-12-02, third
-// session), while the vLLM rows do drift.
+// session), while the vLLM rows do drift; why vLLM's drift, whose chunked prefill groups them the
+// same way in a replay, is not established.
 const measuredRounds = 10
 
 // record is one request of a replay (report.Collector.WriteRequestsJSONL).
