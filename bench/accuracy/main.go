@@ -14,7 +14,7 @@
 //
 //	go run ./bench/accuracy [-data ../shared/data] [-rows N] [-backend vllm|sglang] [-match S] [-csv out.csv]
 //	    [-schedule aic|steady|lockstep] [-frontend-latency-ms 13.6] [-sglang-host-overhead-us 16]
-//	    [-sglang-generator-config=true] [-prompt-pool 0] [-loho=true] [-plain=true]
+//	    [-sglang-generator-config=true] [-sglang-grouped=true] [-prompt-pool 0] [-loho=true] [-plain=true]
 package main
 
 import (
@@ -81,8 +81,9 @@ func main() {
 	loho := flag.Bool("loho", true, "also print the leave-one-harness-out figures: each harness's rows predicted with the frontend latency, SGLang host overhead and SGLang generator config chosen (from a coarse grid) without its rows")
 	plain := flag.Bool("plain", true, "also run, for every dense row, the plain replay `mocker predict --concurrency C --num-requests 10C --input-tokens I --output-tokens O --model M --tp T --backend B` (with --timing default --perf-db over the bench's database) and print its MdAPE")
 	sglangHost := flag.Float64("sglang-host-overhead-us", sglangHostOverheadUs, "SGLang rows: host time per request in each pass (mocker predict --host-overhead-us); 0: none")
+	sglangGrouped := flag.Bool("sglang-grouped", true, "schedule aic, aggregated SGLang rows: every client sends its first request at time 0 and the engine alone decides how far they spread (no --concurrency-desync-ms); false: desynchronised as the vLLM rows")
 	flag.Parse()
-	set := settings{schedule: *schedule, frontendMs: *frontend, sglangHostUs: *sglangHost, sglangGenerator: *sglangGenerator, promptPool: *pool, kvCache: *kvCache, backend: *backend, match: *only, loho: *loho, plain: *plain}
+	set := settings{schedule: *schedule, frontendMs: *frontend, sglangHostUs: *sglangHost, sglangGenerator: *sglangGenerator, sglangGrouped: *sglangGrouped, promptPool: *pool, kvCache: *kvCache, backend: *backend, match: *only, loho: *loho, plain: *plain}
 	if err := run(*data, *limit, *out, set, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "accuracy:", err)
 		os.Exit(1)
@@ -125,6 +126,7 @@ type settings struct {
 	frontendMs      float64
 	sglangHostUs    float64
 	sglangGenerator bool
+	sglangGrouped   bool   // schedule aic: aggregated SGLang rows replay without --concurrency-desync-ms
 	promptPool      int    // --num-dataset-entries of every row (0: new prompts)
 	kvCache         string // auto or generator: the KV cache dtype of every row
 	backend         string // only this backend's rows ("": all)
@@ -210,7 +212,7 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 			}
 		}
 	}
-	fmt.Fprintf(w, "schedule %s, frontend latency %g ms, SGLang host overhead %g µs per request and pass, SGLang generator config %v, prompt pool %d, KV cache %s\n\n", set.schedule, set.frontendMs, set.sglangHostUs, set.sglangGenerator, set.promptPool, set.kvCache)
+	fmt.Fprintf(w, "schedule %s, frontend latency %g ms, SGLang host overhead %g µs per request and pass, SGLang generator config %v, SGLang grouped %v, prompt pool %d, KV cache %s\n\n", set.schedule, set.frontendMs, set.sglangHostUs, set.sglangGenerator, set.sglangGrouped, set.promptPool, set.kvCache)
 	var loho []result
 	if set.loho {
 		loho = leaveOneHarnessOut(w, rows, grid, gridResults)
@@ -370,6 +372,17 @@ func predict(r row, db string, set settings) result {
 		// Every client starts at time 0 and every request counts.
 		cfg.NumRequests = max(5*r.concurrency, 50)
 		cfg.ConcurrencyDesyncMs = 0
+		recs, err := replay(cfg)
+		if err != nil {
+			return fail("%v", err)
+		}
+		res.ttft, res.tpot = means(recs, 0)
+		return res
+	}
+	if set.schedule == "aic" && set.sglangGrouped && r.backend == "sglang" && r.mode == "agg" {
+		// The measured requests, every client sending its first at once to an idle engine and nothing
+		// else spreading them (see measuredRounds).
+		cfg.NumRequests, cfg.ConcurrencyDesyncMs = measuredRounds*r.concurrency, 0
 		recs, err := replay(cfg)
 		if err != nil {
 			return fail("%v", err)
@@ -611,6 +624,17 @@ func leaveOneHarnessOut(w io.Writer, rows []row, grid []calibration, results [][
 // they can be read directly: vLLM Llama-3.1-70B's measured TTFT exceeds the steady-state replay by
 // about C·S/20 (S the lone prefill pass) at every TP, ISL and C — the mean wait of a burst of C
 // prefills, C·S/2, over ten rounds.
+//
+// Aggregated SGLang rows are the exception (-sglang-grouped): their clients are left as the engine
+// groups them. SGLang's scheduler forms a prefill batch before any decode step whenever prompts wait
+// (scheduler.py get_next_batch_to_run; PrefillAdder takes every waiting prompt the budgets allow), so
+// the C prompts of the burst are prefilled in a few consecutive passes and, with fixed output lengths
+// (ignore_eos), finish in the same or adjacent steps; their clients send again together and the engine
+// batches them again. A client that comes back late by less than a pass joins the next pass of the same
+// train, so the spacing each round starts from is the engine's own, not a uniform spread over a
+// lifetime. Every SGLang group in every harness fits better so (docs/accuracy.md, 2026-12-02, third
+// session), while the vLLM rows do drift; why vLLM's drift, whose chunked prefill groups them the
+// same way in a replay, is not established.
 const measuredRounds = 10
 
 // record is one request of a replay (report.Collector.WriteRequestsJSONL).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -316,5 +317,46 @@ func TestTablesForNewModels(t *testing.T) {
 	cfg.Model, cfg.TP, cfg.EP = "zhipuai/GLM-5", 8, 1
 	if v, err := tablesFor(cfg, db, "glm5-hopper"); err != nil || v != "0.5.9" {
 		t.Errorf("GLM-5 at glm5-hopper: tables %q, %v; want 0.5.9", v, err)
+	}
+}
+
+// TestPredictSGLangGrouped: an aggregated SGLang row replays the benchmark's 10·C requests with every
+// client starting at time 0 and nothing spreading them but the engine (-sglang-grouped); the same row
+// with the setting off, and a vLLM row either way, are desynchronised over one lifetime. Eight clients
+// of 1,000-token prompts under the generator's budget (ISL + 1,500 tokens: two prompts a pass) come
+// back as the engine spaced them, two a pass, so their mean TTFT stays near twice the desynchronised
+// replay's, and their decode steps meet fewer prefills.
+func TestPredictSGLangGrouped(t *testing.T) {
+	const db = "../../../shared/data/aiconfigurator"
+	if _, err := os.Stat(db); err != nil {
+		t.Skip("shared AIConfigurator data not present")
+	}
+	r := row{id: "grouped", backend: "sglang", version: "0.5.6.post2", modelPath: "meta-llama/Llama-3.1-8B-Instruct", mode: "agg",
+		isl: 1000, osl: 50, concurrency: 8, tp: 1, dp: 1, ep: 1, gemmQuant: "fp8_block", moeQuant: "fp8_block"}
+	base := settings{schedule: "aic", frontendMs: frontendLatencyMs, sglangHostUs: sglangHostOverheadUs, sglangGenerator: true}
+	predictAt := func(r row, grouped bool) result {
+		set := base
+		set.sglangGrouped = grouped
+		res := predict(r, db, set)
+		if res.err != "" {
+			t.Fatal(res.err)
+		}
+		return res
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-6 }
+	for _, tc := range []struct {
+		grouped    bool
+		ttft, tpot float64 // ms
+	}{
+		{true, 80.459900, 5.514261},
+		{false, 42.082449, 6.143908},
+	} {
+		if res := predictAt(r, tc.grouped); !near(res.ttft, tc.ttft) || !near(res.tpot, tc.tpot) {
+			t.Errorf("grouped %v: TTFT %.6f, TPOT %.6f ms; want %.6f, %.6f", tc.grouped, res.ttft, res.tpot, tc.ttft, tc.tpot)
+		}
+	}
+	r.backend, r.version = "vllm", "0.14.0"
+	if a, b := predictAt(r, true), predictAt(r, false); a.ttft != b.ttft || a.tpot != b.tpot {
+		t.Errorf("vLLM row: grouped %g / %g ms, desynchronised %g / %g; want the same", a.ttft, a.tpot, b.ttft, b.tpot)
 	}
 }
