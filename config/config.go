@@ -900,9 +900,12 @@ func (c *Config) desync() any {
 // auto, the default, spreads the closed-loop clients of a synthetic workload with --concurrency, as a
 // benchmark's drift apart; there are none to spread without --concurrency, with a trace (its requests
 // differ in length, so clients drift on their own, and the trace's order is replayed as recorded) or with
-// multi-turn sessions, and --concurrency-ramp-ms given alone already staggers them.
+// multi-turn sessions, and --concurrency-ramp-ms given alone already staggers them. On aggregated workers
+// of a backend whose benchmarks' clients stay grouped (engine.BackendSpec.ClientsStayGrouped: SGLang) auto
+// spreads nothing either.
 func (c *Config) desyncPending() bool {
-	return c.DesyncAuto() && c.Concurrency > 0 && c.Trace == "" && c.TurnsPerSession <= 1 &&
+	grouped := c.backend().Spec().ClientsStayGrouped && c.PrefillWorkers == 0
+	return c.DesyncAuto() && c.Concurrency > 0 && c.Trace == "" && c.TurnsPerSession <= 1 && !grouped &&
 		(c.ConcurrencyRampMs == 0 || c.isGiven("concurrency-desync-ms"))
 }
 

@@ -293,6 +293,7 @@ func TestDesyncDefault(t *testing.T) {
 		func(c *Config) { c.Concurrency = 0 },
 		func(c *Config) { c.Concurrency, c.ConcurrencyRampMs = 2, 100 },
 		func(c *Config) { c.Concurrency, c.TurnsPerSession = 2, 2 },
+		func(c *Config) { c.Concurrency, c.Backend = 2, "sglang" }, // its clients stay grouped
 	} {
 		c := Default()
 		set(&c)
@@ -300,8 +301,30 @@ func TestDesyncDefault(t *testing.T) {
 			t.Errorf("%+v: Validate() = %v", c, err)
 		}
 		if ms, err := c.ResolveDesync(sim.MeanE2EMs); ms != 0 || err != nil || c.ConcurrencyDesyncMs != 0 {
-			t.Errorf("concurrency %d, ramp %v, turns %d: ResolveDesync = %v, %v (desync %v), want 0",
-				c.Concurrency, c.ConcurrencyRampMs, c.TurnsPerSession, ms, err, c.ConcurrencyDesyncMs)
+			t.Errorf("%s, concurrency %d, ramp %v, turns %d: ResolveDesync = %v, %v (desync %v), want 0",
+				c.Backend, c.Concurrency, c.ConcurrencyRampMs, c.TurnsPerSession, ms, err, c.ConcurrencyDesyncMs)
+		}
+	}
+}
+
+// TestDesyncGroupedBackend: auto spreads nothing on aggregated SGLang workers (their benchmarks' clients
+// stay grouped) and still spreads a disaggregated SGLang deployment's clients.
+func TestDesyncGroupedBackend(t *testing.T) {
+	for _, tc := range []struct {
+		prefill, decode int
+		spreads         bool
+	}{{0, 0, false}, {1, 1, true}} {
+		c := Default()
+		c.Backend, c.Timing, c.PrefillMs, c.DecodeMs = "sglang", "fixed", 10, 2
+		c.Concurrency, c.NumRequests, c.PrefillWorkers, c.DecodeWorkers = 2, 6, tc.prefill, tc.decode
+		c.InputTokens, c.InputTokensStddev, c.OutputTokens, c.OutputTokensStddev = 16, 0, 3, 0
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		ms, err := c.ResolveDesync(sim.MeanE2EMs)
+		if err != nil || (ms > 0) != tc.spreads || c.ConcurrencyDesyncMs != ms {
+			t.Errorf("prefill %d decode %d: ResolveDesync = %v, %v (desync %v), want spreading %v",
+				tc.prefill, tc.decode, ms, err, c.ConcurrencyDesyncMs, tc.spreads)
 		}
 	}
 }

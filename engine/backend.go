@@ -37,6 +37,10 @@ type BackendSpec struct {
 	NoDisagg bool
 	// EventsAtPassEnd says its KV events become visible when a pass ends, not when it starts.
 	EventsAtPassEnd bool
+	// ClientsStayGrouped says a closed-loop benchmark's clients stay in the groups its aggregated
+	// workers form (SGLang: prefill first, so a burst's requests start and end together), so
+	// --concurrency-desync-ms auto spreads nothing there. Measured, not derived: docs/accuracy.md.
+	ClientsStayGrouped bool
 	// Metrics is the engine whose Prometheus metric names its live workers export (live/metrics:
 	// vllm, sglang or trtllm; "": vllm).
 	Metrics string
@@ -60,7 +64,7 @@ var Backends = []BackendSpec{
 		Timing: "profile", NoDisagg: true, Metrics: "trtllm", New: newVLLM(vllm.GuaranteedNoEvict), Pool: vllmPool, AppendCached: vllmCached,
 		Tiers: vllmTiers},
 	SGLang: {Name: "sglang", Help: "SGLang's scheduler over a radix prefix cache", BlockSize: 1, EventsAtPassEnd: true,
-		Metrics: "sglang", New: newSGLang, Pool: sglangPool, AppendCached: sglangCached, Tiers: sglangTiers},
+		ClientsStayGrouped: true, Metrics: "sglang", New: newSGLang, Pool: sglangPool, AppendCached: sglangCached, Tiers: sglangTiers},
 }
 
 // ParseBackend parses a registered backend's name.
