@@ -3,6 +3,7 @@ package aic
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,7 +45,7 @@ var (
 		if pyPaths.m == nil {
 			pyPaths.m = map[string][]string{}
 		}
-		pyPaths.m[path] = pythonSysPath("python3")
+		pyPaths.m[path] = cachedSysPath("python3", pyCacheDir())
 		return pyPaths.m[path]
 	}
 	pyPaths struct {
@@ -87,6 +88,61 @@ func pythonDataDir(paths []string, system string) string {
 		}
 	}
 	return ""
+}
+
+// pyCacheTTL is how long an answer of python3's is kept: sys.path names directories, so a package
+// installed into one of them is found at once; only a new directory (a first `pip install --user`)
+// waits up to this long, or for --perf-db / $MOCKER_PERF_DB.
+const pyCacheTTL = time.Hour
+
+// pyCacheDir is where cachedSysPath keeps python3's answers ("": nowhere).
+func pyCacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "mocker", "python-sys-path")
+}
+
+// cachedSysPath is python's sys.path as pythonSysPath gives it, kept in dir for pyCacheTTL and keyed
+// by the interpreter file, the working directory and the environment that choose a Python (a pyenv
+// shim or a conda activation makes asking cost ~0.5 s of CPU and more of wall time: more than a
+// replay). Without a cache directory it asks every time.
+func cachedSysPath(python, dir string) []string {
+	exe, err := exec.LookPath(python)
+	if err != nil {
+		return nil
+	}
+	st, err := os.Stat(exe)
+	if err != nil || dir == "" {
+		return pythonSysPath(python)
+	}
+	h := fnv.New64a()
+	wd, _ := os.Getwd()
+	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%s", exe, st.ModTime().UnixNano(), st.Size(), wd)
+	for _, k := range []string{"PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "VIRTUAL_ENV", "CONDA_PREFIX", "PYENV_VERSION"} {
+		fmt.Fprintf(h, "\x00%s=%s", k, os.Getenv(k))
+	}
+	file := filepath.Join(dir, fmt.Sprintf("%016x", h.Sum64()))
+	if fi, err := os.Stat(file); err == nil && time.Since(fi.ModTime()) < pyCacheTTL {
+		if b, err := os.ReadFile(file); err == nil {
+			return strings.Split(strings.TrimSpace(string(b)), "\n")
+		}
+	}
+	paths := pythonSysPath(python)
+	if paths == nil {
+		return nil // not kept: a python that failed may work next time
+	}
+	// Written whole or not at all (a rename), so a concurrent run never reads half an answer.
+	if os.MkdirAll(dir, 0o755) == nil {
+		if tmp, err := os.CreateTemp(dir, "tmp-*"); err == nil {
+			_, werr := tmp.WriteString(strings.Join(paths, "\n") + "\n")
+			if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), file) != nil {
+				os.Remove(tmp.Name())
+			}
+		}
+	}
+	return paths
 }
 
 // pythonSysPath runs python to print its sys.path; nil when python is absent or fails (within 10 s).

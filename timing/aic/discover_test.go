@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mocker-sim/mocker/model"
 )
@@ -83,6 +84,43 @@ func TestPythonSysPath(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	if got := pythonSysPath("python3"); got != nil {
 		t.Errorf("without python3: pythonSysPath = %q, want nil", got)
+	}
+}
+
+// cachedSysPath asks python3 once per interpreter and environment within pyCacheTTL: a second call
+// reads the cache (the interpreter, were it run again, would say something else), a changed
+// environment asks again, and without a cache directory every call asks.
+func TestCachedSysPath(t *testing.T) {
+	bin, cache := t.TempDir(), t.TempDir()
+	count := filepath.Join(t.TempDir(), "runs")
+	// Each run counts itself in count (shell builtins only: PATH holds nothing else) and prints the
+	// count as a path: the answer changes with every run.
+	script := "#!/bin/sh\nn=0\n[ -f " + count + " ] && read n < " + count + "\nn=$((n+1))\necho $n > " + count + "\necho /site-$n\n"
+	if err := os.WriteFile(filepath.Join(bin, "python3"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	t.Setenv("VIRTUAL_ENV", "")
+	for i, want := range []string{"/site-1", "/site-1"} {
+		if got := cachedSysPath("python3", cache); !slices.Equal(got, []string{want}) {
+			t.Errorf("call %d: %q, want [%s]", i+1, got, want)
+		}
+	}
+	t.Setenv("VIRTUAL_ENV", "/venv")
+	if got := cachedSysPath("python3", cache); !slices.Equal(got, []string{"/site-2"}) {
+		t.Errorf("another environment: %q, want [/site-2]", got)
+	}
+	if got := cachedSysPath("python3", ""); !slices.Equal(got, []string{"/site-3"}) {
+		t.Errorf("no cache directory: %q, want [/site-3]", got)
+	}
+	// An answer older than the TTL is asked again.
+	entries, _ := os.ReadDir(cache)
+	for _, e := range entries {
+		old := time.Now().Add(-2 * pyCacheTTL)
+		os.Chtimes(filepath.Join(cache, e.Name()), old, old)
+	}
+	if got := cachedSysPath("python3", cache); !slices.Equal(got, []string{"/site-4"}) {
+		t.Errorf("expired: %q, want [/site-4]", got)
 	}
 }
 
