@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"runtime"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -14,7 +16,11 @@ import (
 // allocation freed again untouched: address space, not memory) and advises everything from the first
 // arena to their end; a 2 MiB range that nothing has touched yet then faults in whole. Best effort: an
 // error (no THP, a hole in the range) leaves the pages as they were, and no result depends on it.
+// GODEBUG=disablethp=1, the runtime's switch for small pages, turns it off.
 func hugeHeap(size int) {
+	if strings.Contains(","+os.Getenv("GODEBUG")+",", ",disablethp=1,") {
+		return
+	}
 	const arena = 64 << 20 // the runtime's heap arena on 64-bit Linux
 	first := new(uint64)
 	b := make([]byte, size)
