@@ -10,7 +10,7 @@ import (
 
 // hugeHeap asks Linux to back the Go heap with transparent huge pages where it gives them only when asked
 // (THP "madvise", a common default). An offline run touches a few hundred MB of heap, and each first
-// touch of a 4 KiB page is a page fault: on a virtual machine they cost ~20 µs each, a quarter of the
+// touch of a 4 KiB page is a page fault: on a virtual machine they cost ~20 µs each, a sixth of the
 // conversation replay's CPU time, where a 2 MiB page takes one fault. The runtime maps heap arenas as the
 // heap grows and never asks for huge pages itself, so this maps size bytes of arenas at once (an
 // allocation freed again untouched: address space, not memory) and advises everything from the first
