@@ -38,6 +38,7 @@ op-level model (--timing default) on AIConfigurator's H200 tables built into the
 A --config YAML file takes the same keys as the flags; flags given on the command line win.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			hugeHeap(offlineHeap)
 			if err := loadSettings(cmd.Flags(), &cfg, configPath); err != nil {
 				return err
 			}
@@ -57,6 +58,10 @@ A --config YAML file takes the same keys as the flags; flags given on the comman
 	prof.bind(cmd.Flags())
 	return cmd
 }
+
+// offlineHeap is the heap predict and recommend ask huge pages for (hugeHeap): more than a replay of the
+// Mooncake conversation trace holds on eight workers; a heap beyond it grows on small pages.
+const offlineHeap = 512 << 20
 
 // predict runs cfg's workload with threads goroutines simulating workers (sim.Options.Threads).
 func predict(cfg *config.Config, threads int, stdout, stderr io.Writer) error {

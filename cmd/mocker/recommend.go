@@ -66,6 +66,7 @@ is certainly missed; a shape whose TTFT on an idle worker with the best possible
 misses the target is not run at all.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			hugeHeap(offlineHeap)
 			if err := loadSettings(cmd.Flags(), &cfg, configPath); err != nil {
 				return err
 			}
