@@ -45,9 +45,9 @@ type samples struct {
 	newCounts []uint32
 	newN      int // samples in the pending runs
 
-	// Buffers reused from one settle to the next: the merge's destination and the sort's scratch.
-	mergeKeys, mergeCounts, sortKeys []uint64
-	sortCounts                       []uint32
+	// The sort's scratch, reused from one settle to the next.
+	sortKeys   []uint64
+	sortCounts []uint32
 }
 
 func (s *samples) add(d time.Duration, n int32) {
@@ -62,7 +62,8 @@ func (s *samples) reserve(n int) {
 	s.newKeys, s.newCounts = slices.Grow(s.newKeys, n), slices.Grow(s.newCounts, n)
 }
 
-// settle sorts the pending runs and merges them into the distinct values.
+// settle sorts the pending runs and merges them into the distinct values, in place: the distinct
+// values are most of what a long run's ITL holds, so they are never copied into a second buffer.
 func (s *samples) settle() {
 	if len(s.newKeys) == 0 {
 		return
@@ -77,33 +78,47 @@ func (s *samples) settle() {
 		s.sortCounts = slices.Grow(s.sortCounts[:0], n)[:n]
 		keys, counts = radixSortPairsInto(s.newKeys, s.newCounts, s.sortKeys, s.sortCounts)
 	}
-	mk, mc := s.mergeKeys[:0], s.mergeCounts[:0]
-	if need := len(s.keys) + len(keys); cap(mk) < need {
-		// Room to grow: the distinct values grow a little at each settle.
-		mk, mc = make([]uint64, 0, 2*need), make([]uint64, 0, 2*need)
-	}
-	push := func(k, c uint64) {
-		if n := len(mk); n > 0 && mk[n-1] == k {
-			mc[n-1] += c
-			return
+	count := func(j int) uint64 {
+		if counts == nil {
+			return 1
 		}
-		mk, mc = append(mk, k), append(mc, c)
+		return uint64(counts[j])
 	}
-	i, j := 0, 0
-	for i < len(s.keys) || j < len(keys) {
-		if j == len(keys) || i < len(s.keys) && s.keys[i] <= keys[j] {
-			push(s.keys[i], s.counts[i])
+	// Count the pending values not settled yet, then merge from the back into the room they take.
+	added, i := 0, 0
+	for j, k := range keys {
+		if j > 0 && keys[j-1] == k {
+			continue
+		}
+		for i < len(s.keys) && s.keys[i] < k {
 			i++
-		} else {
-			c := uint64(1)
-			if counts != nil {
-				c = uint64(counts[j])
-			}
-			push(keys[j], c)
-			j++
+		}
+		if i == len(s.keys) || s.keys[i] != k {
+			added++
 		}
 	}
-	s.keys, s.counts, s.mergeKeys, s.mergeCounts = mk, mc, s.keys, s.counts
+	old := len(s.keys)
+	s.keys, s.counts = slices.Grow(s.keys, added)[:old+added], slices.Grow(s.counts, added)[:old+added]
+	i, w := old-1, old+added // w: the first written slot; the values at w and after are final
+	for j := len(keys) - 1; j >= 0; j-- {
+		k := keys[j]
+		for i >= 0 && s.keys[i] > k {
+			w--
+			s.keys[w], s.counts[w] = s.keys[i], s.counts[i]
+			i--
+		}
+		switch {
+		case w < len(s.keys) && s.keys[w] == k: // a run of a value just written
+			s.counts[w] += count(j)
+		case i >= 0 && s.keys[i] == k: // a settled value
+			w--
+			s.keys[w], s.counts[w] = k, s.counts[i]+count(j)
+			i--
+		default:
+			w--
+			s.keys[w], s.counts[w] = k, count(j)
+		}
+	}
 	s.newKeys, s.newCounts, s.newN = s.newKeys[:0], s.newCounts[:0], 0
 }
 
