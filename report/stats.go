@@ -45,9 +45,7 @@ type samples struct {
 	newCounts []uint32
 	newN      int // samples in the pending runs
 
-	// The sort's scratch, reused from one settle to the next.
-	sortKeys   []uint64
-	sortCounts []uint32
+	radix radix
 }
 
 func (s *samples) add(d time.Duration, n int32) {
@@ -68,15 +66,12 @@ func (s *samples) settle() {
 	if len(s.newKeys) == 0 {
 		return
 	}
-	n := len(s.newKeys)
-	s.sortKeys = slices.Grow(s.sortKeys[:0], n)[:n]
 	var keys []uint64
 	var counts []uint32 // nil: every pending run is one sample, and the sort need not move counts
-	if s.newN == n {
-		keys, _ = radixSortPairsInto(s.newKeys, nil, s.sortKeys, nil)
+	if s.newN == len(s.newKeys) {
+		keys, _ = s.radix.sort(s.newKeys, nil)
 	} else {
-		s.sortCounts = slices.Grow(s.sortCounts[:0], n)[:n]
-		keys, counts = radixSortPairsInto(s.newKeys, s.newCounts, s.sortKeys, s.sortCounts)
+		keys, counts = s.radix.sort(s.newKeys, s.newCounts)
 	}
 	count := func(j int) uint64 {
 		if counts == nil {
@@ -205,10 +200,19 @@ func rank(n, p int) int { return ((n-1)*p + 50) / 100 }
 // ms converts a duration to float milliseconds, the unit of every reported time.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// sortFloats sorts xs ascending. Large slices of non-negative numbers (latencies: a run pools millions of
-// ITL samples) use an LSD radix sort on the IEEE bit patterns, whose order is the numbers' order for
-// non-negative values: linear time instead of n log n. Anything else takes slices.Sort.
-func sortFloats(xs []float64) {
+// sortFloats sorts xs ascending (see floatSorter).
+func sortFloats(xs []float64) { new(floatSorter).sort(xs) }
+
+// floatSorter sorts float64s, keeping its buffers from one sort to the next. Large slices of non-negative
+// numbers (latencies: a run pools millions of ITL samples) use an LSD radix sort on the IEEE bit patterns,
+// whose order is the numbers' order for non-negative values: linear time instead of n log n. Anything
+// else takes slices.Sort.
+type floatSorter struct {
+	keys  []uint64
+	radix radix
+}
+
+func (f *floatSorter) sort(xs []float64) {
 	if len(xs) < 1<<12 {
 		slices.Sort(xs)
 		return
@@ -219,41 +223,42 @@ func sortFloats(xs []float64) {
 			return
 		}
 	}
-	keys := make([]uint64, len(xs))
+	n := len(xs)
+	f.keys = slices.Grow(f.keys[:0], n)[:n]
 	for i, x := range xs {
-		keys[i] = math.Float64bits(x)
+		f.keys[i] = math.Float64bits(x)
 	}
-	for i, k := range radixSort(keys) {
+	sorted, _ := f.radix.sort(f.keys, nil)
+	for i, k := range sorted {
 		xs[i] = math.Float64frombits(k)
 	}
 }
 
-// radixSort sorts keys ascending with an LSD radix sort of 16-bit digits, skipping the digits every key
-// shares (the high ones of small numbers). It returns the sorted keys, in keys or in a buffer of its own.
-func radixSort(keys []uint64) []uint64 {
-	keys, _ = radixSortPairs(keys, nil)
-	return keys
+// radix is an LSD radix sort's scratch, kept from one sort to the next.
+type radix struct {
+	tmp     []uint64
+	tmpVals []uint32
+	count   []int
 }
 
-// radixSortPairs is radixSort moving vals (nil, or one per key) along with their keys.
-func radixSortPairs(keys []uint64, vals []uint32) ([]uint64, []uint32) {
-	if len(keys) < 2 {
+// sort sorts keys ascending with 16-bit digits, skipping the digits every key shares (the high ones of
+// small numbers), moving vals (nil, or one per key) along with their keys. The result is in the inputs
+// or in the scratch.
+func (x *radix) sort(keys []uint64, vals []uint32) ([]uint64, []uint32) {
+	n := len(keys)
+	if n < 2 {
 		return keys, vals
 	}
-	var tmpVals []uint32
+	x.tmp = slices.Grow(x.tmp[:0], n)[:n]
+	tmp, tmpVals := x.tmp, []uint32(nil)
 	if vals != nil {
-		tmpVals = make([]uint32, len(vals))
+		x.tmpVals = slices.Grow(x.tmpVals[:0], n)[:n]
+		tmpVals = x.tmpVals
 	}
-	return radixSortPairsInto(keys, vals, make([]uint64, len(keys)), tmpVals)
-}
-
-// radixSortPairsInto is radixSortPairs with scratch buffers of the keys' length (tmpVals nil when vals
-// is); the result is in the inputs or in the scratch.
-func radixSortPairsInto(keys []uint64, vals []uint32, tmp []uint64, tmpVals []uint32) ([]uint64, []uint32) {
-	if len(keys) < 2 {
-		return keys, vals
+	if x.count == nil {
+		x.count = make([]int, 1<<16+1)
 	}
-	count := make([]int, 1<<16+1)
+	count := x.count
 	for shift := uint(0); shift < 64; shift += 16 {
 		clear(count)
 		for _, k := range keys {
