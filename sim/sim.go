@@ -102,13 +102,39 @@ type ScalePoint struct {
 
 // session is a workload session being replayed.
 type session struct {
-	w       *workload.Session
-	seq     uint64 // order the session was pulled in
-	next    int    // index of the next turn to send
-	history []uint32
-	keep    bool // later turns continue this conversation: keep the prompt and output
-	waits   int  // requests the next turn waits on (Request.After) that have not ended
+	w     *workload.Session
+	seq   uint64 // order the session was pulled in
+	next  int    // index of the next turn to send
+	keep  bool   // later turns continue this conversation: keep the prompt and output
+	waits int    // requests the next turn waits on (Request.After) that have not ended
+	// past is the conversation so far (keep), from its latest turn without history: each turn's request
+	// and its output, from which the next turn's prompt is made again rather than held while the
+	// session waits (sessions in flight come by the thousand, their histories by the thousand tokens).
+	past []pastTurn
 }
+
+// pastTurn is a turn of a conversation that has been sent: the conversation goes on with its prompt and
+// then its output, out tokens of sched.OutputToken (the engines' output ids) so far.
+type pastTurn struct {
+	turn *workload.Request
+	id   uint64
+	out  int
+}
+
+// appendHistory appends the conversation so far to dst: each past turn's own prompt tokens, then its
+// output.
+func (s *session) appendHistory(dst []uint32) []uint32 {
+	for _, p := range s.past {
+		dst = p.turn.AppendTokens(dst)
+		for i := range p.out {
+			dst = append(dst, sched.OutputToken(p.id, i, p.turn.OutputTokenIDs))
+		}
+	}
+	return dst
+}
+
+// produced records n more output tokens of the session's latest turn, in flight.
+func (s *session) produced(n int) { s.past[len(s.past)-1].out += n }
 
 // request is a request in flight.
 type request struct {
@@ -412,10 +438,12 @@ func (r *runner) arrive(s *session) error {
 		// A conversation: the prompt is the history so far plus the new turn, and it is the next history.
 		r.prompt = r.prompt[:0]
 		if t.History {
-			r.prompt = append(r.prompt, s.history...)
+			r.prompt = s.appendHistory(r.prompt)
+		} else {
+			s.past = s.past[:0]
 		}
 		r.prompt = t.AppendTokens(r.prompt)
-		s.history = append(s.history[:0], r.prompt...)
+		s.past = append(s.past, pastTurn{turn: t, id: id})
 		req.seq = r.newSeq(t.LoRA)
 		if !t.History {
 			req.seq.AddItems(t.Images...)
