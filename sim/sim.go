@@ -121,16 +121,34 @@ type pastTurn struct {
 	out  int
 }
 
-// appendHistory appends the conversation so far to dst: each past turn's own prompt tokens, then its
-// output.
-func (s *session) appendHistory(dst []uint32) []uint32 {
-	for _, p := range s.past {
-		dst = p.turn.AppendTokens(dst)
-		for i := range p.out {
-			dst = append(dst, sched.OutputToken(p.id, i, p.turn.OutputTokenIDs))
+// PromptLen and AppendSequence make the request's prompt (sched.PromptSource), so that an engine can let
+// a waiting request hold none: a conversation's turn is its session's past turns, each one's prompt and
+// output, then its own tokens (declaring its images only when it carries no history, as its first
+// making did); any other request is the workload's.
+func (req *request) PromptLen() int { return req.prompt }
+
+func (req *request) AppendSequence(seq *tokens.Sequence) {
+	t := req.turn
+	if !req.sess.keep {
+		t.AppendSequence(seq)
+		return
+	}
+	if !t.History {
+		seq.AddItems(t.Images...)
+	}
+	var buf [256]uint32
+	s := req.sess
+	for _, p := range s.past[:len(s.past)-1] { // the last is this turn
+		p.turn.AppendPromptTo(seq)
+		for i := 0; i < p.out; i += len(buf) {
+			k := min(len(buf), p.out-i)
+			for j := range k {
+				buf[j] = sched.OutputToken(p.id, i+j, p.turn.OutputTokenIDs)
+			}
+			seq.Append(buf[:k]...)
 		}
 	}
-	return dst
+	t.AppendPromptTo(seq)
 }
 
 // produced records n more output tokens of the session's latest turn, in flight.
@@ -173,7 +191,6 @@ type runner struct {
 	ahead     int64
 	coasted   int64
 	laned     int64
-	prompt    []uint32
 	runObs    RunObserver // Options.Observer, if it is shown coasted passes as runs
 	lanes     *lanes      // nil: one thread
 
@@ -436,20 +453,13 @@ func (r *runner) arrive(s *session) error {
 	req := &request{id: id, sess: s, turn: t, arrived: r.now, prompt: t.PromptLen()}
 	if s.keep {
 		// A conversation: the prompt is the history so far plus the new turn, and it is the next history.
-		r.prompt = r.prompt[:0]
-		if t.History {
-			r.prompt = s.appendHistory(r.prompt)
-		} else {
+		if !t.History {
 			s.past = s.past[:0]
 		}
-		r.prompt = t.AppendTokens(r.prompt)
-		s.past = append(s.past, pastTurn{turn: t, id: id})
-		req.seq = r.newSeq(t.LoRA)
-		if !t.History {
-			req.seq.AddItems(t.Images...)
+		for _, p := range s.past {
+			req.prompt += p.turn.PromptLen() + p.out
 		}
-		req.seq.Append(r.prompt...)
-		req.prompt = req.seq.Len()
+		s.past = append(s.past, pastTurn{turn: t, id: id})
 	}
 	r.reqs = append(r.reqs, req) // ids are dense: id == len(r.reqs)
 	r.live++
@@ -480,20 +490,20 @@ func (r *runner) route(req *request) error {
 }
 
 // routeSeq returns the request's prompt hashed into blocks, making it if it is not held. A request that
-// is neither a conversation's turn nor disaggregated holds its sequence only from routing to its
-// dispatch: the engine makes the prompt again from the workload's request when it admits it (see
-// sched.Request.Source), so requests waiting by the thousand hold no prompts.
+// is not disaggregated holds its sequence only from routing to its dispatch: the engine makes the prompt
+// again from the request when it admits it (see sched.Request.Source), so requests waiting by the
+// thousand hold no prompts.
 func (r *runner) routeSeq(req *request) *tokens.Sequence {
 	if req.seq == nil {
 		req.seq = r.newSeq(req.turn.LoRA)
-		req.turn.AppendSequence(req.seq)
+		req.AppendSequence(req.seq)
 	}
 	return req.seq
 }
 
 // dropSeq lets go of a dispatched request's sequence when nothing will need it again.
 func (r *runner) dropSeq(req *request) {
-	if req.seq != nil && !req.sess.keep && r.decode == nil {
+	if req.seq != nil && r.decode == nil {
 		r.spare = append(r.spare, req.seq)
 		req.seq = nil
 	}
@@ -527,8 +537,8 @@ func (r *runner) dispatch(req *request, d router.Decision) error {
 	}
 	sr := &sched.Request{ID: req.id, Seq: req.seq, MaxTokens: maxTokens, OutputTokens: req.turn.OutputTokenIDs, Rank: d.Target.Rank, LoRA: req.turn.LoRA,
 		Images: req.turn.Images}
-	if !req.sess.keep && r.decode == nil {
-		sr.Source = req.turn
+	if r.decode == nil {
+		sr.Source = req
 	}
 	err := w.eng.Enqueue(sr)
 	r.dropSeq(req)

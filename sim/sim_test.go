@@ -338,3 +338,33 @@ func TestSessionsBetweenTurnsHoldNoHistory(t *testing.T) {
 		t.Errorf("between turns, 500 conversations of 8,000-token prompts hold %d bytes, of 1,000-token prompts %d: want at most 6 MiB more", long, short)
 	}
 }
+
+// TestWaitingTurnsHoldNoSequence: a conversation's turn, like a trace request, holds its hashed prompt
+// only from routing to its dispatch (the engine makes it again from the session's past turns): with 60
+// conversations of 3 turns on a worker that runs 2 requests at a time, no request in flight holds a
+// sequence after any pass, and the later turns still find their history cached.
+func TestWaitingTurnsHoldNoSequence(t *testing.T) {
+	src, err := workload.NewSynthetic(workload.SyntheticOptions{
+		NumRequests: 60, Input: workload.Length{Mean: 40, Stddev: 10}, Output: workload.Length{Mean: 6, Stddev: 2},
+		Arrival: "burst", TurnsPerSession: 3, InterTurnDelay: 10 * time.Millisecond, Seed: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Workers: 1, Engine: small()}
+	o.Engine.VLLM.MaxNumSeqs, o.Engine.VLLM.NumBlocks = 2, 4096
+	held := 0
+	o.inspect = func(r *runner, w *worker) error {
+		for _, req := range r.reqs {
+			if req != nil && req.seq != nil {
+				held++
+			}
+		}
+		return nil
+	}
+	res := run(t, src, o)
+	if s := res.Summary; held != 0 || s.CompletedRequests != 180 || s.PrefixCacheReusedRatio < 0.5 {
+		t.Fatalf("requests in flight held %d sequences over the passes, %d completed, prefix reuse %.3f; want 0, 180 and at least 0.5",
+			held, s.CompletedRequests, s.PrefixCacheReusedRatio)
+	}
+}
