@@ -325,13 +325,15 @@ func (c *Collector) addGap(d time.Duration, owner int32) {
 	*last = append(*last, gap{d, owner, 1})
 }
 
-// minSettle is the fewest chunks of gaps (4 MiB) that make settleGaps worth its pass over them.
-const minSettle = 4
+// minSettle is the fewest chunks of gaps (2 MiB) that make settleGaps worth its pass over them.
+const minSettle = 2
 
 // settleGaps moves the ITL samples of completed requests from gaps into itl and drops those of
 // requests that ended otherwise (they never count); the samples of requests in flight stay in gaps,
-// compacted. The next settle comes when gaps have doubled, and not before as many samples as there
-// are distinct values have come, so the work is linear in the samples.
+// compacted. The next settle comes when gaps have doubled, and not before a quarter as many samples as
+// there are distinct values have come, so the work stays linear in the samples (at most four steps of
+// merging each) while the chunks, which a long run's many distinct values would otherwise multiply, stay
+// few.
 func (c *Collector) settleGaps() {
 	n := 0
 	for _, chunk := range c.gaps {
@@ -361,6 +363,8 @@ func (c *Collector) settleGaps() {
 	}
 	c.gaps = c.gaps[:chunks]
 	c.itl.settle()
-	// A settle merges into every distinct value so far: waiting for as many new samples keeps it linear.
-	c.settleAt = max(minSettle, 2*chunks, chunks+(len(c.itl.keys)+gapChunk-1)/gapChunk)
+	// A settle merges into every distinct value so far: waiting for a quarter as many new samples keeps it
+	// linear.
+	const quarter = 4 * gapChunk
+	c.settleAt = max(minSettle, 2*chunks, chunks+(len(c.itl.keys)+quarter-1)/quarter)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -445,5 +446,34 @@ func BenchmarkRecordWaves(b *testing.B) {
 			}
 		}
 		_ = c.Summary()
+	}
+}
+
+// TestSummaryBuffersOneMetric: the report of 100,000 requests describes its per-request metrics (TTFT,
+// TTST, TPOT, E2E) one after the other in one buffer with one sort scratch, so it allocates about 24 bytes
+// a request, not a buffer per metric and a scratch per sort (over 96). (The first Summary settles the ITL
+// gaps: the second is measured.)
+func TestSummaryBuffersOneMetric(t *testing.T) {
+	const n = 100_000
+	c := NewCollector()
+	for id := range n {
+		at := time.Duration(id) * msec
+		c.Arrived(id, at, 100, 3)
+		first := at + time.Duration(id)*time.Microsecond // every TTFT different
+		for k := range 3 {
+			c.Tokens(id, first+time.Duration(k)*msec, 1)
+		}
+		c.Finished(id, first+2*msec)
+	}
+	c.Summary()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	s := c.Summary()
+	runtime.ReadMemStats(&after)
+	if s.CompletedRequests != n || s.TTFT.Count != n || s.TTST.Count != n || s.TPOT.Count != n || s.E2E.Count != n {
+		t.Fatalf("summary of %d requests: %+v", n, s)
+	}
+	if bytes, limit := after.TotalAlloc-before.TotalAlloc, uint64(32*n); bytes > limit {
+		t.Errorf("Summary allocated %d bytes, want at most %d (32 a request)", bytes, limit)
 	}
 }

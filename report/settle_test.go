@@ -72,3 +72,33 @@ func TestITLMemoryFollowsDistinctGaps(t *testing.T) {
 		t.Fatalf("%d chunks of recent gaps and %d distinct settled values; want at most %d and 300", n, d, minSettle+1)
 	}
 }
+
+// TestITLChunksFewWithManyDistinctGaps: 3.2 M ITL samples taking over a million distinct values (a long
+// run's pass lengths, with a different delivery time per request) settle once a quarter as many new
+// samples have come, so the chunks of recent gaps (1 MiB each), in use or kept for reuse, number about
+// one per 262,144 distinct values, not one per 65,536 (18 here).
+func TestITLChunksFewWithManyDistinctGaps(t *testing.T) {
+	c := NewCollector()
+	rng := rand.New(rand.NewPCG(9, 10))
+	pass := time.Duration(0)
+	const wave, tokens = 64, 500
+	for base := 0; base < 100*wave; base += wave {
+		for id := base; id < base+wave; id++ {
+			c.Arrived(id, pass, 10, tokens)
+		}
+		for range tokens {
+			pass += 2 * time.Millisecond
+			for id := base; id < base+wave; id++ {
+				c.Tokens(id, pass+time.Duration(rng.Int64N(int64(time.Millisecond))), 1)
+			}
+		}
+		for id := base; id < base+wave; id++ {
+			c.Finished(id, pass+time.Millisecond)
+		}
+	}
+	c.settleGaps()
+	held, d := len(c.gaps)+len(c.free), len(c.itl.keys)
+	if limit := 2 + (d+4*gapChunk-1)/(4*gapChunk); held > limit || d < 1_000_000 {
+		t.Fatalf("%d chunks of recent gaps held for %d distinct settled values; want over a million values, at most %d chunks", held, d, limit)
+	}
+}

@@ -45,9 +45,7 @@ type samples struct {
 	newCounts []uint32
 	newN      int // samples in the pending runs
 
-	// Buffers reused from one settle to the next: the merge's destination and the sort's scratch.
-	mergeKeys, mergeCounts, sortKeys []uint64
-	sortCounts                       []uint32
+	radix radix
 }
 
 func (s *samples) add(d time.Duration, n int32) {
@@ -62,48 +60,60 @@ func (s *samples) reserve(n int) {
 	s.newKeys, s.newCounts = slices.Grow(s.newKeys, n), slices.Grow(s.newCounts, n)
 }
 
-// settle sorts the pending runs and merges them into the distinct values.
+// settle sorts the pending runs and merges them into the distinct values, in place: the distinct
+// values are most of what a long run's ITL holds, so they are never copied into a second buffer.
 func (s *samples) settle() {
 	if len(s.newKeys) == 0 {
 		return
 	}
-	n := len(s.newKeys)
-	s.sortKeys = slices.Grow(s.sortKeys[:0], n)[:n]
 	var keys []uint64
 	var counts []uint32 // nil: every pending run is one sample, and the sort need not move counts
-	if s.newN == n {
-		keys, _ = radixSortPairsInto(s.newKeys, nil, s.sortKeys, nil)
+	if s.newN == len(s.newKeys) {
+		keys, _ = s.radix.sort(s.newKeys, nil)
 	} else {
-		s.sortCounts = slices.Grow(s.sortCounts[:0], n)[:n]
-		keys, counts = radixSortPairsInto(s.newKeys, s.newCounts, s.sortKeys, s.sortCounts)
+		keys, counts = s.radix.sort(s.newKeys, s.newCounts)
 	}
-	mk, mc := s.mergeKeys[:0], s.mergeCounts[:0]
-	if need := len(s.keys) + len(keys); cap(mk) < need {
-		// Room to grow: the distinct values grow a little at each settle.
-		mk, mc = make([]uint64, 0, 2*need), make([]uint64, 0, 2*need)
-	}
-	push := func(k, c uint64) {
-		if n := len(mk); n > 0 && mk[n-1] == k {
-			mc[n-1] += c
-			return
+	count := func(j int) uint64 {
+		if counts == nil {
+			return 1
 		}
-		mk, mc = append(mk, k), append(mc, c)
+		return uint64(counts[j])
 	}
-	i, j := 0, 0
-	for i < len(s.keys) || j < len(keys) {
-		if j == len(keys) || i < len(s.keys) && s.keys[i] <= keys[j] {
-			push(s.keys[i], s.counts[i])
+	// Count the pending values not settled yet, then merge from the back into the room they take.
+	added, i := 0, 0
+	for j, k := range keys {
+		if j > 0 && keys[j-1] == k {
+			continue
+		}
+		for i < len(s.keys) && s.keys[i] < k {
 			i++
-		} else {
-			c := uint64(1)
-			if counts != nil {
-				c = uint64(counts[j])
-			}
-			push(keys[j], c)
-			j++
+		}
+		if i == len(s.keys) || s.keys[i] != k {
+			added++
 		}
 	}
-	s.keys, s.counts, s.mergeKeys, s.mergeCounts = mk, mc, s.keys, s.counts
+	old := len(s.keys)
+	s.keys, s.counts = slices.Grow(s.keys, added)[:old+added], slices.Grow(s.counts, added)[:old+added]
+	i, w := old-1, old+added // w: the first written slot; the values at w and after are final
+	for j := len(keys) - 1; j >= 0; j-- {
+		k := keys[j]
+		for i >= 0 && s.keys[i] > k {
+			w--
+			s.keys[w], s.counts[w] = s.keys[i], s.counts[i]
+			i--
+		}
+		switch {
+		case w < len(s.keys) && s.keys[w] == k: // a run of a value just written
+			s.counts[w] += count(j)
+		case i >= 0 && s.keys[i] == k: // a settled value
+			w--
+			s.keys[w], s.counts[w] = k, s.counts[i]+count(j)
+			i--
+		default:
+			w--
+			s.keys[w], s.counts[w] = k, count(j)
+		}
+	}
 	s.newKeys, s.newCounts, s.newN = s.newKeys[:0], s.newCounts[:0], 0
 }
 
@@ -190,10 +200,19 @@ func rank(n, p int) int { return ((n-1)*p + 50) / 100 }
 // ms converts a duration to float milliseconds, the unit of every reported time.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// sortFloats sorts xs ascending. Large slices of non-negative numbers (latencies: a run pools millions of
-// ITL samples) use an LSD radix sort on the IEEE bit patterns, whose order is the numbers' order for
-// non-negative values: linear time instead of n log n. Anything else takes slices.Sort.
-func sortFloats(xs []float64) {
+// sortFloats sorts xs ascending (see floatSorter).
+func sortFloats(xs []float64) { new(floatSorter).sort(xs) }
+
+// floatSorter sorts float64s, keeping its buffers from one sort to the next. Large slices of non-negative
+// numbers (latencies: a run pools millions of ITL samples) use an LSD radix sort on the IEEE bit patterns,
+// whose order is the numbers' order for non-negative values: linear time instead of n log n. Anything
+// else takes slices.Sort.
+type floatSorter struct {
+	keys  []uint64
+	radix radix
+}
+
+func (f *floatSorter) sort(xs []float64) {
 	if len(xs) < 1<<12 {
 		slices.Sort(xs)
 		return
@@ -204,41 +223,42 @@ func sortFloats(xs []float64) {
 			return
 		}
 	}
-	keys := make([]uint64, len(xs))
+	n := len(xs)
+	f.keys = slices.Grow(f.keys[:0], n)[:n]
 	for i, x := range xs {
-		keys[i] = math.Float64bits(x)
+		f.keys[i] = math.Float64bits(x)
 	}
-	for i, k := range radixSort(keys) {
+	sorted, _ := f.radix.sort(f.keys, nil)
+	for i, k := range sorted {
 		xs[i] = math.Float64frombits(k)
 	}
 }
 
-// radixSort sorts keys ascending with an LSD radix sort of 16-bit digits, skipping the digits every key
-// shares (the high ones of small numbers). It returns the sorted keys, in keys or in a buffer of its own.
-func radixSort(keys []uint64) []uint64 {
-	keys, _ = radixSortPairs(keys, nil)
-	return keys
+// radix is an LSD radix sort's scratch, kept from one sort to the next.
+type radix struct {
+	tmp     []uint64
+	tmpVals []uint32
+	count   []int
 }
 
-// radixSortPairs is radixSort moving vals (nil, or one per key) along with their keys.
-func radixSortPairs(keys []uint64, vals []uint32) ([]uint64, []uint32) {
-	if len(keys) < 2 {
+// sort sorts keys ascending with 16-bit digits, skipping the digits every key shares (the high ones of
+// small numbers), moving vals (nil, or one per key) along with their keys. The result is in the inputs
+// or in the scratch.
+func (x *radix) sort(keys []uint64, vals []uint32) ([]uint64, []uint32) {
+	n := len(keys)
+	if n < 2 {
 		return keys, vals
 	}
-	var tmpVals []uint32
+	x.tmp = slices.Grow(x.tmp[:0], n)[:n]
+	tmp, tmpVals := x.tmp, []uint32(nil)
 	if vals != nil {
-		tmpVals = make([]uint32, len(vals))
+		x.tmpVals = slices.Grow(x.tmpVals[:0], n)[:n]
+		tmpVals = x.tmpVals
 	}
-	return radixSortPairsInto(keys, vals, make([]uint64, len(keys)), tmpVals)
-}
-
-// radixSortPairsInto is radixSortPairs with scratch buffers of the keys' length (tmpVals nil when vals
-// is); the result is in the inputs or in the scratch.
-func radixSortPairsInto(keys []uint64, vals []uint32, tmp []uint64, tmpVals []uint32) ([]uint64, []uint32) {
-	if len(keys) < 2 {
-		return keys, vals
+	if x.count == nil {
+		x.count = make([]int, 1<<16+1)
 	}
-	count := make([]int, 1<<16+1)
+	count := x.count
 	for shift := uint(0); shift < 64; shift += 16 {
 		clear(count)
 		for _, k := range keys {

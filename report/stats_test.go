@@ -1,8 +1,10 @@
 package report
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -127,4 +129,64 @@ func TestSamplesMatchDescribe(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSettleMergesInPlace: settling 200 times into about 75,000 distinct values keeps each value once
+// with its count, and holds the distinct values in about their own size (with append's slack), not in a
+// second merge buffer sized by the values plus the pending runs, twice over.
+func TestSettleMergesInPlace(t *testing.T) {
+	type run struct {
+		d uint64
+		n uint32
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	batches := make([][]run, 200)
+	var seen []uint64
+	for b := range batches {
+		for range 500 {
+			r := run{rng.Uint64N(1 << 40), 1 + rng.Uint32N(3)}
+			if rng.IntN(4) == 0 && len(seen) > 0 {
+				r.d = seen[rng.IntN(len(seen))] // a value settled before
+			}
+			batches[b] = append(batches[b], r)
+		}
+		batches[b] = append(batches[b], run{batches[b][0].d, 1}) // a value pending twice
+		for _, r := range batches[b] {
+			seen = append(seen, r.d)
+		}
+	}
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := new(samples)
+	for _, b := range batches {
+		for _, r := range b {
+			s.add(time.Duration(r.d), int32(r.n))
+		}
+		s.settle()
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+
+	want := map[uint64]uint64{}
+	for _, b := range batches {
+		for _, r := range b {
+			want[r.d] += uint64(r.n)
+		}
+	}
+	if keys := slices.Sorted(maps.Keys(want)); !slices.Equal(s.keys, keys) {
+		t.Fatalf("%d distinct values settled, want %d (or not in order)", len(s.keys), len(keys))
+	}
+	for i, k := range s.keys {
+		if s.counts[i] != want[k] {
+			t.Fatalf("value %d: count %d, want %d", k, s.counts[i], want[k])
+		}
+	}
+	// 16 bytes a distinct value, 1.25 times for append's growth, the pending runs' buffers and the
+	// radix sort's digit counts (512 KiB).
+	if held, limit := after.HeapAlloc-before.HeapAlloc, uint64(len(s.keys))*16*5/4+768<<10; held > limit {
+		t.Errorf("%d distinct values hold %d bytes, want at most %d", len(s.keys), held, limit)
+	}
+	runtime.KeepAlive(s)
 }

@@ -112,14 +112,7 @@ func (t Timing) String() string {
 // may be called mid-run and again later. It runs in O(n log n) over requests and deliveries.
 func (c *Collector) Summary() Summary {
 	var s Summary
-	var (
-		ttft = make([]float64, 0, len(c.reqs))
-		ttst = make([]float64, 0, len(c.reqs))
-		tpot = make([]float64, 0, len(c.reqs))
-		e2e  = make([]float64, 0, len(c.reqs))
-
-		input, cached int
-	)
+	var input, cached int
 	for i := range c.reqs {
 		r := &c.reqs[i]
 		switch {
@@ -144,17 +137,6 @@ func (c *Collector) Summary() Summary {
 		input += int(r.inputTokens)
 		cached += int(r.cachedTokens)
 		s.TotalOutputTokens += int(r.outputTokens)
-
-		e2e = append(e2e, ms(r.end-r.arrival))
-		if r.deliveries >= 1 {
-			ttft = append(ttft, ms(r.firstToken-r.arrival))
-		}
-		if r.deliveries >= 2 {
-			ttst = append(ttst, ms(r.secondToken-r.firstToken))
-		}
-		if r.outputTokens >= 2 {
-			tpot = append(tpot, ms(r.lastToken-r.firstToken)/float64(r.outputTokens-1))
-		}
 	}
 	s.TotalInputTokens = input
 	if input > 0 {
@@ -169,11 +151,29 @@ func (c *Collector) Summary() Summary {
 	// Samples of requests still in flight stay out, and in gaps for a later Summary.
 	c.settleGaps()
 
-	s.TTFT = describe(ttft)
-	s.TTST = describe(ttst)
-	s.TPOT = describe(tpot)
+	// One distribution at a time, in one buffer: a report of a long run holds a sample per request
+	// once, not once per metric.
+	xs := make([]float64, 0, s.CompletedRequests)
+	var sorter floatSorter
+	describeEach := func(sample func(r *request) (float64, bool)) Stats {
+		xs = xs[:0]
+		for i := range c.reqs {
+			if r := &c.reqs[i]; r.completed() {
+				if x, ok := sample(r); ok {
+					xs = append(xs, x)
+				}
+			}
+		}
+		sorter.sort(xs)
+		return describeRuns(xs, nil, len(xs))
+	}
+	s.TTFT = describeEach(func(r *request) (float64, bool) { return ms(r.firstToken - r.arrival), r.deliveries >= 1 })
+	s.TTST = describeEach(func(r *request) (float64, bool) { return ms(r.secondToken - r.firstToken), r.deliveries >= 2 })
+	s.TPOT = describeEach(func(r *request) (float64, bool) {
+		return ms(r.lastToken-r.firstToken) / float64(r.outputTokens-1), r.outputTokens >= 2
+	})
 	s.ITL = c.itl.describe()
-	s.E2E = describe(e2e)
+	s.E2E = describeEach(func(r *request) (float64, bool) { return ms(r.end - r.arrival), true })
 	return s
 }
 

@@ -218,7 +218,7 @@ func (r *runner) lose(req *request, reason string) error {
 	}
 	r.col.Retried(int(req.id), r.now)
 	if req.sess.keep {
-		req.sess.history = req.sess.history[:req.prompt] // the lost output is generated again
+		req.sess.past[len(req.sess.past)-1].out = 0 // the lost output is generated again
 	}
 	*req = request{id: req.id, sess: req.sess, turn: req.turn, seq: req.seq, prompt: req.prompt, arrived: req.arrived}
 	return r.route(req)

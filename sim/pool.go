@@ -234,13 +234,11 @@ func (r *runner) metrics(w *worker) []sched.Metrics {
 func (r *runner) coastDone(w *worker, start time.Duration, run *engine.Run, m []sched.Metrics) {
 	passes := len(run.Ends)
 	k := len(run.Samples) / passes
-	for i, sm := range run.Samples[:k] {
+	for _, sm := range run.Samples[:k] {
 		req := r.reqs[sm.ID] // decoding, so its first token is out: no router update
 		r.col.TokenRun(int(sm.ID), run.Ends)
 		if req.sess.keep {
-			for j := range passes {
-				req.sess.history = append(req.sess.history, run.Samples[j*k+i].Token)
-			}
+			req.sess.produced(passes)
 		}
 	}
 	if r.runObs != nil {
@@ -417,7 +415,7 @@ func (r *runner) decoded(req *request, out sched.Output) error {
 		}
 		r.col.Tokens(int(req.id), r.now, len(out.Tokens))
 		if req.sess.keep {
-			req.sess.history = append(req.sess.history, out.Tokens...)
+			req.sess.produced(len(out.Tokens))
 		}
 	}
 	if !out.Done {

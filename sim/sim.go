@@ -102,13 +102,57 @@ type ScalePoint struct {
 
 // session is a workload session being replayed.
 type session struct {
-	w       *workload.Session
-	seq     uint64 // order the session was pulled in
-	next    int    // index of the next turn to send
-	history []uint32
-	keep    bool // later turns continue this conversation: keep the prompt and output
-	waits   int  // requests the next turn waits on (Request.After) that have not ended
+	w     *workload.Session
+	seq   uint64 // order the session was pulled in
+	next  int    // index of the next turn to send
+	keep  bool   // later turns continue this conversation: keep the prompt and output
+	waits int    // requests the next turn waits on (Request.After) that have not ended
+	// past is the conversation so far (keep), from its latest turn without history: each turn's request
+	// and its output, from which the next turn's prompt is made again rather than held while the
+	// session waits (sessions in flight come by the thousand, their histories by the thousand tokens).
+	past []pastTurn
 }
+
+// pastTurn is a turn of a conversation that has been sent: the conversation goes on with its prompt and
+// then its output, out tokens of sched.OutputToken (the engines' output ids) so far.
+type pastTurn struct {
+	turn *workload.Request
+	id   uint64
+	out  int
+}
+
+// PromptLen and AppendSequence make the request's prompt (sched.PromptSource), so that an engine can let
+// a waiting request hold none: a conversation's turn is its session's past turns, each one's prompt and
+// output, then its own tokens (declaring its images only when it carries no history, as its first
+// making did); any other request is the workload's.
+func (req *request) PromptLen() int { return req.prompt }
+
+func (req *request) AppendSequence(seq *tokens.Sequence) {
+	t := req.turn
+	if !req.sess.keep {
+		t.AppendSequence(seq)
+		return
+	}
+	if !t.History {
+		seq.AddItems(t.Images...)
+	}
+	var buf [256]uint32
+	s := req.sess
+	for _, p := range s.past[:len(s.past)-1] { // the last is this turn
+		p.turn.AppendPromptTo(seq)
+		for i := 0; i < p.out; i += len(buf) {
+			k := min(len(buf), p.out-i)
+			for j := range k {
+				buf[j] = sched.OutputToken(p.id, i+j, p.turn.OutputTokenIDs)
+			}
+			seq.Append(buf[:k]...)
+		}
+	}
+	t.AppendPromptTo(seq)
+}
+
+// produced records n more output tokens of the session's latest turn, in flight.
+func (s *session) produced(n int) { s.past[len(s.past)-1].out += n }
 
 // request is a request in flight.
 type request struct {
@@ -147,7 +191,6 @@ type runner struct {
 	ahead     int64
 	coasted   int64
 	laned     int64
-	prompt    []uint32
 	runObs    RunObserver // Options.Observer, if it is shown coasted passes as runs
 	lanes     *lanes      // nil: one thread
 
@@ -410,18 +453,13 @@ func (r *runner) arrive(s *session) error {
 	req := &request{id: id, sess: s, turn: t, arrived: r.now, prompt: t.PromptLen()}
 	if s.keep {
 		// A conversation: the prompt is the history so far plus the new turn, and it is the next history.
-		r.prompt = r.prompt[:0]
-		if t.History {
-			r.prompt = append(r.prompt, s.history...)
-		}
-		r.prompt = t.AppendTokens(r.prompt)
-		s.history = append(s.history[:0], r.prompt...)
-		req.seq = r.newSeq(t.LoRA)
 		if !t.History {
-			req.seq.AddItems(t.Images...)
+			s.past = s.past[:0]
 		}
-		req.seq.Append(r.prompt...)
-		req.prompt = req.seq.Len()
+		for _, p := range s.past {
+			req.prompt += p.turn.PromptLen() + p.out
+		}
+		s.past = append(s.past, pastTurn{turn: t, id: id})
 	}
 	r.reqs = append(r.reqs, req) // ids are dense: id == len(r.reqs)
 	r.live++
@@ -452,20 +490,20 @@ func (r *runner) route(req *request) error {
 }
 
 // routeSeq returns the request's prompt hashed into blocks, making it if it is not held. A request that
-// is neither a conversation's turn nor disaggregated holds its sequence only from routing to its
-// dispatch: the engine makes the prompt again from the workload's request when it admits it (see
-// sched.Request.Source), so requests waiting by the thousand hold no prompts.
+// is not disaggregated holds its sequence only from routing to its dispatch: the engine makes the prompt
+// again from the request when it admits it (see sched.Request.Source), so requests waiting by the
+// thousand hold no prompts.
 func (r *runner) routeSeq(req *request) *tokens.Sequence {
 	if req.seq == nil {
 		req.seq = r.newSeq(req.turn.LoRA)
-		req.turn.AppendSequence(req.seq)
+		req.AppendSequence(req.seq)
 	}
 	return req.seq
 }
 
 // dropSeq lets go of a dispatched request's sequence when nothing will need it again.
 func (r *runner) dropSeq(req *request) {
-	if req.seq != nil && !req.sess.keep && r.decode == nil {
+	if req.seq != nil && r.decode == nil {
 		r.spare = append(r.spare, req.seq)
 		req.seq = nil
 	}
@@ -499,8 +537,8 @@ func (r *runner) dispatch(req *request, d router.Decision) error {
 	}
 	sr := &sched.Request{ID: req.id, Seq: req.seq, MaxTokens: maxTokens, OutputTokens: req.turn.OutputTokenIDs, Rank: d.Target.Rank, LoRA: req.turn.LoRA,
 		Images: req.turn.Images}
-	if !req.sess.keep && r.decode == nil {
-		sr.Source = req.turn
+	if r.decode == nil {
+		sr.Source = req
 	}
 	err := w.eng.Enqueue(sr)
 	r.dropSeq(req)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -298,5 +299,72 @@ func TestWaitingRequestsHoldNoSequence(t *testing.T) {
 	res := run(t, trace(t, rows.String()), o)
 	if held != 0 || res.Summary.CompletedRequests != 60 {
 		t.Fatalf("requests in flight held %d sequences over the passes, %d completed; want 0 and 60", held, res.Summary.CompletedRequests)
+	}
+}
+
+// TestSessionsBetweenTurnsHoldNoHistory: a conversation waiting for its next turn holds its turns and
+// their output counts, not its history's tokens: with 500 conversations all between turns, the live heap
+// grows by less than 6 MiB when their prompts are 8,000 tokens instead of 1,000 (the pool's and the
+// recycled sequences' blocks: ~3 MB); it grew 16 MB when sessions held their histories, 4 bytes a token.
+func TestSessionsBetweenTurnsHoldNoHistory(t *testing.T) {
+	const sessions = 500
+	between := func(input int) uint64 {
+		src, err := workload.NewSynthetic(workload.SyntheticOptions{
+			NumRequests: sessions, Input: workload.Length{Mean: float64(input)}, Output: workload.Length{Mean: 100},
+			Arrival: "burst", TurnsPerSession: 2, InterTurnDelay: time.Hour, Seed: 1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := Options{Workers: 1, Engine: engine.Options{
+			VLLM:   vllm.Options{BlockSize: 64, NumBlocks: 40000, MaxNumSeqs: 256, MaxBatchedTokens: 8192, ChunkedPrefill: true, PrefixCaching: true},
+			Timing: timing.Fixed{PrefillMs: 10, DecodeMs: 5}}}
+		var before, at runtime.MemStats
+		o.Progress = func(ended int) {
+			if ended == sessions { // every first turn has ended; the second ones come an hour later
+				runtime.GC()
+				runtime.ReadMemStats(&at)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		if res := run(t, src, o); res.Summary.CompletedRequests != 2*sessions {
+			t.Fatalf("%d requests completed, want %d", res.Summary.CompletedRequests, 2*sessions)
+		}
+		return at.HeapAlloc - before.HeapAlloc
+	}
+	short, long := between(1000), between(8000)
+	if long > short+6<<20 {
+		t.Errorf("between turns, 500 conversations of 8,000-token prompts hold %d bytes, of 1,000-token prompts %d: want at most 6 MiB more", long, short)
+	}
+}
+
+// TestWaitingTurnsHoldNoSequence: a conversation's turn, like a trace request, holds its hashed prompt
+// only from routing to its dispatch (the engine makes it again from the session's past turns): with 60
+// conversations of 3 turns on a worker that runs 2 requests at a time, no request in flight holds a
+// sequence after any pass, and the later turns still find their history cached.
+func TestWaitingTurnsHoldNoSequence(t *testing.T) {
+	src, err := workload.NewSynthetic(workload.SyntheticOptions{
+		NumRequests: 60, Input: workload.Length{Mean: 40, Stddev: 10}, Output: workload.Length{Mean: 6, Stddev: 2},
+		Arrival: "burst", TurnsPerSession: 3, InterTurnDelay: 10 * time.Millisecond, Seed: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Workers: 1, Engine: small()}
+	o.Engine.VLLM.MaxNumSeqs, o.Engine.VLLM.NumBlocks = 2, 4096
+	held := 0
+	o.inspect = func(r *runner, w *worker) error {
+		for _, req := range r.reqs {
+			if req != nil && req.seq != nil {
+				held++
+			}
+		}
+		return nil
+	}
+	res := run(t, src, o)
+	if s := res.Summary; held != 0 || s.CompletedRequests != 180 || s.PrefixCacheReusedRatio < 0.5 {
+		t.Fatalf("requests in flight held %d sequences over the passes, %d completed, prefix reuse %.3f; want 0, 180 and at least 0.5",
+			held, s.CompletedRequests, s.PrefixCacheReusedRatio)
 	}
 }

@@ -83,6 +83,12 @@ func (r *Request) PromptLen() int { return max(r.InputLen, 0) }
 // needed. It declares the request's images on seq first.
 func (r *Request) AppendSequence(seq *tokens.Sequence) {
 	seq.AddItems(r.Images...)
+	r.AppendPromptTo(seq)
+}
+
+// AppendPromptTo appends the request's prompt tokens to seq as AppendSequence does, declaring no image:
+// a conversation's prompt declares none of its history's.
+func (r *Request) AppendPromptTo(seq *tokens.Sequence) {
 	n := max(r.InputLen, 0)
 	i := 0
 	if r.blockSize > 0 {

@@ -11,5 +11,5 @@ func peakRSS() string {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return "unknown"
 	}
-	return fmt.Sprintf("%.0f MB", float64(ru.Maxrss)/1024) // Linux reports KiB
+	return fmt.Sprintf("%.0f MiB", float64(ru.Maxrss)/1024) // Linux reports KiB
 }
