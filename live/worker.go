@@ -57,6 +57,7 @@ type Worker struct {
 	// it reads every worker's count for every request, so it must not take every worker's lock.
 	countWaiting bool
 	waiting      atomic.Int64
+	counted      []sched.Metrics // noteWaiting's buffer, under mu
 	hooks        Hooks
 	recs         []Recorder // by rank; nil entries record nothing
 	t0           time.Time
@@ -248,8 +249,9 @@ func (w *Worker) noteWaiting() {
 	if !w.countWaiting {
 		return
 	}
+	w.counted = w.eng.AppendMetrics(w.counted[:0])
 	n := 0
-	for _, m := range w.eng.Metrics() {
+	for _, m := range w.counted {
 		n += m.Waiting
 	}
 	w.waiting.Store(int64(n))
@@ -372,7 +374,7 @@ func (w *Worker) publishState() {
 		return
 	}
 	w.mu.Lock()
-	w.state = append(w.state[:0], w.eng.Metrics()...)
+	w.state = w.eng.AppendMetrics(w.state[:0])
 	w.mu.Unlock()
 	for r, rec := range w.recs {
 		if rec != nil {
