@@ -16,7 +16,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/zeebo/xxh3"
 
@@ -180,9 +182,9 @@ type common struct {
 
 type completionRequest struct {
 	common
-	Prompt   json.RawMessage `json:"prompt"`
-	Echo     bool            `json:"echo"`
-	Logprobs *int            `json:"logprobs"`
+	Prompt   promptField `json:"prompt"`
+	Echo     bool        `json:"echo"`
+	Logprobs *int        `json:"logprobs"`
 }
 
 type chatRequest struct {
@@ -227,9 +229,9 @@ type sampling struct {
 	lora string // the adapter named by the model field, "" for the base model
 }
 
-// readBody reads a request body of at most --max-request-body-mb (413 past it).
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
+// readBody appends to dst a request body of at most --max-request-body-mb (413 past it).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, dst []byte) ([]byte, *apiError) {
+	body, err := readAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes), dst)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -489,10 +491,38 @@ const (
 	smallBody  = 64 << 10
 )
 
+// readAll is io.ReadAll appending to b.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+	}
+}
+
+// bodyBufs hold small request bodies while they are decoded: what a request keeps of its body is
+// copied out of it, so the buffer serves the next request.
+var bodyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
 // decodeRequest reads r's body and decodes it into v within the body budget; release gives the body's
 // share back once its prompt is tokenised.
 func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any) (release func(), e *apiError) {
-	body, e := s.readBody(w, r)
+	buf := bodyBufs.Get().(*[]byte)
+	body, e := s.readBody(w, r, (*buf)[:0])
+	defer func() {
+		if body != nil && cap(body) < smallBody {
+			*buf = body[:0]
+			bodyBufs.Put(buf)
+		}
+	}()
 	if e != nil {
 		return nil, e
 	}
@@ -518,10 +548,32 @@ func (s *Server) reserveBody(r *http.Request, body []byte) (release func(), e *a
 	return func() { s.bodies.Release(n) }, nil
 }
 
+// promptField is a completion's prompt as sent: its JSON, or its text when that is a plain string.
+type promptField struct {
+	raw   json.RawMessage
+	text  string
+	plain bool // text holds the prompt, a string without escapes
+}
+
+// UnmarshalJSON keeps a plain string's text and any other value's JSON, which completionPrompts reads.
+// A string without escapes or invalid UTF-8 is its bytes between the quotes, as json.Unmarshal would
+// decode it; reading it here spares decoding it from a copy a second time (a prompt is most of a body).
+func (p *promptField) UnmarshalJSON(b []byte) error {
+	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' && bytes.IndexByte(b[1:n-1], '\\') < 0 && utf8.Valid(b[1:n-1]) {
+		p.text, p.plain = string(b[1:n-1]), true
+		return nil
+	}
+	p.raw = append(p.raw[:0], b...)
+	return nil
+}
+
 // completionPrompts accepts what vLLM accepts: a string, a list of token ids, or a list of either (a
 // batch: each prompt gets its n choices).
-func (s *Server) completionPrompts(raw json.RawMessage, n int) ([]prompt, *apiError) {
-	raw = bytes.TrimSpace(raw)
+func (s *Server) completionPrompts(field promptField, n int) ([]prompt, *apiError) {
+	if field.plain {
+		return []prompt{{ids: s.o.Tokenizer.Encode(field.text), text: field.text}}, nil
+	}
+	raw := bytes.TrimSpace(field.raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, badRequest("prompt", "field \"prompt\" is required")
 	}
@@ -904,6 +956,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *sampling, c
 			req.MaxTokens = c.tokens
 			c.st = newStream(req.ID, len(pr.ids), arrived)
 			c.st.ready, c.st.finish, c.st.quiet = ready, c.finish, !p.stream
+			if c.st.quiet {
+				c.st.expect(c.tokens)
+			}
 			if err := s.submit(r.Context(), req, c.st); err != nil {
 				for _, d := range cs {
 					s.cancel(d.st.ID)
