@@ -1101,6 +1101,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, ready <-chan str
 		}
 	}
 	var lps logprobs
+	left := len(rs.choices)
 	err := s.follow(r, ready, rs.choices, func(c *choice, toks []uint32, ends []int) error {
 		// One chunk per pass, as vLLM streams one per engine step; the last carries finish_reason.
 		b = b[:0]
@@ -1126,6 +1127,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, ready <-chan str
 		if c.done && len(ends) == 0 { // finished with no new token
 			b = rs.chunk(b, c, nil, nil, true)
 		}
+		if c.done {
+			if left--; left == 0 {
+				return nil // the last chunks go out with the end of the stream, in one write
+			}
+		}
 		if len(b) == 0 {
 			return nil
 		}
@@ -1143,7 +1149,6 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, ready <-chan str
 		out.write(append(b, "\n\ndata: [DONE]\n\n"...))
 		return
 	}
-	b = b[:0]
 	if rs.p.usage {
 		b = rs.usageChunk(b)
 	}
