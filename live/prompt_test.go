@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// FuzzPromptField: a completion's prompt, decoded in its body, reads as json.Unmarshal reads it: a
+// FuzzPromptField: a completion's prompt, decoded in its body by decodeBody, reads as json.Unmarshal reads it: a
 // plain string is the string json.Unmarshal gives, and any other value keeps its JSON for
 // completionPrompts.
 func FuzzPromptField(f *testing.F) {
@@ -20,8 +20,8 @@ func FuzzPromptField(f *testing.F) {
 			return
 		}
 		var req completionRequest
-		if err := json.Unmarshal(body, &req); err != nil {
-			t.Fatalf("%s: %v", body, err)
+		if e := decodeBody(body, &req); e != nil {
+			t.Fatalf("%s: %v", body, e)
 		}
 		var want string
 		wantErr := json.Unmarshal(value, &want)
@@ -54,8 +54,8 @@ func TestPromptFieldPlain(t *testing.T) {
 		{`{"prompt": [1, 2]}`, false, ""},
 	} {
 		var req completionRequest
-		if err := json.Unmarshal([]byte(tc.body), &req); err != nil {
-			t.Fatal(err)
+		if e := decodeBody([]byte(tc.body), &req); e != nil {
+			t.Fatal(e)
 		}
 		if req.Prompt.plain != tc.plain || req.Prompt.text != tc.text {
 			t.Errorf("%s: plain %v text %q, want %v %q", tc.body, req.Prompt.plain, req.Prompt.text, tc.plain, tc.text)
