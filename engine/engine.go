@@ -167,11 +167,15 @@ func (e *Engine) Idle() bool {
 
 // Metrics reports each rank's state, in rank order.
 func (e *Engine) Metrics() []sched.Metrics {
-	m := make([]sched.Metrics, len(e.ranks))
-	for i, s := range e.ranks {
-		m[i] = s.Metrics()
+	return e.AppendMetrics(make([]sched.Metrics, 0, len(e.ranks)))
+}
+
+// AppendMetrics appends Metrics to dst: a live worker reads them after every pass into one buffer.
+func (e *Engine) AppendMetrics(dst []sched.Metrics) []sched.Metrics {
+	for _, s := range e.ranks {
+		dst = append(dst, s.Metrics())
 	}
-	return m
+	return dst
 }
 
 // CheckInvariants verifies every rank's block accounting and request bookkeeping.

@@ -79,7 +79,7 @@ func (s *Server) unloadLoRA(w http.ResponseWriter, r *http.Request) {
 
 // loraBody reads a load or unload request, which must name an adapter.
 func (s *Server) loraBody(w http.ResponseWriter, r *http.Request) (*loraRequest, *apiError) {
-	body, e := s.readBody(w, r)
+	body, e := s.readBody(w, r, nil)
 	if e != nil {
 		return nil, e
 	}

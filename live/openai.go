@@ -16,8 +16,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/zeebo/xxh3"
 
 	"github.com/mocker-sim/mocker/sched"
@@ -180,9 +184,9 @@ type common struct {
 
 type completionRequest struct {
 	common
-	Prompt   json.RawMessage `json:"prompt"`
-	Echo     bool            `json:"echo"`
-	Logprobs *int            `json:"logprobs"`
+	Prompt   promptField `json:"prompt"`
+	Echo     bool        `json:"echo"`
+	Logprobs *int        `json:"logprobs"`
 }
 
 type chatRequest struct {
@@ -227,9 +231,9 @@ type sampling struct {
 	lora string // the adapter named by the model field, "" for the base model
 }
 
-// readBody reads a request body of at most --max-request-body-mb (413 past it).
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
+// readBody appends to dst a request body of at most --max-request-body-mb (413 past it).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, dst []byte) ([]byte, *apiError) {
+	body, err := readAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes), dst)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -241,8 +245,18 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 	return body, nil
 }
 
-// decodeBody decodes a JSON body into v, turning every failure into a 400 that says what is wrong.
+// v1Options make the JSON v2 decoder decode as encoding/json does (names matched without case, the
+// last of duplicate names, invalid UTF-8 replaced...), at about half its cost: it reads a body once,
+// where encoding/json validates it before decoding it (FuzzDecodeAgrees checks they agree).
+var v1Options = jsonv1.DefaultOptionsV1()
+
+// decodeBody decodes a JSON body into v, turning every failure into a 400 that says what is wrong. A body
+// the v2 decoder refuses is decoded again by encoding/json, whose errors the API's messages are made of.
 func decodeBody(body []byte, v any) *apiError {
+	if jsonv2.Unmarshal(body, v, v1Options) == nil {
+		return nil
+	}
+	reflect.ValueOf(v).Elem().SetZero()
 	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError
 		var se *json.SyntaxError
@@ -489,10 +503,38 @@ const (
 	smallBody  = 64 << 10
 )
 
+// readAll is io.ReadAll appending to b.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+	}
+}
+
+// bodyBufs hold small request bodies while they are decoded: what a request keeps of its body is
+// copied out of it, so the buffer serves the next request.
+var bodyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
 // decodeRequest reads r's body and decodes it into v within the body budget; release gives the body's
 // share back once its prompt is tokenised.
 func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any) (release func(), e *apiError) {
-	body, e := s.readBody(w, r)
+	buf := bodyBufs.Get().(*[]byte)
+	body, e := s.readBody(w, r, (*buf)[:0])
+	defer func() {
+		if body != nil && cap(body) < smallBody {
+			*buf = body[:0]
+			bodyBufs.Put(buf)
+		}
+	}()
 	if e != nil {
 		return nil, e
 	}
@@ -518,10 +560,32 @@ func (s *Server) reserveBody(r *http.Request, body []byte) (release func(), e *a
 	return func() { s.bodies.Release(n) }, nil
 }
 
+// promptField is a completion's prompt as sent: its JSON, or its text when that is a plain string.
+type promptField struct {
+	raw   json.RawMessage
+	text  string
+	plain bool // text holds the prompt, a string without escapes
+}
+
+// UnmarshalJSON keeps a plain string's text and any other value's JSON, which completionPrompts reads.
+// A string without escapes or invalid UTF-8 is its bytes between the quotes, as json.Unmarshal would
+// decode it; reading it here spares decoding it from a copy a second time (a prompt is most of a body).
+func (p *promptField) UnmarshalJSON(b []byte) error {
+	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' && bytes.IndexByte(b[1:n-1], '\\') < 0 && utf8.Valid(b[1:n-1]) {
+		p.text, p.plain = string(b[1:n-1]), true
+		return nil
+	}
+	p.raw = append(p.raw[:0], b...)
+	return nil
+}
+
 // completionPrompts accepts what vLLM accepts: a string, a list of token ids, or a list of either (a
 // batch: each prompt gets its n choices).
-func (s *Server) completionPrompts(raw json.RawMessage, n int) ([]prompt, *apiError) {
-	raw = bytes.TrimSpace(raw)
+func (s *Server) completionPrompts(field promptField, n int) ([]prompt, *apiError) {
+	if field.plain {
+		return []prompt{{ids: s.o.Tokenizer.Encode(field.text), text: field.text}}, nil
+	}
+	raw := bytes.TrimSpace(field.raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, badRequest("prompt", "field \"prompt\" is required")
 	}
@@ -784,21 +848,23 @@ type choice struct {
 }
 
 // choiceKey keys a choice's output length: the same request (prompt, choice, seed) draws the same
-// length on every run, whatever the order requests come in.
+// length on every run, whatever the order requests come in. It is the XXH3-64 of the prompt's ids (4
+// bytes each, little-endian), the choice's index and the seed if any (8 bytes each), hashed in one call:
+// a hasher fed 4 bytes at a time costs more than the rest of planning a choice.
 func choiceKey(ids []uint32, j int, p *sampling) uint64 {
-	h := xxh3.New()
-	var b [8]byte
+	var stack [1024]byte
+	b := stack[:0]
+	if n := 4*len(ids) + 16; n > len(stack) {
+		b = make([]byte, 0, n)
+	}
 	for _, id := range ids {
-		binary.LittleEndian.PutUint32(b[:4], id)
-		h.Write(b[:4])
+		b = binary.LittleEndian.AppendUint32(b, id)
 	}
-	binary.LittleEndian.PutUint64(b[:], uint64(j))
-	h.Write(b[:])
+	b = binary.LittleEndian.AppendUint64(b, uint64(j))
 	if p.seeded {
-		binary.LittleEndian.PutUint64(b[:], uint64(p.seed))
-		h.Write(b[:])
+		b = binary.LittleEndian.AppendUint64(b, uint64(p.seed))
 	}
-	return h.Sum64()
+	return xxh3.Hash(b)
 }
 
 // planBuf is the text plan searches for stop strings, kept for a request's next choice.
@@ -902,6 +968,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *sampling, c
 			req.MaxTokens = c.tokens
 			c.st = newStream(req.ID, len(pr.ids), arrived)
 			c.st.ready, c.st.finish, c.st.quiet = ready, c.finish, !p.stream
+			if c.st.quiet {
+				c.st.expect(c.tokens)
+			}
 			if err := s.submit(r.Context(), req, c.st); err != nil {
 				for _, d := range cs {
 					s.cancel(d.st.ID)
@@ -1044,6 +1113,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, ready <-chan str
 		}
 	}
 	var lps logprobs
+	left := len(rs.choices)
 	err := s.follow(r, ready, rs.choices, func(c *choice, toks []uint32, ends []int) error {
 		// One chunk per pass, as vLLM streams one per engine step; the last carries finish_reason.
 		b = b[:0]
@@ -1069,6 +1139,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, ready <-chan str
 		if c.done && len(ends) == 0 { // finished with no new token
 			b = rs.chunk(b, c, nil, nil, true)
 		}
+		if c.done {
+			if left--; left == 0 {
+				return nil // the last chunks go out with the end of the stream, in one write
+			}
+		}
 		if len(b) == 0 {
 			return nil
 		}
@@ -1086,7 +1161,6 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, ready <-chan str
 		out.write(append(b, "\n\ndata: [DONE]\n\n"...))
 		return
 	}
-	b = b[:0]
 	if rs.p.usage {
 		b = rs.usageChunk(b)
 	}

@@ -16,6 +16,7 @@ type response struct {
 	created int64
 	prompts []prompt
 	choices []*choice
+	one     [1]uint32 // appendOutput's token, decoded one at a time
 }
 
 // appendText appends the text of generated tokens, one token at a time (a stream's chunks are cut
@@ -32,7 +33,7 @@ func (s *Server) appendText(b []byte, toks []uint32) []byte {
 // appendOutput appends the text c shows of its new tokens toks (a stop string cuts it), and their
 // logprobs to lps when the request asks for them.
 func (rs *response) appendOutput(b []byte, c *choice, toks []uint32, lps *logprobs) []byte {
-	one := make([]uint32, 1)
+	one := rs.one[:]
 	for _, t := range toks {
 		one[0] = rs.s.outputID(t)
 		piece := rs.s.o.Tokenizer.Decode(one)

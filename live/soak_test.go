@@ -114,23 +114,24 @@ func soak(t *testing.T, o Options, d time.Duration) {
 	defer hc.CloseIdleConnections()
 
 	baseline := sample()
-	ctx, stop := context.WithTimeout(context.Background(), d)
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var load soakLoad
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Go(func() { soakClient(ctx, t, hc, hs.URL, c, &load) })
 	}
+	// The load runs until every sample is taken: on a busy machine (or under -race) a sample, which
+	// collects the garbage first, can take longer than the tick, and the count must not depend on it.
 	var samples []soakSample
 	every := max(d/40, 100*time.Millisecond)
-	for tick := time.NewTicker(every); ctx.Err() == nil; {
-		select {
-		case <-tick.C:
-			samples = append(samples, sample())
-		case <-ctx.Done():
-			tick.Stop()
-		}
+	tick := time.NewTicker(every)
+	for n := int(d / every); len(samples) < n; {
+		<-tick.C
+		samples = append(samples, sample())
 	}
+	tick.Stop()
+	stop()
 	wg.Wait()
 	hc.CloseIdleConnections()
 	http.DefaultClient.CloseIdleConnections()

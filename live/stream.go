@@ -50,6 +50,12 @@ func newStream(id uint64, promptTokens int, arrived time.Time) *Stream {
 	return &Stream{ID: id, prompt: promptTokens, arrived: arrived, ready: make(chan struct{}, 1)}
 }
 
+// expect sizes the buffers of a quiet stream for its n tokens: its handler takes them all at its end, so
+// they are allocated once rather than grown pass by pass.
+func (s *Stream) expect(n int) {
+	s.pending, s.ends = make([]uint32, 0, n), make([]int, 0, n)
+}
+
 // Ready is signalled whenever Next has something new to say.
 func (s *Stream) Ready() <-chan struct{} { return s.ready }
 

@@ -2,7 +2,10 @@ package live
 
 import (
 	"errors"
+	"math"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,6 +59,50 @@ func TestStreamSignalsEveryPass(t *testing.T) {
 		s.push([]uint32{uint32(i)}, false)
 		if !signalled(s) {
 			t.Fatalf("pass %d: no signal", i)
+		}
+	}
+}
+
+// writes records each Write of a response.
+type writes struct {
+	*httptest.ResponseRecorder
+	each []string
+}
+
+func (w *writes) Write(b []byte) (int, error) {
+	w.each = append(w.each, string(b))
+	return w.ResponseRecorder.Write(b)
+}
+
+// A stream's last chunks, the usage chunk and [DONE] leave in one write (one system call, not two, per
+// stream), and the stream's bytes are what they were.
+func TestStreamEndsInOneWrite(t *testing.T) {
+	s, err := New(testOptions(5, 1, math.Inf(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	for _, body := range []string{
+		`{"model":"test-model","prompt":"hi there","max_tokens":4,"ignore_eos":true,"stream":true}`,
+		`{"model":"test-model","prompt":"hi there","max_tokens":4,"ignore_eos":true,"stream":true,"n":2,"stream_options":{"include_usage":true}}`,
+	} {
+		w := &writes{ResponseRecorder: httptest.NewRecorder()}
+		s.Handler().ServeHTTP(w, httptest.NewRequest("POST", "/v1/completions", strings.NewReader(body)))
+		if w.Code != 200 {
+			t.Fatalf("%s: status %d: %s", body, w.Code, w.Body)
+		}
+		last := w.each[len(w.each)-1]
+		if !strings.HasPrefix(last, "data: {") || !strings.Contains(last, `"finish_reason":"length"`) || !strings.HasSuffix(last, "data: [DONE]\n\n") {
+			t.Errorf("%s: the last write is %q, want the last chunk through [DONE]", body, last)
+		}
+		if got, want := strings.Count(w.Body.String(), `"finish_reason":"length"`), strings.Count(body, `"n":2`)+1; got != want {
+			t.Errorf("%s: %d choices finished, want %d:\n%s", body, got, want, w.Body)
+		}
+		if strings.Contains(body, "include_usage") && !strings.Contains(last, `"usage":{"prompt_tokens"`) {
+			t.Errorf("%s: the last write has no usage: %q", body, last)
 		}
 	}
 }

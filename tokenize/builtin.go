@@ -88,6 +88,9 @@ func (b *builtin) id(chunk string) uint32 {
 
 // Decode implements Tokenizer.
 func (b *builtin) Decode(ids []uint32) string {
+	if len(ids) == 1 { // a served token's text, decoded one at a time: no copy
+		return words[ids[0]%uint32(len(words))]
+	}
 	var sb strings.Builder
 	sb.Grow(6 * len(ids))
 	for _, id := range ids {

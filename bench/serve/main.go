@@ -1,12 +1,15 @@
 // Command serve measures `mocker serve` under load: it starts the server as a subprocess at
 // --speedup-ratio inf (passes take no time, so what is measured is the server itself), drives it with
-// concurrent clients sending short completions, streamed and not, and prints requests per second,
-// p50/p99 latency, the server's CPU time per request and its peak memory.
+// concurrent keep-alive clients sending short completions, streamed and not, and prints requests per
+// second, p50/p99 latency, the server's CPU time per request and its peak memory.
 //
-//	go run ./bench/serve [-clients 64] [-requests 20000] [-max-tokens 16] [-phases whole,streaming] [-bin FILE] [-- extra serve flags]
+//	go run ./bench/serve [-clients 64] [-requests 20000] [-prompt-tokens 100] [-max-tokens 16] [-phases whole,streaming]
+//		[-bin FILE] [-base FILE] [-runs N] [-- extra serve flags]
 //
-// -bin measures a built binary instead of building ./cmd/mocker, so that two revisions can be run
-// interleaved; `-- --cpuprofile FILE` profiles the server (written when it stops).
+// -bin measures a built binary instead of building ./cmd/mocker; -base FILE measures that binary too,
+// interleaved with -bin run by run (-runs of each, a fresh server each run), and ends with the medians of
+// both, so that two revisions are compared under the same load of a shared machine.
+// `-- --cpuprofile FILE` profiles the server (written when it stops).
 package main
 
 import (
@@ -27,13 +30,18 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mocker-sim/mocker/tokenize"
 )
 
 func main() {
 	clients := flag.Int("clients", 64, "concurrent clients")
 	requests := flag.Int("requests", 20000, "requests per phase")
+	promptTokens := flag.Int("prompt-tokens", 100, "prompt tokens per request, BOS included (at least 28)")
 	maxTokens := flag.Int("max-tokens", 16, "tokens each request generates")
 	bin := flag.String("bin", "", "the mocker binary to measure (default: build ./cmd/mocker)")
+	base := flag.String("base", "", "a second binary, measured interleaved with -bin")
+	runs := flag.Int("runs", 1, "runs of each binary")
 	phases := flag.String("phases", "whole,streaming", "the phases to run, in order")
 	flag.Parse()
 	var streams []bool
@@ -48,13 +56,57 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := run(*bin, *clients, *requests, *maxTokens, streams, flag.Args()); err != nil {
+	if *requests < 1 || *requests >= 1_000_000 || *clients < 1 || *runs < 1 {
+		fmt.Fprintln(os.Stderr, "bench/serve: want -requests in [1, 999999] (six digits number the prompts), -clients and -runs at least 1")
+		os.Exit(2)
+	}
+	filler, err := padding(*promptTokens)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench/serve: -prompt-tokens:", err)
+		os.Exit(2)
+	}
+	l := load{clients: *clients, requests: *requests, maxTokens: *maxTokens, filler: filler}
+	if err := run(*bin, *base, *runs, l, streams, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/serve:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, clients, requests, maxTokens int, streams []bool, extra []string) error {
+// The prompt of request i is promptHead with i in six digits (its token count does not depend on i),
+// then filler words up to the prompt's length.
+const (
+	promptHead   = "Request %06d asks the simulated model a short question about the weather in a city it has never seen, politely."
+	fillerWord   = " Please"
+	headTokens   = 27 // promptHead's tokens under the built-in tokenizer
+	bosTokens    = 1  // Llama-3.1's BOS, which serve adds for the catalog model
+	maxPromptLen = 100_000
+)
+
+// padding is the filler that makes prompts n tokens long, checked against the built-in tokenizer.
+func padding(n int) (string, error) {
+	words := n - headTokens - bosTokens
+	if words < 0 || n > maxPromptLen {
+		return "", fmt.Errorf("%d: want %d to %d", n, headTokens+bosTokens, maxPromptLen)
+	}
+	filler := strings.Repeat(fillerWord, words)
+	if got := len(tokenize.Builtin().Encode(fmt.Sprintf(promptHead, 0)+filler)) + bosTokens; got != n {
+		return "", fmt.Errorf("%d: the prompt has %d tokens (the built-in tokenizer changed?)", n, got)
+	}
+	return filler, nil
+}
+
+// load is the clients' work in each phase.
+type load struct {
+	clients, requests, maxTokens int
+	filler                       string
+}
+
+// result is one phase of one run.
+type result struct {
+	rps, p50, p99, cpuPerReq, cores float64
+}
+
+func run(bin, base string, runs int, l load, streams []bool, extra []string) error {
 	if bin == "" {
 		dir, err := os.MkdirTemp("", "mocker-bench")
 		if err != nil {
@@ -66,14 +118,96 @@ func run(bin string, clients, requests, maxTokens int, streams []bool, extra []s
 			return fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	}
+	bins := []string{bin}
+	if base != "" {
+		bins = []string{base, bin}
+	}
 	args := append([]string{"serve", "--port", "0", "--nats", "none", "--speedup-ratio", "inf", "--timing", "polynomial"}, extra...)
+	fmt.Printf("mocker %s\n%d clients, %d requests per phase, prompts of %d tokens, %d output tokens\n\n",
+		strings.Join(args, " "), l.clients, l.requests, headTokens+bosTokens+strings.Count(l.filler, fillerWord), l.maxTokens)
+	fmt.Printf("%-5s %-10s %10s %10s %10s %14s %12s %10s\n", "run", "phase", "req/s", "p50 ms", "p99 ms", "server CPU/req", "server cores", "peak MiB")
+	all := make([][][]result, len(bins)) // by binary, phase, run
+	for b := range bins {
+		all[b] = make([][]result, len(streams))
+	}
+	for i := range runs {
+		for b, exe := range bins {
+			res, peak, err := runOnce(exe, args, l, streams)
+			if err != nil {
+				return fmt.Errorf("%s: %w", exe, err)
+			}
+			for k, r := range res {
+				all[b][k] = append(all[b][k], r)
+				fmt.Printf("%-5s %-10s %s %10.1f\n", label(bins, b, i), phaseName(streams[k]), r, float64(peak)/(1<<20))
+			}
+		}
+	}
+	if runs == 1 && len(bins) == 1 {
+		return nil
+	}
+	fmt.Println("\nmedians")
+	for b, exe := range bins {
+		for k := range streams {
+			fmt.Printf("%-5s %-10s %s   %s\n", label(bins, b, -1), phaseName(streams[k]), median(all[b][k]), exe)
+		}
+	}
+	return nil
+}
+
+func label(bins []string, b, run int) string {
+	name := "new"
+	if len(bins) > 1 && b == 0 {
+		name = "base"
+	}
+	if run < 0 {
+		return name
+	}
+	return fmt.Sprintf("%s%d", name[:1], run+1)
+}
+
+func phaseName(stream bool) string {
+	if stream {
+		return "streaming"
+	}
+	return "whole"
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("%10.0f %10.2f %10.2f %11.1f µs %12.2f", r.rps, r.p50, r.p99, r.cpuPerReq, r.cores)
+}
+
+// median is each column's median over rs.
+func median(rs []result) result {
+	col := func(f func(result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return result{
+		rps:       col(func(r result) float64 { return r.rps }),
+		p50:       col(func(r result) float64 { return r.p50 }),
+		p99:       col(func(r result) float64 { return r.p99 }),
+		cpuPerReq: col(func(r result) float64 { return r.cpuPerReq }),
+		cores:     col(func(r result) float64 { return r.cores }),
+	}
+}
+
+// runOnce starts a server, runs the phases against it and stops it; it returns each phase's figures and
+// the server's peak RSS.
+func runOnce(bin string, args []string, l load, streams []bool) ([]result, int64, error) {
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, 0, err
 	}
 	defer func() {
 		cmd.Process.Signal(os.Interrupt)
@@ -81,40 +215,34 @@ func run(bin string, clients, requests, maxTokens int, streams []bool, extra []s
 	}()
 	addr, err := waitAddr(stderr)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	go io.Copy(io.Discard, stderr)
-	fmt.Printf("mocker %s\n%d clients, %d requests per phase, prompts of ~27 tokens, %d output tokens\n\n",
-		strings.Join(args, " "), clients, requests, maxTokens)
-	fmt.Printf("%-10s %10s %10s %10s %14s %12s\n", "phase", "req/s", "p50 ms", "p99 ms", "server CPU/req", "server cores")
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: l.clients, MaxConnsPerHost: l.clients}}
+	defer hc.CloseIdleConnections()
+	var out []result
 	for _, stream := range streams {
 		cpu0, err := cpuTime(cmd.Process.Pid)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		start := time.Now()
-		lat, err := load(hc, addr, clients, requests, maxTokens, stream)
+		lat, err := l.run(hc, addr, stream)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		wall := time.Since(start)
-		cpu1, _ := cpuTime(cmd.Process.Pid)
-		slices.Sort(lat)
-		name := "whole"
-		if stream {
-			name = "streaming"
+		cpu1, err := cpuTime(cmd.Process.Pid)
+		if err != nil {
+			return nil, 0, err
 		}
+		slices.Sort(lat)
 		cpu := cpu1 - cpu0
-		fmt.Printf("%-10s %10.0f %10.2f %10.2f %11.1f µs %12.2f\n", name, float64(len(lat))/wall.Seconds(),
-			ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), float64(cpu.Microseconds())/float64(len(lat)), cpu.Seconds()/wall.Seconds())
+		out = append(out, result{rps: float64(len(lat)) / wall.Seconds(), p50: ms(lat[len(lat)/2]), p99: ms(lat[len(lat)*99/100]),
+			cpuPerReq: float64(cpu.Microseconds()) / float64(len(lat)), cores: cpu.Seconds() / wall.Seconds()})
 	}
 	peak, err := peakRSS(cmd.Process.Pid)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("\nserver peak RSS %.1f MiB\n", float64(peak)/(1<<20))
-	return nil
+	return out, peak, err
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -132,8 +260,9 @@ func waitAddr(r io.Reader) (string, error) {
 	return "", errors.New("the server exited before listening")
 }
 
-// load sends requests completions from clients goroutines and returns their latencies.
-func load(hc *http.Client, addr string, clients, requests, maxTokens int, stream bool) ([]time.Duration, error) {
+// run sends the load's completions from its clients' goroutines and returns their latencies.
+func (l load) run(hc *http.Client, addr string, stream bool) ([]time.Duration, error) {
+	clients, requests := l.clients, l.requests
 	var next atomic.Int64
 	lat := make([]time.Duration, requests)
 	var firstErr error
@@ -151,7 +280,7 @@ func load(hc *http.Client, addr string, clients, requests, maxTokens int, stream
 					return
 				}
 				body.Reset()
-				fmt.Fprintf(&body, `{"model":"llama-3.1-8b","prompt":"Request %d asks the simulated model a short question about the weather in a city it has never seen, politely.","max_tokens":%d,"stream":%v}`, i, maxTokens, stream)
+				fmt.Fprintf(&body, `{"model":"llama-3.1-8b","prompt":"`+promptHead+`%s","max_tokens":%d,"stream":%v}`, i, l.filler, l.maxTokens, stream)
 				t0 := time.Now()
 				err := post(hc, url, body.Bytes(), stream)
 				lat[i] = time.Since(t0)
