@@ -113,6 +113,8 @@ type config struct {
 	overlapShared bool
 	// mlaModule: MLA priced from vLLM's whole-module tables (loadMLAModule).
 	mlaModule bool
+	// dsa: the architecture whose DSA module tables price the attention (SGLang, loadDSAModule); "" otherwise.
+	dsa string
 }
 
 // deepSeekFamily reports whether AIConfigurator prices m with its DeepSeekModel
@@ -179,6 +181,11 @@ func resolve(o Options) (*config, error) {
 	}
 	if c.kvDtype, err = kvDtype(o.KVCacheDtype, m.Dtype); err != nil {
 		return nil, err
+	}
+	if m.DSA() && c.Backend == "sglang" {
+		if c.dsa, err = dsaArchitecture(m); err != nil {
+			return nil, err
+		}
 	}
 	if m.MoE() {
 		c.moeDtype = c.gemmDtype
@@ -328,6 +335,12 @@ func newModel(o Options) (*Model, error) {
 		}
 		return mdl.finish(d, c, version, rf, gemms, moeSrc, nil)
 	}
+	if c.dsa != "" {
+		if err := mdl.loadDSAModule(c, rf, ctxSrc, genSrc); err != nil {
+			return nil, err
+		}
+		return mdl.finish(d, c, version, rf, gemms, moeSrc, nil)
+	}
 	if c.m.MLA() {
 		bmm, err := mdl.loadMLA(c, rf, ctxSrc, genSrc, src[needed[len(needed)-1]])
 		if err != nil {
@@ -381,13 +394,15 @@ func (c *config) neededTables() []tableRef {
 	switch {
 	case c.mlaModule:
 		needed = []tableRef{gemmTable, mlaCtxTable, mlaGenTable}
+	case c.dsa != "":
+		needed = []tableRef{gemmTable, dsaCtxTable, dsaGenTable}
 	case c.m.MLA():
 		needed = []tableRef{gemmTable, mlaCtxOpTable, mlaGenOpTable}
 	}
 	if c.m.MoE() {
 		needed = append(needed, moeTable)
 	}
-	if c.m.MLA() && !c.mlaModule {
+	if c.m.MLA() && !c.mlaModule && c.dsa == "" {
 		needed = append(needed, mlaBmmTable)
 	}
 	if c.m.LinearLayers > 0 {
@@ -723,8 +738,9 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 		}
 	}
 	switch {
-	case c.mlaModule:
-		// vLLM's MLA module tables include every projection (loadMLAModule).
+	case c.mlaModule || c.dsa != "":
+		// vLLM's MLA module tables and SGLang's DSA module tables include every projection
+		// (loadMLAModule, loadDSAModule).
 		proj = func(float64) float64 { return 0 }
 	case m.MLA():
 		// AIConfigurator's DeepSeekModel (granular MLA block): the fused q_a/kv_a down-projection
