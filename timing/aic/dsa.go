@@ -124,12 +124,14 @@ func loadDSA(paths []string, gen bool, arch, gemm, sub string) (attnRows, error)
 
 // loadDSAModule builds the attention of a DSA model from SGLang's DSA module tables (see dsaCtxTable):
 // the context module by (batch, isl), a chunk over a cached prefix priced as AIConfigurator prices
-// the MLA module's (moduleChunk), the generation module by (batch, sequence length).
+// the MLA module's (moduleChunk), the generation module by (batch, sequence length). The tables
+// measured the projections in bfloat16 and fp8_block only, the formats the DSA checkpoints ship
+// (DeepSeek-V3.2 and GLM-5-FP8: fp8 in 128×128 blocks); fp8 projections are read from the
+// fp8_block rows, the same fp8 tensor-core rate.
 func (mdl *Model) loadDSAModule(c *config, rf *roofline, ctxSrc, genSrc []string) error {
 	gemm := c.gemmDtype
 	if gemm == "fp8" {
-		return fmt.Errorf("aic: model %s: the DSA module tables (%s, %s) measured gemm_type bfloat16 and fp8_block, not per-tensor fp8",
-			c.m.Name, sourceList(ctxSrc), sourceList(genSrc))
+		gemm = "fp8_block"
 	}
 	sub := dsaSubBackend(c.System.FLOPS["fp4"] > 0)
 	ctxRows, err := loadDSA(ctxSrc, false, c.dsa, gemm, sub)

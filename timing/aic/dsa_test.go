@@ -136,8 +136,8 @@ func TestDSAKernelSource(t *testing.T) {
 	}
 }
 
-// TestDSAErrors: a model of no measured DSA geometry, or a GEMM precision the tables lack, is an
-// error naming what is missing.
+// TestDSAErrors: a model of no measured DSA geometry is an error naming it; per-tensor fp8
+// projections read the fp8_block rows, the only fp8 the tables measured.
 func TestDSAErrors(t *testing.T) {
 	needData(t)
 	m, _ := model.Lookup("glm-5")
@@ -146,11 +146,11 @@ func TestDSAErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no DSA module table measured its attention") {
 		t.Errorf("16 indexer heads: err = %v, want one naming the geometry", err)
 	}
-	if _, err := glm5(t, "0.5.10", "bf16"); err != nil {
+	mdl, err := onH200(t, "glm-5", Options{Backend: "sglang", Version: "0.5.10", TP: 8, GEMMQuant: "fp8", MoEQuant: "fp8_block"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = onH200(t, "glm-5", Options{Backend: "sglang", Version: "0.5.10", TP: 8, GEMMQuant: "fp8"})
-	if err == nil || !strings.Contains(err.Error(), "dsa_context_module_perf") {
-		t.Errorf("per-tensor fp8: err = %v, want one naming the DSA tables", err)
+	if got := mdl.attn[0].ctx.at(1, 1024); !near(got, 0.7549, 1e-12) {
+		t.Errorf("fp8 projections: context b1 isl 1024 %.12g ms, want the fp8_block row's 0.7549", got)
 	}
 }
