@@ -142,5 +142,6 @@ func (mdl *Model) loadDSAModule(c *config, rf *roofline, ctxSrc, genSrc []string
 	if err != nil {
 		return err
 	}
+	mdl.dsa = true
 	return mdl.addMLAAttn(c, rf, ctxRows, genRows, ctxSrc, genSrc, true)
 }

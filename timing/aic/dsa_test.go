@@ -2,6 +2,7 @@ package aic
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,6 +93,13 @@ func TestDSAComposition(t *testing.T) {
 	// context module, batch 1, isl 2,048: 0.77 ms.
 	if wantChunk := mdl.perToken.at(1024) + 78*0.77*0.75; math.Abs(ms(got.Prefill)-wantChunk) > 2e-6 {
 		t.Errorf("chunk over a cached prefix: %+v, want prefill %.6f ms", got, wantChunk)
+	}
+	var names []string
+	for _, p := range mdl.Parts(&timing.Batch{Seqs: []timing.Seq{{New: 1024, Prefill: true, Samples: true}}}) {
+		names = append(names, p.Op)
+	}
+	if !slices.Contains(names, "dsa_context_module") || slices.Contains(names, "attention_projections") {
+		t.Errorf("prefill parts %v, want dsa_context_module and no attention_projections", names)
 	}
 	t.Logf("glm-5 sglang 0.5.10 TP 8 fp8_block: prefill 1k %.2f ms, 16 decodes at 1k %.2f ms", wantPre, want)
 }

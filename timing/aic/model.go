@@ -62,6 +62,8 @@ type Model struct {
 	lmHead table1
 	// attn holds the attention ops by kind of layer (full attention, sliding window).
 	attn []attnLayers
+	// dsa: attn is SGLang's DSA modules (loadDSAModule).
+	dsa bool
 	// gdn: the Gated DeltaNet kernels of the linear-attention layers (nil without them).
 	gdn *gdnOps
 	// Multi-head latent attention only (empty otherwise): preTok is the work that only prefill
@@ -930,7 +932,10 @@ func (mdl *Model) Parts(b *timing.Batch) []timing.Part {
 		}
 	}
 	attn := "context_attention"
-	if len(mdl.attn) > 0 && mdl.attn[0].module {
+	switch {
+	case mdl.dsa:
+		attn = "dsa_context_module"
+	case len(mdl.attn) > 0 && mdl.attn[0].module:
 		attn = "mla_context_module"
 	}
 	add(attn, mdl.contextAttention(b, p))
