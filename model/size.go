@@ -25,7 +25,9 @@ func (m *Model) ActiveParams() int64 {
 // GPU always holds at least one: with fewer KV heads than GPUs they are replicated.
 //
 // MLA models (DeepSeek) cache one latent of KVLoRARank + QKRopeHeadDim values per token per layer, the
-// same on every GPU, so tp does not divide it.
+// same on every GPU, so tp does not divide it. DSA models (GLM-5) also cache the indexer's key per
+// token per layer: IndexHeadDim fp8 values and one fp32 scale per 128 of them, whatever the KV
+// cache dtype (SGLang's NSA pool; AIConfigurator's indexer_cache_entry_bytes).
 //
 // Sliding-window layers are not counted: their cache holds at most SlidingWindow tokens per request,
 // whatever the context, and vLLM sizes its block pool by the full-attention layers (its hybrid allocator
@@ -38,7 +40,11 @@ func (m *Model) KVBytesPerToken(kvDtypeBytes, tp int) int {
 	mustPositive("KVBytesPerToken", kvDtypeBytes, tp)
 	layers := m.FullAttentionLayers()
 	if m.MLA() {
-		return layers * (m.KVLoRARank + m.QKRopeHeadDim) * kvDtypeBytes
+		var indexer int
+		if m.DSA() {
+			indexer = m.IndexHeadDim + (m.IndexHeadDim+127)/128*4
+		}
+		return layers * ((m.KVLoRARank+m.QKRopeHeadDim)*kvDtypeBytes + indexer)
 	}
 	return layers * 2 * m.kvHeadsPerGPU(tp) * m.HeadDim * kvDtypeBytes
 }
