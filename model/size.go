@@ -40,13 +40,18 @@ func (m *Model) KVBytesPerToken(kvDtypeBytes, tp int) int {
 	mustPositive("KVBytesPerToken", kvDtypeBytes, tp)
 	layers := m.FullAttentionLayers()
 	if m.MLA() {
-		var indexer int
-		if m.DSA() {
-			indexer = m.IndexHeadDim + (m.IndexHeadDim+127)/128*4
-		}
-		return layers * ((m.KVLoRARank+m.QKRopeHeadDim)*kvDtypeBytes + indexer)
+		return layers * ((m.KVLoRARank+m.QKRopeHeadDim)*kvDtypeBytes + m.IndexerBytesPerToken())
 	}
 	return layers * 2 * m.kvHeadsPerGPU(tp) * m.HeadDim * kvDtypeBytes
+}
+
+// IndexerBytesPerToken is the indexer's cache per token per layer of a DSA model (0 otherwise): its key
+// of IndexHeadDim fp8 values and one fp32 scale per 128 of them.
+func (m *Model) IndexerBytesPerToken() int {
+	if !m.DSA() {
+		return 0
+	}
+	return m.IndexHeadDim + (m.IndexHeadDim+127)/128*4
 }
 
 // SlidingKVBytesPerToken is KVBytesPerToken for the sliding-window layers alone: what each of a

@@ -162,3 +162,23 @@ func TestDSAErrors(t *testing.T) {
 		t.Errorf("fp8 projections: context b1 isl 1024 %.12g ms, want the fp8_block row's 0.7549", got)
 	}
 }
+
+// TestDSARoofline: beyond index_topk a DSA query reads the latent of topK tokens only, while the
+// indexer scans every token's key (AIConfigurator's DSA get_sol): a decode over 4,095 cached tokens
+// at 8 heads is memory bound on 2,048 × 576 bf16 latents + 4,096 × 132 indexer bytes + the heads'
+// output; a 4,096-token prefill computes 2,048²/2 + 2,048 × 2,048 query-key pairs.
+func TestDSARoofline(t *testing.T) {
+	a := attnShape{heads: 8, kvHeads: 1, kvBytes: 2, flops: 989e12, memBW: 4.8e12, qkDim: 256, vDim: 256,
+		latent: 576, kvLoRA: 512, topK: 2048, indexerBytes: 132}
+	if got, want := a.genSOL(4095), (2*2048*576+132*4096+4*8*576)/4.8e12*1e3; !near(got, want, 1e-12) {
+		t.Errorf("genSOL(4095) = %.9g ms, want %.9g", got, want)
+	}
+	if got, want := a.ctxSOL(4096), 2*8*(2048.0*2048/2+2048*2048)*(576+512)/989e12*1e3; !near(got, want, 1e-12) {
+		t.Errorf("ctxSOL(4096) = %.9g ms, want %.9g", got, want)
+	}
+	dense := a
+	dense.topK = 0
+	if a.genSOL(16383) >= dense.genSOL(16383)/2 {
+		t.Errorf("decode over 16,383 tokens: sparse %.6g ms, not under half the dense %.6g", a.genSOL(16383), dense.genSOL(16383))
+	}
+}

@@ -557,6 +557,9 @@ func (mdl *Model) addMLAAttn(c *config, rf *roofline, ctxRows, genRows attnRows,
 	key := attnKey{c.heads, 1, mlaLatent, 0, "", c.kvDtype}
 	shape := attnShape{heads: float64(c.heads), kvHeads: 1, headDim: float64(m.HeadDim), kvBytes: bytesOf(c.kvDtype), memBW: rf.memBW,
 		qkDim: float64(m.HeadDim), vDim: float64(m.VHeadDim), latent: mlaLatent, kvLoRA: float64(m.KVLoRARank)}
+	if c.dsa != "" {
+		shape.topK, shape.indexerBytes = float64(m.IndexTopK), float64(m.IndexerBytesPerToken())
+	}
 	ctx, gen, err := newAttnOps(ctxRows, genRows, key, shape, ctxSrc, genSrc, rf)
 	if err != nil {
 		return err
