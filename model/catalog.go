@@ -178,10 +178,10 @@ var catalog = []entry{
 		// ai-dynamo/aiconfigurator src/aiconfigurator/model_configs/zai-org--GLM-5-FP8_config.json — MLA
 		// (q_lora 2,048, kv_lora 512, rope 64, nope 192, v 256) with 64 heads, 78 layers, hidden 6,144,
 		// 256 routed experts of 2,048 (top 8) plus one shared, the first 3 layers dense (intermediate
-		// 12,288), vocabulary 154,880, untied embeddings. Its DeepSeek sparse attention (a lightning
-		// indexer picks each query's top 2,048 keys) is not described: attention is taken as dense MLA
-		// over the whole context, which is what it computes up to 2,048 tokens. The -FP8 checkpoint
-		// stores the linear layers and experts in fp8 with 128×128 blocks.
+		// 12,288), vocabulary 154,880, untied embeddings; DeepSeek sparse attention: a lightning indexer
+		// of 32 heads of 128 picks each query's top 2,048 keys (index_n_heads, index_head_dim,
+		// index_topk). The -FP8 checkpoint stores the linear layers and experts in fp8 with 128×128
+		// blocks.
 		ids:     []string{"zai-org/GLM-5", "zai-org/GLM-5-FP8", "zhipuai/GLM-5"},
 		formats: map[string]string{"zai-org/GLM-5-FP8": "fp8_block"},
 		m: Model{
@@ -190,6 +190,7 @@ var catalog = []entry{
 			Experts: 256, ExpertsPerToken: 8, MoEIntermediate: 2048, SharedExperts: 1, DenseLayers: 3,
 			RouterBias: true,
 			QLoRARank:  2048, KVLoRARank: 512, QKNopeHeadDim: 192, QKRopeHeadDim: 64, VHeadDim: 256,
+			IndexTopK: 2048, IndexHeads: 32, IndexHeadDim: 128,
 		},
 	},
 }

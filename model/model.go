@@ -87,6 +87,13 @@ type Model struct {
 	QKNopeHeadDim int // qk_nope_head_dim
 	QKRopeHeadDim int // qk_rope_head_dim
 	VHeadDim      int // v_head_dim
+
+	// DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): a lightning indexer (IndexHeads heads of
+	// IndexHeadDim over its own fp8 key cache) scores every cached token and the MLA attention reads
+	// only each query's top IndexTopK. IndexTopK > 0 marks a DSA model.
+	IndexTopK    int // index_topk
+	IndexHeads   int // index_n_heads
+	IndexHeadDim int // index_head_dim
 }
 
 // MoE reports whether m has routed experts.
@@ -94,6 +101,9 @@ func (m *Model) MoE() bool { return m.Experts > 0 }
 
 // MLA reports whether m uses multi-head latent attention.
 func (m *Model) MLA() bool { return m.KVLoRARank > 0 }
+
+// DSA reports whether m's MLA attention is DeepSeek sparse attention.
+func (m *Model) DSA() bool { return m.IndexTopK > 0 }
 
 // FullAttentionLayers is the number of layers with a KV cache over the whole context: all but the
 // sliding-window and linear-attention ones.
@@ -142,6 +152,14 @@ func (m *Model) Validate() error {
 			errs = append(errs, fmt.Errorf("head_dim = %d, want qk_nope_head_dim + qk_rope_head_dim = %d", m.HeadDim, m.QKNopeHeadDim+m.QKRopeHeadDim))
 		}
 	}
+	if m.DSA() {
+		if !m.MLA() {
+			errs = append(errs, fmt.Errorf("index_topk = %d without kv_lora_rank: sparse attention is over MLA", m.IndexTopK))
+		}
+		positive("index_n_heads", m.IndexHeads)
+		positive("index_head_dim", m.IndexHeadDim)
+	}
+	nonNegative("index_topk", m.IndexTopK)
 	nonNegative("intermediate_size", m.Intermediate)
 	nonNegative("num_experts", m.Experts)
 	nonNegative("n_shared_experts", m.SharedExperts)

@@ -25,7 +25,9 @@ func (m *Model) ActiveParams() int64 {
 // GPU always holds at least one: with fewer KV heads than GPUs they are replicated.
 //
 // MLA models (DeepSeek) cache one latent of KVLoRARank + QKRopeHeadDim values per token per layer, the
-// same on every GPU, so tp does not divide it.
+// same on every GPU, so tp does not divide it. DSA models (GLM-5) also cache the indexer's key per
+// token per layer: IndexHeadDim fp8 values and one fp32 scale per 128 of them, whatever the KV
+// cache dtype (SGLang's NSA pool; AIConfigurator's indexer_cache_entry_bytes).
 //
 // Sliding-window layers are not counted: their cache holds at most SlidingWindow tokens per request,
 // whatever the context, and vLLM sizes its block pool by the full-attention layers (its hybrid allocator
@@ -38,9 +40,18 @@ func (m *Model) KVBytesPerToken(kvDtypeBytes, tp int) int {
 	mustPositive("KVBytesPerToken", kvDtypeBytes, tp)
 	layers := m.FullAttentionLayers()
 	if m.MLA() {
-		return layers * (m.KVLoRARank + m.QKRopeHeadDim) * kvDtypeBytes
+		return layers * ((m.KVLoRARank+m.QKRopeHeadDim)*kvDtypeBytes + m.IndexerBytesPerToken())
 	}
 	return layers * 2 * m.kvHeadsPerGPU(tp) * m.HeadDim * kvDtypeBytes
+}
+
+// IndexerBytesPerToken is the indexer's cache per token per layer of a DSA model (0 otherwise): its key
+// of IndexHeadDim fp8 values and one fp32 scale per 128 of them.
+func (m *Model) IndexerBytesPerToken() int {
+	if !m.DSA() {
+		return 0
+	}
+	return m.IndexHeadDim + (m.IndexHeadDim+127)/128*4
 }
 
 // SlidingKVBytesPerToken is KVBytesPerToken for the sliding-window layers alone: what each of a

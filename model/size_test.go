@@ -39,6 +39,8 @@ func TestKVBytesPerToken(t *testing.T) {
 		{"deepseek-v3", 2, 1, 70272, "MLA: 61 layers × (512 + 64) × 2"},
 		{"deepseek-v3", 2, 8, 70272, "MLA latent is replicated, not split"},
 		{"deepseek-r1", 1, 8, 35136, "61 × 576 × 1"},
+		{"glm-5", 2, 8, 100152, "DSA: 78 × ((512 + 64) × 2 + the indexer's 128 fp8 + 4-byte scale)"},
+		{"glm-5", 1, 8, 55224, "fp8 latent, the indexer's key fp8 either way: 78 × (576 + 132)"},
 		{"minimax-m2.5", 2, 1, 253952, "62 × 2 × 8 × 128 × 2"},
 		{"minimax-m2.5", 2, 4, 63488, "62 × 2 × 2 × 128 × 2"},
 		{"minimax-m2.5", 2, 8, 31744, "62 × 2 × 1 × 128 × 2"},

@@ -297,7 +297,8 @@ func TestPredictDisaggRow(t *testing.T) {
 // newer version whose own tables price the model (0.5.9 has no sharded-head Gated DeltaNet rows nor
 // head_dim 256 attention, 0.5.10 no gdn table); the rows that record tp_size 64 are refused by
 // name; GLM-5's rows record the image tag glm5-hopper, which holds no version number and so reads
-// as older than every table (aic.NearestVersion): the oldest version whose tables price it, 0.5.9.
+// as older than every table (aic.NearestVersion): the oldest version whose tables price it, 0.5.10
+// (0.5.9 has no DSA module tables).
 func TestTablesForNewModels(t *testing.T) {
 	const db = "../../../shared/data/aiconfigurator"
 	if _, err := os.Stat(db); err != nil {
@@ -315,8 +316,8 @@ func TestTablesForNewModels(t *testing.T) {
 		t.Error("Qwen3.5 at tp_size 64: no error")
 	}
 	cfg.Model, cfg.TP, cfg.EP = "zhipuai/GLM-5", 8, 1
-	if v, err := tablesFor(cfg, db, "glm5-hopper"); err != nil || v != "0.5.9" {
-		t.Errorf("GLM-5 at glm5-hopper: tables %q, %v; want 0.5.9", v, err)
+	if v, err := tablesFor(cfg, db, "glm5-hopper"); err != nil || v != "0.5.10" {
+		t.Errorf("GLM-5 at glm5-hopper: tables %q, %v; want 0.5.10", v, err)
 	}
 }
 

@@ -74,7 +74,16 @@
 // chunk's causal convolution and chunked delta rule by (chunks, length), a decode step's
 // convolution update and recurrence by batch (loadGDN, Model.Cost's linearContext and
 // linearGeneration). The recurrence carries a cached prefix in its state, so only new tokens cost.
-// GLM-5's DeepSeek sparse attention has no path of its own: it is priced as dense MLA.
+//
+// # Sparse attention
+//
+// DeepSeek sparse attention (GLM-5; model.Model.DSA) on SGLang is priced as AIConfigurator's
+// DeepSeekV32Model composes it (sdk/models/deepseek_v32.py): the whole attention block — the
+// projections, the indexer and the sparse MLA kernel over each query's top index_topk keys — is one
+// lookup of sparse_attention/sglang/<version>/dsa_{context,generation}_module_perf, at the rows of
+// the model's architecture (matched by geometry), projection precision and KV cache dtype, and of
+// the kernels the system's sub-backend runs (FlashMLA on Hopper, TensorRT-LLM's on Blackwell with
+// an fp8 KV cache); the rest of the layer stays per op (loadDSAModule). On vLLM GLM-5 is not priced.
 //
 // # Not covered
 //

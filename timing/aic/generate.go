@@ -44,7 +44,7 @@ func Generate(src, out, system string) error {
 	if err != nil {
 		return err
 	}
-	g := &generator{d: d, rf: rf, attn: map[string][]attnKey{}, mlaHeads: map[int]bool{}, moe: map[[4]int]bool{},
+	g := &generator{d: d, rf: rf, fp4: sys.FLOPS["fp4"] > 0, attn: map[string][]attnKey{}, mlaHeads: map[int]bool{}, dsa: map[string]bool{}, moe: map[[4]int]bool{},
 		tables: map[string][]string{}, sites: map[[2]string]map[[2]float64]bool{}}
 	traceGEMM = func(src, dtype string, n, k float64) {
 		key := [2]string{src, dtype}
@@ -120,12 +120,14 @@ func writeFile(path string, data []byte) error {
 
 // generator collects what the catalog's configurations read.
 type generator struct {
-	d  db
-	rf *roofline
+	d   db
+	rf  *roofline
+	fp4 bool // the system has FP4 tensor cores (dsaSubBackend)
 	// attn: per attention table file, the (heads, kv heads, head dim, window) the models look up
 	// (attnKey with no dtypes).
 	attn     map[string][]attnKey
 	mlaHeads map[int]bool    // MLA head families (the models' attention heads)
+	dsa      map[string]bool // DSA architectures (their module tables' architecture column)
 	moe      map[[4]int]bool // MoE shapes: hidden, inter, topk, experts
 	// tables: output path (relative) → the source files, in priority order.
 	tables map[string][]string
@@ -148,6 +150,10 @@ func (g *generator) need(c *config) {
 	m := c.m
 	if m.MoE() {
 		g.moe[[4]int{m.Hidden, m.MoEIntermediate, m.ExpertsPerToken, m.Experts}] = true
+	}
+	if c.dsa != "" {
+		g.dsa[c.dsa] = true
+		return
 	}
 	if m.MLA() {
 		g.mlaHeads[m.Heads] = true
@@ -248,7 +254,12 @@ func (g *generator) write(buf *bytes.Buffer, rel string, paths []string) error {
 		}
 	}
 	var cols []string
-	for _, c := range readColumns {
+	read := readColumns
+	if op == dsaCtxTable.op {
+		read = append(slices.Clone(read), "architecture") // the DSA loader's own key (loadDSA)
+		slices.Sort(read)
+	}
+	for _, c := range read {
 		_, n := merged.num[c]
 		_, s := merged.str[c]
 		if n || s {
@@ -367,6 +378,23 @@ func (g *generator) filter(op, backend, name string, t *table, paths []string) (
 			return nil, err
 		}
 		return func(i int) bool { return ok(i) && step[i] == 0 }, nil
+	case dsaCtxTable.table, dsaGenTable.table:
+		// The rows loadDSA reads for the catalog's DSA architectures, at any heads per GPU and
+		// projection precision: the indexer-running op, context at prefix 0, the kernels the
+		// system's sub-backend runs.
+		step, e1 := t.f("step")
+		ar, e2 := t.s("architecture")
+		opn, e3 := t.s("op_name")
+		ks, e4 := t.s("kernel_source")
+		kd, e5 := t.s("kv_cache_dtype")
+		if err := firstErr(e1, e2, e3, e4, e5); err != nil {
+			return nil, err
+		}
+		gen := name == dsaGenTable.table
+		sub := dsaSubBackend(g.fp4)
+		return func(i int) bool {
+			return ok(i) && (gen || step[i] == 0) && g.dsa[ar[i]] && opn[i] == dsaOpName[gen] && dsaRowRuns(ks[i], kd[i], sub)
+		}, nil
 	case moeTable.table:
 		cols, err := columns(t, "hidden_size", "inter_size", "topk", "num_experts")
 		if err != nil {

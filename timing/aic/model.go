@@ -62,6 +62,8 @@ type Model struct {
 	lmHead table1
 	// attn holds the attention ops by kind of layer (full attention, sliding window).
 	attn []attnLayers
+	// dsa: attn is SGLang's DSA modules (loadDSAModule).
+	dsa bool
 	// gdn: the Gated DeltaNet kernels of the linear-attention layers (nil without them).
 	gdn *gdnOps
 	// Multi-head latent attention only (empty otherwise): preTok is the work that only prefill
@@ -113,6 +115,8 @@ type config struct {
 	overlapShared bool
 	// mlaModule: MLA priced from vLLM's whole-module tables (loadMLAModule).
 	mlaModule bool
+	// dsa: the architecture whose DSA module tables price the attention (SGLang, loadDSAModule); "" otherwise.
+	dsa string
 }
 
 // deepSeekFamily reports whether AIConfigurator prices m with its DeepSeekModel
@@ -179,6 +183,11 @@ func resolve(o Options) (*config, error) {
 	}
 	if c.kvDtype, err = kvDtype(o.KVCacheDtype, m.Dtype); err != nil {
 		return nil, err
+	}
+	if m.DSA() && c.Backend == "sglang" {
+		if c.dsa, err = dsaArchitecture(m); err != nil {
+			return nil, err
+		}
 	}
 	if m.MoE() {
 		c.moeDtype = c.gemmDtype
@@ -334,6 +343,12 @@ func newModel(o Options) (*Model, error) {
 		}
 		return mdl.finish(d, c, version, rf, gemms, moeSrc, nil)
 	}
+	if c.dsa != "" {
+		if err := mdl.loadDSAModule(c, rf, ctxSrc, genSrc); err != nil {
+			return nil, err
+		}
+		return mdl.finish(d, c, version, rf, gemms, moeSrc, nil)
+	}
 	if c.m.MLA() {
 		bmm, err := mdl.loadMLA(c, rf, ctxSrc, genSrc, src[needed[len(needed)-1]])
 		if err != nil {
@@ -387,13 +402,15 @@ func (c *config) neededTables() []tableRef {
 	switch {
 	case c.mlaModule:
 		needed = []tableRef{gemmTable, mlaCtxTable, mlaGenTable}
+	case c.dsa != "":
+		needed = []tableRef{gemmTable, dsaCtxTable, dsaGenTable}
 	case c.m.MLA():
 		needed = []tableRef{gemmTable, mlaCtxOpTable, mlaGenOpTable}
 	}
 	if c.m.MoE() {
 		needed = append(needed, moeTable)
 	}
-	if c.m.MLA() && !c.mlaModule {
+	if c.m.MLA() && !c.mlaModule && c.dsa == "" {
 		needed = append(needed, mlaBmmTable)
 	}
 	if c.m.LinearLayers > 0 {
@@ -607,6 +624,9 @@ func (mdl *Model) addMLAAttn(c *config, rf *roofline, ctxRows, genRows attnRows,
 	key := attnKey{c.heads, 1, mlaLatent, 0, "", c.kvDtype}
 	shape := attnShape{heads: float64(c.heads), kvHeads: 1, headDim: float64(m.HeadDim), kvBytes: bytesOf(c.kvDtype), memBW: rf.memBW,
 		qkDim: float64(m.HeadDim), vDim: float64(m.VHeadDim), latent: mlaLatent, kvLoRA: float64(m.KVLoRARank)}
+	if c.dsa != "" {
+		shape.topK, shape.indexerBytes = float64(m.IndexTopK), float64(m.IndexerBytesPerToken())
+	}
 	ctx, gen, err := newAttnOps(ctxRows, genRows, key, shape, ctxSrc, genSrc, rf)
 	if err != nil {
 		return err
@@ -790,8 +810,9 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 		}
 	}
 	switch {
-	case c.mlaModule:
-		// vLLM's MLA module tables include every projection (loadMLAModule).
+	case c.mlaModule || c.dsa != "":
+		// vLLM's MLA module tables and SGLang's DSA module tables include every projection
+		// (loadMLAModule, loadDSAModule).
 		proj = func(float64) float64 { return 0 }
 	case m.MLA():
 		// AIConfigurator's DeepSeekModel (granular MLA block): the fused q_a/kv_a down-projection
@@ -981,7 +1002,10 @@ func (mdl *Model) Parts(b *timing.Batch) []timing.Part {
 		}
 	}
 	attn := "context_attention"
-	if len(mdl.attn) > 0 && mdl.attn[0].module {
+	switch {
+	case mdl.dsa:
+		attn = "dsa_context_module"
+	case len(mdl.attn) > 0 && mdl.attn[0].module:
 		attn = "mla_context_module"
 	}
 	add(attn, mdl.contextAttention(b, p))

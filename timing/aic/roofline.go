@@ -93,11 +93,24 @@ type attnShape struct {
 	// cached latent per token (kv_lora_rank + rope) and kv_lora_rank. Prefill runs as multi-head
 	// attention over the decompressed keys and values, decode in the absorbed form over the latent.
 	qkDim, vDim, latent, kvLoRA float64
+	// DeepSeek sparse attention (topK > 0): each query attends its top topK cached tokens, chosen by
+	// an indexer that reads indexerBytes of its own cache per token (AIConfigurator's DSA get_sol).
+	topK, indexerBytes float64
 }
 
 // ctxSOL is the context-attention roofline in ms of one sequence of s tokens (AIConfigurator's
 // ContextAttention get_sol with batch 1 and no prefix); latency of a batch scales linearly with it.
 func (a *attnShape) ctxSOL(s float64) float64 {
+	if a.topK > 0 {
+		// Sparse, in the absorbed form over the latent: query i attends min(i, topK) keys.
+		pairs := s * s / 2
+		if s > a.topK {
+			pairs = a.topK*a.topK/2 + (s-a.topK)*a.topK
+		}
+		ops := 2 * a.heads * pairs * (a.latent + a.kvLoRA)
+		mem := 2*a.heads*s*2*a.qkDim + a.kvBytes*s*a.latent + a.indexerBytes*s
+		return max(ops/a.flops, mem/a.memBW) * 1e3
+	}
 	if a.latent > 0 {
 		// Causal: s²/2 query-key pairs, each a qk and a v dot product.
 		n := a.heads
@@ -118,6 +131,13 @@ func (a *attnShape) ctxSOL(s float64) float64 {
 // token reads the whole KV (or the window's worth of it).
 func (a *attnShape) genSOL(step float64) float64 {
 	kv := step + 1
+	if a.topK > 0 {
+		// Sparse: the latent of the top topK tokens, after the indexer scanned every token's key.
+		n, sel := a.heads, math.Min(kv, a.topK)
+		ops := 2 * n * sel * (a.latent + a.kvLoRA)
+		mem := a.kvBytes*sel*a.latent + a.indexerBytes*kv + 4*n*a.latent
+		return max(ops/a.flops, mem/a.memBW) * 1e3
+	}
 	if a.latent > 0 {
 		// Absorbed: every head scores the latent (latent wide) and sums it (kv_lora wide).
 		n := a.heads
