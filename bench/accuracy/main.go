@@ -327,7 +327,7 @@ func predict(r row, db string, set settings) result {
 	cfg.System = "h200_sxm"
 	// Expert parallelism with attention DP 1 (the only kind replayed): moe_ep_size is --ep, and
 	// moe_tp_size = tp_size / moe_ep_size as the config implies.
-	cfg.TP, cfg.EP = r.tp, r.ep
+	cfg.TP = r.tp
 	cfg.Timing = "default"
 	cfg.PerfDB = db
 	cfg.Quantization, cfg.MoEQuantization = quantFor(m, r.gemmQuant, r.moeQuant)
@@ -379,43 +379,40 @@ func predict(r row, db string, set settings) result {
 		res.ttft, res.tpot = means(recs, 0)
 		return res
 	}
-	if set.schedule == "aic" && set.sglangGrouped && r.backend == "sglang" && r.mode == "agg" {
-		// The measured requests, every client sending its first at once to an idle engine and nothing
-		// else spreading them (see measuredRounds).
-		cfg.NumRequests, cfg.ConcurrencyDesyncMs = measuredRounds*r.concurrency, 0
-		recs, err := replay(cfg)
-		if err != nil {
-			return fail("%v", err)
-		}
-		res.ttft, res.tpot = means(recs, 0)
-		return res
-	}
-	// L, one request's lifetime: the mean end-to-end latency of a lock-step replay of the row's first 2·C
-	// requests (what --concurrency-desync-ms auto takes).
-	cfg.NumRequests = 12 * r.concurrency
-	life, err := cfg.RequestLifetimeMs(sim.MeanE2EMs)
-	if err != nil {
-		return fail("%v", err)
-	}
-	var recs []record
 	if set.schedule == "steady" {
-		// Clients staggered over one lifetime (client k starts at k·L/C): the desynchronised steady
+		// Clients staggered over one lifetime L (client k starts at k·L/C): the desynchronised steady
 		// state that AIConfigurator's own queueing model assumes for warm-up-excluded closed-loop
 		// benchmarks (docs/design/queueing_model.md: TTFT_steady = residual of the pass in flight + the
 		// request's own prefill passes). 12·C requests; the first 2·C, the ramp, are not counted.
+		cfg.NumRequests = 12 * r.concurrency
+		life, err := cfg.RequestLifetimeMs(sim.MeanE2EMs)
+		if err != nil {
+			return fail("%v", err)
+		}
 		cfg.ConcurrencyRampMs, cfg.ConcurrencyDesyncMs = life, 0
-		if recs, err = replay(cfg); err != nil {
+		recs, err := replay(cfg)
+		if err != nil {
 			return fail("%v", err)
 		}
 		res.ttft, res.tpot = means(recs, 2*r.concurrency)
 		return res
 	}
 	// The benchmark's measured requests: measuredRounds·C, every client sending its first at once to an
-	// idle engine, then drifting apart (--concurrency-desync-ms L: client k waits k·L/C once after its
-	// first request); all counted.
+	// idle engine, then drifting apart as --concurrency-desync-ms auto has them (client k waits k·L/C
+	// once after its first request, L one request's lifetime), except on aggregated SGLang workers, whose
+	// clients stay grouped (engine.BackendSpec.ClientsStayGrouped); all counted. -sglang-grouped=false
+	// spreads those too.
 	cfg.NumRequests = measuredRounds * r.concurrency
-	cfg.ConcurrencyDesyncMs = life
-	if recs, err = replay(cfg); err != nil {
+	if set.sglangGrouped {
+		_, err = cfg.ResolveDesync(sim.MeanE2EMs)
+	} else {
+		cfg.ConcurrencyDesyncMs, err = cfg.RequestLifetimeMs(sim.MeanE2EMs)
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	recs, err := replay(cfg)
+	if err != nil {
 		return fail("%v", err)
 	}
 	res.ttft, res.tpot = means(recs, 0)
