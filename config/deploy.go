@@ -92,7 +92,7 @@ func (c *Config) Deployment() (*Deployment, error) {
 // under its checkpoint name mxfp4, and int4_wo).
 var moeQuantizations = []string{"bf16", "fp8", "fp8_block", "mxfp4", "int4_wo"}
 
-// quantModes resolves --quantization and --moe-quantization into the precision of the decoder's
+// QuantModes resolves --quantization and --moe-quantization into the precision of the decoder's
 // linear layers and of the routed experts ("" = the model's dtype; moe "" = the linear layers').
 // Without --quantization the checkpoint's own format applies (model.Model.Quantization, and
 // MoEQuantization unless --moe-quantization is given). --quantization mxfp4 is the gpt-oss checkpoint's
@@ -101,7 +101,7 @@ var moeQuantizations = []string{"bf16", "fp8", "fp8_block", "mxfp4", "int4_wo"}
 // (sdk/models/helpers.py _infer_quant_modes_from_raw_config: quant_algo "mxfp4" → GEMM float16,
 // MoE w4a16_mxfp4), and vLLM on Hopper runs those experts with a weight-only MXFP4 kernel (4-bit
 // weights, bf16 activations), which is what the MoE table's w4a16_mxfp4 rows measure.
-func (c *Config) quantModes(m *model.Model) (linear, moe string) {
+func (c *Config) QuantModes(m *model.Model) (linear, moe string) {
 	linear, moe = c.Quantization, c.MoEQuantization
 	if linear == "" {
 		linear = m.Quantization
@@ -125,7 +125,7 @@ func (c *Config) weightBytes(m *model.Model) (int64, error) {
 		return 0, fmt.Errorf("model %s dtype: %w", m.Name, err)
 	}
 	p := model.Precision{Linear: float64(native), Experts: float64(native), Other: float64(native)}
-	linear, moe := c.quantModes(m)
+	linear, moe := c.QuantModes(m)
 	if linear == "fp8" || linear == "fp8_block" {
 		p.Linear, p.Experts = 1, 1 // embeddings, LM head and norms stay in the model's dtype
 	}
@@ -166,7 +166,7 @@ func (c *Config) buildTiming(d *Deployment) (timing.Model, registry.Info, error)
 		Quantization: c.Quantization, KVCacheDtype: c.KVCacheDtype, PerfDB: c.PerfDB, BackendVersion: c.BackendVersion,
 		Profile: c.Profile, PrefillMs: c.PrefillMs, DecodeMs: c.DecodeMs}
 	if d.Model != nil {
-		p.GEMMQuant, p.MoEQuant = c.quantModes(d.Model)
+		p.GEMMQuant, p.MoEQuant = c.QuantModes(d.Model)
 	}
 	return e.New(p)
 }

@@ -27,7 +27,7 @@ func TestQuantizationMXFP4(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if l, e := c.quantModes(m); l != tc.linear || e != tc.experts {
+		if l, e := c.QuantModes(m); l != tc.linear || e != tc.experts {
 			t.Errorf("quantization %q, moe %q: modes %q, %q; want %q, %q", tc.quant, tc.moe, l, e, tc.linear, tc.experts)
 		}
 		got, err := c.weightBytes(m)
@@ -64,7 +64,7 @@ func TestCheckpointQuantization(t *testing.T) {
 		}
 		c := Default()
 		c.Model, c.Quantization, c.MoEQuantization = tc.model, tc.quant, tc.moe
-		if l, e := c.quantModes(m); l != tc.linear || e != tc.experts {
+		if l, e := c.QuantModes(m); l != tc.linear || e != tc.experts {
 			t.Errorf("%s, quantization %q, moe %q: modes %q, %q; want %q, %q", tc.model, tc.quant, tc.moe, l, e, tc.linear, tc.experts)
 		}
 	}

@@ -61,7 +61,7 @@ func TestDefaultTimingIsOpLevel(t *testing.T) {
 		if info.Model != "default" || info.Source != "embedded" {
 			t.Errorf("%s: timing %+v, want the op-level model on the embedded tables", tc.model, info)
 		}
-		linear, moe := c.quantModes(d.Model)
+		linear, moe := c.QuantModes(d.Model)
 		ref, err := aic.New(aic.Options{Model: d.Model, System: d.System, Root: sharedAIC, Backend: tc.backend, TP: tc.tp, EP: tc.ep,
 			GEMMQuant: linear, KVCacheDtype: c.KVCacheDtype, MoEQuant: moe})
 		if err != nil {

@@ -331,10 +331,11 @@ func predict(r row, db string, set settings) result {
 	cfg.Timing = "default"
 	cfg.PerfDB = db
 	cfg.Quantization, cfg.MoEQuantization = quantFor(m, r.gemmQuant, r.moeQuant)
+	linear, experts := cfg.QuantModes(m)
 	if set.kvCache == "generator" {
-		cfg.KVCacheDtype = generatorKVCacheDtype(m, cfg.Quantization)
+		cfg.KVCacheDtype = generatorKVCacheDtype(linear)
 	}
-	cfg.EP = epFor(m, cfg.Quantization, cfg.MoEQuantization, r.tp, r.ep)
+	cfg.EP = epFor(m, cmp.Or(experts, linear), r.tp, r.ep)
 	// The engines' own defaults on an H200: vLLM's API server allows 1,024 sequences; SGLang sizes
 	// its running set by memory, which the KV pool bounds here too.
 	cfg.MaxNumSeqs = 1024
@@ -750,17 +751,14 @@ func quantFor(m *model.Model, gemm, moe string) (quantization, moeQuantization s
 }
 
 // generatorKVCacheDtype is the --kv-cache-dtype AIConfigurator's generator gives every worker of a
-// deployment of model m whose linear layers run quantization ("": the checkpoint's format). The
+// deployment whose linear layers run linear (config.Config.QuantModes). The
 // generator passes each worker its task's KV cache quant mode (generator/module_bridge.py:
 // kv_cache_dtype = kvcache_quant_mode; the SGLang rule renders fp8 as fp8_e4m3), and the task infers
 // that mode from the checkpoint: fp8 whenever the weights are fp8 or fp8_block and the checkpoint names
 // no KV format of its own (sdk/models/helpers.py, _infer_quant_modes_from_raw_config), else the
 // model's dtype.
-func generatorKVCacheDtype(m *model.Model, quantization string) string {
-	if quantization == "" {
-		quantization = m.Quantization
-	}
-	if quantization == "fp8" || quantization == "fp8_block" {
+func generatorKVCacheDtype(linear string) string {
+	if linear == "fp8" || linear == "fp8_block" {
 		return "fp8"
 	}
 	return "auto"
@@ -770,10 +768,10 @@ func generatorKVCacheDtype(m *model.Model, quantization string) string {
 // shard is not a whole number of 128-wide blocks (fp8.py, Fp8MoEMethod.create_weights: "The
 // output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n =
 // 128" for MiniMax-M2.5 at TP 8), so a row at such a TP was served with --enable-expert-parallel,
-// which keeps every expert whole on one GPU: EP = TP. Otherwise the row's moe_ep_size.
-func epFor(m *model.Model, quantization, moeQuantization string, tp, ep int) int {
-	format := cmp.Or(moeQuantization, quantization, m.MoEQuantization, m.Quantization)
-	if format == "fp8_block" && m.MoE() && m.MoEIntermediate/(tp/ep)%fp8Block != 0 {
+// which keeps every expert whole on one GPU: EP = TP. Otherwise the row's moe_ep_size. experts is the
+// experts' format (config.Config.QuantModes).
+func epFor(m *model.Model, experts string, tp, ep int) int {
+	if experts == "fp8_block" && m.MoE() && m.MoEIntermediate/(tp/ep)%fp8Block != 0 {
 		return tp
 	}
 	return ep

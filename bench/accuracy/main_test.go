@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"io"
 	"math"
 	"os"
@@ -60,7 +61,8 @@ func TestGeneratorKVCacheDtype(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := generatorKVCacheDtype(m, tc.quantization); got != tc.want {
+		linear, _ := formats(m, tc.quantization, "")
+		if got := generatorKVCacheDtype(linear); got != tc.want {
 			t.Errorf("%s %q: %q, want %q", tc.model, tc.quantization, got, tc.want)
 		}
 	}
@@ -75,7 +77,7 @@ func TestGeneratorKVCacheDtype(t *testing.T) {
 	for _, tc := range []struct {
 		kv            string
 		bytes, tokens int
-	}{{"auto", 70272, 674240}, {generatorKVCacheDtype(m, "fp8"), 35136, 1348481}} {
+	}{{"auto", 70272, 674240}, {generatorKVCacheDtype("fp8"), 35136, 1348481}} {
 		cfg := config.Default()
 		cfg.Backend, cfg.Model, cfg.System, cfg.TP = "sglang", m.Name, "h200_sxm", 8
 		cfg.Quantization, cfg.MoEQuantization, cfg.KVCacheDtype = "fp8", "fp8_block", tc.kv
@@ -119,7 +121,8 @@ func TestEpFor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := epFor(m, tc.quant, tc.moeQuant, tc.tp, tc.ep); got != tc.want {
+		linear, experts := formats(m, tc.quant, tc.moeQuant)
+		if got := epFor(m, cmp.Or(experts, linear), tc.tp, tc.ep); got != tc.want {
 			t.Errorf("%s %q/%q TP %d EP %d: EP %d, want %d", tc.model, tc.quant, tc.moeQuant, tc.tp, tc.ep, got, tc.want)
 		}
 	}
@@ -360,4 +363,11 @@ func TestPredictSGLangGrouped(t *testing.T) {
 	if a, b := predictAt(r, true), predictAt(r, false); a.ttft != b.ttft || a.tpot != b.tpot {
 		t.Errorf("vLLM row: grouped %g / %g ms, desynchronised %g / %g; want the same", a.ttft, a.tpot, b.ttft, b.tpot)
 	}
+}
+
+// formats is what the bench resolves a row's labels into: the linear layers' and experts' formats.
+func formats(m *model.Model, quant, moeQuant string) (linear, experts string) {
+	c := config.Default()
+	c.Quantization, c.MoEQuantization = quant, moeQuant
+	return c.QuantModes(m)
 }

@@ -115,7 +115,7 @@ func cachedSysPath(python, dir string) []string {
 	}
 	st, err := os.Stat(exe)
 	if err != nil || dir == "" {
-		return pythonSysPath(python)
+		return sysPathOf(exe)
 	}
 	h := fnv.New64a()
 	wd, _ := os.Getwd()
@@ -129,7 +129,7 @@ func cachedSysPath(python, dir string) []string {
 			return strings.Split(strings.TrimSpace(string(b)), "\n")
 		}
 	}
-	paths := pythonSysPath(python)
+	paths := sysPathOf(exe)
 	if paths == nil {
 		return nil // not kept: a python that failed may work next time
 	}
@@ -151,6 +151,11 @@ func pythonSysPath(python string) []string {
 	if err != nil {
 		return nil
 	}
+	return sysPathOf(exe)
+}
+
+// sysPathOf runs the interpreter exe to print its sys.path; nil when it fails (within 10 s).
+func sysPathOf(exe string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, exe, "-c", "import sys; print('\\n'.join(sys.path))").Output()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mocker-sim/mocker/hardware"
 	"github.com/mocker-sim/mocker/model"
 )
 
@@ -54,8 +55,8 @@ func dsaArchitecture(m *model.Model) (string, error) {
 // (flashmla_kv) on Hopper, TensorRT-LLM's on Blackwell and later (AIConfigurator's
 // _dsa_kernel_source_buckets: "SM90 -> flashmla_kv, SM100+ -> trtllm"). Blackwell is told by its
 // FP4 tensor cores, which Hopper lacks.
-func dsaSubBackend(fp4 bool) string {
-	if fp4 {
+func dsaSubBackend(sys *hardware.System) string {
+	if sys.FLOPS["fp4"] > 0 {
 		return "trtllm"
 	}
 	return "flashmla_kv"
@@ -84,36 +85,22 @@ func dsaRowRuns(kernel, kvDtype, sub string) bool {
 // keys a generation row by s = isl + step and looks it up at the sequence's length with the new
 // token, so a decode over c cached tokens reads s = c + 1.
 func loadDSA(paths []string, gen bool, arch, gemm, sub string) (attnRows, error) {
-	rows := attnRows{}
 	have := map[string]bool{}
-	err := scan(paths, func(t *table) (func(int), error) {
-		b, e1 := t.f("batch_size")
-		isl, e2 := t.f("isl")
-		nh, e3 := t.f("num_heads")
-		step, e4 := t.f("step")
-		lat, e5 := t.f("latency")
-		md, e6 := t.s("mla_dtype")
-		kd, e7 := t.s("kv_cache_dtype")
-		ar, e8 := t.s("architecture")
-		gt, e9 := t.s("gemm_type")
-		op, e10 := t.s("op_name")
-		ks, e11 := t.s("kernel_source")
-		if err := firstErr(e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11); err != nil {
+	rows, err := loadMLARows(paths, gen, true, func(t *table) (func(int) bool, error) {
+		kd, e1 := t.s("kv_cache_dtype")
+		ar, e2 := t.s("architecture")
+		gt, e3 := t.s("gemm_type")
+		op, e4 := t.s("op_name")
+		ks, e5 := t.s("kernel_source")
+		if err := firstErr(e1, e2, e3, e4, e5); err != nil {
 			return nil, err
 		}
-		return func(i int) {
+		return func(i int) bool {
 			if ar[i] != arch || op[i] != dsaOpName[gen] {
-				return
+				return false
 			}
 			have[gt[i]] = true
-			if gt[i] != gemm || !dsaRowRuns(ks[i], kd[i], sub) {
-				return
-			}
-			x := step[i]
-			if gen {
-				x = isl[i] + step[i] - 1
-			}
-			rows.add(attnKey{int(nh[i]), 1, mlaLatent, 0, md[i], kd[i]}, gen, b[i], isl[i], x, lat[i])
+			return gt[i] == gemm && dsaRowRuns(ks[i], kd[i], sub)
 		}, nil
 	})
 	if err == nil && len(rows) == 0 {
@@ -133,7 +120,7 @@ func (mdl *Model) loadDSAModule(c *config, rf *roofline, ctxSrc, genSrc []string
 	if gemm == "fp8" {
 		gemm = "fp8_block"
 	}
-	sub := dsaSubBackend(c.System.FLOPS["fp4"] > 0)
+	sub := dsaSubBackend(c.System)
 	ctxRows, err := loadDSA(ctxSrc, false, c.dsa, gemm, sub)
 	if err != nil {
 		return err

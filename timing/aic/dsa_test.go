@@ -1,6 +1,7 @@
 package aic
 
 import (
+	"github.com/mocker-sim/mocker/hardware"
 	"math"
 	"slices"
 	"strings"
@@ -127,8 +128,14 @@ func TestDSAKernelSource(t *testing.T) {
 			t.Errorf("dsaRowRuns(%s, %s, %s) = %v, want %v", tc.kernel, tc.kv, tc.sub, got, tc.want)
 		}
 	}
-	if got := dsaSubBackend(false); got != "flashmla_kv" {
-		t.Errorf("Hopper sub-backend %s, want flashmla_kv", got)
+	for _, tc := range []struct{ system, want string }{{"h200_sxm", "flashmla_kv"}, {"b200_sxm", "trtllm"}} {
+		sys, err := hardware.Lookup(tc.system)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dsaSubBackend(sys); got != tc.want {
+			t.Errorf("%s sub-backend %s, want %s", tc.system, got, tc.want)
+		}
 	}
 
 	mdl, err := glm5(t, "0.5.14", "bf16")

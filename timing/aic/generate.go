@@ -44,7 +44,7 @@ func Generate(src, out, system string) error {
 	if err != nil {
 		return err
 	}
-	g := &generator{d: d, rf: rf, fp4: sys.FLOPS["fp4"] > 0, attn: map[string][]attnKey{}, mlaHeads: map[int]bool{}, dsa: map[string]bool{}, moe: map[[4]int]bool{},
+	g := &generator{d: d, rf: rf, dsaSub: dsaSubBackend(sys), attn: map[string][]attnKey{}, mlaHeads: map[int]bool{}, dsa: map[string]bool{}, moe: map[[4]int]bool{},
 		tables: map[string][]string{}, sites: map[[2]string]map[[2]float64]bool{}}
 	traceGEMM = func(src, dtype string, n, k float64) {
 		key := [2]string{src, dtype}
@@ -120,9 +120,9 @@ func writeFile(path string, data []byte) error {
 
 // generator collects what the catalog's configurations read.
 type generator struct {
-	d   db
-	rf  *roofline
-	fp4 bool // the system has FP4 tensor cores (dsaSubBackend)
+	d      db
+	rf     *roofline
+	dsaSub string // the DSA kernels the system runs with an fp8 KV cache (dsaSubBackend)
 	// attn: per attention table file, the (heads, kv heads, head dim, window) the models look up
 	// (attnKey with no dtypes).
 	attn     map[string][]attnKey
@@ -391,9 +391,8 @@ func (g *generator) filter(op, backend, name string, t *table, paths []string) (
 			return nil, err
 		}
 		gen := name == dsaGenTable.table
-		sub := dsaSubBackend(g.fp4)
 		return func(i int) bool {
-			return ok(i) && (gen || step[i] == 0) && g.dsa[ar[i]] && opn[i] == dsaOpName[gen] && dsaRowRuns(ks[i], kd[i], sub)
+			return ok(i) && (gen || step[i] == 0) && g.dsa[ar[i]] && opn[i] == dsaOpName[gen] && dsaRowRuns(ks[i], kd[i], g.dsaSub)
 		}, nil
 	case moeTable.table:
 		cols, err := columns(t, "hidden_size", "inter_size", "topk", "num_experts")

@@ -275,8 +275,7 @@ func moeDtype(q string) (string, error) {
 
 // New loads the tables the configuration needs and precomputes its curves. Every missing piece of
 // data is an error naming the file (or directory) and the key that is missing; nothing falls back
-// silently. The one documented substitution is communication: with TP > 1 and no custom
-// all-reduce table for the engine version, NCCL's all_reduce table is used.
+// silently. The documented substitutions (package doc) are named in the sources the model reports.
 func New(o Options) (*Model, error) {
 	m, err := newModel(o)
 	if err != nil && o.Root == EmbeddedRoot && !errors.Is(err, errNotData) {
@@ -473,17 +472,7 @@ const vllmWNA16Kernel = "vllm_marlin_int4_moe"
 func (mdl *Model) marlinMoE(d db, version string, own []string, k moeKey, rf *roofline) (curve, error) {
 	ref := moeTable
 	ref.backend = "vllm"
-	vs := d.versions(ref.op, ref.backend) // newest first
-	var newer, older []string
-	for _, v := range vs {
-		switch c := compareVersions(v, version); {
-		case c > 0:
-			newer = append([]string{v}, newer...)
-		case c < 0:
-			older = append(older, v)
-		}
-	}
-	for _, v := range append(newer, older...) {
+	for _, v := range d.nearestVersions(ref.op, ref.backend, version) {
 		paths, err := d.sources(ref, v)
 		if err != nil {
 			return curve{}, err
@@ -501,6 +490,22 @@ func (mdl *Model) marlinMoE(d db, version string, own []string, k moeKey, rf *ro
 	}
 	return curve{}, fmt.Errorf("aic: %s: the %s rows time vLLM's WNA16 MoE kernels (kernel_source %s), not the Marlin MoE vLLM runs for int4 experts, and no other vLLM version has Marlin rows for it",
 		sourceList(own), k, vllmWNA16Kernel)
+}
+
+// nearestVersions lists the other versions of backend that have op's table, nearest to version
+// first as NearestVersion picks one: the newer ones oldest first, then the older ones newest first.
+func (d db) nearestVersions(op, backend, version string) []string {
+	var newer, older []string
+	for _, v := range d.versions(op, backend) { // newest first
+		switch c := compareVersions(v, version); {
+		case c > 0:
+			newer = append(newer, v)
+		case c < 0:
+			older = append(older, v)
+		}
+	}
+	slices.Reverse(newer)
+	return append(newer, older...)
 }
 
 // hostBoundRatio: a version's fp8_block GEMM rows time host work, not a kernel, when the smallest
@@ -524,19 +529,9 @@ func (mdl *Model) blockGEMMSource(d db, version string, own []string) ([]string,
 	if err != nil || !bound {
 		return own, err
 	}
-	vs := d.versions(gemmTable.op, "vllm") // newest first
-	var newer, older []string
-	for _, v := range vs {
-		switch c := compareVersions(v, version); {
-		case c > 0:
-			newer = append([]string{v}, newer...)
-		case c < 0:
-			older = append(older, v)
-		}
-	}
 	ref := gemmTable
 	ref.backend = "vllm"
-	for _, v := range append(newer, older...) {
+	for _, v := range d.nearestVersions(ref.op, ref.backend, version) {
 		paths, err := d.sources(ref, v)
 		if err != nil {
 			return nil, err

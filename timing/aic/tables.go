@@ -117,39 +117,51 @@ func loadGEMM(paths []string, dtype string, rf *roofline) (*gemmData, error) {
 // host-bound: the smallest GEMM they hold (least n·k, then least m) costs more than hostBoundRatio
 // times the bfloat16 row of the same m, n and k (false without such a bfloat16 row).
 func blockGEMMHostBound(paths []string) (bound, have bool, err error) {
-	block, bf16 := map[[3]float64]float64{}, map[[3]float64]float64{}
-	err = scan(paths, func(t *table) (func(int), error) {
-		dt, err := t.s("gemm_dtype")
-		ms, err1 := t.f("m")
-		ns, err2 := t.f("n")
-		ks, err3 := t.f("k")
-		lat, err4 := t.f("latency")
-		if err := firstErr(err, err1, err2, err3, err4); err != nil {
-			return nil, err
-		}
-		return func(i int) {
-			key := [3]float64{ms[i], ns[i], ks[i]}
-			switch {
-			case lat[i] <= 0:
-			case dt[i] == "fp8_block":
-				firstWins(block, key, lat[i])
-			case dt[i] == "bfloat16":
-				firstWins(bf16, key, lat[i])
+	// Two scans of the (cached) tables: the least fp8_block GEMM, then the bfloat16 row of its shape;
+	// the first row of a shape wins, as everywhere.
+	less := func(a, b [3]float64) bool {
+		return cmp.Or(cmp.Compare(a[1]*a[2], b[1]*b[2]), cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) < 0
+	}
+	var least [3]float64
+	var block, ref float64
+	find := func(dtype string, row func(key [3]float64, lat float64)) error {
+		return scan(paths, func(t *table) (func(int), error) {
+			dt, err := t.s("gemm_dtype")
+			ms, err1 := t.f("m")
+			ns, err2 := t.f("n")
+			ks, err3 := t.f("k")
+			lat, err4 := t.f("latency")
+			if err := firstErr(err, err1, err2, err3, err4); err != nil {
+				return nil, err
 			}
-		}, nil
+			return func(i int) {
+				if lat[i] > 0 && dt[i] == dtype {
+					row([3]float64{ms[i], ns[i], ks[i]}, lat[i])
+				}
+			}, nil
+		})
+	}
+	err = find("fp8_block", func(key [3]float64, lat float64) {
+		if !have || less(key, least) {
+			least, block, have = key, lat, true
+		}
 	})
-	if err != nil || len(block) == 0 {
+	if err != nil || !have {
 		return false, false, err
 	}
-	least := slices.SortedFunc(maps.Keys(block), func(a, b [3]float64) int {
-		return cmp.Or(cmp.Compare(a[1]*a[2], b[1]*b[2]), cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
-	})[0]
+	err = find("bfloat16", func(key [3]float64, lat float64) {
+		if ref == 0 && key == least {
+			ref = lat
+		}
+	})
+	if err != nil {
+		return false, false, err
+	}
 	if traceGEMM != nil {
 		traceGEMM(sourceList(paths), "fp8_block", least[1], least[2])
 		traceGEMM(sourceList(paths), "bfloat16", least[1], least[2])
 	}
-	ref, ok := bf16[least]
-	return ok && block[least] > hostBoundRatio*ref, true, nil
+	return ref > 0 && block > hostBoundRatio*ref, true, nil
 }
 
 // traceGEMM, when set, is told of every GEMM site a lookup reads: Generate keeps those. It is set only
@@ -487,7 +499,7 @@ const mlaLatent = 576
 // (DeepSeek-V3's heads) and 64 (Kimi K2's); only the family of the model's own head count
 // (native) is read, so a lookup at heads/TP is the row measured for that sharding.
 func loadMLA(paths []string, gen bool, native int) (attnRows, error) {
-	rows, err := loadMLARows(paths, gen, func(t *table) (func(int) bool, error) {
+	rows, err := loadMLARows(paths, gen, false, func(t *table) (func(int) bool, error) {
 		nh, e1 := t.f("num_heads")
 		tps, e2 := t.f("tp_size")
 		if err := firstErr(e1, e2); err != nil {
@@ -506,7 +518,7 @@ func loadMLA(paths []string, gen bool, native int) (attnRows, error) {
 // (the projections' precision).
 func loadMLAModule(paths []string, gen bool, gemm string) (attnRows, error) {
 	have := map[string]bool{}
-	rows, err := loadMLARows(paths, gen, func(t *table) (func(int) bool, error) {
+	rows, err := loadMLARows(paths, gen, false, func(t *table) (func(int) bool, error) {
 		gt, err := t.s("gemm_type")
 		if err != nil {
 			return nil, err
@@ -521,8 +533,10 @@ func loadMLAModule(paths []string, gen bool, gemm string) (attnRows, error) {
 
 // loadMLARows reads the MLA tables' points, the rows of each table selected by the predicate rowsOf
 // builds for it, filed as attnKey{num_heads, 1, mlaLatent, 0, mla_dtype, kv_cache_dtype} by
-// (batch, isl) for context (step 0) and (batch, step = past KV length) for generation, for newAttnOp.
-func loadMLARows(paths []string, gen bool, rowsOf func(*table) (func(int) bool, error)) (attnRows, error) {
+// (batch, isl) for context (step 0) and (batch, step = past KV length) for generation, for newAttnOp;
+// bySeq files generation rows by isl + step − 1 instead (tables keyed by the sequence's length with
+// the new token: a decode over c cached tokens reads c + 1).
+func loadMLARows(paths []string, gen, bySeq bool, rowsOf func(*table) (func(int) bool, error)) (attnRows, error) {
 	rows := attnRows{}
 	err := scan(paths, func(t *table) (func(int), error) {
 		b, e1 := t.f("batch_size")
@@ -540,9 +554,14 @@ func loadMLARows(paths []string, gen bool, rowsOf func(*table) (func(int) bool, 
 			return nil, err
 		}
 		return func(i int) {
-			if keep(i) {
-				rows.add(attnKey{int(nh[i]), 1, mlaLatent, 0, md[i], kd[i]}, gen, b[i], isl[i], step[i], lat[i])
+			if !keep(i) {
+				return
 			}
+			x := step[i]
+			if gen && bySeq {
+				x = isl[i] + step[i] - 1
+			}
+			rows.add(attnKey{int(nh[i]), 1, mlaLatent, 0, md[i], kd[i]}, gen, b[i], isl[i], x, lat[i])
 		}, nil
 	})
 	return rows, err
