@@ -76,16 +76,16 @@ func (s *samples) settle() {
 		}
 		return uint64(counts[j])
 	}
-	// Count the pending values not settled yet, then merge from the back into the room they take.
+	// Count the pending values not settled yet, each found by bisection (the settled values are many more
+	// than a settle's, and the merge reads them all once), then merge from the back into the room they take.
 	added, i := 0, 0
 	for j, k := range keys {
 		if j > 0 && keys[j-1] == k {
 			continue
 		}
-		for i < len(s.keys) && s.keys[i] < k {
-			i++
-		}
-		if i == len(s.keys) || s.keys[i] != k {
+		at, found := slices.BinarySearch(s.keys[i:], k)
+		i += at
+		if !found {
 			added++
 		}
 	}
