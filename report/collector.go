@@ -81,6 +81,12 @@ const ended = finished | rejected | failed
 
 func (r *request) completed() bool { return r.state&ended == finished }
 
+// ttft is the request's time to first token in milliseconds; ok is false when it delivered none.
+func (r *request) ttft() (v float64, ok bool) { return ms(r.firstToken - r.arrival), r.deliveries >= 1 }
+
+// e2e is the end-to-end latency in milliseconds of a request that has ended.
+func (r *request) e2e() float64 { return ms(r.end - r.arrival) }
+
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector { return &Collector{} }
 

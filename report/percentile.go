@@ -21,25 +21,22 @@ func (c *Collector) Percentile(metric Metric, p int) (v float64, ok bool) {
 	if metric == ITL {
 		// As Summary: the samples of requests in flight stay out.
 		c.settleGaps()
-		c.itl.settle()
+		xs := c.itl.millis()
 		if c.itl.n == 0 {
 			return 0, false
-		}
-		xs := make([]float64, len(c.itl.keys))
-		for i, k := range c.itl.keys {
-			xs[i] = ms(time.Duration(k))
 		}
 		return atRank(xs, c.itl.counts, c.itl.n, p), true
 	}
 	var xs []float64
 	for i := range c.reqs {
 		r := &c.reqs[i]
-		switch {
-		case !r.completed():
-		case metric == E2E:
-			xs = append(xs, ms(r.end-r.arrival))
-		case r.deliveries >= 1:
-			xs = append(xs, ms(r.firstToken-r.arrival))
+		if !r.completed() {
+			continue
+		}
+		if metric == E2E {
+			xs = append(xs, r.e2e())
+		} else if x, ok := r.ttft(); ok {
+			xs = append(xs, x)
 		}
 	}
 	if len(xs) == 0 {

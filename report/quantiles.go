@@ -1,7 +1,5 @@
 package report
 
-import "time"
-
 // Quantiles returns the TTFT, ITL and E2E of completed requests in milliseconds at points+1 evenly
 // spaced quantiles from 0 to 1 (the minimum, then q = i/points, up to the maximum), by the report's
 // nearest-rank rule: a CDF drawn with a fixed number of points however many samples the run has. A
@@ -13,18 +11,14 @@ func (c *Collector) Quantiles(points int) (ttft, itl, e2e []float64) {
 		if !r.completed() {
 			continue
 		}
-		e = append(e, ms(r.end-r.arrival))
-		if r.deliveries >= 1 {
-			t = append(t, ms(r.firstToken-r.arrival))
+		e = append(e, r.e2e())
+		if x, ok := r.ttft(); ok {
+			t = append(t, x)
 		}
 	}
 	// As Summary: the samples of requests in flight stay out.
 	c.settleGaps()
-	c.itl.settle()
-	xs := make([]float64, len(c.itl.keys))
-	for i, k := range c.itl.keys {
-		xs[i] = ms(time.Duration(k))
-	}
+	xs := c.itl.millis()
 	sortFloats(t)
 	sortFloats(e)
 	return quantiles(t, nil, len(t), points), quantiles(xs, c.itl.counts, c.itl.n, points), quantiles(e, nil, len(e), points)

@@ -102,3 +102,23 @@ func TestITLChunksFewWithManyDistinctGaps(t *testing.T) {
 		t.Fatalf("%d chunks of recent gaps held for %d distinct settled values; want over a million values, at most %d chunks", held, d, limit)
 	}
 }
+
+// BenchmarkSettle settles 1,000 pending runs into 10^6 distinct values, a tenth of them new.
+func BenchmarkSettle(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var s samples
+	for range 1_000_000 {
+		s.add(time.Duration(rng.Uint64N(1<<40)), 1)
+	}
+	s.settle()
+	for b.Loop() {
+		for j := range 1000 {
+			d := s.keys[rng.IntN(len(s.keys))]
+			if j%10 == 0 {
+				d = rng.Uint64N(1 << 40)
+			}
+			s.add(time.Duration(d), 1)
+		}
+		s.settle()
+	}
+}

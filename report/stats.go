@@ -27,10 +27,7 @@ type Stats struct {
 //
 // Sums run over the sorted samples, so the result does not depend on the order the samples
 // were recorded in.
-func describe(xs []float64) Stats {
-	sortFloats(xs)
-	return describeRuns(xs, nil, len(xs))
-}
+func describe(xs []float64) Stats { return new(floatSorter).describe(xs) }
 
 // samples is a distribution of durations: each distinct value once, with how many times it occurs,
 // sorted, plus the runs added since the last settle, in any order. A run of millions of ITL samples
@@ -79,16 +76,16 @@ func (s *samples) settle() {
 		}
 		return uint64(counts[j])
 	}
-	// Count the pending values not settled yet, then merge from the back into the room they take.
+	// Count the pending values not settled yet, each found by bisection (the settled values are many more
+	// than a settle's, and the merge reads them all once), then merge from the back into the room they take.
 	added, i := 0, 0
 	for j, k := range keys {
 		if j > 0 && keys[j-1] == k {
 			continue
 		}
-		for i < len(s.keys) && s.keys[i] < k {
-			i++
-		}
-		if i == len(s.keys) || s.keys[i] != k {
+		at, found := slices.BinarySearch(s.keys[i:], k)
+		i += at
+		if !found {
 			added++
 		}
 	}
@@ -120,13 +117,16 @@ func (s *samples) settle() {
 // describe computes the Stats of the durations' millisecond values. They sort as integers, in the
 // millisecond values' order, and the sums run over the samples in that order, a value repeated as often
 // as it occurs, so this equals describe over every sample.
-func (s *samples) describe() Stats {
+func (s *samples) describe() Stats { return describeRuns(s.millis(), s.counts, s.n) }
+
+// millis settles s and returns its distinct values in milliseconds, ascending; s.counts are their counts.
+func (s *samples) millis() []float64 {
 	s.settle()
 	xs := make([]float64, len(s.keys))
 	for i, k := range s.keys {
 		xs[i] = ms(time.Duration(k))
 	}
-	return describeRuns(xs, s.counts, s.n)
+	return xs
 }
 
 // describeRuns computes Stats over n samples: the sorted values xs, value i occurring counts[i] times
@@ -210,6 +210,12 @@ func sortFloats(xs []float64) { new(floatSorter).sort(xs) }
 type floatSorter struct {
 	keys  []uint64
 	radix radix
+}
+
+// describe is describe with f's buffers: a report describes its distributions one after another.
+func (f *floatSorter) describe(xs []float64) Stats {
+	f.sort(xs)
+	return describeRuns(xs, nil, len(xs))
 }
 
 func (f *floatSorter) sort(xs []float64) {

@@ -164,16 +164,15 @@ func (c *Collector) Summary() Summary {
 				}
 			}
 		}
-		sorter.sort(xs)
-		return describeRuns(xs, nil, len(xs))
+		return sorter.describe(xs)
 	}
-	s.TTFT = describeEach(func(r *request) (float64, bool) { return ms(r.firstToken - r.arrival), r.deliveries >= 1 })
+	s.TTFT = describeEach((*request).ttft)
 	s.TTST = describeEach(func(r *request) (float64, bool) { return ms(r.secondToken - r.firstToken), r.deliveries >= 2 })
 	s.TPOT = describeEach(func(r *request) (float64, bool) {
 		return ms(r.lastToken-r.firstToken) / float64(r.outputTokens-1), r.outputTokens >= 2
 	})
 	s.ITL = c.itl.describe()
-	s.E2E = describeEach(func(r *request) (float64, bool) { return ms(r.end - r.arrival), true })
+	s.E2E = describeEach(func(r *request) (float64, bool) { return r.e2e(), true })
 	return s
 }
 

@@ -129,12 +129,9 @@ func (req *request) PromptLen() int { return req.prompt }
 
 func (req *request) AppendSequence(seq *tokens.Sequence) {
 	t := req.turn
-	if !req.sess.keep {
+	if !req.sess.keep || !t.History { // a turn without history starts its conversation: the workload's prompt
 		t.AppendSequence(seq)
 		return
-	}
-	if !t.History {
-		seq.AddItems(t.Images...)
 	}
 	var buf [256]uint32
 	s := req.sess

@@ -3,9 +3,10 @@
 //
 // Start with source.go: a [Source] yields [Session]s (ordered turns of
 // [Request]s) in order of arrival. A Request carries lengths and times only;
-// its prompt tokens are synthesised on demand by [Request.AppendTokens]
-// (tokens.go), so a workload never holds the tokens of all its requests at
-// once. The sources are:
+// its prompt tokens are synthesised on demand (tokens.go): [Request.AppendTokens]
+// as token ids, [Request.AppendSequence] straight into a [tokens.Sequence]'s
+// blocks, so a workload never holds the tokens of all its requests at once.
+// The sources are:
 //
 //   - [OpenTrace] / [ReadTrace] (trace.go) over Mooncake JSONL (mooncake.go,
 //     parsed strictly with fastjson), with the rows AIPerf and Dynamo write
@@ -23,8 +24,9 @@
 // The contract with the simulator: it pulls sessions with Next as its clock
 // reaches them, sends turn 0 at Turns[0].At, sends turn k+1 Delay after turn
 // k completes (and every request in its After: it holds a session whose
-// first turn waits from the start), and calls AppendTokens when it dispatches a request. Turns
-// with History set continue the conversation: the simulator prepends the
-// previous prompt and its generated output, and AppendTokens only makes the
+// first turn waits from the start), and makes a request's prompt with
+// AppendSequence whenever it needs its blocks. Turns with History set continue
+// the conversation: the simulator prepends the previous turns' prompts
+// (AppendPromptTo) and their generated output, and the turn makes only its
 // new tokens. Same input and seed, same sessions and tokens.
 package workload

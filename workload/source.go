@@ -35,7 +35,7 @@ type Request struct {
 
 	// History means the prompt starts with the session's previous prompt
 	// and generated output (synthetic multi-turn chat); the simulator
-	// prepends that, AppendTokens only makes the new part.
+	// prepends that, the request's own tokens are only the new part.
 	History bool
 
 	// How the tokens are made (see AppendTokens). A zero Request makes

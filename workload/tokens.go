@@ -26,7 +26,9 @@ func mix64(x uint64) uint64 {
 
 // AppendTokens appends the request's InputLen synthesised prompt tokens to
 // dst and returns it. It is deterministic and allocation-free when dst has
-// capacity.
+// capacity. The simulator takes the same tokens by AppendSequence, which hashes
+// a trace's blocks without spelling them out; AppendTokens is their plain
+// statement, which the examples print and AppendSequence is tested against.
 //
 // A trace row given as text has the tokens of its text. Otherwise the
 // tokens are, in order: for a trace request, BlockSize copies of each

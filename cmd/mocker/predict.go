@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -38,7 +39,6 @@ op-level model (--timing default) on AIConfigurator's H200 tables built into the
 A --config YAML file takes the same keys as the flags; flags given on the command line win.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			hugeHeap(offlineHeap)
 			if err := loadSettings(cmd.Flags(), &cfg, configPath); err != nil {
 				return err
 			}
@@ -59,9 +59,14 @@ A --config YAML file takes the same keys as the flags; flags given on the comman
 	return cmd
 }
 
-// offlineHeap is the heap predict and recommend ask huge pages for (hugeHeap): more than a replay of the
+// offlineHeap is the heap an offline run asks huge pages for (hugeHeap): more than a replay of the
 // Mooncake conversation trace holds on eight workers; a heap beyond it grows on small pages.
 const offlineHeap = 512 << 20
+
+// readyOffline readies the process for the simulations of predict, recommend and sweep-worker: the heap on
+// huge pages (hugeHeap), once. Each calls it when its settings have passed, so that a bad flag costs
+// no reservation, madvise or forced GC. A variable so that tests can count the calls.
+var readyOffline = sync.OnceFunc(func() { hugeHeap(offlineHeap) })
 
 // predict runs cfg's workload with threads goroutines simulating workers (sim.Options.Threads).
 func predict(cfg *config.Config, threads int, stdout, stderr io.Writer) error {
@@ -84,6 +89,7 @@ func predict(cfg *config.Config, threads int, stdout, stderr io.Writer) error {
 	if err := checkOutputs(outputs, cfg); err != nil {
 		return err
 	}
+	readyOffline()
 	if ms, err := cfg.ResolveDesync(sim.MeanE2EMs); err != nil {
 		return err
 	} else if ms > 0 {

@@ -66,7 +66,6 @@ is certainly missed; a shape whose TTFT on an idle worker with the best possible
 misses the target is not run at all.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			hugeHeap(offlineHeap)
 			if err := loadSettings(cmd.Flags(), &cfg, configPath); err != nil {
 				return err
 			}
@@ -215,6 +214,7 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 	if err := checkOutputs([]output{{flag: "report-json", path: cfg.ReportJSON}, {flag: "html", path: cfg.HTML}}, cfg); err != nil {
 		return err
 	}
+	readyOffline()
 	start := time.Now()
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
@@ -311,6 +311,7 @@ leaves it to another once --nats-ack-wait (the coordinator's) has passed.`,
 				return fmt.Errorf("--nats %s: %w", url, err)
 			}
 			defer nc.Close()
+			readyOffline()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return sweep.Serve(ctx, nc, jobs, cmd.ErrOrStderr())
