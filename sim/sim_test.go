@@ -287,18 +287,10 @@ func TestWaitingRequestsHoldNoSequence(t *testing.T) {
 	}
 	o := Options{Workers: 1, Engine: small()}
 	o.Engine.VLLM.MaxNumSeqs = 2
-	held := 0
-	o.inspect = func(r *runner, w *worker) error {
-		for _, req := range r.reqs {
-			if req != nil && req.seq != nil {
-				held++
-			}
-		}
-		return nil
-	}
+	held := countHeld(&o)
 	res := run(t, trace(t, rows.String()), o)
-	if held != 0 || res.Summary.CompletedRequests != 60 {
-		t.Fatalf("requests in flight held %d sequences over the passes, %d completed; want 0 and 60", held, res.Summary.CompletedRequests)
+	if *held != 0 || res.Summary.CompletedRequests != 60 {
+		t.Fatalf("requests in flight held %d sequences over the passes, %d completed; want 0 and 60", *held, res.Summary.CompletedRequests)
 	}
 }
 
@@ -353,18 +345,24 @@ func TestWaitingTurnsHoldNoSequence(t *testing.T) {
 	}
 	o := Options{Workers: 1, Engine: small()}
 	o.Engine.VLLM.MaxNumSeqs, o.Engine.VLLM.NumBlocks = 2, 4096
-	held := 0
+	held := countHeld(&o)
+	res := run(t, src, o)
+	if s := res.Summary; *held != 0 || s.CompletedRequests != 180 || s.PrefixCacheReusedRatio < 0.5 {
+		t.Fatalf("requests in flight held %d sequences over the passes, %d completed, prefix reuse %.3f; want 0, 180 and at least 0.5",
+			*held, s.CompletedRequests, s.PrefixCacheReusedRatio)
+	}
+}
+
+// countHeld counts, after every pass of a run with o, the requests that hold a sequence.
+func countHeld(o *Options) *int {
+	held := new(int)
 	o.inspect = func(r *runner, w *worker) error {
 		for _, req := range r.reqs {
 			if req != nil && req.seq != nil {
-				held++
+				*held++
 			}
 		}
 		return nil
 	}
-	res := run(t, src, o)
-	if s := res.Summary; held != 0 || s.CompletedRequests != 180 || s.PrefixCacheReusedRatio < 0.5 {
-		t.Fatalf("requests in flight held %d sequences over the passes, %d completed, prefix reuse %.3f; want 0, 180 and at least 0.5",
-			held, s.CompletedRequests, s.PrefixCacheReusedRatio)
-	}
+	return held
 }

@@ -4,23 +4,18 @@ import (
 	"bytes"
 	"context"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/mocker-sim/mocker/live/natsevents"
 )
 
 // TestReadyOfflineAfterSettings: predict, recommend and sweep-worker ready the heap (readyOffline) only
 // once their settings have passed: a bad flag, a bad output path or an unreachable server costs nothing.
 func TestReadyOfflineAfterSettings(t *testing.T) {
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	ns, url, err := natsevents.StartEmbedded(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns.Start()
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(30 * time.Second) {
-		t.Fatal("embedded NATS server not ready")
-	}
 
 	calls := 0
 	was := readyOffline
@@ -41,7 +36,7 @@ func TestReadyOfflineAfterSettings(t *testing.T) {
 		{rec, true},
 		{[]string{"sweep-worker", "--jobs", "0"}, false},
 		{[]string{"sweep-worker", "--nats", "nats://127.0.0.1:1"}, false},
-		{[]string{"sweep-worker", "--nats", ns.ClientURL()}, true},
+		{[]string{"sweep-worker", "--nats", url}, true},
 	} {
 		calls = 0
 		cmd := newRootCmd()

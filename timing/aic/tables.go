@@ -64,21 +64,11 @@ func loadGEMM(paths []string, dtype string, rf *roofline) (*gemmData, error) {
 	g := &gemmData{src: sourceList(paths), dtype: dtype, flops: flops, elem: bytesOf(dtype), rf: rf, sites: map[[2]float64]*gemmSite{}}
 	pts := map[[3]float64]float64{} // (m, n, k) → latency
 	have := map[string]bool{}
-	err = scan(paths, func(t *table) (func(int), error) {
-		dt, err := t.s("gemm_dtype")
-		ms, err1 := t.f("m")
-		ns, err2 := t.f("n")
-		ks, err3 := t.f("k")
-		lat, err4 := t.f("latency")
-		if err := firstErr(err, err1, err2, err3, err4); err != nil {
-			return nil, err
+	err = scanGEMM(paths, func(dt string, mnk [3]float64, lat float64) {
+		have[dt] = true
+		if dt == dtype && lat > 0 {
+			firstWins(pts, mnk, lat)
 		}
-		return func(i int) {
-			have[dt[i]] = true
-			if dt[i] == dtype && lat[i] > 0 {
-				firstWins(pts, [3]float64{ms[i], ns[i], ks[i]}, lat[i])
-			}
-		}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -113,6 +103,21 @@ func loadGEMM(paths []string, dtype string, rf *roofline) (*gemmData, error) {
 	return g, nil
 }
 
+// scanGEMM calls row with every GEMM table row of paths: its gemm_dtype, (m, n, k) and latency.
+func scanGEMM(paths []string, row func(dtype string, mnk [3]float64, lat float64)) error {
+	return scan(paths, func(t *table) (func(int), error) {
+		dt, err := t.s("gemm_dtype")
+		ms, err1 := t.f("m")
+		ns, err2 := t.f("n")
+		ks, err3 := t.f("k")
+		lat, err4 := t.f("latency")
+		if err := firstErr(err, err1, err2, err3, err4); err != nil {
+			return nil, err
+		}
+		return func(i int) { row(dt[i], [3]float64{ms[i], ns[i], ks[i]}, lat[i]) }, nil
+	})
+}
+
 // blockGEMMHostBound reports whether paths hold fp8_block GEMM rows (have) and whether they are
 // host-bound: the smallest GEMM they hold (least n·k, then least m) costs more than hostBoundRatio
 // times the bfloat16 row of the same m, n and k (false without such a bfloat16 row).
@@ -125,20 +130,10 @@ func blockGEMMHostBound(paths []string) (bound, have bool, err error) {
 	var least [3]float64
 	var block, ref float64
 	find := func(dtype string, row func(key [3]float64, lat float64)) error {
-		return scan(paths, func(t *table) (func(int), error) {
-			dt, err := t.s("gemm_dtype")
-			ms, err1 := t.f("m")
-			ns, err2 := t.f("n")
-			ks, err3 := t.f("k")
-			lat, err4 := t.f("latency")
-			if err := firstErr(err, err1, err2, err3, err4); err != nil {
-				return nil, err
+		return scanGEMM(paths, func(dt string, mnk [3]float64, lat float64) {
+			if lat > 0 && dt == dtype {
+				row(mnk, lat)
 			}
-			return func(i int) {
-				if lat[i] > 0 && dt[i] == dtype {
-					row([3]float64{ms[i], ns[i], ks[i]}, lat[i])
-				}
-			}, nil
 		})
 	}
 	err = find("fp8_block", func(key [3]float64, lat float64) {
