@@ -100,7 +100,7 @@ type request struct {
 	src    sched.PromptSource // a waiting request's prompt, made when the scheduler first needs it (see prompt)
 	srcLen int                // src's length
 	order  uint64             // arrival order, for stable tie-breaks
-	pages  []radix.PageID // KV pages in order: [0, locked) owned by the tree, the rest private
+	pages  []radix.PageID     // KV pages in order: [0, locked) owned by the tree, the rest private
 	locked int
 	node   *radix.Node // deepest locked tree node; nil when none
 
@@ -310,8 +310,13 @@ func (s *Scheduler) Activate(id uint64) bool {
 	return true
 }
 
-// maxSparePages bounds the page list a finished request passes on to the next (64 KiB).
-const maxSparePages = 1 << 14
+// maxSparePages bounds the page list a finished request passes on to the next (64 KiB), and maxSpare the
+// sequences and page lists kept for the prompts to come: arrivals reuse finished requests and wait without
+// buffers, so behind a long queue the buffers would pile up unused (thousands of long prompts' worth).
+const (
+	maxSparePages = 1 << 14
+	maxSpare      = lazyQueue
+)
 
 // newRequest returns an empty request with a sequence and a page list, or without them (to hold a source)
 // when bare.
@@ -320,7 +325,7 @@ func (s *Scheduler) newRequest(bare bool) *request {
 	if r == nil {
 		r = &request{}
 	} else {
-		s.freeBuffers(r)
+		s.freeBuffers(r) // (a reservation that found no room)
 		*r = request{}
 	}
 	if !bare {
@@ -330,13 +335,13 @@ func (s *Scheduler) newRequest(bare bool) *request {
 }
 
 // freeBuffers moves r's sequence and page list to the free lists, for the next prompt made: a request
-// that waits as its source holds neither. A long page list is dropped, not kept for every short request
-// after it.
+// that waits as its source holds neither. Beyond maxSpare they are dropped, and so is a long page list,
+// rather than kept for every short request after it.
 func (s *Scheduler) freeBuffers(r *request) {
-	if r.Seq != nil {
+	if r.Seq != nil && len(s.seqs) < maxSpare {
 		s.seqs = append(s.seqs, r.Seq)
 	}
-	if c := cap(r.pages); c > 0 && c <= maxSparePages {
+	if c := cap(r.pages); c > 0 && c <= maxSparePages && len(s.pageLists) < maxSpare {
 		s.pageLists = append(s.pageLists, r.pages[:0])
 	}
 	r.Seq, r.pages = nil, nil
@@ -393,7 +398,9 @@ func (s *Scheduler) Metrics() sched.Metrics {
 // Step runs one iteration: an extend (prefill) pass if anything can be admitted, else a decode step. The
 // returned Pass is valid until the next Step.
 func (s *Scheduler) Step() *sched.Pass {
-	s.book.Begin()
+	for _, r := range s.book.Begin() {
+		s.freeBuffers(r) // for the prompts made next, rather than idle with the request until it is reused
+	}
 	// Arrived transfers take the free running slots first (SGLang's decode loop merges its prebuilt
 	// batch into the running one before it decodes). SGLang checks no adapter there (its LoRA pool
 	// would refuse the batch); here one whose adapter would take the running batch past
