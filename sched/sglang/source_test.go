@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mocker-sim/mocker/radix"
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/internal/book"
 	"github.com/mocker-sim/mocker/sched/schedtest"
 	"github.com/mocker-sim/mocker/tokens"
 )
@@ -156,5 +158,53 @@ func TestSourceEqualsPrompt(t *testing.T) {
 	}
 	if retractions == 0 {
 		t.Error("no request was retracted: the test does not cover retraction")
+	}
+}
+
+// TestFinishedRequestsKeepNoBuffers: a finished request gives its sequence and page list back at the next
+// Step, for the prompts made next, rather than keeping them until an arrival reuses it (which waits
+// without them): 100 requests of 2,000 tokens at page size 1, 4 running at a time, leave 100 bare
+// requests to reuse and the 4 sequences and page lists the running ones held. The reused requests kept
+// theirs, 3.2 MB of sequences here; behind the conversation trace's long queue, 1 GB.
+func TestFinishedRequestsKeepNoBuffers(t *testing.T) {
+	o := opts(1, 8192)
+	o.MaxRunning = 4
+	h := newHarness(t, o)
+	const n = 100
+	for i := range n {
+		if err := h.S.Enqueue(&sched.Request{ID: uint64(i), Source: &countingSource{toks: schedtest.Prompt(10_000*i, 2000)}, MaxTokens: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for pass := 0; !h.S.Idle(); pass++ {
+		h.Step()
+		if pass > 1000 {
+			t.Fatal("not idle after 1000 passes")
+		}
+	}
+	h.Step() // the last finished requests become reusable
+	reused := 0
+	for r := h.S.book.Reuse(); r != nil; r = h.S.book.Reuse() {
+		reused++
+		if r.Seq != nil || cap(r.pages) != 0 {
+			t.Fatalf("finished request %d holds a sequence %v and a page list of %d", r.ID, r.Seq != nil, cap(r.pages))
+		}
+	}
+	if reused != n {
+		t.Errorf("%d finished requests to reuse, want %d", reused, n)
+	}
+	if len(h.S.seqs) != o.MaxRunning || len(h.S.pageLists) != o.MaxRunning {
+		t.Errorf("%d sequences and %d page lists kept, want %d each", len(h.S.seqs), len(h.S.pageLists), o.MaxRunning)
+	}
+}
+
+// TestSpareBuffersAreBounded: at most maxSpare sequences and page lists wait for the prompts to come.
+func TestSpareBuffersAreBounded(t *testing.T) {
+	h := newHarness(t, opts(1, 16))
+	for range maxSpare + 3 {
+		h.S.freeBuffers(&request{Request: book.Request{Seq: tokens.NewSequence(1)}, pages: make([]radix.PageID, 0, 8)})
+	}
+	if len(h.S.seqs) != maxSpare || len(h.S.pageLists) != maxSpare {
+		t.Fatalf("%d sequences and %d page lists kept, want %d each", len(h.S.seqs), len(h.S.pageLists), maxSpare)
 	}
 }
