@@ -311,11 +311,12 @@ func (s *Scheduler) Activate(id uint64) bool {
 }
 
 // maxSparePages bounds the page list a finished request passes on to the next (64 KiB), and maxSpare the
-// sequences and page lists kept for the prompts to come: arrivals reuse finished requests and wait without
-// buffers, so behind a long queue the buffers would pile up unused (thousands of long prompts' worth).
+// sequences and page lists kept for the prompts to come: a pass makes about as many prompts as the last
+// one finished requests, and each kept sequence grows to the longest prompt it held (megabytes at page
+// size 1; 32 of them held 100 MB in the conversation replay).
 const (
 	maxSparePages = 1 << 14
-	maxSpare      = lazyQueue
+	maxSpare      = 8
 )
 
 // newRequest returns an empty request with a sequence and a page list, or without them (to hold a source)
