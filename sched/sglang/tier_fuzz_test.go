@@ -13,10 +13,9 @@ import (
 )
 
 // FuzzTierScheduler drives a small tiered scheduler through arrivals of prompts sharing prefixes (every
-// other one given by its source, which waits unmade),
-// cancellations and time, and checks after each pass the accounting (CheckInvariants, the tiers'
-// included) and that a consumer of the KV events holds exactly the tree's pages on the GPU and as many
-// pages per lower tier as it holds.
+// other one given by its source, which waits unmade), cancellations and time, and checks after each pass
+// the accounting (CheckInvariants, the tiers' included) and that a consumer of the KV events holds
+// exactly the tree's pages on the GPU and as many pages per lower tier as it holds.
 func FuzzTierScheduler(f *testing.F) {
 	f.Add([]byte{3, 2, 4, 0, 4, 8, 1, 1, 1, 12, 0, 2, 5})
 	f.Add([]byte{7, 0, 9, 0, 1, 4, 5, 8, 9, 13, 2, 0, 4, 1, 1, 1, 1, 0, 0, 3, 3})
