@@ -15,6 +15,7 @@ import (
 
 	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/report"
+	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/timing"
 	"github.com/mocker-sim/mocker/workload"
@@ -365,4 +366,42 @@ func countHeld(o *Options) *int {
 		return nil
 	}
 	return held
+}
+
+// TestSGLangQueueHoldsNoPrompts: an SGLang worker's waiting requests hold their sources, not their
+// prompts: with 398 requests waiting behind 2 running at page size 1, the live heap grows by less than
+// 12 MiB when the prompts are 8,000 tokens instead of 1,000 (4 MB: the requests in flight and the spare
+// buffers); it grew by 46 MB (16 bytes a token of every waiting prompt) when the scheduler made every
+// prompt at once.
+func TestSGLangQueueHoldsNoPrompts(t *testing.T) {
+	const requests = 400
+	queued := func(input int) uint64 {
+		src, err := workload.NewSynthetic(workload.SyntheticOptions{
+			NumRequests: requests, Input: workload.Length{Mean: float64(input)}, Output: workload.Length{Mean: 4}, Arrival: "burst", Seed: 1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := Options{Workers: 1, Engine: engine.Options{Backend: engine.SGLang,
+			SGLang: sglang.Options{PageSize: 1, NumPages: 20000, MaxRunning: 2, MaxPrefillTokens: 16384, ChunkedPrefillSize: 8192,
+				ClipMaxNewTokens: 4096, Conservativeness: 1}, // no prefix cache: its pages would count
+			Timing: timing.Fixed{PrefillMs: 10, DecodeMs: 5}}}
+		var before, at runtime.MemStats
+		o.Progress = func(ended int) {
+			if ended == 2 { // 398 wait
+				runtime.GC()
+				runtime.ReadMemStats(&at)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		if res := run(t, src, o); res.Summary.CompletedRequests != requests {
+			t.Fatalf("%d requests completed, want %d", res.Summary.CompletedRequests, requests)
+		}
+		return at.HeapAlloc - before.HeapAlloc
+	}
+	short, long := queued(1000), queued(8000)
+	if long > short+12<<20 {
+		t.Errorf("398 waiting requests of 8,000-token prompts hold %d bytes, of 1,000-token prompts %d: want at most 12 MiB more", long, short)
+	}
 }

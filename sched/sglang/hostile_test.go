@@ -8,9 +8,7 @@ import (
 
 	"github.com/mocker-sim/mocker/radix"
 	"github.com/mocker-sim/mocker/sched"
-	"github.com/mocker-sim/mocker/sched/internal/book"
 	"github.com/mocker-sim/mocker/sched/schedtest"
-	"github.com/mocker-sim/mocker/tokens"
 )
 
 // TestHugeMaxTokensIsRejected: max_tokens near 2^63 used to overflow prompt + max_tokens into a negative
@@ -54,11 +52,14 @@ func TestPageListGrowsWithUse(t *testing.T) {
 		t.Fatalf("a new request is %p, want the cancelled one (%p) reused", got, r)
 	}
 
-	// A long request's list is dropped by the reuse pool rather than handed on; a short one is kept.
-	if c := cap(empty(&request{Request: book.Request{Seq: r.Seq}, pages: make([]radix.PageID, 0, maxSparePages+1)}).pages); c != 0 {
-		t.Errorf("a reused request got a page list of capacity %d, want 0 (dropped)", c)
-	}
-	if c := cap(empty(&request{Request: book.Request{Seq: tokens.NewSequence(1)}, pages: make([]radix.PageID, 0, maxSparePages)}).pages); c != maxSparePages {
-		t.Errorf("a reused request got a page list of capacity %d, want %d (kept)", c, maxSparePages)
+	// A long request's list is dropped by the free lists rather than handed on; a short one is kept.
+	s := h.S
+	s.pageLists = nil
+	s.freeBuffers(&request{pages: make([]radix.PageID, 0, maxSparePages+1)})
+	s.freeBuffers(&request{pages: make([]radix.PageID, 0, maxSparePages)})
+	next := &request{}
+	s.buffers(next)
+	if c := cap(next.pages); c != maxSparePages || len(s.pageLists) != 0 {
+		t.Errorf("a new request got a page list of capacity %d, %d more kept; want %d (the short one) and none", c, len(s.pageLists), maxSparePages)
 	}
 }

@@ -94,16 +94,44 @@ func (o Options) Validate() error {
 	return o.Spec.Validate()
 }
 
+// request is a request's state; its Seq is nil while src holds the prompt.
 type request struct {
 	book.Request
-	order  uint64         // arrival order, for stable tie-breaks
-	pages  []radix.PageID // KV pages in order: [0, locked) owned by the tree, the rest private
+	src    sched.PromptSource // a waiting request's prompt, made when the scheduler first needs it (see prompt)
+	srcLen int                // src's length
+	order  uint64             // arrival order, for stable tie-breaks
+	pages  []radix.PageID     // KV pages in order: [0, locked) owned by the tree, the rest private
 	locked int
 	node   *radix.Node // deepest locked tree node; nil when none
 
 	// Policy scratch.
 	match  int
 	demote bool
+}
+
+// length is the request's prompt and generated tokens, made or not.
+func (r *request) length() int {
+	if r.src != nil {
+		return r.srcLen
+	}
+	return r.Seq.Len()
+}
+
+// prompt makes the prompt of a request that holds only its source, when admission tries it or LPM
+// matches it: a queue of thousands then holds no prompts (at page size 1, 16 bytes a token each).
+func (s *Scheduler) prompt(r *request) {
+	if r.src == nil {
+		return
+	}
+	s.buffers(r)
+	if r.LoRA != "" {
+		r.Seq.SetSeed(tokens.LoRASeed(r.LoRA))
+	}
+	r.src.AppendSequence(r.Seq)
+	if r.Seq.Len() != r.srcLen {
+		panic(fmt.Sprintf("sglang: request %d: its source made %d prompt tokens, it said %d", r.ID, r.Seq.Len(), r.srcLen))
+	}
+	r.src = nil
 }
 
 // Scheduler is an SGLang scheduler with its radix cache. It is not safe for concurrent use.
@@ -129,6 +157,10 @@ type Scheduler struct {
 
 	hits []radix.PageID
 	seen map[uint64]bool // LPM in-batch prefixes
+
+	// Buffers of finished requests, for the next prompts made.
+	seqs      []*tokens.Sequence
+	pageLists [][]radix.PageID
 
 	// Disaggregation: a decode worker's requests whose KV has arrived, waiting for a running slot
 	// (SGLang's prebuilt queue, admitted up to max_running_requests).
@@ -172,11 +204,21 @@ func (s *Scheduler) NewTokenRatio() float64 { return s.ratio }
 
 func (s *Scheduler) pagesFor(tokens int) int { return (tokens + s.opt.PageSize - 1) / s.opt.PageSize }
 
+// lazyQueue is the queue length from which a request given with its sequence and its source waits as its
+// source (one given without a sequence always does).
+const lazyQueue = 32
+
 // Enqueue adds a request at the back of the waiting queue, or rejects one that can never be served.
 func (s *Scheduler) Enqueue(r *sched.Request) error {
-	req, err := s.book.Enqueue(r, false)
+	// Behind a short queue, copying a router's sequence saves hashing the prompt again; behind a long one,
+	// holding it would cost memory for as long as the request waits.
+	lazy := r.Source != nil && r.Prompt == nil && (r.Seq == nil || len(s.waiting)+len(s.arrivals)+len(s.deferred) >= lazyQueue)
+	req, err := s.book.Enqueue(r, lazy)
 	if err != nil {
 		return err
+	}
+	if lazy {
+		req.src, req.srcLen = r.Source, r.Source.PromptLen()
 	}
 	req.order = s.arrived
 	s.arrived++
@@ -244,7 +286,7 @@ func (s *Scheduler) preallocatable(prompt, maxNew int) bool {
 	}
 	allocatable := (s.cache.FreePages()+s.cache.EvictablePages())*s.opt.PageSize - max(s.opt.ReservedDecode*held, single)
 	for _, r := range s.waiting {
-		allocatable -= r.Seq.Len() + s.opt.ReservedDecode
+		allocatable -= r.length() + s.opt.ReservedDecode
 	}
 	need := max(prompt+s.opt.ReservedDecode, prompt+min(maxNew, s.opt.ClipMaxNewTokens)-retractable)
 	return need <= allocatable
@@ -268,30 +310,62 @@ func (s *Scheduler) Activate(id uint64) bool {
 	return true
 }
 
-// maxSparePages bounds the page list a finished request passes on to the next (64 KiB).
-const maxSparePages = 1 << 14
+// maxSparePages bounds the page list a finished request passes on to the next (64 KiB), and maxSpare the
+// sequences and page lists kept for the prompts to come: a pass makes about as many prompts as the last
+// one finished requests, and each kept sequence grows to the longest prompt it held (megabytes at page
+// size 1; 32 of them held 100 MB in the conversation replay).
+const (
+	maxSparePages = 1 << 14
+	maxSpare      = 8
+)
 
-// newRequest returns an empty request, reusing a finished one's sequence and page list.
-func (s *Scheduler) newRequest(bool) *request {
-	if r := s.book.Reuse(); r != nil {
-		return empty(r)
+// newRequest returns an empty request with a sequence and a page list, or without them (to hold a source)
+// when bare.
+func (s *Scheduler) newRequest(bare bool) *request {
+	r := s.book.Reuse()
+	if r == nil {
+		r = &request{}
+	} else {
+		s.freeBuffers(r) // (a reservation that found no room)
+		*r = request{}
 	}
-	return &request{Request: book.Request{Seq: tokens.NewSequence(s.opt.PageSize)}}
+	if !bare {
+		s.buffers(r)
+	}
+	return r
 }
 
-// empty clears r for reuse, keeping its buffers but a long page list.
-func empty(r *request) *request {
-	seq, pages := r.Seq, r.pages[:0]
-	if cap(pages) > maxSparePages {
-		pages = nil // a long request's page list is not kept for every short one after it
+// freeBuffers moves r's sequence and page list to the free lists, for the next prompt made: a request
+// that waits as its source holds neither. Beyond maxSpare they are dropped, and so is a long page list,
+// rather than kept for every short request after it.
+func (s *Scheduler) freeBuffers(r *request) {
+	if r.Seq != nil && len(s.seqs) < maxSpare {
+		s.seqs = append(s.seqs, r.Seq)
 	}
-	seq.Reset()
-	*r = request{Request: book.Request{Seq: seq}, pages: pages}
-	return r
+	if c := cap(r.pages); c > 0 && c <= maxSparePages && len(s.pageLists) < maxSpare {
+		s.pageLists = append(s.pageLists, r.pages[:0])
+	}
+	r.Seq, r.pages = nil, nil
+}
+
+// buffers gives r an empty sequence and page list, reusing a finished request's.
+func (s *Scheduler) buffers(r *request) {
+	if n := len(s.seqs); n > 0 {
+		r.Seq = s.seqs[n-1]
+		s.seqs = s.seqs[:n-1]
+		r.Seq.Reset()
+	} else {
+		r.Seq = tokens.NewSequence(s.opt.PageSize)
+	}
+	if n := len(s.pageLists); n > 0 {
+		r.pages = s.pageLists[n-1]
+		s.pageLists = s.pageLists[:n-1]
+	}
 }
 
 // remove takes a cancelled request out of the queues or the running set; the Book then frees its pages.
 func (s *Scheduler) remove(r *request) {
+	r.src = nil
 	drop := func(x *request) bool { return x == r }
 	switch {
 	case r == s.chunked:
@@ -325,7 +399,9 @@ func (s *Scheduler) Metrics() sched.Metrics {
 // Step runs one iteration: an extend (prefill) pass if anything can be admitted, else a decode step. The
 // returned Pass is valid until the next Step.
 func (s *Scheduler) Step() *sched.Pass {
-	s.book.Begin()
+	for _, r := range s.book.Begin() {
+		s.freeBuffers(r) // for the prompts made next, rather than idle with the request until it is reused
+	}
 	// Arrived transfers take the free running slots first (SGLang's decode loop merges its prebuilt
 	// batch into the running one before it decodes). SGLang checks no adapter there (its LoRA pool
 	// would refuse the batch); here one whose adapter would take the running batch past
@@ -393,6 +469,7 @@ func (s *Scheduler) order() {
 	clear(s.seen)
 	prefixPages := s.pagesFor(inBatchPrefixThreshold)
 	for _, r := range s.waiting {
+		s.prompt(r)
 		r.match, r.demote = 0, false
 		if s.opt.PrefixCaching {
 			s.hits, _ = s.cache.Match(r.Seq.Blocks(), s.hits[:0])
@@ -448,6 +525,7 @@ func (s *Scheduler) admit() bool {
 		prefix := r.Computed
 		var node *radix.Node
 		if first {
+			s.prompt(r)
 			s.hits = s.hits[:0]
 			if s.opt.PrefixCaching {
 				// Match at most len−1 tokens: the last one is recomputed for its logits; with speculative
@@ -722,8 +800,11 @@ func (s *Scheduler) requeue(r *request) {
 
 // cacheFull puts r's computed full pages into the tree, so they outlive it.
 func (s *Scheduler) cacheFull(r *request) {
+	if !s.opt.PrefixCaching || r.Seq == nil { // (a request waiting as its source has computed nothing)
+		return
+	}
 	full := min(r.Computed/s.opt.PageSize, len(r.Seq.Blocks()))
-	if !s.opt.PrefixCaching || full <= r.locked {
+	if full <= r.locked {
 		return
 	}
 	// Extend takes over r's pages (freeing r's duplicates of pages someone cached first) below r's node.
@@ -802,7 +883,7 @@ func (s *Scheduler) queued() (fresh, retracted sched.Moments) {
 		if r.Preemptions > 0 {
 			retracted.Add(r.Seq.Len())
 		} else {
-			fresh.Add(r.Seq.Len())
+			fresh.Add(r.length())
 		}
 	}
 	for _, q := range [][]*request{s.waiting, s.deferred, s.arrivals} {

@@ -12,10 +12,10 @@ import (
 	"github.com/mocker-sim/mocker/sched/schedtest"
 )
 
-// FuzzTierScheduler drives a small tiered scheduler through arrivals of prompts sharing prefixes,
-// cancellations and time, and checks after each pass the accounting (CheckInvariants, the tiers'
-// included) and that a consumer of the KV events holds exactly the tree's pages on the GPU and as many
-// pages per lower tier as it holds.
+// FuzzTierScheduler drives a small tiered scheduler through arrivals of prompts sharing prefixes (every
+// other one given by its source, which waits unmade), cancellations and time, and checks after each pass
+// the accounting (CheckInvariants, the tiers' included) and that a consumer of the KV events holds
+// exactly the tree's pages on the GPU and as many pages per lower tier as it holds.
 func FuzzTierScheduler(f *testing.F) {
 	f.Add([]byte{3, 2, 4, 0, 4, 8, 1, 1, 1, 12, 0, 2, 5})
 	f.Add([]byte{7, 0, 9, 0, 1, 4, 5, 8, 9, 13, 2, 0, 4, 1, 1, 1, 1, 0, 0, 3, 3})
@@ -44,8 +44,12 @@ func FuzzTierScheduler(f *testing.F) {
 				i := int(b>>2) % 4
 				id++
 				p := slices.Concat(schedtest.Prompt(100*(i%2), 3+2*i), schedtest.Prompt(1000+int(id), int(b>>4)%2))
+				r := &sched.Request{ID: id, Prompt: p, MaxTokens: 1 + int(b>>5)}
+				if id%2 == 1 { // it waits as its source
+					r.Prompt, r.Source = nil, &countingSource{toks: p}
+				}
 				var rej *sched.RejectError
-				if err := s.Enqueue(&sched.Request{ID: id, Prompt: p, MaxTokens: 1 + int(b>>5)}); err != nil && !errors.As(err, &rej) {
+				if err := s.Enqueue(r); err != nil && !errors.As(err, &rej) {
 					t.Fatal(err) // a request the pool cannot hold is rejected, as it should be
 				}
 			case 1:
