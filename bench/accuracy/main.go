@@ -14,7 +14,8 @@
 //
 //	go run ./bench/accuracy [-data ../shared/data] [-rows N] [-backend vllm|sglang] [-match S] [-csv out.csv]
 //	    [-schedule aic|steady|lockstep] [-frontend-latency-ms 13.6] [-sglang-host-overhead-us 16]
-//	    [-sglang-generator-config=true] [-sglang-grouped=true] [-prompt-pool 0] [-loho=true] [-plain=true]
+//	    [-sglang-generator-config=true] [-sglang-grouped=true] [-sglang-frontend-us-per-chunk 0] [-prompt-pool 0]
+//	    [-loho=true] [-plain=true]
 package main
 
 import (
