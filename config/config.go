@@ -107,6 +107,8 @@ type Config struct {
 	RouterEventDelayMs    float64 `yaml:"router-event-delay-ms"`
 	RouterEventsAtPassEnd bool    `yaml:"router-events-at-pass-end"`
 	FrontendLatencyMs     float64 `yaml:"frontend-latency-ms"`
+	FrontendUsPerRequest  float64 `yaml:"frontend-us-per-request"`
+	FrontendUsPerChunk    float64 `yaml:"frontend-us-per-chunk"`
 	KVTransferBandwidth   float64 `yaml:"kv-transfer-bandwidth"`
 	KVBytesPerToken       int     `yaml:"kv-bytes-per-token" auto:"model"`
 	KVTransferTimingMode  string  `yaml:"kv-transfer-timing-mode"`
@@ -617,6 +619,10 @@ func (c *Config) validateCluster() error {
 		return bad("router-event-delay-ms", c.RouterEventDelayMs, "must be >= 0")
 	case !finiteNonNegative(c.FrontendLatencyMs):
 		return bad("frontend-latency-ms", c.FrontendLatencyMs, "must be a finite number >= 0")
+	case !finiteNonNegative(c.FrontendUsPerRequest):
+		return bad("frontend-us-per-request", c.FrontendUsPerRequest, "must be a finite number >= 0")
+	case !finiteNonNegative(c.FrontendUsPerChunk):
+		return bad("frontend-us-per-chunk", c.FrontendUsPerChunk, "must be a finite number >= 0")
 	case !finiteNonNegative(c.KVTransferBandwidth):
 		return bad("kv-transfer-bandwidth", c.KVTransferBandwidth, "must be a finite number of GB/s >= 0 (0: no transfer delay)")
 	case c.KVBytesPerToken < 0:
@@ -989,6 +995,8 @@ func (c *Config) SimOptions() (sim.Options, error) {
 		RouterEventsAtPassEnd: c.RouterEventsAtPassEnd,
 		RouterEventDelay:      time.Duration(c.RouterEventDelayMs * float64(time.Millisecond)),
 		FrontendLatency:       time.Duration(math.Round(c.FrontendLatencyMs * float64(time.Millisecond))),
+		FrontendPerRequest:    time.Duration(math.Round(c.FrontendUsPerRequest * float64(time.Microsecond))),
+		FrontendPerChunk:      time.Duration(math.Round(c.FrontendUsPerChunk * float64(time.Microsecond))),
 		Concurrency:           c.Concurrency,
 		ArrivalSpeedup:        c.ArrivalSpeedupRatio,
 		CheckInvariants:       c.CheckInvariants,

@@ -87,6 +87,8 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.FrontendLatencyMs = -1 }, "frontend-latency-ms -1"},
 		{func(c *Config) { c.FrontendLatencyMs = math.Inf(1) }, "frontend-latency-ms"},
 		{func(c *Config) { c.FrontendLatencyMs = math.NaN() }, "frontend-latency-ms"},
+		{func(c *Config) { c.FrontendUsPerRequest = -1 }, "frontend-us-per-request -1"},
+		{func(c *Config) { c.FrontendUsPerChunk = math.NaN() }, "frontend-us-per-chunk"},
 		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs = 4, -1 }, "concurrency-ramp-ms -1"},
 		{func(c *Config) { c.Concurrency, c.ConcurrencyRampMs = 4, math.Inf(1) }, "concurrency-ramp-ms +Inf"},
 		{func(c *Config) { c.ConcurrencyRampMs = 100 }, "concurrency-ramp-ms 100: staggers the clients of --concurrency"},

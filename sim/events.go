@@ -21,6 +21,7 @@ const (
 	phaseWorkerUp                 // a failed worker comes back
 	phaseWorkerReady              // a worker the planner started begins serving
 	phaseTransfer                 // KV transfers complete (disaggregated serving)
+	phaseClientEnd                // the frontend sends a request's last chunk (Options.FrontendPerChunk)
 	phaseRoute                    // a request leaves the frontend and is routed (Options.FrontendLatency)
 	phaseArrival                  // a request arrives
 	phaseKVEvents                 // delayed KV events reach a router (--router-event-delay-ms)

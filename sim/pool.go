@@ -150,9 +150,9 @@ func (r *runner) startPasses() error {
 // has one (or of a session waiting on the request), or a closed-loop client's next request. Lookahead is
 // on when the router queues nothing and no request in flight has a next turn or a waiter, up to the next event that is neither a pass end nor delayed KV
 // events: an arrival, a route, or the planner's and the disaggregated pools' events (which it leaves
-// alone).
+// alone). A frontend process (Options.FrontendPerChunk) ties every delivery to every other: it is off.
 func (r *runner) lookahead() (bound time.Duration, ok bool) {
-	if r.o.noLookahead || r.decode != nil || r.planner != nil || r.o.Concurrency > 0 || r.turnsOn > 0 ||
+	if r.o.noLookahead || r.front.on() || r.decode != nil || r.planner != nil || r.o.Concurrency > 0 || r.turnsOn > 0 ||
 		r.ingress.router.Queued() > 0 {
 		return 0, false
 	}
@@ -413,7 +413,12 @@ func (r *runner) decoded(req *request, out sched.Output) error {
 				r.stages.decodeWait = append(r.stages.decodeWait, ms(r.now-req.activated))
 			}
 		}
-		r.col.Tokens(int(req.id), r.now, len(out.Tokens))
+		at := r.now
+		if r.front.on() {
+			at = r.front.take(r.now, r.front.perChunk)
+			r.end = max(r.end, at)
+		}
+		r.col.Tokens(int(req.id), at, len(out.Tokens))
 		if req.sess.keep {
 			req.sess.produced(len(out.Tokens))
 		}
@@ -423,14 +428,12 @@ func (r *runner) decoded(req *request, out sched.Output) error {
 	}
 	p.router.PrefillDone(req.id)
 	p.router.Finished(req.id)
-	r.col.Finished(int(req.id), r.now)
-	if r.o.Finished != nil && !r.o.Finished(r.col.Latency(int(req.id))) {
-		return ErrStopped
+	if r.front.on() {
+		// The engine is done with it; the client is when the frontend has sent what it took before.
+		r.timeline.push(event{at: max(r.now, r.front.free), phase: phaseClientEnd, key: req.id})
+		return nil
 	}
-	if r.planner != nil {
-		r.planner.completed(req)
-	}
-	return r.requestEnded(req)
+	return r.clientEnd(req)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -39,6 +39,11 @@ type Options struct {
 	// parsing, tokenisation and hand-off to the engine. The request's arrival time stays the client's
 	// send, so TTFT and E2E include it.
 	FrontendLatency time.Duration
+	// FrontendPerRequest and FrontendPerChunk, if either is set, put a single-threaded API-server process
+	// between clients and engines (see frontend): it spends FrontendPerRequest on each arriving request
+	// before its FrontendLatency, and FrontendPerChunk on each chunk of tokens a pass delivers before
+	// the client sees it. Not with Failures.
+	FrontendPerRequest, FrontendPerChunk time.Duration
 
 	// Failures kill workers at simulated times; OnFailure says what becomes of their requests.
 	Failures  []Failure
@@ -205,6 +210,7 @@ type runner struct {
 	transferGen uint64
 	doneIDs     []uint64
 	stages      stages
+	front       frontend
 
 	planner  *plannerState
 	failures int  // workers failed so far
@@ -225,7 +231,11 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	if o.Concurrency < 0 {
 		return nil, fmt.Errorf("concurrency %d: must not be negative", o.Concurrency)
 	}
-	r := &runner{o: o, src: src, col: report.NewCollector(), speedup: o.ArrivalSpeedup}
+	r := &runner{o: o, src: src, col: report.NewCollector(), speedup: o.ArrivalSpeedup,
+		front: frontend{perRequest: o.FrontendPerRequest, perChunk: o.FrontendPerChunk}}
+	if r.front.on() && len(o.Failures) > 0 {
+		return nil, errors.New("a frontend process cost (per request or per chunk) is not modelled with worker failures")
+	}
 	if r.speedup <= 0 || math.IsNaN(r.speedup) {
 		r.speedup = 1
 	}
@@ -377,6 +387,8 @@ func (r *runner) loop() error {
 			if ev.key == r.transferGen {
 				err = r.transfersDone()
 			}
+		case phaseClientEnd:
+			err = r.clientEnd(r.req(ev.key))
 		case phaseRoute:
 			err = r.route(r.req(ev.key))
 		case phaseArrival:
@@ -463,6 +475,11 @@ func (r *runner) arrive(s *session) error {
 	r.col.Arrived(int(id), r.now, req.prompt, t.OutputLen)
 	r.col.Identify(int(id), t.Name(), t.Line)
 
+	if r.front.on() {
+		at := r.front.take(r.now, r.front.perRequest) + r.o.FrontendLatency
+		r.timeline.push(event{at: at, phase: phaseRoute, key: id})
+		return nil
+	}
 	if r.o.FrontendLatency > 0 {
 		// Routed when it leaves the frontend; requests leaving together go in arrival (id) order.
 		r.timeline.push(event{at: r.now + r.o.FrontendLatency, phase: phaseRoute, key: id})

@@ -14,7 +14,8 @@
 //
 //	go run ./bench/accuracy [-data ../shared/data] [-rows N] [-backend vllm|sglang] [-match S] [-csv out.csv]
 //	    [-schedule aic|steady|lockstep] [-frontend-latency-ms 13.6] [-sglang-host-overhead-us 16]
-//	    [-sglang-generator-config=true] [-sglang-grouped=true] [-prompt-pool 0] [-loho=true] [-plain=true]
+//	    [-sglang-generator-config=true] [-sglang-grouped=true] [-sglang-frontend-us-per-chunk 0] [-prompt-pool 0]
+//	    [-loho=true] [-plain=true]
 package main
 
 import (
@@ -81,9 +82,10 @@ func main() {
 	loho := flag.Bool("loho", true, "also print the leave-one-harness-out figures: each harness's rows predicted with the frontend latency, SGLang host overhead and SGLang generator config chosen (from a coarse grid) without its rows")
 	plain := flag.Bool("plain", true, "also run, for every dense row, the plain replay `mocker predict --concurrency C --num-requests 10C --input-tokens I --output-tokens O --model M --tp T --backend B` (with --timing default --perf-db over the bench's database) and print its MdAPE")
 	sglangHost := flag.Float64("sglang-host-overhead-us", sglangHostOverheadUs, "SGLang rows: host time per request in each pass (mocker predict --host-overhead-us); 0: none")
+	sglangChunk := flag.Float64("sglang-frontend-us-per-chunk", 0, "aggregated SGLang rows: the server's one TokenizerManager process spends this on each streamed chunk, a FIFO that requests and chunks queue behind (mocker predict --frontend-us-per-chunk); 0: none")
 	sglangGrouped := flag.Bool("sglang-grouped", true, "schedule aic, aggregated SGLang rows: every client sends its first request at time 0 and the engine alone decides how far they spread (no --concurrency-desync-ms); false: desynchronised as the vLLM rows")
 	flag.Parse()
-	set := settings{schedule: *schedule, frontendMs: *frontend, sglangHostUs: *sglangHost, sglangGenerator: *sglangGenerator, sglangGrouped: *sglangGrouped, promptPool: *pool, kvCache: *kvCache, backend: *backend, match: *only, loho: *loho, plain: *plain}
+	set := settings{schedule: *schedule, frontendMs: *frontend, sglangHostUs: *sglangHost, sglangGenerator: *sglangGenerator, sglangGrouped: *sglangGrouped, sglangChunkUs: *sglangChunk, promptPool: *pool, kvCache: *kvCache, backend: *backend, match: *only, loho: *loho, plain: *plain}
 	if err := run(*data, *limit, *out, set, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "accuracy:", err)
 		os.Exit(1)
@@ -126,12 +128,13 @@ type settings struct {
 	frontendMs      float64
 	sglangHostUs    float64
 	sglangGenerator bool
-	sglangGrouped   bool   // schedule aic: aggregated SGLang rows replay without --concurrency-desync-ms
-	promptPool      int    // --num-dataset-entries of every row (0: new prompts)
-	kvCache         string // auto or generator: the KV cache dtype of every row
-	backend         string // only this backend's rows ("": all)
-	match           string // only the rows whose id or model path contains it ("": all)
-	loho, plain     bool   // also the leave-one-harness-out figures, the plain replays
+	sglangGrouped   bool    // schedule aic: aggregated SGLang rows replay without --concurrency-desync-ms
+	sglangChunkUs   float64 // aggregated SGLang rows: --frontend-us-per-chunk (0: none)
+	promptPool      int     // --num-dataset-entries of every row (0: new prompts)
+	kvCache         string  // auto or generator: the KV cache dtype of every row
+	backend         string  // only this backend's rows ("": all)
+	match           string  // only the rows whose id or model path contains it ("": all)
+	loho, plain     bool    // also the leave-one-harness-out figures, the plain replays
 }
 
 func run(data string, limit int, out string, set settings, w io.Writer) error {
@@ -143,6 +146,9 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 	}
 	if !(set.sglangHostUs >= 0) || math.IsInf(set.sglangHostUs, 0) {
 		return fmt.Errorf("sglang-host-overhead-us %v: must be a finite number >= 0", set.sglangHostUs)
+	}
+	if !(set.sglangChunkUs >= 0) || math.IsInf(set.sglangChunkUs, 0) {
+		return fmt.Errorf("sglang-frontend-us-per-chunk %v: must be a finite number >= 0", set.sglangChunkUs)
 	}
 	if set.backend != "" && set.backend != "vllm" && set.backend != "sglang" {
 		return fmt.Errorf("backend %q: want vllm or sglang (empty: all)", set.backend)
@@ -212,7 +218,7 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 			}
 		}
 	}
-	fmt.Fprintf(w, "schedule %s, frontend latency %g ms, SGLang host overhead %g µs per request and pass, SGLang generator config %v, SGLang grouped %v, prompt pool %d, KV cache %s\n\n", set.schedule, set.frontendMs, set.sglangHostUs, set.sglangGenerator, set.sglangGrouped, set.promptPool, set.kvCache)
+	fmt.Fprintf(w, "schedule %s, frontend latency %g ms, SGLang host overhead %g µs per request and pass, SGLang generator config %v, SGLang grouped %v, SGLang frontend %g µs per chunk, prompt pool %d, KV cache %s\n\n", set.schedule, set.frontendMs, set.sglangHostUs, set.sglangGenerator, set.sglangGrouped, set.sglangChunkUs, set.promptPool, set.kvCache)
 	var loho []result
 	if set.loho {
 		loho = leaveOneHarnessOut(w, rows, grid, gridResults)
@@ -350,6 +356,11 @@ func predict(r row, db string, set settings) result {
 			// "agg enable_mixed_chunk = true", "max_prefill_tokens = SlaConfig.isl + 1500").
 			cfg.SGLangEnableMixedChunk = true
 			cfg.SGLangMaxPrefillTokens = r.isl + 1500
+		}
+		if r.mode == "agg" {
+			// One server, so one TokenizerManager: every request in and every chunk out goes through
+			// its one asyncio loop (disaggregated rows have one per worker, behind another frontend).
+			cfg.FrontendUsPerChunk = set.sglangChunkUs
 		}
 	}
 	cfg.Concurrency = r.concurrency

@@ -22,6 +22,8 @@ func bindFlags(fs *pflag.FlagSet, c *config.Config) {
 	bindEngineFlags(fs, c)
 	// The simulated API server; serve has a real one.
 	fs.Float64Var(&c.FrontendLatencyMs, "frontend-latency-ms", c.FrontendLatencyMs, "milliseconds between a request's arrival and its routing (API server: parsing, tokenisation, hand-off); TTFT and E2E include them")
+	fs.Float64Var(&c.FrontendUsPerRequest, "frontend-us-per-request", c.FrontendUsPerRequest, "microseconds a single-threaded API-server process (SGLang's TokenizerManager) spends on each request; requests and chunks queue behind it (0 with --frontend-us-per-chunk 0: no such process)")
+	fs.Float64Var(&c.FrontendUsPerChunk, "frontend-us-per-chunk", c.FrontendUsPerChunk, "microseconds that process spends on each streamed chunk (one per request per pass); clients see tokens when it has sent them")
 	// The simulated routers and planner; serve's routers see KV events as its engines publish them, and
 	// it has no planner.
 	fs.Float64Var(&c.RouterEventDelayMs, "router-event-delay-ms", c.RouterEventDelayMs, "delay the KV events the router's indexer sees, to study stale routing")

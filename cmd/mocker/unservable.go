@@ -17,11 +17,13 @@ import (
 
 // unservable says why a live command cannot honour a setting of predict's.
 var unservable = map[string]string{
-	"planner-config":      "a live deployment does not autoscale (no planner starts or stops workers on the wall clock): use mocker predict --planner-config, or start and stop mocker worker processes",
-	"scaling-jsonl":       "a live deployment does not autoscale, so it has no scaling decisions to write",
-	"fail-worker":         "workers fail at simulated times in mocker predict; here use --failure-rate, or stop a mocker worker process",
-	"on-worker-failure":   "workers fail at simulated times in mocker predict; here use --failure-rate, or stop a mocker worker process",
-	"frontend-latency-ms": "the HTTP frontend's latency is real here, not modelled",
+	"planner-config":          "a live deployment does not autoscale (no planner starts or stops workers on the wall clock): use mocker predict --planner-config, or start and stop mocker worker processes",
+	"scaling-jsonl":           "a live deployment does not autoscale, so it has no scaling decisions to write",
+	"fail-worker":             "workers fail at simulated times in mocker predict; here use --failure-rate, or stop a mocker worker process",
+	"on-worker-failure":       "workers fail at simulated times in mocker predict; here use --failure-rate, or stop a mocker worker process",
+	"frontend-latency-ms":     "the HTTP frontend's latency is real here, not modelled",
+	"frontend-us-per-request": "the HTTP frontend's cost is real here, not modelled",
+	"frontend-us-per-chunk":   "the HTTP frontend's cost is real here, not modelled",
 }
 
 // refuseUnservable returns an error naming the first setting given to live command cmd, on the command
