@@ -888,14 +888,14 @@ func (s *Server) plan(c *choice, req *sched.Request, p *sampling, maxTokens int,
 	if len(p.stop) == 0 && len(p.stopIDs) == 0 {
 		return
 	}
-	// The choice's text, token by token: the first stop token ends it, and so does the first stop
-	// string, in the text up to there. Nothing stops a choice before min_tokens.
+	// The choice's text, token by token as it is served: the first stop token ends it, and so does the
+	// first stop string, in the text up to there. Nothing stops a choice before min_tokens.
 	text, ends := buf.text[:0], buf.ends[:0]
 	stopAt, stopID := -1, uint32(0)
 	for i := range c.tokens {
 		t := s.outputID(sched.OutputToken(req.ID, i, nil))
 		if len(p.stop) > 0 {
-			text = s.appendText(text, []uint32{t})
+			text = append(text, s.o.Tokenizer.DecodeToken(t)...)
 			ends = append(ends, len(text))
 		}
 		if i+1 >= p.minTokens && slices.Contains(p.stopIDs, t) {
