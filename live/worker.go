@@ -57,7 +57,6 @@ type Worker struct {
 	// it reads every worker's count for every request, so it must not take every worker's lock.
 	countWaiting bool
 	waiting      atomic.Int64
-	counted      []sched.Metrics // noteWaiting's buffer, under mu
 	hooks        Hooks
 	recs         []Recorder // by rank; nil entries record nothing
 	t0           time.Time
@@ -250,12 +249,7 @@ func (w *Worker) noteWaiting() {
 	if !w.countWaiting {
 		return
 	}
-	w.counted = w.eng.AppendMetrics(w.counted[:0])
-	n := 0
-	for _, m := range w.counted {
-		n += m.Waiting
-	}
-	w.waiting.Store(int64(n))
+	w.waiting.Store(int64(w.eng.Waiting()))
 }
 
 // InFlight is the number of requests the worker holds.
