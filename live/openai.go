@@ -850,12 +850,16 @@ type choice struct {
 // choiceKey keys a choice's output length: the same request (prompt, choice, seed) draws the same
 // length on every run, whatever the order requests come in. It is the XXH3-64 of the prompt's ids (4
 // bytes each, little-endian), the choice's index and the seed if any (8 bytes each), hashed in one call:
-// a hasher fed 4 bytes at a time costs more than the rest of planning a choice.
-func choiceKey(ids []uint32, j int, p *sampling) uint64 {
+// a hasher fed 4 bytes at a time costs more than the rest of planning a choice. A prompt too long for
+// the stack's buffer is written into buf's, which the request's next choice reuses.
+func (buf *planBuf) choiceKey(ids []uint32, j int, p *sampling) uint64 {
 	var stack [1024]byte
 	b := stack[:0]
 	if n := 4*len(ids) + 16; n > len(stack) {
-		b = make([]byte, 0, n)
+		if cap(buf.key) < n {
+			buf.key = make([]byte, 0, n)
+		}
+		b = buf.key[:0]
 	}
 	for _, id := range ids {
 		b = binary.LittleEndian.AppendUint32(b, id)
@@ -867,10 +871,12 @@ func choiceKey(ids []uint32, j int, p *sampling) uint64 {
 	return xxh3.Hash(b)
 }
 
-// planBuf is the text plan searches for stop strings, kept for a request's next choice.
+// planBuf is what planning a choice writes, kept for a request's next choice: the text plan searches
+// for stop strings, and choiceKey's bytes.
 type planBuf struct {
 	text []byte
 	ends []int // where each token's text ends
+	key  []byte
 }
 
 // plan decides how choice c, of request req, ends: at the output-length model's end-of-sequence, or
@@ -879,7 +885,7 @@ func (s *Server) plan(c *choice, req *sched.Request, p *sampling, maxTokens int,
 	c.limit = -1
 	c.tokens = maxTokens
 	if !p.ignoreEOS {
-		c.tokens = max(s.o.OutputLength.Draw(s.o.Engine.Seed, choiceKey(req.Prompt, c.index%p.n, p), maxTokens), min(p.minTokens, maxTokens))
+		c.tokens = max(s.o.OutputLength.Draw(s.o.Engine.Seed, buf.choiceKey(req.Prompt, c.index%p.n, p), maxTokens), min(p.minTokens, maxTokens))
 	}
 	c.finish = "length"
 	if c.tokens < maxTokens {

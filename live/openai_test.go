@@ -45,7 +45,7 @@ func mustParse(t *testing.T, dist string) outlen.Model {
 
 // wantLength is the length the server's output-length model gives choice j of a request for prompt.
 func wantLength(s *Server, prompt []uint32, j, maxTokens int) int {
-	return s.o.OutputLength.Draw(s.o.Engine.Seed, choiceKey(prompt, j, &sampling{n: 1}), maxTokens)
+	return s.o.OutputLength.Draw(s.o.Engine.Seed, new(planBuf).choiceKey(prompt, j, &sampling{n: 1}), maxTokens)
 }
 
 var ctx = context.Background()
