@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -231,9 +230,17 @@ type sampling struct {
 	lora string // the adapter named by the model field, "" for the base model
 }
 
-// readBody appends to dst a request body of at most --max-request-body-mb (413 past it).
+// readBody appends to dst a request body of at most --max-request-body-mb (413 past it). A small body
+// of known length is read into one allocation at most (ReadFrom wants MinRead bytes free to see the
+// end); a larger one grows as it arrives, so a client that declares a length and sends slowly holds
+// no more than a small body's room.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, dst []byte) ([]byte, *apiError) {
-	body, err := readAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes), dst)
+	b := bytes.NewBuffer(dst)
+	if n := r.ContentLength; n > 0 {
+		b.Grow(int(min(n, smallBody, s.o.MaxBodyBytes)) + bytes.MinRead)
+	}
+	_, err := b.ReadFrom(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
+	body := b.Bytes()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -502,23 +509,6 @@ const (
 	bodyBudget = 4
 	smallBody  = 64 << 10
 )
-
-// readAll is io.ReadAll appending to b.
-func readAll(r io.Reader, b []byte) ([]byte, error) {
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			return b, err
-		}
-	}
-}
 
 // bodyBufs hold small request bodies while they are decoded: what a request keeps of its body is
 // copied out of it, so the buffer serves the next request.
