@@ -178,6 +178,15 @@ func (e *Engine) AppendMetrics(dst []sched.Metrics) []sched.Metrics {
 	return dst
 }
 
+// Waiting is the number of requests waiting on every rank: Metrics' sum, at the cost of a few lengths.
+func (e *Engine) Waiting() int {
+	n := 0
+	for _, s := range e.ranks {
+		n += s.Waiting()
+	}
+	return n
+}
+
 // CheckInvariants verifies every rank's block accounting and request bookkeeping.
 func (e *Engine) CheckInvariants() error {
 	for i, s := range e.ranks {

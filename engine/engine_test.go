@@ -64,6 +64,31 @@ func TestDPBarrier(t *testing.T) {
 	}
 }
 
+// TestWaiting: Waiting sums the ranks' queues, as Metrics does, before and after a pass admits some.
+func TestWaiting(t *testing.T) {
+	e := newEngine(t, vllm.Options{BlockSize: 4, NumBlocks: 64, MaxBatchedTokens: 8, MaxNumSeqs: 1, ChunkedPrefill: true, PrefixCaching: true},
+		2, timing.Fixed{PrefillMs: 1, DecodeMs: 1})
+	for id := range uint64(5) {
+		if err := e.Enqueue(&sched.Request{ID: id + 1, Prompt: make([]uint32, 4), MaxTokens: 2, Rank: int(id % 2)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := func() int {
+		n := 0
+		for _, m := range e.Metrics() {
+			n += m.Waiting
+		}
+		return n
+	}
+	if w := e.Waiting(); w != 5 || sum() != 5 {
+		t.Fatalf("Waiting %d, metrics %d; want 5", w, sum())
+	}
+	e.Step(0) // one request admitted per rank
+	if w := e.Waiting(); w != 3 || sum() != 3 {
+		t.Fatalf("after a pass: Waiting %d, metrics %d; want 3", w, sum())
+	}
+}
+
 // TestRandomWorkloadInvariants runs random workloads through engines of many shapes — the three backends,
 // vLLM's two admission gates, DP, speculative decoding — and checks after every pass the block accounting, that every request ends
 // exactly once, and that each emits exactly the tokens it asked for. MOCKER_SEEDS=600 runs more seeds.

@@ -2,6 +2,7 @@ package live
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -586,4 +587,48 @@ func TestBodyBudget(t *testing.T) {
 			}
 		}
 	})
+}
+
+// raceDetector is set when the tests run under the race detector (race_test.go).
+var raceDetector bool
+
+// A small body of known length is read in one allocation; a larger declared length reserves no more
+// than a small body's room before its bytes arrive; one of unknown length or over the limit is read as
+// before, and what dst held stays in front.
+func TestReadBody(t *testing.T) {
+	s := &Server{o: Options{MaxBodyBytes: 1 << 20}}
+	data := bytes.Repeat([]byte("0123456789"), 6_000)
+	rd := bytes.NewReader(data)
+	req := httptest.NewRequest("POST", "/v1/completions", io.NopCloser(rd))
+	w := httptest.NewRecorder()
+	var body []byte
+	var e *apiError
+	read := func() {
+		rd.Reset(data)
+		body, e = s.readBody(w, req, nil)
+	}
+	req.ContentLength = int64(len(data))
+	// One for the body, one for http.MaxBytesReader.
+	if n := testing.AllocsPerRun(5, read); n != 2 && !raceDetector {
+		t.Errorf("known length: %v allocations, want 2", n)
+	}
+	if e != nil || !bytes.Equal(body, data) {
+		t.Errorf("known length: error %v, %d bytes equal %v; want nil, %d, true", e, len(body), bytes.Equal(body, data), len(data))
+	}
+	req.ContentLength = 1 << 20
+	rd.Reset(data[:2])
+	if body, e = s.readBody(w, req, nil); e != nil || string(body) != "01" || cap(body) < smallBody || cap(body) > 2*smallBody {
+		t.Errorf("a declared 1 MiB, 2 bytes sent: error %v, %q in %d bytes; want nil, %q in %d to %d", e, body, cap(body), "01", smallBody, 2*smallBody)
+	}
+	req.ContentLength = -1
+	rd.Reset(data)
+	if body, e = s.readBody(w, req, []byte("ab")); e != nil || string(body[:2]) != "ab" || !bytes.Equal(body[2:], data) {
+		t.Errorf("unknown length after %q: error %v, %d bytes", "ab", e, len(body))
+	}
+	s.o.MaxBodyBytes = int64(len(data)) - 1
+	req.ContentLength = int64(len(data))
+	rd.Reset(data)
+	if body, e = s.readBody(w, req, nil); e == nil || e.status != http.StatusRequestEntityTooLarge || body != nil {
+		t.Errorf("over the limit: %v, %d bytes; want a 413 and no body", e, len(body))
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -231,9 +230,17 @@ type sampling struct {
 	lora string // the adapter named by the model field, "" for the base model
 }
 
-// readBody appends to dst a request body of at most --max-request-body-mb (413 past it).
+// readBody appends to dst a request body of at most --max-request-body-mb (413 past it). A small body
+// of known length is read into one allocation at most (ReadFrom wants MinRead bytes free to see the
+// end); a larger one grows as it arrives, so a client that declares a length and sends slowly holds
+// no more than a small body's room.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, dst []byte) ([]byte, *apiError) {
-	body, err := readAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes), dst)
+	b := bytes.NewBuffer(dst)
+	if n := r.ContentLength; n > 0 {
+		b.Grow(int(min(n, smallBody, s.o.MaxBodyBytes)) + bytes.MinRead)
+	}
+	_, err := b.ReadFrom(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
+	body := b.Bytes()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -502,23 +509,6 @@ const (
 	bodyBudget = 4
 	smallBody  = 64 << 10
 )
-
-// readAll is io.ReadAll appending to b.
-func readAll(r io.Reader, b []byte) ([]byte, error) {
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			return b, err
-		}
-	}
-}
 
 // bodyBufs hold small request bodies while they are decoded: what a request keeps of its body is
 // copied out of it, so the buffer serves the next request.
@@ -850,12 +840,16 @@ type choice struct {
 // choiceKey keys a choice's output length: the same request (prompt, choice, seed) draws the same
 // length on every run, whatever the order requests come in. It is the XXH3-64 of the prompt's ids (4
 // bytes each, little-endian), the choice's index and the seed if any (8 bytes each), hashed in one call:
-// a hasher fed 4 bytes at a time costs more than the rest of planning a choice.
-func choiceKey(ids []uint32, j int, p *sampling) uint64 {
+// a hasher fed 4 bytes at a time costs more than the rest of planning a choice. A prompt too long for
+// the stack's buffer is written into buf's, which the request's next choice reuses.
+func (buf *planBuf) choiceKey(ids []uint32, j int, p *sampling) uint64 {
 	var stack [1024]byte
 	b := stack[:0]
 	if n := 4*len(ids) + 16; n > len(stack) {
-		b = make([]byte, 0, n)
+		if cap(buf.key) < n {
+			buf.key = make([]byte, 0, n)
+		}
+		b = buf.key[:0]
 	}
 	for _, id := range ids {
 		b = binary.LittleEndian.AppendUint32(b, id)
@@ -867,10 +861,12 @@ func choiceKey(ids []uint32, j int, p *sampling) uint64 {
 	return xxh3.Hash(b)
 }
 
-// planBuf is the text plan searches for stop strings, kept for a request's next choice.
+// planBuf is what planning a choice writes, kept for a request's next choice: the text plan searches
+// for stop strings, and choiceKey's bytes.
 type planBuf struct {
 	text []byte
 	ends []int // where each token's text ends
+	key  []byte
 }
 
 // plan decides how choice c, of request req, ends: at the output-length model's end-of-sequence, or
@@ -879,7 +875,7 @@ func (s *Server) plan(c *choice, req *sched.Request, p *sampling, maxTokens int,
 	c.limit = -1
 	c.tokens = maxTokens
 	if !p.ignoreEOS {
-		c.tokens = max(s.o.OutputLength.Draw(s.o.Engine.Seed, choiceKey(req.Prompt, c.index%p.n, p), maxTokens), min(p.minTokens, maxTokens))
+		c.tokens = max(s.o.OutputLength.Draw(s.o.Engine.Seed, buf.choiceKey(req.Prompt, c.index%p.n, p), maxTokens), min(p.minTokens, maxTokens))
 	}
 	c.finish = "length"
 	if c.tokens < maxTokens {
@@ -888,14 +884,14 @@ func (s *Server) plan(c *choice, req *sched.Request, p *sampling, maxTokens int,
 	if len(p.stop) == 0 && len(p.stopIDs) == 0 {
 		return
 	}
-	// The choice's text, token by token: the first stop token ends it, and so does the first stop
-	// string, in the text up to there. Nothing stops a choice before min_tokens.
+	// The choice's text, token by token as it is served: the first stop token ends it, and so does the
+	// first stop string, in the text up to there. Nothing stops a choice before min_tokens.
 	text, ends := buf.text[:0], buf.ends[:0]
 	stopAt, stopID := -1, uint32(0)
 	for i := range c.tokens {
 		t := s.outputID(sched.OutputToken(req.ID, i, nil))
 		if len(p.stop) > 0 {
-			text = s.appendText(text, []uint32{t})
+			text = append(text, s.o.Tokenizer.DecodeToken(t)...)
 			ends = append(ends, len(text))
 		}
 		if i+1 >= p.minTokens && slices.Contains(p.stopIDs, t) {

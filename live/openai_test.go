@@ -45,7 +45,7 @@ func mustParse(t *testing.T, dist string) outlen.Model {
 
 // wantLength is the length the server's output-length model gives choice j of a request for prompt.
 func wantLength(s *Server, prompt []uint32, j, maxTokens int) int {
-	return s.o.OutputLength.Draw(s.o.Engine.Seed, choiceKey(prompt, j, &sampling{n: 1}), maxTokens)
+	return s.o.OutputLength.Draw(s.o.Engine.Seed, new(planBuf).choiceKey(prompt, j, &sampling{n: 1}), maxTokens)
 }
 
 var ctx = context.Background()
@@ -236,7 +236,7 @@ func TestStop(t *testing.T) {
 	}
 	var pieces []string
 	for i := range 30 {
-		pieces = append(pieces, s.appendTextString(sched.OutputToken(1, i, nil)))
+		pieces = append(pieces, s.o.Tokenizer.DecodeToken(s.outputID(sched.OutputToken(1, i, nil))))
 	}
 	text := full.Choices[0].Text
 	if text != strings.Join(pieces, "") {
@@ -337,8 +337,6 @@ func TestStop(t *testing.T) {
 }
 
 func jsonNumber(id uint32) string { b, _ := json.Marshal(id); return string(b) }
-
-func (s *Server) appendTextString(t uint32) string { return string(s.appendText(nil, []uint32{t})) }
 
 // Logprobs follow OpenAI's two schemas: the chat API's content entries with top_logprobs lists, the
 // completions API's four parallel lists; the sampled token is the most likely and the probabilities

@@ -16,33 +16,21 @@ type response struct {
 	created int64
 	prompts []prompt
 	choices []*choice
-	one     [1]uint32 // appendOutput's token, decoded one at a time
-}
-
-// appendText appends the text of generated tokens, one token at a time (a stream's chunks are cut
-// between tokens, so its text is this, whatever the tokenizer).
-func (s *Server) appendText(b []byte, toks []uint32) []byte {
-	one := make([]uint32, 1)
-	for _, t := range toks {
-		one[0] = s.outputID(t)
-		b = append(b, s.o.Tokenizer.Decode(one)...)
-	}
-	return b
 }
 
 // appendOutput appends the text c shows of its new tokens toks (a stop string cuts it), and their
-// logprobs to lps when the request asks for them.
+// logprobs to lps when the request asks for them. Output is decoded one token at a time: a stream's
+// chunks are cut between tokens, so its text is this, whatever the tokenizer.
 func (rs *response) appendOutput(b []byte, c *choice, toks []uint32, lps *logprobs) []byte {
-	one := rs.one[:]
 	for _, t := range toks {
-		one[0] = rs.s.outputID(t)
-		piece := rs.s.o.Tokenizer.Decode(one)
+		t = rs.s.outputID(t)
+		piece := rs.s.o.Tokenizer.DecodeToken(t)
 		shown := piece
 		if c.limit >= 0 {
 			shown = piece[:min(max(c.limit-c.shown, 0), len(piece))]
 		}
 		if rs.p.logprobs >= 0 {
-			rs.tokenLogprob(lps, c.st.ID, c.generated, one[0], piece, c.chars, true)
+			rs.tokenLogprob(lps, c.st.ID, c.generated, t, piece, c.chars, true)
 		}
 		b = append(b, shown...)
 		c.shown += len(piece)
@@ -57,11 +45,9 @@ func (rs *response) appendOutput(b []byte, c *choice, toks []uint32, lps *logpro
 func (rs *response) echoLogprobs(c *choice, lps *logprobs) {
 	pr := rs.prompts[c.prompt]
 	if rs.p.logprobs >= 0 {
-		one := make([]uint32, 1)
 		at := 0
 		for i, t := range pr.ids {
-			one[0] = t
-			piece := rs.s.o.Tokenizer.Decode(one)
+			piece := rs.s.o.Tokenizer.DecodeToken(t)
 			rs.tokenLogprob(lps, ^uint64(c.prompt), i, t, piece, at, i > 0)
 			at += utf8.RuneCountInString(piece)
 		}
@@ -142,10 +128,8 @@ func (rs *response) alternatives(t uint32, piece string, k int) []string {
 	}
 	vocab := uint32(max(rs.s.o.Tokenizer.VocabSize(), 1))
 	out := make([]string, 0, k)
-	one := make([]uint32, 1)
 	for d := uint32(1); len(out) < k && d < uint32(64*k) && d < vocab; d++ {
-		one[0] = (t + d) % vocab
-		a := rs.s.o.Tokenizer.Decode(one)
+		a := rs.s.o.Tokenizer.DecodeToken((t + d) % vocab)
 		if a == piece || a == "" {
 			continue
 		}

@@ -13,7 +13,7 @@ type Stream struct {
 
 	mu      sync.Mutex
 	pending []uint32
-	ends    []int // where each pass's tokens end in pending: one streamed chunk each
+	ends    []int // where each pass's tokens end in pending: one streamed chunk each (none kept when quiet)
 	cached  int   // prompt tokens served from the prefix cache
 	done    bool
 	err     error
@@ -50,21 +50,28 @@ func newStream(id uint64, promptTokens int, arrived time.Time) *Stream {
 	return &Stream{ID: id, prompt: promptTokens, arrived: arrived, ready: make(chan struct{}, 1)}
 }
 
-// expect sizes the buffers of a quiet stream for its n tokens: its handler takes them all at its end, so
-// they are allocated once rather than grown pass by pass.
+// expect sizes the buffer of a quiet stream for its n tokens: its handler takes them all at its end, so
+// it is allocated once rather than grown pass by pass.
 func (s *Stream) expect(n int) {
-	s.pending, s.ends = make([]uint32, 0, n), make([]int, 0, n)
+	s.pending = make([]uint32, 0, n)
 }
 
 // Ready is signalled whenever Next has something new to say.
 func (s *Stream) Ready() <-chan struct{} { return s.ready }
 
 // Next appends to toks the tokens published since the last call, and to ends where each pass's share
-// of them ends (a pass is one chunk of a streamed response), and reports whether the request has
-// finished (err is set when it failed).
+// of them ends (a pass is one chunk of a streamed response; a quiet stream keeps no ends), and reports
+// whether the request has finished (err is set when it failed). A quiet stream given an empty toks
+// hands its tokens over rather than copying them: they are its handler's alone from then on.
 func (s *Stream) Next(toks []uint32, ends []int) ([]uint32, []int, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.quiet && len(toks) == 0 {
+		n := len(s.pending)
+		// Capped at n: later pushes fill the rest of the buffer, never what was handed over.
+		toks, s.pending = s.pending[:n:n], s.pending[n:]
+		return toks, ends, s.done, s.err
+	}
 	base := len(toks)
 	toks = append(toks, s.pending...)
 	for _, e := range s.ends {
@@ -93,7 +100,9 @@ func (s *Stream) push(toks []uint32, done bool) {
 	s.mu.Lock()
 	if len(toks) > 0 {
 		s.pending = append(s.pending, toks...)
-		s.ends = append(s.ends, len(s.pending))
+		if !s.quiet {
+			s.ends = append(s.ends, len(s.pending))
+		}
 	}
 	s.done = s.done || done
 	wake := s.done || !s.quiet

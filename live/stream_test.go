@@ -20,7 +20,7 @@ func signalled(s *Stream) bool {
 }
 
 // An unstreamed response's stream wakes its handler once, when the request ends, however many passes
-// it took; the tokens of every pass are still there, pass by pass.
+// it took; the tokens of every pass are still there, with no pass's end kept.
 func TestQuietStreamSignalsOnlyItsEnd(t *testing.T) {
 	s := newStream(1, 3, time.Time{})
 	s.quiet = true
@@ -34,8 +34,33 @@ func TestQuietStreamSignalsOnlyItsEnd(t *testing.T) {
 		t.Fatal("a quiet stream did not signal its end")
 	}
 	toks, ends, done, err := s.Next(nil, nil)
-	if !slices.Equal(toks, []uint32{1, 2, 3, 4}) || !slices.Equal(ends, []int{1, 3, 4}) || !done || err != nil {
-		t.Fatalf("Next = %v, %v, %v, %v; want [1 2 3 4], [1 3 4], true, nil", toks, ends, done, err)
+	if !slices.Equal(toks, []uint32{1, 2, 3, 4}) || len(ends) != 0 || !done || err != nil {
+		t.Fatalf("Next = %v, %v, %v, %v; want [1 2 3 4], [], true, nil", toks, ends, done, err)
+	}
+}
+
+// A quiet stream hands its handler the buffer expect sized rather than a copy, and tokens pushed after
+// a hand-over go on in the rest of that buffer without touching what was handed over.
+func TestQuietStreamHandsOver(t *testing.T) {
+	s := newStream(1, 3, time.Time{})
+	s.quiet = true
+	s.expect(4)
+	buf := s.pending[:4]
+	s.push([]uint32{1, 2}, false)
+	first, _, done, _ := s.Next(nil, nil)
+	if !slices.Equal(first, []uint32{1, 2}) || done || &first[0] != &buf[0] {
+		t.Fatalf("first Next = %v (at %p), done %v; want [1 2] at the expected buffer %p, not done", first, &first[0], done, &buf[0])
+	}
+	s.push([]uint32{3, 4}, true)
+	rest, _, done, _ := s.Next(first[:0], nil)
+	if !slices.Equal(rest, []uint32{3, 4}) || !done || &rest[0] != &buf[2] {
+		t.Fatalf("second Next = %v (at %p), done %v; want [3 4] at %p, done", rest, &rest[0], done, &buf[2])
+	}
+	if !slices.Equal(first, []uint32{1, 2}) || !slices.Equal(buf, []uint32{1, 2, 3, 4}) {
+		t.Fatalf("after both: first %v, buffer %v; want [1 2], [1 2 3 4]", first, buf)
+	}
+	if s.ends != nil {
+		t.Fatalf("a quiet stream kept ends %v", s.ends)
 	}
 }
 

@@ -57,7 +57,6 @@ type Worker struct {
 	// it reads every worker's count for every request, so it must not take every worker's lock.
 	countWaiting bool
 	waiting      atomic.Int64
-	counted      []sched.Metrics // noteWaiting's buffer, under mu
 	hooks        Hooks
 	recs         []Recorder // by rank; nil entries record nothing
 	t0           time.Time
@@ -84,7 +83,6 @@ type Worker struct {
 	state    []sched.Metrics // by rank, as last published
 	iter     []int           // by rank: tokens the pass processed (prompts completed and tokens generated)
 	end      time.Duration   // the last pass's end on the engine's clock
-	planned  time.Duration   // the wall time (since t0) when the last pass was planned
 	busy     bool            // the last pass followed another without an idle wait
 }
 
@@ -250,12 +248,7 @@ func (w *Worker) noteWaiting() {
 	if !w.countWaiting {
 		return
 	}
-	w.counted = w.eng.AppendMetrics(w.counted[:0])
-	n := 0
-	for _, m := range w.counted {
-		n += m.Waiting
-	}
-	w.waiting.Store(int64(n))
+	w.waiting.Store(int64(w.eng.Waiting()))
 }
 
 // InFlight is the number of requests the worker holds.
@@ -318,7 +311,6 @@ func (w *Worker) poke() {
 // engine's time is monotone even when publishing ran late).
 func (w *Worker) now() time.Duration {
 	wall := time.Since(w.t0)
-	w.planned = wall
 	if w.busy && wall-w.end < maxLag {
 		// Back-to-back passes: the GPU starts the next one when the last ends; the time spent publishing
 		// is the host's, not the model's, so it does not delay the schedule.
@@ -336,7 +328,8 @@ func (w *Worker) run() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
-		if !w.step() {
+		ran, timed := w.step()
+		if !ran {
 			w.busy = false
 			// Nothing to do until a request arrives or leaves; the gauges show what a cancel, a
 			// release or the last pass left.
@@ -350,10 +343,10 @@ func (w *Worker) run() {
 		}
 		w.busy = true
 		w.publishStart()
-		// A pass that ended by the time it was planned (at infinite speedup, every pass) has nothing to
-		// wait for: the clock is read only when it may.
+		// A pass that takes no time (at infinite speedup, every pass) has nothing to wait for: the
+		// clock is read only when it may.
 		var d time.Duration
-		if w.end > w.planned {
+		if timed {
 			d = time.Until(w.t0.Add(w.end))
 		}
 		if d > 0 {
@@ -391,12 +384,13 @@ func (w *Worker) publishState() {
 	}
 }
 
-// step plans the next pass and copies what the loop will publish; false means there is no pass to run.
-func (w *Worker) step() bool {
+// step plans the next pass and copies what the loop will publish; ran false means there is no pass to
+// run, timed whether the pass takes time on the engine's clock.
+func (w *Worker) step() (ran, timed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed || w.eng.Idle() {
-		return false
+		return false, false
 	}
 	p := w.eng.Step(w.now())
 	w.noteWaiting()
@@ -406,7 +400,7 @@ func (w *Worker) step() bool {
 		}
 	}
 	if p.Empty() {
-		return false
+		return false, false
 	}
 	w.end = p.End
 	w.admitted, w.outs, w.toks, w.evs = w.admitted[:0], w.outs[:0], w.toks[:0], w.evs[:0]
@@ -427,7 +421,7 @@ func (w *Worker) step() bool {
 			w.evs = append(w.evs, rankEvents{rank: rp.Rank, start: start, end: len(w.events)})
 		}
 	}
-	return true
+	return true, p.End > p.Start
 }
 
 // copyEvents appends evs, whose slices the engine reuses, to the worker's buffers.

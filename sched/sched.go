@@ -83,6 +83,7 @@ type Scheduler interface {
 	Cancel(id uint64) bool
 	Idle() bool
 	Metrics() Metrics
+	Waiting() int // Metrics().Waiting, cheaply: a live server reads it on every request
 	CheckInvariants() error
 
 	// Plain decode passes (the engine's Coast).

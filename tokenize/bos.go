@@ -24,6 +24,13 @@ func (b *bosTokenizer) Decode(ids []uint32) string {
 	return b.t.Decode(slices.DeleteFunc(slices.Clone(ids), func(id uint32) bool { return id == b.bos }))
 }
 
+func (b *bosTokenizer) DecodeToken(id uint32) string {
+	if id == b.bos {
+		return ""
+	}
+	return b.t.DecodeToken(id)
+}
+
 func (b *bosTokenizer) VocabSize() int { return max(b.t.VocabSize(), int(b.bos)+1) }
 
 func (b *bosTokenizer) Name() string { return b.t.Name() + "+bos" }

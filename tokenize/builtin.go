@@ -88,9 +88,6 @@ func (b *builtin) id(chunk string) uint32 {
 
 // Decode implements Tokenizer.
 func (b *builtin) Decode(ids []uint32) string {
-	if len(ids) == 1 { // a served token's text, decoded one at a time: no copy
-		return words[ids[0]%uint32(len(words))]
-	}
 	var sb strings.Builder
 	sb.Grow(6 * len(ids))
 	for _, id := range ids {
@@ -98,6 +95,9 @@ func (b *builtin) Decode(ids []uint32) string {
 	}
 	return sb.String()
 }
+
+// DecodeToken implements Tokenizer, without a copy.
+func (b *builtin) DecodeToken(id uint32) string { return words[id%uint32(len(words))] }
 
 // chunkEnd returns the end of the chunk of text[i:end] that starts at i: at most maxChunk bytes, cut at a
 // rune boundary, and never empty.

@@ -302,6 +302,19 @@ func (t *hfTokenizer) Decode(ids []uint32) string {
 			toks = append(toks, t.tokens[id])
 		}
 	}
+	return t.decode(toks)
+}
+
+// DecodeToken implements Tokenizer.
+func (t *hfTokenizer) DecodeToken(id uint32) string {
+	if int(id) >= len(t.tokens) || t.special[id] || t.tokens[id] == "" {
+		return t.decode(nil)
+	}
+	return t.decode([]string{t.tokens[id]})
+}
+
+// decode runs the decoder over the text of tokens and joins what it returns.
+func (t *hfTokenizer) decode(toks []string) string {
 	if t.noDecoder {
 		return strings.Join(toks, " ")
 	}

@@ -25,6 +25,8 @@ type Tokenizer interface {
 	Encode(text string) []uint32
 	// Decode returns the text of ids, leaving out special tokens.
 	Decode(ids []uint32) string
+	// DecodeToken is Decode of the one id: a server's output is decoded a token at a time.
+	DecodeToken(id uint32) string
 	// VocabSize is one more than the largest id Encode can return.
 	VocabSize() int
 	// Name identifies the tokenizer in logs and reports.

@@ -49,3 +49,23 @@ func TestWithBOS(t *testing.T) {
 		t.Fatalf("VocabSize = %d, want %d", got, DefaultVocabSize)
 	}
 }
+
+// DecodeToken is Decode of one id, for every id of each tokenizer's vocabulary and some beyond it
+// (special tokens, a WithBOS's BOS, out-of-vocabulary ids).
+func TestDecodeToken(t *testing.T) {
+	toks := map[string]Tokenizer{"builtin": Builtin(), "builtin+bos": WithBOS(Builtin(), 7)}
+	for _, f := range []string{"bytelevel.json", "metaspace.json", "sentencepiece.json"} {
+		toks[f] = load(t, f)
+	}
+	for name, tok := range toks {
+		n := uint32(min(tok.VocabSize(), 1<<12))
+		for id := range n + 300 {
+			if got, want := tok.DecodeToken(id), tok.Decode([]uint32{id}); got != want {
+				t.Errorf("%s: DecodeToken(%d) = %q, want %q", name, id, got, want)
+			}
+		}
+		if got, want := tok.DecodeToken(1<<31), tok.Decode([]uint32{1 << 31}); got != want {
+			t.Errorf("%s: DecodeToken(1<<31) = %q, want %q", name, got, want)
+		}
+	}
+}

@@ -203,6 +203,9 @@ func (b *book) step() (*sched.Pass, error) {
 		m.ActiveBlocks+m.InactiveBlocks > m.TotalBlocks || m.PrefixHits > m.PrefixQueries {
 		return nil, fmt.Errorf("pass %d: metrics %+v with %d live requests in a pool of %d blocks", b.passes, m, b.live(), b.shape.NumBlocks)
 	}
+	if w := b.s.Waiting(); w != m.Waiting {
+		return nil, fmt.Errorf("pass %d: Waiting %d, metrics say %d", b.passes, w, m.Waiting)
+	}
 	return p, nil
 }
 

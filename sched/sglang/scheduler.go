@@ -381,13 +381,18 @@ func (s *Scheduler) remove(r *request) {
 	}
 }
 
+// Waiting implements sched.Scheduler: the chunked prompt counts as waiting.
+func (s *Scheduler) Waiting() int {
+	n := len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated) + s.tier.Len()
+	if s.chunked != nil {
+		n++
+	}
+	return n
+}
+
 // Metrics reports the scheduler's state; blocks are pages.
 func (s *Scheduler) Metrics() sched.Metrics {
-	waiting := len(s.waiting) + len(s.arrivals) + len(s.deferred) + len(s.activated) + s.tier.Len()
-	if s.chunked != nil {
-		waiting++
-	}
-	m := s.book.Metrics(len(s.running), waiting, s.cache.ProtectedPages()+s.private, s.cache.EvictablePages(), s.cache.Capacity())
+	m := s.book.Metrics(len(s.running), s.Waiting(), s.cache.ProtectedPages()+s.private, s.cache.EvictablePages(), s.cache.Capacity())
 	if t := s.cache.Tiers(); t != nil {
 		m.Tiers = t.Stats()
 	}

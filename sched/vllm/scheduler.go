@@ -331,9 +331,12 @@ func (s *Scheduler) remove(r *request) {
 	}
 }
 
+// Waiting implements sched.Scheduler.
+func (s *Scheduler) Waiting() int { return s.waiting.len() }
+
 // Metrics reports the scheduler's state.
 func (s *Scheduler) Metrics() sched.Metrics {
-	m := s.book.Metrics(len(s.running), s.waiting.len(), s.pool.Active(), s.pool.Inactive(), s.pool.Capacity())
+	m := s.book.Metrics(len(s.running), s.Waiting(), s.pool.Active(), s.pool.Inactive(), s.pool.Capacity())
 	m.Tiers = s.pool.TierStats()
 	m.LoRALoads = s.loraLoads
 	front, back := s.waiting.parts()
