@@ -36,7 +36,7 @@ func (s *Scheduler) CheckInvariants() error {
 		if want := s.pagesFor(r.Computed); len(r.pages) != want {
 			return fmt.Errorf("sglang: request %d computed %d tokens but holds %d pages, want %d", r.ID, r.Computed, len(r.pages), want)
 		}
-		if r.locked > len(r.pages) || r.Generated > r.MaxTokens || r.Computed > r.length() {
+		if r.locked > len(r.pages) || r.Generated > r.MaxTokens || r.Computed > r.Length() {
 			return fmt.Errorf("sglang: request %d locked %d of %d pages, generated %d of %d", r.ID, r.locked, len(r.pages), r.Generated, r.MaxTokens)
 		}
 		private += len(r.pages) - r.locked
@@ -51,9 +51,9 @@ func (s *Scheduler) CheckInvariants() error {
 		if len(r.pages) != 0 || r.Computed != 0 {
 			return fmt.Errorf("sglang: waiting request %d holds %d pages", r.ID, len(r.pages))
 		}
-		if (r.src == nil) == (r.Seq == nil) || r.src != nil && (r.Preemptions > 0 || cap(r.pages) != 0) {
+		if (r.Src == nil) == (r.Seq == nil) || r.Src != nil && (r.Preemptions > 0 || cap(r.pages) != 0) {
 			return fmt.Errorf("sglang: waiting request %d holds a sequence %v and a source %v (retracted %d times, a page list of %d)",
-				r.ID, r.Seq != nil, r.src != nil, r.Preemptions, cap(r.pages))
+				r.ID, r.Seq != nil, r.Src != nil, r.Preemptions, cap(r.pages))
 		}
 	}
 	for _, m := range []map[uint64]*request{s.book.Held, s.book.Reserved} {

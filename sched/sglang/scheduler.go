@@ -97,10 +97,8 @@ func (o Options) Validate() error {
 // request is a request's state; its Seq is nil while src holds the prompt.
 type request struct {
 	book.Request
-	src    sched.PromptSource // a waiting request's prompt, made when the scheduler first needs it (see prompt)
-	srcLen int                // src's length
-	order  uint64             // arrival order, for stable tie-breaks
-	pages  []radix.PageID     // KV pages in order: [0, locked) owned by the tree, the rest private
+	order  uint64         // arrival order, for stable tie-breaks
+	pages  []radix.PageID // KV pages in order: [0, locked) owned by the tree, the rest private
 	locked int
 	node   *radix.Node // deepest locked tree node; nil when none
 
@@ -109,29 +107,14 @@ type request struct {
 	demote bool
 }
 
-// length is the request's prompt and generated tokens, made or not.
-func (r *request) length() int {
-	if r.src != nil {
-		return r.srcLen
-	}
-	return r.Seq.Len()
-}
-
 // prompt makes the prompt of a request that holds only its source, when admission tries it or LPM
 // matches it: a queue of thousands then holds no prompts (at page size 1, 16 bytes a token each).
 func (s *Scheduler) prompt(r *request) {
-	if r.src == nil {
+	if r.Src == nil {
 		return
 	}
 	s.buffers(r)
-	if r.LoRA != "" {
-		r.Seq.SetSeed(tokens.LoRASeed(r.LoRA))
-	}
-	r.src.AppendSequence(r.Seq)
-	if r.Seq.Len() != r.srcLen {
-		panic(fmt.Sprintf("sglang: request %d: its source made %d prompt tokens, it said %d", r.ID, r.Seq.Len(), r.srcLen))
-	}
-	r.src = nil
+	r.MakePrompt("sglang")
 }
 
 // Scheduler is an SGLang scheduler with its radix cache. It is not safe for concurrent use.
@@ -218,7 +201,7 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 		return err
 	}
 	if lazy {
-		req.src, req.srcLen = r.Source, r.Source.PromptLen()
+		req.Src, req.SrcLen = r.Source, r.Source.PromptLen()
 	}
 	req.order = s.arrived
 	s.arrived++
@@ -286,7 +269,7 @@ func (s *Scheduler) preallocatable(prompt, maxNew int) bool {
 	}
 	allocatable := (s.cache.FreePages()+s.cache.EvictablePages())*s.opt.PageSize - max(s.opt.ReservedDecode*held, single)
 	for _, r := range s.waiting {
-		allocatable -= r.length() + s.opt.ReservedDecode
+		allocatable -= r.Length() + s.opt.ReservedDecode
 	}
 	need := max(prompt+s.opt.ReservedDecode, prompt+min(maxNew, s.opt.ClipMaxNewTokens)-retractable)
 	return need <= allocatable
@@ -365,7 +348,7 @@ func (s *Scheduler) buffers(r *request) {
 
 // remove takes a cancelled request out of the queues or the running set; the Book then frees its pages.
 func (s *Scheduler) remove(r *request) {
-	r.src = nil
+	r.Src = nil
 	drop := func(x *request) bool { return x == r }
 	switch {
 	case r == s.chunked:
@@ -888,7 +871,7 @@ func (s *Scheduler) queued() (fresh, retracted sched.Moments) {
 		if r.Preemptions > 0 {
 			retracted.Add(r.Seq.Len())
 		} else {
-			fresh.Add(r.length())
+			fresh.Add(r.Length())
 		}
 	}
 	for _, q := range [][]*request{s.waiting, s.deferred, s.arrivals} {

@@ -12,19 +12,6 @@ import (
 	"github.com/mocker-sim/mocker/tokens"
 )
 
-// countingSource is a prompt source that counts how often its prompt is made.
-type countingSource struct {
-	toks  []uint32
-	calls int
-}
-
-func (c *countingSource) PromptLen() int { return len(c.toks) }
-
-func (c *countingSource) AppendSequence(seq *tokens.Sequence) {
-	c.calls++
-	seq.Append(c.toks...)
-}
-
 // TestWaitingRequestsHoldOnlyTheirSource: a request enqueued with a prompt source holds no sequence and
 // no page list while it waits, unless LPM matches it: SGLang's calc_priority matches every waiting
 // request's prefix while at most 128 wait, and serves them first come, first served beyond. 140 requests
@@ -35,9 +22,9 @@ func TestWaitingRequestsHoldOnlyTheirSource(t *testing.T) {
 		o := opts(1, 4096)
 		o.MaxRunning, o.Policy = 1, policy
 		h := newHarness(t, o)
-		srcs := make([]*countingSource, lpmFallbackThreshold+12)
+		srcs := make([]*schedtest.CountingSource, lpmFallbackThreshold+12)
 		for i := range srcs {
-			srcs[i] = &countingSource{toks: schedtest.Prompt(100*i, 6)}
+			srcs[i] = &schedtest.CountingSource{Toks: schedtest.Prompt(100*i, 6)}
 			if err := h.S.Enqueue(&sched.Request{ID: uint64(i), Source: srcs[i], MaxTokens: 2}); err != nil {
 				t.Fatal(err)
 			}
@@ -56,10 +43,10 @@ func TestWaitingRequestsHoldOnlyTheirSource(t *testing.T) {
 			made := 0
 			for _, r := range h.S.waiting {
 				src := srcs[r.ID]
-				if r.Seq != nil || src.calls != 0 {
+				if r.Seq != nil || src.Calls != 0 {
 					made++
-					if r.Seq == nil || src.calls != 1 || r.Seq.Len() != 6 {
-						t.Fatalf("policy %d, pass %d: waiting request %d holds a sequence %v, its prompt made %d times", policy, pass, r.ID, r.Seq != nil, src.calls)
+					if r.Seq == nil || src.Calls != 1 || r.Seq.Len() != 6 {
+						t.Fatalf("policy %d, pass %d: waiting request %d holds a sequence %v, its prompt made %d times", policy, pass, r.ID, r.Seq != nil, src.Calls)
 					}
 				}
 				if cap(r.pages) != 0 && r.Seq == nil {
@@ -74,8 +61,8 @@ func TestWaitingRequestsHoldOnlyTheirSource(t *testing.T) {
 			}
 		}
 		for i, src := range srcs {
-			if src.calls != 1 {
-				t.Errorf("policy %d: request %d: prompt made %d times, want 1", policy, i, src.calls)
+			if src.Calls != 1 {
+				t.Errorf("policy %d: request %d: prompt made %d times, want 1", policy, i, src.Calls)
 			}
 		}
 		// A request takes two passes (its extend, its decode); LPM matches from 128 waiting down to 2.
@@ -114,7 +101,7 @@ func TestSourceEqualsPrompt(t *testing.T) {
 				r.Seq.Append(toks...)
 				fallthrough
 			case bySource:
-				r.Prompt, r.Source = nil, &countingSource{toks: toks}
+				r.Prompt, r.Source = nil, &schedtest.CountingSource{Toks: toks}
 			}
 			if err := h.S.Enqueue(r); err != nil {
 				t.Fatal(err)
@@ -172,7 +159,7 @@ func TestFinishedRequestsKeepNoBuffers(t *testing.T) {
 	h := newHarness(t, o)
 	const n = 100
 	for i := range n {
-		if err := h.S.Enqueue(&sched.Request{ID: uint64(i), Source: &countingSource{toks: schedtest.Prompt(10_000*i, 2000)}, MaxTokens: 3}); err != nil {
+		if err := h.S.Enqueue(&sched.Request{ID: uint64(i), Source: &schedtest.CountingSource{Toks: schedtest.Prompt(10_000*i, 2000)}, MaxTokens: 3}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -46,7 +46,7 @@ func FuzzTierScheduler(f *testing.F) {
 				p := slices.Concat(schedtest.Prompt(100*(i%2), 3+2*i), schedtest.Prompt(1000+int(id), int(b>>4)%2))
 				r := &sched.Request{ID: id, Prompt: p, MaxTokens: 1 + int(b>>5)}
 				if id%2 == 1 { // it waits as its source
-					r.Prompt, r.Source = nil, &countingSource{toks: p}
+					r.Prompt, r.Source = nil, &schedtest.CountingSource{Toks: p}
 				}
 				var rej *sched.RejectError
 				if err := s.Enqueue(r); err != nil && !errors.As(err, &rej) {

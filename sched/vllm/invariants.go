@@ -42,7 +42,7 @@ func (s *Scheduler) CheckInvariants() error {
 			transfers++
 		}
 		// Only an activated transfer holds blocks while waiting, with all but its last prompt token computed.
-		activated := len(r.table) > 0 && r.Computed == r.length()-1
+		activated := len(r.table) > 0 && r.Computed == r.Length()-1
 		if s.book.Live[r.ID] != r || !activated && (r.Computed != 0 || len(r.table) != 0) {
 			return fmt.Errorf("vllm: waiting request %d holds %d blocks, computed %d", r.ID, len(r.table), r.Computed)
 		}
@@ -52,8 +52,8 @@ func (s *Scheduler) CheckInvariants() error {
 	}
 	for r := range s.tier.All() {
 		// Its GPU hits, then the blocks its lower-tier prefix is copied into, short of its last token.
-		if s.book.Live[r.ID] != r || r.committed >= len(r.table) || len(r.table) > s.fullBlocks(r.length()-1) {
-			return fmt.Errorf("vllm: onboarding request %d holds %d blocks, %d of them cached, for %d tokens", r.ID, len(r.table), r.committed, r.length())
+		if s.book.Live[r.ID] != r || r.committed >= len(r.table) || len(r.table) > s.fullBlocks(r.Length()-1) {
+			return fmt.Errorf("vllm: onboarding request %d holds %d blocks, %d of them cached, for %d tokens", r.ID, len(r.table), r.committed, r.Length())
 		}
 		for _, id := range r.table {
 			held[id] = true

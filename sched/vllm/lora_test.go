@@ -60,7 +60,7 @@ func TestLoRAsShareNoBlocks(t *testing.T) {
 // seed too.
 func TestLoRASourceSeeded(t *testing.T) {
 	h := newHarness(t, Options{BlockSize: 4, NumBlocks: 64, MaxNumSeqs: 8, MaxBatchedTokens: 64, ChunkedPrefill: true, PrefixCaching: true})
-	src := &countingSource{toks: schedtest.Prompt(1, 13)}
+	src := &schedtest.CountingSource{Toks: schedtest.Prompt(1, 13)}
 	for i, c := range []struct {
 		lora   string
 		cached int
@@ -72,8 +72,8 @@ func TestLoRASourceSeeded(t *testing.T) {
 			t.Fatalf("request %d (adapter %q): admitted %+v, want %d cached tokens", i+1, c.lora, pass.Admitted, c.cached)
 		}
 	}
-	if src.calls != 3 {
-		t.Fatalf("prompt made %d times, want 3 (each request waited as its source)", src.calls)
+	if src.Calls != 3 {
+		t.Fatalf("prompt made %d times, want 3 (each request waited as its source)", src.Calls)
 	}
 }
 

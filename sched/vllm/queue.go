@@ -91,8 +91,8 @@ func (q *queue) count(r *request, sign int) {
 		m = &q.old
 	}
 	if sign > 0 {
-		m.Add(r.length())
+		m.Add(r.Length())
 	} else {
-		m.Remove(r.length())
+		m.Remove(r.Length())
 	}
 }

@@ -100,38 +100,21 @@ func (o Options) Validate() error {
 // request is a request's state; its Seq is nil while src holds the prompt.
 type request struct {
 	book.Request
-	src        sched.PromptSource // a waiting request's prompt, made when it comes to the front (see prompt)
-	srcLen     int                // src's length
 	table      []kvcache.BlockID
 	committed  int  // leading blocks of table that are cached
 	prefilling bool // since its (re)admission the request has not yet sampled
 	inPass     bool // scheduled in the current pass (its Pass fields are set)
 }
 
-// length is the request's prompt and generated tokens, made or not.
-func (r *request) length() int {
-	if r.src != nil {
-		return r.srcLen
-	}
-	return r.Seq.Len()
-}
-
 // prompt makes the prompt of a request that holds only its source. A waiting request keeps its source
 // rather than its blocks (and no buffers) until it reaches the front of the queue: a queue of thousands
 // then costs little.
 func (s *Scheduler) prompt(r *request) {
-	if r.src == nil {
+	if r.Src == nil {
 		return
 	}
 	s.buffers(r)
-	if r.LoRA != "" {
-		r.Seq.SetSeed(tokens.LoRASeed(r.LoRA))
-	}
-	r.src.AppendSequence(r.Seq)
-	if r.Seq.Len() != r.srcLen {
-		panic(fmt.Sprintf("vllm: request %d: its source made %d prompt tokens, it said %d", r.ID, r.Seq.Len(), r.srcLen))
-	}
-	r.src = nil
+	r.MakePrompt("vllm")
 }
 
 // need is the blocks r holds or will hold at most: prompt and every output token (GuaranteedNoEvict).
@@ -222,7 +205,7 @@ func (s *Scheduler) Enqueue(r *sched.Request) error {
 		return err
 	}
 	if lazy {
-		req.src, req.srcLen = r.Source, r.Source.PromptLen()
+		req.Src, req.SrcLen = r.Source, r.Source.PromptLen()
 	}
 	s.waiting.pushBack(req)
 	return nil
@@ -324,7 +307,7 @@ func (s *Scheduler) buffers(r *request) {
 // remove takes a cancelled request out of the queue or the running set; the Book then frees its blocks
 // (a waiting request holds blocks too when it is an activated transfer).
 func (s *Scheduler) remove(r *request) {
-	r.src = nil
+	r.Src = nil
 	if !s.waiting.remove(r) {
 		s.running = slices.DeleteFunc(s.running, func(x *request) bool { return x == r })
 		s.tier.Remove(r)

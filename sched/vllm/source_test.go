@@ -10,28 +10,15 @@ import (
 	"github.com/mocker-sim/mocker/tokens"
 )
 
-// countingSource is a prompt source that counts how often its prompt is made.
-type countingSource struct {
-	toks  []uint32
-	calls int
-}
-
-func (c *countingSource) PromptLen() int { return len(c.toks) }
-
-func (c *countingSource) AppendSequence(seq *tokens.Sequence) {
-	c.calls++
-	seq.Append(c.toks...)
-}
-
 // TestWaitingRequestsHoldOnlyTheirSource: a request enqueued with a prompt source holds no sequence and
 // no block table while it waits; its prompt is made once, when it reaches the front of the queue.
 func TestWaitingRequestsHoldOnlyTheirSource(t *testing.T) {
 	o := refOpts()
 	o.NumBlocks, o.MaxNumSeqs = 64, 1
 	h := newHarness(t, o)
-	srcs := make([]*countingSource, 6)
+	srcs := make([]*schedtest.CountingSource, 6)
 	for i := range srcs {
-		srcs[i] = &countingSource{toks: schedtest.Prompt(100*i, 6)}
+		srcs[i] = &schedtest.CountingSource{Toks: schedtest.Prompt(100*i, 6)}
 		if err := h.S.Enqueue(&sched.Request{ID: uint64(i), Source: srcs[i], MaxTokens: 2}); err != nil {
 			t.Fatal(err)
 		}
@@ -45,9 +32,9 @@ func TestWaitingRequestsHoldOnlyTheirSource(t *testing.T) {
 			}
 			front := h.S.waiting.len() > 0 && h.S.waiting.front() == r
 			running := !front && r.Computed > 0
-			if !running && !front && (r.Seq != nil || r.table != nil || src.calls != 0) {
+			if !running && !front && (r.Seq != nil || r.table != nil || src.Calls != 0) {
 				t.Fatalf("pass %d: waiting request %d holds a sequence (%v), a table of %d, its prompt made %d times",
-					pass, i, r.Seq != nil, cap(r.table), src.calls)
+					pass, i, r.Seq != nil, cap(r.table), src.Calls)
 			}
 		}
 		if pass > 100 {
@@ -55,8 +42,8 @@ func TestWaitingRequestsHoldOnlyTheirSource(t *testing.T) {
 		}
 	}
 	for i, src := range srcs {
-		if src.calls != 1 {
-			t.Errorf("request %d: prompt made %d times, want 1", i, src.calls)
+		if src.Calls != 1 {
+			t.Errorf("request %d: prompt made %d times, want 1", i, src.Calls)
 		}
 	}
 }
@@ -71,7 +58,7 @@ func TestSourceEqualsPrompt(t *testing.T) {
 			toks := schedtest.Prompt(10*(i%3), 5+i) // shared prefixes
 			r := &sched.Request{ID: uint64(i), Prompt: toks, MaxTokens: 3}
 			if bySource {
-				r.Prompt, r.Source = nil, &countingSource{toks: toks}
+				r.Prompt, r.Source = nil, &schedtest.CountingSource{Toks: toks}
 			}
 			if err := h.S.Enqueue(r); err != nil {
 				t.Fatal(err)
@@ -99,14 +86,14 @@ func TestShortQueueCopiesTheSequence(t *testing.T) {
 		toks := schedtest.Prompt(100*i, 6)
 		seq := tokens.NewSequence(o.BlockSize)
 		seq.Append(toks...)
-		src := &countingSource{toks: toks}
+		src := &schedtest.CountingSource{Toks: toks}
 		if err := h.S.Enqueue(&sched.Request{ID: uint64(i), Seq: seq, Source: src, MaxTokens: 2}); err != nil {
 			t.Fatal(err)
 		}
 		r := h.S.req(uint64(i))
-		if lazy := i >= lazyQueue; (r.Seq == nil) != lazy || (r.src != nil) != lazy || src.calls != 0 {
+		if lazy := i >= lazyQueue; (r.Seq == nil) != lazy || (r.Src != nil) != lazy || src.Calls != 0 {
 			t.Fatalf("request %d behind %d waiting: holds a sequence %v, its source %v, made %d times; want lazy %v",
-				i, i, r.Seq != nil, r.src != nil, src.calls, lazy)
+				i, i, r.Seq != nil, r.Src != nil, src.Calls, lazy)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package book
 
 import (
+	"fmt"
+
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/timing"
 	"github.com/mocker-sim/mocker/tokens"
@@ -8,9 +10,13 @@ import (
 
 // Request is the state every scheduler keeps of a request; a scheduler's own request type embeds it.
 type Request struct {
-	ID          uint64
-	LoRA        string           // adapter, "" for the base model
-	Seq         *tokens.Sequence // prompt and generated tokens
+	ID   uint64
+	LoRA string           // adapter, "" for the base model
+	Seq  *tokens.Sequence // prompt and generated tokens; nil while Src holds the prompt
+	// Src is a waiting request's prompt, made into Seq (MakePrompt) when the scheduler first needs
+	// its tokens, so that a queue of thousands holds no prompts; SrcLen is its length.
+	Src         sched.PromptSource
+	SrcLen      int
 	MaxTokens   int
 	Planned     []uint32 // the trace's output token ids
 	Generated   int
@@ -25,6 +31,28 @@ type Request struct {
 }
 
 func (r *Request) request() *Request { return r }
+
+// Length is the request's prompt and generated tokens, made or not.
+func (r *Request) Length() int {
+	if r.Src != nil {
+		return r.SrcLen
+	}
+	return r.Seq.Len()
+}
+
+// MakePrompt makes the prompt Src holds into Seq, an empty buffer the scheduler gives it, seeded for the
+// request's adapter, and drops Src. A source that makes another length than it said is a bug (backend
+// names the scheduler in the panic).
+func (r *Request) MakePrompt(backend string) {
+	if r.LoRA != "" {
+		r.Seq.SetSeed(tokens.LoRASeed(r.LoRA))
+	}
+	r.Src.AppendSequence(r.Seq)
+	if r.Seq.Len() != r.SrcLen {
+		panic(fmt.Sprintf("%s: request %d: its source made %d prompt tokens, it said %d", backend, r.ID, r.Seq.Len(), r.SrcLen))
+	}
+	r.Src = nil
+}
 
 // Plain reports whether r's next step computes exactly its next token without finishing it: the part of
 // a plain decode step (see sched.Scheduler.PlainDecode) that does not depend on the KV cache.
