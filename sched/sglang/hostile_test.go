@@ -54,12 +54,14 @@ func TestPageListGrowsWithUse(t *testing.T) {
 
 	// A long request's list is dropped by the free lists rather than handed on; a short one is kept.
 	s := h.S
-	s.pageLists = nil
+	for s.pageLists.Len() > 0 {
+		s.pageLists.Take()
+	}
 	s.freeBuffers(&request{pages: make([]radix.PageID, 0, maxSparePages+1)})
 	s.freeBuffers(&request{pages: make([]radix.PageID, 0, maxSparePages)})
 	next := &request{}
 	s.buffers(next)
-	if c := cap(next.pages); c != maxSparePages || len(s.pageLists) != 0 {
-		t.Errorf("a new request got a page list of capacity %d, %d more kept; want %d (the short one) and none", c, len(s.pageLists), maxSparePages)
+	if c := cap(next.pages); c != maxSparePages || s.pageLists.Len() != 0 {
+		t.Errorf("a new request got a page list of capacity %d, %d more kept; want %d (the short one) and none", c, s.pageLists.Len(), maxSparePages)
 	}
 }

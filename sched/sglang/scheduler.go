@@ -142,8 +142,8 @@ type Scheduler struct {
 	seen map[uint64]bool // LPM in-batch prefixes
 
 	// Buffers of finished requests, for the next prompts made.
-	seqs      []*tokens.Sequence
-	pageLists [][]radix.PageID
+	seqs      book.Spares[*tokens.Sequence] // at most maxSpare
+	pageLists book.Spares[[]radix.PageID]   // at most maxSpare
 
 	// Disaggregation: a decode worker's requests whose KV has arrived, waiting for a running slot
 	// (SGLang's prebuilt queue, admitted up to max_running_requests).
@@ -173,6 +173,7 @@ func New(o Options) (*Scheduler, error) {
 	init := min(0.7*o.Conservativeness, 1)
 	s := &Scheduler{opt: o, cache: c, seen: make(map[uint64]bool), ratio: init, initRatio: init, minRatio: 0.14 * init}
 	s.decay = (s.initRatio - s.minRatio) / decaySteps
+	s.seqs.Max, s.pageLists.Max = maxSpare, maxSpare
 	l := book.Limits{MaxModelLen: o.MaxModelLen, BlockSize: o.PageSize, NumBlocks: o.NumPages, Unit: "pages"}
 	s.book = book.New(book.Hooks[*request]{New: s.newRequest, Room: s.room, Remove: s.remove, Free: s.release}, l, o.Role, o.Spec)
 	s.Front = s.book.Front()
@@ -322,28 +323,23 @@ func (s *Scheduler) newRequest(bare bool) *request {
 // that waits as its source holds neither. Beyond maxSpare they are dropped, and so is a long page list,
 // rather than kept for every short request after it.
 func (s *Scheduler) freeBuffers(r *request) {
-	if r.Seq != nil && len(s.seqs) < maxSpare {
-		s.seqs = append(s.seqs, r.Seq)
+	if r.Seq != nil {
+		s.seqs.Put(r.Seq)
 	}
-	if c := cap(r.pages); c > 0 && c <= maxSparePages && len(s.pageLists) < maxSpare {
-		s.pageLists = append(s.pageLists, r.pages[:0])
+	if c := cap(r.pages); c > 0 && c <= maxSparePages {
+		s.pageLists.Put(r.pages[:0])
 	}
 	r.Seq, r.pages = nil, nil
 }
 
 // buffers gives r an empty sequence and page list, reusing a finished request's.
 func (s *Scheduler) buffers(r *request) {
-	if n := len(s.seqs); n > 0 {
-		r.Seq = s.seqs[n-1]
-		s.seqs = s.seqs[:n-1]
+	if r.Seq = s.seqs.Take(); r.Seq != nil {
 		r.Seq.Reset()
 	} else {
 		r.Seq = tokens.NewSequence(s.opt.PageSize)
 	}
-	if n := len(s.pageLists); n > 0 {
-		r.pages = s.pageLists[n-1]
-		s.pageLists = s.pageLists[:n-1]
-	}
+	r.pages = s.pageLists.Take()
 }
 
 // remove takes a cancelled request out of the queues or the running set; the Book then frees its pages.

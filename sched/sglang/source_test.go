@@ -180,8 +180,8 @@ func TestFinishedRequestsKeepNoBuffers(t *testing.T) {
 	if reused != n {
 		t.Errorf("%d finished requests to reuse, want %d", reused, n)
 	}
-	if len(h.S.seqs) != o.MaxRunning || len(h.S.pageLists) != o.MaxRunning {
-		t.Errorf("%d sequences and %d page lists kept, want %d each", len(h.S.seqs), len(h.S.pageLists), o.MaxRunning)
+	if h.S.seqs.Len() != o.MaxRunning || h.S.pageLists.Len() != o.MaxRunning {
+		t.Errorf("%d sequences and %d page lists kept, want %d each", h.S.seqs.Len(), h.S.pageLists.Len(), o.MaxRunning)
 	}
 }
 
@@ -191,7 +191,7 @@ func TestSpareBuffersAreBounded(t *testing.T) {
 	for range maxSpare + 3 {
 		h.S.freeBuffers(&request{Request: book.Request{Seq: tokens.NewSequence(1)}, pages: make([]radix.PageID, 0, 8)})
 	}
-	if len(h.S.seqs) != maxSpare || len(h.S.pageLists) != maxSpare {
-		t.Fatalf("%d sequences and %d page lists kept, want %d each", len(h.S.seqs), len(h.S.pageLists), maxSpare)
+	if h.S.seqs.Len() != maxSpare || h.S.pageLists.Len() != maxSpare {
+		t.Fatalf("%d sequences and %d page lists kept, want %d each", h.S.seqs.Len(), h.S.pageLists.Len(), maxSpare)
 	}
 }

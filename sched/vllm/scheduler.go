@@ -135,8 +135,8 @@ type Scheduler struct {
 	hits       []kvcache.BlockID
 
 	// Buffers of finished requests, for the next ones to run.
-	seqs   []*tokens.Sequence
-	tables [][]kvcache.BlockID
+	seqs   book.Spares[*tokens.Sequence]
+	tables book.Spares[[]kvcache.BlockID]
 
 	// LoRA adapters: those of the requests scheduled in this pass (vLLM's scheduled_loras), those
 	// loaded (least recently used first), and loads so far.
@@ -281,27 +281,22 @@ func (s *Scheduler) newRequest(bare bool) *request {
 // a request that waits holds none.
 func (s *Scheduler) freeBuffers(r *request) {
 	if r.Seq != nil {
-		s.seqs = append(s.seqs, r.Seq)
+		s.seqs.Put(r.Seq)
 	}
 	if cap(r.table) > 0 {
-		s.tables = append(s.tables, r.table[:0])
+		s.tables.Put(r.table[:0])
 	}
 	r.Seq, r.table = nil, nil
 }
 
 // buffers gives r an empty sequence and block table, reusing a finished request's.
 func (s *Scheduler) buffers(r *request) {
-	if n := len(s.seqs); n > 0 {
-		r.Seq = s.seqs[n-1]
-		s.seqs = s.seqs[:n-1]
+	if r.Seq = s.seqs.Take(); r.Seq != nil {
 		r.Seq.Reset()
 	} else {
 		r.Seq = tokens.NewSequence(s.opt.BlockSize)
 	}
-	if n := len(s.tables); n > 0 {
-		r.table = s.tables[n-1]
-		s.tables = s.tables[:n-1]
-	}
+	r.table = s.tables.Take()
 }
 
 // remove takes a cancelled request out of the queue or the running set; the Book then frees its blocks
