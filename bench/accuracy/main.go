@@ -48,6 +48,7 @@ import (
 type row struct {
 	id, source, backend, version, modelPath, mode string
 	isl, osl, concurrency, tp, dp, ep             int
+	moeTP                                         int // moe_tp_size (0: not recorded)
 	gemmQuant, moeQuant                           string
 	ttft, tpot                                    float64 // measured, ms
 	prefill, decode                               pool    // mode disagg: the two pools
@@ -288,7 +289,7 @@ func readRows(path string) ([]row, error) {
 		rows = append(rows, row{
 			id: get("id"), source: get("silicon_data_source"), backend: get("backend"), version: get("backend_version"), modelPath: get("model_path"),
 			mode: get("mode"), isl: num("isl", 0), osl: num("osl", 0), concurrency: num("batch_size", sourceConcurrency(get("silicon_data_source"))),
-			tp: num("tp_size", 1), dp: num("attention_dp_size", 1), ep: num("moe_ep_size", 1),
+			tp: num("tp_size", 1), dp: num("attention_dp_size", 1), ep: num("moe_ep_size", 1), moeTP: num("moe_tp_size", 0),
 			gemmQuant: get("gemm_quant_mode"), moeQuant: get("moe_quant_mode"),
 			ttft: flt("silicon_ttft_ms"), tpot: flt("silicon_tpot_ms"),
 			prefill: pl("prefill"), decode: pl("decode"),
@@ -326,6 +327,9 @@ func predict(r row, db string, set settings) result {
 		return fail("model not in the catalog")
 	}
 	res.model, res.moe = m.Name, m.MoE()
+	if dp := attentionDP(m, r); dp > 1 {
+		return fail("attention data parallelism %d (moe_tp_size %d × moe_ep_size %d over tp_size %d) is not modelled by the op-level timing", dp, r.moeTP, r.ep, r.tp)
+	}
 
 	cfg := config.Default()
 	cfg.Backend = r.backend
@@ -786,6 +790,21 @@ func epFor(m *model.Model, experts string, tp, ep int) int {
 		return tp
 	}
 	return ep
+}
+
+// attentionDP is the attention data parallelism an aggregated row ran with. AIConfigurator's MoE
+// models hold tp_size × attention_dp_size = moe_tp_size × moe_ep_size (sdk/models/moe.py and
+// qwen35.py assert it), so a MoE row that leaves attention_dp_size empty while its experts span more
+// GPUs than its attention ran data-parallel attention over the rest: vLLM with --data-parallel-size D
+// shards each MoE layer over all D × TP GPUs. Qwen3-235B-A22B-FP8 at tp_size 2, moe_tp_size 4 is
+// such a row (DP 2 × TP 2: TPOT 37–41 ms like the TP 4 rows, TTFT 2.4–2.7 s at 8,000 tokens where TP
+// 2 and TP 4 take 1.0 and 0.7 s). A dense row's moe_* columns mean nothing.
+func attentionDP(m *model.Model, r row) int {
+	experts := max(r.moeTP, 1) * max(r.ep, 1)
+	if !m.MoE() || r.dp > 1 || experts <= r.tp || experts%r.tp != 0 {
+		return r.dp
+	}
+	return experts / r.tp
 }
 
 // fp8Block is the width of the weight blocks of fp8_block checkpoints (weight_block_size [128, 128]).

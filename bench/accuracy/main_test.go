@@ -128,6 +128,46 @@ func TestEpFor(t *testing.T) {
 	}
 }
 
+// TestAttentionDP: a MoE row whose experts span more GPUs than its attention (moe_tp_size ×
+// moe_ep_size > tp_size, attention_dp_size empty) ran data-parallel attention over the rest, and the
+// bench refuses it by name; every other row keeps its attention_dp_size (a dense row's moe_* columns
+// mean nothing).
+func TestAttentionDP(t *testing.T) {
+	for _, tc := range []struct {
+		model                   string
+		tp, dp, moeTP, ep, want int
+	}{
+		{"Qwen/Qwen3-235B-A22B-FP8", 1, 1, 2, 1, 2}, // vLLM rows at tp_size 1, moe_tp_size 2
+		{"Qwen/Qwen3-235B-A22B-FP8", 1, 1, 4, 1, 4},
+		{"Qwen/Qwen3-235B-A22B-FP8", 2, 1, 4, 1, 2}, // DP 2 × TP 2
+		{"Qwen/Qwen3-235B-A22B-FP8", 2, 1, 2, 1, 1}, // plain TP 2
+		{"Qwen/Qwen3-235B-A22B-FP8", 2, 1, 1, 2, 1}, // TP 2, EP 2
+		{"Qwen/Qwen3-235B-A22B-FP8", 4, 1, 0, 1, 1}, // moe_tp_size not recorded
+		{"Qwen/Qwen3.5-397B-A17B", 8, 1, 1, 8, 1},   // TP 8, EP 8
+		{"deepseek-ai/DeepSeek-R1", 8, 8, 1, 64, 8}, // recorded attention DP stands
+		{"meta-llama/Llama-3.1-8B-Instruct", 2, 1, 1, 1, 1},
+		{"meta-llama/Llama-3.1-8B-Instruct", 1, 1, 4, 1, 1}, // dense: moe_* columns ignored
+	} {
+		m, err := model.Lookup(tc.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := row{tp: tc.tp, dp: tc.dp, moeTP: tc.moeTP, ep: tc.ep}
+		if got := attentionDP(m, r); got != tc.want {
+			t.Errorf("%s tp %d dp %d moe_tp %d moe_ep %d: attention DP %d, want %d", tc.model, tc.tp, tc.dp, tc.moeTP, tc.ep, got, tc.want)
+		}
+	}
+	m, err := model.Lookup("Qwen/Qwen3-235B-A22B-FP8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := row{backend: "vllm", modelPath: "Qwen/Qwen3-235B-A22B-FP8", mode: "agg", tp: 2, dp: 1, moeTP: 4, ep: 1}
+	const want = "attention data parallelism 2 (moe_tp_size 4 × moe_ep_size 1 over tp_size 2) is not modelled by the op-level timing"
+	if res := predict(r, "", settings{}); res.err != want || res.model != m.Name {
+		t.Errorf("predict: err %q, model %q; want %q, %q", res.err, res.model, want, m.Name)
+	}
+}
+
 func TestCompareVersions(t *testing.T) {
 	for _, tc := range []struct {
 		a, b string
