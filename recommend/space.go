@@ -73,7 +73,11 @@ func (s Shape) String() string {
 	if s.EP > 1 {
 		fmt.Fprintf(&b, " ep%d", s.EP)
 	}
-	fmt.Fprintf(&b, " seqs %d mbt %d %s", s.MaxNumSeqs, s.MaxNumBatchedTokens, s.Router)
+	seqs := "auto" // the engine's default (config: --max-num-seqs auto)
+	if s.MaxNumSeqs > 0 {
+		seqs = strconv.Itoa(s.MaxNumSeqs)
+	}
+	fmt.Fprintf(&b, " seqs %s mbt %d %s", seqs, s.MaxNumBatchedTokens, s.Router)
 	return b.String()
 }
 
