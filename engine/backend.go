@@ -142,7 +142,7 @@ func newVLLM(c vllm.Capacity) func(Options, int, int, uint64) (sched.Scheduler, 
 }
 
 // vllmMaxRunning is vLLM's max_num_seqs when none is given, as its OpenAI API server sets it
-// (EngineArgs.get_batch_defaults, vLLM 0.9 on: 1,024 sequences on a GPU of at least 70 GiB but an A100,
+// (vLLM V1's EngineArgs.get_batch_defaults: 1,024 sequences on a GPU of at least 70 GiB other than an A100,
 // which the H100, H200 and B200 are; 256 on smaller GPUs and where the GPU is unknown).
 func vllmMaxRunning(gpuMemory int64, _, _ int) int {
 	if gpuMemory >= 70<<30 {
