@@ -54,7 +54,7 @@ type Shape struct {
 	PrefillTP int    `json:"prefill_tp,omitempty"`
 	DecodeTP  int    `json:"decode_tp,omitempty"`
 
-	MaxNumSeqs          int    `json:"max_num_seqs"`
+	MaxNumSeqs          int    `json:"max_num_seqs"` // 0: auto, the engine's own default
 	MaxNumBatchedTokens int    `json:"max_num_batched_tokens"`
 	Router              string `json:"router"`
 
