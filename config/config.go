@@ -36,7 +36,7 @@ type Config struct {
 	Backend              string `yaml:"backend"`
 	BlockSize            int    `yaml:"block-size"`
 	NumGPUBlocks         int    `yaml:"num-gpu-blocks" auto:"model"`
-	MaxNumSeqs           int    `yaml:"max-num-seqs"`
+	MaxNumSeqs           int    `yaml:"max-num-seqs" auto:"engine"`
 	MaxNumBatchedTokens  int    `yaml:"max-num-batched-tokens"`
 	MaxModelLen          int    `yaml:"max-model-len"`
 	EnablePrefixCaching  bool   `yaml:"enable-prefix-caching"`
@@ -132,6 +132,7 @@ type Config struct {
 	ConcurrencyRampMs   float64 `yaml:"concurrency-ramp-ms"`
 	ConcurrencyDesyncMs float64 `yaml:"concurrency-desync-ms" auto:"lifetime"`
 	NumRequests         int     `yaml:"num-requests"`
+	SyntheticLengths    string  `yaml:"synthetic-lengths"`
 	InputTokens         float64 `yaml:"input-tokens"`
 	InputTokensStddev   float64 `yaml:"input-tokens-stddev"`
 	OutputTokens        float64 `yaml:"output-tokens"`
@@ -227,7 +228,7 @@ func Default() Config {
 		CPUBandwidthGBps:     DefaultCPUBandwidthGBps,
 		DiskBandwidthGBps:    DefaultDiskBandwidthGBps,
 		RouterCPUHitWeight:   DefaultRouterCPUHitWeight,
-		MaxNumSeqs:           256,
+		MaxNumSeqs:           0, // auto: the engine's own default on the deployment (maxNumSeqs)
 		MaxNumBatchedTokens:  8192,
 		EnablePrefixCaching:  true,
 		EnableChunkedPrefill: true,
@@ -244,6 +245,7 @@ func Default() Config {
 		SGLangClipMaxNewTokens:         4096,
 		SGLangScheduleConservativeness: 1,
 		SGLangReservedDecodeTokens:     512,
+		SGLangOverlapSchedule:          true, // SGLang's default: off only with --disable-overlap-schedule (event_loop_overlap)
 		Model:                          "llama-3.1-8b",
 		System:                         "h200_sxm",
 		TP:                             1,
@@ -264,6 +266,7 @@ func Default() Config {
 		ArrivalSpeedupRatio:            1,
 		ConcurrencyDesyncMs:            math.NaN(), // auto: --concurrency's clients drift apart (desyncPending)
 		NumRequests:                    1000,
+		SyntheticLengths:               Auto,
 		InputTokens:                    1024,
 		InputTokensStddev:              256,
 		OutputTokens:                   128,
@@ -361,7 +364,7 @@ func (f setting) decode(v *yaml.Node) error {
 }
 
 // Auto is the value that asks for a setting to be derived: --num-gpu-blocks and --kv-bytes-per-token
-// from the model and GPU (stored as 0), --concurrency-desync-ms from a lock-step replay of the workload
+// from the model and GPU, --max-num-seqs as the engine derives it (stored as 0), --concurrency-desync-ms from a lock-step replay of the workload
 // (stored as NaN until ResolveDesync replaces it; no number parses to NaN there).
 const Auto = "auto"
 
@@ -526,8 +529,8 @@ func (c *Config) validateEngine() error {
 		return bad("block-size", c.BlockSize, "must be at least 1 (0: the backend's default)")
 	case c.NumGPUBlocks < 0:
 		return bad("num-gpu-blocks", c.NumGPUBlocks, "must be at least 1 (0: auto)")
-	case c.MaxNumSeqs < 1:
-		return bad("max-num-seqs", c.MaxNumSeqs, "must be at least 1")
+	case c.MaxNumSeqs < 0:
+		return bad("max-num-seqs", c.MaxNumSeqs, "must be at least 1 (0: auto)")
 	case c.MaxNumBatchedTokens < 1:
 		return bad("max-num-batched-tokens", c.MaxNumBatchedTokens, "must be at least 1")
 	case c.MaxModelLen < 0:
@@ -654,6 +657,8 @@ func (c *Config) validateWorkload() error {
 		return bad("arrival-speedup-ratio", c.ArrivalSpeedupRatio, "must be a finite number > 0")
 	case c.Concurrency < 0:
 		return bad("concurrency", c.Concurrency, "must not be negative (0: follow arrival times)")
+	case c.SyntheticLengths != Auto && c.SyntheticLengths != "fixed" && c.SyntheticLengths != "spread":
+		return &settingError{"synthetic-lengths", fmt.Sprintf("synthetic-lengths %q: want auto, fixed or spread", c.SyntheticLengths)}
 	case c.InterTurnDelayMs < 0 || math.IsNaN(c.InterTurnDelayMs):
 		return bad("inter-turn-delay-ms", c.InterTurnDelayMs, "must be >= 0")
 	}
@@ -815,6 +820,27 @@ func (c *Config) validateOwned() error {
 	return nil
 }
 
+// spread is the synthetic workload's length spread and shared prefix: --input-tokens-stddev,
+// --output-tokens-stddev and --shared-prefix-ratio as set (spread: by default Dynamo mocker's 256, 32
+// and a quarter of each prompt), or, with --synthetic-lengths fixed, and auto with --concurrency, 0 for
+// each one not given: every prompt and output exactly its mean and no prefix shared, as closed-loop
+// benchmarks send them by default (genai-perf and AIPerf: --synthetic-input-tokens-stddev and
+// --output-tokens-stddev 0, no prefix prompts; vllm bench serve's random dataset: --random-range-ratio
+// 0, --random-prefix-len 0; AIConfigurator's runners: fixed ISL and OSL).
+func (c *Config) spread() (in, out, shared float64) {
+	in, out, shared = c.InputTokensStddev, c.OutputTokensStddev, c.SharedPrefixRatio
+	if c.SyntheticLengths == "spread" || c.SyntheticLengths == Auto && c.Concurrency == 0 {
+		return in, out, shared
+	}
+	zero := func(key string, v float64) float64 {
+		if c.isGiven(key) {
+			return v
+		}
+		return 0
+	}
+	return zero("input-tokens-stddev", in), zero("output-tokens-stddev", out), zero("shared-prefix-ratio", shared)
+}
+
 // Source opens the workload: the trace if one is set, else the synthetic generator. A trace's
 // warning (fields it ignores) is dropped; SourceWarn passes it on.
 func (c *Config) Source() (workload.Source, error) { return c.SourceWarn(nil) }
@@ -832,14 +858,15 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 		opts.Warn = warn
 		return workload.OpenTrace(c.Trace, opts)
 	}
+	in, out, shared := c.spread()
 	return workload.NewSynthetic(workload.SyntheticOptions{
 		NumRequests:       c.NumRequests,
-		Input:             workload.Length{Mean: c.InputTokens, Stddev: c.InputTokensStddev},
-		Output:            workload.Length{Mean: c.OutputTokens, Stddev: c.OutputTokensStddev},
+		Input:             workload.Length{Mean: c.InputTokens, Stddev: in},
+		Output:            workload.Length{Mean: c.OutputTokens, Stddev: out},
 		RequestRate:       c.RequestRate,
 		Arrival:           c.Arrival,
 		Burstiness:        c.Burstiness,
-		SharedPrefixRatio: c.SharedPrefixRatio,
+		SharedPrefixRatio: shared,
 		NumPrefixGroups:   c.NumPrefixGroups,
 		DatasetEntries:    c.NumDatasetEntries,
 		DatasetSampling:   c.DatasetSampling,

@@ -251,7 +251,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 		VLLM: vllm.Options{
 			BlockSize:        d.BlockSize,
 			NumBlocks:        d.KVBlocks,
-			MaxNumSeqs:       c.MaxNumSeqs,
+			MaxNumSeqs:       c.maxNumSeqs(d),
 			MaxBatchedTokens: c.MaxNumBatchedTokens,
 			MaxModelLen:      c.MaxModelLen,
 			ChunkedPrefill:   c.EnableChunkedPrefill,
@@ -267,7 +267,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 		SGLang: sglang.Options{
 			PageSize:           d.BlockSize,
 			NumPages:           d.KVBlocks,
-			MaxRunning:         c.MaxNumSeqs,
+			MaxRunning:         c.maxNumSeqs(d),
 			MaxPrefillTokens:   c.SGLangMaxPrefillTokens,
 			ChunkedPrefillSize: c.SGLangChunkedPrefillSize,
 			ClipMaxNewTokens:   c.SGLangClipMaxNewTokens,
@@ -288,6 +288,28 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 		LoRALoad: time.Duration(c.LoRALoadMs * float64(time.Millisecond)),
 		Encoder:  engine.EncoderOptions{MsPerToken: c.EncoderMsPerImageToken, CacheTokens: c.encoderCacheSize()},
 	}, nil
+}
+
+// maxNumSeqs is --max-num-seqs, or when it is auto (0) the engine's own default on the deployment
+// (engine.BackendSpec.MaxRunning): from the GPU's memory, one rank's KV pool and the context length
+// (--max-model-len, else the model's).
+func (c *Config) maxNumSeqs(d *Deployment) int {
+	if c.MaxNumSeqs > 0 {
+		return c.MaxNumSeqs
+	}
+	f := c.backend().Spec().MaxRunning
+	if f == nil {
+		return 256
+	}
+	var mem int64
+	if d.System != nil {
+		mem = d.System.MemoryBytes
+	}
+	ctx := c.MaxModelLen
+	if ctx == 0 && d.Model != nil {
+		ctx = d.Model.MaxPositions
+	}
+	return f(mem, d.KVBlocks*d.BlockSize, ctx)
 }
 
 // encoderCacheSize is --encoder-cache-size, or by default the pass token budget, as vLLM sizes its encoder

@@ -32,6 +32,8 @@ func FuzzLoad(f *testing.F) {
 		"prefill:\n  tp: 2\n",
 		"prefill-workers: 1\ndecode-workers: 1\ndecode: {dp-size: 99999999999, enable-chunked-prefill: yes}\n",
 		"decode: [1]\nprefill: {tp: null}\n",
+		"max-num-seqs: auto\nsynthetic-lengths: fixed\nconcurrency: 4\nbackend: sglang\n",
+		"synthetic-lengths: even\nmax-num-seqs: -1\n",
 	} {
 		f.Add([]byte(s))
 	}

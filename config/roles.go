@@ -24,7 +24,7 @@ type Role struct {
 	DPSize                         *int     `yaml:"dp-size"`
 	NumGPUBlocks                   *int     `yaml:"num-gpu-blocks" auto:"model"`
 	GPUMemoryUtilization           *float64 `yaml:"gpu-memory-utilization"`
-	MaxNumSeqs                     *int     `yaml:"max-num-seqs"`
+	MaxNumSeqs                     *int     `yaml:"max-num-seqs" auto:"engine"`
 	MaxNumBatchedTokens            *int     `yaml:"max-num-batched-tokens"`
 	EnableChunkedPrefill           *bool    `yaml:"enable-chunked-prefill"`
 	PreemptionMode                 *string  `yaml:"preemption-mode"`

@@ -76,7 +76,7 @@ decode:
 func TestRoleErrorsNamed(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{"prefill:\n  tp: 2\n", "c.yaml line 2: prefill-tp 2: sets the prefill workers of disaggregated serving; give --prefill-workers and --decode-workers"},
-		{"prefill-workers: 1\ndecode-workers: 1\ndecode:\n  max-num-seqs: 0\n", "c.yaml line 4: decode-max-num-seqs 0: must be at least 1"},
+		{"prefill-workers: 1\ndecode-workers: 1\ndecode:\n  max-num-seqs: -1\n", "c.yaml line 4: decode-max-num-seqs -1: must be at least 1 (0: auto)"},
 		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  tp: 2\n  speculative: 3\n", `c.yaml line 5: prefill: unknown key "speculative"`},
 		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  block-size: 32\n", `c.yaml line 4: prefill: unknown key "block-size"`},
 		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  tp: 2.5\n", `c.yaml line 4: prefill: tp: want an integer, got "2.5"`},

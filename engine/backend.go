@@ -41,6 +41,10 @@ type BackendSpec struct {
 	// workers form (SGLang: prefill first, so a burst's requests start and end together), so
 	// --concurrency-desync-ms auto spreads nothing there. Measured, not derived: docs/accuracy.md.
 	ClientsStayGrouped bool
+	// MaxRunning is the running requests a rank allows when --max-num-seqs is auto: the engine's own
+	// default on a GPU of gpuMemory bytes (0: unknown), with a KV pool of kvTokens tokens and requests of
+	// at most contextLen tokens (0: unknown). nil: 256, Dynamo mocker's default.
+	MaxRunning func(gpuMemory int64, kvTokens, contextLen int) int
 	// Metrics is the engine whose Prometheus metric names its live workers export (live/metrics:
 	// vllm, sglang or trtllm; "": vllm).
 	Metrics string
@@ -58,13 +62,13 @@ type BackendSpec struct {
 // Backends is the registry of backends, indexed by Backend: adding a backend is one entry here (and
 // its scheduler's package).
 var Backends = []BackendSpec{
-	VLLM: {Name: "vllm", Help: "vLLM v1's scheduler and block pool", BlockSize: 16, Metrics: "vllm",
+	VLLM: {Name: "vllm", Help: "vLLM v1's scheduler and block pool", BlockSize: 16, Metrics: "vllm", MaxRunning: vllmMaxRunning,
 		New: newVLLM(0), Pool: vllmPool, AppendCached: vllmCached, Tiers: vllmTiers},
 	TRTLLM: {Name: "trtllm", Help: "vLLM's scheduler with TensorRT-LLM's guaranteed_no_evict admission", BlockSize: 32,
 		Timing: "profile", NoDisagg: true, Metrics: "trtllm", New: newVLLM(vllm.GuaranteedNoEvict), Pool: vllmPool, AppendCached: vllmCached,
 		Tiers: vllmTiers},
 	SGLang: {Name: "sglang", Help: "SGLang's scheduler over a radix prefix cache", BlockSize: 1, EventsAtPassEnd: true,
-		ClientsStayGrouped: true, Metrics: "sglang", New: newSGLang, Pool: sglangPool, AppendCached: sglangCached, Tiers: sglangTiers},
+		ClientsStayGrouped: true, Metrics: "sglang", MaxRunning: sglangMaxRunning, New: newSGLang, Pool: sglangPool, AppendCached: sglangCached, Tiers: sglangTiers},
 }
 
 // ParseBackend parses a registered backend's name.
@@ -137,6 +141,16 @@ func newVLLM(c vllm.Capacity) func(Options, int, int, uint64) (sched.Scheduler, 
 	}
 }
 
+// vllmMaxRunning is vLLM's max_num_seqs when none is given, as its OpenAI API server sets it
+// (vLLM V1's EngineArgs.get_batch_defaults: 1,024 sequences on a GPU of at least 70 GiB other than an A100,
+// which the H100, H200 and B200 are; 256 on smaller GPUs and where the GPU is unknown).
+func vllmMaxRunning(gpuMemory int64, _, _ int) int {
+	if gpuMemory >= 70<<30 {
+		return 1024
+	}
+	return 256
+}
+
 func vllmPool(o Options) (int, int, int) {
 	return o.VLLM.BlockSize, o.VLLM.NumBlocks, o.VLLM.MaxBatchedTokens
 }
@@ -157,6 +171,18 @@ func newSGLang(o Options, _, dp int, seed uint64) (sched.Scheduler, error) {
 		so.Conservativeness *= 0.3
 	}
 	return sglang.New(so)
+}
+
+// sglangMaxRunning is SGLang's max_running_requests when none is given: the size of the request pool
+// its model runner derives from the KV pool (resolve_max_num_reqs: max_total_num_tokens / context_len ×
+// 512, kept within 2,048 to 4,096, and at most half the pool's tokens; 2,048 where the context length is
+// unknown).
+func sglangMaxRunning(_ int64, kvTokens, contextLen int) int {
+	n := 2048
+	if contextLen > 0 {
+		n = min(max(kvTokens*512/contextLen, 2048), 4096)
+	}
+	return max(min(n, kvTokens/2), 1)
 }
 
 func sglangPool(o Options) (int, int, int) {

@@ -54,7 +54,7 @@ type Shape struct {
 	PrefillTP int    `json:"prefill_tp,omitempty"`
 	DecodeTP  int    `json:"decode_tp,omitempty"`
 
-	MaxNumSeqs          int    `json:"max_num_seqs"`
+	MaxNumSeqs          int    `json:"max_num_seqs"` // 0: auto, the engine's own default
 	MaxNumBatchedTokens int    `json:"max_num_batched_tokens"`
 	Router              string `json:"router"`
 
@@ -73,7 +73,11 @@ func (s Shape) String() string {
 	if s.EP > 1 {
 		fmt.Fprintf(&b, " ep%d", s.EP)
 	}
-	fmt.Fprintf(&b, " seqs %d mbt %d %s", s.MaxNumSeqs, s.MaxNumBatchedTokens, s.Router)
+	seqs := "auto" // the engine's default (config: --max-num-seqs auto)
+	if s.MaxNumSeqs > 0 {
+		seqs = strconv.Itoa(s.MaxNumSeqs)
+	}
+	fmt.Fprintf(&b, " seqs %s mbt %d %s", seqs, s.MaxNumBatchedTokens, s.Router)
 	return b.String()
 }
 

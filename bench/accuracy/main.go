@@ -477,9 +477,11 @@ func kvTransferGBps(sys *hardware.System, prefillTP, decodeTP int) float64 {
 // predictPlain is the replay a user gets from the benchmark's own settings and nothing else: `mocker
 // predict --concurrency C --num-requests 10·C --input-tokens I --output-tokens O --model M --tp T
 // --backend B`, priced by the op-level model over the bench's database (--timing default --perf-db).
-// Every other setting is mocker's default: lengths spread around I and O, a quarter of each prompt
-// shared within eight groups, the checkpoint's weight format, the newest tables, no frontend latency,
-// and clients that drift apart (--concurrency-desync-ms auto).
+// Every other setting is mocker's default: with --concurrency every prompt I and every output O tokens
+// long with nothing shared (--synthetic-lengths auto), the engine's own sequence limit on the GPU
+// (--max-num-seqs auto: vLLM's 1,024 on an H200, SGLang's from its KV pool), SGLang's overlap
+// scheduler, the checkpoint's weight format, the newest tables, no frontend latency, no host overhead
+// and clients that drift apart (--concurrency-desync-ms auto; grouped on aggregated SGLang workers).
 func predictPlain(r row, db string) result {
 	res := result{row: r}
 	fail := func(err error) result { res.err = err.Error(); return res }

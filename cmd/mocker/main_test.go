@@ -254,7 +254,7 @@ func TestInvalidSettingsAreNamed(t *testing.T) {
 	}{
 		{[]string{"--block-size", "-1"}, "block-size"},
 		{[]string{"--num-gpu-blocks", "-4"}, "num-gpu-blocks"},
-		{[]string{"--max-num-seqs", "0"}, "max-num-seqs"},
+		{[]string{"--max-num-seqs", "-1"}, "max-num-seqs"},
 		{[]string{"--workers", "0"}, "workers"},
 		{[]string{"--timing", "roofline"}, "timing"},
 		{[]string{"--preemption-mode", "random"}, "preemption-mode"},

@@ -42,7 +42,7 @@ func TestRecommendReportJSON(t *testing.T) {
 		t.Errorf("targets %v, %d candidates, %d simulated, %d skipped: want both targets and 8 sizes in all", rep.Targets, len(rep.Candidates), rep.Simulated, rep.Skipped)
 	}
 	// One worker misses p90 TTFT 60 ms; two meet both targets.
-	if c := rep.Candidates[0]; !c.Pass || c.Workers != 2 || c.GPUs != 2 || !strings.Contains(out, "*  2 × vllm agg tp1 seqs 256 mbt 512 round-robin\n") {
+	if c := rep.Candidates[0]; !c.Pass || c.Workers != 2 || c.GPUs != 2 || !strings.Contains(out, "*  2 × vllm agg tp1 seqs auto mbt 512 round-robin\n") {
 		t.Errorf("first candidate %+v; table:\n%s", c, out)
 	}
 }
@@ -96,7 +96,7 @@ func TestRecommendFindMaxRate(t *testing.T) {
 	// One deployment (one worker, the default range): its bracket, within 5 %.
 	var pass, fail float64
 	for _, l := range strings.Split(out, "\n") {
-		if strings.HasSuffix(l, "  1 × vllm agg tp1 seqs 256 mbt 512 round-robin") {
+		if strings.HasSuffix(l, "  1 × vllm agg tp1 seqs auto mbt 512 round-robin") {
 			if _, err := fmt.Sscanf(strings.TrimSpace(l), "%g×%g×", &pass, &fail); err != nil {
 				t.Fatalf("line %q: %v", l, err)
 			}
