@@ -4,7 +4,7 @@ import "time"
 
 // Seq is one request's share of a pass.
 type Seq struct {
-	New     int  // tokens whose KV the pass computes: a prompt chunk, a recompute, or 1 for a decode step
+	New     int  // tokens whose KV the pass computes: a prompt chunk, a recompute, 1 for a decode step (1 + drafts for a speculative one)
 	Cached  int  // tokens of the request already in KV before the pass (prefix-cache hits, earlier chunks)
 	Prefill bool // New are prompt (or recomputed) tokens; false: a decode step
 	Samples bool // the pass samples an output token for the request; its context is Cached+New

@@ -84,9 +84,10 @@ func main() {
 	plain := flag.Bool("plain", true, "also run, for every dense row, the plain replay `mocker predict --concurrency C --num-requests 10C --input-tokens I --output-tokens O --model M --tp T --backend B` (with --timing default --perf-db over the bench's database) and print its MdAPE")
 	sglangHost := flag.Float64("sglang-host-overhead-us", sglangHostOverheadUs, "SGLang rows: host time per request in each pass (mocker predict --host-overhead-us); 0: none")
 	sglangChunk := flag.Float64("sglang-frontend-us-per-chunk", 0, "aggregated SGLang rows: the server's one TokenizerManager process spends this on each streamed chunk, a FIFO that requests and chunks queue behind (mocker predict --frontend-us-per-chunk); 0: none")
+	nextn := flag.Int("sglang-nextn", 0, "SGLang rows of the DeepSeek family (MLA experts, one MTP layer): deploy MTP with this many draft steps, as AIConfigurator's generator does for its nextn (--speculative-algorithm NEXTN --speculative-num-steps N; its default task gives DeepSeek nextn 1, accept rates 0.85, 0.3); 0: none")
 	sglangGrouped := flag.Bool("sglang-grouped", true, "schedule aic, aggregated SGLang rows: every client sends its first request at time 0 and the engine alone decides how far they spread (no --concurrency-desync-ms); false: desynchronised as the vLLM rows")
 	flag.Parse()
-	set := settings{schedule: *schedule, frontendMs: *frontend, sglangHostUs: *sglangHost, sglangGenerator: *sglangGenerator, sglangGrouped: *sglangGrouped, sglangChunkUs: *sglangChunk, promptPool: *pool, kvCache: *kvCache, backend: *backend, match: *only, loho: *loho, plain: *plain}
+	set := settings{schedule: *schedule, frontendMs: *frontend, sglangHostUs: *sglangHost, sglangGenerator: *sglangGenerator, sglangGrouped: *sglangGrouped, sglangChunkUs: *sglangChunk, promptPool: *pool, kvCache: *kvCache, nextn: *nextn, backend: *backend, match: *only, loho: *loho, plain: *plain}
 	if err := run(*data, *limit, *out, set, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "accuracy:", err)
 		os.Exit(1)
@@ -133,6 +134,7 @@ type settings struct {
 	sglangChunkUs   float64 // aggregated SGLang rows: --frontend-us-per-chunk (0: none)
 	promptPool      int     // --num-dataset-entries of every row (0: new prompts)
 	kvCache         string  // auto or generator: the KV cache dtype of every row
+	nextn           int     // SGLang DeepSeek-family rows: MTP draft steps (0: none)
 	backend         string  // only this backend's rows ("": all)
 	match           string  // only the rows whose id or model path contains it ("": all)
 	loho, plain     bool    // also the leave-one-harness-out figures, the plain replays
@@ -219,7 +221,7 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 			}
 		}
 	}
-	fmt.Fprintf(w, "schedule %s, frontend latency %g ms, SGLang host overhead %g µs per request and pass, SGLang generator config %v, SGLang grouped %v, SGLang frontend %g µs per chunk, prompt pool %d, KV cache %s\n\n", set.schedule, set.frontendMs, set.sglangHostUs, set.sglangGenerator, set.sglangGrouped, set.sglangChunkUs, set.promptPool, set.kvCache)
+	fmt.Fprintf(w, "schedule %s, frontend latency %g ms, SGLang host overhead %g µs per request and pass, SGLang generator config %v, SGLang grouped %v, SGLang frontend %g µs per chunk, prompt pool %d, KV cache %s, SGLang nextn %d\n\n", set.schedule, set.frontendMs, set.sglangHostUs, set.sglangGenerator, set.sglangGrouped, set.sglangChunkUs, set.promptPool, set.kvCache, set.nextn)
 	var loho []result
 	if set.loho {
 		loho = leaveOneHarnessOut(w, rows, grid, gridResults)
@@ -354,11 +356,12 @@ func predict(r row, db string, set settings) result {
 	cfg.SGLangOverlapSchedule = true
 	if r.backend == "sglang" {
 		cfg.HostOverheadUs = set.sglangHostUs
+		generatorMTP(&cfg, m, set.nextn)
 		if set.sglangGenerator && r.mode == "agg" {
 			// AIConfigurator's generator deploys aggregated SGLang workers with mixed chunking and a
 			// prefill budget of ISL + 1,500 tokens (src/aiconfigurator/generator/rule_plugin/sglang.rule:
 			// "agg enable_mixed_chunk = true", "max_prefill_tokens = SlaConfig.isl + 1500").
-			cfg.SGLangEnableMixedChunk = true
+			cfg.SGLangEnableMixedChunk = cfg.SpecNumTokens == 0
 			cfg.SGLangMaxPrefillTokens = r.isl + 1500
 		}
 		if r.mode == "agg" {
@@ -779,6 +782,22 @@ func generatorKVCacheDtype(linear string) string {
 		return "fp8"
 	}
 	return "auto"
+}
+
+// generatorMTP deploys an SGLang worker of the DeepSeek family (MLA experts, no sparse attention:
+// the checkpoints with one MTP layer that AIConfigurator's DEEPSEEK family covers) with nextn MTP
+// draft steps, as AIConfigurator's generator does ("when nextn > 0: speculative_decoding_type NEXTN,
+// speculative_num_steps nextn", generator/rule_plugin/sglang.rule; topk 1, so one draft token a
+// step). SGLang turns NEXTN into EAGLE and, without SGLANG_ENABLE_SPEC_V2, turns the overlap
+// scheduler and mixed chunking off (server_args.py, _handle_speculative_decoding); the caller leaves
+// mixed chunking off when SpecNumTokens is set. Acceptance: mocker's default rates, which are
+// AIConfigurator's (0.85, 0.3). nextn 0, or another model: nothing changes.
+func generatorMTP(cfg *config.Config, m *model.Model, nextn int) {
+	if nextn == 0 || !m.MLA() || !m.MoE() || m.DSA() {
+		return
+	}
+	cfg.SpecNumTokens = nextn
+	cfg.SGLangOverlapSchedule = false
 }
 
 // epFor is the expert parallelism a row ran with. vLLM refuses block-quantised experts whose

@@ -93,6 +93,35 @@ func TestGeneratorKVCacheDtype(t *testing.T) {
 
 // TestRunRefusesKVCacheDtype: a KV cache setting other than auto or generator is refused by name before
 // any row runs.
+// TestGeneratorMTP: -sglang-nextn N deploys N MTP draft steps on the DeepSeek family (MLA experts)
+// only — not GLM-5's sparse attention, Qwen's or Llama's — with SGLang's overlap scheduler off;
+// nextn 0 changes nothing.
+func TestGeneratorMTP(t *testing.T) {
+	for _, tc := range []struct {
+		model  string
+		nextn  int
+		drafts int
+	}{
+		{"deepseek-ai/DeepSeek-R1", 1, 1},
+		{"deepseek-ai/DeepSeek-V3", 2, 2},
+		{"deepseek-ai/DeepSeek-R1", 0, 0},
+		{"zhipuai/GLM-5", 1, 0},
+		{"Qwen/Qwen3-235B-A22B-FP8", 1, 0},
+		{"meta-llama/Llama-3.1-8B-Instruct", 1, 0},
+	} {
+		m, err := model.Lookup(tc.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := config.Default()
+		cfg.SGLangOverlapSchedule = true
+		generatorMTP(&cfg, m, tc.nextn)
+		if cfg.SpecNumTokens != tc.drafts || cfg.SGLangOverlapSchedule != (tc.drafts == 0) {
+			t.Errorf("%s nextn %d: spec tokens %d, overlap %v; want %d, %v", tc.model, tc.nextn, cfg.SpecNumTokens, cfg.SGLangOverlapSchedule, tc.drafts, tc.drafts == 0)
+		}
+	}
+}
+
 func TestRunRefusesKVCacheDtype(t *testing.T) {
 	err := run(t.TempDir(), 0, "", settings{schedule: "aic", kvCache: "fp16"}, io.Discard)
 	if err == nil || err.Error() != `kv-cache-dtype "fp16": want auto or generator` {

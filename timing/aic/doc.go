@@ -90,8 +90,11 @@
 // Expert parallelism is modelled for attention data parallelism 1 only (Options.EP): the experts'
 // table rows change, the dispatch and combine stay the layer's two TP all-reduces (AIConfigurator's
 // MoEDispatch for vLLM and SGLang without DeepEP), and the weights and KV cache per GPU do not
-// change (the experts split TP ways either way). Attention data parallelism, pipeline parallelism
-// and speculative decoding are not modelled. AIConfigurator's end-to-end corrections (vLLM's
+// change (the experts split TP ways either way). Attention data parallelism and pipeline
+// parallelism are not modelled. A speculative decode step (MTP: a decode's New is 1 + its drafts) is
+// priced as AIConfigurator prices nextn: every generation op at the step's tokens, the drafts
+// counting as requests of their own, and the step × (layers + drafts) / layers for the draft
+// module; acceptance is the scheduler's. AIConfigurator's end-to-end corrections (vLLM's
 // per-request "prefill dispatch overhead" of 0.8 ms × layers on TTFT, queueing and mixed-step
 // factors) are not pass costs and are left out.
 package aic

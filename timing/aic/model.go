@@ -75,6 +75,10 @@ type Model struct {
 	// from it, for Parts.
 	tokenParts    []tokenPart
 	overlapCredit tokenPart
+
+	// layers is the model's transformer layers: a speculative decode step's draft module costs
+	// drafts/layers of the step (see drafting).
+	layers float64
 }
 
 // tokenPart is one op's time by the pass's token count, in ms.
@@ -309,7 +313,7 @@ func newModel(o Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	mdl := &Model{version: version}
+	mdl := &Model{version: version, layers: float64(c.m.Layers)}
 	for _, ref := range needed {
 		mdl.sources = append(mdl.sources, src[ref]...)
 	}
@@ -965,6 +969,7 @@ func (mdl *Model) Cost(b *timing.Batch) timing.Cost {
 	}
 	pre += mdl.contextAttention(b, p) + mdl.prefillOnly(p) + mdl.linearContext(b, p)
 	dec += mdl.decodeOnly(p) + mdl.generationAttention(p) + mdl.linearGeneration(p) + mdl.sampling(p)
+	dec *= 1 + mdl.drafting(p)
 	return timing.Cost{Prefill: msDuration(pre), Decode: msDuration(dec)}
 }
 
@@ -1010,6 +1015,14 @@ func (mdl *Model) Parts(b *timing.Batch) []timing.Part {
 	add("gdn_context", mdl.linearContext(b, p))
 	add("gdn_generation", mdl.linearGeneration(p))
 	add("lm_head", mdl.sampling(p))
+	if f := mdl.drafting(p); f > 0 {
+		var dec float64
+		if p.tokens > 0 {
+			dec = mdl.tokenWork(p) * float64(p.tokens-p.prefillTokens) / float64(p.tokens)
+		}
+		dec += mdl.decodeOnly(p) + mdl.generationAttention(p) + mdl.linearGeneration(p) + mdl.sampling(p)
+		add("mtp_draft", dec*f)
+	}
 	return parts
 }
 
@@ -1017,6 +1030,7 @@ func (mdl *Model) Parts(b *timing.Batch) []timing.Part {
 type passShape struct {
 	tokens, prefillTokens        int
 	prefills, decodes, samplings int
+	decodeTokens                 int     // the decodes' new tokens: 1 each, plus a speculative step's drafts
 	decodeCtx                    float64 // sum of the decodes' cached contexts
 }
 
@@ -1036,6 +1050,7 @@ func shapeOf(b *timing.Batch) passShape {
 			p.prefills++
 		} else {
 			p.decodes++
+			p.decodeTokens += s.New
 			p.decodeCtx += float64(s.Cached)
 		}
 	}
@@ -1085,23 +1100,24 @@ func (mdl *Model) prefillOnly(p passShape) float64 {
 	return mdl.preTok.at(float64(p.prefillTokens))
 }
 
-// decodeOnly is MLA's absorbed-decode BMMs over the pass's decodes (0 without MLA).
+// decodeOnly is MLA's absorbed-decode BMMs over the pass's decode tokens (0 without MLA).
 func (mdl *Model) decodeOnly(p passShape) float64 {
 	if p.decodes == 0 || len(mdl.decTok.x) == 0 {
 		return 0
 	}
-	return mdl.decTok.at(float64(p.decodes))
+	return mdl.decTok.at(float64(p.decodeTokens))
 }
 
-// generationAttention prices the decodes together: batch = their number, past length = their mean
-// cached context.
+// generationAttention prices the decodes together: batch = their tokens, past length = their mean
+// cached context. A speculative step's drafts count as requests of their own, as AIConfigurator
+// prices a step with nextn drafts (generation ops at batch × (1 + nextn), sdk/inference_session.py).
 func (mdl *Model) generationAttention(p passShape) float64 {
 	if p.decodes == 0 {
 		return 0
 	}
 	var v float64
-	batch := float64(p.decodes)
-	step := p.decodeCtx / batch
+	batch := float64(p.decodeTokens)
+	step := p.decodeCtx / float64(p.decodes)
 	for j := range mdl.attn {
 		a := &mdl.attn[j]
 		v += a.layers * a.gen.at(batch, step)
@@ -1136,12 +1152,25 @@ func (mdl *Model) linearGeneration(p passShape) float64 {
 	return mdl.gdn.layers * mdl.gdn.gen.at(b, b)
 }
 
-// sampling is the LM head over the requests that sample a token.
+// sampling is the LM head over the requests that sample a token, and over a speculative step's
+// drafts, whose logits the verification reads.
 func (mdl *Model) sampling(p passShape) float64 {
 	if p.samplings == 0 {
 		return 0
 	}
-	return mdl.lmHead.at(float64(p.samplings))
+	return mdl.lmHead.at(float64(p.samplings + p.decodeTokens - p.decodes))
+}
+
+// drafting is the draft module's share of a speculative decode step: the MTP module is one more
+// transformer layer run once per draft token, so a step with d drafts a request costs (layers + d) /
+// layers of the step without it, as AIConfigurator's DeepSeekModel scales its generation ops
+// (_mtp_scale_factor's (nextn + num_layers) / num_layers; sdk/models/deepseek.py). d is the mean over
+// the pass's decodes; 0 without drafts.
+func (mdl *Model) drafting(p passShape) float64 {
+	if p.decodes == 0 || mdl.layers == 0 {
+		return 0
+	}
+	return float64(p.decodeTokens-p.decodes) / float64(p.decodes) / mdl.layers
 }
 
 // chunkAttention is one layer's context attention in ms for a batch of b chunks like this one: n

@@ -1,0 +1,61 @@
+package aic
+
+import (
+	"testing"
+
+	"github.com/mocker-sim/mocker/timing"
+)
+
+// TestSpeculativeStep: a decode step that verifies one draft token a request (New 2) is priced as
+// AIConfigurator prices nextn 1: every generation op at batch × 2 (token work, the MLA BMMs, the
+// attention at the same context, the LM head over both positions) and the whole step × (61 + 1) /
+// 61 for the MTP module (DeepSeek-V3's 61 layers); a step without drafts is the plain decode step.
+// Parts itemise the draft module as mtp_draft and still add up to the step.
+func TestSpeculativeStep(t *testing.T) {
+	mdl, err := deepSeek(t, "sglang")
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func(n, news int) *timing.Batch {
+		b := &timing.Batch{}
+		for range n {
+			b.Seqs = append(b.Seqs, timing.Seq{New: news, Cached: 1024, Samples: true})
+		}
+		return b
+	}
+	// 16 requests with one draft each, or 8 with three, read the ops of the 32-request step (32
+	// tokens, 32 attention rows at context 1,024, 32 logits) and add 1 or 3 layers in 61 (to the ns).
+	plain := mdl.Cost(batch(32, 1)).Total().Seconds() * 1e3
+	for _, tc := range []struct{ n, news int }{{16, 2}, {8, 4}} {
+		got := mdl.Cost(batch(tc.n, tc.news)).Total()
+		want := msDuration(plain * float64(61+tc.news-1) / 61)
+		if d := got - want; d < -1 || d > 1 {
+			t.Errorf("%d requests × (1 + %d drafts): %v, want %v (the 32-request step %.6f ms × %d/61)", tc.n, tc.news-1, got, want, plain, 61+tc.news-1)
+		}
+	}
+	for _, tc := range []struct {
+		n, news int
+		want    string
+	}{
+		{16, 1, "18.793032ms"},
+		{32, 1, "22.431893ms"},
+		{16, 2, "22.799628ms"},
+		{8, 4, "23.5351ms"},
+	} {
+		if got := mdl.Cost(batch(tc.n, tc.news)).Total().String(); got != tc.want {
+			t.Errorf("%d requests × %d tokens: %s, want %s", tc.n, tc.news, got, tc.want)
+		}
+	}
+	b := batch(16, 2)
+	var sum, draft float64
+	for _, p := range mdl.Parts(b) {
+		sum += p.Ms
+		if p.Op == "mtp_draft" {
+			draft = p.Ms
+		}
+	}
+	total := mdl.Cost(b).Total().Seconds() * 1e3
+	if !near(sum, total, 1e-6) || !near(draft, total/62, 1e-6) {
+		t.Errorf("parts: sum %.6f ms (cost %.6f), mtp_draft %.6f ms, want 1/62 of the step (%.6f)", sum, total, draft, total/62)
+	}
+}
