@@ -18,7 +18,7 @@ func TestHandlerAllocs(t *testing.T) {
 	for _, tc := range []struct {
 		stream bool
 		want   float64
-	}{{false, 22}, {true, 27}} {
+	}{{false, 22}, {true, 25}} {
 		t.Run(fmt.Sprintf("stream=%v", tc.stream), func(t *testing.T) {
 			s, err := New(testOptions(5, 1, math.Inf(1)))
 			if err != nil {

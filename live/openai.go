@@ -1097,7 +1097,7 @@ const streamRoom = 4 << 10
 // client keeps reading.
 type sse struct {
 	w       http.ResponseWriter
-	rc      *http.ResponseController
+	rc      http.ResponseController // held by value: a pointer to one escapes, an allocation per stream
 	timeout time.Duration
 }
 
@@ -1116,7 +1116,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, ready <-chan str
 	h := w.Header()
 	h["Content-Type"], h["Cache-Control"], h["Connection"] = sseType, noCache, keepAlive
 	w.WriteHeader(http.StatusOK)
-	out := &sse{w: w, rc: http.NewResponseController(w), timeout: s.o.HTTP.WriteTimeout}
+	out := &sse{w: w, rc: *http.NewResponseController(w), timeout: s.o.HTTP.WriteTimeout}
 	b := make([]byte, 0, streamRoom) // a short stream's chunks, written together, fit
 	if rs.chat {                     // each choice's role comes first, as vLLM sends it
 		for _, c := range rs.choices {
@@ -1168,9 +1168,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, ready <-chan str
 		}
 		return nil
 	})
-	var wf writeFailed
+	_, failed := err.(writeFailed) // follow returns f's error as it is
 	switch {
-	case err == errGone || errors.As(err, &wf):
+	case err == errGone || failed:
 		return
 	case err != nil:
 		b = appendError(append(b[:0], "data: "...), submitError(err))
