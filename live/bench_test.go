@@ -83,7 +83,8 @@ func BenchmarkHandler(b *testing.B) {
 	}
 }
 
-// discard is a ResponseWriter that counts what it is given.
+// discard is a ResponseWriter that counts what it is given. It takes write deadlines, as net/http's
+// does: an unsupported one costs http.ResponseController an error's allocations.
 type discard struct {
 	header http.Header
 	code   int
@@ -94,6 +95,8 @@ func (d *discard) Header() http.Header         { return d.header }
 func (d *discard) WriteHeader(code int)        { d.code = code }
 func (d *discard) Write(b []byte) (int, error) { d.n += len(b); return len(b), nil }
 func (d *discard) Flush()                      {}
+
+func (d *discard) SetWriteDeadline(time.Time) error { return nil }
 
 type atomicCounter struct{ n atomic.Int64 }
 

@@ -2,6 +2,7 @@ package live
 
 import (
 	"unicode/utf8"
+	"unsafe"
 )
 
 const hexDigits = "0123456789abcdef"
@@ -56,4 +57,8 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-func appendJSONBytes(b, s []byte) []byte { return appendJSONString(b, string(s)) }
+// appendJSONBytes appends s as a JSON string, reading it in place (a choice's text is longer than the
+// 32 bytes string(s) would copy on the stack). s must not share memory with b's spare capacity.
+func appendJSONBytes(b, s []byte) []byte {
+	return appendJSONString(b, unsafe.String(unsafe.SliceData(s), len(s)))
+}

@@ -964,9 +964,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *sampling, c
 			req.MaxTokens = c.tokens
 			c.st = newStream(req.ID, len(pr.ids), arrived)
 			c.st.ready, c.st.finish, c.st.quiet = ready, c.finish, !p.stream
-			if c.st.quiet {
-				c.st.expect(c.tokens)
-			}
+			c.st.expect(c.tokens)
 			if err := s.submit(r.Context(), req, c.st); err != nil {
 				for _, d := range cs {
 					s.cancel(d.st.ID)
@@ -1004,6 +1002,9 @@ type writeFailed struct{ error }
 func (s *Server) follow(r *http.Request, ready <-chan struct{}, cs []*choice, f func(c *choice, toks []uint32, ends []int) error) error {
 	var toks []uint32
 	var ends []int
+	if !cs[0].st.quiet { // a quiet stream hands its buffer over instead
+		toks, ends = make([]uint32, 0, passRoom), make([]int, 0, passRoom)
+	}
 	for {
 		left := 0
 		for _, c := range cs {
@@ -1046,8 +1047,25 @@ func (s *Server) cancelAll(cs []*choice) {
 	}
 }
 
+// The values of the headers every response sets, shared (net/http only reads them): Header.Set
+// allocates a slice per call.
+var (
+	jsonType  = []string{"application/json"}
+	sseType   = []string{"text/event-stream"}
+	noCache   = []string{"no-cache"}
+	keepAlive = []string{"keep-alive"}
+)
+
+// wholeTextRoom is the most a whole response's text is sized for before its tokens come: room for
+// wholeTextPerToken bytes a token, which a short output's text fits in one allocation.
+const (
+	wholeTextRoom     = 4 << 10
+	wholeTextPerToken = 8
+)
+
 func (s *Server) whole(w http.ResponseWriter, r *http.Request, ready <-chan struct{}, rs *response) {
 	for _, c := range rs.choices {
+		c.text = make([]byte, 0, min(c.tokens*wholeTextPerToken, wholeTextRoom))
 		if rs.p.echo {
 			c.text = append(c.text, rs.prompts[c.prompt].text...)
 			rs.echoLogprobs(c, &c.lps)
@@ -1063,7 +1081,7 @@ func (s *Server) whole(w http.ResponseWriter, r *http.Request, ready <-chan stru
 		}
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonType
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.o.HTTP.WriteTimeout))
 	w.Write(rs.whole())
 }
@@ -1072,11 +1090,14 @@ func (s *Server) whole(w http.ResponseWriter, r *http.Request, ready <-chan stru
 // come gets them in batches of this size, each written (and waited for) before the next is rendered.
 const streamBatch = 32 << 10
 
+// streamRoom is what a stream's buffer is sized for before its first chunk.
+const streamRoom = 4 << 10
+
 // sse writes a stream's events; each write has its own deadline, so a stream lasts as long as its
 // client keeps reading.
 type sse struct {
 	w       http.ResponseWriter
-	rc      *http.ResponseController
+	rc      http.ResponseController // held by value: a pointer to one escapes, an allocation per stream
 	timeout time.Duration
 }
 
@@ -1093,13 +1114,11 @@ func (e *sse) write(b []byte) error {
 
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, ready <-chan struct{}, rs *response) {
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
+	h["Content-Type"], h["Cache-Control"], h["Connection"] = sseType, noCache, keepAlive
 	w.WriteHeader(http.StatusOK)
-	out := &sse{w: w, rc: http.NewResponseController(w), timeout: s.o.HTTP.WriteTimeout}
-	var b []byte
-	if rs.chat { // each choice's role comes first, as vLLM sends it
+	out := &sse{w: w, rc: *http.NewResponseController(w), timeout: s.o.HTTP.WriteTimeout}
+	b := make([]byte, 0, streamRoom) // a short stream's chunks, written together, fit
+	if rs.chat {                     // each choice's role comes first, as vLLM sends it
 		for _, c := range rs.choices {
 			b = rs.roleChunk(b, c)
 		}
@@ -1109,6 +1128,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, ready <-chan str
 		}
 	}
 	var lps logprobs
+	var text []byte
 	left := len(rs.choices)
 	err := s.follow(r, ready, rs.choices, func(c *choice, toks []uint32, ends []int) error {
 		// One chunk per pass, as vLLM streams one per engine step; the last carries finish_reason.
@@ -1116,7 +1136,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, ready <-chan str
 		from := 0
 		for i, end := range ends {
 			lps.reset()
-			var text []byte
+			text = text[:0]
 			if !c.started && rs.p.echo {
 				text = append(text, rs.prompts[c.prompt].text...)
 				rs.echoLogprobs(c, &lps)
@@ -1148,9 +1168,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, ready <-chan str
 		}
 		return nil
 	})
-	var wf writeFailed
+	_, failed := err.(writeFailed) // follow returns f's error as it is
 	switch {
-	case err == errGone || errors.As(err, &wf):
+	case err == errGone || failed:
 		return
 	case err != nil:
 		b = appendError(append(b[:0], "data: "...), submitError(err))

@@ -50,9 +50,18 @@ func newStream(id uint64, promptTokens int, arrived time.Time) *Stream {
 	return &Stream{ID: id, prompt: promptTokens, arrived: arrived, ready: make(chan struct{}, 1)}
 }
 
-// expect sizes the buffer of a quiet stream for its n tokens: its handler takes them all at its end, so
-// it is allocated once rather than grown pass by pass.
+// passRoom is the tokens (and passes) a streamed response's buffers are sized for before its first
+// pass: those of a short output, which its handler usually takes before as many more come.
+const passRoom = 64
+
+// expect sizes the stream's buffers for its n tokens before they come, rather than growing them pass
+// by pass: a quiet stream's for all of them (its handler takes them all at its end), another's for at
+// most passRoom (its handler takes them as they come).
 func (s *Stream) expect(n int) {
+	if !s.quiet {
+		n = min(n, passRoom)
+		s.ends = make([]int, 0, n)
+	}
 	s.pending = make([]uint32, 0, n)
 }
 
