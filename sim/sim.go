@@ -760,6 +760,7 @@ func (r *runner) result() *Result {
 // MeanE2EMs runs src and returns its requests' mean end-to-end latency in milliseconds (what
 // config.Config.ResolveDesync measures a request's lifetime with).
 func MeanE2EMs(src workload.Source, o Options) (float64, error) {
+	o.Compact, o.Records = true, nil
 	res, err := Run(src, o)
 	if err != nil {
 		return 0, err
