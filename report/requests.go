@@ -24,7 +24,8 @@ import (
 // finished. finish_ms is the time the request ended, by finishing, rejection or failure. With fault
 // injection, failed and fail_reason appear only on failed requests, and retries (the times the request
 // started over) only when it is above 0.
-// cached_tokens is the prefix reuse found at first admission.
+// cached_tokens is the prefix reuse found at first admission. A collector that forgets ended requests
+// (Forget) writes these lines as it goes, and this fails.
 func (c *Collector) WriteRequestsJSONL(w io.Writer) error {
 	if c.forget {
 		return errors.New("report: WriteRequestsJSONL: the collector forgets ended requests (Forget writes their records)")
