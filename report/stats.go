@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"iter"
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -62,8 +63,8 @@ func (s *samples) reserve(n int) {
 	s.newKeys, s.newCounts = slices.Grow(s.newKeys, n), slices.Grow(s.newCounts, n)
 }
 
-// settle sorts the pending runs and merges them into the settled values, in one pass over both, into a
-// new stream with room for a few bytes per pending run (a new value's difference and count, typically).
+// settle sorts the pending runs and merges them into the settled values: once to size the new stream,
+// once to write it, so that it takes its own size and no slack.
 func (s *samples) settle() {
 	if len(s.newKeys) == 0 {
 		return
@@ -75,38 +76,50 @@ func (s *samples) settle() {
 	} else {
 		keys, counts = s.radix.sort(s.newKeys, s.newCounts)
 	}
-	out := make([]byte, 0, len(s.settled)+4*len(keys)+16)
-	distinct, prev := 0, uint64(0)
-	emit := func(k, c uint64) {
-		out = binary.AppendUvarint(binary.AppendUvarint(out, k-prev), c)
-		prev = k
+	size, distinct := 0, 0
+	s.merge(keys, counts, func(d, c uint64) {
+		size += uvarintLen(d) + uvarintLen(c)
 		distinct++
-	}
-	r := valueReader{b: s.settled}
-	more := r.next()
-	for j := 0; j < len(keys); {
-		k, c := keys[j], uint64(0)
-		for ; more && r.k < k; more = r.next() {
-			emit(r.k, r.c)
-		}
-		for ; j < len(keys) && keys[j] == k; j++ {
-			c++
-			if counts != nil {
-				c += uint64(counts[j]) - 1
-			}
-		}
-		if more && r.k == k {
-			c += r.c
-			more = r.next()
-		}
-		emit(k, c)
-	}
-	for ; more; more = r.next() {
-		emit(r.k, r.c)
-	}
+	})
+	out := make([]byte, 0, size)
+	s.merge(keys, counts, func(d, c uint64) {
+		out = binary.AppendUvarint(binary.AppendUvarint(out, d), c)
+	})
 	s.settled, s.distinct = out, distinct
 	s.newKeys, s.newCounts, s.newN = s.newKeys[:0], s.newCounts[:0], 0
 }
+
+// merge calls emit with each value of the settled stream and of the sorted pending runs keys (counts[j]
+// samples each; counts nil: one), in ascending order, once per distinct value with its total count, as
+// its difference from the value before.
+func (s *samples) merge(keys []uint64, counts []uint32, emit func(d, c uint64)) {
+	r := valueReader{b: s.settled}
+	more := r.next()
+	prev := uint64(0)
+	for j := 0; more || j < len(keys); {
+		var k, c uint64
+		if j < len(keys) && (!more || keys[j] <= r.k) {
+			for k = keys[j]; j < len(keys) && keys[j] == k; j++ {
+				c++
+				if counts != nil {
+					c += uint64(counts[j]) - 1
+				}
+			}
+			if more && r.k == k {
+				c += r.c
+				more = r.next()
+			}
+		} else {
+			k, c = r.k, r.c
+			more = r.next()
+		}
+		emit(k-prev, c)
+		prev = k
+	}
+}
+
+// uvarintLen is the length of binary.AppendUvarint's encoding of v.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 // valueReader reads a settled stream: next moves to its next value k, occurring c times.
 type valueReader struct {
@@ -118,18 +131,10 @@ func (r *valueReader) next() bool {
 	if len(r.b) == 0 {
 		return false
 	}
-	d, n := uvarint(r.b)
-	c, m := uvarint(r.b[n:])
+	d, n := binary.Uvarint(r.b)
+	c, m := binary.Uvarint(r.b[n:])
 	r.b, r.k, r.c = r.b[n+m:], r.k+d, c
 	return true
-}
-
-// uvarint is binary.Uvarint of a valid encoding, at once when it is one byte, as most counts are.
-func uvarint(b []byte) (uint64, int) {
-	if b[0] < 0x80 {
-		return uint64(b[0]), 1
-	}
-	return binary.Uvarint(b)
 }
 
 // runs settles s and yields its distinct values in milliseconds, ascending, with their counts.

@@ -132,7 +132,8 @@ func TestSamplesMatchDescribe(t *testing.T) {
 }
 
 // TestSettleMergesInPlace: settling 200 times into about 75,000 distinct values keeps each value once
-// with its count, in a stream of a few bytes a value, the streams it replaced gone.
+// with its count, in a stream of a few bytes a value that takes its own size, the streams it replaced
+// gone.
 func TestSettleMergesInPlace(t *testing.T) {
 	type run struct {
 		d uint64
@@ -184,12 +185,12 @@ func TestSettleMergesInPlace(t *testing.T) {
 		}
 	}
 	// Values 2^40 / 75,000 apart on average take 4 bytes, their counts 1: 5 bytes a value, not 16.
-	if per := float64(len(s.settled)) / float64(s.distinct); per > 5.5 {
-		t.Errorf("%d distinct values take %d bytes (%.2f a value); want at most 5.5 a value", s.distinct, len(s.settled), per)
+	if per := float64(len(s.settled)) / float64(s.distinct); cap(s.settled) != len(s.settled) || per > 5.5 {
+		t.Errorf("%d distinct values take %d bytes (%.2f a value), room for %d; want at most 5.5 a value and no slack", s.distinct, len(s.settled), per, cap(s.settled))
 	}
-	// The stream with its room for the last settle's runs (4 bytes each), the pending runs' buffers and
-	// the radix sort's digit counts (512 KiB): the streams replaced are gone.
-	if held, limit := after.HeapAlloc-before.HeapAlloc, uint64(cap(s.settled))+768<<10; held > limit {
+	// The stream, the pending runs' buffers and the radix sort's digit counts (512 KiB): the streams
+	// replaced are gone.
+	if held, limit := after.HeapAlloc-before.HeapAlloc, uint64(len(s.settled))+768<<10; held > limit {
 		t.Errorf("%d distinct values hold %d bytes, want at most %d", s.distinct, held, limit)
 	}
 	runtime.KeepAlive(s)
