@@ -575,5 +575,5 @@ func (c *Collector) settleGaps() {
 	// A settle merges into every distinct value so far: waiting for a quarter as many new samples keeps it
 	// linear.
 	const quarter = 4 * gapChunk
-	c.settleAt = max(minSettle, 2*chunks, chunks+(c.itl.distinct+quarter-1)/quarter)
+	c.settleAt = max(minSettle, 2*chunks, chunks+(len(c.itl.keys)+quarter-1)/quarter)
 }

@@ -21,10 +21,11 @@ func (c *Collector) Percentile(metric Metric, p int) (v float64, ok bool) {
 	if metric == ITL {
 		// As Summary: the samples of requests in flight stay out.
 		c.settleGaps()
+		xs := c.itl.millis()
 		if c.itl.n == 0 {
 			return 0, false
 		}
-		return atRank(c.itl.runs(), c.itl.n, p), true
+		return atRank(xs, c.itl.counts, c.itl.n, p), true
 	}
 	var xs []float64
 	if metric == E2E {

@@ -68,7 +68,7 @@ func TestSettledITLEqualsEverySample(t *testing.T) {
 func TestITLMemoryFollowsDistinctGaps(t *testing.T) {
 	c := NewCollector()
 	interleave(c, rand.New(rand.NewPCG(3, 4)), 4200, 600)
-	if n, d := len(c.gaps), c.itl.distinct; n > minSettle+1 || d > 300 {
+	if n, d := len(c.gaps), len(c.itl.keys); n > minSettle+1 || d > 300 {
 		t.Fatalf("%d chunks of recent gaps and %d distinct settled values; want at most %d and 300", n, d, minSettle+1)
 	}
 }
@@ -97,7 +97,7 @@ func TestITLChunksFewWithManyDistinctGaps(t *testing.T) {
 		}
 	}
 	c.settleGaps()
-	held, d := len(c.gaps)+len(c.free), c.itl.distinct
+	held, d := len(c.gaps)+len(c.free), len(c.itl.keys)
 	if limit := 2 + (d+4*gapChunk-1)/(4*gapChunk); held > limit || d < 1_000_000 {
 		t.Fatalf("%d chunks of recent gaps held for %d distinct settled values; want over a million values, at most %d chunks", held, d, limit)
 	}
@@ -111,10 +111,9 @@ func BenchmarkSettle(b *testing.B) {
 		s.add(time.Duration(rng.Uint64N(1<<40)), 1)
 	}
 	s.settle()
-	keys, _ := s.values()
 	for b.Loop() {
 		for j := range 1000 {
-			d := keys[rng.IntN(len(keys))]
+			d := s.keys[rng.IntN(len(s.keys))]
 			if j%10 == 0 {
 				d = rng.Uint64N(1 << 40)
 			}

@@ -1,10 +1,7 @@
 package report
 
 import (
-	"encoding/binary"
-	"iter"
 	"math"
-	"math/bits"
 	"slices"
 	"time"
 )
@@ -35,14 +32,11 @@ func describe(xs []float64) Stats { return new(floatSorter).describe(xs) }
 // samples is a distribution of durations: each distinct value once, with how many times it occurs,
 // sorted, plus the runs added since the last settle, in any order. A run of millions of ITL samples
 // takes values that recur (a pass's length is every decoding request's gap), so the distinct values
-// are far fewer than the samples, and settling now and then keeps memory to them. The settled values are
-// held as a stream of varints, each value's difference from the one before and its count: sorted
-// durations lie close, so a value takes a few bytes rather than 16, and a long run's distinct values
-// (one or so per request) grow the heap by little.
+// are far fewer than the samples, and settling now and then keeps memory to them.
 type samples struct {
-	settled  []byte // per distinct value, ascending: uvarint(value − previous value), uvarint(count)
-	distinct int    // values in settled
-	n        int    // samples, settled and pending
+	keys   []uint64 // settled durations (non-negative), ascending, distinct
+	counts []uint64
+	n      int // samples, settled and pending
 
 	newKeys   []uint64 // pending runs
 	newCounts []uint32
@@ -63,8 +57,8 @@ func (s *samples) reserve(n int) {
 	s.newKeys, s.newCounts = slices.Grow(s.newKeys, n), slices.Grow(s.newCounts, n)
 }
 
-// settle sorts the pending runs and merges them into the settled values: once to size the new stream,
-// once to write it, so that it takes its own size and no slack.
+// settle sorts the pending runs and merges them into the distinct values, in place: the distinct
+// values are most of what a long run's ITL holds, so they are never copied into a second buffer.
 func (s *samples) settle() {
 	if len(s.newKeys) == 0 {
 		return
@@ -76,152 +70,122 @@ func (s *samples) settle() {
 	} else {
 		keys, counts = s.radix.sort(s.newKeys, s.newCounts)
 	}
-	size, distinct := 0, 0
-	s.merge(keys, counts, func(d, c uint64) {
-		size += uvarintLen(d) + uvarintLen(c)
-		distinct++
-	})
-	out := make([]byte, 0, size)
-	s.merge(keys, counts, func(d, c uint64) {
-		out = binary.AppendUvarint(binary.AppendUvarint(out, d), c)
-	})
-	s.settled, s.distinct = out, distinct
+	count := func(j int) uint64 {
+		if counts == nil {
+			return 1
+		}
+		return uint64(counts[j])
+	}
+	// Count the pending values not settled yet, each found by bisection (the settled values are many more
+	// than a settle's, and the merge reads them all once), then merge from the back into the room they take.
+	added, i := 0, 0
+	for j, k := range keys {
+		if j > 0 && keys[j-1] == k {
+			continue
+		}
+		at, found := slices.BinarySearch(s.keys[i:], k)
+		i += at
+		if !found {
+			added++
+		}
+	}
+	old := len(s.keys)
+	s.keys, s.counts = slices.Grow(s.keys, added)[:old+added], slices.Grow(s.counts, added)[:old+added]
+	i, w := old-1, old+added // w: the first written slot; the values at w and after are final
+	for j := len(keys) - 1; j >= 0; j-- {
+		k := keys[j]
+		for i >= 0 && s.keys[i] > k {
+			w--
+			s.keys[w], s.counts[w] = s.keys[i], s.counts[i]
+			i--
+		}
+		switch {
+		case w < len(s.keys) && s.keys[w] == k: // a run of a value just written
+			s.counts[w] += count(j)
+		case i >= 0 && s.keys[i] == k: // a settled value
+			w--
+			s.keys[w], s.counts[w] = k, s.counts[i]+count(j)
+			i--
+		default:
+			w--
+			s.keys[w], s.counts[w] = k, count(j)
+		}
+	}
 	s.newKeys, s.newCounts, s.newN = s.newKeys[:0], s.newCounts[:0], 0
-}
-
-// merge calls emit with each value of the settled stream and of the sorted pending runs keys (counts[j]
-// samples each; counts nil: one), in ascending order, once per distinct value with its total count, as
-// its difference from the value before.
-func (s *samples) merge(keys []uint64, counts []uint32, emit func(d, c uint64)) {
-	r := valueReader{b: s.settled}
-	more := r.next()
-	prev := uint64(0)
-	for j := 0; more || j < len(keys); {
-		var k, c uint64
-		if j < len(keys) && (!more || keys[j] <= r.k) {
-			for k = keys[j]; j < len(keys) && keys[j] == k; j++ {
-				c++
-				if counts != nil {
-					c += uint64(counts[j]) - 1
-				}
-			}
-			if more && r.k == k {
-				c += r.c
-				more = r.next()
-			}
-		} else {
-			k, c = r.k, r.c
-			more = r.next()
-		}
-		emit(k-prev, c)
-		prev = k
-	}
-}
-
-// uvarintLen is the length of binary.AppendUvarint's encoding of v.
-func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
-
-// valueReader reads a settled stream: next moves to its next value k, occurring c times.
-type valueReader struct {
-	b    []byte
-	k, c uint64
-}
-
-func (r *valueReader) next() bool {
-	if len(r.b) == 0 {
-		return false
-	}
-	d, n := binary.Uvarint(r.b)
-	c, m := binary.Uvarint(r.b[n:])
-	r.b, r.k, r.c = r.b[n+m:], r.k+d, c
-	return true
-}
-
-// runs settles s and yields its distinct values in milliseconds, ascending, with their counts.
-func (s *samples) runs() iter.Seq2[float64, uint64] {
-	s.settle()
-	return func(yield func(float64, uint64) bool) {
-		r := valueReader{b: s.settled}
-		for r.next() {
-			if !yield(ms(time.Duration(r.k)), r.c) {
-				return
-			}
-		}
-	}
 }
 
 // describe computes the Stats of the durations' millisecond values. They sort as integers, in the
 // millisecond values' order, and the sums run over the samples in that order, a value repeated as often
 // as it occurs, so this equals describe over every sample.
-func (s *samples) describe() Stats { return describeRuns(s.runs(), s.n) }
+func (s *samples) describe() Stats { return describeRuns(s.millis(), s.counts, s.n) }
 
-// each yields the sorted values xs, once each, as runs.
-func each(xs []float64) iter.Seq2[float64, uint64] {
-	return func(yield func(float64, uint64) bool) {
-		for _, x := range xs {
-			if !yield(x, 1) {
-				return
-			}
-		}
+// millis settles s and returns its distinct values in milliseconds, ascending; s.counts are their counts.
+func (s *samples) millis() []float64 {
+	s.settle()
+	xs := make([]float64, len(s.keys))
+	for i, k := range s.keys {
+		xs[i] = ms(time.Duration(k))
 	}
+	return xs
 }
 
-// describeRuns computes Stats over n samples: the sorted values runs yields, each with how many times
-// it occurs. It reads them twice.
-func describeRuns(runs iter.Seq2[float64, uint64], n int) Stats {
+// describeRuns computes Stats over n samples: the sorted values xs, value i occurring counts[i] times
+// (counts nil: once each).
+func describeRuns(xs []float64, counts []uint64, n int) Stats {
 	if n == 0 {
 		return Stats{}
 	}
-	ps := [...]int{50, 75, 90, 95, 99}
-	var at [len(ps)]float64
-	var sum, first, last float64
-	seen, next := 0, 0 // samples before the current run; the next percentile to find
-	for x, c := range runs {
-		if seen == 0 {
-			first = x
+	times := func(i int) int {
+		if counts == nil {
+			return 1
 		}
-		for range c {
+		return int(counts[i])
+	}
+	var sum float64
+	for i, x := range xs {
+		for range times(i) {
 			sum += x
 		}
-		seen += int(c)
-		for ; next < len(ps) && rank(n, ps[next]) < seen; next++ {
-			at[next] = x
-		}
-		last = x
 	}
 	mean := sum / float64(n)
 	var sq float64
-	for x, c := range runs {
+	for i, x := range xs {
 		d := x - mean
-		for range c {
+		for range times(i) {
 			// The conversion forbids fusing d*d into sq with an FMA (the spec allows that on
 			// arm64), which would change the last bits and the golden files between machines.
 			sq += float64(d * d)
 		}
 	}
+	at := func(p int) float64 { return atRank(xs, counts, n, p) }
 	return Stats{
 		Count: n,
 		Mean:  mean,
-		Min:   first,
-		Max:   last,
+		Min:   xs[0],
+		Max:   xs[len(xs)-1],
 		Std:   math.Sqrt(sq / float64(n)),
-		P50:   at[0],
-		P75:   at[1],
-		P90:   at[2],
-		P95:   at[3],
-		P99:   at[4],
+		P50:   at(50),
+		P75:   at(75),
+		P90:   at(90),
+		P95:   at(95),
+		P99:   at(99),
 	}
 }
 
-// atRank is the p-th percentile of n samples: the sorted values runs yields, with their counts.
-func atRank(runs iter.Seq2[float64, uint64], n, p int) float64 {
-	r, seen := rank(n, p), 0
-	for x, c := range runs {
-		if seen += int(c); r < seen {
-			return x
-		}
+// atRank is the p-th percentile of n samples: the sorted values xs, value i occurring counts[i] times
+// (counts nil: once each).
+func atRank(xs []float64, counts []uint64, n, p int) float64 {
+	if counts == nil {
+		return percentile(xs, p)
 	}
-	panic("report: atRank: fewer samples than n")
+	r := rank(n, p)
+	for i, c := range counts {
+		if r < int(c) {
+			return xs[i]
+		}
+		r -= int(c)
+	}
+	return xs[len(xs)-1]
 }
 
 // percentile returns sorted[rank(len(sorted), p)].
@@ -251,7 +215,7 @@ type floatSorter struct {
 // describe is describe with f's buffers: a report describes its distributions one after another.
 func (f *floatSorter) describe(xs []float64) Stats {
 	f.sort(xs)
-	return describeRuns(each(xs), len(xs))
+	return describeRuns(xs, nil, len(xs))
 }
 
 func (f *floatSorter) sort(xs []float64) {

@@ -132,8 +132,8 @@ func TestSamplesMatchDescribe(t *testing.T) {
 }
 
 // TestSettleMergesInPlace: settling 200 times into about 75,000 distinct values keeps each value once
-// with its count, in a stream of a few bytes a value that takes its own size, the streams it replaced
-// gone.
+// with its count, and holds the distinct values in about their own size (with append's slack), not in a
+// second merge buffer sized by the values plus the pending runs, twice over.
 func TestSettleMergesInPlace(t *testing.T) {
 	type run struct {
 		d uint64
@@ -175,32 +175,18 @@ func TestSettleMergesInPlace(t *testing.T) {
 			want[r.d] += uint64(r.n)
 		}
 	}
-	got, counts := s.values()
-	if keys := slices.Sorted(maps.Keys(want)); !slices.Equal(got, keys) || s.distinct != len(keys) {
-		t.Fatalf("%d distinct values settled (%d counted), want %d (or not in order)", len(got), s.distinct, len(keys))
+	if keys := slices.Sorted(maps.Keys(want)); !slices.Equal(s.keys, keys) {
+		t.Fatalf("%d distinct values settled, want %d (or not in order)", len(s.keys), len(keys))
 	}
-	for i, k := range got {
-		if counts[i] != want[k] {
-			t.Fatalf("value %d: count %d, want %d", k, counts[i], want[k])
+	for i, k := range s.keys {
+		if s.counts[i] != want[k] {
+			t.Fatalf("value %d: count %d, want %d", k, s.counts[i], want[k])
 		}
 	}
-	// Values 2^40 / 75,000 apart on average take 4 bytes, their counts 1: 5 bytes a value, not 16.
-	if per := float64(len(s.settled)) / float64(s.distinct); cap(s.settled) != len(s.settled) || per > 5.5 {
-		t.Errorf("%d distinct values take %d bytes (%.2f a value), room for %d; want at most 5.5 a value and no slack", s.distinct, len(s.settled), per, cap(s.settled))
-	}
-	// The stream, the pending runs' buffers and the radix sort's digit counts (512 KiB): the streams
-	// replaced are gone.
-	if held, limit := after.HeapAlloc-before.HeapAlloc, uint64(len(s.settled))+768<<10; held > limit {
-		t.Errorf("%d distinct values hold %d bytes, want at most %d", s.distinct, held, limit)
+	// 16 bytes a distinct value, 1.25 times for append's growth, the pending runs' buffers and the
+	// radix sort's digit counts (512 KiB).
+	if held, limit := after.HeapAlloc-before.HeapAlloc, uint64(len(s.keys))*16*5/4+768<<10; held > limit {
+		t.Errorf("%d distinct values hold %d bytes, want at most %d", len(s.keys), held, limit)
 	}
 	runtime.KeepAlive(s)
-}
-
-// values decodes the settled values and their counts.
-func (s *samples) values() (keys, counts []uint64) {
-	r := valueReader{b: s.settled}
-	for r.next() {
-		keys, counts = append(keys, r.k), append(counts, r.c)
-	}
-	return keys, counts
 }
