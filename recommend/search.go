@@ -291,6 +291,7 @@ func evaluate(base *config.Config, s Shape, scale int, rate float64, targets []T
 		return fail(err)
 	}
 	opts.Threads = threads
+	opts.Compact = true // a candidate reads the summary, percentiles and first rejection, no request's record
 	var rule *stopRule
 	if early {
 		rule = newStopRule(targets, src.Requests())

@@ -1,7 +1,9 @@
 package report
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"time"
@@ -16,7 +18,17 @@ import (
 //
 // A Collector is not safe for concurrent use.
 type Collector struct {
+	// reqs holds the records of requests base, base+1, ...: every request's, unless Forget made the
+	// collector keep only a window from the earliest that has not ended.
 	reqs []request
+	base int
+
+	// With Forget: done is what Summary, Percentile and Quantiles need of the requests before base, and
+	// out (if not nil) takes their per-request records.
+	forget bool
+	done   retired
+	out    *bufio.Writer
+	outErr error
 
 	// gaps holds the recent ITL samples: the gap before every delivery except a request's first,
 	// pooled over all requests in call order, with the id each belongs to, so Summary can leave
@@ -35,8 +47,180 @@ type Collector struct {
 	// string header in every record.
 	reasons map[int]string
 
-	// names holds Identify's names by id, for the per-request records.
+	// names holds Identify's names from id base on, for the per-request records.
 	names []name
+}
+
+// retired is what a Collector that forgets ended requests keeps of them: the counts of the summary and
+// the samples of its exact percentiles, a few numbers per request rather than its record.
+type retired struct {
+	tally
+	ttft, ttst, tpot, e2e column
+	first                 *rejection // the earliest rejected request, if any
+}
+
+// rejection is a rejected request's name and reason, for FirstRejection.
+type rejection struct {
+	id     int
+	name   name
+	reason string
+}
+
+// tally is the Summary's counts over some requests.
+type tally struct {
+	completed, rejected, failed, retried, incomplete int
+	duration                                         time.Duration // latest finish of a completed request
+	input, cached, output                            int           // tokens of completed requests
+}
+
+// add counts request record r, which arrived.
+func (t *tally) add(r *request) {
+	if r.retries > 0 {
+		t.retried++
+	}
+	switch {
+	case r.state&failed != 0:
+		t.failed++
+	case r.state&rejected != 0:
+		t.rejected++
+	case r.state&finished == 0:
+		t.incomplete++
+	default:
+		t.completed++
+		t.duration = max(t.duration, r.end)
+		t.input += int(r.inputTokens)
+		t.cached += int(r.cachedTokens)
+		t.output += int(r.outputTokens)
+	}
+}
+
+// column is a growing list of samples in fixed-size chunks, so that a long run never copies them to
+// grow, nor holds up to twice their room as one slice would.
+type column struct {
+	chunks [][]float64
+	n      int
+}
+
+const columnChunk = 1 << 13 // 64 KiB
+
+func (c *column) add(x float64) {
+	if c.n%columnChunk == 0 {
+		c.chunks = append(c.chunks, make([]float64, 0, columnChunk))
+	}
+	last := &c.chunks[len(c.chunks)-1]
+	*last = append(*last, x)
+	c.n++
+}
+
+// appendTo appends the samples to xs.
+func (c *column) appendTo(xs []float64) []float64 {
+	for _, chunk := range c.chunks {
+		xs = append(xs, chunk...)
+	}
+	return xs
+}
+
+// The samples of a completed request, in milliseconds; ok is false for one it lacks.
+func (r *request) ttst() (float64, bool) { return ms(r.secondToken - r.firstToken), r.deliveries >= 2 }
+func (r *request) tpot() (float64, bool) {
+	return ms(r.lastToken-r.firstToken) / float64(r.outputTokens-1), r.outputTokens >= 2
+}
+
+// Forget makes c keep of a request that has ended, once every request before it has ended too, only
+// the few numbers Summary, Percentile and Quantiles need (its latencies and counts), so that its memory
+// follows the requests in flight rather than the length of the run. If w is not nil, each request's
+// line of WriteRequestsJSONL goes to w then, in id order; Flush writes the lines of the requests left.
+// Lifetimes then yields only the requests kept, Latency takes only those, and WriteRequestsJSONL fails.
+// Call it before the first Arrived.
+func (c *Collector) Forget(w io.Writer) {
+	if len(c.reqs) > 0 || c.base > 0 {
+		panic("report: Forget after Arrived")
+	}
+	c.forget = true
+	if w != nil {
+		c.out = bufio.NewWriterSize(w, 64<<10)
+	}
+}
+
+// Flush writes to Forget's writer the lines of the requests it has not written yet, ended or not,
+// and returns the first error writing any line. Call it once, when the run is over.
+func (c *Collector) Flush() error {
+	if c.out == nil {
+		return c.outErr
+	}
+	var b []byte
+	for i := range c.reqs {
+		b = c.write(b, c.base+i)
+	}
+	if c.outErr == nil {
+		c.outErr = c.out.Flush()
+	}
+	c.out = nil
+	return c.outErr
+}
+
+// write writes request id's line to out, in buffer b, which it returns for the next.
+func (c *Collector) write(b []byte, id int) []byte {
+	if c.outErr != nil || c.reqs[id-c.base].state&arrived == 0 {
+		return b
+	}
+	b = c.appendRecord(b[:0], id)
+	_, c.outErr = c.out.Write(b)
+	return b
+}
+
+// retire forgets the ended requests at the front of the window (Forget), keeping what the report needs.
+func (c *Collector) retire() {
+	k := 0
+	var b []byte
+	for ; k < len(c.reqs) && c.reqs[k].state&ended != 0; k++ {
+		id, r := c.base+k, &c.reqs[k]
+		if c.out != nil {
+			b = c.write(b, id)
+		}
+		d := &c.done
+		d.add(r)
+		if r.completed() {
+			if x, ok := r.ttft(); ok {
+				d.ttft.add(x)
+			}
+			if x, ok := r.ttst(); ok {
+				d.ttst.add(x)
+			}
+			if x, ok := r.tpot(); ok {
+				d.tpot.add(x)
+			}
+			d.e2e.add(r.e2e())
+		}
+		if r.state&rejected != 0 && d.first == nil {
+			d.first = &rejection{id: id, name: c.name(id), reason: c.reasons[id]}
+		}
+	}
+	if k == 0 {
+		return
+	}
+	c.reqs = c.reqs[k:]
+	c.base += k
+	k = min(k, len(c.names))
+	clear(c.names[:k]) // the strings go now, not when the slice next moves
+	c.names = c.names[k:]
+}
+
+// name is Identify's name of request id, at or after base; zero if none was given.
+func (c *Collector) name(id int) name {
+	if i := id - c.base; i < len(c.names) {
+		return c.names[i]
+	}
+	return name{}
+}
+
+// record returns request id's record, or nil if it is not held (before base, or never arrived).
+func (c *Collector) record(id int) *request {
+	i := id - c.base
+	if i < 0 || i >= len(c.reqs) || c.reqs[i].state&arrived == 0 {
+		return nil
+	}
+	return &c.reqs[i]
 }
 
 // name is where a request came from: its id in the workload and, for a trace row, the line.
@@ -96,12 +280,18 @@ func (c *Collector) Arrived(id int, at time.Duration, inputTokens, maxTokens int
 	if id < 0 || id > math.MaxInt32 {
 		panic(fmt.Sprintf("report: Arrived: request id %d out of range", id))
 	}
+	if c.forget {
+		c.retire()
+	}
 	// Ids are dense, so this appends one record in the normal case; a gap in the ids leaves
 	// records that never arrived, which every output skips.
-	for len(c.reqs) <= id {
+	for c.base+len(c.reqs) <= id {
 		c.reqs = append(c.reqs, request{})
 	}
-	r := &c.reqs[id]
+	if id < c.base {
+		panic(fmt.Sprintf("report: Arrived: request %d arrived twice", id))
+	}
+	r := &c.reqs[id-c.base]
 	if r.state&arrived != 0 {
 		panic(fmt.Sprintf("report: Arrived: request %d arrived twice", id))
 	}
@@ -119,34 +309,35 @@ func (c *Collector) Arrived(id int, at time.Duration, inputTokens, maxTokens int
 // the workload gives a request without one — and, for a trace row, its 1-based line, so the
 // per-request records join back to the trace.
 func (c *Collector) Identify(id int, requestID string, line int) {
-	c.live(id, c.reqs[id].last, "Identify")
-	for len(c.names) <= id {
+	c.live(id, latest, "Identify")
+	for len(c.names) <= id-c.base {
 		c.names = append(c.names, name{})
 	}
-	c.names[id] = name{requestID, line}
+	c.names[id-c.base] = name{requestID, line}
 }
 
 // FirstRejection returns the earliest-arriving rejected request — its id, and Identify's name and
 // line if given — and why it was rejected; ok is false when no request was rejected.
 func (c *Collector) FirstRejection() (id int, requestID string, line int, reason string, ok bool) {
+	if f := c.done.first; f != nil { // before every request held
+		return f.id, f.name.requestID, f.name.line, f.reason, true
+	}
 	id = -1
 	for i := range c.reasons { // rejections' and failures' reasons
-		if c.reqs[i].state&rejected != 0 && (id < 0 || i < id) {
+		if r := c.record(i); r != nil && r.state&rejected != 0 && (id < 0 || i < id) {
 			id = i
 		}
 	}
 	if id < 0 {
 		return 0, "", 0, "", false
 	}
-	if id < len(c.names) {
-		requestID, line = c.names[id].requestID, c.names[id].line
-	}
-	return id, requestID, line, c.reasons[id], true
+	n := c.name(id)
+	return id, n.requestID, n.line, c.reasons[id], true
 }
 
 // Routed records the worker request id was sent to (any stable number the caller chooses).
 func (c *Collector) Routed(id int, worker uint64) {
-	r := c.live(id, c.reqs[id].last, "Routed")
+	r := c.live(id, latest, "Routed")
 	r.worker = to32("Routed", id, "worker", int(worker))
 }
 
@@ -258,12 +449,17 @@ func (c *Collector) abort(id int, at time.Duration, op string, s state, reason s
 }
 
 // live returns the record of a request that arrived and has not ended, after checking that
-// `at` does not go back in time for it.
+// `at` does not go back in time for it; at == latest stands for the request's latest time.
 func (c *Collector) live(id int, at time.Duration, op string) *request {
-	if id < 0 || id >= len(c.reqs) || c.reqs[id].state&arrived == 0 {
+	r := c.record(id)
+	switch {
+	case r == nil && id >= 0 && id < c.base:
+		panic(fmt.Sprintf("report: %s: request %d already ended", op, id))
+	case r == nil:
 		panic(fmt.Sprintf("report: %s: request %d never arrived", op, id))
+	case at == latest:
+		at = r.last
 	}
-	r := &c.reqs[id]
 	switch {
 	case r.state&finished != 0:
 		panic(fmt.Sprintf("report: %s: request %d already finished", op, id))
@@ -277,6 +473,9 @@ func (c *Collector) live(id int, at time.Duration, op string) *request {
 	r.last = at
 	return r
 }
+
+// latest is live's time for a call that has none of its own.
+const latest = time.Duration(math.MinInt64)
 
 // count converts a token count, which must fit a record's int32 and not be negative.
 func count(op string, id int, what string, v int) int32 {
@@ -349,8 +548,12 @@ func (c *Collector) settleGaps() {
 	w := 0 // samples kept, written over the ones read: the write position never passes the read one
 	for i := range c.gaps {
 		for _, g := range c.gaps[i] {
-			r := &c.reqs[g.owner]
+			r := c.record(int(g.owner))
 			switch {
+			case r == nil: // retired: completed, unless it has a reason for ending otherwise
+				if _, aborted := c.reasons[int(g.owner)]; !aborted {
+					c.itl.add(g.d, g.n)
+				}
 			case r.completed():
 				c.itl.add(g.d, g.n)
 			case r.state&ended == 0:

@@ -21,11 +21,11 @@ type Lifetime struct {
 	Reason                            string // why it was rejected or failed
 }
 
-// Lifetimes yields every request that arrived, in id order.
+// Lifetimes yields every request that arrived, in id order (with Forget, every request held).
 func (c *Collector) Lifetimes() iter.Seq2[int, Lifetime] {
 	return func(yield func(int, Lifetime) bool) {
-		for id := range c.reqs {
-			r := &c.reqs[id]
+		for i := range c.reqs {
+			id, r := c.base+i, &c.reqs[i]
 			if r.state&arrived == 0 {
 				continue
 			}

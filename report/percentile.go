@@ -28,16 +28,10 @@ func (c *Collector) Percentile(metric Metric, p int) (v float64, ok bool) {
 		return atRank(xs, c.itl.counts, c.itl.n, p), true
 	}
 	var xs []float64
-	for i := range c.reqs {
-		r := &c.reqs[i]
-		if !r.completed() {
-			continue
-		}
-		if metric == E2E {
-			xs = append(xs, r.e2e())
-		} else if x, ok := r.ttft(); ok {
-			xs = append(xs, x)
-		}
+	if metric == E2E {
+		xs = c.completed(c.done.e2e.appendTo(nil), func(r *request) (float64, bool) { return r.e2e(), true })
+	} else {
+		xs = c.completed(c.done.ttft.appendTo(nil), (*request).ttft)
 	}
 	if len(xs) == 0 {
 		return 0, false
@@ -47,10 +41,10 @@ func (c *Collector) Percentile(metric Metric, p int) (v float64, ok bool) {
 }
 
 // Latency is completed request id's TTFT and E2E; first is false when it produced no token (no TTFT).
-// It panics unless the request has finished.
+// It panics unless the request has finished and is held (with Forget: no request has arrived since).
 func (c *Collector) Latency(id int) (ttft, e2e time.Duration, first bool) {
-	r := &c.reqs[id]
-	if !r.completed() {
+	r := c.record(id)
+	if r == nil || !r.completed() {
 		panic("report: Latency: request has not finished")
 	}
 	return r.firstToken - r.arrival, r.end - r.arrival, r.deliveries >= 1

@@ -112,35 +112,18 @@ func (t Timing) String() string {
 // may be called mid-run and again later. It runs in O(n log n) over requests and deliveries.
 func (c *Collector) Summary() Summary {
 	var s Summary
-	var input, cached int
+	t := c.done.tally
 	for i := range c.reqs {
-		r := &c.reqs[i]
-		switch {
-		case r.state&arrived == 0:
-			continue // a hole in the ids
-		case r.retries > 0:
-			s.RetriedRequests++
+		if r := &c.reqs[i]; r.state&arrived != 0 { // else a hole in the ids
+			t.add(r)
 		}
-		switch {
-		case r.state&failed != 0:
-			s.FailedRequests++
-			continue
-		case r.state&rejected != 0:
-			s.RejectedRequests++
-			continue
-		case r.state&finished == 0:
-			s.IncompleteRequests++
-			continue
-		}
-		s.CompletedRequests++
-		s.Duration = max(s.Duration, r.end)
-		input += int(r.inputTokens)
-		cached += int(r.cachedTokens)
-		s.TotalOutputTokens += int(r.outputTokens)
 	}
-	s.TotalInputTokens = input
-	if input > 0 {
-		s.PrefixCacheReusedRatio = float64(cached) / float64(input)
+	s.CompletedRequests, s.RejectedRequests, s.IncompleteRequests = t.completed, t.rejected, t.incomplete
+	s.FailedRequests, s.RetriedRequests = t.failed, t.retried
+	s.Duration = t.duration
+	s.TotalInputTokens, s.TotalOutputTokens = t.input, t.output
+	if t.input > 0 {
+		s.PrefixCacheReusedRatio = float64(t.cached) / float64(t.input)
 	}
 	if sec := s.Duration.Seconds(); sec > 0 {
 		s.RequestThroughput = float64(s.CompletedRequests) / sec
@@ -155,25 +138,28 @@ func (c *Collector) Summary() Summary {
 	// once, not once per metric.
 	xs := make([]float64, 0, s.CompletedRequests)
 	var sorter floatSorter
-	describeEach := func(sample func(r *request) (float64, bool)) Stats {
-		xs = xs[:0]
-		for i := range c.reqs {
-			if r := &c.reqs[i]; r.completed() {
-				if x, ok := sample(r); ok {
-					xs = append(xs, x)
-				}
-			}
-		}
+	describeEach := func(done *column, sample func(r *request) (float64, bool)) Stats {
+		xs = c.completed(done.appendTo(xs[:0]), sample)
 		return sorter.describe(xs)
 	}
-	s.TTFT = describeEach((*request).ttft)
-	s.TTST = describeEach(func(r *request) (float64, bool) { return ms(r.secondToken - r.firstToken), r.deliveries >= 2 })
-	s.TPOT = describeEach(func(r *request) (float64, bool) {
-		return ms(r.lastToken-r.firstToken) / float64(r.outputTokens-1), r.outputTokens >= 2
-	})
+	s.TTFT = describeEach(&c.done.ttft, (*request).ttft)
+	s.TTST = describeEach(&c.done.ttst, (*request).ttst)
+	s.TPOT = describeEach(&c.done.tpot, (*request).tpot)
 	s.ITL = c.itl.describe()
-	s.E2E = describeEach(func(r *request) (float64, bool) { return r.e2e(), true })
+	s.E2E = describeEach(&c.done.e2e, func(r *request) (float64, bool) { return r.e2e(), true })
 	return s
+}
+
+// completed appends to xs the samples of the completed requests held (those that have them).
+func (c *Collector) completed(xs []float64, sample func(r *request) (float64, bool)) []float64 {
+	for i := range c.reqs {
+		if r := &c.reqs[i]; r.completed() {
+			if x, ok := sample(r); ok {
+				xs = append(xs, x)
+			}
+		}
+	}
+	return xs
 }
 
 // WriteJSON writes s as one JSON object with its keys in a fixed order (DESIGN.md, "Report

@@ -61,6 +61,14 @@ type Options struct {
 	// Observer, if set, sees every pass and hand-off. Unless it is a RunObserver, it is shown plain decode
 	// passes one by one, which is slower: they are no longer coasted.
 	Observer Observer
+	// Compact makes the collector keep of each ended request only what the summary and its percentiles
+	// need (report.Collector.Forget), so that memory follows the requests in flight, not the length of the
+	// run; Result.Collector then has no per-request records (Lifetimes, WriteRequestsJSONL) but those of
+	// the requests in flight at the end. Records, if set (with Compact only), receives every request's
+	// line of WriteRequestsJSONL as it is forgotten, in id order, and the rest when the run ends; an
+	// error writing them does not stop the run (Result.RecordsErr).
+	Compact bool
+	Records io.Writer
 	// Progress, if set, is called with the number of requests that have ended so far.
 	Progress func(ended int)
 	// Finished, if set, is called as each request completes, with its TTFT (first false: it produced
@@ -79,13 +87,14 @@ type Options struct {
 
 // Result is what a run produced.
 type Result struct {
-	Collector *report.Collector
-	Summary   report.Summary
-	Passes    int64         // forward passes across all workers
-	End       time.Duration // simulated time of the last event
-	Pools     []PoolResult
-	Scaling   []ScalePoint // worker counts over time, when a planner ran
-	Decisions []string     // the planner's decisions, one line per tick
+	Collector  *report.Collector
+	Summary    report.Summary
+	Passes     int64         // forward passes across all workers
+	End        time.Duration // simulated time of the last event
+	Pools      []PoolResult
+	Scaling    []ScalePoint // worker counts over time, when a planner ran
+	Decisions  []string     // the planner's decisions, one line per tick
+	RecordsErr error        // the first error writing Options.Records
 
 	ahead   int64 // passes delivered ahead of the event heap (lookahead)
 	coasted int64 // of those, plain decode passes (engine.Coast)
@@ -196,7 +205,8 @@ type runner struct {
 	runObs    RunObserver // Options.Observer, if it is shown coasted passes as runs
 	lanes     *lanes      // nil: one thread
 
-	reqs    []*request         // by id (ids are dense); nil once ended
+	reqs    []*request         // by id from reqBase on (ids are dense); nil once ended
+	reqBase uint64             // the id of reqs[0]: the earliest request in flight, or one after it
 	live    int                // requests in flight
 	turnsOn int                // requests in flight whose end sends another: a later turn of its session, or one that waits on it
 	spare   []*tokens.Sequence // sequences of finished requests, for reuse
@@ -233,6 +243,12 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	}
 	r := &runner{o: o, src: src, col: report.NewCollector(), speedup: o.ArrivalSpeedup,
 		front: frontend{perRequest: o.FrontendPerRequest, perChunk: o.FrontendPerChunk}}
+	if o.Records != nil && !o.Compact {
+		return nil, errors.New("per-request records are streamed only by a compact run")
+	}
+	if o.Compact {
+		r.col.Forget(o.Records)
+	}
 	if r.front.on() && len(o.Failures) > 0 {
 		return nil, errors.New("a frontend process cost (per request or per chunk) is not modelled with worker failures")
 	}
@@ -265,7 +281,9 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	if r.waiting > 0 {
 		return nil, fmt.Errorf("%d sessions still wait on requests that never ended", r.waiting)
 	}
-	return r.result(), nil
+	res := r.result()
+	res.RecordsErr = r.col.Flush()
+	return res, nil
 }
 
 // buildPools creates the pools and their routers.
@@ -437,8 +455,8 @@ func (r *runner) inFlight() int { return r.live }
 
 // req returns the request in flight with id, or nil.
 func (r *runner) req(id uint64) *request {
-	if id < uint64(len(r.reqs)) {
-		return r.reqs[id]
+	if id >= r.reqBase && id-r.reqBase < uint64(len(r.reqs)) {
+		return r.reqs[id-r.reqBase]
 	}
 	return nil
 }
@@ -470,7 +488,14 @@ func (r *runner) arrive(s *session) error {
 		}
 		s.past = append(s.past, pastTurn{turn: t, id: id})
 	}
-	r.reqs = append(r.reqs, req) // ids are dense: id == len(r.reqs)
+	// The ended requests before the earliest in flight leave the window, so that it follows the requests in
+	// flight rather than the length of the run.
+	k := 0
+	for k < len(r.reqs) && r.reqs[k] == nil {
+		k++
+	}
+	r.reqs, r.reqBase = r.reqs[k:], r.reqBase+uint64(k)
+	r.reqs = append(r.reqs, req) // ids are dense: id == reqBase+len(r.reqs)
 	r.live++
 	r.col.Arrived(int(id), r.now, req.prompt, t.OutputLen)
 	r.col.Identify(int(id), t.Name(), t.Line)
@@ -596,7 +621,7 @@ func (r *runner) drain(p *pool) error {
 
 // requestEnded releases a finished (or rejected) request and moves its session on.
 func (r *runner) requestEnded(req *request) error {
-	r.reqs[req.id] = nil
+	r.reqs[req.id-r.reqBase] = nil
 	r.live--
 	if req.sess.next < len(req.sess.w.Turns) || req.turn.Awaited {
 		r.turnsOn--
@@ -735,6 +760,7 @@ func (r *runner) result() *Result {
 // MeanE2EMs runs src and returns its requests' mean end-to-end latency in milliseconds (what
 // config.Config.ResolveDesync measures a request's lifetime with).
 func MeanE2EMs(src workload.Source, o Options) (float64, error) {
+	o.Compact, o.Records = true, nil
 	res, err := Run(src, o)
 	if err != nil {
 		return 0, err

@@ -121,10 +121,26 @@ func predict(cfg *config.Config, threads int, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Unless the Perfetto trace needs every request's lifetime at the end, the run keeps of an ended request
+	// only what the summary needs, and the per-request records go to their file as requests end.
+	opts.Compact = cfg.Perfetto == ""
 	start := time.Now()
 	bar := newProgress(stderr, src.Requests(), start)
 	opts.Progress = bar.update
-	res, err := sim.Run(src, opts)
+	var res *sim.Result
+	var recordsErr error // writing the streamed records
+	if opts.Compact && cfg.RequestsJSONL != "" {
+		outputs[1].path = "" // written as the run goes
+		recordsErr = report.WriteFile(cfg.RequestsJSONL, func(w io.Writer) error {
+			opts.Records = w
+			if res, err = sim.Run(src, opts); err != nil {
+				return err
+			}
+			return res.RecordsErr
+		})
+	} else {
+		res, err = sim.Run(src, opts)
+	}
 	bar.finish()
 	if err != nil {
 		return err
@@ -146,7 +162,7 @@ func predict(cfg *config.Config, threads int, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "  %9.1fs  %-8s %d\n", p.At.Seconds(), p.Pool, p.Workers)
 		}
 	}
-	var errs []error
+	errs := []error{recordsErr}
 	for _, o := range outputs {
 		if o.path != "" {
 			errs = append(errs, report.WriteFile(o.path, func(w io.Writer) error { return o.write(res, w) }))

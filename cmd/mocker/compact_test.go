@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestStreamedRecordsMatchKept: without --perfetto, predict forgets ended requests and streams
+// --requests-jsonl as they end (sim.Options.Compact); with it, every record is kept to the end. The
+// report, the per-request records and the HTML page (its CDFs come from the compact samples) are the
+// same, byte for byte, either way, on a run with rejections and sessions.
+func TestStreamedRecordsMatchKept(t *testing.T) {
+	dir := t.TempDir()
+	files := []string{"report-json", "requests-jsonl", "html"}
+	var got [2][][]byte
+	for i, mode := range []string{"compact", "kept"} {
+		args := []string{"predict", "--num-requests", "300", "--request-rate", "30", "--turns-per-session", "3",
+			"--workers", "2", "--router", "kv", "--num-gpu-blocks", "400", "--input-tokens-stddev", "2000", "--seed", "5"}
+		for _, f := range files {
+			args = append(args, "--"+f, filepath.Join(dir, mode+"."+f))
+		}
+		if mode == "kept" {
+			args = append(args, "--perfetto", filepath.Join(dir, "trace.pftrace"))
+		}
+		if _, stderr, err := mocker(t, args...); err != nil {
+			t.Fatalf("%s: %v\n%s", mode, err, stderr)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join(dir, mode+"."+f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[i] = append(got[i], b)
+		}
+	}
+	for j, f := range files {
+		if len(got[0][j]) == 0 || !bytes.Equal(got[0][j], got[1][j]) {
+			t.Errorf("--%s: %d bytes streamed, %d kept, not the same", f, len(got[0][j]), len(got[1][j]))
+		}
+	}
+	if !bytes.Contains(got[0][1], []byte(`"rejected":true`)) {
+		t.Error("no request was rejected: the run does not cover rejections")
+	}
+}

@@ -1,0 +1,182 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// drive makes the same random calls on every collector: requests arrive in id order while earlier ones
+// are in flight, and each is admitted, delivers tokens (single, in bursts or in runs), is retried, and
+// finishes, is rejected or fails, or (a few of the last) stays in flight to the end. Some gaps recur (pass lengths) and some do not. check runs every few
+// hundred calls.
+func drive(rng *rand.Rand, requests int, check func(), cs ...*Collector) {
+	each := func(f func(c *Collector)) {
+		for _, c := range cs {
+			f(c)
+		}
+	}
+	now := time.Duration(0)
+	var live []int
+	next := 0
+	for step := 0; next < requests || len(live) > 0; step++ {
+		if step%300 == 299 {
+			check()
+		}
+		if rng.IntN(4) == 0 {
+			now += time.Duration(1+rng.IntN(50)) * 100 * time.Microsecond
+		} else {
+			now += time.Duration(1 + rng.IntN(1e6))
+		}
+		if next < requests && (len(live) == 0 || rng.IntN(len(live)+4) < 4) {
+			id := next
+			next++
+			in, out := 1+rng.IntN(4000), rng.IntN(300)
+			each(func(c *Collector) { c.Arrived(id, now, in, out) })
+			if id%5 != 0 {
+				each(func(c *Collector) { c.Identify(id, fmt.Sprintf("req-%d", id), id%3*(id+1)) })
+			}
+			live = append(live, id)
+			continue
+		}
+		i := rng.IntN(len(live))
+		id := live[i]
+		end := func() { live = append(live[:i], live[i+1:]...) }
+		switch k := rng.IntN(100); {
+		case k < 10:
+			w := uint64(rng.IntN(8))
+			each(func(c *Collector) { c.Routed(id, w) })
+		case k < 20:
+			n := rng.IntN(2000)
+			each(func(c *Collector) { c.Admitted(id, now, n) })
+		case k < 60:
+			n := 1 + rng.IntN(3)*rng.IntN(3)
+			each(func(c *Collector) { c.Tokens(id, now, n) })
+		case k < 70:
+			ats := []time.Duration{now, now + time.Millisecond, now + 2*time.Millisecond}
+			now = ats[2]
+			each(func(c *Collector) { c.TokenRun(id, ats) })
+		case k < 72:
+			each(func(c *Collector) { c.Retried(id, now) })
+		case k < 74:
+			each(func(c *Collector) { c.Rejected(id, now, fmt.Sprintf("too long %d", id)) })
+			end()
+		case k < 76:
+			each(func(c *Collector) { c.Failed(id, now, "worker down") })
+			end()
+		case k < 77:
+			if id >= requests-50 { // stays in flight to the end
+				end()
+			}
+		case k < 95:
+			each(func(c *Collector) { c.Finished(id, now) })
+			end()
+		}
+	}
+}
+
+// TestForgetKeepsTheReport: a collector that forgets ended requests (Forget) gives the same Summary,
+// percentiles, quantiles, first rejection and per-request records, byte for byte, as one that keeps them
+// all, mid-run and at the end, while holding only the window of records from the earliest request in
+// flight.
+func TestForgetKeepsTheReport(t *testing.T) {
+	for seed := range uint64(6) {
+		keep, forget := NewCollector(), NewCollector()
+		var records bytes.Buffer
+		forget.Forget(&records)
+		rng := rand.New(rand.NewPCG(seed, 17))
+		compare := func(when string) {
+			t.Helper()
+			if a, b := keep.Summary(), forget.Summary(); !reflect.DeepEqual(a, b) {
+				t.Fatalf("seed %d, %s: Summary\n%+v\nwant\n%+v", seed, when, b, a)
+			}
+			for _, m := range []Metric{TTFT, ITL, E2E} {
+				for _, p := range []int{0, 37, 50, 90, 99, 100} {
+					a, aok := keep.Percentile(m, p)
+					b, bok := forget.Percentile(m, p)
+					if a != b || aok != bok {
+						t.Fatalf("seed %d, %s: Percentile(%s, %d) = %v, %v; want %v, %v", seed, when, m, p, b, bok, a, aok)
+					}
+				}
+			}
+			at, ai, ae := keep.Quantiles(20)
+			bt, bi, be := forget.Quantiles(20)
+			if !reflect.DeepEqual([][]float64{at, ai, ae}, [][]float64{bt, bi, be}) {
+				t.Fatalf("seed %d, %s: Quantiles differ", seed, when)
+			}
+			aid, arid, aline, areason, aok := keep.FirstRejection()
+			bid, brid, bline, breason, bok := forget.FirstRejection()
+			if aid != bid || arid != brid || aline != bline || areason != breason || aok != bok {
+				t.Fatalf("seed %d, %s: FirstRejection = %d %q %d %q %v; want %d %q %d %q %v", seed, when,
+					bid, brid, bline, breason, bok, aid, arid, aline, areason, aok)
+			}
+		}
+		checks, held := 0, 0
+		drive(rng, 3000, func() {
+			compare("mid-run")
+			checks++
+			held = max(held, len(forget.reqs))
+		}, keep, forget)
+		compare("at the end")
+		if err := forget.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := keep.WriteRequestsJSONL(&want); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(records.Bytes(), want.Bytes()) {
+			t.Fatalf("seed %d: records streamed differ from WriteRequestsJSONL's (%d and %d bytes)", seed, records.Len(), want.Len())
+		}
+		if checks < 10 || len(keep.reqs) != 3000 {
+			t.Fatalf("seed %d: %d checks, %d records kept; want at least 10 and 3000", seed, checks, len(keep.reqs))
+		}
+		// The window reaches back to the earliest request in flight: a few hundred records, not 3000.
+		if held > 600 {
+			t.Errorf("seed %d: the forgetting collector held up to %d records mid-run; want at most 600", seed, held)
+		}
+	}
+}
+
+// TestForgetWithoutWriter: with no writer, nothing is written and Flush has nothing to report;
+// WriteRequestsJSONL says why it cannot write, and Latency still reads the request that just finished.
+func TestForgetWithoutWriter(t *testing.T) {
+	c := NewCollector()
+	c.Forget(nil)
+	for id := range 3 {
+		c.Arrived(id, time.Duration(id)*msec, 10, 1)
+		c.Tokens(id, time.Duration(id+5)*msec, 1)
+		c.Finished(id, time.Duration(id+5)*msec)
+		if ttft, e2e, first := c.Latency(id); ttft != 5*msec || e2e != 5*msec || !first {
+			t.Fatalf("Latency(%d) = %v, %v, %v; want 5ms, 5ms, true", id, ttft, e2e, first)
+		}
+	}
+	if n := len(c.reqs); n != 1 {
+		t.Errorf("%d records held after 3 requests ended in order; want 1 (the latest)", n)
+	}
+	if err := c.Flush(); err != nil {
+		t.Errorf("Flush: %v", err)
+	}
+	err := c.WriteRequestsJSONL(&bytes.Buffer{})
+	if want := "report: WriteRequestsJSONL: the collector forgets ended requests (Forget writes their records)"; err == nil || err.Error() != want {
+		t.Errorf("WriteRequestsJSONL: %v; want %q", err, want)
+	}
+	if s := c.Summary(); s.CompletedRequests != 3 || s.TTFT.Count != 3 || s.TTFT.P50 != 5 {
+		t.Errorf("Summary: %d completed, TTFT %+v; want 3 completed, 3 samples of 5 ms", s.CompletedRequests, s.TTFT)
+	}
+}
+
+// TestForgetAfterArrivedPanics: Forget must come first, or requests before it would be half kept.
+func TestForgetAfterArrivedPanics(t *testing.T) {
+	c := NewCollector()
+	c.Arrived(0, 0, 1, 1)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Forget after Arrived did not panic")
+		}
+	}()
+	c.Forget(nil)
+}
