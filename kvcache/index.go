@@ -1,12 +1,14 @@
 package kvcache
 
 // index maps a block hash to the first resident copy of it. It replaces a Go map on the pool's hottest
-// path (every block of every request is looked up, inserted and deleted once), where the cost is cache
-// misses, so slots are small: a slot holds the hash's low 32 bits (its tag) and the block id; the home
-// slot is the tag's low bits (hashes are already uniform), so probing, resizing and deleting never leave
-// the table, and a full hash is confirmed on the block itself only on a tag match. Linear probing, and deletion shifts later entries back instead
-// of leaving tombstones, so probe runs stay short under constant churn. A pool never holds more hashes than
-// blocks, which bounds the table.
+// path (every block of every request is looked up, inserted and deleted once), so slots are small: a slot
+// holds the hash's low 32 bits (its tag) and the block id; the home slot is the tag's low bits (hashes
+// are already uniform), so probing, resizing and deleting never leave the table, and a full hash is
+// confirmed on the block itself only on a tag match. Linear probing, and deletion shifts later entries
+// back instead of leaving tombstones, so probe runs stay short under constant churn. The table is kept at
+// most 3/8 full (maxLoad8): under churn the probe and shift loops cost more than a larger table's cache
+// misses (the conversation replay ran 9 % faster than at 3/4, for 1 MiB more at mocker's default pool).
+// A pool never holds more hashes than blocks, which bounds the table.
 type index struct {
 	slots []slot
 	mask  uint64
@@ -19,11 +21,14 @@ type slot struct {
 	id  BlockID // none: empty
 }
 
+// maxLoad8 is the share of slots the index may fill (numerator, over 8) before it doubles.
+const maxLoad8 = 3
+
 func tagOf(hash uint64) uint32 { return uint32(hash) }
 
 func newIndex(hint int) index {
 	size := 1024
-	for 3*size < 4*hint && size < 1<<30 {
+	for maxLoad8*size < 8*hint && size < 1<<30 {
 		size *= 2
 	}
 	ix := index{}
@@ -75,7 +80,7 @@ func (ix *index) get(blocks []block, hash uint64) BlockID {
 // putIfAbsent stores id (whose block already carries hash) unless hash is present; it returns the id now
 // stored.
 func (ix *index) putIfAbsent(blocks []block, hash uint64, id BlockID) BlockID {
-	if 4*(ix.n+1) > 3*len(ix.slots) {
+	if 8*(ix.n+1) > maxLoad8*len(ix.slots) {
 		ix.resize(2 * len(ix.slots))
 	}
 	i := ix.lookup(blocks, hash)

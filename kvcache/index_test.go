@@ -56,3 +56,25 @@ func TestIndexAgainstMap(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexAtMostThreeEighthsFull fills the index of mocker's default pool (55,522 blocks) with twice its
+// hashes: it starts at 2^18 slots and never holds more than 3/8 of them, doubling past that.
+func TestIndexAtMostThreeEighthsFull(t *testing.T) {
+	const capacity = 55522
+	ix := newIndex(capacity)
+	if len(ix.slots) != 1<<18 {
+		t.Fatalf("index for %d blocks has %d slots, want %d", capacity, len(ix.slots), 1<<18)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	blocks := make([]block, 2*capacity)
+	for i := range blocks {
+		blocks[i].hash = rng.Uint64()
+		ix.putIfAbsent(blocks, blocks[i].hash, BlockID(i))
+		if 8*ix.len() > 3*len(ix.slots) {
+			t.Fatalf("%d hashes in %d slots", ix.len(), len(ix.slots))
+		}
+	}
+	if len(ix.slots) != 1<<19 {
+		t.Fatalf("%d hashes in %d slots, want %d", ix.len(), len(ix.slots), 1<<19)
+	}
+}

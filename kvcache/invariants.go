@@ -46,13 +46,14 @@ func (p *Pool) CheckInvariants() error {
 		return fmt.Errorf("kvcache: %d touched blocks, %d used, but %d on the free list", len(p.blocks), p.used, len(p.freeList))
 	}
 	n := 0
-	for id := p.lruHead; id != none; id = p.blocks[id].next {
-		if b := &p.blocks[id]; b.state != cached || b.refs != 0 {
-			return fmt.Errorf("kvcache: LRU block %d in state %d with %d refs", id, b.state, b.refs)
+	for i, id := range p.lru[p.lruHead:] {
+		if id == none {
+			continue
 		}
-		if n++; n > p.inactive {
-			break
+		if b := &p.blocks[id]; b.state != cached || b.refs != 0 || int(b.pos) != p.lruHead+i {
+			return fmt.Errorf("kvcache: LRU block %d in state %d with %d refs at %d, recorded at %d", id, b.state, b.refs, p.lruHead+i, b.pos)
 		}
+		n++
 	}
 	if n != p.inactive || nUnref != p.inactive {
 		return fmt.Errorf("kvcache: LRU list has %d blocks, %d unreferenced cached, inactive count %d", n, nUnref, p.inactive)

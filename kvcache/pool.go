@@ -21,12 +21,12 @@ const (
 )
 
 type block struct {
-	hash       uint64
-	refs       int32
-	prev, next BlockID // links in the inactive LRU list
-	same       BlockID // next resident copy of the same hash
-	samePrev   BlockID // previous copy of the same hash; none for the copy byHash names
-	state      state
+	hash     uint64
+	refs     int32
+	pos      int32   // its place in the LRU queue while it is inactive
+	same     BlockID // next resident copy of the same hash
+	samePrev BlockID // previous copy of the same hash; none for the copy byHash names
+	state    state
 }
 
 // Options configure a Pool.
@@ -46,10 +46,14 @@ type Pool struct {
 	blocks   []block   // grows up to capacity as blocks are first used
 	freeList []BlockID // released blocks, reused before new ones
 	used     int       // private + cached blocks
-	inactive int       // cached blocks with no reference, all in the LRU list
-	lruHead  BlockID   // least recently released
-	lruTail  BlockID
-	byHash   index // first resident copy of each hash
+	inactive int       // cached blocks with no reference, all in the LRU queue
+	byHash   index     // first resident copy of each hash
+
+	// lru[lruHead:] holds the inactive blocks, least recently released first, and a hole (none) where a
+	// block left from the middle, reactivated. Eviction reads it in order, from one array: a list linked
+	// through the blocks would chase one cache miss per evicted block, each waiting on the last.
+	lru     []BlockID
+	lruHead int
 
 	evs     []Event
 	nextID  uint64
@@ -72,8 +76,6 @@ func New(o Options) (*Pool, error) {
 		capacity: o.Capacity,
 		caching:  o.PrefixCaching,
 		events:   o.Events && o.PrefixCaching,
-		lruHead:  none,
-		lruTail:  none,
 		byHash:   newIndex(min(o.Capacity, 1<<16)),
 	}
 	if o.Tiers.Enabled() && o.PrefixCaching {
@@ -182,14 +184,19 @@ func (p *Pool) Allocate(table []BlockID, n int) []BlockID {
 	p.removed = p.removed[:0]
 	// Load the index slots of the blocks about to be evicted first (see index.prefetch).
 	evict := n - p.Free()
-	for id := p.lruHead; evict > 0 && id != none; id = p.blocks[id].next {
-		p.byHash.prefetch(p.blocks[id].hash)
-		evict--
+	for _, id := range p.lru[p.lruHead:] {
+		if evict <= 0 {
+			break
+		}
+		if id != none {
+			p.byHash.prefetch(p.blocks[id].hash)
+			evict--
+		}
 	}
 	for range n {
 		id := p.take()
 		b := &p.blocks[id]
-		*b = block{state: private, refs: 1, prev: none, next: none, same: none, samePrev: none}
+		*b = block{state: private, refs: 1, same: none, samePrev: none}
 		p.used++
 		table = append(table, id)
 	}
@@ -229,8 +236,11 @@ func (p *Pool) take() BlockID {
 		p.blocks = append(p.blocks, block{})
 		return BlockID(n)
 	}
-	id := p.lruHead
-	p.unlink(id)
+	for p.lru[p.lruHead] == none {
+		p.lruHead++
+	}
+	id := p.lru[p.lruHead]
+	p.lruHead++
 	p.inactive--
 	p.used--
 	p.forget(id)
@@ -331,30 +341,28 @@ func (p *Pool) Release(table []BlockID) {
 	}
 }
 
+// pushLRU appends id, newly inactive, to the LRU queue. A full queue is compacted in place when at most
+// half of it is blocks (the rest: evicted entries before its head, and holes), so each compaction
+// reclaims at least as many entries as it moves; otherwise it grows.
 func (p *Pool) pushLRU(id BlockID) {
-	b := &p.blocks[id]
-	b.prev, b.next = p.lruTail, none
-	if p.lruTail != none {
-		p.blocks[p.lruTail].next = id
-	} else {
-		p.lruHead = id
+	if len(p.lru) == cap(p.lru) && 2*p.inactive <= len(p.lru) {
+		n := 0
+		for _, q := range p.lru[p.lruHead:] {
+			if q != none {
+				p.lru[n] = q
+				p.blocks[q].pos = int32(n)
+				n++
+			}
+		}
+		p.lru, p.lruHead = p.lru[:n], 0
 	}
-	p.lruTail = id
+	p.blocks[id].pos = int32(len(p.lru))
+	p.lru = append(p.lru, id)
 }
 
+// unlink takes an inactive block out of the LRU queue, leaving a hole.
 func (p *Pool) unlink(id BlockID) {
-	b := &p.blocks[id]
-	if b.prev != none {
-		p.blocks[b.prev].next = b.next
-	} else {
-		p.lruHead = b.next
-	}
-	if b.next != none {
-		p.blocks[b.next].prev = b.prev
-	} else {
-		p.lruTail = b.prev
-	}
-	b.prev, b.next = none, none
+	p.lru[p.blocks[id].pos] = none
 }
 
 func (p *Pool) emit(ev Event) {

@@ -408,3 +408,42 @@ func TestRemovedHashesReused(t *testing.T) {
 		t.Errorf("%.0f allocations per evicting admission after NewPass, want 0", allocs)
 	}
 }
+
+// TestLRUQueueStaysBounded churns a small pool (requests continuing one of a few prefixes, some released
+// at once and reactivated by the next, the rest evicted), which leaves holes and evicted entries in the
+// LRU queue: compaction keeps it under four times the pool, whatever the run's length.
+func TestLRUQueueStaysBounded(t *testing.T) {
+	const bs, capacity = 2, 64
+	p := newPool(t, capacity, true)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var held [][]BlockID
+	for i := range 20000 {
+		toks := make([]uint32, 2*(1+rng.IntN(8)))
+		for k := range toks {
+			toks[k] = uint32(i)
+			if k < 6 {
+				toks[k] = uint32(rng.IntN(4)*10 + k)
+			}
+		}
+		blocks := seqBlocks(bs, toks...)
+		hits, _ := p.Match(blocks, nil)
+		for len(held) > 0 && !p.CanAllocate(hits, len(blocks)-len(hits)) {
+			p.Release(held[0])
+			held = held[1:]
+		}
+		table := p.Acquire(nil, hits)
+		table = p.Allocate(table, len(blocks)-len(hits))
+		p.Commit(table, blocks, len(hits), len(blocks))
+		held = append(held, table)
+		if len(held) > 3 {
+			p.Release(held[0])
+			held = held[1:]
+		}
+		if err := p.CheckInvariants(); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if len(p.lru) > 4*capacity {
+			t.Fatalf("request %d: LRU queue of %d entries for %d inactive blocks in a pool of %d", i, len(p.lru), p.Inactive(), capacity)
+		}
+	}
+}

@@ -257,3 +257,19 @@ func (ix *indexer) size() int {
 	}
 	return n
 }
+
+// TestSetAtMostThreeEighthsFull adds the hashes of mocker's default pool (55,522 blocks) to a target's
+// set: it never holds more than 3/8 of its slots, ending at 2^18.
+func TestSetAtMostThreeEighthsFull(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var set hashSet
+	for range 55522 {
+		set.add(rng.Uint64() | 1)
+		if 8*set.len() > 3*len(set.keys) {
+			t.Fatalf("%d hashes in %d slots", set.len(), len(set.keys))
+		}
+	}
+	if len(set.keys) != 1<<18 {
+		t.Fatalf("%d hashes in %d slots, want %d", set.len(), len(set.keys), 1<<18)
+	}
+}
