@@ -32,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,12 +86,39 @@ func main() {
 	sglangHost := flag.Float64("sglang-host-overhead-us", sglangHostOverheadUs, "SGLang rows: host time per request in each pass (mocker predict --host-overhead-us); 0: none")
 	sglangChunk := flag.Float64("sglang-frontend-us-per-chunk", 0, "aggregated SGLang rows: the server's one TokenizerManager process spends this on each streamed chunk, a FIFO that requests and chunks queue behind (mocker predict --frontend-us-per-chunk); 0: none")
 	sglangGrouped := flag.Bool("sglang-grouped", true, "schedule aic, aggregated SGLang rows: every client sends its first request at time 0 and the engine alone decides how far they spread (no --concurrency-desync-ms); false: desynchronised as the vLLM rows")
+	cpuProfile := flag.String("cpuprofile", "", "") // hidden: where the bench's own cost goes
 	flag.Parse()
+	if *cpuProfile != "" {
+		stop, err := profileCPU(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "accuracy:", err)
+			os.Exit(1)
+		}
+		defer stop()
+	}
 	set := settings{schedule: *schedule, frontendMs: *frontend, sglangHostUs: *sglangHost, sglangGenerator: *sglangGenerator, sglangGrouped: *sglangGrouped, sglangChunkUs: *sglangChunk, promptPool: *pool, kvCache: *kvCache, backend: *backend, match: *only, loho: *loho, plain: *plain}
 	if err := run(*data, *limit, *out, set, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "accuracy:", err)
 		os.Exit(1)
 	}
+}
+
+// profileCPU writes a CPU profile to path until the returned stop is called.
+func profileCPU(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "accuracy: cpuprofile:", err)
+		}
+	}, nil
 }
 
 // frontendLatencyMs is the latency between a client's send and the engine's sight of a request that no
