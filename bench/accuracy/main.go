@@ -206,11 +206,11 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 	start := time.Now()
 	db := filepath.Join(data, "aiconfigurator")
 	// Every replay is independent: the normal pass, the grid of the leave-one-harness-out figures and the
-	// plain replays run as one list of jobs on every core.
-	var jobs []func()
+	// plain replays run as one list of jobs on every core, each distinct replay once.
+	var rs replays
 	results := make([]result, len(rows))
-	for i := range rows {
-		jobs = append(jobs, func() { results[i] = predict(rows[i], db, set) })
+	for i, r := range rows {
+		rs.add(replayKey{kind: "predict", row: r.replayed(), set: set}, &results[i], r, func() result { return predict(r, db, set) })
 	}
 	var grid []calibration
 	var gridResults [][]result // [grid point][row]; a vLLM row's copy is shared where only SGLang settings differ
@@ -225,18 +225,19 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 				if c.sameFor(r, set) || r.backend != "sglang" && g != c.first {
 					continue // filled from the normal pass or grid point c.first below
 				}
-				jobs = append(jobs, func() { gridResults[g][i] = predict(rows[i], db, c.apply(set)) })
+				at := c.apply(set)
+				rs.add(replayKey{kind: "predict", row: r.replayed(), set: at}, &gridResults[g][i], r, func() result { return predict(r, db, at) })
 			}
 		}
 	}
 	var plains []result
 	if set.plain {
 		plains = make([]result, len(rows))
-		for i := range rows {
-			jobs = append(jobs, func() { plains[i] = predictPlain(rows[i], db) })
+		for i, r := range rows {
+			rs.add(replayKey{kind: "plain", row: r.plainReplayed()}, &plains[i], r, func() result { return predictPlain(r, db) })
 		}
 	}
-	parallel(jobs)
+	rs.run()
 	for g, c := range grid {
 		for i, r := range rows {
 			switch {
@@ -257,6 +258,53 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 		return writeCSV(out, results)
 	}
 	return nil
+}
+
+// replays runs each distinct replay once and copies its result to the rows that replay the same.
+type replays struct {
+	jobs   []func()
+	first  map[replayKey]*result
+	copies []func()
+}
+
+// replayKey is what a replay's result depends on: which replay, the row's columns it reads, the settings.
+type replayKey struct {
+	kind string
+	row  row
+	set  settings
+}
+
+// add has *dst set to replay()'s result for row r, replaying it only if no earlier key is the same.
+func (rs *replays) add(key replayKey, dst *result, r row, replay func() result) {
+	if src, ok := rs.first[key]; ok {
+		rs.copies = append(rs.copies, func() { *dst = *src; dst.row = r })
+		return
+	}
+	if rs.first == nil {
+		rs.first = map[replayKey]*result{}
+	}
+	rs.first[key] = dst
+	rs.jobs = append(rs.jobs, func() { *dst = replay() })
+}
+
+func (rs *replays) run() {
+	parallel(rs.jobs)
+	for _, c := range rs.copies {
+		c()
+	}
+}
+
+// replayed is r without the columns no replay reads (its id, source and measurements).
+func (r row) replayed() row {
+	r.id, r.source, r.ttft, r.tpot = "", "", 0, 0
+	return r
+}
+
+// plainReplayed is r without the columns the plain replay does not read either (predictPlain).
+func (r row) plainReplayed() row {
+	r = r.replayed()
+	r.version, r.gemmQuant, r.moeQuant, r.moeTP, r.prefill, r.decode = "", "", "", 0, pool{}, pool{}
+	return r
 }
 
 // parallel runs the jobs on every core.
