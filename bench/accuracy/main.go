@@ -210,7 +210,7 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 	var rs replays
 	results := make([]result, len(rows))
 	for i, r := range rows {
-		rs.add(replayKey{kind: "predict", row: r.replayed(), set: set}, &results[i], r, func() result { return predict(r, db, set) })
+		rs.add(replayKey{kind: "predict", row: r.replayed(), set: r.reads(set)}, &results[i], r, func() result { return predict(r, db, set) })
 	}
 	var grid []calibration
 	var gridResults [][]result // [grid point][row]; a vLLM row's copy is shared where only SGLang settings differ
@@ -226,7 +226,7 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 					continue // filled from the normal pass or grid point c.first below
 				}
 				at := c.apply(set)
-				rs.add(replayKey{kind: "predict", row: r.replayed(), set: at}, &gridResults[g][i], r, func() result { return predict(r, db, at) })
+				rs.add(replayKey{kind: "predict", row: r.replayed(), set: r.reads(at)}, &gridResults[g][i], r, func() result { return predict(r, db, at) })
 			}
 		}
 	}
@@ -298,6 +298,18 @@ func (rs *replays) run() {
 func (r row) replayed() row {
 	r.id, r.source, r.ttft, r.tpot = "", "", 0, 0
 	return r
+}
+
+// reads is set without the settings predict does not read for r: SGLang's on other backends, the
+// generator config and the per-chunk frontend on disaggregated rows.
+func (r row) reads(set settings) settings {
+	if r.backend != "sglang" {
+		set.sglangHostUs = 0
+	}
+	if r.backend != "sglang" || r.mode != "agg" {
+		set.sglangGenerator, set.sglangChunkUs = false, 0
+	}
+	return set
 }
 
 // plainReplayed is r without the columns the plain replay does not read either (predictPlain).

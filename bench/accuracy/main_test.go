@@ -335,6 +335,11 @@ func TestPredictDisaggRow(t *testing.T) {
 	if res.err != "" || res.tables != "0.5.9" || !(res.ttft > 0) || !(res.tpot > 0) {
 		t.Errorf("err %q, tables %q, TTFT %g, TPOT %g; want a replay over the 0.5.9 tables", res.err, res.tables, res.ttft, res.tpot)
 	}
+	// What reads leaves out of a disaggregated row's key changes nothing in its replay.
+	set.sglangGenerator, set.sglangChunkUs = false, 50
+	if other := predict(rows[0], db, set); other != res {
+		t.Errorf("without the generator config, with a per-chunk frontend: %+v, want %+v", other, res)
+	}
 }
 
 // TestTablesForNewModels: the Qwen3.5 rows (SGLang 0.5.9, TP 8 EP 8) replay over 0.5.14, the oldest
@@ -467,5 +472,24 @@ func TestReplaysOnce(t *testing.T) {
 	}
 	if plains[3].ttft != plains[0].ttft {
 		t.Errorf("plain replay of %s: %v, want a's %v (it reads neither version nor quantization)", otherQuant.id, plains[3].ttft, plains[0].ttft)
+	}
+}
+
+// TestReads checks which settings a row's replay is keyed on: SGLang's host overhead only on SGLang
+// rows, the generator config and per-chunk frontend only on aggregated SGLang rows, the rest always.
+func TestReads(t *testing.T) {
+	set := settings{schedule: "aic", frontendMs: 13.6, sglangHostUs: 16, sglangGenerator: true, sglangGrouped: true, sglangChunkUs: 5}
+	for _, tc := range []struct {
+		backend, mode string
+		want          settings
+	}{
+		{"sglang", "agg", set},
+		{"sglang", "disagg", settings{schedule: "aic", frontendMs: 13.6, sglangHostUs: 16, sglangGrouped: true}},
+		{"vllm", "agg", settings{schedule: "aic", frontendMs: 13.6, sglangGrouped: true}},
+		{"vllm", "disagg", settings{schedule: "aic", frontendMs: 13.6, sglangGrouped: true}},
+	} {
+		if got := (row{backend: tc.backend, mode: tc.mode}).reads(set); got != tc.want {
+			t.Errorf("%s %s: %+v, want %+v", tc.backend, tc.mode, got, tc.want)
+		}
 	}
 }
