@@ -32,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,12 +87,39 @@ func main() {
 	sglangChunk := flag.Float64("sglang-frontend-us-per-chunk", 0, "aggregated SGLang rows: the server's one TokenizerManager process spends this on each streamed chunk, a FIFO that requests and chunks queue behind (mocker predict --frontend-us-per-chunk); 0: none")
 	nextn := flag.Int("sglang-nextn", 0, "SGLang rows of the DeepSeek family (MLA experts, one MTP layer): deploy MTP with this many draft steps, as AIConfigurator's generator does for its nextn (--speculative-algorithm NEXTN --speculative-num-steps N; its default task gives DeepSeek nextn 1, accept rates 0.85, 0.3); 0: none")
 	sglangGrouped := flag.Bool("sglang-grouped", true, "schedule aic, aggregated SGLang rows: every client sends its first request at time 0 and the engine alone decides how far they spread (no --concurrency-desync-ms); false: desynchronised as the vLLM rows")
+	cpuProfile := flag.String("cpuprofile", "", "") // hidden: where the bench's own cost goes
 	flag.Parse()
+	if *cpuProfile != "" {
+		stop, err := profileCPU(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "accuracy:", err)
+			os.Exit(1)
+		}
+		defer stop()
+	}
 	set := settings{schedule: *schedule, frontendMs: *frontend, sglangHostUs: *sglangHost, sglangGenerator: *sglangGenerator, sglangGrouped: *sglangGrouped, sglangChunkUs: *sglangChunk, promptPool: *pool, kvCache: *kvCache, nextn: *nextn, backend: *backend, match: *only, loho: *loho, plain: *plain}
 	if err := run(*data, *limit, *out, set, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "accuracy:", err)
 		os.Exit(1)
 	}
+}
+
+// profileCPU writes a CPU profile to path until the returned stop is called.
+func profileCPU(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "accuracy: cpuprofile:", err)
+		}
+	}, nil
 }
 
 // frontendLatencyMs is the latency between a client's send and the engine's sight of a request that no
@@ -180,11 +208,11 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 	start := time.Now()
 	db := filepath.Join(data, "aiconfigurator")
 	// Every replay is independent: the normal pass, the grid of the leave-one-harness-out figures and the
-	// plain replays run as one list of jobs on every core.
-	var jobs []func()
+	// plain replays run as one list of jobs on every core, each distinct replay once.
+	var rs replays
 	results := make([]result, len(rows))
-	for i := range rows {
-		jobs = append(jobs, func() { results[i] = predict(rows[i], db, set) })
+	for i, r := range rows {
+		rs.add(replayKey{kind: "predict", row: r.replayed(), set: r.reads(set)}, &results[i], r, func() result { return predict(r, db, set) })
 	}
 	var grid []calibration
 	var gridResults [][]result // [grid point][row]; a vLLM row's copy is shared where only SGLang settings differ
@@ -199,18 +227,19 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 				if c.sameFor(r, set) || r.backend != "sglang" && g != c.first {
 					continue // filled from the normal pass or grid point c.first below
 				}
-				jobs = append(jobs, func() { gridResults[g][i] = predict(rows[i], db, c.apply(set)) })
+				at := c.apply(set)
+				rs.add(replayKey{kind: "predict", row: r.replayed(), set: r.reads(at)}, &gridResults[g][i], r, func() result { return predict(r, db, at) })
 			}
 		}
 	}
 	var plains []result
 	if set.plain {
 		plains = make([]result, len(rows))
-		for i := range rows {
-			jobs = append(jobs, func() { plains[i] = predictPlain(rows[i], db) })
+		for i, r := range rows {
+			rs.add(replayKey{kind: "plain", row: r.plainReplayed()}, &plains[i], r, func() result { return predictPlain(r, db) })
 		}
 	}
-	parallel(jobs)
+	rs.run()
 	for g, c := range grid {
 		for i, r := range rows {
 			switch {
@@ -231,6 +260,65 @@ func run(data string, limit int, out string, set settings, w io.Writer) error {
 		return writeCSV(out, results)
 	}
 	return nil
+}
+
+// replays runs each distinct replay once and copies its result to the rows that replay the same.
+type replays struct {
+	jobs   []func()
+	first  map[replayKey]*result
+	copies []func()
+}
+
+// replayKey is what a replay's result depends on: which replay, the row's columns it reads, the settings.
+type replayKey struct {
+	kind string
+	row  row
+	set  settings
+}
+
+// add has *dst set to replay()'s result for row r, replaying it only if no earlier key is the same.
+func (rs *replays) add(key replayKey, dst *result, r row, replay func() result) {
+	if src, ok := rs.first[key]; ok {
+		rs.copies = append(rs.copies, func() { *dst = *src; dst.row = r })
+		return
+	}
+	if rs.first == nil {
+		rs.first = map[replayKey]*result{}
+	}
+	rs.first[key] = dst
+	rs.jobs = append(rs.jobs, func() { *dst = replay() })
+}
+
+func (rs *replays) run() {
+	parallel(rs.jobs)
+	for _, c := range rs.copies {
+		c()
+	}
+}
+
+// replayed is r without the columns no replay reads (its id, source and measurements).
+func (r row) replayed() row {
+	r.id, r.source, r.ttft, r.tpot = "", "", 0, 0
+	return r
+}
+
+// reads is set without the settings predict does not read for r: SGLang's on other backends, the
+// generator config and the per-chunk frontend on disaggregated rows.
+func (r row) reads(set settings) settings {
+	if r.backend != "sglang" {
+		set.sglangHostUs = 0
+	}
+	if r.backend != "sglang" || r.mode != "agg" {
+		set.sglangGenerator, set.sglangChunkUs = false, 0
+	}
+	return set
+}
+
+// plainReplayed is r without the columns the plain replay does not read either (predictPlain).
+func (r row) plainReplayed() row {
+	r = r.replayed()
+	r.version, r.gemmQuant, r.moeQuant, r.moeTP, r.prefill, r.decode = "", "", "", 0, pool{}, pool{}
+	return r
 }
 
 // parallel runs the jobs on every core.

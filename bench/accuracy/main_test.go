@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/mocker-sim/mocker/config"
@@ -363,6 +364,11 @@ func TestPredictDisaggRow(t *testing.T) {
 	if res.err != "" || res.tables != "0.5.9" || !(res.ttft > 0) || !(res.tpot > 0) {
 		t.Errorf("err %q, tables %q, TTFT %g, TPOT %g; want a replay over the 0.5.9 tables", res.err, res.tables, res.ttft, res.tpot)
 	}
+	// What reads leaves out of a disaggregated row's key changes nothing in its replay.
+	set.sglangGenerator, set.sglangChunkUs = false, 50
+	if other := predict(rows[0], db, set); other != res {
+		t.Errorf("without the generator config, with a per-chunk frontend: %+v, want %+v", other, res)
+	}
 }
 
 // TestTablesForNewModels: the Qwen3.5 rows (SGLang 0.5.9, TP 8 EP 8) replay over 0.5.14, the oldest
@@ -439,4 +445,80 @@ func formats(m *model.Model, quant, moeQuant string) (linear, experts string) {
 	c := config.Default()
 	c.Quantization, c.MoEQuantization = quant, moeQuant
 	return c.QuantModes(m)
+}
+
+// TestReplaysOnce checks that rows differing only in what no replay reads (id, source, measurements)
+// replay once, each keeping its own row, that the plain replay also ignores the columns it does not
+// read (version, quantization), and that anything a replay reads, or other settings, replays anew.
+func TestReplaysOnce(t *testing.T) {
+	a := row{id: "a", source: "h1", backend: "vllm", version: "0.14.0", modelPath: "m", mode: "agg", isl: 1000, osl: 100,
+		concurrency: 8, tp: 1, dp: 1, ep: 1, gemmQuant: "fp8", ttft: 50, tpot: 5}
+	twin := a
+	twin.id, twin.source, twin.ttft, twin.tpot = "twin", "h2", 60, 6
+	longer := a
+	longer.id, longer.isl = "longer", 2000
+	otherQuant := a
+	otherQuant.id, otherQuant.gemmQuant, otherQuant.version = "bf16", "bf16", "0.12.0"
+	rows := []row{a, twin, longer, otherQuant}
+	set := settings{schedule: "aic", frontendMs: 13.6}
+	other := set
+	other.frontendMs = 8.6
+
+	var rs replays
+	var ran []string
+	fake := func(kind string, r row, s settings) func() result {
+		return func() result {
+			ran = append(ran, kind+" "+r.id+" "+strconv.FormatFloat(s.frontendMs, 'g', -1, 64))
+			return result{row: r, ttft: float64(len(ran)), model: kind}
+		}
+	}
+	normal, atOther, plains := make([]result, len(rows)), make([]result, len(rows)), make([]result, len(rows))
+	for i, r := range rows {
+		rs.add(replayKey{kind: "predict", row: r.replayed(), set: set}, &normal[i], r, fake("predict", r, set))
+		rs.add(replayKey{kind: "predict", row: r.replayed(), set: other}, &atOther[i], r, fake("predict", r, other))
+		rs.add(replayKey{kind: "plain", row: r.plainReplayed()}, &plains[i], r, fake("plain", r, settings{}))
+	}
+	for _, job := range rs.jobs { // in order, so ran is deterministic
+		job()
+	}
+	for _, c := range rs.copies {
+		c()
+	}
+	want := []string{"predict a 13.6", "predict a 8.6", "plain a 0", "predict longer 13.6", "predict longer 8.6", "plain longer 0",
+		"predict bf16 13.6", "predict bf16 8.6"}
+	if !slices.Equal(ran, want) {
+		t.Errorf("replayed %q, want %q", ran, want)
+	}
+	for i, res := range [][]result{normal, atOther, plains} {
+		for j, r := range rows {
+			if res[j].row != r {
+				t.Errorf("replays %d row %s: result carries row %s", i, r.id, res[j].row.id)
+			}
+		}
+		if res[1].ttft != res[0].ttft || res[1].model != res[0].model {
+			t.Errorf("replays %d: twin's result %v, a's %v: want a's replay", i, res[1].ttft, res[0].ttft)
+		}
+	}
+	if plains[3].ttft != plains[0].ttft {
+		t.Errorf("plain replay of %s: %v, want a's %v (it reads neither version nor quantization)", otherQuant.id, plains[3].ttft, plains[0].ttft)
+	}
+}
+
+// TestReads checks which settings a row's replay is keyed on: SGLang's host overhead only on SGLang
+// rows, the generator config and per-chunk frontend only on aggregated SGLang rows, the rest always.
+func TestReads(t *testing.T) {
+	set := settings{schedule: "aic", frontendMs: 13.6, sglangHostUs: 16, sglangGenerator: true, sglangGrouped: true, sglangChunkUs: 5}
+	for _, tc := range []struct {
+		backend, mode string
+		want          settings
+	}{
+		{"sglang", "agg", set},
+		{"sglang", "disagg", settings{schedule: "aic", frontendMs: 13.6, sglangHostUs: 16, sglangGrouped: true}},
+		{"vllm", "agg", settings{schedule: "aic", frontendMs: 13.6, sglangGrouped: true}},
+		{"vllm", "disagg", settings{schedule: "aic", frontendMs: 13.6, sglangGrouped: true}},
+	} {
+		if got := (row{backend: tc.backend, mode: tc.mode}).reads(set); got != tc.want {
+			t.Errorf("%s %s: %+v, want %+v", tc.backend, tc.mode, got, tc.want)
+		}
+	}
 }

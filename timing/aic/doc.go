@@ -5,8 +5,8 @@
 // Start with Options, New and Model.Cost (model.go). New resolves the engine version, loads the
 // tables the configuration needs (db.go: layout, reuse.yaml, parquet reading, cached per process by
 // path; tables.go: GEMM, attention, MoE and all-reduce tables) and precomputes everything that does
-// not depend on the batch; Cost then only interpolates, allocation-free (≈0.5 µs for a 2048-token
-// chunk beside 64 decodes). interp.go holds the interpolation rules, roofline.go the speed-of-light
+// not depend on the batch, once per process for the same Options (cache.go); Cost then only
+// interpolates, allocation-free (≈0.5 µs for a 2048-token chunk beside 64 decodes). interp.go holds the interpolation rules, roofline.go the speed-of-light
 // formulas used beyond the measured ranges.
 //
 // # The model

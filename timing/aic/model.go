@@ -281,7 +281,7 @@ func moeDtype(q string) (string, error) {
 // data is an error naming the file (or directory) and the key that is missing; nothing falls back
 // silently. The documented substitutions (package doc) are named in the sources the model reports.
 func New(o Options) (*Model, error) {
-	m, err := newModel(o)
+	m, err := cachedModel(o)
 	if err != nil && o.Root == EmbeddedRoot && !errors.Is(err, errNotData) {
 		err = fmt.Errorf("%w%s", err, missingHint())
 	}
