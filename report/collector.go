@@ -55,8 +55,27 @@ type Collector struct {
 // the samples of its exact percentiles, a few numbers per request rather than its record.
 type retired struct {
 	tally
-	ttft, ttst, tpot, e2e column
-	first                 *rejection // the earliest rejected request, if any
+	cols  [nLatencies]column // by latency
+	first *rejection         // the earliest rejected request, if any
+}
+
+// latency names a per-request distribution: each completed request has at most one sample of it.
+type latency int
+
+const (
+	ttftLatency latency = iota
+	ttstLatency
+	tpotLatency
+	e2eLatency
+	nLatencies
+)
+
+// samplers reads each latency of a completed request record; ok is false for one it lacks.
+var samplers = [nLatencies]func(*request) (float64, bool){
+	ttftLatency: (*request).ttft,
+	ttstLatency: (*request).ttst,
+	tpotLatency: (*request).tpot,
+	e2eLatency:  (*request).e2e,
 }
 
 // rejection is a rejected request's name and reason, for FirstRejection.
@@ -181,16 +200,11 @@ func (c *Collector) retire() {
 		d := &c.done
 		d.add(r)
 		if r.completed() {
-			if x, ok := r.ttft(); ok {
-				d.ttft.add(x)
+			for l, sample := range samplers {
+				if x, ok := sample(r); ok {
+					d.cols[l].add(x)
+				}
 			}
-			if x, ok := r.ttst(); ok {
-				d.ttst.add(x)
-			}
-			if x, ok := r.tpot(); ok {
-				d.tpot.add(x)
-			}
-			d.e2e.add(r.e2e())
 		}
 		if r.state&rejected != 0 && d.first == nil {
 			d.first = &rejection{id: id, name: c.name(id), reason: c.reasons[id]}
@@ -268,8 +282,8 @@ func (r *request) completed() bool { return r.state&ended == finished }
 // ttft is the request's time to first token in milliseconds; ok is false when it delivered none.
 func (r *request) ttft() (v float64, ok bool) { return ms(r.firstToken - r.arrival), r.deliveries >= 1 }
 
-// e2e is the end-to-end latency in milliseconds of a request that has ended.
-func (r *request) e2e() float64 { return ms(r.end - r.arrival) }
+// e2e is the end-to-end latency in milliseconds of a request that has ended; ok is always true.
+func (r *request) e2e() (v float64, ok bool) { return ms(r.end - r.arrival), true }
 
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector { return &Collector{} }
