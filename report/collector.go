@@ -150,6 +150,7 @@ func (r *request) tpot() (float64, bool) {
 // follows the requests in flight rather than the length of the run. If w is not nil, each request's
 // line of WriteRequestsJSONL goes to w then, in id order; Flush writes the lines of the requests left.
 // Lifetimes then yields only the requests kept, Latency takes only those, and WriteRequestsJSONL fails.
+// An id skipped by Arrived leaves the window as a request that never came: it may not arrive later.
 // Call it before the first Arrived.
 func (c *Collector) Forget(w io.Writer) {
 	if len(c.reqs) > 0 || c.base > 0 {
@@ -188,12 +189,17 @@ func (c *Collector) write(b []byte, id int) []byte {
 	return b
 }
 
-// retire forgets the ended requests at the front of the window (Forget), keeping what the report needs.
+// retire forgets the ended requests at the front of the window (Forget), keeping what the report needs,
+// and the holes in the ids among them: ids come in arrival order, so a hole never arrives and must not
+// pin the window.
 func (c *Collector) retire() {
 	k := 0
 	var b []byte
-	for ; k < len(c.reqs) && c.reqs[k].state&ended != 0; k++ {
+	for ; k < len(c.reqs) && (c.reqs[k].state&ended != 0 || c.reqs[k].state&arrived == 0); k++ {
 		id, r := c.base+k, &c.reqs[k]
+		if r.state&arrived == 0 {
+			continue
+		}
 		if c.out != nil {
 			b = c.write(b, id)
 		}
@@ -303,7 +309,7 @@ func (c *Collector) Arrived(id int, at time.Duration, inputTokens, maxTokens int
 		c.reqs = append(c.reqs, request{})
 	}
 	if id < c.base {
-		panic(fmt.Sprintf("report: Arrived: request %d arrived twice", id))
+		panic(fmt.Sprintf("report: Arrived: request %d arrived twice or after a later id", id))
 	}
 	r := &c.reqs[id-c.base]
 	if r.state&arrived != 0 {
