@@ -245,7 +245,13 @@ func (rs *response) appendFinish(b []byte, c *choice, final bool) []byte {
 }
 
 func (rs *response) whole() []byte {
-	b := make([]byte, 0, 512)
+	// Room for the envelope and every choice's text, with an eighth more for what escaping adds, so
+	// a long answer costs one allocation rather than a doubling per size.
+	n := 512
+	for _, c := range rs.choices {
+		n += len(c.text) + len(c.text)/8
+	}
+	b := make([]byte, 0, n)
 	if rs.chat {
 		b = rs.head(b, "chat.completion")
 	} else {
