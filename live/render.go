@@ -264,10 +264,10 @@ func (rs *response) whole() []byte {
 		}
 		b = strconv.AppendInt(append(b, `{"index":`...), int64(c.index), 10)
 		if rs.chat {
-			b = appendJSONBytes(append(b, `,"message":{"role":"assistant","content":`...), c.text)
+			b = appendJSONString(append(b, `,"message":{"role":"assistant","content":`...), c.text)
 			b = append(b, '}')
 		} else {
-			b = appendJSONBytes(append(b, `,"text":`...), c.text)
+			b = appendJSONString(append(b, `,"text":`...), c.text)
 		}
 		b = rs.appendLogprobs(append(b, `,"logprobs":`...), &c.lps)
 		b = append(rs.appendFinish(b, c, true), '}')
@@ -296,12 +296,12 @@ func (rs *response) chunk(b []byte, c *choice, text []byte, lps *logprobs, final
 	if rs.chat {
 		b = rs.head(b, "chat.completion.chunk")
 		b = strconv.AppendInt(append(b, `,"choices":[{"index":`...), int64(c.index), 10)
-		b = appendJSONBytes(append(b, `,"delta":{"content":`...), text)
+		b = appendJSONString(append(b, `,"delta":{"content":`...), text)
 		b = append(b, '}')
 	} else {
 		b = rs.head(b, "text_completion")
 		b = strconv.AppendInt(append(b, `,"choices":[{"index":`...), int64(c.index), 10)
-		b = appendJSONBytes(append(b, `,"text":`...), text)
+		b = appendJSONString(append(b, `,"text":`...), text)
 	}
 	b = rs.appendLogprobs(append(b, `,"logprobs":`...), lps)
 	b = append(rs.appendFinish(b, c, final), "}]"...)
