@@ -1,6 +1,8 @@
 package live
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -23,6 +25,27 @@ func TestAppendJSONString(t *testing.T) {
 			t.Errorf("appendJSONString([]byte(%q)) = %s, want x%s", tc.in, got, tc.want)
 		}
 	}
+}
+
+// FuzzAppendJSONString: for any input, the string and []byte forms agree, and the result is one JSON
+// string that decodes to the input with each byte of invalid UTF-8 replaced by U+FFFD.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "a\"\\\n\x01b", "\xff\xe4\xb8 世 \u2028", "\U0001F642\xf0\x9f"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := appendJSONString(nil, s)
+		if b := appendJSONString(nil, []byte(s)); !bytes.Equal(b, got) {
+			t.Fatalf("string form %s, []byte form %s", got, b)
+		}
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		if want := string([]rune(s)); back != want { // each invalid byte a U+FFFD, as encoding/json writes it
+			t.Fatalf("%s decodes to %q, want %q", got, back, want)
+		}
+	})
 }
 
 // BenchmarkAppendJSONString measures appending a choice's text (4 KiB, a few escapes and runes) as JSON.
