@@ -8,18 +8,26 @@ import (
 	"testing"
 )
 
-// TestHandlerAllocs pins the allocations of one short completion (a 100-token prompt, 16 output
-// tokens, infinite speedup) through the API's handler and its worker, the test's own request aside:
-// every allocation is paid for in the malloc and GC share of a request's CPU.
+// TestHandlerAllocs pins the allocations of one completion (a 100-token prompt, infinite speedup)
+// through the API's handler and its worker, the test's own request aside: every allocation is paid
+// for in the malloc and GC share of a request's CPU. A short answer (16 tokens), a 4 KiB one (700
+// tokens) and an echoed one cost the same: a whole response's buffers are sized for its text at once.
 func TestHandlerAllocs(t *testing.T) {
 	if raceDetector {
 		t.Skip("the race detector allocates")
 	}
 	for _, tc := range []struct {
-		stream bool
-		want   float64
-	}{{false, 22}, {true, 25}} {
-		t.Run(fmt.Sprintf("stream=%v", tc.stream), func(t *testing.T) {
+		stream    bool
+		maxTokens int
+		echo      bool
+		want      float64
+	}{
+		{false, 16, false, 22},
+		{true, 16, false, 25},
+		{false, 700, false, 22},
+		{false, 16, true, 22},
+	} {
+		t.Run(fmt.Sprintf("stream=%v,max_tokens=%d,echo=%v", tc.stream, tc.maxTokens, tc.echo), func(t *testing.T) {
 			s, err := New(testOptions(5, 1, math.Inf(1)))
 			if err != nil {
 				t.Fatal(err)
@@ -34,7 +42,7 @@ func TestHandlerAllocs(t *testing.T) {
 			reqs := make([]*http.Request, runs+1)   // AllocsPerRun runs f once more to warm up
 			ws := make([]*discard, runs+1)
 			for i := range reqs {
-				body := fmt.Sprintf(`{"model":"test-model","prompt":"Request %06d asks the simulated model a short question about the weather in a city it has never seen, politely.%s","max_tokens":16,"stream":%v}`, i, filler, tc.stream)
+				body := fmt.Sprintf(`{"model":"test-model","prompt":"Request %06d asks the simulated model a short question about the weather in a city it has never seen, politely.%s","max_tokens":%d,"echo":%v,"stream":%v}`, i, filler, tc.maxTokens, tc.echo, tc.stream)
 				reqs[i], err = http.NewRequest("POST", "/v1/completions", strings.NewReader(body))
 				if err != nil {
 					t.Fatal(err)

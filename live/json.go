@@ -1,15 +1,13 @@
 package live
 
-import (
-	"unicode/utf8"
-	"unsafe"
-)
+import "unicode/utf8"
 
 const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as encoding/json writes it;
-// U+2028 and U+2029 are escaped so the text is safe inside JavaScript too.
-func appendJSONString(b []byte, s string) []byte {
+// U+2028 and U+2029 are escaped so the text is safe inside JavaScript too. It reads bytes in place (a
+// choice's text), so s must not share memory with b's spare capacity.
+func appendJSONString[S string | []byte](b []byte, s S) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -36,7 +34,8 @@ func appendJSONString(b []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		// At most a rune's bytes, so converting bytes copies 4 of them on the stack, not the rest of s.
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
@@ -55,10 +54,4 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
-}
-
-// appendJSONBytes appends s as a JSON string, reading it in place (a choice's text is longer than the
-// 32 bytes string(s) would copy on the stack). s must not share memory with b's spare capacity.
-func appendJSONBytes(b, s []byte) []byte {
-	return appendJSONString(b, unsafe.String(unsafe.SliceData(s), len(s)))
 }

@@ -1065,7 +1065,11 @@ const (
 
 func (s *Server) whole(w http.ResponseWriter, r *http.Request, ready <-chan struct{}, rs *response) {
 	for _, c := range rs.choices {
-		c.text = make([]byte, 0, min(c.tokens*wholeTextPerToken, wholeTextRoom))
+		n := min(c.tokens*wholeTextPerToken, wholeTextRoom)
+		if rs.p.echo {
+			n += len(rs.prompts[c.prompt].text)
+		}
+		c.text = make([]byte, 0, n)
 		if rs.p.echo {
 			c.text = append(c.text, rs.prompts[c.prompt].text...)
 			rs.echoLogprobs(c, &c.lps)

@@ -245,7 +245,13 @@ func (rs *response) appendFinish(b []byte, c *choice, final bool) []byte {
 }
 
 func (rs *response) whole() []byte {
-	b := make([]byte, 0, 512)
+	// Room for the envelope and every choice's text, with an eighth more for what escaping adds, so
+	// a long answer costs one allocation rather than a doubling per size.
+	n := 512
+	for _, c := range rs.choices {
+		n += len(c.text) + len(c.text)/8
+	}
+	b := make([]byte, 0, n)
 	if rs.chat {
 		b = rs.head(b, "chat.completion")
 	} else {
@@ -258,10 +264,10 @@ func (rs *response) whole() []byte {
 		}
 		b = strconv.AppendInt(append(b, `{"index":`...), int64(c.index), 10)
 		if rs.chat {
-			b = appendJSONBytes(append(b, `,"message":{"role":"assistant","content":`...), c.text)
+			b = appendJSONString(append(b, `,"message":{"role":"assistant","content":`...), c.text)
 			b = append(b, '}')
 		} else {
-			b = appendJSONBytes(append(b, `,"text":`...), c.text)
+			b = appendJSONString(append(b, `,"text":`...), c.text)
 		}
 		b = rs.appendLogprobs(append(b, `,"logprobs":`...), &c.lps)
 		b = append(rs.appendFinish(b, c, true), '}')
@@ -290,12 +296,12 @@ func (rs *response) chunk(b []byte, c *choice, text []byte, lps *logprobs, final
 	if rs.chat {
 		b = rs.head(b, "chat.completion.chunk")
 		b = strconv.AppendInt(append(b, `,"choices":[{"index":`...), int64(c.index), 10)
-		b = appendJSONBytes(append(b, `,"delta":{"content":`...), text)
+		b = appendJSONString(append(b, `,"delta":{"content":`...), text)
 		b = append(b, '}')
 	} else {
 		b = rs.head(b, "text_completion")
 		b = strconv.AppendInt(append(b, `,"choices":[{"index":`...), int64(c.index), 10)
-		b = appendJSONBytes(append(b, `,"text":`...), text)
+		b = appendJSONString(append(b, `,"text":`...), text)
 	}
 	b = rs.appendLogprobs(append(b, `,"logprobs":`...), lps)
 	b = append(rs.appendFinish(b, c, final), "}]"...)

@@ -55,8 +55,27 @@ type Collector struct {
 // the samples of its exact percentiles, a few numbers per request rather than its record.
 type retired struct {
 	tally
-	ttft, ttst, tpot, e2e column
-	first                 *rejection // the earliest rejected request, if any
+	cols  [nLatencies]column // by latency
+	first *rejection         // the earliest rejected request, if any
+}
+
+// latency names a per-request distribution: each completed request has at most one sample of it.
+type latency int
+
+const (
+	ttftLatency latency = iota
+	ttstLatency
+	tpotLatency
+	e2eLatency
+	nLatencies
+)
+
+// samplers reads each latency of a completed request record; ok is false for one it lacks.
+var samplers = [nLatencies]func(*request) (float64, bool){
+	ttftLatency: (*request).ttft,
+	ttstLatency: (*request).ttst,
+	tpotLatency: (*request).tpot,
+	e2eLatency:  (*request).e2e,
 }
 
 // rejection is a rejected request's name and reason, for FirstRejection.
@@ -131,6 +150,7 @@ func (r *request) tpot() (float64, bool) {
 // follows the requests in flight rather than the length of the run. If w is not nil, each request's
 // line of WriteRequestsJSONL goes to w then, in id order; Flush writes the lines of the requests left.
 // Lifetimes then yields only the requests kept, Latency takes only those, and WriteRequestsJSONL fails.
+// An id skipped by Arrived leaves the window as a request that never came: it may not arrive later.
 // Call it before the first Arrived.
 func (c *Collector) Forget(w io.Writer) {
 	if len(c.reqs) > 0 || c.base > 0 {
@@ -169,28 +189,28 @@ func (c *Collector) write(b []byte, id int) []byte {
 	return b
 }
 
-// retire forgets the ended requests at the front of the window (Forget), keeping what the report needs.
+// retire forgets the ended requests at the front of the window (Forget), keeping what the report needs,
+// and the holes in the ids among them: ids come in arrival order, so a hole never arrives and must not
+// pin the window.
 func (c *Collector) retire() {
 	k := 0
 	var b []byte
-	for ; k < len(c.reqs) && c.reqs[k].state&ended != 0; k++ {
+	for ; k < len(c.reqs) && (c.reqs[k].state&ended != 0 || c.reqs[k].state&arrived == 0); k++ {
 		id, r := c.base+k, &c.reqs[k]
+		if r.state&arrived == 0 {
+			continue
+		}
 		if c.out != nil {
 			b = c.write(b, id)
 		}
 		d := &c.done
 		d.add(r)
 		if r.completed() {
-			if x, ok := r.ttft(); ok {
-				d.ttft.add(x)
+			for l, sample := range samplers {
+				if x, ok := sample(r); ok {
+					d.cols[l].add(x)
+				}
 			}
-			if x, ok := r.ttst(); ok {
-				d.ttst.add(x)
-			}
-			if x, ok := r.tpot(); ok {
-				d.tpot.add(x)
-			}
-			d.e2e.add(r.e2e())
 		}
 		if r.state&rejected != 0 && d.first == nil {
 			d.first = &rejection{id: id, name: c.name(id), reason: c.reasons[id]}
@@ -268,8 +288,8 @@ func (r *request) completed() bool { return r.state&ended == finished }
 // ttft is the request's time to first token in milliseconds; ok is false when it delivered none.
 func (r *request) ttft() (v float64, ok bool) { return ms(r.firstToken - r.arrival), r.deliveries >= 1 }
 
-// e2e is the end-to-end latency in milliseconds of a request that has ended.
-func (r *request) e2e() float64 { return ms(r.end - r.arrival) }
+// e2e is the end-to-end latency in milliseconds of a request that has ended; ok is always true.
+func (r *request) e2e() (v float64, ok bool) { return ms(r.end - r.arrival), true }
 
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector { return &Collector{} }
@@ -289,7 +309,7 @@ func (c *Collector) Arrived(id int, at time.Duration, inputTokens, maxTokens int
 		c.reqs = append(c.reqs, request{})
 	}
 	if id < c.base {
-		panic(fmt.Sprintf("report: Arrived: request %d arrived twice", id))
+		panic(fmt.Sprintf("report: Arrived: request %d arrived twice or after a later id", id))
 	}
 	r := &c.reqs[id-c.base]
 	if r.state&arrived != 0 {

@@ -180,3 +180,43 @@ func TestForgetAfterArrivedPanics(t *testing.T) {
 	}()
 	c.Forget(nil)
 }
+
+// TestForgetRetiresHoles: an id that never arrives (a hole) leaves the window with the ended requests
+// around it rather than pinning it, and the report and records are those of a collector keeping all;
+// the hole arriving later breaks the arrival order, a caller bug, and panics saying so.
+func TestForgetRetiresHoles(t *testing.T) {
+	keep, forget := NewCollector(), NewCollector()
+	var records bytes.Buffer
+	forget.Forget(&records)
+	for _, c := range []*Collector{keep, forget} {
+		for _, id := range []int{0, 2, 3, 6} { // holes: 1, 4 and 5
+			at := time.Duration(id) * msec
+			c.Arrived(id, at, 10, 1)
+			c.Tokens(id, at+2*msec, 1)
+			c.Finished(id, at+2*msec)
+		}
+		c.Arrived(7, 7*msec, 10, 1)
+	}
+	if forget.base != 7 || len(forget.reqs) != 1 {
+		t.Errorf("window = ids %d.. (%d records); want 7.. (1 record)", forget.base, len(forget.reqs))
+	}
+	if a, b := keep.Summary(), forget.Summary(); !reflect.DeepEqual(a, b) {
+		t.Errorf("Summary\n%+v\nwant\n%+v", b, a)
+	}
+	if err := forget.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := keep.WriteRequestsJSONL(&want); err != nil {
+		t.Fatal(err)
+	}
+	if records.String() != want.String() {
+		t.Errorf("records streamed:\n%s\nwant:\n%s", records.String(), want.String())
+	}
+	defer func() {
+		if r := recover(); r != "report: Arrived: request 5 arrived twice or after a later id" {
+			t.Errorf("Arrived(5) after 7 panicked with %v", r)
+		}
+	}()
+	forget.Arrived(5, 8*msec, 10, 1)
+}

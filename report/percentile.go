@@ -27,12 +27,11 @@ func (c *Collector) Percentile(metric Metric, p int) (v float64, ok bool) {
 		}
 		return atRank(xs, c.itl.counts, c.itl.n, p), true
 	}
-	var xs []float64
+	l := ttftLatency
 	if metric == E2E {
-		xs = c.completed(c.done.e2e.appendTo(nil), func(r *request) (float64, bool) { return r.e2e(), true })
-	} else {
-		xs = c.completed(c.done.ttft.appendTo(nil), (*request).ttft)
+		l = e2eLatency
 	}
+	xs := c.samples(nil, l)
 	if len(xs) == 0 {
 		return 0, false
 	}

@@ -5,8 +5,8 @@ package report
 // nearest-rank rule: a CDF drawn with a fixed number of points however many samples the run has. A
 // distribution with no sample is nil.
 func (c *Collector) Quantiles(points int) (ttft, itl, e2e []float64) {
-	t := c.completed(c.done.ttft.appendTo(nil), (*request).ttft)
-	e := c.completed(c.done.e2e.appendTo(nil), func(r *request) (float64, bool) { return r.e2e(), true })
+	t := c.samples(nil, ttftLatency)
+	e := c.samples(nil, e2eLatency)
 	// As Summary: the samples of requests in flight stay out.
 	c.settleGaps()
 	xs := c.itl.millis()

@@ -82,8 +82,8 @@ func (c *Collector) appendRecord(b []byte, id int) []byte {
 	b = strconv.AppendInt(b, int64(r.cachedTokens), 10)
 	b = appendMs(b, "ttft_ms", r.firstToken-r.arrival, r.deliveries > 0)
 	b = append(b, `,"tpot_ms":`...)
-	if r.outputTokens >= 2 {
-		b, _ = appendFloat(b, ms(r.lastToken-r.firstToken)/float64(r.outputTokens-1))
+	if x, ok := r.tpot(); ok {
+		b, _ = appendFloat(b, x)
 	} else {
 		b = append(b, "null"...)
 	}

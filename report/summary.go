@@ -138,23 +138,25 @@ func (c *Collector) Summary() Summary {
 	// once, not once per metric.
 	xs := make([]float64, 0, s.CompletedRequests)
 	var sorter floatSorter
-	describeEach := func(done *column, sample func(r *request) (float64, bool)) Stats {
-		xs = c.completed(done.appendTo(xs[:0]), sample)
+	describe := func(l latency) Stats {
+		xs = c.samples(xs[:0], l)
 		return sorter.describe(xs)
 	}
-	s.TTFT = describeEach(&c.done.ttft, (*request).ttft)
-	s.TTST = describeEach(&c.done.ttst, (*request).ttst)
-	s.TPOT = describeEach(&c.done.tpot, (*request).tpot)
+	s.TTFT = describe(ttftLatency)
+	s.TTST = describe(ttstLatency)
+	s.TPOT = describe(tpotLatency)
 	s.ITL = c.itl.describe()
-	s.E2E = describeEach(&c.done.e2e, func(r *request) (float64, bool) { return r.e2e(), true })
+	s.E2E = describe(e2eLatency)
 	return s
 }
 
-// completed appends to xs the samples of the completed requests held (those that have them).
-func (c *Collector) completed(xs []float64, sample func(r *request) (float64, bool)) []float64 {
+// samples appends to xs the samples of latency l of the completed requests: the retired ones', then
+// those of the requests held (those that have one).
+func (c *Collector) samples(xs []float64, l latency) []float64 {
+	xs = c.done.cols[l].appendTo(xs)
 	for i := range c.reqs {
 		if r := &c.reqs[i]; r.completed() {
-			if x, ok := sample(r); ok {
+			if x, ok := samplers[l](r); ok {
 				xs = append(xs, x)
 			}
 		}

@@ -235,7 +235,7 @@ func (r *runner) coastDone(w *worker, start time.Duration, run *engine.Run, m []
 	passes := len(run.Ends)
 	k := len(run.Samples) / passes
 	for _, sm := range run.Samples[:k] {
-		req := r.reqs[sm.ID-r.reqBase] // decoding, so its first token is out: no router update
+		req := r.req(sm.ID) // decoding, so its first token is out: no router update
 		r.col.TokenRun(int(sm.ID), run.Ends)
 		if req.sess.keep {
 			req.sess.produced(passes)
