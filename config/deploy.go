@@ -274,8 +274,8 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			ReservedDecode:     c.SGLangReservedDecodeTokens,
 			Conservativeness:   c.SGLangScheduleConservativeness,
 			Policy:             policy,
-			MixedChunk:         c.SGLangEnableMixedChunk,
-			Overlap:            c.SGLangOverlapSchedule,
+			MixedChunk:         c.sglangSpecAllows(c.SGLangEnableMixedChunk, "sglang-enable-mixed-chunk"),
+			Overlap:            c.sglangSpecAllows(c.SGLangOverlapSchedule, "sglang-overlap-schedule"),
 			PrefixCaching:      c.EnablePrefixCaching,
 			MaxModelLen:        c.MaxModelLen,
 			Spec:               spec,
@@ -288,6 +288,14 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 		LoRALoad: time.Duration(c.LoRALoadMs * float64(time.Millisecond)),
 		Encoder:  engine.EncoderOptions{MsPerToken: c.EncoderMsPerImageToken, CacheTokens: c.encoderCacheSize()},
 	}, nil
+}
+
+// sglangSpecAllows is an SGLang scheduler switch (on) under speculative decoding: SGLang turns the
+// overlap scheduler and mixed chunking off for EAGLE/NEXTN drafts unless SGLANG_ENABLE_SPEC_V2
+// (server_args.py, _handle_speculative_decoding), so a default stays on only without drafts; a
+// switch given explicitly (key) is kept, as with that variable.
+func (c *Config) sglangSpecAllows(on bool, key string) bool {
+	return on && (c.SpecNumTokens == 0 || c.isGiven(key))
 }
 
 // maxNumSeqs is --max-num-seqs, or when it is auto (0) the engine's own default on the deployment

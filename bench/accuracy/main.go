@@ -361,7 +361,7 @@ func predict(r row, db string, set settings) result {
 			// AIConfigurator's generator deploys aggregated SGLang workers with mixed chunking and a
 			// prefill budget of ISL + 1,500 tokens (src/aiconfigurator/generator/rule_plugin/sglang.rule:
 			// "agg enable_mixed_chunk = true", "max_prefill_tokens = SlaConfig.isl + 1500").
-			cfg.SGLangEnableMixedChunk = cfg.SpecNumTokens == 0
+			cfg.SGLangEnableMixedChunk = true
 			cfg.SGLangMaxPrefillTokens = r.isl + 1500
 		}
 		if r.mode == "agg" {
@@ -789,15 +789,14 @@ func generatorKVCacheDtype(linear string) string {
 // draft steps, as AIConfigurator's generator does ("when nextn > 0: speculative_decoding_type NEXTN,
 // speculative_num_steps nextn", generator/rule_plugin/sglang.rule; topk 1, so one draft token a
 // step). SGLang turns NEXTN into EAGLE and, without SGLANG_ENABLE_SPEC_V2, turns the overlap
-// scheduler and mixed chunking off (server_args.py, _handle_speculative_decoding); the caller leaves
-// mixed chunking off when SpecNumTokens is set. Acceptance: mocker's default rates, which are
-// AIConfigurator's (0.85, 0.3). nextn 0, or another model: nothing changes.
+// scheduler and mixed chunking off (server_args.py, _handle_speculative_decoding), as the config does
+// under SpecNumTokens. Acceptance: mocker's default rates, which are AIConfigurator's (0.85, 0.3).
+// nextn 0, or another model: nothing changes.
 func generatorMTP(cfg *config.Config, m *model.Model, nextn int) {
 	if nextn == 0 || !m.MLA() || !m.MoE() || m.DSA() {
 		return
 	}
 	cfg.SpecNumTokens = nextn
-	cfg.SGLangOverlapSchedule = false
 }
 
 // epFor is the expert parallelism a row ran with. vLLM refuses block-quantised experts whose
