@@ -44,3 +44,26 @@ func TestStreamedRecordsMatchKept(t *testing.T) {
 		t.Error("no request was rejected: the run does not cover rejections")
 	}
 }
+
+// TestStreamedRecordsUnwritable: a --requests-jsonl whose directory goes away after the outputs were
+// checked (readyOffline runs between the check and the run) fails with the file's error; the run does
+// not start and nothing panics.
+func TestStreamedRecordsUnwritable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gone")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	was := readyOffline
+	readyOffline = func() {
+		if err := os.Remove(dir); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { readyOffline = was })
+	jsonl := filepath.Join(dir, "r.jsonl")
+	_, _, err := mocker(t, "predict", "--num-requests", "10", "--timing", "fixed", "--prefill-ms", "20", "--decode-ms", "5",
+		"--requests-jsonl", jsonl)
+	if want := "report: write " + jsonl + ": no such file or directory"; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}

@@ -76,9 +76,10 @@ func predict(cfg *config.Config, threads int, stdout, stderr io.Writer) error {
 	// The trace and the page watch the run: the trace records its window, the page buckets its series as
 	// they come.
 	trace, page := &timeline.Recorder{}, html.NewSeries(0)
-	outputs := []output{
+	records := &output{"requests-jsonl", cfg.RequestsJSONL, func(res *sim.Result, w io.Writer) error { return res.Collector.WriteRequestsJSONL(w) }}
+	outputs := []*output{
 		{"report-json", cfg.ReportJSON, func(res *sim.Result, w io.Writer) error { return res.Summary.WriteJSON(w) }},
-		{"requests-jsonl", cfg.RequestsJSONL, func(res *sim.Result, w io.Writer) error { return res.Collector.WriteRequestsJSONL(w) }},
+		records,
 		{"scaling-jsonl", cfg.ScalingJSONL, writeScaling},
 		{"perfetto", cfg.Perfetto, func(res *sim.Result, w io.Writer) error { return perfetto.Write(w, trace, res.Collector) }},
 		{"html", cfg.HTML, func(res *sim.Result, w io.Writer) error {
@@ -129,15 +130,19 @@ func predict(cfg *config.Config, threads int, stdout, stderr io.Writer) error {
 	opts.Progress = bar.update
 	var res *sim.Result
 	var recordsErr error // writing the streamed records
-	if opts.Compact && cfg.RequestsJSONL != "" {
-		outputs[1].path = "" // written as the run goes
-		recordsErr = report.WriteFile(cfg.RequestsJSONL, func(w io.Writer) error {
+	if opts.Compact && records.path != "" {
+		path := records.path
+		records.path = "" // written as the run goes
+		recordsErr = report.WriteFile(path, func(w io.Writer) error {
 			opts.Records = w
 			if res, err = sim.Run(src, opts); err != nil {
 				return err
 			}
 			return res.RecordsErr
 		})
+		if res == nil && err == nil {
+			err = recordsErr // the file could not be created, so the run never started
+		}
 	} else {
 		res, err = sim.Run(src, opts)
 	}
@@ -225,7 +230,7 @@ type output struct {
 // checkOutputs makes sure, before a run that may take minutes, that every report file can be
 // written: its directory exists and takes a new file, it is not a directory, no two outputs share
 // a path, and none overwrites an input.
-func checkOutputs(outputs []output, cfg *config.Config) error {
+func checkOutputs(outputs []*output, cfg *config.Config) error {
 	seen := map[string]string{}
 	for _, in := range []struct{ flag, path string }{
 		{"trace", cfg.Trace}, {"planner-config", cfg.PlannerConfig}, {"model-config", cfg.ModelConfig}, {"profile", cfg.Profile},
