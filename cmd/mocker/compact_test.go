@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,5 +67,32 @@ func TestStreamedRecordsUnwritable(t *testing.T) {
 		"--requests-jsonl", jsonl)
 	if want := "report: write " + jsonl + ": no such file or directory"; err == nil || err.Error() != want {
 		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
+// TestPredictInterrupted: a predict whose context is done once the run is under way (as Ctrl-C does
+// through signal.NotifyContext) stops with the context's error and leaves no file behind, not even
+// the temporary one of the streamed --requests-jsonl.
+func TestPredictInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	was := readyOffline
+	readyOffline = cancel // after the settings passed, before the run
+	t.Cleanup(func() { readyOffline = was })
+	cmd := newRootCmd()
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs([]string{"predict", "--num-requests", "1000", "--timing", "fixed", "--prefill-ms", "20", "--decode-ms", "5",
+		"--requests-jsonl", filepath.Join(dir, "r.jsonl"), "--report-json", filepath.Join(dir, "r.json")})
+	if err := cmd.ExecuteContext(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v, want %v", err, context.Canceled)
+	}
+	if left, err := os.ReadDir(dir); err != nil || len(left) != 0 {
+		t.Errorf("left %v (%v), want nothing", left, err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("printed a report of an interrupted run:\n%s", out.String())
 	}
 }

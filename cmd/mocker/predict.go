@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -49,7 +52,10 @@ A --config YAML file takes the same keys as the flags; flags given on the comman
 			if err != nil {
 				return err
 			}
-			return errors.Join(predict(&cfg, threads, cmd.OutOrStdout(), cmd.ErrOrStderr()), stop())
+			// Interrupted, the run stops and its report files, half written, are removed.
+			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer cancel()
+			return errors.Join(predict(ctx, &cfg, threads, cmd.OutOrStdout(), cmd.ErrOrStderr()), stop())
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "YAML file of settings (keys as the flags)")
@@ -68,8 +74,9 @@ const offlineHeap = 512 << 20
 // no reservation, madvise or forced GC. A variable so that tests can count the calls.
 var readyOffline = sync.OnceFunc(func() { hugeHeap(offlineHeap) })
 
-// predict runs cfg's workload with threads goroutines simulating workers (sim.Options.Threads).
-func predict(cfg *config.Config, threads int, stdout, stderr io.Writer) error {
+// predict runs cfg's workload with threads goroutines simulating workers (sim.Options.Threads). Once
+// ctx is done the run stops at the next request that completes and predict returns ctx's error.
+func predict(ctx context.Context, cfg *config.Config, threads int, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -105,6 +112,10 @@ func predict(cfg *config.Config, threads int, stdout, stderr io.Writer) error {
 		return err
 	}
 	opts.Threads = threads
+	finished := opts.Finished
+	opts.Finished = func(ttft, e2e time.Duration, first bool) bool {
+		return ctx.Err() == nil && (finished == nil || finished(ttft, e2e, first))
+	}
 	var watch sim.Observers
 	if cfg.Perfetto != "" {
 		if trace.From, trace.To, err = cfg.PerfettoRange(); err != nil {
@@ -147,6 +158,9 @@ func predict(cfg *config.Config, threads int, stdout, stderr io.Writer) error {
 		res, err = sim.Run(src, opts)
 	}
 	bar.finish()
+	if errors.Is(err, sim.ErrStopped) && ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	if err != nil {
 		return err
 	}
