@@ -1142,13 +1142,14 @@ func (mdl *Model) linearContext(b *timing.Batch, p passShape) float64 {
 	return v
 }
 
-// linearGeneration prices the decodes' Gated DeltaNet steps together, at batch = their number; a
-// step's cost does not depend on the context.
+// linearGeneration prices the decodes' Gated DeltaNet steps together, at batch = their tokens (a
+// speculative step's drafts count as requests, as in generationAttention); a step's cost does not
+// depend on the context.
 func (mdl *Model) linearGeneration(p passShape) float64 {
 	if mdl.gdn == nil || p.decodes == 0 {
 		return 0
 	}
-	b := float64(p.decodes)
+	b := float64(p.decodeTokens)
 	return mdl.gdn.layers * mdl.gdn.gen.at(b, b)
 }
 
