@@ -348,12 +348,8 @@ func predict(r row, db string, set settings) result {
 		cfg.KVCacheDtype = generatorKVCacheDtype(linear)
 	}
 	cfg.EP = epFor(m, cmp.Or(experts, linear), r.tp, r.ep)
-	// The engines' own defaults on an H200: vLLM's API server allows 1,024 sequences; SGLang sizes
-	// its running set by memory, which the KV pool bounds here too.
-	cfg.MaxNumSeqs = 1024
-	// SGLang runs its overlap scheduler unless --disable-overlap-schedule (scheduler.py
-	// event_loop_overlap): each batch is formed when the one before it is launched.
-	cfg.SGLangOverlapSchedule = true
+	// The running set is each engine's own default on an H200 (--max-num-seqs auto): 1,024 for vLLM,
+	// SGLang's from its KV pool and context; SGLang's overlap scheduler is on, as config's default.
 	if r.backend == "sglang" {
 		cfg.HostOverheadUs = set.sglangHostUs
 		generatorMTP(&cfg, m, set.nextn)
