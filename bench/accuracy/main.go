@@ -321,8 +321,6 @@ func predict(r row, db string, set settings) result {
 		return fail("mode %q: want agg or disagg", r.mode)
 	case r.mode == "disagg" && (r.prefill.dp > 1 || r.decode.dp > 1):
 		return fail("attention data parallelism over MoE tensor parallelism is not modelled by the op-level timing")
-	case r.dp > 1:
-		return fail("attention data parallelism over MoE tensor parallelism is not modelled by the op-level timing")
 	}
 	m, err := model.Lookup(r.modelPath)
 	if err != nil {
@@ -330,7 +328,11 @@ func predict(r row, db string, set settings) result {
 	}
 	res.model, res.moe = m.Name, m.MoE()
 	if dp := attentionDP(m, r); dp > 1 {
-		return fail("attention data parallelism %d (moe_tp_size %d × moe_ep_size %d over tp_size %d) is not modelled by the op-level timing", dp, r.moeTP, r.ep, r.tp)
+		from := "attention_dp_size"
+		if r.dp <= 1 {
+			from = fmt.Sprintf("moe_tp_size %d × moe_ep_size %d over tp_size %d", r.moeTP, r.ep, r.tp)
+		}
+		return fail("attention data parallelism %d (%s) is not modelled by the op-level timing", dp, from)
 	}
 
 	cfg := config.Default()

@@ -195,6 +195,12 @@ func TestAttentionDP(t *testing.T) {
 	if res := predict(r, "", settings{}); res.err != want || res.model != m.Name {
 		t.Errorf("predict: err %q, model %q; want %q, %q", res.err, res.model, want, m.Name)
 	}
+	// A row that gives attention_dp_size says so, through the same check.
+	r.dp, r.moeTP = 2, 1
+	const given = "attention data parallelism 2 (attention_dp_size) is not modelled by the op-level timing"
+	if res := predict(r, "", settings{}); res.err != given || res.model != m.Name {
+		t.Errorf("predict, attention_dp_size 2: err %q, model %q; want %q, %q", res.err, res.model, given, m.Name)
+	}
 }
 
 func TestCompareVersions(t *testing.T) {
