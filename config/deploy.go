@@ -245,13 +245,14 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 	if err != nil {
 		return engine.Options{}, err
 	}
+	running := c.maxNumSeqs(d)
 	return engine.Options{
 		Backend: backend,
 		DPSize:  c.DPSize,
 		VLLM: vllm.Options{
 			BlockSize:        d.BlockSize,
 			NumBlocks:        d.KVBlocks,
-			MaxNumSeqs:       c.maxNumSeqs(d),
+			MaxNumSeqs:       running,
 			MaxBatchedTokens: c.MaxNumBatchedTokens,
 			MaxModelLen:      c.MaxModelLen,
 			ChunkedPrefill:   c.EnableChunkedPrefill,
@@ -267,7 +268,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 		SGLang: sglang.Options{
 			PageSize:           d.BlockSize,
 			NumPages:           d.KVBlocks,
-			MaxRunning:         c.maxNumSeqs(d),
+			MaxRunning:         running,
 			MaxPrefillTokens:   c.SGLangMaxPrefillTokens,
 			ChunkedPrefillSize: c.SGLangChunkedPrefillSize,
 			ClipMaxNewTokens:   c.SGLangClipMaxNewTokens,
@@ -305,10 +306,6 @@ func (c *Config) maxNumSeqs(d *Deployment) int {
 	if c.MaxNumSeqs > 0 {
 		return c.MaxNumSeqs
 	}
-	f := c.backend().Spec().MaxRunning
-	if f == nil {
-		return 256
-	}
 	var mem int64
 	if d.System != nil {
 		mem = d.System.MemoryBytes
@@ -317,7 +314,7 @@ func (c *Config) maxNumSeqs(d *Deployment) int {
 	if ctx == 0 && d.Model != nil {
 		ctx = d.Model.MaxPositions
 	}
-	return f(mem, d.KVBlocks*d.BlockSize, ctx)
+	return c.backend().Spec().MaxRunning(mem, d.KVBlocks*d.BlockSize, ctx)
 }
 
 // encoderCacheSize is --encoder-cache-size, or by default the pass token budget, as vLLM sizes its encoder
