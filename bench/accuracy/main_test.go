@@ -94,8 +94,9 @@ func TestGeneratorKVCacheDtype(t *testing.T) {
 // TestRunRefusesKVCacheDtype: a KV cache setting other than auto or generator is refused by name before
 // any row runs.
 // TestGeneratorMTP: -sglang-nextn N deploys N MTP draft steps on the DeepSeek family (MLA experts)
-// only — not GLM-5's sparse attention, Qwen's or Llama's — with SGLang's overlap scheduler off;
-// nextn 0 changes nothing.
+// only — not GLM-5's sparse attention, Qwen's or Llama's — and leaves SGLang's overlap scheduler to
+// the config, which turns it off under drafts (config's TestSGLangOverlapDefault); nextn 0 changes
+// nothing.
 func TestGeneratorMTP(t *testing.T) {
 	for _, tc := range []struct {
 		model  string
@@ -114,10 +115,10 @@ func TestGeneratorMTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := config.Default()
-		cfg.SGLangOverlapSchedule = true
 		generatorMTP(&cfg, m, tc.nextn)
-		if cfg.SpecNumTokens != tc.drafts || cfg.SGLangOverlapSchedule != (tc.drafts == 0) {
-			t.Errorf("%s nextn %d: spec tokens %d, overlap %v; want %d, %v", tc.model, tc.nextn, cfg.SpecNumTokens, cfg.SGLangOverlapSchedule, tc.drafts, tc.drafts == 0)
+		if cfg.SpecNumTokens != tc.drafts || !cfg.SGLangOverlapSchedule || len(cfg.GivenKeys()) != 0 {
+			t.Errorf("%s nextn %d: spec tokens %d, overlap %v, given %v; want %d, true, none", tc.model, tc.nextn,
+				cfg.SpecNumTokens, cfg.SGLangOverlapSchedule, cfg.GivenKeys(), tc.drafts)
 		}
 	}
 }
