@@ -58,21 +58,45 @@ func TestDefaultMaxNumSeqs(t *testing.T) {
 	}
 }
 
-// TestSGLangOverlapDefault: SGLang's overlap scheduler is on unless turned off, as in SGLang.
+// TestSGLangOverlapDefault: SGLang's overlap scheduler is on unless turned off, as in SGLang; with
+// speculative decoding SGLang turns overlap and mixed chunking off (server_args.py,
+// _handle_speculative_decoding) unless they are given explicitly.
 func TestSGLangOverlapDefault(t *testing.T) {
-	for _, on := range []bool{true, false} {
-		c := Default()
-		c.Backend = "sglang"
-		if !on {
-			c.SGLangOverlapSchedule = false
-		}
-		o, err := c.EngineOptions()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o.SGLang.Overlap != on {
-			t.Errorf("overlap %v, want %v", o.SGLang.Overlap, on)
-		}
+	for _, tc := range []struct {
+		name              string
+		set               func(*Config)
+		overlap, mixChunk bool
+	}{
+		{"default", func(c *Config) {}, true, false},
+		{"overlap off", func(c *Config) { c.SGLangOverlapSchedule = false }, false, false},
+		{"mixed chunk", func(c *Config) { c.SGLangEnableMixedChunk = true }, true, true},
+		{"spec", func(c *Config) { c.SpecNumTokens = 1; c.SGLangEnableMixedChunk = true }, false, false},
+		{"spec given", func(c *Config) {
+			c.SpecNumTokens, c.SGLangEnableMixedChunk = 2, true
+			c.Given("sglang-overlap-schedule", "")
+			c.Given("sglang-enable-mixed-chunk", "")
+		}, true, true},
+		{"spec overlap given", func(c *Config) {
+			c.SpecNumTokens, c.SGLangEnableMixedChunk = 2, true
+			c.Given("sglang-overlap-schedule", "")
+		}, true, false},
+		{"spec given off", func(c *Config) {
+			c.SpecNumTokens, c.SGLangOverlapSchedule = 2, false
+			c.Given("sglang-overlap-schedule", "")
+		}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			c.Backend = "sglang"
+			tc.set(&c)
+			o, err := c.EngineOptions()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.SGLang.Overlap != tc.overlap || o.SGLang.MixedChunk != tc.mixChunk {
+				t.Errorf("overlap %v, mixed chunk %v; want %v, %v", o.SGLang.Overlap, o.SGLang.MixedChunk, tc.overlap, tc.mixChunk)
+			}
+		})
 	}
 }
 

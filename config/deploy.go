@@ -245,13 +245,14 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 	if err != nil {
 		return engine.Options{}, err
 	}
+	running := c.maxNumSeqs(d)
 	return engine.Options{
 		Backend: backend,
 		DPSize:  c.DPSize,
 		VLLM: vllm.Options{
 			BlockSize:        d.BlockSize,
 			NumBlocks:        d.KVBlocks,
-			MaxNumSeqs:       c.maxNumSeqs(d),
+			MaxNumSeqs:       running,
 			MaxBatchedTokens: c.MaxNumBatchedTokens,
 			MaxModelLen:      c.MaxModelLen,
 			ChunkedPrefill:   c.EnableChunkedPrefill,
@@ -267,15 +268,15 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 		SGLang: sglang.Options{
 			PageSize:           d.BlockSize,
 			NumPages:           d.KVBlocks,
-			MaxRunning:         c.maxNumSeqs(d),
+			MaxRunning:         running,
 			MaxPrefillTokens:   c.SGLangMaxPrefillTokens,
 			ChunkedPrefillSize: c.SGLangChunkedPrefillSize,
 			ClipMaxNewTokens:   c.SGLangClipMaxNewTokens,
 			ReservedDecode:     c.SGLangReservedDecodeTokens,
 			Conservativeness:   c.SGLangScheduleConservativeness,
 			Policy:             policy,
-			MixedChunk:         c.SGLangEnableMixedChunk,
-			Overlap:            c.SGLangOverlapSchedule,
+			MixedChunk:         c.sglangSpecAllows(c.SGLangEnableMixedChunk, "sglang-enable-mixed-chunk"),
+			Overlap:            c.sglangSpecAllows(c.SGLangOverlapSchedule, "sglang-overlap-schedule"),
 			PrefixCaching:      c.EnablePrefixCaching,
 			MaxModelLen:        c.MaxModelLen,
 			Spec:               spec,
@@ -290,16 +291,20 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 	}, nil
 }
 
+// sglangSpecAllows is an SGLang scheduler switch (on) under speculative decoding: SGLang turns the
+// overlap scheduler and mixed chunking off for EAGLE/NEXTN drafts unless SGLANG_ENABLE_SPEC_V2
+// (server_args.py, _handle_speculative_decoding), so a default stays on only without drafts; a
+// switch given explicitly (key) is kept, as with that variable.
+func (c *Config) sglangSpecAllows(on bool, key string) bool {
+	return on && (c.SpecNumTokens == 0 || c.isGiven(key))
+}
+
 // maxNumSeqs is --max-num-seqs, or when it is auto (0) the engine's own default on the deployment
 // (engine.BackendSpec.MaxRunning): from the GPU's memory, one rank's KV pool and the context length
 // (--max-model-len, else the model's).
 func (c *Config) maxNumSeqs(d *Deployment) int {
 	if c.MaxNumSeqs > 0 {
 		return c.MaxNumSeqs
-	}
-	f := c.backend().Spec().MaxRunning
-	if f == nil {
-		return 256
 	}
 	var mem int64
 	if d.System != nil {
@@ -309,7 +314,7 @@ func (c *Config) maxNumSeqs(d *Deployment) int {
 	if ctx == 0 && d.Model != nil {
 		ctx = d.Model.MaxPositions
 	}
-	return f(mem, d.KVBlocks*d.BlockSize, ctx)
+	return c.backend().Spec().MaxRunning(mem, d.KVBlocks*d.BlockSize, ctx)
 }
 
 // encoderCacheSize is --encoder-cache-size, or by default the pass token budget, as vLLM sizes its encoder

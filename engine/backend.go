@@ -43,7 +43,7 @@ type BackendSpec struct {
 	ClientsStayGrouped bool
 	// MaxRunning is the running requests a rank allows when --max-num-seqs is auto: the engine's own
 	// default on a GPU of gpuMemory bytes (0: unknown), with a KV pool of kvTokens tokens and requests of
-	// at most contextLen tokens (0: unknown). nil: 256, Dynamo mocker's default.
+	// at most contextLen tokens (0: unknown).
 	MaxRunning func(gpuMemory int64, kvTokens, contextLen int) int
 	// Metrics is the engine whose Prometheus metric names its live workers export (live/metrics:
 	// vllm, sglang or trtllm; "": vllm).
@@ -65,8 +65,8 @@ var Backends = []BackendSpec{
 	VLLM: {Name: "vllm", Help: "vLLM v1's scheduler and block pool", BlockSize: 16, Metrics: "vllm", MaxRunning: vllmMaxRunning,
 		New: newVLLM(0), Pool: vllmPool, AppendCached: vllmCached, Tiers: vllmTiers},
 	TRTLLM: {Name: "trtllm", Help: "vLLM's scheduler with TensorRT-LLM's guaranteed_no_evict admission", BlockSize: 32,
-		Timing: "profile", NoDisagg: true, Metrics: "trtllm", New: newVLLM(vllm.GuaranteedNoEvict), Pool: vllmPool, AppendCached: vllmCached,
-		Tiers: vllmTiers},
+		Timing: "profile", NoDisagg: true, Metrics: "trtllm", MaxRunning: dynamoMaxRunning, New: newVLLM(vllm.GuaranteedNoEvict), Pool: vllmPool,
+		AppendCached: vllmCached, Tiers: vllmTiers},
 	SGLang: {Name: "sglang", Help: "SGLang's scheduler over a radix prefix cache", BlockSize: 1, EventsAtPassEnd: true,
 		ClientsStayGrouped: true, Metrics: "sglang", MaxRunning: sglangMaxRunning, New: newSGLang, Pool: sglangPool, AppendCached: sglangCached, Tiers: sglangTiers},
 }
@@ -140,6 +140,10 @@ func newVLLM(c vllm.Capacity) func(Options, int, int, uint64) (sched.Scheduler, 
 		return vllm.New(vo)
 	}
 }
+
+// dynamoMaxRunning is Dynamo mocker's default max_num_seqs, 256 whatever the deployment, which
+// TensorRT-LLM workers keep here.
+func dynamoMaxRunning(int64, int, int) int { return 256 }
 
 // vllmMaxRunning is vLLM's max_num_seqs when none is given, as its OpenAI API server sets it
 // (vLLM V1's EngineArgs.get_batch_defaults: 1,024 sequences on a GPU of at least 70 GiB other than an A100,

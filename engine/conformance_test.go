@@ -89,6 +89,25 @@ func TestParseBackend(t *testing.T) {
 	}
 }
 
+// TestMaxRunningOfEachBackend: every backend has its --max-num-seqs auto (config reads it without a
+// fallback): vLLM's 1,024 on an H200, TensorRT-LLM Dynamo mocker's 256, SGLang's from its KV pool
+// (888,360 tokens over a 131,072-token context × 512 is 3,470).
+func TestMaxRunningOfEachBackend(t *testing.T) {
+	for _, tc := range []struct {
+		b    Backend
+		want int
+	}{{VLLM, 1024}, {TRTLLM, 256}, {SGLang, 3470}} {
+		f := tc.b.Spec().MaxRunning
+		if f == nil {
+			t.Errorf("%v: no MaxRunning", tc.b)
+			continue
+		}
+		if got := f(141<<30, 888360, 131072); got != tc.want {
+			t.Errorf("%v: MaxRunning %d, want %d", tc.b, got, tc.want)
+		}
+	}
+}
+
 // TestPoolOfEachBackend: the pool and budget accessors read each backend's own settings.
 func TestPoolOfEachBackend(t *testing.T) {
 	o := Options{VLLM: vllm.Options{BlockSize: 16, NumBlocks: 100, MaxBatchedTokens: 2048},

@@ -44,7 +44,8 @@ type Collector struct {
 	itl      samples
 
 	// reasons holds Rejected's and Failed's reason by id; they are rare, so a map beats a
-	// string header in every record.
+	// string header in every record. A compact collector frees a reason as the request retires, or
+	// once its ITL samples are settled.
 	reasons map[int]string
 
 	// names holds Identify's names from id base on, for the per-request records.
@@ -214,6 +215,9 @@ func (c *Collector) retire() {
 		}
 		if r.state&rejected != 0 && d.first == nil {
 			d.first = &rejection{id: id, name: c.name(id), reason: c.reasons[id]}
+		}
+		if r.deliveries < 2 { // no ITL samples for settleGaps to drop by its reason
+			delete(c.reasons, id)
 		}
 	}
 	if k == 0 {
@@ -591,6 +595,11 @@ func (c *Collector) settleGaps() {
 		c.gaps[i] = nil
 	}
 	c.gaps = c.gaps[:chunks]
+	for id := range c.reasons { // the retired requests' samples are settled: their reasons go
+		if id < c.base {
+			delete(c.reasons, id)
+		}
+	}
 	c.itl.settle()
 	// A settle merges into every distinct value so far: waiting for a quarter as many new samples keeps it
 	// linear.

@@ -220,3 +220,49 @@ func TestForgetRetiresHoles(t *testing.T) {
 	}()
 	forget.Arrived(5, 8*msec, 10, 1)
 }
+
+// TestForgetFreesReasons: a compact collector frees a rejection's reason as the request retires, and a
+// failure's once its ITL samples are settled (they must not count), so that a long run with many
+// rejections holds the reasons of its window only; FirstRejection still names the first.
+func TestForgetFreesReasons(t *testing.T) {
+	c := NewCollector()
+	c.Forget(nil)
+	const n = 3001 // ids 0, 3, ... rejected at once; 1, 4, ... failed after 3 tokens; the rest complete
+	for id := range n {
+		at := time.Duration(id) * msec
+		c.Arrived(id, at, 10, 3)
+		switch id % 3 {
+		case 0:
+			c.Rejected(id, at, fmt.Sprintf("reason %d", id))
+			continue
+		case 1:
+			c.Admitted(id, at, 0)
+			c.Tokens(id, at+1*msec, 1)
+			c.Tokens(id, at+2*msec, 1)
+			c.Tokens(id, at+3*msec, 1)
+			c.Failed(id, at+3*msec, "worker failed")
+		case 2:
+			c.Admitted(id, at, 0)
+			c.Tokens(id, at+1*msec, 1)
+			c.Tokens(id, at+3*msec, 1)
+			c.Tokens(id, at+5*msec, 1)
+			c.Finished(id, at+5*msec)
+		}
+	}
+	for id := range c.reasons {
+		if id < c.base && id%3 != 1 {
+			t.Fatalf("reason of retired rejected request %d kept", id)
+		}
+	}
+	s := c.Summary()
+	if len(c.reasons) != 1 || c.reasons[n-1] != fmt.Sprintf("reason %d", n-1) {
+		t.Errorf("reasons held after the summary: %d (%v); want only the window's request %d", len(c.reasons), c.reasons[n-1], n-1)
+	}
+	// Each of the 1,000 completed requests has two gaps of 2 ms; the failed ones' gaps do not count.
+	if s.ITL.Count != 2000 || s.ITL.P50 != 2 || s.CompletedRequests != 1000 || s.RejectedRequests != 1001 {
+		t.Errorf("ITL %+v, %d completed, %d rejected; want 2,000 samples of 2 ms, 1,000, 1,001", s.ITL, s.CompletedRequests, s.RejectedRequests)
+	}
+	if id, _, _, reason, ok := c.FirstRejection(); id != 0 || reason != "reason 0" || !ok {
+		t.Errorf("FirstRejection = %d, %q, %v; want 0, reason 0, true", id, reason, ok)
+	}
+}

@@ -409,8 +409,6 @@ func predict(r row, db string, set settings) result {
 		return fail("mode %q: want agg or disagg", r.mode)
 	case r.mode == "disagg" && (r.prefill.dp > 1 || r.decode.dp > 1):
 		return fail("attention data parallelism over MoE tensor parallelism is not modelled by the op-level timing")
-	case r.dp > 1:
-		return fail("attention data parallelism over MoE tensor parallelism is not modelled by the op-level timing")
 	}
 	m, err := model.Lookup(r.modelPath)
 	if err != nil {
@@ -418,7 +416,11 @@ func predict(r row, db string, set settings) result {
 	}
 	res.model, res.moe = m.Name, m.MoE()
 	if dp := attentionDP(m, r); dp > 1 {
-		return fail("attention data parallelism %d (moe_tp_size %d × moe_ep_size %d over tp_size %d) is not modelled by the op-level timing", dp, r.moeTP, r.ep, r.tp)
+		from := "attention_dp_size"
+		if r.dp <= 1 {
+			from = fmt.Sprintf("moe_tp_size %d × moe_ep_size %d over tp_size %d", r.moeTP, r.ep, r.tp)
+		}
+		return fail("attention data parallelism %d (%s) is not modelled by the op-level timing", dp, from)
 	}
 
 	cfg := config.Default()
@@ -436,12 +438,8 @@ func predict(r row, db string, set settings) result {
 		cfg.KVCacheDtype = generatorKVCacheDtype(linear)
 	}
 	cfg.EP = epFor(m, cmp.Or(experts, linear), r.tp, r.ep)
-	// The engines' own defaults on an H200: vLLM's API server allows 1,024 sequences; SGLang sizes
-	// its running set by memory, which the KV pool bounds here too.
-	cfg.MaxNumSeqs = 1024
-	// SGLang runs its overlap scheduler unless --disable-overlap-schedule (scheduler.py
-	// event_loop_overlap): each batch is formed when the one before it is launched.
-	cfg.SGLangOverlapSchedule = true
+	// The running set is each engine's own default on an H200 (--max-num-seqs auto): 1,024 for vLLM,
+	// SGLang's from its KV pool and context; SGLang's overlap scheduler is on, as config's default.
 	if r.backend == "sglang" {
 		cfg.HostOverheadUs = set.sglangHostUs
 		generatorMTP(&cfg, m, set.nextn)
@@ -449,7 +447,7 @@ func predict(r row, db string, set settings) result {
 			// AIConfigurator's generator deploys aggregated SGLang workers with mixed chunking and a
 			// prefill budget of ISL + 1,500 tokens (src/aiconfigurator/generator/rule_plugin/sglang.rule:
 			// "agg enable_mixed_chunk = true", "max_prefill_tokens = SlaConfig.isl + 1500").
-			cfg.SGLangEnableMixedChunk = cfg.SpecNumTokens == 0
+			cfg.SGLangEnableMixedChunk = true
 			cfg.SGLangMaxPrefillTokens = r.isl + 1500
 		}
 		if r.mode == "agg" {
@@ -877,15 +875,14 @@ func generatorKVCacheDtype(linear string) string {
 // draft steps, as AIConfigurator's generator does ("when nextn > 0: speculative_decoding_type NEXTN,
 // speculative_num_steps nextn", generator/rule_plugin/sglang.rule; topk 1, so one draft token a
 // step). SGLang turns NEXTN into EAGLE and, without SGLANG_ENABLE_SPEC_V2, turns the overlap
-// scheduler and mixed chunking off (server_args.py, _handle_speculative_decoding); the caller leaves
-// mixed chunking off when SpecNumTokens is set. Acceptance: mocker's default rates, which are
-// AIConfigurator's (0.85, 0.3). nextn 0, or another model: nothing changes.
+// scheduler and mixed chunking off (server_args.py, _handle_speculative_decoding), as the config does
+// under SpecNumTokens. Acceptance: mocker's default rates, which are AIConfigurator's (0.85, 0.3).
+// nextn 0, or another model: nothing changes.
 func generatorMTP(cfg *config.Config, m *model.Model, nextn int) {
 	if nextn == 0 || !m.MLA() || !m.MoE() || m.DSA() {
 		return
 	}
 	cfg.SpecNumTokens = nextn
-	cfg.SGLangOverlapSchedule = false
 }
 
 // epFor is the expert parallelism a row ran with. vLLM refuses block-quantised experts whose

@@ -95,8 +95,9 @@ func TestGeneratorKVCacheDtype(t *testing.T) {
 // TestRunRefusesKVCacheDtype: a KV cache setting other than auto or generator is refused by name before
 // any row runs.
 // TestGeneratorMTP: -sglang-nextn N deploys N MTP draft steps on the DeepSeek family (MLA experts)
-// only — not GLM-5's sparse attention, Qwen's or Llama's — with SGLang's overlap scheduler off;
-// nextn 0 changes nothing.
+// only — not GLM-5's sparse attention, Qwen's or Llama's — and leaves SGLang's overlap scheduler to
+// the config, which turns it off under drafts (config's TestSGLangOverlapDefault); nextn 0 changes
+// nothing.
 func TestGeneratorMTP(t *testing.T) {
 	for _, tc := range []struct {
 		model  string
@@ -115,10 +116,10 @@ func TestGeneratorMTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := config.Default()
-		cfg.SGLangOverlapSchedule = true
 		generatorMTP(&cfg, m, tc.nextn)
-		if cfg.SpecNumTokens != tc.drafts || cfg.SGLangOverlapSchedule != (tc.drafts == 0) {
-			t.Errorf("%s nextn %d: spec tokens %d, overlap %v; want %d, %v", tc.model, tc.nextn, cfg.SpecNumTokens, cfg.SGLangOverlapSchedule, tc.drafts, tc.drafts == 0)
+		if cfg.SpecNumTokens != tc.drafts || !cfg.SGLangOverlapSchedule || len(cfg.GivenKeys()) != 0 {
+			t.Errorf("%s nextn %d: spec tokens %d, overlap %v, given %v; want %d, true, none", tc.model, tc.nextn,
+				cfg.SpecNumTokens, cfg.SGLangOverlapSchedule, cfg.GivenKeys(), tc.drafts)
 		}
 	}
 }
@@ -195,6 +196,12 @@ func TestAttentionDP(t *testing.T) {
 	const want = "attention data parallelism 2 (moe_tp_size 4 × moe_ep_size 1 over tp_size 2) is not modelled by the op-level timing"
 	if res := predict(r, "", settings{}); res.err != want || res.model != m.Name {
 		t.Errorf("predict: err %q, model %q; want %q, %q", res.err, res.model, want, m.Name)
+	}
+	// A row that gives attention_dp_size says so, through the same check.
+	r.dp, r.moeTP = 2, 1
+	const given = "attention data parallelism 2 (attention_dp_size) is not modelled by the op-level timing"
+	if res := predict(r, "", settings{}); res.err != given || res.model != m.Name {
+		t.Errorf("predict, attention_dp_size 2: err %q, model %q; want %q, %q", res.err, res.model, given, m.Name)
 	}
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -42,5 +44,55 @@ func TestStreamedRecordsMatchKept(t *testing.T) {
 	}
 	if !bytes.Contains(got[0][1], []byte(`"rejected":true`)) {
 		t.Error("no request was rejected: the run does not cover rejections")
+	}
+}
+
+// TestStreamedRecordsUnwritable: a --requests-jsonl whose directory goes away after the outputs were
+// checked (readyOffline runs between the check and the run) fails with the file's error; the run does
+// not start and nothing panics.
+func TestStreamedRecordsUnwritable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gone")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	was := readyOffline
+	readyOffline = func() {
+		if err := os.Remove(dir); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { readyOffline = was })
+	jsonl := filepath.Join(dir, "r.jsonl")
+	_, _, err := mocker(t, "predict", "--num-requests", "10", "--timing", "fixed", "--prefill-ms", "20", "--decode-ms", "5",
+		"--requests-jsonl", jsonl)
+	if want := "report: write " + jsonl + ": no such file or directory"; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
+// TestPredictInterrupted: a predict whose context is done once the run is under way (as Ctrl-C does
+// through signal.NotifyContext) stops with the context's error and leaves no file behind, not even
+// the temporary one of the streamed --requests-jsonl.
+func TestPredictInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	was := readyOffline
+	readyOffline = cancel // after the settings passed, before the run
+	t.Cleanup(func() { readyOffline = was })
+	cmd := newRootCmd()
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs([]string{"predict", "--num-requests", "1000", "--timing", "fixed", "--prefill-ms", "20", "--decode-ms", "5",
+		"--requests-jsonl", filepath.Join(dir, "r.jsonl"), "--report-json", filepath.Join(dir, "r.json")})
+	if err := cmd.ExecuteContext(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v, want %v", err, context.Canceled)
+	}
+	if left, err := os.ReadDir(dir); err != nil || len(left) != 0 {
+		t.Errorf("left %v (%v), want nothing", left, err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("printed a report of an interrupted run:\n%s", out.String())
 	}
 }

@@ -44,8 +44,11 @@ func TestReadyOfflineAfterSettings(t *testing.T) {
 		cmd.SetErr(&bytes.Buffer{})
 		cmd.SetArgs(tc.args)
 		ctx, cancel := context.WithCancel(context.Background())
-		cancel() // sweep-worker: serve nothing, return at once
+		if tc.args[0] == "sweep-worker" {
+			cancel() // serve nothing, return at once
+		}
 		err := cmd.ExecuteContext(ctx)
+		cancel()
 		if (err == nil) != tc.ok {
 			t.Fatalf("%v: error %v, want success %v", tc.args, err, tc.ok)
 		}

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -49,7 +52,10 @@ A --config YAML file takes the same keys as the flags; flags given on the comman
 			if err != nil {
 				return err
 			}
-			return errors.Join(predict(&cfg, threads, cmd.OutOrStdout(), cmd.ErrOrStderr()), stop())
+			// Interrupted, the run stops and its report files, half written, are removed.
+			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer cancel()
+			return errors.Join(predict(ctx, &cfg, threads, cmd.OutOrStdout(), cmd.ErrOrStderr()), stop())
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "YAML file of settings (keys as the flags)")
@@ -68,17 +74,19 @@ const offlineHeap = 512 << 20
 // no reservation, madvise or forced GC. A variable so that tests can count the calls.
 var readyOffline = sync.OnceFunc(func() { hugeHeap(offlineHeap) })
 
-// predict runs cfg's workload with threads goroutines simulating workers (sim.Options.Threads).
-func predict(cfg *config.Config, threads int, stdout, stderr io.Writer) error {
+// predict runs cfg's workload with threads goroutines simulating workers (sim.Options.Threads). Once
+// ctx is done the run stops at the next request that completes and predict returns ctx's error.
+func predict(ctx context.Context, cfg *config.Config, threads int, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	// The trace and the page watch the run: the trace records its window, the page buckets its series as
 	// they come.
 	trace, page := &timeline.Recorder{}, html.NewSeries(0)
-	outputs := []output{
+	records := &output{"requests-jsonl", cfg.RequestsJSONL, func(res *sim.Result, w io.Writer) error { return res.Collector.WriteRequestsJSONL(w) }}
+	outputs := []*output{
 		{"report-json", cfg.ReportJSON, func(res *sim.Result, w io.Writer) error { return res.Summary.WriteJSON(w) }},
-		{"requests-jsonl", cfg.RequestsJSONL, func(res *sim.Result, w io.Writer) error { return res.Collector.WriteRequestsJSONL(w) }},
+		records,
 		{"scaling-jsonl", cfg.ScalingJSONL, writeScaling},
 		{"perfetto", cfg.Perfetto, func(res *sim.Result, w io.Writer) error { return perfetto.Write(w, trace, res.Collector) }},
 		{"html", cfg.HTML, func(res *sim.Result, w io.Writer) error {
@@ -104,6 +112,10 @@ func predict(cfg *config.Config, threads int, stdout, stderr io.Writer) error {
 		return err
 	}
 	opts.Threads = threads
+	finished := opts.Finished
+	opts.Finished = func(ttft, e2e time.Duration, first bool) bool {
+		return ctx.Err() == nil && (finished == nil || finished(ttft, e2e, first))
+	}
 	var watch sim.Observers
 	if cfg.Perfetto != "" {
 		if trace.From, trace.To, err = cfg.PerfettoRange(); err != nil {
@@ -129,19 +141,26 @@ func predict(cfg *config.Config, threads int, stdout, stderr io.Writer) error {
 	opts.Progress = bar.update
 	var res *sim.Result
 	var recordsErr error // writing the streamed records
-	if opts.Compact && cfg.RequestsJSONL != "" {
-		outputs[1].path = "" // written as the run goes
-		recordsErr = report.WriteFile(cfg.RequestsJSONL, func(w io.Writer) error {
+	if opts.Compact && records.path != "" {
+		path := records.path
+		records.path = "" // written as the run goes
+		recordsErr = report.WriteFile(path, func(w io.Writer) error {
 			opts.Records = w
 			if res, err = sim.Run(src, opts); err != nil {
 				return err
 			}
 			return res.RecordsErr
 		})
+		if res == nil && err == nil {
+			err = recordsErr // the file could not be created, so the run never started
+		}
 	} else {
 		res, err = sim.Run(src, opts)
 	}
 	bar.finish()
+	if errors.Is(err, sim.ErrStopped) && ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	if err != nil {
 		return err
 	}
@@ -225,7 +244,7 @@ type output struct {
 // checkOutputs makes sure, before a run that may take minutes, that every report file can be
 // written: its directory exists and takes a new file, it is not a directory, no two outputs share
 // a path, and none overwrites an input.
-func checkOutputs(outputs []output, cfg *config.Config) error {
+func checkOutputs(outputs []*output, cfg *config.Config) error {
 	seen := map[string]string{}
 	for _, in := range []struct{ flag, path string }{
 		{"trace", cfg.Trace}, {"planner-config", cfg.PlannerConfig}, {"model-config", cfg.ModelConfig}, {"profile", cfg.Profile},

@@ -211,7 +211,7 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 		}
 		o.Objective = recommend.MaxRate
 	}
-	if err := checkOutputs([]output{{flag: "report-json", path: cfg.ReportJSON}, {flag: "html", path: cfg.HTML}}, cfg); err != nil {
+	if err := checkOutputs([]*output{{flag: "report-json", path: cfg.ReportJSON}, {flag: "html", path: cfg.HTML}}, cfg); err != nil {
 		return err
 	}
 	readyOffline()

@@ -958,7 +958,8 @@ func tabulate(xs []float64, f func(float64) float64) table1 {
 //
 // With k prefill requests in the pass each is priced at batch size k and charged 1/k of it, so
 // batching amortises the fixed cost as measured. Decode requests are priced together: generation
-// attention at batch = their number and past length = their mean cached context.
+// attention at batch = their tokens (a speculative step's drafts count as requests) and past length =
+// their mean cached context.
 func (mdl *Model) Cost(b *timing.Batch) timing.Cost {
 	p := shapeOf(b)
 	var pre, dec float64
@@ -968,7 +969,7 @@ func (mdl *Model) Cost(b *timing.Batch) timing.Cost {
 		pre, dec = share, lin-share
 	}
 	pre += mdl.contextAttention(b, p) + mdl.prefillOnly(p) + mdl.linearContext(b, p)
-	dec += mdl.decodeOnly(p) + mdl.generationAttention(p) + mdl.linearGeneration(p) + mdl.sampling(p)
+	dec += mdl.decodeWork(p)
 	dec *= 1 + mdl.drafting(p)
 	return timing.Cost{Prefill: msDuration(pre), Decode: msDuration(dec)}
 }
@@ -1020,10 +1021,15 @@ func (mdl *Model) Parts(b *timing.Batch) []timing.Part {
 		if p.tokens > 0 {
 			dec = mdl.tokenWork(p) * float64(p.tokens-p.prefillTokens) / float64(p.tokens)
 		}
-		dec += mdl.decodeOnly(p) + mdl.generationAttention(p) + mdl.linearGeneration(p) + mdl.sampling(p)
-		add("mtp_draft", dec*f)
+		add("mtp_draft", (dec+mdl.decodeWork(p))*f)
 	}
 	return parts
+}
+
+// decodeWork is the decodes' own ops, beside their share of the token-count work: MLA's BMMs,
+// generation attention, the Gated DeltaNet steps and the LM head.
+func (mdl *Model) decodeWork(p passShape) float64 {
+	return mdl.decodeOnly(p) + mdl.generationAttention(p) + mdl.linearGeneration(p) + mdl.sampling(p)
 }
 
 // passShape is what Cost reads off a batch: token counts and requests by phase.
@@ -1142,13 +1148,14 @@ func (mdl *Model) linearContext(b *timing.Batch, p passShape) float64 {
 	return v
 }
 
-// linearGeneration prices the decodes' Gated DeltaNet steps together, at batch = their number; a
-// step's cost does not depend on the context.
+// linearGeneration prices the decodes' Gated DeltaNet steps together, at batch = their tokens (a
+// speculative step's drafts count as requests, as in generationAttention); a step's cost does not
+// depend on the context.
 func (mdl *Model) linearGeneration(p passShape) float64 {
 	if mdl.gdn == nil || p.decodes == 0 {
 		return 0
 	}
-	b := float64(p.decodes)
+	b := float64(p.decodeTokens)
 	return mdl.gdn.layers * mdl.gdn.gen.at(b, b)
 }
 

@@ -59,3 +59,47 @@ func TestSpeculativeStep(t *testing.T) {
 		t.Errorf("parts: sum %.6f ms (cost %.6f), mtp_draft %.6f ms, want 1/62 of the step (%.6f)", sum, total, draft, total/62)
 	}
 }
+
+// TestSpeculativeStepGDN: Qwen3.5's Gated DeltaNet steps price a speculative step's drafts as
+// requests too, like its attention: 8 requests with one draft each run the GDN kernels of the
+// 16-request step (45 layers × the generation table at batch 16, as TestQwen35GatedDeltaNet reads it),
+// and the whole step is the 16-request step × (60 + 1) / 60 for the draft module.
+func TestSpeculativeStepGDN(t *testing.T) {
+	mdl, err := onH200(t, "qwen3.5-397b-a17b", Options{Backend: "sglang", Version: "0.5.14", TP: 8, EP: 8, GEMMQuant: "fp8_block"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func(n, news int) *timing.Batch {
+		b := &timing.Batch{}
+		for range n {
+			b.Seqs = append(b.Seqs, timing.Seq{New: news, Cached: 1024, Samples: true})
+		}
+		return b
+	}
+	gdn := func(b *timing.Batch) float64 {
+		for _, p := range mdl.Parts(b) {
+			if p.Op == "gdn_generation" {
+				return p.Ms
+			}
+		}
+		return 0
+	}
+	want := 45 * (0.0017260800302028654 + 0.0066048002243041994) // update + recurrence at batch 16
+	for _, b := range []*timing.Batch{batch(16, 1), batch(8, 2)} {
+		if got := gdn(b); !near(got, want, 1e-9) {
+			t.Errorf("%d requests × %d tokens: gdn_generation %.9f ms, want %.9f", len(b.Seqs), b.Seqs[0].New, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		n, news int
+		want    string
+	}{
+		{8, 1, "7.943554ms"},
+		{16, 1, "10.764022ms"},
+		{8, 2, "10.943422ms"}, // 10.764022 ms × 61/60
+	} {
+		if got := mdl.Cost(batch(tc.n, tc.news)).Total().String(); got != tc.want {
+			t.Errorf("%d requests × %d tokens: %s, want %s", tc.n, tc.news, got, tc.want)
+		}
+	}
+}
