@@ -11,15 +11,35 @@ import (
 // the same deployment again (a config's checks, its lifetime replay and its run; a sweep over
 // settings the tables do not see) builds it once. A Model does not change after New, so one is
 // shared; like the table files (readTable), the database is read as it is on first use.
-var models struct {
+var models onceCache[*Model]
+
+// onceCache holds, for each key, the result of the one build that key gets in this process;
+// concurrent callers of the same key wait for that build.
+type onceCache[V any] struct {
 	sync.Mutex
-	m map[string]*modelEntry
+	m map[string]*onceEntry[V]
 }
 
-type modelEntry struct {
+type onceEntry[V any] struct {
 	once sync.Once
-	mdl  *Model
+	v    V
 	err  error
+}
+
+// get returns key's value, building it first if no caller has.
+func (c *onceCache[V]) get(key string, build func() (V, error)) (V, error) {
+	c.Lock()
+	if c.m == nil {
+		c.m = map[string]*onceEntry[V]{}
+	}
+	e := c.m[key]
+	if e == nil {
+		e = &onceEntry[V]{}
+		c.m[key] = e
+	}
+	c.Unlock()
+	e.once.Do(func() { e.v, e.err = build() })
+	return e.v, e.err
 }
 
 // cachedModel is newModel(o), built once per process for each key.
@@ -28,18 +48,7 @@ func cachedModel(o Options) (*Model, error) {
 	if !ok {
 		return newModel(o)
 	}
-	models.Lock()
-	if models.m == nil {
-		models.m = map[string]*modelEntry{}
-	}
-	e := models.m[key]
-	if e == nil {
-		e = &modelEntry{}
-		models.m[key] = e
-	}
-	models.Unlock()
-	e.once.Do(func() { e.mdl, e.err = newModel(o) })
-	return e.mdl, e.err
+	return models.get(key, func() (*Model, error) { return newModel(o) })
 }
 
 // cacheKey is o with the model and system by value and, for a relative root, the working directory

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/parquet-go/parquet-go"
 	"go.yaml.in/yaml/v3"
@@ -291,16 +290,7 @@ func (t *table) fOr(name string) []float64 {
 var provenanceColumns = map[string]bool{"framework": true, "version": true, "device": true, "power": true, "power_limit": true}
 
 // tables caches parsed table files (parquet or compact) by path: each is read once per process.
-var tables struct {
-	sync.Mutex
-	m map[string]*tableEntry
-}
-
-type tableEntry struct {
-	once sync.Once
-	t    *table
-	err  error
-}
+var tables onceCache[*table]
 
 // readTable returns the parsed contents of a table file, reading it on first use.
 func readTable(path string) (*table, error) {
@@ -311,24 +301,12 @@ func readTable(path string) (*table, error) {
 			return nil, fmt.Errorf("aic: %w", err)
 		}
 	}
-	tables.Lock()
-	if tables.m == nil {
-		tables.m = map[string]*tableEntry{}
-	}
-	e := tables.m[abs]
-	if e == nil {
-		e = &tableEntry{}
-		tables.m[abs] = e
-	}
-	tables.Unlock()
-	e.once.Do(func() {
+	return tables.get(abs, func() (*table, error) {
 		if strings.HasSuffix(abs, compactExt) {
-			e.t, e.err = parseCompact(abs)
-		} else {
-			e.t, e.err = parseParquet(abs)
+			return parseCompact(abs)
 		}
+		return parseParquet(abs)
 	})
-	return e.t, e.err
 }
 
 func parseParquet(path string) (*table, error) {

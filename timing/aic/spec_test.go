@@ -16,18 +16,11 @@ func TestSpeculativeStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := func(n, news int) *timing.Batch {
-		b := &timing.Batch{}
-		for range n {
-			b.Seqs = append(b.Seqs, timing.Seq{New: news, Cached: 1024, Samples: true})
-		}
-		return b
-	}
 	// 16 requests with one draft each, or 8 with three, read the ops of the 32-request step (32
 	// tokens, 32 attention rows at context 1,024, 32 logits) and add 1 or 3 layers in 61 (to the ns).
-	plain := mdl.Cost(batch(32, 1)).Total().Seconds() * 1e3
+	plain := mdl.Cost(decodeBatch(32, 1)).Total().Seconds() * 1e3
 	for _, tc := range []struct{ n, news int }{{16, 2}, {8, 4}} {
-		got := mdl.Cost(batch(tc.n, tc.news)).Total()
+		got := mdl.Cost(decodeBatch(tc.n, tc.news)).Total()
 		want := msDuration(plain * float64(61+tc.news-1) / 61)
 		if d := got - want; d < -1 || d > 1 {
 			t.Errorf("%d requests × (1 + %d drafts): %v, want %v (the 32-request step %.6f ms × %d/61)", tc.n, tc.news-1, got, want, plain, 61+tc.news-1)
@@ -42,11 +35,11 @@ func TestSpeculativeStep(t *testing.T) {
 		{16, 2, "22.799628ms"},
 		{8, 4, "23.5351ms"},
 	} {
-		if got := mdl.Cost(batch(tc.n, tc.news)).Total().String(); got != tc.want {
+		if got := mdl.Cost(decodeBatch(tc.n, tc.news)).Total().String(); got != tc.want {
 			t.Errorf("%d requests × %d tokens: %s, want %s", tc.n, tc.news, got, tc.want)
 		}
 	}
-	b := batch(16, 2)
+	b := decodeBatch(16, 2)
 	var sum, draft float64
 	for _, p := range mdl.Parts(b) {
 		sum += p.Ms
@@ -69,13 +62,6 @@ func TestSpeculativeStepGDN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := func(n, news int) *timing.Batch {
-		b := &timing.Batch{}
-		for range n {
-			b.Seqs = append(b.Seqs, timing.Seq{New: news, Cached: 1024, Samples: true})
-		}
-		return b
-	}
 	gdn := func(b *timing.Batch) float64 {
 		for _, p := range mdl.Parts(b) {
 			if p.Op == "gdn_generation" {
@@ -85,7 +71,7 @@ func TestSpeculativeStepGDN(t *testing.T) {
 		return 0
 	}
 	want := 45 * (0.0017260800302028654 + 0.0066048002243041994) // update + recurrence at batch 16
-	for _, b := range []*timing.Batch{batch(16, 1), batch(8, 2)} {
+	for _, b := range []*timing.Batch{decodeBatch(16, 1), decodeBatch(8, 2)} {
 		if got := gdn(b); !near(got, want, 1e-9) {
 			t.Errorf("%d requests × %d tokens: gdn_generation %.9f ms, want %.9f", len(b.Seqs), b.Seqs[0].New, got, want)
 		}
@@ -98,8 +84,17 @@ func TestSpeculativeStepGDN(t *testing.T) {
 		{16, 1, "10.764022ms"},
 		{8, 2, "10.943422ms"}, // 10.764022 ms × 61/60
 	} {
-		if got := mdl.Cost(batch(tc.n, tc.news)).Total().String(); got != tc.want {
+		if got := mdl.Cost(decodeBatch(tc.n, tc.news)).Total().String(); got != tc.want {
 			t.Errorf("%d requests × %d tokens: %s, want %s", tc.n, tc.news, got, tc.want)
 		}
 	}
+}
+
+// decodeBatch is n decoding requests at context 1,024, each with news new tokens (1 + its drafts).
+func decodeBatch(n, news int) *timing.Batch {
+	b := &timing.Batch{}
+	for range n {
+		b.Seqs = append(b.Seqs, timing.Seq{New: news, Cached: 1024, Samples: true})
+	}
+	return b
 }
