@@ -334,11 +334,7 @@ func (s *Scheduler) freeBuffers(r *request) {
 
 // buffers gives r an empty sequence and page list, reusing a finished request's.
 func (s *Scheduler) buffers(r *request) {
-	if r.Seq = s.seqs.Take(); r.Seq != nil {
-		r.Seq.Reset()
-	} else {
-		r.Seq = tokens.NewSequence(s.opt.PageSize)
-	}
+	r.Seq = book.TakeSeq(&s.seqs, s.opt.PageSize)
 	r.pages = s.pageLists.Take()
 }
 

@@ -291,11 +291,7 @@ func (s *Scheduler) freeBuffers(r *request) {
 
 // buffers gives r an empty sequence and block table, reusing a finished request's.
 func (s *Scheduler) buffers(r *request) {
-	if r.Seq = s.seqs.Take(); r.Seq != nil {
-		r.Seq.Reset()
-	} else {
-		r.Seq = tokens.NewSequence(s.opt.BlockSize)
-	}
+	r.Seq = book.TakeSeq(&s.seqs, s.opt.BlockSize)
 	r.table = s.tables.Take()
 }
 

@@ -1,5 +1,7 @@
 package book
 
+import "github.com/mocker-sim/mocker/tokens"
+
 // Spares is a free list of the buffers finished requests leave for the prompts made next (a request that
 // waits as its source holds none). Max > 0 bounds how many are kept; 0 keeps all.
 type Spares[T any] struct {
@@ -24,3 +26,13 @@ func (s *Spares[T]) Take() (x T) {
 
 // Len is how many buffers are kept.
 func (s *Spares[T]) Len() int { return len(s.free) }
+
+// TakeSeq returns an empty sequence of blockSize-token blocks for a new prompt: a finished request's,
+// reset, or a new one when none is kept.
+func TakeSeq(s *Spares[*tokens.Sequence], blockSize int) *tokens.Sequence {
+	if seq := s.Take(); seq != nil {
+		seq.Reset()
+		return seq
+	}
+	return tokens.NewSequence(blockSize)
+}
