@@ -494,6 +494,9 @@ func (c *Config) validate() error {
 	if c.NumDatasetEntries != 0 && c.Trace != "" {
 		return bad("num-dataset-entries", c.NumDatasetEntries, "applies to the synthetic workload, not to a trace")
 	}
+	if c.Trace != "" && c.isGiven("synthetic-lengths") {
+		return bad("synthetic-lengths", c.SyntheticLengths, "applies to the synthetic workload, not to a trace")
+	}
 	for _, check := range []func() error{c.validateOwned, c.validateEngine, c.validateDeployment, c.validateCluster,
 		c.validateWorkload, c.validateServe, c.validateEvents, c.validatePerfetto, c.validateRoles} {
 		if err := check(); err != nil {

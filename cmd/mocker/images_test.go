@@ -86,3 +86,12 @@ func TestPredictImageFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSyntheticLengthsWithTrace: --synthetic-lengths shapes the synthetic workload only; given with a
+// trace it would do nothing, so it is refused.
+func TestSyntheticLengthsWithTrace(t *testing.T) {
+	_, _, err := mocker(t, "predict", "--trace", "x.jsonl", "--synthetic-lengths", "fixed")
+	if want := `synthetic-lengths fixed: applies to the synthetic workload, not to a trace`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %q", err, want)
+	}
+}
