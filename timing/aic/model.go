@@ -443,6 +443,11 @@ func (mdl *Model) finish(d db, c *config, version string, rf *roofline, gemms ma
 				return nil, err
 			}
 		}
+		if c.Backend == "vllm" && deepGEMMMoE(version, mk) {
+			if moe, err = mdl.deepGEMMExperts(d, version, moe, mk, rf); err != nil {
+				return nil, err
+			}
+		}
 	}
 
 	// Tensor-parallel all-reduce.

@@ -57,6 +57,11 @@ type gemmData struct {
 // loadGEMM reads the GEMM rows of one dtype (gemm_dtype, e.g. "bfloat16", "fp8", "fp8_block").
 // Measured latencies below the roofline are raised to it, as AIConfigurator's loader does.
 func loadGEMM(paths []string, dtype string, rf *roofline) (*gemmData, error) {
+	return loadGEMMKernel(paths, dtype, "", rf)
+}
+
+// loadGEMMKernel is loadGEMM over the rows of one kernel_source only ("": every row).
+func loadGEMMKernel(paths []string, dtype, kernel string, rf *roofline) (*gemmData, error) {
 	flops, err := rf.flopsOf(dtype)
 	if err != nil {
 		return nil, err
@@ -64,14 +69,22 @@ func loadGEMM(paths []string, dtype string, rf *roofline) (*gemmData, error) {
 	g := &gemmData{src: sourceList(paths), dtype: dtype, flops: flops, elem: bytesOf(dtype), rf: rf, sites: map[[2]float64]*gemmSite{}}
 	pts := map[[3]float64]float64{} // (m, n, k) → latency
 	have := map[string]bool{}
-	err = scanGEMM(paths, func(dt string, mnk [3]float64, lat float64) {
+	keep := func(dt, ks string, mnk [3]float64, lat float64) {
 		have[dt] = true
-		if dt == dtype && lat > 0 {
+		if dt == dtype && (kernel == "" || ks == kernel) && lat > 0 {
 			firstWins(pts, mnk, lat)
 		}
-	})
+	}
+	if kernel == "" {
+		err = scanGEMM(paths, func(dt string, mnk [3]float64, lat float64) { keep(dt, "", mnk, lat) })
+	} else {
+		err = scanGEMMKernels(paths, keep)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if len(pts) == 0 && kernel != "" {
+		return nil, fmt.Errorf("aic: %s: no GEMM rows with gemm_dtype %q and kernel_source %q", sourceList(paths), dtype, kernel)
 	}
 	if len(pts) == 0 {
 		return nil, fmt.Errorf("aic: %s: no GEMM rows with gemm_dtype %q (have %s)", sourceList(paths), dtype, keys(have))
@@ -115,6 +128,22 @@ func scanGEMM(paths []string, row func(dtype string, mnk [3]float64, lat float64
 			return nil, err
 		}
 		return func(i int) { row(dt[i], [3]float64{ms[i], ns[i], ks[i]}, lat[i]) }, nil
+	})
+}
+
+// scanGEMMKernels is scanGEMM with each row's kernel_source.
+func scanGEMMKernels(paths []string, row func(dtype, kernel string, mnk [3]float64, lat float64)) error {
+	return scan(paths, func(t *table) (func(int), error) {
+		dt, err := t.s("gemm_dtype")
+		ms, err1 := t.f("m")
+		ns, err2 := t.f("n")
+		ks, err3 := t.f("k")
+		lat, err4 := t.f("latency")
+		kern, err5 := t.s("kernel_source")
+		if err := firstErr(err, err1, err2, err3, err4, err5); err != nil {
+			return nil, err
+		}
+		return func(i int) { row(dt[i], kern[i], [3]float64{ms[i], ns[i], ks[i]}, lat[i]) }, nil
 	})
 }
 
