@@ -1031,6 +1031,12 @@ func (c *Config) SimOptions() (sim.Options, error) {
 		ArrivalSpeedup:        c.ArrivalSpeedupRatio,
 		CheckInvariants:       c.CheckInvariants,
 	}
+	// Clients see a reply from the first token after its header (model.Model.ReplyHeader).
+	if d, err := c.Deployment(); err != nil {
+		return sim.Options{}, err
+	} else if d.Model != nil {
+		o.ReplyHeader = d.Model.ReplyHeader
+	}
 	for _, s := range c.FailWorker {
 		f, err := sim.ParseFailure(s)
 		if err != nil {

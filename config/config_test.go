@@ -348,6 +348,23 @@ func TestFrontendLatency(t *testing.T) {
 	}
 }
 
+// TestReplyHeader: gpt-oss's replies open with three tokens its stream shows no text for
+// (model.Model.ReplyHeader), so the simulation reports a client's TTFT from the fourth; Llama's
+// replies have no header.
+func TestReplyHeader(t *testing.T) {
+	for model, want := range map[string]int{"gpt-oss-120b": 3, "llama-3.1-8b": 0} {
+		c := Default()
+		c.Model = model
+		o, err := c.SimOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.ReplyHeader != want {
+			t.Errorf("%s: reply header %d, want %d", model, o.ReplyHeader, want)
+		}
+	}
+}
+
 // TestDatasetPool: requests that repeat a pool's prompts hit the prefix cache once the pool is spent.
 // One entry of 32 tokens, four requests one after another (--concurrency 1), vLLM's 16-token blocks:
 // the first computes all 32; each later one finds the first block cached and computes the second,
