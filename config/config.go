@@ -1032,10 +1032,10 @@ func (c *Config) SimOptions() (sim.Options, error) {
 		CheckInvariants:       c.CheckInvariants,
 	}
 	// Clients see a reply from the first token after its header (model.Model.ReplyHeader).
-	if d, err := c.Deployment(); err != nil {
+	if m, err := c.resolveModel(); err != nil {
 		return sim.Options{}, err
-	} else if d.Model != nil {
-		o.ReplyHeader = d.Model.ReplyHeader
+	} else if m != nil {
+		o.ReplyHeader = m.ReplyHeader
 	}
 	for _, s := range c.FailWorker {
 		f, err := sim.ParseFailure(s)
