@@ -348,6 +348,34 @@ func TestFrontendLatency(t *testing.T) {
 	}
 }
 
+// TestReplyHeader: gpt-oss's replies open with three tokens its stream shows no text for
+// (model.Model.ReplyHeader), so the simulation reports a client's TTFT from the fourth; Llama's
+// replies have no header.
+func TestReplyHeader(t *testing.T) {
+	for model, want := range map[string]int{"gpt-oss-120b": 3, "llama-3.1-8b": 0} {
+		c := Default()
+		c.Model = model
+		o, err := c.SimOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.ReplyHeader != want {
+			t.Errorf("%s: reply header %d, want %d", model, o.ReplyHeader, want)
+		}
+	}
+	// Disaggregated pools size their KV caches at their own TP: the header needs the model only, not
+	// the shared settings' deployment (DeepSeek-R1 does not fit one H200).
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(path, []byte("model: deepseek-r1\nsystem: h200_sxm\nprefill-workers: 1\ndecode-workers: 1\nprefill: {tp: 8}\ndecode: {tp: 8}\n"), 0o644)
+	c := Default()
+	if err := c.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := c.SimOptions(); err != nil || o.ReplyHeader != 0 {
+		t.Errorf("disaggregated deepseek-r1: reply header %d, err %v; want 0, nil", o.ReplyHeader, err)
+	}
+}
+
 // TestDatasetPool: requests that repeat a pool's prompts hit the prefix cache once the pool is spent.
 // One entry of 32 tokens, four requests one after another (--concurrency 1), vLLM's 16-token blocks:
 // the first computes all 32; each later one finds the first block cached and computes the second,

@@ -33,18 +33,28 @@ type Deployment struct {
 	TokenBytes  int // KV bytes of one whole token, all shards: what a disaggregated handoff moves
 }
 
+// resolveModel is the model --model-config or --model names; nil when neither does.
+func (c *Config) resolveModel() (*model.Model, error) {
+	var m *model.Model
+	var err error
+	switch {
+	case c.ModelConfig != "":
+		m, err = model.FromHFConfig(c.ModelConfig)
+	case c.Model != "":
+		m, err = model.Lookup(c.Model)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	return m, nil
+}
+
 // Deployment resolves the model, the GPU system and the KV cache size.
 func (c *Config) Deployment() (*Deployment, error) {
 	d := &Deployment{BlockSize: c.BlockSizeOrDefault()}
 	var err error
-	switch {
-	case c.ModelConfig != "":
-		d.Model, err = model.FromHFConfig(c.ModelConfig)
-	case c.Model != "":
-		d.Model, err = model.Lookup(c.Model)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
+	if d.Model, err = c.resolveModel(); err != nil {
+		return nil, err
 	}
 	if c.EP > 1 && (d.Model == nil || !d.Model.MoE()) {
 		name := "no --model"

@@ -96,7 +96,7 @@ var catalog = []entry{
 			Experts: 128, ExpertsPerToken: 4, MoEIntermediate: 2880,
 			QKVBias: true, OBias: true, Sinks: true, MLPBias: true, RouterBias: true,
 			SlidingWindow: 128, SlidingLayers: 18,
-			MaxPositions: 131072,
+			MaxPositions: 131072, ReplyHeader: 3,
 		},
 	},
 	{

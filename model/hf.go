@@ -190,6 +190,7 @@ func (c *hfConfig) model() (*Model, error) {
 		m.ExpertsPerToken = need("num_experts_per_tok", c.ExpertsPerTok)
 		m.MoEIntermediate = need("intermediate_size", c.Intermediate)
 		m.MLPBias, m.RouterBias, m.Sinks = true, true, true
+		m.ReplyHeader = 3 // the harmony format's <|channel|>analysis<|message|> (model.Model.ReplyHeader)
 	case "minimax_m2":
 		// Every layer MoE; intermediate_size is the expert size (vLLM minimax_m2.py).
 		m.Experts = need("num_local_experts", c.NumLocalExperts)

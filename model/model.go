@@ -27,6 +27,14 @@ type Model struct {
 	BOS     uint32
 	AddsBOS bool
 
+	// ReplyHeader is how many tokens the model's chat format opens every reply with that carry no
+	// text, so a streaming client sees its first token after them: gpt-oss's harmony format opens
+	// each reply with <|channel|>analysis<|message|> (token ids 200005, 35644, 200008: openai/harmony's
+	// README), for which vLLM's chat stream sends no chunk (stream_harmony.py,
+	// extract_harmony_streaming_delta: no delta without text). Zero for the others: their replies'
+	// first token is text (a prompt's <think> is the chat template's).
+	ReplyHeader int
+
 	// The published checkpoint's weight format where it is not Dtype (config.json's quantization_config):
 	// the default of --quantization and --moe-quantization. Quantization is "fp8" (per-tensor scales),
 	// "fp8_block" (128×128 block scales) or "mxfp4" (gpt-oss: the routed experts in MXFP4, every other
@@ -165,6 +173,7 @@ func (m *Model) Validate() error {
 	nonNegative("n_shared_experts", m.SharedExperts)
 	nonNegative("first_k_dense_replace", m.DenseLayers)
 	nonNegative("sliding_window", m.SlidingWindow)
+	nonNegative("reply header tokens", m.ReplyHeader)
 	nonNegative("layer_types (sliding layers)", m.SlidingLayers)
 	if m.MoE() {
 		if m.ExpertsPerToken <= 0 || m.ExpertsPerToken > m.Experts {

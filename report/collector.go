@@ -50,6 +50,9 @@ type Collector struct {
 
 	// names holds Identify's names from id base on, for the per-request records.
 	names []name
+
+	// header is how many tokens every reply opens with that its stream does not show (SetHeader).
+	header int32
 }
 
 // retired is what a Collector that forgets ended requests keeps of them: the counts of the summary and
@@ -140,10 +143,12 @@ func (c *column) appendTo(xs []float64) []float64 {
 	return xs
 }
 
-// The samples of a completed request, in milliseconds; ok is false for one it lacks.
+// The samples of a completed request, in milliseconds; ok is false for one it lacks. TPOT spreads the
+// time after the first token shown over the tokens shown after it.
 func (r *request) ttst() (float64, bool) { return ms(r.secondToken - r.firstToken), r.deliveries >= 2 }
 func (r *request) tpot() (float64, bool) {
-	return ms(r.lastToken-r.firstToken) / float64(r.outputTokens-1), r.outputTokens >= 2
+	shown := r.outputTokens - r.hidden
+	return ms(r.lastToken-r.firstToken) / float64(shown-1), shown >= 2
 }
 
 // Forget makes c keep of a request that has ended, once every request before it has ended too, only
@@ -269,6 +274,7 @@ type request struct {
 	worker       int32
 	cachedTokens int32 // prefix tokens reused at first admission
 	outputTokens int32
+	hidden       int32 // leading tokens not shown (Collector.SetHeader), among outputTokens
 	deliveries   int32
 	retries      int32
 
@@ -297,6 +303,21 @@ func (r *request) e2e() (v float64, ok bool) { return ms(r.end - r.arrival), tru
 
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector { return &Collector{} }
+
+// SetHeader makes the first n tokens of every reply invisible to the client, as the tokens a model's
+// chat format opens each reply with are when the server's stream carries no text for them (gpt-oss:
+// its harmony header, model.Model.ReplyHeader): they count as output tokens, but no delivery is
+// recorded until a token after them arrives, so TTFT, TTST, ITL and TPOT are what the client sees.
+// Call it before the first Arrived.
+func (c *Collector) SetHeader(n int) {
+	if n < 0 || n > math.MaxInt32 {
+		panic(fmt.Sprintf("report: SetHeader(%d): want 0 to %d", n, math.MaxInt32))
+	}
+	if len(c.reqs) > 0 || c.base > 0 {
+		panic("report: SetHeader after Arrived")
+	}
+	c.header = int32(n)
+}
 
 // Arrived records that request id arrived at `at` with a prompt of inputTokens tokens, asking
 // for at most maxTokens output tokens.
@@ -386,7 +407,11 @@ func (c *Collector) Tokens(id int, at time.Duration, n int) {
 	if n < 1 {
 		panic(fmt.Sprintf("report: Tokens: request %d: %d tokens, want at least 1", id, n))
 	}
-	c.deliver(r, id, at)
+	hide := min(c.header-r.hidden, int32(n)) // the reply's header tokens among these
+	r.hidden += hide
+	if hide < int32(n) {
+		c.deliver(r, id, at)
+	}
 	r.outputTokens = count("Tokens", id, "output tokens", int(r.outputTokens)+n)
 }
 
@@ -417,6 +442,10 @@ func (c *Collector) TokenRun(id int, ats []time.Duration) {
 			panic(fmt.Sprintf("report: TokenRun: request %d at %v, before its previous event at %v", id, at, r.last))
 		}
 		r.last = at
+		if r.hidden < c.header {
+			r.hidden++
+			continue
+		}
 		c.deliver(r, id, at)
 	}
 	r.outputTokens = count("TokenRun", id, "output tokens", int(r.outputTokens)+len(ats))

@@ -18,6 +18,9 @@
 //   - ITL = every gap between consecutive deliveries of a request, pooled over all requests.
 //     Several tokens delivered by one Tokens call are one delivery, as vllm bench serve
 //     counts one SSE chunk as one arrival however many tokens it carries.
+//   - With [Collector.SetHeader] n, the first n tokens of every reply are not deliveries (the
+//     header a model's chat format opens each reply with, which the server streams no text for):
+//     the first token, TTST, ITL and TPOT (over the tokens after the header) are the client's.
 //   - Every distribution reports mean, min, max, population standard deviation and the
 //     percentiles 50, 75, 90, 95 and 99, where percentile p = sorted[round((n−1)·p/100)].
 //

@@ -44,6 +44,10 @@ type Options struct {
 	// before its FrontendLatency, and FrontendPerChunk on each chunk of tokens a pass delivers before
 	// the client sees it. Not with Failures.
 	FrontendPerRequest, FrontendPerChunk time.Duration
+	// ReplyHeader is how many tokens every reply opens with that its stream shows no text for
+	// (model.Model.ReplyHeader: gpt-oss's 3): the report's TTFT, TTST, ITL and TPOT are a client's,
+	// from the first token after them (report.Collector.SetHeader). The engines generate them all.
+	ReplyHeader int
 
 	// Failures kill workers at simulated times; OnFailure says what becomes of their requests.
 	Failures  []Failure
@@ -249,6 +253,10 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	if o.Compact {
 		r.col.Forget(o.Records)
 	}
+	if o.ReplyHeader < 0 {
+		return nil, fmt.Errorf("reply header %d: must not be negative", o.ReplyHeader)
+	}
+	r.col.SetHeader(o.ReplyHeader)
 	if r.front.on() && len(o.Failures) > 0 {
 		return nil, errors.New("a frontend process cost (per request or per chunk) is not modelled with worker failures")
 	}

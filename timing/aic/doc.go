@@ -31,18 +31,19 @@
 // embedded/PROVENANCE.md); Discover chooses the root when no directory is given. The newest engine version that has every
 // needed table (directly or through reuse.yaml) is used unless Options.Version names one. A
 // missing system, version, dtype, head configuration, MoE shape or TP group is an error naming the
-// file and the key; nothing is substituted silently. Five documented substitutions: 16-bit models use
+// file and the key; nothing is substituted silently. Seven documented substitutions: 16-bit models use
 // the bfloat16 rows (the tables have no float16; Hopper runs both at the same rate), with TP > 1
 // an engine version without a custom all-reduce table uses NCCL's all_reduce table (of the system
 // spec's misc.nccl_version), and vLLM int4_wo experts whose rows time the WNA16 kernels rather than
 // the Marlin MoE vLLM runs (vllmWNA16Kernel: 0.18.0 to 0.22.0) are priced from the nearest version's
 // Marlin rows (marlinMoE), and vLLM fp8_block GEMMs whose rows time the host rather than a kernel
 // (hostBoundRatio: 0.18.0, 0.22.0, 0.24.0) are priced from the nearest version's kernel-bound rows
-// (blockGEMMSource: 0.19.0, which the embedded tables carry for it), and vLLM 0.12–0.14 fp8_block
+// (blockGEMMSource: 0.19.0, which the embedded tables carry for it), vLLM 0.12–0.14 fp8_block
 // experts below MoE TP 8, which vLLM runs through DeepGEMM's contiguous grouped GEMM at every batch
 // (deepGEMMMoE), are priced as those GEMMs over vLLM's worst-case row count from the nearest
 // version's DeepGEMM GEMM rows (deepGEMMExperts: 0.24.0; not in the embedded tables, which hold no
-// such version).
+// such version), and a context-attention table holding rows faster than the GPU's peak allows for
+// their arithmetic (impossibleCtx: vLLM 0.19.0) is replaced by the nearest version's (ctxAttnSource).
 //
 // # Interpolation
 //

@@ -968,3 +968,34 @@ func sortedPoints(pts map[float64]float64) (x, y []float64) {
 	}
 	return x, y
 }
+
+// ctxPairs is the number of query-key pairs causal attention over s tokens computes: every query
+// attends itself and the keys before it, at most window of them with a sliding window.
+func ctxPairs(s, window float64) float64 {
+	if window <= 0 || s <= window {
+		return s * (s + 1) / 2
+	}
+	return window*(window+1)/2 + (s-window)*window
+}
+
+// impossibleCtx counts the context rows of r (step 0) that take less time than the GPU's tensor
+// cores need for their arithmetic alone — batch × 4 · heads · head_dim FLOPs per query-key pair
+// (the QKᵀ and PV products) at the peak of the row's attention dtype — and the rows it checked
+// (those of a dtype the GPU has a peak for). No kernel beats its GPU's peak: such rows did not time
+// the attention they describe.
+func (r attnRows) impossibleCtx(rf *roofline) (bad, checked int) {
+	for k, pts := range r {
+		flops := rf.flops[k.attnDtype]
+		if flops <= 0 {
+			continue
+		}
+		for pt, lat := range pts {
+			ops := pt[0] * 4 * float64(k.heads*k.headDim) * ctxPairs(pt[1], float64(k.window))
+			checked++
+			if lat < ops/flops*1e3 {
+				bad++
+			}
+		}
+	}
+	return bad, checked
+}
