@@ -11,8 +11,8 @@ import (
 )
 
 // Bounds on settings that size memory: each engine rank (a worker's data-parallel rank) holds its
-// scheduler, pool and timing tables, about 1 MB, so --workers 10000 would take 10 GB before the
-// first request.
+// scheduler and KV pool, whose bookkeeping grows with the blocks it holds (~8 KiB idle, ~4 MiB when
+// mocker's default pool of 55,522 blocks is full), so --workers 10000 could take 40 GB.
 const (
 	MaxRanks       = 1024    // engine ranks in all: (--workers, or --prefill-workers + --decode-workers) × --dp-size
 	maxConfigBytes = 1 << 20 // a settings file; /dev/zero is refused, not read until memory runs out
@@ -81,11 +81,11 @@ func (c *Config) validateBounds() error {
 			v   int
 		}{{"workers", c.Workers}, {"prefill-workers", c.PrefillWorkers}, {"decode-workers", c.DecodeWorkers}, {"dp-size", c.DPSize}} {
 			if s.v > MaxRanks {
-				return bad(s.key, s.v, fmt.Sprintf("at most %d (each engine rank holds ~1 MB)", MaxRanks))
+				return bad(s.key, s.v, fmt.Sprintf("at most %d (each engine rank holds up to ~4 MB)", MaxRanks))
 			}
 		}
 	case key == "workers" && workers > 0 && c.DPSize > 0 && workers*c.DPSize > MaxRanks: // disaggregated: validateRoles
-		return bad(key, workers, fmt.Sprintf("× dp-size %d is %d engine ranks; at most %d (each holds ~1 MB)", c.DPSize, workers*c.DPSize, MaxRanks))
+		return bad(key, workers, fmt.Sprintf("× dp-size %d is %d engine ranks; at most %d (each holds up to ~4 MB)", c.DPSize, workers*c.DPSize, MaxRanks))
 	case c.TraceBlockSize > workload.MaxTokens:
 		return bad("trace-block-size", c.TraceBlockSize, fmt.Sprintf("at most %d", workload.MaxTokens))
 	case c.MaxModelLen > workload.MaxTokens:

@@ -223,13 +223,13 @@ func (c *Config) validateRoles() error {
 		// Only a pool's own dp-size can be too large here: validateBounds refused a shared one.
 		if dp := pools[i].DPSize; dp > MaxRanks {
 			key := name + "-dp-size"
-			return &settingError{key, fmt.Sprintf("%s %d: at most %d (each engine rank holds ~1 MB)", key, dp, MaxRanks)}
+			return &settingError{key, fmt.Sprintf("%s %d: at most %d (each engine rank holds up to ~4 MB)", key, dp, MaxRanks)}
 		}
 	}
 	// Each pool's workers × its data-parallel ranks (workers and ranks are at most MaxRanks each).
 	ranks := c.PrefillWorkers*max(pools[0].DPSize, 0) + c.DecodeWorkers*max(pools[1].DPSize, 0)
 	if ranks > MaxRanks {
-		return &settingError{"prefill-workers", fmt.Sprintf("prefill-workers %d × their dp-size and decode-workers %d × theirs are %d engine ranks; at most %d (each holds ~1 MB)",
+		return &settingError{"prefill-workers", fmt.Sprintf("prefill-workers %d × their dp-size and decode-workers %d × theirs are %d engine ranks; at most %d (each holds up to ~4 MB)",
 			c.PrefillWorkers, c.DecodeWorkers, ranks, MaxRanks)}
 	}
 	for i, name := range Roles {

@@ -57,8 +57,8 @@ func TestIndexAgainstMap(t *testing.T) {
 	}
 }
 
-// TestIndexAtMostThreeEighthsFull fills the index of mocker's default pool (55,522 blocks) with twice its
-// hashes: it starts at 2^18 slots and never holds more than 3/8 of them, doubling past that.
+// TestIndexAtMostThreeEighthsFull fills an index sized for mocker's default pool (55,522 blocks) with twice
+// its hashes: it starts at 2^18 slots and never holds more than 3/8 of them, doubling past that.
 func TestIndexAtMostThreeEighthsFull(t *testing.T) {
 	const capacity = 55522
 	ix := newIndex(capacity)

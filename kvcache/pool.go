@@ -76,7 +76,7 @@ func New(o Options) (*Pool, error) {
 		capacity: o.Capacity,
 		caching:  o.PrefixCaching,
 		events:   o.Events && o.PrefixCaching,
-		byHash:   newIndex(min(o.Capacity, 1<<16)),
+		byHash:   newIndex(0), // grows with the hashes it holds, as blocks does: an idle pool costs ~8 KiB
 	}
 	if o.Tiers.Enabled() && o.PrefixCaching {
 		p.tiers = newTiers(o.Tiers)

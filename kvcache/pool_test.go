@@ -3,6 +3,7 @@ package kvcache
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -445,5 +446,34 @@ func TestLRUQueueStaysBounded(t *testing.T) {
 		if len(p.lru) > 4*capacity {
 			t.Fatalf("request %d: LRU queue of %d entries for %d inactive blocks in a pool of %d", i, len(p.lru), p.Inactive(), capacity)
 		}
+	}
+}
+
+// TestPoolGrowsWithUse: a pool costs what it holds, not its capacity, so a thousand idle live workers with
+// mocker's default pool (55,522 blocks) are cheap: a new pool allocates under 16 KiB (its index sized for
+// its capacity was 2 MiB); filled to capacity, its index has grown to the 2^18 slots it was once given up
+// front, so a full pool runs at the same load as before.
+func TestPoolGrowsWithUse(t *testing.T) {
+	const capacity = 55522
+	var before, after runtime.MemStats
+	pools := make([]*Pool, 100)
+	runtime.ReadMemStats(&before)
+	for i := range pools {
+		pools[i] = newPool(t, capacity, true)
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / uint64(len(pools)); per > 16<<10 {
+		t.Errorf("a new pool of %d blocks allocates %d bytes, want at most 16 KiB", capacity, per)
+	}
+	p := pools[0]
+	toks := make([]uint32, capacity)
+	for i := range toks {
+		toks[i] = uint32(i)
+	}
+	table := admit(t, p, seqBlocks(1, toks...), capacity)
+	p.Release(table)
+	check(t, p, 0, 0, capacity)
+	if p.byHash.len() != capacity || len(p.byHash.slots) != 1<<18 {
+		t.Errorf("full pool: %d hashes in %d index slots, want %d in %d", p.byHash.len(), len(p.byHash.slots), capacity, 1<<18)
 	}
 }

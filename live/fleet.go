@@ -34,7 +34,9 @@ const (
 	FleetService = "mocker-worker"
 	// fleetLeave carries the fleet id of a worker that drains: routers stop choosing it at once.
 	fleetLeave = "mocker.fleet.leave"
-	// fleetJoin announces a new worker: frontends ping at once rather than at their next round.
+	// fleetJoin announces a new worker, carrying its service's id: frontends ping it at once rather
+	// than at their next round, and it alone (a thousand workers joining cost a thousand answers, not
+	// half a million).
 	fleetJoin = "mocker.fleet.join"
 	// DefaultFleetTTL is how long a frontend waits for a worker's ping answer before it drops it.
 	DefaultFleetTTL = 6 * time.Second
@@ -134,7 +136,7 @@ func ServeFleet(nc *nats.Conn, srv *Server, id uint64) (*FleetWorker, error) {
 		return nil, fmt.Errorf("live: fleet: %w", err)
 	}
 	fw.svc = svc
-	nc.Publish(fleetJoin, nil)
+	nc.Publish(fleetJoin, []byte(svc.Info().ID))
 	if err := nc.Flush(); err != nil { // a round trip: the server has processed the subscriptions
 		svc.Stop()
 		sub.Unsubscribe()
@@ -295,7 +297,7 @@ func (s *Server) startFleet() error {
 		pings:                             s.fleetPong,
 		f.inbox + ".*.*":                  s.fleetChunk,
 		fleetLeave:                        s.fleetLeft,
-		fleetJoin:                         func(*nats.Msg) { o.Conn.PublishRequest(pingSubject, pings, nil) },
+		fleetJoin:                         func(m *nats.Msg) { o.Conn.PublishRequest(joinPing(m.Data), pings, nil) },
 		natsevents.Subject(s.o.ModelName): s.fleetEvent,
 	} {
 		sub, err := o.Conn.Subscribe(subj, h)
@@ -318,6 +320,21 @@ func (s *Server) startFleet() error {
 		}
 	})
 	return nil
+}
+
+// joinPing is the subject that pings the worker a join announced: its service's own ping subject, or
+// every worker's when the join names no service id (a worker from before joins named theirs) or one
+// that is not a plain token (micro's ids are nuids: letters and digits), which must not reach a subject.
+func joinPing(id []byte) string {
+	if len(id) == 0 || len(id) > 64 {
+		return pingSubject
+	}
+	for _, c := range id {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || c == '_') {
+			return pingSubject
+		}
+	}
+	return pingSubject + "." + string(id)
 }
 
 func (s *Server) fleetPong(m *nats.Msg) {

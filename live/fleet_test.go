@@ -378,6 +378,66 @@ func TestFleetScale(t *testing.T) {
 		float64(after.HeapAlloc-before.HeapAlloc)/workers/1024)
 }
 
+// TestFleetJoinPingsTheJoiner: a worker's join makes the frontend ping that worker alone, so N workers
+// joining one after another cost N ping answers, not N²/2; the frontend's standing round pings all of
+// them once. A join naming no service id (a worker from before) or a hostile one pings them all.
+func TestFleetJoinPingsTheJoiner(t *testing.T) {
+	const workers = 20
+	o := testOptions(5, 1, math.Inf(1))
+	url := embeddedNATS(t, 0)
+	watch := fleetConn(t, url)
+	var mu sync.Mutex
+	var all, one int
+	var sentinel bool
+	if _, err := watch.Subscribe("$SRV.PING.>", func(m *nats.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case m.Subject == pingSubject:
+			all++
+		case m.Subject == "$SRV.PING.sentinel":
+			sentinel = true
+		default:
+			one++
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	watch.Flush()
+	fc := fleetConn(t, url)
+	fo := o
+	fo.Workers, fo.Fleet = 0, &FleetOptions{Conn: fc, TTL: time.Hour} // one standing round only
+	s, err := New(fo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	for i := range workers {
+		startFleetWorker(t, url, o, uint64(i+1))
+	}
+	fleetWait(t, "the workers", func() bool { return len(s.FleetWorkers()) == workers })
+	// The frontend published every ping before the sentinel, on the same connection: once the watcher
+	// has the sentinel, it has them all.
+	fc.Publish("$SRV.PING.sentinel", nil)
+	fleetWait(t, "the sentinel", func() bool { mu.Lock(); defer mu.Unlock(); return sentinel })
+	mu.Lock()
+	if all != 1 || one != workers {
+		t.Errorf("%d workers joining: %d pings of every worker and %d of one, want 1 and %d", workers, all, one, workers)
+	}
+	mu.Unlock()
+	for _, id := range []string{"", "a.b", "*", ">", "x y", strings.Repeat("a", 65)} {
+		if got := joinPing([]byte(id)); got != pingSubject {
+			t.Errorf("a join naming %q pings %q, want every worker (%q)", id, got, pingSubject)
+		}
+	}
+	if got, want := joinPing([]byte("Kq3x_9-Z")), pingSubject+".Kq3x_9-Z"; got != want {
+		t.Errorf("joinPing = %q, want %q", got, want)
+	}
+}
+
 // TestFleetWorkerRefuses: a request a worker can never serve, sent straight over NATS, gets an error
 // chunk naming the problem.
 func TestFleetWorkerRefuses(t *testing.T) {

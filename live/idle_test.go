@@ -3,6 +3,7 @@ package live
 import (
 	"bytes"
 	"io"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -110,4 +111,38 @@ func TestWaitingIsKept(t *testing.T) {
 			t.Errorf("waiting() = %d once every request has run, want 0", got)
 		}
 	})
+}
+
+// A thousand idle workers are small: each holds an engine with mocker's default KV pool (55,522 blocks),
+// its Prometheus series and one goroutine, and together they cost under 128 KiB of heap and stack a
+// worker (about 60 KiB: a pool's index sized for its capacity made it 2 MiB), since a pool grows with
+// what it holds.
+func TestIdleWorkersAreSmall(t *testing.T) {
+	const workers, blocks = 1000, 55522
+	o := testOptions(40, 10, 1)
+	o.Workers = workers
+	o.Engine.VLLM.NumBlocks = blocks
+	mx := metrics.New(metrics.Options{Model: testModel, MaxModelLen: 1 << 17, BlockSize: 16, NumBlocks: blocks})
+	o.Recorder = func(w, r int) Recorder { return mx.Rank(w, r) }
+	var before, after runtime.MemStats
+	goroutines := runtime.NumGoroutine()
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapAlloc+after.StackInuse) - int64(before.HeapAlloc+before.StackInuse)
+	if per := grown / workers; per > 128<<10 {
+		t.Errorf("%d idle workers hold %d bytes of heap and stack each, want at most 128 KiB", workers, per)
+	}
+	if n := runtime.NumGoroutine() - goroutines; n != workers {
+		t.Errorf("%d idle workers run %d goroutines, want one each", workers, n)
+	}
 }

@@ -3,8 +3,12 @@
 // concurrent keep-alive clients sending short completions, streamed and not, and prints requests per
 // second, p50/p99 latency, the server's CPU time per request and its peak memory.
 //
-//	go run ./bench/serve [-clients 64] [-requests 20000] [-prompt-tokens 100] [-max-tokens 16] [-phases whole,streaming]
+//	go run ./bench/serve [-clients 64] [-requests 20000] [-rate R] [-prompt-tokens 100] [-max-tokens 16] [-phases whole,streaming]
 //		[-bin FILE] [-base FILE] [-runs N] [-- extra serve flags]
+//
+// -rate R sends the requests open-loop instead, R a second whatever the answers (on at most -clients
+// connections), for a server's cost under a light load: with `-- --workers 1000 --speedup-ratio 1
+// --timing default` the passes take the time they would on the GPU.
 //
 // -bin measures a built binary instead of building ./cmd/mocker; -base FILE measures that binary too,
 // interleaved with -bin run by run (-runs of each, a fresh server each run), and ends with the medians of
@@ -37,6 +41,7 @@ import (
 func main() {
 	clients := flag.Int("clients", 64, "concurrent clients")
 	requests := flag.Int("requests", 20000, "requests per phase")
+	rate := flag.Float64("rate", 0, "requests started per second, open loop (0: each client sends its next request when the last is answered)")
 	promptTokens := flag.Int("prompt-tokens", 100, "prompt tokens per request, BOS included (at least 28)")
 	maxTokens := flag.Int("max-tokens", 16, "tokens each request generates")
 	bin := flag.String("bin", "", "the mocker binary to measure (default: build ./cmd/mocker)")
@@ -56,8 +61,8 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if *requests < 1 || *requests >= 1_000_000 || *clients < 1 || *runs < 1 {
-		fmt.Fprintln(os.Stderr, "bench/serve: want -requests in [1, 999999] (six digits number the prompts), -clients and -runs at least 1")
+	if *requests < 1 || *requests >= 1_000_000 || *clients < 1 || *runs < 1 || !(*rate >= 0 && *rate <= 1e6) {
+		fmt.Fprintln(os.Stderr, "bench/serve: want -requests in [1, 999999] (six digits number the prompts), -clients and -runs at least 1, -rate in [0, 1e6]")
 		os.Exit(2)
 	}
 	filler, err := padding(*promptTokens)
@@ -65,7 +70,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench/serve: -prompt-tokens:", err)
 		os.Exit(2)
 	}
-	l := load{clients: *clients, requests: *requests, maxTokens: *maxTokens, filler: filler}
+	l := load{clients: *clients, requests: *requests, rate: *rate, maxTokens: *maxTokens, filler: filler}
 	if err := run(*bin, *base, *runs, l, streams, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/serve:", err)
 		os.Exit(1)
@@ -98,6 +103,7 @@ func padding(n int) (string, error) {
 // load is the clients' work in each phase.
 type load struct {
 	clients, requests, maxTokens int
+	rate                         float64 // requests a second, open loop; 0: closed loop
 	filler                       string
 }
 
@@ -123,8 +129,12 @@ func run(bin, base string, runs int, l load, streams []bool, extra []string) err
 		bins = []string{base, bin}
 	}
 	args := append([]string{"serve", "--port", "0", "--nats", "none", "--speedup-ratio", "inf", "--timing", "polynomial"}, extra...)
-	fmt.Printf("mocker %s\n%d clients, %d requests per phase, prompts of %d tokens, %d output tokens\n\n",
-		strings.Join(args, " "), l.clients, l.requests, headTokens+bosTokens+strings.Count(l.filler, fillerWord), l.maxTokens)
+	pace := fmt.Sprintf("%d clients", l.clients)
+	if l.rate > 0 {
+		pace = fmt.Sprintf("%g requests/s on at most %d connections", l.rate, l.clients)
+	}
+	fmt.Printf("mocker %s\n%s, %d requests per phase, prompts of %d tokens, %d output tokens\n\n",
+		strings.Join(args, " "), pace, l.requests, headTokens+bosTokens+strings.Count(l.filler, fillerWord), l.maxTokens)
 	fmt.Printf("%-5s %-10s %10s %10s %10s %14s %12s %10s\n", "run", "phase", "req/s", "p50 ms", "p99 ms", "server CPU/req", "server cores", "peak MiB")
 	all := make([][][]result, len(bins)) // by binary, phase, run
 	for b := range bins {
@@ -260,40 +270,51 @@ func waitAddr(r io.Reader) (string, error) {
 	return "", errors.New("the server exited before listening")
 }
 
-// run sends the load's completions from its clients' goroutines and returns their latencies.
+// run sends the load's completions from its clients' goroutines, or one goroutine each at its rate,
+// and returns their latencies.
 func (l load) run(hc *http.Client, addr string, stream bool) ([]time.Duration, error) {
 	clients, requests := l.clients, l.requests
-	var next atomic.Int64
 	lat := make([]time.Duration, requests)
 	var firstErr error
 	var mu sync.Mutex
-	var wg sync.WaitGroup
 	url := "http://" + addr + "/v1/completions"
+	// send sends request i with body as its buffer, and says whether it was answered.
+	send := func(i int, body []byte) ([]byte, bool) {
+		body = fmt.Appendf(body[:0], `{"model":"llama-3.1-8b","prompt":"`+promptHead+`%s","max_tokens":%d,"stream":%v}`, i, l.filler, l.maxTokens, stream)
+		t0 := time.Now()
+		err := post(hc, url, body, stream)
+		lat[i] = time.Since(t0)
+		if err != nil {
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = err
+			}
+			mu.Unlock()
+		}
+		return body, err == nil
+	}
+	var wg sync.WaitGroup
+	if l.rate > 0 {
+		start := time.Now()
+		for i := range requests {
+			time.Sleep(time.Until(start.Add(time.Duration(float64(i) / l.rate * float64(time.Second)))))
+			wg.Go(func() { send(i, nil) })
+		}
+		wg.Wait()
+		return lat, firstErr
+	}
+	var next atomic.Int64
 	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var body bytes.Buffer
-			for {
+		wg.Go(func() {
+			var body []byte
+			for ok := true; ok; {
 				i := int(next.Add(1)) - 1
 				if i >= requests {
 					return
 				}
-				body.Reset()
-				fmt.Fprintf(&body, `{"model":"llama-3.1-8b","prompt":"`+promptHead+`%s","max_tokens":%d,"stream":%v}`, i, l.filler, l.maxTokens, stream)
-				t0 := time.Now()
-				err := post(hc, url, body.Bytes(), stream)
-				lat[i] = time.Since(t0)
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					return
-				}
+				body, ok = send(i, body)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return lat, firstErr
