@@ -1224,10 +1224,13 @@ func (mdl *Model) groupWork(p passShape, g *timing.Group) float64 {
 }
 
 // groupTokens is how many tokens the group's MoE layers process. vLLM pads every rank's batch to the
-// largest rank's tokens (vllm/v1/worker/gpu_model_runner.py, get_dp_padding: the ranks must run the
-// same shapes in lock step), so it gathers ranks × the largest; SGLang gathers each rank's own tokens
-// (its DP-attention gather in sum-length mode). A batch priced without its group (Group.Ranks 0)
-// stands for every rank, as AIConfigurator's MoE op takes num_tokens × attention_dp_size.
+// largest rank's tokens so that the ranks replay CUDA graphs of one shape in lock step
+// (vllm/v1/worker/dp_utils.py, coordinate_batch_across_dp; gpu_model_runner.py's get_dp_padding
+// before it), so its MoE sees ranks × the largest; it is taken so for every pass, including the
+// eager ones too large for a graph, which gather only what the ranks have. SGLang gathers each rank's
+// own tokens (its DP-attention gather in sum-length mode). A batch priced without its group
+// (Group.Ranks 0) stands for every rank's, as AIConfigurator's MoE op takes num_tokens ×
+// attention_dp_size.
 func (mdl *Model) groupTokens(p passShape, g *timing.Group) float64 {
 	switch {
 	case g.Ranks == 0:
