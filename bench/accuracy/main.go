@@ -418,13 +418,6 @@ func predict(r row, db string, set settings) result {
 	cfg.Backend = r.backend
 	cfg.Model = r.modelPath
 	cfg.System = "h200_sxm"
-	// tp_size is each attention data-parallel rank's TP; with attention DP (attentionDP) the ranks
-	// share the MoE layers (--dp-attention). moe_ep_size is --ep, and moe_tp_size = tp_size ×
-	// attention_dp_size / moe_ep_size as the config implies.
-	cfg.TP = r.tp
-	if dp := attentionDP(m, r); dp > 1 {
-		cfg.DPSize, cfg.DPAttention = dp, true
-	}
 	cfg.Timing = "default"
 	cfg.PerfDB = db
 	cfg.Quantization, cfg.MoEQuantization = quantFor(m, r.gemmQuant, r.moeQuant)
@@ -432,7 +425,7 @@ func predict(r row, db string, set settings) result {
 	if set.kvCache == "generator" {
 		cfg.KVCacheDtype = generatorKVCacheDtype(linear)
 	}
-	cfg.EP = epFor(m, cmp.Or(experts, linear), r.tp*cfg.MoEDP(), r.ep)
+	parallelize(&cfg, m, r, cmp.Or(experts, linear))
 	// The running set is each engine's own default on an H200 (--max-num-seqs auto): 1,024 for vLLM,
 	// SGLang's from its KV pool and context; SGLang's overlap scheduler is on, as config's default.
 	if r.backend == "sglang" {
@@ -886,6 +879,18 @@ func generatorMTP(cfg *config.Config, m *model.Model, nextn int) {
 		return
 	}
 	cfg.SpecNumTokens = nextn
+}
+
+// parallelize deploys an aggregated row's parallelism: tp_size is each attention data-parallel rank's
+// TP; with attention data parallelism (attentionDP) the ranks share the MoE layers (--dp-size with
+// --dp-attention); moe_ep_size is --ep (epFor), and moe_tp_size = tp_size × attention_dp_size /
+// moe_ep_size as the config implies. experts is the experts' format (config.Config.QuantModes).
+func parallelize(cfg *config.Config, m *model.Model, r row, experts string) {
+	cfg.TP = r.tp
+	if dp := attentionDP(m, r); dp > 1 {
+		cfg.DPSize, cfg.DPAttention = dp, true
+	}
+	cfg.EP = epFor(m, experts, r.tp*cfg.MoEDP(), r.ep)
 }
 
 // epFor is the expert parallelism a row ran with, its experts over tp GPUs (the attention TP times
