@@ -76,7 +76,7 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.ModelConfig, "model-config", c.ModelConfig, "a Hugging Face config.json (file or checkpoint directory) instead of --model: model_type llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gpt_oss, minimax_m2 or deepseek_v3")
 	fs.StringVar(&c.System, "system", c.System, "GPU system ("+strings.Join(hardware.Names(), ", ")+")")
 	fs.IntVar(&c.TP, "tp", c.TP, "tensor parallelism: GPUs per worker (per data-parallel rank)")
-	fs.IntVar(&c.EP, "ep", c.EP, "expert parallelism (MoE models): the routed experts sharded over ep of the tp GPUs, each shard split tp/ep ways; attention stays tp (must divide --tp; vLLM: 1 or --tp)")
+	fs.IntVar(&c.EP, "ep", c.EP, "expert parallelism (MoE models): the routed experts sharded over ep of the tp GPUs, each shard split tp/ep ways; attention stays tp (must divide --tp; vLLM: 1 or --tp); with --dp-attention the same over the tp × dp-size GPUs")
 	fs.StringVar(&c.Quantization, "quantization", c.Quantization, "weight precision bf16, fp8, fp8_block, or mxfp4 (gpt-oss's checkpoint: experts in MXFP4, the rest in the model's dtype) (empty: the checkpoint's own format — gpt-oss mxfp4, DeepSeek and MiniMax fp8_block, Kimi int4_wo experts, a --model-config's quantization_config fp8 or mxfp4 — else the model's dtype)")
 	fs.StringVar(&c.MoEQuantization, "moe-quantization", c.MoEQuantization, "routed experts' precision: bf16, fp8, fp8_block, mxfp4 (weight-only MXFP4, AIConfigurator's w4a16_mxfp4) or int4_wo (empty: --quantization, or without it the checkpoint's)")
 	fs.StringVar(&c.KVCacheDtype, "kv-cache-dtype", c.KVCacheDtype, "KV cache precision auto (the model's), bf16 or fp8")
