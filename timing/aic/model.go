@@ -955,7 +955,6 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 	// by the rank's tokens: SGLang's reduce-scatter and all-gather within the attention TP group
 	// around the gather are an all-reduce's two halves.
 	if c.dp > 1 && moeLayers > 0 {
-		h := h
 		mdl.dp = c.dp
 		mdl.padToMax = c.Backend == "vllm"
 		mdl.groupParts = []tokenPart{
