@@ -44,6 +44,11 @@ type Config struct {
 	PreemptionMode       string `yaml:"preemption-mode"`
 	VLLMAdmission        string `yaml:"vllm-admission"`
 	DPSize               int    `yaml:"dp-size"`
+	// DPAttention: the dp-size ranks are attention data parallelism over one MoE deployment (SGLang's
+	// --enable-dp-attention; vLLM's --data-parallel-size on a MoE model): each runs attention on its
+	// own batch on its tp GPUs, and all run every MoE layer together, the experts sharded over all tp
+	// × dp-size GPUs. Without it the ranks are replicas of the whole model.
+	DPAttention bool `yaml:"dp-attention"`
 	// LoRA adapters: vLLM's (and TensorRT-LLM's here) adapters per pass and adapters kept loaded
 	// (0: max-loras); SGLang's adapters per batch, the base model counting as one; the load time of one
 	// not loaded (every backend).
@@ -573,6 +578,14 @@ func (c *Config) validateEngine() error {
 	return nil
 }
 
+// MoEDP is how many data-parallel ranks share the MoE layers: --dp-size with --dp-attention, else 1.
+func (c *Config) MoEDP() int {
+	if c.DPAttention {
+		return max(c.DPSize, 1)
+	}
+	return 1
+}
+
 // validateDeployment checks the model, GPUs and timing settings.
 func (c *Config) validateDeployment() error {
 	switch {
@@ -580,8 +593,10 @@ func (c *Config) validateDeployment() error {
 		return bad("tp", c.TP, "must be at least 1")
 	case c.EP < 1:
 		return bad("ep", c.EP, "must be at least 1")
-	case c.TP%c.EP != 0:
-		return bad("ep", c.EP, fmt.Sprintf("must divide tp %d (the experts are sharded over ep of the tp GPUs)", c.TP))
+	case c.TP*c.MoEDP()%c.EP != 0 && c.MoEDP() > 1:
+		return bad("ep", c.EP, fmt.Sprintf("must divide tp %d × dp-size %d (with --dp-attention the experts are sharded over ep of the %d GPUs)", c.TP, c.DPSize, c.TP*c.DPSize))
+	case c.TP%c.EP != 0 && c.MoEDP() == 1:
+		return bad("ep", c.EP, fmt.Sprintf("must divide tp %d (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)", c.TP))
 	case c.Quantization != "" && c.Quantization != "bf16" && c.Quantization != "fp8" && c.Quantization != "fp8_block" && c.Quantization != "mxfp4":
 		return bad("quantization", c.Quantization, "want bf16, fp8, fp8_block or mxfp4 (empty: the model's dtype)")
 	case c.MoEQuantization != "" && !slices.Contains(moeQuantizations, c.MoEQuantization):

@@ -62,6 +62,8 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.EP = 0 }, "ep 0: must be at least 1"},
 		{func(c *Config) { c.TP, c.EP = 8, 3 }, "ep 3: must divide tp 8"},
 		{func(c *Config) { c.TP, c.EP = 2, 4 }, "ep 4: must divide tp 2"},
+		{func(c *Config) { c.TP, c.DPSize, c.EP = 1, 4, 4 }, "ep 4: must divide tp 1 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"},
+		{func(c *Config) { c.TP, c.DPSize, c.DPAttention, c.EP = 1, 4, true, 8 }, "ep 8: must divide tp 1 × dp-size 4 (with --dp-attention the experts are sharded over ep of the 4 GPUs)"},
 		{func(c *Config) { c.BootstrapMaxConns = 0 }, "bootstrap-max-conns 0"},
 		{func(c *Config) { c.KVEventsEndpoint, c.ZMQKVEventsPort = "tcp://*:5557", 5557 }, `kv-events-endpoint "tcp://*:5557": conflicts with --zmq-kv-events-port`},
 		{func(c *Config) { c.KVEventsEndpoint = "udp://x:1" }, `kv-events-endpoint "udp://x:1": want tcp://HOST:PORT`},
@@ -543,6 +545,56 @@ func simulate(t *testing.T, c *Config) (*sim.Result, sim.Options) {
 		t.Fatal(err)
 	}
 	return res, o
+}
+
+// TestDPAttention: --dp-attention needs routed experts to share; with it --ep may span every GPU of the
+// worker, and each GPU holds 1/(tp × dp-size) of the routed experts instead of 1/tp: Qwen3-30B-A3B's
+// 48 layers × 128 experts × 3 × 2048 × 768 bf16 weights are 57,982,058,496 B, 28,991,029,248 B a GPU
+// at TP 2 and 7,247,757,312 B over 8 GPUs, so a GPU holds 21,743,271,936 B less and its rank's KV
+// pool grows; the KV bytes per token stay TP 2's (attention is each rank's).
+func TestDPAttention(t *testing.T) {
+	for _, tc := range []struct{ model, want string }{
+		{"llama-3.1-8b", "dp-attention: the 2 ranks share the routed experts, and model llama-3.1-8b has none (without --dp-attention they are replicas)"},
+		{"", "dp-attention: the 2 ranks share the routed experts, and no --model has none (without --dp-attention they are replicas)"},
+	} {
+		c := Default()
+		c.Model, c.DPSize, c.DPAttention = tc.model, 2, true
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Deployment(); err == nil || err.Error() != tc.want {
+			t.Errorf("%q: Deployment() = %v, want %q", tc.model, err, tc.want)
+		}
+	}
+	c := Default()
+	c.Model, c.System, c.TP, c.DPSize = "qwen3-30b-a3b", "h200_sxm", 2, 4
+	replicas, err := c.Deployment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DPAttention, c.EP = true, 8
+	if err := c.Validate(); err != nil {
+		t.Fatalf("ep 8 over tp 2 × dp-size 4: %v", err)
+	}
+	shared, err := c.Deployment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := replicas.WeightBytes - shared.WeightBytes; d != 21743271936 {
+		t.Errorf("weights per GPU %d with --dp-attention, %d without: %d B fewer, want 21743271936", shared.WeightBytes, replicas.WeightBytes, d)
+	}
+	if shared.KVBytes != replicas.KVBytes || shared.KVBlocks <= replicas.KVBlocks {
+		t.Errorf("KV: %d B a token and %d blocks with --dp-attention, %d and %d without", shared.KVBytes, shared.KVBlocks, replicas.KVBytes, replicas.KVBlocks)
+	}
+	// Per pool: the decode workers' own --decode-dp-attention.
+	c = Default()
+	c.PrefillWorkers, c.DecodeWorkers = 1, 1
+	if err := c.Decode.Set("dp-attention", "true"); err != nil {
+		t.Fatal(err)
+	}
+	if !c.ForRole("decode").DPAttention || c.ForRole("prefill").DPAttention {
+		t.Errorf("--decode-dp-attention: decode %v, prefill %v", c.ForRole("decode").DPAttention, c.ForRole("prefill").DPAttention)
+	}
 }
 
 // TestExpertParallelNeedsExperts: --ep above 1 is refused for a dense model and without a model; the

@@ -63,6 +63,13 @@ func (c *Config) Deployment() (*Deployment, error) {
 		}
 		return nil, fmt.Errorf("ep %d: shards routed experts, and %s has none", c.EP, name)
 	}
+	if c.MoEDP() > 1 && (d.Model == nil || !d.Model.MoE()) {
+		name := "no --model"
+		if d.Model != nil {
+			name = "model " + d.Model.Name
+		}
+		return nil, fmt.Errorf("dp-attention: the %d ranks share the routed experts, and %s has none (without --dp-attention they are replicas)", c.DPSize, name)
+	}
 	if c.System != "" {
 		if d.System, err = hardware.Lookup(c.System); err != nil {
 			return nil, fmt.Errorf("system: %w", err)
@@ -128,7 +135,8 @@ func (c *Config) QuantModes(m *model.Model) (linear, moe string) {
 	return linear, moe
 }
 
-// weightBytes is the weight memory per GPU at the configured quantization.
+// weightBytes is the weight memory per GPU at the configured quantization (each rank's tp GPUs hold
+// their shard; with --dp-attention the experts are sharded over all the worker's GPUs).
 func (c *Config) weightBytes(m *model.Model) (int64, error) {
 	native, err := model.DtypeBytes(m.Dtype)
 	if err != nil {
@@ -151,6 +159,11 @@ func (c *Config) weightBytes(m *model.Model) (int64, error) {
 	case "int4_wo":
 		p.Experts = 0.5 // group scales ignored
 	}
+	if dp := c.MoEDP(); dp > 1 {
+		// Attention data parallelism: the experts are sharded over all tp × dp-size GPUs, the rest
+		// over each rank's tp.
+		return m.QuantizedWeightBytes(p, c.TP) - m.RoutedExpertBytes(p, c.TP) + m.RoutedExpertBytes(p, c.TP*dp), nil
+	}
 	return m.QuantizedWeightBytes(p, c.TP), nil
 }
 
@@ -172,7 +185,7 @@ func (c *Config) buildTiming(d *Deployment) (timing.Model, registry.Info, error)
 	if err != nil {
 		return nil, registry.Info{}, err
 	}
-	p := registry.Params{Model: d.Model, System: d.System, Backend: c.Backend, TP: c.TP, EP: c.EP,
+	p := registry.Params{Model: d.Model, System: d.System, Backend: c.Backend, TP: c.TP, EP: c.EP, AttentionDP: c.MoEDP(),
 		Quantization: c.Quantization, KVCacheDtype: c.KVCacheDtype, PerfDB: c.PerfDB, BackendVersion: c.BackendVersion,
 		Profile: c.Profile, PrefillMs: c.PrefillMs, DecodeMs: c.DecodeMs}
 	if d.Model != nil {

@@ -22,6 +22,7 @@ type Role struct {
 	TP                             *int     `yaml:"tp"`
 	EP                             *int     `yaml:"ep"`
 	DPSize                         *int     `yaml:"dp-size"`
+	DPAttention                    *bool    `yaml:"dp-attention"`
 	NumGPUBlocks                   *int     `yaml:"num-gpu-blocks" auto:"model"`
 	GPUMemoryUtilization           *float64 `yaml:"gpu-memory-utilization"`
 	MaxNumSeqs                     *int     `yaml:"max-num-seqs" auto:"engine"`

@@ -8,5 +8,7 @@
 // Step never sleeps, reads no clock and does no I/O. The Pass it returns says when the pass ends and,
 // per rank, what happened; drivers act on it: the simulator schedules the pass end on its virtual clock,
 // the live driver sleeps until it. All ranks step together and the pass ends when the slowest rank does,
-// so an idle rank waits at the barrier. Start at Engine.Step.
+// so an idle rank waits at the barrier. Every rank plans its share of a pass before any is priced, so that
+// each rank's batch carries its group (timing.Group) for models whose ranks share layers (attention data
+// parallelism's MoE). Start at Engine.Step.
 package engine

@@ -44,8 +44,8 @@ type Engine struct {
 	enc     []*encoder    // per rank, made by the first request with images
 	encOpts EncoderOptions
 
-	// Coast's scratch.
-	batch    timing.Batch
+	// Coast's scratch: the coasting ranks and their batches.
+	batches  []timing.Batch
 	coasting []scheduler
 }
 
@@ -210,12 +210,13 @@ func (e *Engine) AppendCached(rank int, dst []uint64) []uint64 {
 }
 
 // Step plans and applies one forward pass starting at now. Every rank with requests steps; the pass ends
-// when the slowest rank's work is done.
+// when the slowest rank's work is done. Each rank's batch is priced knowing its group (timing.Group):
+// every rank plans its share first, then each is priced.
 func (e *Engine) Step(now time.Duration) *Pass {
 	p := &e.pass
 	p.Start, p.End = now, now
 	p.Ranks = p.Ranks[:0]
-	var longest time.Duration
+	g := timing.Group{Ranks: len(e.ranks)}
 	for i, s := range e.ranks {
 		if s.Idle() {
 			continue
@@ -227,14 +228,21 @@ func (e *Engine) Step(now time.Duration) *Pass {
 		if sp.Empty() {
 			continue
 		}
-		c := e.model.Cost(&sp.Batch)
+		g.Add(&sp.Batch)
+		p.Ranks = append(p.Ranks, RankPass{Pass: sp, Rank: i})
+	}
+	var longest time.Duration
+	for j := range p.Ranks {
+		rp := &p.Ranks[j]
+		rp.Batch.Group = g
+		c := e.model.Cost(&rp.Batch)
 		// Loading adapters comes before the pass's compute, prefill or not: counted with the prefill.
-		c.Prefill += time.Duration(sp.LoRALoads) * e.load
-		if e.enc != nil && e.enc[i] != nil {
-			c.Prefill += e.enc[i].pass(sp)
+		c.Prefill += time.Duration(rp.LoRALoads) * e.load
+		if e.enc != nil && e.enc[rp.Rank] != nil {
+			c.Prefill += e.enc[rp.Rank].pass(rp.Pass)
 		}
-		longest = max(longest, c.Total(), sp.Until-now)
-		p.Ranks = append(p.Ranks, RankPass{Pass: sp, Rank: i, Cost: c})
+		rp.Cost = c
+		longest = max(longest, c.Total(), rp.Until-now)
 	}
 	p.End = now + longest
 	return p
@@ -267,14 +275,23 @@ func (e *Engine) Coast(now, until time.Duration, run *Run) {
 	if len(e.coasting) == 0 {
 		return
 	}
+	if len(e.batches) < len(e.coasting) {
+		e.batches = make([]timing.Batch, len(e.ranks))
+	}
 	for {
-		var longest time.Duration
-		for _, c := range e.coasting {
+		g := timing.Group{Ranks: len(e.ranks)}
+		for i, c := range e.coasting {
 			if !c.PlainDecode() {
 				return
 			}
-			c.PlainBatch(&e.batch)
-			longest = max(longest, e.model.Cost(&e.batch).Total())
+			c.PlainBatch(&e.batches[i])
+			g.Add(&e.batches[i])
+		}
+		var longest time.Duration
+		for i := range e.coasting {
+			b := &e.batches[i]
+			b.Group = g
+			longest = max(longest, e.model.Cost(b).Total())
 		}
 		end := now + longest
 		if end >= until {

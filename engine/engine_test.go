@@ -64,6 +64,45 @@ func TestDPBarrier(t *testing.T) {
 	}
 }
 
+// groupModel charges each rank 1 ms per token of its group and records the groups it was asked about.
+type groupModel struct{ seen []timing.Group }
+
+func (g *groupModel) Cost(b *timing.Batch) timing.Cost {
+	g.seen = append(g.seen, b.Group)
+	return timing.Cost{Decode: time.Duration(b.Group.Tokens) * time.Millisecond}
+}
+
+// TestDPGroup: every rank's batch is priced knowing its group, all ranks idle ones included, with the
+// new tokens of the ranks that step (three prompts of 40, 4 and 0: rank 1 is idle), in Step and in
+// Coast alike.
+func TestDPGroup(t *testing.T) {
+	m := &groupModel{}
+	e := newEngine(t, vllm.Options{BlockSize: 4, NumBlocks: 64, MaxBatchedTokens: 64, ChunkedPrefill: true, PrefixCaching: true}, 3, m)
+	e.Enqueue(&sched.Request{ID: 1, Prompt: make([]uint32, 40), MaxTokens: 50, Rank: 0})
+	e.Enqueue(&sched.Request{ID: 2, Prompt: make([]uint32, 4), MaxTokens: 50, Rank: 2})
+	p := e.Step(0)
+	want := timing.Group{Ranks: 3, Tokens: 44, MaxTokens: 40}
+	if len(m.seen) != 2 || m.seen[0] != want || m.seen[1] != want {
+		t.Fatalf("groups priced %+v, want %+v for each of the two stepping ranks", m.seen, want)
+	}
+	if p.End != 44*time.Millisecond {
+		t.Fatalf("pass ends %v, want 44ms", p.End)
+	}
+	p = e.Step(p.End) // the first decodes, which open new blocks
+	m.seen = m.seen[:0]
+	var run Run
+	e.Coast(p.End, p.End+time.Second, &run)
+	want = timing.Group{Ranks: 3, Tokens: 2, MaxTokens: 1}
+	if len(run.Ends) == 0 || run.Ends[0] != p.End+2*time.Millisecond {
+		t.Fatalf("coast from %v: passes ending %v, want the first at +2ms", p.End, run.Ends)
+	}
+	for _, g := range m.seen {
+		if g != want {
+			t.Fatalf("coast: groups %+v, want %+v", m.seen, want)
+		}
+	}
+}
+
 // TestWaiting: Waiting sums the ranks' queues, as Metrics does, before and after a pass admits some.
 func TestWaiting(t *testing.T) {
 	e := newEngine(t, vllm.Options{BlockSize: 4, NumBlocks: 64, MaxBatchedTokens: 8, MaxNumSeqs: 1, ChunkedPrefill: true, PrefixCaching: true},

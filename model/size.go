@@ -86,6 +86,19 @@ func (m *Model) QuantizedWeightBytes(p Precision, tp int) int64 {
 	return int64(math.Ceil(float64(w.linear)*p.Linear + float64(w.experts)*p.Experts + float64(w.other)*p.Other))
 }
 
+// RoutedExpertBytes is the weight memory of the routed experts' gate, up and down projections on one
+// GPU when they are sharded over gpus GPUs, at precision p.Experts (0 for a dense model): the part of
+// QuantizedWeightBytes that attention data parallelism spreads over more GPUs than tp. It panics if
+// gpus is not positive.
+func (m *Model) RoutedExpertBytes(p Precision, gpus int) int64 {
+	mustPositive("RoutedExpertBytes", 1, gpus)
+	if !m.MoE() {
+		return 0
+	}
+	n := int64(m.MoELayers()) * int64(m.Experts) * 3 * int64(m.Hidden) * int64(m.MoEIntermediate)
+	return int64(math.Ceil(float64(ceilDiv(n, gpus)) * p.Experts))
+}
+
 func mustPositive(fn string, bytes, tp int) {
 	if bytes <= 0 || tp <= 0 {
 		panic(fmt.Sprintf("model: %s(%d, %d): dtype bytes and tp must be positive", fn, bytes, tp))

@@ -24,8 +24,10 @@ func (p *passHasher) Pass(o *ObservedPass) {
 	fmt.Fprintf(p.h, "pass %s %d %d %d\n", o.Pool, o.Worker, o.Start, o.End)
 	for _, r := range o.Ranks {
 		fmt.Fprintf(p.h, "rank %d %+v\n", r.Rank, r.Cost)
-		fmt.Fprintf(p.h, "batch %+v\nadmitted %+v\npreempted %v\nevents %+v\noutputs %+v\n",
-			r.Batch, r.Admitted, r.Preempted, r.Events, r.Outputs)
+		// The batch as it printed before it had a Group: the group is its pass's batches summed.
+		b := &r.Batch
+		fmt.Fprintf(p.h, "batch {Seqs:%+v ActiveKVTokens:%d TotalKVTokens:%d}\nadmitted %+v\npreempted %v\nevents %+v\noutputs %+v\n",
+			b.Seqs, b.ActiveKVTokens, b.TotalKVTokens, r.Admitted, r.Preempted, r.Events, r.Outputs)
 	}
 }
 

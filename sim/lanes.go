@@ -258,7 +258,7 @@ func (l *lane) copyPass(dst, p *engine.Pass, batches bool) {
 	from := len(l.ranks)
 	for _, rp := range p.Ranks {
 		sp := sched.Pass{
-			Batch:     timing.Batch{ActiveKVTokens: rp.Batch.ActiveKVTokens, TotalKVTokens: rp.Batch.TotalKVTokens},
+			Batch:     timing.Batch{ActiveKVTokens: rp.Batch.ActiveKVTokens, TotalKVTokens: rp.Batch.TotalKVTokens, Group: rp.Batch.Group},
 			Admitted:  keep(&l.adm, rp.Admitted),
 			Preempted: keep(&l.ids, rp.Preempted),
 			FPM:       rp.FPM,

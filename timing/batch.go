@@ -15,6 +15,30 @@ type Batch struct {
 	Seqs           []Seq
 	ActiveKVTokens int // KV tokens held by requests during the pass (active blocks × block size)
 	TotalKVTokens  int // KV capacity in tokens
+	// Group describes the data-parallel ranks that run this pass in lock step with this one (the
+	// engine sets it for every rank's pass). A model of attention data parallelism prices the MoE
+	// layers, which all the group's ranks run together on all their tokens, from it; other models
+	// ignore it. Zero: the batch is priced alone (a model of attention data parallelism then
+	// assumes every rank has a batch like this one, as AIConfigurator does).
+	Group Group
+}
+
+// Group is the data-parallel group of a pass: its ranks, idle ones included, and the new tokens the
+// ranks that step compute in it (Σ Seq.New over their batches) and the most any one of them computes.
+type Group struct {
+	Ranks     int
+	Tokens    int
+	MaxTokens int
+}
+
+// Add counts the new tokens of one stepping rank's batch into g.
+func (g *Group) Add(b *Batch) {
+	n := 0
+	for i := range b.Seqs {
+		n += b.Seqs[i].New
+	}
+	g.Tokens += n
+	g.MaxTokens = max(g.MaxTokens, n)
 }
 
 // Prefill aggregates the prefill part: how many requests compute prompt tokens, their prompt lengths up

@@ -407,29 +407,17 @@ func predict(r row, db string, set settings) result {
 	switch {
 	case r.mode != "agg" && r.mode != "disagg":
 		return fail("mode %q: want agg or disagg", r.mode)
-	case r.mode == "disagg" && (r.prefill.dp > 1 || r.decode.dp > 1):
-		return fail("attention data parallelism over MoE tensor parallelism is not modelled by the op-level timing")
 	}
 	m, err := model.Lookup(r.modelPath)
 	if err != nil {
 		return fail("model not in the catalog")
 	}
 	res.model, res.moe = m.Name, m.MoE()
-	if dp := attentionDP(m, r); dp > 1 {
-		from := "attention_dp_size"
-		if r.dp <= 1 {
-			from = fmt.Sprintf("moe_tp_size %d × moe_ep_size %d over tp_size %d", r.moeTP, r.ep, r.tp)
-		}
-		return fail("attention data parallelism %d (%s) is not modelled by the op-level timing", dp, from)
-	}
 
 	cfg := config.Default()
 	cfg.Backend = r.backend
 	cfg.Model = r.modelPath
 	cfg.System = "h200_sxm"
-	// Expert parallelism with attention DP 1 (the only kind replayed): moe_ep_size is --ep, and
-	// moe_tp_size = tp_size / moe_ep_size as the config implies.
-	cfg.TP = r.tp
 	cfg.Timing = "default"
 	cfg.PerfDB = db
 	cfg.Quantization, cfg.MoEQuantization = quantFor(m, r.gemmQuant, r.moeQuant)
@@ -437,7 +425,7 @@ func predict(r row, db string, set settings) result {
 	if set.kvCache == "generator" {
 		cfg.KVCacheDtype = generatorKVCacheDtype(linear)
 	}
-	cfg.EP = epFor(m, cmp.Or(experts, linear), r.tp, r.ep)
+	parallelize(&cfg, m, r, cmp.Or(experts, linear))
 	// The running set is each engine's own default on an H200 (--max-num-seqs auto): 1,024 for vLLM,
 	// SGLang's from its KV pool and context; SGLang's overlap scheduler is on, as config's default.
 	if r.backend == "sglang" {
@@ -539,6 +527,14 @@ func disaggregate(cfg *config.Config, r row) error {
 		pool pool
 	}{{&cfg.Prefill, r.prefill}, {&cfg.Decode, r.decode}} {
 		p.role.TP = &p.pool.tp
+		if p.pool.dp > 1 {
+			// A pool's attention data parallelism: pool.dp ranks per worker sharing the MoE layers;
+			// its batch size is each rank's (AIConfigurator's per-rank batch: the decode pool of
+			// dsr1_h200_sglang_fp8_disagg_8192x1024_c64_cfg434 holds 8 a rank, 64 in all, its concurrency).
+			p.role.DPSize = &p.pool.dp
+			p.role.DPAttention = new(bool)
+			*p.role.DPAttention = true
+		}
 		if p.pool.ep > 1 {
 			p.role.EP = &p.pool.ep
 		}
@@ -885,7 +881,20 @@ func generatorMTP(cfg *config.Config, m *model.Model, nextn int) {
 	cfg.SpecNumTokens = nextn
 }
 
-// epFor is the expert parallelism a row ran with. vLLM refuses block-quantised experts whose
+// parallelize deploys an aggregated row's parallelism: tp_size is each attention data-parallel rank's
+// TP; with attention data parallelism (attentionDP) the ranks share the MoE layers (--dp-size with
+// --dp-attention); moe_ep_size is --ep (epFor), and moe_tp_size = tp_size × attention_dp_size /
+// moe_ep_size as the config implies. experts is the experts' format (config.Config.QuantModes).
+func parallelize(cfg *config.Config, m *model.Model, r row, experts string) {
+	cfg.TP = r.tp
+	if dp := attentionDP(m, r); dp > 1 {
+		cfg.DPSize, cfg.DPAttention = dp, true
+	}
+	cfg.EP = epFor(m, experts, r.tp*cfg.MoEDP(), r.ep)
+}
+
+// epFor is the expert parallelism a row ran with, its experts over tp GPUs (the attention TP times
+// the attention data parallelism). vLLM refuses block-quantised experts whose
 // shard is not a whole number of 128-wide blocks (fp8.py, Fp8MoEMethod.create_weights: "The
 // output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n =
 // 128" for MiniMax-M2.5 at TP 8), so a row at such a TP was served with --enable-expert-parallel,

@@ -161,8 +161,8 @@ func TestEpFor(t *testing.T) {
 
 // TestAttentionDP: a MoE row whose experts span more GPUs than its attention (moe_tp_size ×
 // moe_ep_size > tp_size, attention_dp_size empty) ran data-parallel attention over the rest, and the
-// bench refuses it by name; every other row keeps its attention_dp_size (a dense row's moe_* columns
-// mean nothing).
+// bench replays it so; every other row keeps its attention_dp_size (a dense row's moe_* columns mean
+// nothing).
 func TestAttentionDP(t *testing.T) {
 	for _, tc := range []struct {
 		model                   string
@@ -188,20 +188,25 @@ func TestAttentionDP(t *testing.T) {
 			t.Errorf("%s tp %d dp %d moe_tp %d moe_ep %d: attention DP %d, want %d", tc.model, tc.tp, tc.dp, tc.moeTP, tc.ep, got, tc.want)
 		}
 	}
+	// Such a row replays with its attention DP: --dp-size with --dp-attention, the experts over all
+	// its GPUs; so does a row that gives attention_dp_size.
 	m, err := model.Lookup("Qwen/Qwen3-235B-A22B-FP8")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := row{backend: "vllm", modelPath: "Qwen/Qwen3-235B-A22B-FP8", mode: "agg", tp: 2, dp: 1, moeTP: 4, ep: 1}
-	const want = "attention data parallelism 2 (moe_tp_size 4 × moe_ep_size 1 over tp_size 2) is not modelled by the op-level timing"
-	if res := predict(r, "", settings{}); res.err != want || res.model != m.Name {
-		t.Errorf("predict: err %q, model %q; want %q, %q", res.err, res.model, want, m.Name)
-	}
-	// A row that gives attention_dp_size says so, through the same check.
-	r.dp, r.moeTP = 2, 1
-	const given = "attention data parallelism 2 (attention_dp_size) is not modelled by the op-level timing"
-	if res := predict(r, "", settings{}); res.err != given || res.model != m.Name {
-		t.Errorf("predict, attention_dp_size 2: err %q, model %q; want %q, %q", res.err, res.model, given, m.Name)
+	for _, r := range []row{
+		{backend: "vllm", modelPath: "Qwen/Qwen3-235B-A22B-FP8", mode: "agg", tp: 2, dp: 1, moeTP: 4, ep: 1},
+		{backend: "vllm", modelPath: "Qwen/Qwen3-235B-A22B-FP8", mode: "agg", tp: 2, dp: 2, moeTP: 4, ep: 1},
+	} {
+		cfg := config.Default()
+		cfg.Model, cfg.System = r.modelPath, "h200_sxm"
+		parallelize(&cfg, m, r, "fp8_block")
+		if cfg.TP != 2 || cfg.DPSize != 2 || !cfg.DPAttention || cfg.EP != 1 {
+			t.Errorf("row %+v: tp %d, dp-size %d, dp-attention %v, ep %d; want 2, 2, true, 1", r, cfg.TP, cfg.DPSize, cfg.DPAttention, cfg.EP)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("row %+v: %v", r, err)
+		}
 	}
 }
 
@@ -319,7 +324,8 @@ func TestDisaggregate(t *testing.T) {
 
 	// The row that records batch sizes: they are each pool's max-num-seqs; a TP 8 prefill and a TP 1
 	// decode worker are 9 GPUs, more than a node, so the inter-node network again, 1 GPU × 50 GB/s. Its
-	// decode pool (attention DP 8, expert parallelism 8) is not replayed.
+	// decode pool runs attention DP 8 (--decode-dp-size 8 --decode-dp-attention) with expert
+	// parallelism 8 over the 8 GPUs; its batch size is each rank's.
 	r = rows[1]
 	cfg = config.Default()
 	cfg.System = "h200_sxm"
@@ -330,11 +336,12 @@ func TestDisaggregate(t *testing.T) {
 		t.Errorf("concurrency %d, TP %d/%d, max-num-seqs %d/%d, KV link %g GB/s; want 64, 8/1, 1/8, 50",
 			r.concurrency, *cfg.Prefill.TP, *cfg.Decode.TP, *cfg.Prefill.MaxNumSeqs, *cfg.Decode.MaxNumSeqs, cfg.KVTransferBandwidth)
 	}
-	if got := cfg.Decode.Keys(); !slices.Equal(got, []string{"tp", "ep", "max-num-seqs"}) || *cfg.Decode.EP != 8 {
-		t.Errorf("decode sets %v, want [tp ep max-num-seqs] with ep 8", got)
+	if got := cfg.Decode.Keys(); !slices.Equal(got, []string{"tp", "ep", "dp-size", "dp-attention", "max-num-seqs"}) ||
+		*cfg.Decode.EP != 8 || *cfg.Decode.DPSize != 8 || !*cfg.Decode.DPAttention {
+		t.Errorf("decode sets %v, want [tp ep dp-size dp-attention max-num-seqs] with ep 8, dp-size 8 and dp-attention", got)
 	}
-	if res := predict(r, "", settings{}); res.err != "attention data parallelism over MoE tensor parallelism is not modelled by the op-level timing" {
-		t.Errorf("attention-DP row: %q", res.err)
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("attention-DP row: %v", err)
 	}
 }
 

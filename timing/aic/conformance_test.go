@@ -18,24 +18,27 @@ import (
 const measuredSlack = 0.05
 
 // TestConformance: the op-level model on the tables built into the binary passes the timing models'
-// conformance suite, for a dense model, a GQA MoE, an MLA MoE and expert parallelism, on both backends.
+// conformance suite, for a dense model, a GQA MoE, an MLA MoE, expert parallelism and attention data
+// parallelism (its batches priced without their group: each stands for every rank's), on both backends.
 func TestConformance(t *testing.T) {
 	for _, tc := range []struct {
 		model, backend, quant string
-		tp, ep                int
+		tp, ep, dp            int
 	}{
-		{"llama-3.1-8b", "vllm", "", 1, 1},
-		{"llama-3.1-70b", "sglang", "fp8", 4, 1},
-		{"qwen3-30b-a3b", "vllm", "", 2, 1},
-		{"qwen3-30b-a3b", "vllm", "", 8, 8},
-		{"deepseek-v3", "sglang", "fp8_block", 8, 1},
+		{"llama-3.1-8b", "vllm", "", 1, 1, 1},
+		{"llama-3.1-70b", "sglang", "fp8", 4, 1, 1},
+		{"qwen3-30b-a3b", "vllm", "", 2, 1, 1},
+		{"qwen3-30b-a3b", "vllm", "", 8, 8, 1},
+		{"qwen3-30b-a3b", "vllm", "", 2, 1, 4},
+		{"deepseek-v3", "sglang", "fp8_block", 8, 1, 1},
+		{"deepseek-v3", "sglang", "fp8_block", 1, 8, 8},
 	} {
-		t.Run(fmt.Sprintf("%s-%s-tp%d-ep%d", tc.model, tc.backend, tc.tp, tc.ep), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s-%s-tp%d-ep%d-dp%d", tc.model, tc.backend, tc.tp, tc.ep, tc.dp), func(t *testing.T) {
 			m, err := model.Lookup(tc.model)
 			if err != nil {
 				t.Fatal(err)
 			}
-			mdl, err := New(Options{Model: m, System: h200(t), Root: EmbeddedRoot, Backend: tc.backend, TP: tc.tp, EP: tc.ep, GEMMQuant: tc.quant})
+			mdl, err := New(Options{Model: m, System: h200(t), Root: EmbeddedRoot, Backend: tc.backend, TP: tc.tp, EP: tc.ep, AttentionDP: tc.dp, GEMMQuant: tc.quant})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -90,13 +90,22 @@
 // the kernels the system's sub-backend runs (FlashMLA on Hopper, TensorRT-LLM's on Blackwell with
 // an fp8 KV cache); the rest of the layer stays per op (loadDSAModule). On vLLM GLM-5 is not priced.
 //
+// # Expert and attention data parallelism
+//
+// Expert parallelism (Options.EP) changes the experts' table rows; without attention data
+// parallelism the dispatch and combine stay the layer's two TP all-reduces (AIConfigurator's
+// MoEDispatch for vLLM and SGLang without DeepEP). With attention data parallelism
+// (Options.AttentionDP) the experts span TP × AttentionDP GPUs, and a rank's pass prices its own
+// tokens' work as before but the fused MoE at the group's tokens (timing.Batch.Group; see
+// groupTokens) and, per MoE layer, an NCCL all_gather and reduce_scatter of them over all the
+// group's GPUs (AIConfigurator's MoE op at num_tokens × attention_dp_size and its MoEDispatch).
+// DeepEP, the dense layers of the DeepSeek family running over the whole group, and the TP
+// all-reduces AIConfigurator prices over all the group's GPUs for vLLM are not modelled: a rank's
+// all-reduces stay its TP group's.
+//
 // # Not covered
 //
-// Expert parallelism is modelled for attention data parallelism 1 only (Options.EP): the experts'
-// table rows change, the dispatch and combine stay the layer's two TP all-reduces (AIConfigurator's
-// MoEDispatch for vLLM and SGLang without DeepEP), and the weights and KV cache per GPU do not
-// change (the experts split TP ways either way). Attention data parallelism and pipeline
-// parallelism are not modelled. A speculative decode step (MTP: a decode's New is 1 + its drafts) is
+// Pipeline parallelism is not modelled. A speculative decode step (MTP: a decode's New is 1 + its drafts) is
 // priced as AIConfigurator prices nextn: every generation op at the step's tokens, the drafts
 // counting as requests of their own, and the step × (layers + drafts) / layers for the draft
 // module; acceptance is the scheduler's. AIConfigurator's end-to-end corrections (vLLM's

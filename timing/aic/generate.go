@@ -29,8 +29,9 @@ var olderVersions = map[string][]string{"vllm": {"0.18.0"}}
 // neighbours). A table the engine version reuses from another (reuse.yaml) is written flattened,
 // the version's own rows first, so the loaders' "first row of a shape wins" keeps its meaning.
 // Also written: the system spec (<system>.yaml, which names the NCCL version), that version's
-// NCCL all_reduce rows, and covered.txt, the configurations New prices from src (one per line:
-// model, backend, TP, version), which the embedded tables must price alike.
+// NCCL all_reduce, all_gather and reduce_scatter rows (half precision), and covered.txt, the
+// configurations New prices from src (one per line: model, backend, TP, version), which the
+// embedded tables must price alike.
 func Generate(src, out, system string) error {
 	sys, err := hardware.Lookup(system)
 	if err != nil {
@@ -408,7 +409,11 @@ func (g *generator) filter(op, backend, name string, t *table, paths []string) (
 		if err := firstErr(e1, e2); err != nil {
 			return nil, err
 		}
-		return func(i int) bool { return ok(i) && op[i] == "all_reduce" && dt[i] == "half" }, nil
+		// All-reduce for tensor parallelism; all-gather and reduce-scatter for the MoE layers of
+		// attention data parallelism (groupComm).
+		return func(i int) bool {
+			return ok(i) && dt[i] == "half" && (op[i] == "all_reduce" || op[i] == "all_gather" || op[i] == "reduce_scatter")
+		}, nil
 	}
 	return ok, nil // the MLA generation module, MLA BMMs, custom all-reduce: small, kept whole
 }

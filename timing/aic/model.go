@@ -27,6 +27,12 @@ type Options struct {
 	// over TP/EP of them (moe_ep_size = EP, moe_tp_size = TP/EP; attention stays TP); 0 means 1.
 	// It must divide TP; vLLM shards experts over all TP GPUs or none (EP 1 or TP).
 	EP int
+	// AttentionDP is attention data parallelism: that many ranks of TP GPUs each run attention on
+	// their own batch, and run every MoE layer together, the experts sharded over all TP ×
+	// AttentionDP GPUs (moe_tp_size × moe_ep_size = TP × AttentionDP, AIConfigurator's
+	// attention_dp_size; SGLang's --enable-dp-attention, vLLM's --data-parallel-size on a MoE
+	// model). EP then divides TP × AttentionDP. 0 means 1: each rank its own copy of the model.
+	AttentionDP int
 
 	// GEMMQuant is the linear layers' precision as vLLM names it: "bf16" (also "" and "auto"),
 	// "fp8" (per-tensor), "fp8_block" (128×128 block scales).
@@ -76,6 +82,18 @@ type Model struct {
 	tokenParts    []tokenPart
 	overlapCredit tokenPart
 
+	// With attention data parallelism (dp > 1) the routed experts are not in perToken: group holds
+	// them and the MoE layers' gather and scatter over the group's GPUs, by the group's tokens
+	// (groupTokens), and groupParts are its terms. For the DeepSeek family's decode passes the
+	// overlap of the routed group with the shared expert is taken at Cost time from routed (router
+	// GEMM and, on SGLang, the two all-reduces, by the rank's tokens) and shared (the shared expert).
+	dp             int
+	padToMax       bool // vLLM: every rank's batch is padded to the group's largest (groupTokens)
+	group          table1
+	groupParts     []tokenPart
+	routed, shared table1
+	overlapDP      bool
+
 	// layers is the model's transformer layers: a speculative decode step's draft module costs
 	// drafts/layers of the step (see drafting).
 	layers float64
@@ -112,6 +130,7 @@ type config struct {
 	Options
 	m                      *model.Model
 	tp, ep                 int
+	dp, moeTP              int // attention data parallelism; the experts' tensor parallelism (tp × dp / ep)
 	gemmDtype, kvDtype     string
 	moeDtype, dist         string
 	heads, kvHeads, headDm int // per GPU
@@ -143,7 +162,7 @@ type config struct {
 func deepSeekFamily(m *model.Model) bool { return m.MLA() && m.MoE() }
 
 func resolve(o Options) (*config, error) {
-	c := &config{Options: o, m: o.Model, tp: max(o.TP, 1), ep: max(o.EP, 1)}
+	c := &config{Options: o, m: o.Model, tp: max(o.TP, 1), ep: max(o.EP, 1), dp: max(o.AttentionDP, 1)}
 	switch {
 	case o.Model == nil:
 		return nil, errors.New("aic: no model")
@@ -155,6 +174,10 @@ func resolve(o Options) (*config, error) {
 		return nil, fmt.Errorf("aic: tensor parallelism %d is negative", o.TP)
 	case o.EP < 0:
 		return nil, fmt.Errorf("aic: expert parallelism %d is negative", o.EP)
+	case o.AttentionDP < 0:
+		return nil, fmt.Errorf("aic: attention data parallelism %d is negative", o.AttentionDP)
+	case c.dp > 1 && !o.Model.MoE():
+		return nil, fmt.Errorf("aic: attention data parallelism %d: model %s has no routed experts for its ranks to share", c.dp, o.Model.Name)
 	}
 	if err := o.Model.Validate(); err != nil {
 		return nil, fmt.Errorf("aic: model %s: %w", o.Model.Name, err)
@@ -173,12 +196,16 @@ func resolve(o Options) (*config, error) {
 	if m.Intermediate%c.tp != 0 || m.MoEIntermediate%c.tp != 0 {
 		return nil, fmt.Errorf("aic: MLP sizes %d/%d do not split over tensor parallelism %d", m.Intermediate, m.MoEIntermediate, c.tp)
 	}
+	if err := checkEP(m, c.Backend, c.tp, c.dp, c.ep); err != nil {
+		return nil, err
+	}
+	c.moeTP = c.tp * c.dp / c.ep
+	if m.MoEIntermediate%c.moeTP != 0 {
+		return nil, fmt.Errorf("aic: expert size %d does not split over the experts' tensor parallelism %d (tp %d × attention dp %d / ep %d)", m.MoEIntermediate, c.moeTP, c.tp, c.dp, c.ep)
+	}
 	c.heads, c.kvHeads, c.headDm = m.Heads/c.tp, max(1, m.KVHeads/c.tp), m.HeadDim
 	if m.LinearLayers > 0 && (m.LinearKeyHeads%c.tp != 0 || m.LinearValueHeads%c.tp != 0) {
 		return nil, fmt.Errorf("aic: %d/%d linear-attention key/value heads do not split over tensor parallelism %d", m.LinearKeyHeads, m.LinearValueHeads, c.tp)
-	}
-	if err := checkEP(m, c.Backend, c.tp, c.ep); err != nil {
-		return nil, err
 	}
 
 	var err error
@@ -212,23 +239,28 @@ func resolve(o Options) (*config, error) {
 	return c, nil
 }
 
-// checkEP checks expert parallelism ep against the model and tensor parallelism tp: the experts
-// go to ep shards of whole experts, each split over tp/ep GPUs (AIConfigurator's moe_tp_size ×
-// moe_ep_size = tp with attention data parallelism 1). vLLM cannot split experts both ways
+// checkEP checks expert parallelism ep against the model and the tp GPUs the experts span (the
+// tensor parallelism times the attention data parallelism): the experts go to ep shards of whole
+// experts, each split over tp/ep GPUs (AIConfigurator's moe_tp_size × moe_ep_size = tp_size ×
+// attention_dp_size). vLLM cannot split experts both ways
 // (AIConfigurator's MoEDispatch asserts moe_tp 1 or moe_ep 1 for it): its --enable-expert-parallel
 // shards them over all tp GPUs.
-func checkEP(m *model.Model, backend string, tp, ep int) error {
+func checkEP(m *model.Model, backend string, tp, dp, ep int) error {
+	gpus, span := tp*dp, fmt.Sprintf("tensor parallelism %d", tp)
+	if dp > 1 {
+		span = fmt.Sprintf("the %d GPUs of tp %d × attention dp %d", gpus, tp, dp)
+	}
 	switch {
 	case ep == 1:
 		return nil
 	case !m.MoE():
 		return fmt.Errorf("aic: expert parallelism %d: model %s has no routed experts", ep, m.Name)
-	case tp%ep != 0:
-		return fmt.Errorf("aic: expert parallelism %d does not divide tensor parallelism %d", ep, tp)
+	case gpus%ep != 0:
+		return fmt.Errorf("aic: expert parallelism %d does not divide %s", ep, span)
 	case m.Experts%ep != 0:
 		return fmt.Errorf("aic: expert parallelism %d does not divide the %d experts", ep, m.Experts)
-	case backend == "vllm" && ep != tp:
-		return fmt.Errorf("aic: expert parallelism %d with tensor parallelism %d: vLLM shards the experts over all TP GPUs (EP 1 or %d)", ep, tp, tp)
+	case backend == "vllm" && ep != gpus:
+		return fmt.Errorf("aic: expert parallelism %d with %s: vLLM shards the experts over all TP GPUs (EP 1 or %d)", ep, span, gpus)
 	}
 	return nil
 }
@@ -428,6 +460,9 @@ func (c *config) neededTables() []tableRef {
 	return needed
 }
 
+// groupCurves are the MoE layers' collectives over an attention data-parallel group (zero without).
+type groupCurves struct{ gather, scatter curve }
+
 // finish loads the MoE and all-reduce curves and tabulates the per-pass curves.
 func (mdl *Model) finish(d db, c *config, version string, rf *roofline, gemms map[string]*gemmData, moeSrc []string, bmm *mlaBmm) (*Model, error) {
 	var err error
@@ -436,7 +471,7 @@ func (mdl *Model) finish(d db, c *config, version string, rf *roofline, gemms ma
 	var mk moeKey
 	if c.m.MoE() {
 		mk = moeKey{dtype: c.moeDtype, dist: c.dist, topk: c.m.ExpertsPerToken, experts: c.m.Experts,
-			hidden: c.m.Hidden, inter: c.m.MoEIntermediate, tp: c.tp / c.ep, ep: c.ep}
+			hidden: c.m.Hidden, inter: c.m.MoEIntermediate, tp: c.moeTP, ep: c.ep}
 		var kernels []string
 		if moe, kernels, err = loadMoE(moeSrc, mk, rf); err != nil {
 			return nil, err
@@ -461,7 +496,13 @@ func (mdl *Model) finish(d db, c *config, version string, rf *roofline, gemms ma
 		}
 	}
 
-	mdl.buildCurves(c, rf, gemms, moe, mk, ar, bmm)
+	var gc groupCurves
+	if c.dp > 1 {
+		if gc.gather, gc.scatter, err = groupComm(d, c, rf, mdl); err != nil {
+			return nil, err
+		}
+	}
+	mdl.buildCurves(c, rf, gemms, moe, mk, ar, bmm, gc)
 	return mdl, nil
 }
 
@@ -781,10 +822,22 @@ func allReduce(d db, c *config, version string, rf *roofline, mdl *Model) (curve
 		mdl.sources = append(mdl.sources, paths...)
 		return loadAllReduce(paths, c.tp, rf)
 	}
+	paths, err = ncclSources(d, c, fmt.Sprintf("no custom all-reduce table for %s %s (%s)", c.Backend, version, missingPath(d, ref, version)))
+	if err != nil {
+		return curve{}, err
+	}
+	mdl.sources = append(mdl.sources, paths...)
+	return loadNCCL(paths, c.tp, rf)
+}
+
+// ncclSources is the NCCL table: of --nccl-version (Options.NCCLVersion), else of the system spec's
+// misc.nccl_version, else the newest present. why says what needs it, for the error without one.
+func ncclSources(d db, c *config, why string) ([]string, error) {
 	nv := c.NCCLVersion
+	var err error
 	if nv == "" {
 		if nv, err = d.ncclVersion(); err != nil {
-			return curve{}, err
+			return nil, err
 		}
 	}
 	if nv == "" {
@@ -793,22 +846,36 @@ func allReduce(d db, c *config, version string, rf *roofline, mdl *Model) (curve
 		}
 	}
 	if nv == "" {
-		return curve{}, fmt.Errorf("aic: no custom all-reduce table for %s %s (%s) and no NCCL data (%s)",
-			c.Backend, version, missingPath(d, ref, version), d.dir(ncclTable.op, ncclTable.backend))
+		return nil, fmt.Errorf("aic: %s and no NCCL data (%s)", why, d.dir(ncclTable.op, ncclTable.backend))
 	}
-	paths, err = d.sources(ncclTable, nv)
+	paths, err := d.sources(ncclTable, nv)
 	if err != nil {
-		return curve{}, err
+		return nil, err
 	}
 	if len(paths) == 0 {
-		return curve{}, fmt.Errorf("aic: no custom all-reduce table for %s %s and no NCCL table: %s", c.Backend, version, missingPath(d, ncclTable, nv))
+		return nil, fmt.Errorf("aic: %s and no NCCL table: %s", why, missingPath(d, ncclTable, nv))
+	}
+	return paths, nil
+}
+
+// groupComm loads the MoE layers' NCCL gather and scatter over the attention data-parallel group's
+// tp × dp GPUs (half precision, by message size in elements).
+func groupComm(d db, c *config, rf *roofline, mdl *Model) (gather, scatter curve, err error) {
+	gpus := c.tp * c.dp
+	paths, err := ncclSources(d, c, fmt.Sprintf("attention data parallelism %d gathers the MoE layers' tokens over %d GPUs", c.dp, gpus))
+	if err != nil {
+		return curve{}, curve{}, err
 	}
 	mdl.sources = append(mdl.sources, paths...)
-	return loadNCCL(paths, c.tp, rf)
+	if gather, err = loadCollective(paths, "all_gather", gpus, rf.gatherSOL); err != nil {
+		return curve{}, curve{}, err
+	}
+	scatter, err = loadCollective(paths, "reduce_scatter", gpus, rf.gatherSOL)
+	return gather, scatter, err
 }
 
 // buildCurves tabulates the token-linear part of a pass and the LM head.
-func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmData, moe curve, mk moeKey, ar curve, bmm *mlaBmm) {
+func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmData, moe curve, mk moeKey, ar curve, bmm *mlaBmm, gc groupCurves) {
 	m := c.m
 	tp := float64(c.tp)
 	h := float64(m.Hidden)
@@ -906,9 +973,10 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 		parts = append(parts, tokenPart{"mlp", func(T float64) float64 { return dense * gatedMLP(T, in) }})
 	}
 	if moeLayers > 0 {
-		parts = append(parts,
-			tokenPart{"moe_router", func(T float64) float64 { return moeLayers * router(T) }},
-			tokenPart{"moe_experts", func(T float64) float64 { return moeLayers * experts(T) }})
+		parts = append(parts, tokenPart{"moe_router", func(T float64) float64 { return moeLayers * router(T) }})
+		if c.dp == 1 {
+			parts = append(parts, tokenPart{"moe_experts", func(T float64) float64 { return moeLayers * experts(T) }})
+		}
 		if sh > 0 {
 			parts = append(parts, tokenPart{"shared_expert", func(T float64) float64 { return moeLayers * gatedMLP(T, sh) }})
 		}
@@ -926,8 +994,55 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 	// (router GEMM + fused MoE, with the layer's two all-reduces on SGLang, whose MoEDispatch ops
 	// they are) and the shared expert overlap, so the layer pays the larger of the two instead of
 	// their sum. perTokenDec = perToken − moeLayers × min(routed, shared).
+	// With attention data parallelism the routed experts run on the whole group's tokens (T below
+	// is the group's), and every MoE layer gathers the group's tokens to all its GPUs before the
+	// experts and reduce-scatters their outputs back after them: AIConfigurator's MoE op at
+	// num_tokens × attention_dp_size and its MoEDispatch ops, an NCCL all_gather (pre) and
+	// reduce_scatter (post) of num_tokens × hidden × attention_dp_size elements over all
+	// moe_tp × moe_ep GPUs (sdk/operations/moe.py, MoE.query and MoEDispatch.query, the vLLM and
+	// the SGLang non-DeepEP paths). The attention TP group's own all-reduces stay in tp_allreduce,
+	// by the rank's tokens: SGLang's reduce-scatter and all-gather within the attention TP group
+	// around the gather are an all-reduce's two halves.
+	if c.dp > 1 && moeLayers > 0 {
+		mdl.dp = c.dp
+		mdl.padToMax = c.Backend == "vllm"
+		mdl.groupParts = []tokenPart{
+			{"moe_experts", func(T float64) float64 { return moeLayers * experts(T) }},
+			{"moe_dispatch", func(T float64) float64 {
+				size := T * h
+				return moeLayers * (gc.gather.at(size, rf.gatherSOL(size, c.tp*c.dp)) + gc.scatter.at(size, rf.gatherSOL(size, c.tp*c.dp)))
+			}},
+		}
+		gk := slices.Clone(moe.x)
+		for _, s := range append(slices.Clone(gc.gather.x), gc.scatter.x...) {
+			if t := s / h; t >= 1 {
+				gk = append(gk, t)
+			}
+		}
+		mdl.group = tabulate(unique(append(gk, powersOfTwo()...)), func(T float64) float64 {
+			return mdl.groupParts[0].f(T) + mdl.groupParts[1].f(T)
+		})
+	}
 	var perTokenDec func(float64) float64
-	if c.overlapShared && moeLayers > 0 && sh > 0 {
+	if c.overlapShared && moeLayers > 0 && sh > 0 && c.dp > 1 {
+		// The overlap spans the rank's tokens (router, shared expert) and the group's (experts,
+		// gather and scatter): taken at Cost time (groupWork).
+		mdl.overlapDP = true
+		rk := append(slices.Clone(lin.ms), bf16.ms...)
+		for _, s := range ar.x {
+			if t := s / h; t >= 1 {
+				rk = append(rk, t)
+			}
+		}
+		mdl.routed = tabulate(unique(append(rk, powersOfTwo()...)), func(T float64) float64 {
+			v := router(T)
+			if c.Backend == "sglang" {
+				v += 2 * arAt(T)
+			}
+			return moeLayers * v
+		})
+		mdl.shared = tabulate(unique(append(slices.Clone(lin.ms), powersOfTwo()...)), func(T float64) float64 { return moeLayers * gatedMLP(T, sh) })
+	} else if c.overlapShared && moeLayers > 0 && sh > 0 {
 		overlapped := func(T float64) float64 {
 			group := router(T) + experts(T)
 			if c.Backend == "sglang" {
@@ -1013,7 +1128,7 @@ func (mdl *Model) Cost(b *timing.Batch) timing.Cost {
 	p := shapeOf(b)
 	var pre, dec float64
 	if p.tokens > 0 {
-		lin := mdl.tokenWork(p)
+		lin := mdl.tokenWork(p, &b.Group)
 		share := lin * float64(p.prefillTokens) / float64(p.tokens)
 		pre, dec = share, lin-share
 	}
@@ -1045,10 +1160,24 @@ func (mdl *Model) Parts(b *timing.Batch) []timing.Part {
 		}
 		f := 1.0
 		if sum != 0 {
-			f = mdl.tokenWork(p) / sum
+			f = mdl.rankWork(p) / sum
 		}
 		for _, t := range terms {
 			add(t.op, t.f(T)*f)
+		}
+		if mdl.dp > 1 {
+			Tg := mdl.groupTokens(p, &b.Group)
+			var gsum float64
+			for _, t := range mdl.groupParts {
+				gsum += t.f(Tg)
+			}
+			all := mdl.group.at(Tg)
+			for _, t := range mdl.groupParts {
+				if gsum != 0 {
+					add(t.op, t.f(Tg)*all/gsum)
+				}
+			}
+			add("shared_expert_overlap", mdl.groupWork(p, &b.Group)-all)
 		}
 	}
 	attn := "context_attention"
@@ -1068,7 +1197,7 @@ func (mdl *Model) Parts(b *timing.Batch) []timing.Part {
 	if f := mdl.drafting(p); f > 0 {
 		var dec float64
 		if p.tokens > 0 {
-			dec = mdl.tokenWork(p) * float64(p.tokens-p.prefillTokens) / float64(p.tokens)
+			dec = mdl.tokenWork(p, &b.Group) * float64(p.tokens-p.prefillTokens) / float64(p.tokens)
 		}
 		add("mtp_draft", (dec+mdl.decodeWork(p))*f)
 	}
@@ -1113,12 +1242,51 @@ func shapeOf(b *timing.Batch) passShape {
 }
 
 // tokenWork is the pass's token-count work (perToken, or perTokenDec for a DeepSeek-family pass
-// without prefill tokens).
-func (mdl *Model) tokenWork(p passShape) float64 {
+// without prefill tokens), and with attention data parallelism the MoE layers' group work.
+func (mdl *Model) tokenWork(p passShape, g *timing.Group) float64 {
+	if mdl.dp > 1 {
+		return mdl.rankWork(p) + mdl.groupWork(p, g)
+	}
+	return mdl.rankWork(p)
+}
+
+// rankWork is the token-count work of the rank's own tokens: all of it without attention data
+// parallelism.
+func (mdl *Model) rankWork(p passShape) float64 {
 	if p.prefillTokens == 0 && len(mdl.perTokenDec.x) > 0 {
 		return mdl.perTokenDec.at(float64(p.tokens))
 	}
 	return mdl.perToken.at(float64(p.tokens))
+}
+
+// groupWork is the MoE layers' work over the attention data-parallel group (group at groupTokens),
+// less, in a DeepSeek-family pass without prefill tokens, the part the shared expert hides: the
+// routed group (router, gather, experts, scatter) and the shared expert overlap (deepSeekFamily).
+func (mdl *Model) groupWork(p passShape, g *timing.Group) float64 {
+	v := mdl.group.at(mdl.groupTokens(p, g))
+	if mdl.overlapDP && p.prefillTokens == 0 {
+		T := float64(p.tokens)
+		return v - math.Min(mdl.routed.at(T)+v, mdl.shared.at(T))
+	}
+	return v
+}
+
+// groupTokens is how many tokens the group's MoE layers process. vLLM pads every rank's batch to the
+// largest rank's tokens so that the ranks replay CUDA graphs of one shape in lock step
+// (vllm/v1/worker/dp_utils.py, coordinate_batch_across_dp; gpu_model_runner.py's get_dp_padding
+// before it), so its MoE sees ranks × the largest; it is taken so for every pass, including the
+// eager ones too large for a graph, which gather only what the ranks have. SGLang gathers each rank's
+// own tokens (its DP-attention gather in sum-length mode). A batch priced without its group
+// (Group.Ranks 0) stands for every rank's, as AIConfigurator's MoE op takes num_tokens ×
+// attention_dp_size.
+func (mdl *Model) groupTokens(p passShape, g *timing.Group) float64 {
+	switch {
+	case g.Ranks == 0:
+		return float64(p.tokens * mdl.dp)
+	case mdl.padToMax:
+		return float64(g.MaxTokens * g.Ranks)
+	}
+	return float64(g.Tokens)
 }
 
 // contextAttention prices the prompt chunks' attention, each at batch size = the number of chunks

@@ -83,6 +83,12 @@ func (r *roofline) allReduceSOL(size float64, gpus int) float64 {
 	return 2 * size * 2 / g * (g - 1) / r.linkBW * 1e3
 }
 
+// gatherSOL is the ring all-gather's (and reduce-scatter's) roofline in ms for a gathered message of
+// size bf16 elements on gpus GPUs: each GPU moves (gpus−1)/gpus of it, half an all-reduce.
+func (r *roofline) gatherSOL(size float64, gpus int) float64 {
+	return r.allReduceSOL(size, gpus) / 2
+}
+
 // attnShape is the per-GPU geometry of an attention op, with the rooflines of one sequence.
 type attnShape struct {
 	heads, kvHeads, headDim, window float64

@@ -883,6 +883,12 @@ func loadAllReduce(paths []string, gpus int, rf *roofline) (curve, error) {
 
 // loadNCCL reads NCCL's all_reduce curve (half precision, latency by message size in elements).
 func loadNCCL(paths []string, gpus int, rf *roofline) (curve, error) {
+	return loadCollective(paths, "all_reduce", gpus, rf.allReduceSOL)
+}
+
+// loadCollective reads the NCCL table's half-precision rows of collective op (all_reduce, all_gather,
+// reduce_scatter) on gpus GPUs, by message size in elements; sol is its roofline.
+func loadCollective(paths []string, collective string, gpus int, sol func(size float64, gpus int) float64) (curve, error) {
 	pts := map[float64]float64{}
 	have := map[string]bool{}
 	err := scan(paths, func(t *table) (func(int), error) {
@@ -896,7 +902,7 @@ func loadNCCL(paths []string, gpus int, rf *roofline) (curve, error) {
 		}
 		return func(i int) {
 			have[op[i]+"/"+dt[i]+"/"+strconv.Itoa(int(ng[i]))] = true
-			if op[i] == "all_reduce" && dt[i] == "half" && int(ng[i]) == gpus && lat[i] > 0 {
+			if op[i] == collective && dt[i] == "half" && int(ng[i]) == gpus && lat[i] > 0 {
 				firstWins(pts, size[i], lat[i])
 			}
 		}, nil
@@ -905,9 +911,10 @@ func loadNCCL(paths []string, gpus int, rf *roofline) (curve, error) {
 		return curve{}, err
 	}
 	if len(pts) == 0 {
-		return curve{}, fmt.Errorf("aic: %s: no all_reduce/half rows for num_gpus=%d (have %s)", sourceList(paths), gpus, keys(have))
+		return curve{}, fmt.Errorf("aic: %s: no %s/half rows for num_gpus=%d (have %s)", sourceList(paths), collective, gpus, keys(have))
 	}
-	return commCurve(pts, gpus, rf), nil
+	x, y := sortedPoints(pts)
+	return newCurve(x, y, func(v float64) float64 { return sol(v, gpus) }, 1, false), nil
 }
 
 func commCurve(pts map[float64]float64, gpus int, rf *roofline) curve {

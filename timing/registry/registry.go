@@ -24,6 +24,8 @@ type Params struct {
 	System  *hardware.System // nil when none is named
 	Backend string           // --backend
 	TP, EP  int
+	// AttentionDP is --dp-size when its ranks share the MoE layers (--dp-attention), else 0.
+	AttentionDP int
 	// Quantization is --quantization as given; GEMMQuant and MoEQuant are the precisions it resolves to
 	// for the linear layers and the routed experts ("": the model's dtype).
 	Quantization, GEMMQuant, MoEQuant string
@@ -96,7 +98,7 @@ func opLevel(p Params) (timing.Model, Info, error) {
 	}
 	src := aic.Discover(p.PerfDB, p.System.Name)
 	a, err := aic.New(aic.Options{Model: p.Model, System: p.System, Root: src.Root, Backend: p.Backend, Version: p.BackendVersion,
-		TP: p.TP, EP: p.EP, GEMMQuant: p.GEMMQuant, KVCacheDtype: p.KVCacheDtype, MoEQuant: p.MoEQuant})
+		TP: p.TP, EP: p.EP, AttentionDP: p.AttentionDP, GEMMQuant: p.GEMMQuant, KVCacheDtype: p.KVCacheDtype, MoEQuant: p.MoEQuant})
 	if err != nil {
 		return nil, Info{}, fmt.Errorf("timing default (data: %s): %w", src, err)
 	}
