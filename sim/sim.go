@@ -77,6 +77,7 @@ type Options struct {
 	Finished func(ttft, e2e time.Duration, first bool) bool
 
 	noLookahead bool // tests: every pass goes through the event heap
+	noMirror    bool // tests: routers index every worker's KV events (see runner.mirrorable)
 	// Tests: a run that goes past limit (simulated time) or maxPasses (passes) fails instead of running on,
 	// so a livelock shows as an error; 0 is no limit. inspect, if set, runs after every delivered pass and
 	// once per worker at the end.
@@ -204,6 +205,7 @@ type runner struct {
 	laned     int64
 	runObs    RunObserver // Options.Observer, if it is shown coasted passes as runs
 	lanes     *lanes      // nil: one thread
+	mirrors   bool        // routers read serving workers' block pools in place (mirrorable)
 
 	reqs    []*request         // by id from reqBase on (ids are dense); nil once ended
 	reqBase uint64             // the id of reqs[0]: the earliest request in flight, or one after it
@@ -274,6 +276,15 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	}
 	if r.lanes = newLanes(r); r.lanes != nil {
 		defer r.lanes.close()
+	}
+	if r.mirrors = r.mirrorable(); r.mirrors {
+		for _, p := range r.pools {
+			for _, w := range p.workers {
+				if w.state == serving {
+					r.mirror(w)
+				}
+			}
+		}
 	}
 	if err := r.loop(); err != nil {
 		return nil, err
