@@ -106,10 +106,11 @@ func (r *runner) serve(w *worker) {
 // mirrorable reports whether routers may read the workers' block pools in place instead of indexing their
 // KV events (router.Mirror): where each event reaches the router at the instant its pool emits it, the
 // router's index and the pool are equal whenever the router reads them. That takes events published as
-// a pass starts, right after the pool changed (not at its end, not delayed), and no lanes, whose workers'
-// pools run ahead of the main goroutine on others.
+// a pass starts, right after the pool changed, not at its end and not delayed. Lookahead and lanes keep
+// it: a request is routed only once every pass started before it has been applied, and no lane is
+// computing then.
 func (r *runner) mirrorable() bool {
-	return r.lanes == nil && r.o.RouterEventDelay <= 0 && !r.o.RouterEventsAtPassEnd && !r.o.noMirror
+	return r.o.RouterEventDelay <= 0 && !r.o.RouterEventsAtPassEnd && !r.o.noMirror
 }
 
 // mirror makes the block pool of each of w's ranks its router's view of the rank's GPU cache, where the

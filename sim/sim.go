@@ -260,6 +260,7 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	if o.Observer != nil {
 		r.runObs, _ = runObserver(o.Observer)
 	}
+	r.mirrors = r.mirrorable()
 	if err := r.buildPools(); err != nil {
 		return nil, err
 	}
@@ -276,15 +277,6 @@ func Run(src workload.Source, o Options) (*Result, error) {
 	}
 	if r.lanes = newLanes(r); r.lanes != nil {
 		defer r.lanes.close()
-	}
-	if r.mirrors = r.mirrorable(); r.mirrors {
-		for _, p := range r.pools {
-			for _, w := range p.workers {
-				if w.state == serving {
-					r.mirror(w)
-				}
-			}
-		}
 	}
 	if err := r.loop(); err != nil {
 		return nil, err
