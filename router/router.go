@@ -164,9 +164,9 @@ func (t *target) activeBlocks() int { return t.seqs.blocks + t.partials }
 
 // Mirror is a target's GPU prefix cache read in place, instead of the copy its KV events build in the
 // router: a caller that runs the target in the same process, and applies each of its events as soon as the
-// cache emits it, has the two always equal and spares the router the copy, a hash table update per block
-// stored or evicted (a fifth of an 8-worker replay). It must hold exactly the blocks the target's GPU
-// events so far have announced. A *kvcache.Pool that records events is one.
+// cache emits it, has the two always equal and spares the router the copy, a hash-table update per block
+// stored or evicted (a quarter to a third of an 8-worker replay's CPU time). It must hold exactly the
+// blocks the target's GPU events so far have announced. A *kvcache.Pool that records events is one.
 type Mirror interface {
 	// Prefix is how many leading blocks of a sequence the cache holds, up to its first missing block.
 	Prefix(blocks []tokens.Block) int
@@ -232,9 +232,8 @@ func (r *Router) AddTarget(t Target) {
 }
 
 // SetMirror makes t's GPU cache m, read in place (see Mirror): from now on t's GPU Stored and Removed
-// events are ignored, and what they indexed is dropped. Lower tiers are still indexed from
-// their events. A nil m returns t to an index of its events, empty until they come. An absent target is
-// ignored.
+// events are ignored, and what they indexed is dropped. Lower tiers are still indexed from their events.
+// A nil m returns t to an index of its events, empty until they come. An absent target is ignored.
 func (r *Router) SetMirror(t Target, m Mirror) {
 	if x := r.byID[t]; x != nil {
 		x.mirror = m
@@ -324,7 +323,7 @@ func (r *Router) Apply(t Target, ev kvcache.Event) {
 	}
 }
 
-// Indexed is the number of blocks t has cached, by its events (the size of its radix tree).
+// Indexed is the number of blocks t has cached, by its events or its Mirror.
 func (r *Router) Indexed(t Target) int {
 	if x := r.byID[t]; x != nil {
 		return r.cached(x)
@@ -522,8 +521,8 @@ func (r *Router) recycle(q *request) {
 	r.spare = append(r.spare, q)
 }
 
-// AppendIndexed appends to dst the hash of every block t has cached, by its events, in no particular
-// order, and returns it (a test's view of the index).
+// AppendIndexed appends to dst the hash of every block t has cached, by its events or its Mirror, in no
+// particular order, and returns it (a test's view of the index).
 func (r *Router) AppendIndexed(t Target, dst []uint64) []uint64 {
 	if x := r.byID[t]; x != nil && x.mirror != nil {
 		dst = x.mirror.AppendCached(dst)
