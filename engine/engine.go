@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
@@ -199,6 +200,15 @@ func (e *Engine) CheckInvariants() error {
 		if err := e.enc[i].check(); err != nil {
 			return fmt.Errorf("rank %d: %w", i, err)
 		}
+	}
+	return nil
+}
+
+// EventPool returns rank's block pool when the rank has one that records KV events (vLLM's and
+// TensorRT-LLM's schedulers), else nil (SGLang's radix cache, or events off).
+func (e *Engine) EventPool(rank int) *kvcache.Pool {
+	if s, ok := e.ranks[rank].(*vllm.Scheduler); ok && s.Pool().Events() {
+		return s.Pool()
 	}
 	return nil
 }

@@ -96,6 +96,9 @@ func (p *Pool) Inactive() int { return p.inactive }
 // Active is the number of blocks requests reference.
 func (p *Pool) Active() int { return p.used - p.inactive }
 
+// Events reports whether the pool records KV events.
+func (p *Pool) Events() bool { return p.events }
+
 // PrefixCaching reports whether blocks are shared by hash.
 func (p *Pool) PrefixCaching() bool { return p.caching }
 
@@ -125,6 +128,35 @@ func (p *Pool) Match(blocks []tokens.Block, dst []BlockID) (hits []BlockID, acti
 		dst = append(dst, id)
 	}
 	return dst, active
+}
+
+// Prefix is how many leading blocks of a sequence have a resident cached copy, up to the first that has
+// none: the blocks a consumer of the pool's KV events holds (a router's overlap). Without events it is 0:
+// nothing was announced.
+func (p *Pool) Prefix(blocks []tokens.Block) int {
+	if !p.events || len(blocks) == 0 || p.byHash.get(p.blocks, blocks[0].Hash) == none {
+		return 0 // a router asks every target, and most lack most prompts: no batch of loads for them
+	}
+	for i := 1; i < len(blocks); i++ {
+		if i%matchBatch == 1 {
+			for _, a := range blocks[i:min(i+matchBatch, len(blocks))] {
+				p.byHash.prefetch(a.Hash) // see index.prefetch
+			}
+		}
+		if p.byHash.get(p.blocks, blocks[i].Hash) == none {
+			return i
+		}
+	}
+	return len(blocks)
+}
+
+// Cached is the number of distinct hashes resident: the blocks a consumer of the pool's KV events holds
+// (0 without events).
+func (p *Pool) Cached() int {
+	if !p.events {
+		return 0
+	}
+	return p.byHash.len()
 }
 
 // matchBatch is how many blocks' index slots Match loads at a time: enough misses in flight to hide most

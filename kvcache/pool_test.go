@@ -325,6 +325,25 @@ func TestPoolAgainstOracle(t *testing.T) {
 				if len(want) != len(announced) {
 					t.Fatalf("step %d: %d hashes announced, oracle has %d resident", step, len(announced), len(want))
 				}
+				// The pool read in place (a router's Mirror) holds what the events announced.
+				if p.Cached() != len(announced) {
+					t.Fatalf("step %d: Cached %d, %d hashes announced", step, p.Cached(), len(announced))
+				}
+				probe := make([]uint32, 1+rng.IntN(9))
+				for k := range probe {
+					probe[k] = uint32(rng.IntN(3))*100 + uint32(k)
+					if k >= 2 && rng.IntN(2) == 0 {
+						probe[k] = uint32(rng.IntN(4))
+					}
+				}
+				pb := seqBlocks(bs, probe...)
+				lead := 0
+				for lead < len(pb) && announced[pb[lead].Hash] {
+					lead++
+				}
+				if got := p.Prefix(pb); got != lead {
+					t.Fatalf("step %d: Prefix %d, the events announced the first %d of %d blocks", step, got, lead, len(pb))
+				}
 				for h, n := range want {
 					if !announced[h] {
 						t.Fatalf("step %d: resident %#x not announced", step, h)
@@ -367,6 +386,36 @@ func BenchmarkAdmitRelease(b *testing.B) {
 		table = p.Allocate(table, len(s)-len(hits))
 		p.Commit(table, s, len(hits), len(s))
 		p.Release(table)
+	}
+}
+
+// TestPrefixIsWhatEventsAnnounce: Prefix and Cached read the pool as a consumer of its KV events holds
+// it: leading blocks up to the first never stored or since evicted, and nothing without events.
+func TestPrefixIsWhatEventsAnnounce(t *testing.T) {
+	p := newPool(t, 4, true)
+	a := seqBlocks(1, 1, 2, 3)
+	ta := admit(t, p, a, 3)
+	if got := p.Prefix(seqBlocks(1, 1, 2, 9)); got != 2 {
+		t.Fatalf("Prefix of a's first two blocks and another = %d, want 2", got)
+	}
+	if got := p.Prefix(a); got != 3 || p.Cached() != 3 {
+		t.Fatalf("Prefix(a) = %d, Cached %d; want 3, 3", got, p.Cached())
+	}
+	if got := p.Prefix(seqBlocks(1, 9, 2, 3)); got != 0 {
+		t.Fatalf("Prefix of another first block = %d, want 0", got)
+	}
+	p.Release(ta)
+	p.Allocate(nil, 2) // one free block, then a's leaf is evicted
+	if got := p.Prefix(a); got != 2 || p.Cached() != 2 {
+		t.Fatalf("after evicting a's leaf: Prefix(a) = %d, Cached %d; want 2, 2", got, p.Cached())
+	}
+	quiet, err := New(Options{Capacity: 4, PrefixCaching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admit(t, quiet, a, 3)
+	if quiet.Prefix(a) != 0 || quiet.Cached() != 0 {
+		t.Fatalf("without events: Prefix %d, Cached %d; want 0, 0 (nothing announced)", quiet.Prefix(a), quiet.Cached())
 	}
 }
 

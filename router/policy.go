@@ -120,11 +120,11 @@ func (r *Router) chooseKV(req *request) int {
 	if len(ties) > 1 {
 		least := math.MaxInt
 		for _, i := range ties {
-			least = min(least, r.ix.count(r.targets[i].slot))
+			least = min(least, r.cached(r.targets[i]))
 		}
 		k := 0
 		for _, i := range ties {
-			if r.ix.count(r.targets[i].slot) == least {
+			if r.cached(r.targets[i]) == least {
 				ties[k] = i
 				k++
 			}

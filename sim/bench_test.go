@@ -21,12 +21,14 @@ func BenchmarkConversationTrace(b *testing.B) {
 		blockSize int
 		blocks    int
 		policy    router.Policy
+		indexed   bool // the routers index every KV event instead of reading the pools in place
 	}{
-		{"1-worker", 1, 16, 16384, router.RoundRobin},
-		{"1-worker-never-evicts", 1, 64, 4000000, router.RoundRobin},
-		{"8-workers-round-robin", 8, 16, 16384, router.RoundRobin},
-		{"8-workers-kv", 8, 16, 16384, router.KV},
-		{"8-workers-kv-bs64", 8, 64, 16384, router.KV},
+		{"1-worker", 1, 16, 16384, router.RoundRobin, false},
+		{"1-worker-never-evicts", 1, 64, 4000000, router.RoundRobin, false},
+		{"8-workers-round-robin", 8, 16, 16384, router.RoundRobin, false},
+		{"8-workers-kv", 8, 16, 16384, router.KV, false},
+		{"8-workers-kv-indexed", 8, 16, 16384, router.KV, true},
+		{"8-workers-kv-bs64", 8, 64, 16384, router.KV, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var simulated float64
@@ -40,7 +42,7 @@ func BenchmarkConversationTrace(b *testing.B) {
 				res, err := Run(src, Options{Workers: bc.workers, Router: ro, Engine: engine.Options{
 					VLLM: vllm.Options{BlockSize: bc.blockSize, NumBlocks: bc.blocks, MaxNumSeqs: 256, MaxBatchedTokens: 8192,
 						ChunkedPrefill: true, PrefixCaching: true, Events: bc.policy == router.KV},
-					Timing: timing.Polynomial{}}})
+					Timing: timing.Polynomial{}}, noMirror: bc.indexed})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -98,6 +98,33 @@ func (r *runner) serve(w *worker) {
 	for rank := range w.eng.DPSize() {
 		w.pool.router.AddTarget(router.Target{Worker: w.id, Rank: rank})
 	}
+	if r.mirrors {
+		r.mirror(w)
+	}
+}
+
+// mirrorable reports whether routers may read the workers' block pools in place instead of indexing their
+// KV events (router.Mirror): where each event reaches the router at the instant its pool emits it, the
+// router's index and the pool are equal whenever the router reads them. That takes events published as
+// a pass starts, right after the pool changed, not at its end and not delayed. Lookahead and lanes keep
+// it: a request is routed only once every pass started before it has been applied, and no lane is
+// computing then.
+func (r *runner) mirrorable() bool {
+	return r.o.RouterEventDelay <= 0 && !r.o.RouterEventsAtPassEnd && !r.o.noMirror
+}
+
+// mirror makes the block pool of each of w's ranks its router's view of the rank's GPU cache, where the
+// rank publishes KV events when its passes start and has a pool that records them (vLLM's, TensorRT-LLM's;
+// SGLang publishes at pass end). Decode workers publish nothing, and their router indexes nothing.
+func (r *runner) mirror(w *worker) {
+	if w.pool.name == "decode" || w.eng.EventsAtPassEnd() {
+		return
+	}
+	for rank := range w.eng.DPSize() {
+		if bp := w.eng.EventPool(rank); bp != nil {
+			w.pool.router.SetMirror(router.Target{Worker: w.id, Rank: rank}, bp)
+		}
+	}
 }
 
 // wake marks a worker that may have work to start: it got a request, freed memory, or finished a pass.
