@@ -108,7 +108,7 @@ func BenchmarkSettle(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var s samples
 	for range 1_000_000 {
-		s.add(time.Duration(rng.Uint64N(1<<40)), 1)
+		s.add(rng.Uint64N(1<<40), 1)
 	}
 	s.settle()
 	for b.Loop() {
@@ -117,7 +117,7 @@ func BenchmarkSettle(b *testing.B) {
 			if j%10 == 0 {
 				d = rng.Uint64N(1 << 40)
 			}
-			s.add(time.Duration(d), 1)
+			s.add(d, 1)
 		}
 		s.settle()
 	}

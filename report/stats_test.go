@@ -118,12 +118,12 @@ func TestSamplesMatchDescribe(t *testing.T) {
 				var xs []float64
 				for range n {
 					d, c := gen(), 1+rng.IntN(runs)
-					s.add(d, int32(c))
+					s.add(uint64(d), uint32(c))
 					for range c {
 						xs = append(xs, ms(d))
 					}
 				}
-				if got, want := s.describe(), describe(xs); got != want {
+				if got, want := s.describe(nil, durationMs), describe(xs); got != want {
 					t.Fatalf("n=%d, runs up to %d: %+v, want %+v", n, runs, got, want)
 				}
 			}
@@ -162,7 +162,7 @@ func TestSettleMergesInPlace(t *testing.T) {
 	s := new(samples)
 	for _, b := range batches {
 		for _, r := range b {
-			s.add(time.Duration(r.d), int32(r.n))
+			s.add(r.d, r.n)
 		}
 		s.settle()
 	}
