@@ -23,12 +23,6 @@ type Stats struct {
 	P99 float64
 }
 
-// describe computes Stats over xs, sorting xs in place.
-//
-// Sums run over the sorted samples, so the result does not depend on the order the samples
-// were recorded in.
-func describe(xs []float64) Stats { return new(floatSorter).describe(xs) }
-
 // samples is a distribution of ordered keys (durations in nanoseconds, or floatKey's float64s): each
 // distinct key once, with how many times it occurs, sorted, plus the runs added since the last settle,
 // in any order. A run of millions of ITL samples takes values that recur (a pass's length is every
@@ -187,20 +181,6 @@ func keyFloat(k uint64) float64 {
 	return math.Float64frombits(^k)
 }
 
-// describeRuns computes Stats over n samples: the sorted values xs, value i occurring counts[i] times
-// (counts nil: once each).
-func describeRuns(xs []float64, counts []uint64, n int) Stats {
-	return summarize(n, func(visit func(x float64, count uint64)) {
-		for i, x := range xs {
-			c := uint64(1)
-			if counts != nil {
-				c = counts[i]
-			}
-			visit(x, c)
-		}
-	})
-}
-
 // summarize computes Stats over n samples that walk visits in ascending order, a value with how many
 // times it occurs (a value may come in more than one visit, one after the other). walk is called twice:
 // for the sum, then for the squared deviations from the mean. The sums run over the samples one by one in
@@ -255,9 +235,6 @@ func summarize(n int, walk func(visit func(x float64, count uint64))) Stats {
 	}
 }
 
-// percentile returns sorted[rank(len(sorted), p)].
-func percentile(sorted []float64, p int) float64 { return sorted[rank(len(sorted), p)] }
-
 // rank is the index of the p-th percentile of n sorted samples: round((n−1)·p/100), rounding half away
 // from zero, the nearest-rank rule of Dynamo's replay collector (no interpolation between samples). In
 // integers, for non-negative values, (k+50)/100 is math.Round(k/100): exact, with no float error at the
@@ -266,46 +243,6 @@ func rank(n, p int) int { return ((n-1)*p + 50) / 100 }
 
 // ms converts a duration to float milliseconds, the unit of every reported time.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// sortFloats sorts xs ascending (see floatSorter).
-func sortFloats(xs []float64) { new(floatSorter).sort(xs) }
-
-// floatSorter sorts float64s, keeping its buffers from one sort to the next. Large slices of non-negative
-// numbers (latencies: a run pools millions of ITL samples) use an LSD radix sort on the IEEE bit patterns,
-// whose order is the numbers' order for non-negative values: linear time instead of n log n. Anything
-// else takes slices.Sort.
-type floatSorter struct {
-	keys  []uint64
-	radix radix
-}
-
-// describe is describe with f's buffers: a report describes its distributions one after another.
-func (f *floatSorter) describe(xs []float64) Stats {
-	f.sort(xs)
-	return describeRuns(xs, nil, len(xs))
-}
-
-func (f *floatSorter) sort(xs []float64) {
-	if len(xs) < 1<<12 {
-		slices.Sort(xs)
-		return
-	}
-	for _, x := range xs {
-		if !(x >= 0) { // negative or NaN
-			slices.Sort(xs)
-			return
-		}
-	}
-	n := len(xs)
-	f.keys = slices.Grow(f.keys[:0], n)[:n]
-	for i, x := range xs {
-		f.keys[i] = math.Float64bits(x)
-	}
-	sorted, _ := f.radix.sort(f.keys, nil)
-	for i, k := range sorted {
-		xs[i] = math.Float64frombits(k)
-	}
-}
 
 // radix is an LSD radix sort's scratch, kept from one sort to the next.
 type radix struct {

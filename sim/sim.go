@@ -256,6 +256,7 @@ func Run(src workload.Source, o Options) (_ *Result, err error) {
 	if o.Compact {
 		r.col.Forget(o.Records)
 	}
+	r.stages = newStages(r.col)
 	if r.front.on() && len(o.Failures) > 0 {
 		return nil, errors.New("a frontend process cost (per request or per chunk) is not modelled with worker failures")
 	}
