@@ -140,7 +140,7 @@ func (c *Collector) Forget(w io.Writer) {
 	}
 	c.forget = true
 	c.spill = newSpillFile()
-	c.itl.spill, c.itl.radix = c.spill, &c.radix
+	c.itl.spill, c.itl.radix, c.itl.recurring = c.spill, &c.radix, true
 	for l := range c.done.cols {
 		c.done.cols[l].spill, c.done.cols[l].radix = c.spill, &c.radix
 	}
@@ -532,8 +532,9 @@ func to32(op string, id int, what string, v int) int32 {
 	return int32(v)
 }
 
-// gapChunk is the number of ITL samples per chunk (1 MiB).
-const gapChunk = 1 << 16
+// gapChunk is the number of ITL samples per chunk (256 KiB): small, so that the chunks that trigger a
+// settle (minSettle) cost little memory; a settle merges into a bounded set of values (the spill limit).
+const gapChunk = 1 << 14
 
 type gap struct {
 	d     time.Duration
@@ -570,7 +571,7 @@ func (c *Collector) addGap(d time.Duration, owner int32) {
 	*last = append(*last, gap{d, owner, 1})
 }
 
-// minSettle is the fewest chunks of gaps (2 MiB) that make settleGaps worth its pass over them.
+// minSettle is the fewest chunks of gaps (512 KiB) that make settleGaps worth its pass over them.
 const minSettle = 2
 
 // settleGaps moves the ITL samples of completed requests from gaps into itl and drops those of

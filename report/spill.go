@@ -1,11 +1,9 @@
 package report
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 )
@@ -23,8 +21,7 @@ type spillFile struct {
 	readErr error // the first error reading a run back
 
 	// limit is the distinct values a distribution settles in memory before they go to the file; fanIn the
-	// most runs a statistic reads at once (more are merged into one first, fold), each through a buffer of
-	// readBuf bytes. Tests lower them.
+	// most runs merged at once (fold), each read through a buffer of readBuf bytes. Tests lower them.
 	limit, fanIn, readBuf int
 	dir                   string // where the file is created ("": os.TempDir())
 	buf                   []byte // the run being written
@@ -36,7 +33,7 @@ type run struct {
 	entries   int
 }
 
-// The spill file's bounds: 8,192 distinct values (128 KiB) in memory per distribution, up to 64 runs read
+// The spill file's bounds: 8,192 distinct values (128 KiB) in memory per distribution, up to 64 runs merged
 // at once through 16 KiB each (1 MiB).
 const (
 	spillLimit   = 1 << 13
@@ -130,20 +127,32 @@ func (w *runWriter) close() (run, bool) {
 	return w.r, true
 }
 
-// fold merges the oldest runs into one while there are more than fanIn, so that a statistic reads at most
-// fanIn at once; it returns the runs left (rs itself if nothing was merged). If the file cannot take the
-// merged run, rs stay as they are and are read all at once.
+// fold merges the runs into one, the oldest fanIn at a time, with the counts of equal keys added up, so
+// that the statistics' two passes read one run in order (a distribution's runs repeat many of their
+// values: ITL gaps recur all through a run) rather than merging many twice over; it returns the runs left
+// (rs itself if nothing was merged). If the file cannot take a merged run, the runs stay as they are.
 func (sp *spillFile) fold(rs []run) []run {
-	for len(rs) > sp.fanIn {
+	for len(rs) > 1 {
 		w, ok := sp.writer()
 		if !ok {
 			return rs
 		}
-		cs := make([]cursor, sp.fanIn)
-		for i, r := range rs[:sp.fanIn] {
+		k := min(len(rs), sp.fanIn)
+		cs := make([]cursor, k)
+		for i, r := range rs[:k] {
 			cs[i] = sp.cursor(r)
 		}
-		merge(cs, w.add)
+		var key, count uint64
+		merge(cs, func(kk, c uint64) {
+			if count > 0 && kk != key {
+				w.add(key, count)
+				count = 0
+			}
+			key, count = kk, count+c
+		})
+		if count > 0 {
+			w.add(key, count)
+		}
 		if sp.readErr != nil {
 			return rs
 		}
@@ -151,32 +160,35 @@ func (sp *spillFile) fold(rs []run) []run {
 		if !ok {
 			return rs
 		}
-		rs = append(slices.Clone(rs[sp.fanIn:]), r)
+		rs = append(slices.Clone(rs[k:]), r)
 	}
 	return rs
 }
 
 // cursor reads run r.
 func (sp *spillFile) cursor(r run) cursor {
-	return cursor{sp: sp, rd: bufio.NewReaderSize(io.NewSectionReader(sp.f, r.off, r.size), sp.readBuf), left: r.entries}
+	return cursor{sp: sp, mem: make([]byte, max(sp.readBuf, 2*binary.MaxVarintLen64)), pos: r.off, end: r.off + r.size,
+		left: r.entries}
 }
 
 // cursor goes through a sorted sequence of keys with counts: a slice (counts nil: one each) or a run of
-// the spill file.
+// the spill file, read a buffer at a time.
 type cursor struct {
 	key, count uint64
 
 	keys, counts []uint64
 	i            int
 
-	sp   *spillFile
-	rd   *bufio.Reader
-	left int // entries of the run not read yet
+	sp       *spillFile
+	mem      []byte // the read buffer
+	buf      []byte // the run's bytes read and not decoded yet, in mem
+	pos, end int64  // the rest of the run in the file
+	left     int    // entries of the run not read yet
 }
 
 // next moves to the next key; false at the end (or on a read error, recorded in the spill file).
 func (c *cursor) next() bool {
-	if c.rd == nil {
+	if c.sp == nil {
 		if c.i >= len(c.keys) {
 			return false
 		}
@@ -190,25 +202,36 @@ func (c *cursor) next() bool {
 	if c.left == 0 {
 		return false
 	}
-	d, err := binary.ReadUvarint(c.rd)
-	var n uint64
-	if err == nil {
-		n, err = binary.ReadUvarint(c.rd)
-	}
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	if len(c.buf) < 2*binary.MaxVarintLen64 && c.pos < c.end { // an entry may straddle the buffer's end
+		n := copy(c.mem, c.buf)
+		k := int(min(int64(len(c.mem)-n), c.end-c.pos))
+		if _, err := c.sp.f.ReadAt(c.mem[n:n+k], c.pos); err != nil {
+			return c.fail(err)
 		}
-		if c.sp.readErr == nil {
-			c.sp.readErr = fmt.Errorf("reading back the latency samples' temporary file: %w", err)
-		}
-		c.left = 0
-		return false
+		c.buf, c.pos = c.mem[:n+k], c.pos+int64(k)
 	}
+	d, i := binary.Uvarint(c.buf)
+	if i <= 0 {
+		return c.fail(errors.New("corrupt run"))
+	}
+	n, j := binary.Uvarint(c.buf[i:])
+	if j <= 0 {
+		return c.fail(errors.New("corrupt run"))
+	}
+	c.buf = c.buf[i+j:]
 	c.key += d
 	c.count = n
 	c.left--
 	return true
+}
+
+// fail ends the cursor on a read error, the first of which the spill file keeps.
+func (c *cursor) fail(err error) bool {
+	if c.sp.readErr == nil {
+		c.sp.readErr = fmt.Errorf("reading back the latency samples' temporary file: %w", err)
+	}
+	c.left = 0
+	return false
 }
 
 // merge visits the keys of the cursors in ascending order (equal keys of different cursors one after the

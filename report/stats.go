@@ -42,6 +42,10 @@ type samples struct {
 	radix *radix     // sort scratch, shared by a collector's distributions; nil: made on first use
 	spill *spillFile // nil: every sample stays in memory
 	runs  []run      // spilled, each ascending
+	// recurring says the values recur all through a run (ITL gaps: pass lengths), so that it keeps four times
+	// the spill file's limit in memory: a run then holds a longer stretch of the run's samples once each,
+	// and the runs repeat fewer values.
+	recurring bool
 }
 
 func (s *samples) add(k uint64, n uint32) {
@@ -115,7 +119,7 @@ func (s *samples) settle() {
 		}
 	}
 	s.newKeys, s.newCounts, s.newN = s.newKeys[:0], s.newCounts[:0], 0
-	if s.spill != nil && len(s.keys) >= s.spill.limit {
+	if s.spill != nil && (len(s.keys) >= s.spill.limit && !s.recurring || len(s.keys) >= 4*s.spill.limit) {
 		if r, ok := s.spill.write(s.keys, s.counts); ok {
 			s.runs = append(s.runs, r)
 			s.keys, s.counts = s.keys[:0], s.counts[:0]
