@@ -206,9 +206,11 @@ func summarize(n int, walk func(visit func(x float64, count uint64))) Stats {
 			lo = x
 		}
 		hi = x
+		acc := sum // a local: the loop runs in a register, not through the captured variable
 		for range c {
-			sum += x
+			acc += x
 		}
+		sum = acc
 		for j < len(ranks) && ranks[j] < below+int(c) {
 			vals[j] = x
 			j++
@@ -219,11 +221,13 @@ func summarize(n int, walk func(visit func(x float64, count uint64))) Stats {
 	var sq float64
 	walk(func(x float64, c uint64) {
 		d := x - mean
+		acc := sq
 		for range c {
 			// The conversion forbids fusing d*d into sq with an FMA (the spec allows that on
 			// arm64), which would change the last bits and the golden files between machines.
-			sq += float64(d * d)
+			acc += float64(d * d)
 		}
+		sq = acc
 	})
 	return Stats{
 		Count: n,
