@@ -167,7 +167,8 @@ func (c *Collector) Err() error {
 	return c.spill.readErr
 }
 
-// Close lets go of the temporary file of Forget's samples; Summary, Percentile and Quantiles then fail.
+// Close lets go of the temporary file of Forget's samples; Summary, Percentile and Quantiles then fail to
+// read them back (Err).
 func (c *Collector) Close() error {
 	if c.spill == nil {
 		return nil
@@ -533,7 +534,8 @@ func to32(op string, id int, what string, v int) int32 {
 }
 
 // gapChunk is the number of ITL samples per chunk (256 KiB): small, so that the chunks that trigger a
-// settle (minSettle) cost little memory; a settle merges into a bounded set of values (the spill limit).
+// settle (minSettle) cost little memory; a compact run's settle merges into a bounded set of values (the
+// spill file's limit), so settling often costs little time.
 const gapChunk = 1 << 14
 
 type gap struct {
