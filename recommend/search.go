@@ -306,6 +306,7 @@ func evaluate(base *config.Config, s Shape, scale int, rate float64, targets []T
 	} else if err != nil {
 		return fail(err)
 	}
+	defer res.Collector.Close()
 	c.Figures = figures(&res.Summary, c.GPUs)
 	c.Pass = true
 	var why []string

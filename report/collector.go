@@ -41,7 +41,12 @@ type Collector struct {
 	gaps     [][]gap
 	free     [][]gap // emptied chunks, for reuse
 	settleAt int     // chunks in gaps that trigger the next settleGaps
-	itl      samples
+	itl      samples // keys: durations
+
+	// With Forget, the distributions' settled values beyond a bound go to spill; radix is their sort
+	// scratch.
+	spill *spillFile
+	radix radix
 
 	// reasons holds Rejected's and Failed's reason by id; they are rare, so a map beats a
 	// string header in every record. A compact collector frees a reason as the request retires, or
@@ -59,8 +64,8 @@ type Collector struct {
 // the samples of its exact percentiles, a few numbers per request rather than its record.
 type retired struct {
 	tally
-	cols  [nLatencies]column // by latency
-	first *rejection         // the earliest rejected request, if any
+	cols  [nLatencies]samples // by latency; keys: floatKey of the milliseconds
+	first *rejection          // the earliest rejected request, if any
 }
 
 // latency names a per-request distribution: each completed request has at most one sample of it.
@@ -117,32 +122,6 @@ func (t *tally) add(r *request) {
 	}
 }
 
-// column is a growing list of samples in fixed-size chunks, so that a long run never copies them to
-// grow, nor holds up to twice their room as one slice would.
-type column struct {
-	chunks [][]float64
-	n      int
-}
-
-const columnChunk = 1 << 13 // 64 KiB
-
-func (c *column) add(x float64) {
-	if c.n%columnChunk == 0 {
-		c.chunks = append(c.chunks, make([]float64, 0, columnChunk))
-	}
-	last := &c.chunks[len(c.chunks)-1]
-	*last = append(*last, x)
-	c.n++
-}
-
-// appendTo appends the samples to xs.
-func (c *column) appendTo(xs []float64) []float64 {
-	for _, chunk := range c.chunks {
-		xs = append(xs, chunk...)
-	}
-	return xs
-}
-
 // The samples of a completed request, in milliseconds; ok is false for one it lacks. TPOT spreads the
 // time after the first token shown over the tokens shown after it.
 func (r *request) ttst() (float64, bool) { return ms(r.secondToken - r.firstToken), r.deliveries >= 2 }
@@ -157,15 +136,49 @@ func (r *request) tpot() (float64, bool) {
 // line of WriteRequestsJSONL goes to w then, in id order; Flush writes the lines of the requests left.
 // Lifetimes then yields only the requests kept, Latency takes only those, and WriteRequestsJSONL fails.
 // An id skipped by Arrived leaves the window as a request that never came: it may not arrive later.
-// Call it before the first Arrived.
+// Beyond a few thousand distinct values, the samples of the exact percentiles go to a temporary file
+// (unlinked: nothing stays behind), so that memory stays flat however long the run; Close closes it. If it
+// cannot be made, they stay in memory (SpillErr says why). Call Forget before the first Arrived.
 func (c *Collector) Forget(w io.Writer) {
 	if len(c.reqs) > 0 || c.base > 0 {
 		panic("report: Forget after Arrived")
 	}
 	c.forget = true
+	c.spill = newSpillFile()
+	c.itl.spill, c.itl.radix, c.itl.recurring = c.spill, &c.radix, true
+	for l := range c.done.cols {
+		c.done.cols[l].spill, c.done.cols[l].radix = c.spill, &c.radix
+	}
 	if w != nil {
 		c.out = bufio.NewWriterSize(w, 64<<10)
 	}
+}
+
+// SpillErr says why a collector that forgets kept its samples in memory rather than in its temporary
+// file (nil if it did not need to, or did not fail to): the statistics are the same, the memory not flat.
+func (c *Collector) SpillErr() error {
+	if c.spill == nil {
+		return nil
+	}
+	return c.spill.err
+}
+
+// Err is the first error reading the samples back from the temporary file (Forget): the statistics
+// computed since are wrong.
+func (c *Collector) Err() error {
+	if c.spill == nil {
+		return nil
+	}
+	return c.spill.readErr
+}
+
+// Close lets go of the temporary file of Forget's samples; Summary, Percentile and Quantiles then fail to
+// read them back (Err).
+func (c *Collector) Close() error {
+	if c.spill == nil {
+		return nil
+	}
+	return c.spill.close()
 }
 
 // Flush writes to Forget's writer the lines of the requests it has not written yet, ended or not,
@@ -214,7 +227,11 @@ func (c *Collector) retire() {
 		if r.completed() {
 			for l, sample := range samplers {
 				if x, ok := sample(r); ok {
-					d.cols[l].add(x)
+					col := &d.cols[l]
+					col.add(floatKey(x), 1)
+					if len(col.newKeys) >= c.spill.limit {
+						col.settle()
+					}
 				}
 			}
 		}
@@ -545,8 +562,10 @@ func to32(op string, id int, what string, v int) int32 {
 	return int32(v)
 }
 
-// gapChunk is the number of ITL samples per chunk (1 MiB).
-const gapChunk = 1 << 16
+// gapChunk is the number of ITL samples per chunk (256 KiB): small, so that the chunks that trigger a
+// settle (minSettle) cost little memory; a compact run's settle merges into a bounded set of values (the
+// spill file's limit), so settling often costs little time.
+const gapChunk = 1 << 14
 
 type gap struct {
 	d     time.Duration
@@ -583,7 +602,7 @@ func (c *Collector) addGap(d time.Duration, owner int32) {
 	*last = append(*last, gap{d, owner, 1})
 }
 
-// minSettle is the fewest chunks of gaps (2 MiB) that make settleGaps worth its pass over them.
+// minSettle is the fewest chunks of gaps (512 KiB) that make settleGaps worth its pass over them.
 const minSettle = 2
 
 // settleGaps moves the ITL samples of completed requests from gaps into itl and drops those of
@@ -605,10 +624,10 @@ func (c *Collector) settleGaps() {
 			switch {
 			case r == nil: // retired: completed, unless it has a reason for ending otherwise
 				if _, aborted := c.reasons[int(g.owner)]; !aborted {
-					c.itl.add(g.d, g.n)
+					c.itl.add(uint64(g.d), uint32(g.n))
 				}
 			case r.completed():
-				c.itl.add(g.d, g.n)
+				c.itl.add(uint64(g.d), uint32(g.n))
 			case r.state&ended == 0:
 				c.gaps[w/gapChunk] = append(c.gaps[w/gapChunk][:w%gapChunk], g)
 				w++

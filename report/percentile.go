@@ -21,22 +21,21 @@ func (c *Collector) Percentile(metric Metric, p int) (v float64, ok bool) {
 	if metric == ITL {
 		// As Summary: the samples of requests in flight stay out.
 		c.settleGaps()
-		xs := c.itl.millis()
 		if c.itl.n == 0 {
 			return 0, false
 		}
-		return atRank(xs, c.itl.counts, c.itl.n, p), true
+		return c.itl.atRanks(nil, durationMs, []int{rank(c.itl.n, p)})[0], true
 	}
 	l := ttftLatency
 	if metric == E2E {
 		l = e2eLatency
 	}
-	xs := c.samples(nil, l)
-	if len(xs) == 0 {
+	keys := c.held(nil, l)
+	n := c.done.cols[l].n + len(keys)
+	if n == 0 {
 		return 0, false
 	}
-	sortFloats(xs)
-	return percentile(xs, p), true
+	return c.done.cols[l].atRanks(keys, keyFloat, []int{rank(n, p)})[0], true
 }
 
 // Latency is completed request id's TTFT and E2E; first is false when it produced no token (no TTFT).

@@ -37,5 +37,25 @@ func (p PoolSummary) PrefixHitRatio() float64 {
 	return float64(p.PrefixHits) / float64(p.PrefixQueries)
 }
 
-// Describe summarises samples in milliseconds (sorting them in place), by the report's rules.
-func Describe(ms []float64) Stats { return describe(ms) }
+// Samples is a distribution of milliseconds a caller gathers beside the collector's own (the disaggregated
+// pools' stages): added one by one, described by the report's rules. Made by Collector.Samples, it goes to
+// the collector's temporary file as the collector's distributions do (Forget).
+type Samples struct{ s samples }
+
+// Samples returns an empty distribution that shares c's temporary file, if c forgets (call Forget first).
+func (c *Collector) Samples() *Samples {
+	d := &Samples{}
+	d.s.spill, d.s.radix = c.spill, &c.radix
+	return d
+}
+
+// Add adds a sample of x milliseconds.
+func (d *Samples) Add(x float64) {
+	d.s.add(floatKey(x), 1)
+	if d.s.spill != nil && len(d.s.newKeys) >= d.s.spill.limit {
+		d.s.settle()
+	}
+}
+
+// Describe is the Stats of the samples added.
+func (d *Samples) Describe() Stats { return d.s.describe(nil, keyFloat) }

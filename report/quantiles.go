@@ -5,35 +5,26 @@ package report
 // nearest-rank rule: a CDF drawn with a fixed number of points however many samples the run has. A
 // distribution with no sample is nil.
 func (c *Collector) Quantiles(points int) (ttft, itl, e2e []float64) {
-	t := c.samples(nil, ttftLatency)
-	e := c.samples(nil, e2eLatency)
+	latency := func(l latency) []float64 {
+		keys := c.held(nil, l)
+		s := &c.done.cols[l]
+		return quantiles(s, keys, keyFloat, s.n+len(keys), points)
+	}
+	ttft, e2e = latency(ttftLatency), latency(e2eLatency)
 	// As Summary: the samples of requests in flight stay out.
 	c.settleGaps()
-	xs := c.itl.millis()
-	sortFloats(t)
-	sortFloats(e)
-	return quantiles(t, nil, len(t), points), quantiles(xs, c.itl.counts, c.itl.n, points), quantiles(e, nil, len(e), points)
+	return ttft, quantiles(&c.itl, nil, durationMs, c.itl.n, points), e2e
 }
 
-// quantiles returns the sorted values xs (value i occurring counts[i] times; counts nil: once each),
-// n samples in all, at q = i/points for i = 0..points: the sample of rank round((n−1)·q).
-func quantiles(xs []float64, counts []uint64, n, points int) []float64 {
+// quantiles returns the n samples of s and extra (see samples.walk) at q = i/points for i = 0..points: the
+// sample of rank round((n−1)·q).
+func quantiles(s *samples, extra []uint64, value func(uint64) float64, n, points int) []float64 {
 	if n == 0 || points < 1 {
 		return nil
 	}
-	out := make([]float64, points+1)
-	j, below := 0, 0 // the run holding rank r, and the samples before it
-	for i := range out {
-		r := ((n-1)*i*2 + points) / (2 * points) // round((n−1)·i/points), half up
-		if counts == nil {
-			out[i] = xs[r]
-			continue
-		}
-		for r >= below+int(counts[j]) {
-			below += int(counts[j])
-			j++
-		}
-		out[i] = xs[j]
+	ranks := make([]int, points+1)
+	for i := range ranks {
+		ranks[i] = ((n-1)*i*2 + points) / (2 * points) // round((n−1)·i/points), half up
 	}
-	return out
+	return s.atRanks(extra, value, ranks)
 }

@@ -23,31 +23,34 @@ type Stats struct {
 	P99 float64
 }
 
-// describe computes Stats over xs, sorting xs in place.
-//
-// Sums run over the sorted samples, so the result does not depend on the order the samples
-// were recorded in.
-func describe(xs []float64) Stats { return new(floatSorter).describe(xs) }
-
-// samples is a distribution of durations: each distinct value once, with how many times it occurs,
-// sorted, plus the runs added since the last settle, in any order. A run of millions of ITL samples
-// takes values that recur (a pass's length is every decoding request's gap), so the distinct values
-// are far fewer than the samples, and settling now and then keeps memory to them.
+// samples is a distribution of ordered keys (durations in nanoseconds, or floatKey's float64s): each
+// distinct key once, with how many times it occurs, sorted, plus the runs added since the last settle,
+// in any order. A run of millions of ITL samples takes values that recur (a pass's length is every
+// decoding request's gap), so the distinct values are far fewer than the samples, and settling now and
+// then keeps memory to them. With a spill file (a compact collector's), settled values beyond the
+// file's limit go to it as a sorted run, so that memory stays bounded however long the run: the
+// statistics walk the runs and the values in memory merged, in order (walk).
 type samples struct {
-	keys   []uint64 // settled durations (non-negative), ascending, distinct
+	keys   []uint64 // settled keys, ascending, distinct
 	counts []uint64
-	n      int // samples, settled and pending
+	n      int // samples, spilled, settled and pending
 
 	newKeys   []uint64 // pending runs
 	newCounts []uint32
 	newN      int // samples in the pending runs
 
-	radix radix
+	radix *radix     // sort scratch, shared by a collector's distributions; nil: made on first use
+	spill *spillFile // nil: every sample stays in memory
+	runs  []run      // spilled, each ascending
+	// recurring says the values recur all through a run (ITL gaps: pass lengths), so that it keeps four times
+	// the spill file's limit in memory: a run then holds a longer stretch of the run's samples once each,
+	// and the runs repeat fewer values.
+	recurring bool
 }
 
-func (s *samples) add(d time.Duration, n int32) {
-	s.newKeys = append(s.newKeys, uint64(d))
-	s.newCounts = append(s.newCounts, uint32(n))
+func (s *samples) add(k uint64, n uint32) {
+	s.newKeys = append(s.newKeys, k)
+	s.newCounts = append(s.newCounts, n)
 	s.n += int(n)
 	s.newN += int(n)
 }
@@ -58,10 +61,14 @@ func (s *samples) reserve(n int) {
 }
 
 // settle sorts the pending runs and merges them into the distinct values, in place: the distinct
-// values are most of what a long run's ITL holds, so they are never copied into a second buffer.
+// values are most of what a long run's ITL holds, so they are never copied into a second buffer. When
+// they reach the spill file's limit they go to it, as one run.
 func (s *samples) settle() {
 	if len(s.newKeys) == 0 {
 		return
+	}
+	if s.radix == nil {
+		s.radix = new(radix)
 	}
 	var keys []uint64
 	var counts []uint32 // nil: every pending run is one sample, and the sort need not move counts
@@ -112,84 +119,129 @@ func (s *samples) settle() {
 		}
 	}
 	s.newKeys, s.newCounts, s.newN = s.newKeys[:0], s.newCounts[:0], 0
-}
-
-// describe computes the Stats of the durations' millisecond values. They sort as integers, in the
-// millisecond values' order, and the sums run over the samples in that order, a value repeated as often
-// as it occurs, so this equals describe over every sample.
-func (s *samples) describe() Stats { return describeRuns(s.millis(), s.counts, s.n) }
-
-// millis settles s and returns its distinct values in milliseconds, ascending; s.counts are their counts.
-func (s *samples) millis() []float64 {
-	s.settle()
-	xs := make([]float64, len(s.keys))
-	for i, k := range s.keys {
-		xs[i] = ms(time.Duration(k))
+	if s.spill != nil && (len(s.keys) >= s.spill.limit && !s.recurring || len(s.keys) >= 4*s.spill.limit) {
+		if r, ok := s.spill.write(s.keys, s.counts); ok {
+			s.runs = append(s.runs, r)
+			s.keys, s.counts = s.keys[:0], s.counts[:0]
+		}
 	}
-	return xs
 }
 
-// describeRuns computes Stats over n samples: the sorted values xs, value i occurring counts[i] times
-// (counts nil: once each).
-func describeRuns(xs []float64, counts []uint64, n int) Stats {
+// walk settles s and visits its samples and extra's (ascending keys, one sample each) in ascending key
+// order, each key with its count (a key may come more than once, from different runs): the order every
+// statistic is computed in. It stops early only when reading a spilled run fails (s.spill.readErr).
+func (s *samples) walk(extra []uint64, visit func(k, count uint64)) {
+	s.settle()
+	if s.spill != nil {
+		s.runs = s.spill.fold(s.runs)
+	}
+	cs := make([]cursor, 0, len(s.runs)+2)
+	for _, r := range s.runs {
+		cs = append(cs, s.spill.cursor(r))
+	}
+	cs = append(cs, cursor{keys: s.keys, counts: s.counts}, cursor{keys: extra})
+	merge(cs, visit)
+}
+
+// describe computes the Stats of the samples and extra's (see walk), each key's number being value(key).
+func (s *samples) describe(extra []uint64, value func(uint64) float64) Stats {
+	return summarize(s.n+len(extra), func(visit func(x float64, count uint64)) {
+		s.walk(extra, func(k, c uint64) { visit(value(k), c) })
+	})
+}
+
+// atRanks returns the values of the samples and extra's (see walk) at the ranks given, ascending, in the
+// sorted samples: value(key) of the key at each.
+func (s *samples) atRanks(extra []uint64, value func(uint64) float64, ranks []int) []float64 {
+	out := make([]float64, len(ranks))
+	j, below := 0, 0
+	s.walk(extra, func(k, c uint64) {
+		for j < len(ranks) && ranks[j] < below+int(c) {
+			out[j] = value(k)
+			j++
+		}
+		below += int(c)
+	})
+	return out
+}
+
+// durationMs is an ITL key's number: a duration in milliseconds.
+func durationMs(k uint64) float64 { return ms(time.Duration(k)) }
+
+// floatKey maps a float64 to a key whose unsigned order is the numbers' order (−0 just below +0; NaN,
+// which no latency is, at the ends); keyFloat maps it back.
+func floatKey(x float64) uint64 {
+	b := math.Float64bits(x)
+	if b>>63 != 0 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+func keyFloat(k uint64) float64 {
+	if k>>63 != 0 {
+		return math.Float64frombits(k &^ (1 << 63))
+	}
+	return math.Float64frombits(^k)
+}
+
+// summarize computes Stats over n samples that walk visits in ascending order, a value with how many
+// times it occurs (a value may come in more than one visit, one after the other). walk is called twice:
+// for the sum, then for the squared deviations from the mean. The sums run over the samples one by one in
+// that order, whatever holds them, so every holder of the same samples gets the same Stats, bit for bit.
+func summarize(n int, walk func(visit func(x float64, count uint64))) Stats {
 	if n == 0 {
 		return Stats{}
 	}
-	times := func(i int) int {
-		if counts == nil {
-			return 1
-		}
-		return int(counts[i])
+	ps := [...]int{50, 75, 90, 95, 99}
+	var ranks [len(ps)]int
+	for i, p := range ps {
+		ranks[i] = rank(n, p)
 	}
-	var sum float64
-	for i, x := range xs {
-		for range times(i) {
-			sum += x
+	var vals [len(ps)]float64
+	var sum, lo, hi float64
+	j, below := 0, 0
+	walk(func(x float64, c uint64) {
+		if below == 0 {
+			lo = x
 		}
-	}
+		hi = x
+		acc := sum // a local: the loop runs in a register, not through the captured variable
+		for range c {
+			acc += x
+		}
+		sum = acc
+		for j < len(ranks) && ranks[j] < below+int(c) {
+			vals[j] = x
+			j++
+		}
+		below += int(c)
+	})
 	mean := sum / float64(n)
 	var sq float64
-	for i, x := range xs {
+	walk(func(x float64, c uint64) {
 		d := x - mean
-		for range times(i) {
+		acc := sq
+		for range c {
 			// The conversion forbids fusing d*d into sq with an FMA (the spec allows that on
 			// arm64), which would change the last bits and the golden files between machines.
-			sq += float64(d * d)
+			acc += float64(d * d)
 		}
-	}
-	at := func(p int) float64 { return atRank(xs, counts, n, p) }
+		sq = acc
+	})
 	return Stats{
 		Count: n,
 		Mean:  mean,
-		Min:   xs[0],
-		Max:   xs[len(xs)-1],
+		Min:   lo,
+		Max:   hi,
 		Std:   math.Sqrt(sq / float64(n)),
-		P50:   at(50),
-		P75:   at(75),
-		P90:   at(90),
-		P95:   at(95),
-		P99:   at(99),
+		P50:   vals[0],
+		P75:   vals[1],
+		P90:   vals[2],
+		P95:   vals[3],
+		P99:   vals[4],
 	}
 }
-
-// atRank is the p-th percentile of n samples: the sorted values xs, value i occurring counts[i] times
-// (counts nil: once each).
-func atRank(xs []float64, counts []uint64, n, p int) float64 {
-	if counts == nil {
-		return percentile(xs, p)
-	}
-	r := rank(n, p)
-	for i, c := range counts {
-		if r < int(c) {
-			return xs[i]
-		}
-		r -= int(c)
-	}
-	return xs[len(xs)-1]
-}
-
-// percentile returns sorted[rank(len(sorted), p)].
-func percentile(sorted []float64, p int) float64 { return sorted[rank(len(sorted), p)] }
 
 // rank is the index of the p-th percentile of n sorted samples: round((n−1)·p/100), rounding half away
 // from zero, the nearest-rank rule of Dynamo's replay collector (no interpolation between samples). In
@@ -199,46 +251,6 @@ func rank(n, p int) int { return ((n-1)*p + 50) / 100 }
 
 // ms converts a duration to float milliseconds, the unit of every reported time.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// sortFloats sorts xs ascending (see floatSorter).
-func sortFloats(xs []float64) { new(floatSorter).sort(xs) }
-
-// floatSorter sorts float64s, keeping its buffers from one sort to the next. Large slices of non-negative
-// numbers (latencies: a run pools millions of ITL samples) use an LSD radix sort on the IEEE bit patterns,
-// whose order is the numbers' order for non-negative values: linear time instead of n log n. Anything
-// else takes slices.Sort.
-type floatSorter struct {
-	keys  []uint64
-	radix radix
-}
-
-// describe is describe with f's buffers: a report describes its distributions one after another.
-func (f *floatSorter) describe(xs []float64) Stats {
-	f.sort(xs)
-	return describeRuns(xs, nil, len(xs))
-}
-
-func (f *floatSorter) sort(xs []float64) {
-	if len(xs) < 1<<12 {
-		slices.Sort(xs)
-		return
-	}
-	for _, x := range xs {
-		if !(x >= 0) { // negative or NaN
-			slices.Sort(xs)
-			return
-		}
-	}
-	n := len(xs)
-	f.keys = slices.Grow(f.keys[:0], n)[:n]
-	for i, x := range xs {
-		f.keys[i] = math.Float64bits(x)
-	}
-	sorted, _ := f.radix.sort(f.keys, nil)
-	for i, k := range sorted {
-		xs[i] = math.Float64frombits(k)
-	}
-}
 
 // radix is an LSD radix sort's scratch, kept from one sort to the next.
 type radix struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -134,34 +135,40 @@ func (c *Collector) Summary() Summary {
 	// Samples of requests still in flight stay out, and in gaps for a later Summary.
 	c.settleGaps()
 
-	// One distribution at a time, in one buffer: a report of a long run holds a sample per request
-	// once, not once per metric.
-	xs := make([]float64, 0, s.CompletedRequests)
-	var sorter floatSorter
+	// One distribution at a time, in one buffer: the held requests' samples of one latency.
+	var keys []uint64
 	describe := func(l latency) Stats {
-		xs = c.samples(xs[:0], l)
-		return sorter.describe(xs)
+		keys = c.held(keys[:0], l)
+		return c.done.cols[l].describe(keys, keyFloat)
 	}
 	s.TTFT = describe(ttftLatency)
 	s.TTST = describe(ttstLatency)
 	s.TPOT = describe(tpotLatency)
-	s.ITL = c.itl.describe()
+	s.ITL = c.itl.describe(nil, durationMs)
 	s.E2E = describe(e2eLatency)
 	return s
 }
 
-// samples appends to xs the samples of latency l of the completed requests: the retired ones', then
-// those of the requests held (those that have one).
-func (c *Collector) samples(xs []float64, l latency) []float64 {
-	xs = c.done.cols[l].appendTo(xs)
+// held appends to keys, sorted, the floatKeys of latency l of the completed requests held (not retired),
+// those that have one. It settles the retired ones' first, so that the two share no sort scratch.
+func (c *Collector) held(keys []uint64, l latency) []uint64 {
+	c.done.cols[l].settle()
+	keys = slices.Grow(keys, len(c.reqs))
 	for i := range c.reqs {
 		if r := &c.reqs[i]; r.completed() {
 			if x, ok := samplers[l](r); ok {
-				xs = append(xs, x)
+				keys = append(keys, floatKey(x))
 			}
 		}
 	}
-	return xs
+	if len(keys) < 1<<12 {
+		slices.Sort(keys)
+		return keys
+	}
+	if sorted, _ := c.radix.sort(keys, nil); &sorted[0] != &keys[0] {
+		copy(keys, sorted)
+	}
+	return keys
 }
 
 // WriteJSON writes s as one JSON object with its keys in a fixed order (DESIGN.md, "Report

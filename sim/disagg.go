@@ -10,7 +10,7 @@ import (
 // prefilled starts a request's handoff once its prefill worker has computed the prompt: the prefill
 // router is done with it, the decode router picks its decode worker, which reserves room for the KV.
 func (r *runner) prefilled(req *request) error {
-	r.stages.prefill = append(r.stages.prefill, ms(r.now-req.arrived))
+	r.stages.prefill.Add(ms(r.now - req.arrived))
 	r.ingress.router.PrefillDone(req.id)
 	r.ingress.router.Finished(req.id)
 	req.prefilled = true
@@ -100,7 +100,7 @@ func (r *runner) transfersDone() error {
 	r.doneIDs = r.network.Done(r.now, r.doneIDs[:0])
 	for _, id := range r.doneIDs {
 		req := r.req(id)
-		r.stages.transfer = append(r.stages.transfer, ms(r.now-req.transferFrom))
+		r.stages.transfer.Add(ms(r.now - req.transferFrom))
 		if r.o.Observer != nil {
 			r.o.Observer.Transferred(id, req.transferFrom, r.now)
 		}

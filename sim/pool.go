@@ -437,7 +437,7 @@ func (r *runner) decoded(req *request, out sched.Output) error {
 			req.gotFirst = true
 			p.router.PrefillDone(req.id)
 			if r.decode != nil {
-				r.stages.decodeWait = append(r.stages.decodeWait, ms(r.now-req.activated))
+				r.stages.decodeWait.Add(ms(r.now - req.activated))
 			}
 		}
 		at := r.now

@@ -68,7 +68,8 @@ type Options struct {
 	// Compact makes the collector keep of each ended request only what the summary and its percentiles
 	// need (report.Collector.Forget), so that memory follows the requests in flight, not the length of the
 	// run; Result.Collector then has no per-request records (Lifetimes, WriteRequestsJSONL) but those of
-	// the requests in flight at the end. Records, if set (with Compact only), receives every request's
+	// the requests in flight at the end; beyond a few thousand requests, the samples of its exact
+	// percentiles go to a temporary file (report.Collector.Forget). Records, if set (with Compact only), receives every request's
 	// line of WriteRequestsJSONL as it is forgotten, in id order, and the rest when the run ends; an
 	// error writing them does not stop the run (Result.RecordsErr).
 	Compact bool
@@ -242,13 +243,19 @@ type runner struct {
 // ErrStopped is Run's error when Options.Finished stopped the run.
 var ErrStopped = errors.New("sim: stopped by Options.Finished")
 
-// Run replays src until every request has ended.
-func Run(src workload.Source, o Options) (*Result, error) {
+// Run replays src until every request has ended. A compact run's Result.Collector holds a temporary file
+// once the run is long enough: close it (report.Collector.Close) when done with the result.
+func Run(src workload.Source, o Options) (_ *Result, err error) {
 	if o.Concurrency < 0 {
 		return nil, fmt.Errorf("concurrency %d: must not be negative", o.Concurrency)
 	}
 	r := &runner{o: o, src: src, col: report.NewCollector(), speedup: o.ArrivalSpeedup,
 		front: frontend{perRequest: o.FrontendPerRequest, perChunk: o.FrontendPerChunk}}
+	defer func() {
+		if err != nil {
+			r.col.Close() // its temporary file, if any
+		}
+	}()
 	if o.Records != nil && !o.Compact {
 		return nil, errors.New("per-request records are streamed only by a compact run")
 	}
@@ -259,6 +266,7 @@ func Run(src workload.Source, o Options) (*Result, error) {
 		return nil, fmt.Errorf("reply header %d: must not be negative", o.ReplyHeader)
 	}
 	r.col.SetHeader(o.ReplyHeader)
+	r.stages = newStages(r.col)
 	if r.front.on() && len(o.Failures) > 0 {
 		return nil, errors.New("a frontend process cost (per request or per chunk) is not modelled with worker failures")
 	}
@@ -293,6 +301,9 @@ func Run(src workload.Source, o Options) (*Result, error) {
 		return nil, fmt.Errorf("%d sessions still wait on requests that never ended", r.waiting)
 	}
 	res := r.result()
+	if err := r.col.Err(); err != nil {
+		return nil, err
+	}
 	res.RecordsErr = r.col.Flush()
 	return res, nil
 }

@@ -164,6 +164,7 @@ func predict(ctx context.Context, cfg *config.Config, threads int, stdout, stder
 	if err != nil {
 		return err
 	}
+	defer res.Collector.Close()
 	wall := time.Since(start)
 	res.Summary.Timing = timing
 
@@ -190,6 +191,10 @@ func predict(ctx context.Context, cfg *config.Config, threads int, stdout, stder
 	// Wall-clock figures vary from run to run, so they go to stderr, never into the report.
 	fmt.Fprintf(stderr, "simulated %.1f s in %.2f s of wall time (%.0fx real time), %d passes, peak RSS %s; timing %s\n",
 		res.End.Seconds(), wall.Seconds(), res.End.Seconds()/wall.Seconds(), res.Passes, peakRSS(), timing)
+	errs = append(errs, res.Collector.Err()) // reading back the samples the HTML page's CDFs are drawn from
+	if err := res.Collector.SpillErr(); err != nil {
+		fmt.Fprintln(stderr, "warning:", err) // the report is whole; the run's memory was not flat
+	}
 	errs = append(errs, rejections(res, stderr))
 	return errors.Join(errs...)
 }
