@@ -231,6 +231,44 @@ func (a autoInt) Set(s string) (err error) {
 
 func (autoInt) Type() string { return "int|auto" }
 
+// autoIntList is a list flag of integers that also take "auto", each stored as 0 (config.IntOrAuto), as
+// in auto,256,512. Like pflag's slices, its first use replaces the default and later ones append.
+type autoIntList struct {
+	p   *[]int
+	set bool
+}
+
+func (a *autoIntList) String() string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, n := range *a.p {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(autoInt{&n}.String())
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+func (a *autoIntList) Set(s string) error {
+	var list []int
+	for _, v := range strings.Split(s, ",") {
+		n, err := config.IntOrAuto(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%q: want integers or auto, as in auto,256,512", v)
+		}
+		list = append(list, n)
+	}
+	if !a.set {
+		*a.p, a.set = nil, true
+	}
+	*a.p = append(*a.p, list...)
+	return nil
+}
+
+func (*autoIntList) Type() string { return "ints|auto" }
+
 // autoFloat is a milliseconds flag that also takes "auto", stored as NaN (config.MsOrAuto).
 type autoFloat struct{ p *float64 }
 

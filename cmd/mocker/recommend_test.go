@@ -67,6 +67,42 @@ func TestRecommendConfigFile(t *testing.T) {
 	}
 }
 
+// TestRecommendSeqsAuto: --max-num-seqs-list takes auto, as --max-num-seqs does, mixed with numbers; the
+// report names each shape's value (auto, the engine's own default, is 0 in the JSON).
+func TestRecommendSeqsAuto(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.json")
+	out, _, err := mocker(t, append(small, "--ttft-p90-ms", "60", "--tp-list", "1", "--max-workers", "2", "--max-num-seqs-list", "auto,4", "--report-json", path)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Shapes []struct {
+			Shape struct {
+				MaxNumSeqs int `json:"max_num_seqs"`
+			}
+		}
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int
+	for _, s := range rep.Shapes {
+		seqs = append(seqs, s.Shape.MaxNumSeqs)
+	}
+	// Four running requests at most queue the 100 requests/s: only auto (vLLM's 1,024 on an H200) passes.
+	if fmt.Sprint(seqs) != "[0 4]" || !strings.Contains(out, "Searched 2 shapes:") || !strings.Contains(out, "*  2 × vllm agg tp1 seqs auto mbt 512 round-robin\n") {
+		t.Errorf("shapes' max_num_seqs %v, want [0 4]; table:\n%s", seqs, out)
+	}
+	_, _, err = mocker(t, "recommend", "--ttft-p90-ms", "60", "--max-num-seqs-list", "auto,x")
+	if want := `"x": want integers or auto, as in auto,256,512`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
 func TestRecommendRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
