@@ -499,14 +499,56 @@ func (c *Config) validate() error {
 	if c.NumDatasetEntries != 0 && c.Trace != "" {
 		return bad("num-dataset-entries", c.NumDatasetEntries, "applies to the synthetic workload, not to a trace")
 	}
-	if c.Trace != "" && c.isGiven("synthetic-lengths") {
-		return bad("synthetic-lengths", c.SyntheticLengths, "applies to the synthetic workload, not to a trace")
+	if err := c.validateTraceGiven(); err != nil {
+		return err
 	}
 	for _, check := range []func() error{c.validateOwned, c.validateEngine, c.validateDeployment, c.validateCluster,
 		c.validateWorkload, c.validateServe, c.validateEvents, c.validatePerfetto, c.validateRoles} {
 		if err := check(); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// syntheticOnly are the settings that shape only the synthetic workload, each with what takes its place
+// with a trace ("" for nothing). Their defaults apply to no trace, so only one given explicitly is refused.
+var syntheticOnly = []struct{ key, instead string }{
+	{"num-requests", "a trace replays every row"},
+	{"synthetic-lengths", ""},
+	{"input-tokens", "a row gives its prompt"},
+	{"input-tokens-stddev", "a row gives its prompt"},
+	{"output-tokens", "a row gives its output length"},
+	{"output-tokens-stddev", "a row gives its output length"},
+	{"request-rate", "a row gives its arrival time; --arrival-speedup-ratio scales them"},
+	{"arrival", "a row gives its arrival time"},
+	{"burstiness", "a row gives its arrival time"},
+	{"shared-prefix-ratio", "rows share the prefixes their hashes or text share"},
+	{"num-prefix-groups", "rows share the prefixes their hashes or text share"},
+	{"dataset-sampling-strategy", ""},
+	{"turns-per-session", "a row's session and turns are its own"},
+	{"inter-turn-delay-ms", "a row's session and turns are its own"},
+	{"inter-turn-delay-dist", "a row's session and turns are its own"},
+	{"image-pool", ""},
+	{"lora-dist", ""},
+}
+
+// validateTraceGiven refuses, with a trace, a synthetic-only setting given explicitly: it would do
+// nothing, silently.
+func (c *Config) validateTraceGiven() error {
+	if c.Trace == "" {
+		return nil
+	}
+	fields := c.fieldsByKey()
+	for _, s := range syntheticOnly {
+		if !c.isGiven(s.key) {
+			continue
+		}
+		why := "applies to the synthetic workload, not to a trace"
+		if s.instead != "" {
+			why += " (" + s.instead + ")"
+		}
+		return bad(s.key, fields[s.key].Interface(), why)
 	}
 	return nil
 }

@@ -728,3 +728,46 @@ func TestAdapters(t *testing.T) {
 		}
 	}
 }
+
+// TestSyntheticOnlyWithTrace: a setting that shapes only the synthetic workload, given with a trace, is
+// refused by name (it would do nothing), from a flag or from a config file's line; its default is not.
+func TestSyntheticOnlyWithTrace(t *testing.T) {
+	c := Default()
+	c.Trace = "t.jsonl"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults with a trace: %v", err)
+	}
+	fields := c.fieldsByKey()
+	for _, s := range syntheticOnly {
+		if _, ok := fields[s.key]; !ok {
+			t.Fatalf("%s: not a setting", s.key)
+		}
+		g := Default()
+		g.Trace = "t.jsonl"
+		g.Given(s.key, "")
+		if err := g.Validate(); err == nil || !strings.HasPrefix(err.Error(), s.key+" ") || !strings.Contains(err.Error(), "applies to the synthetic workload, not to a trace") {
+			t.Errorf("%s given with a trace: Validate() = %v", s.key, err)
+		}
+		g.Trace = ""
+		if err := g.Validate(); err != nil {
+			t.Errorf("%s given without a trace: Validate() = %v", s.key, err)
+		}
+	}
+	c.Given("input-tokens-stddev", "")
+	if err := c.Validate(); err == nil || err.Error() != "input-tokens-stddev 256: applies to the synthetic workload, not to a trace (a row gives its prompt)" {
+		t.Errorf("Validate() = %v", err)
+	}
+
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("trace: t.jsonl\nseed: 3\nrequest-rate: 20\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := Default()
+	if err := f.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	want := "config " + path + " line 3: request-rate 20: applies to the synthetic workload, not to a trace (a row gives its arrival time; --arrival-speedup-ratio scales them)"
+	if err := f.Validate(); err == nil || err.Error() != want {
+		t.Errorf("Validate() = %v, want %q", err, want)
+	}
+}

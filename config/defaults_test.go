@@ -9,8 +9,8 @@ import (
 
 // TestDefaultMaxNumSeqs pins --max-num-seqs auto to each engine's own default on the deployment: vLLM's
 // API server allows 1,024 sequences on a GPU of 70 GiB or more and 256 elsewhere, SGLang sizes its
-// request pool from the KV pool and the context length, TensorRT-LLM keeps Dynamo mocker's 256, and a
-// value given wins.
+// request pool from the KV pool and the context length (48 with speculative decoding), TensorRT-LLM keeps
+// Dynamo mocker's 256, and a value given wins.
 func TestDefaultMaxNumSeqs(t *testing.T) {
 	if Default().MaxNumSeqs != 0 {
 		t.Fatalf("default max-num-seqs %d, want 0 (auto)", Default().MaxNumSeqs)
@@ -31,6 +31,12 @@ func TestDefaultMaxNumSeqs(t *testing.T) {
 		{"sglang small pool", func(c *Config) { c.Backend, c.NumGPUBlocks = "sglang", 3000 }, 1500},
 		{"sglang pool of 4,096", func(c *Config) { c.Backend, c.NumGPUBlocks = "sglang", 4096 }, 2048},
 		{"sglang given", func(c *Config) { c.Backend, c.MaxNumSeqs = "sglang", 64 }, 64},
+		// SGLang's server_args caps an EAGLE/NEXTN/STANDALONE draft's running requests at 48 unless given;
+		// vLLM's and TensorRT-LLM's defaults do not change with drafts.
+		{"sglang spec", func(c *Config) { c.Backend, c.SpecNumTokens = "sglang", 2 }, 48},
+		{"sglang spec given", func(c *Config) { c.Backend, c.SpecNumTokens, c.MaxNumSeqs = "sglang", 2, 256 }, 256},
+		{"vllm spec", func(c *Config) { c.SpecNumTokens = 2 }, 1024},
+		{"trtllm spec", func(c *Config) { c.Backend, c.Timing, c.SpecNumTokens = "trtllm", "fixed", 2 }, 256},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()

@@ -322,9 +322,19 @@ func (c *Config) sglangSpecAllows(on bool, key string) bool {
 	return on && (c.SpecNumTokens == 0 || c.isGiven(key))
 }
 
+// MaxRunning is the running requests a rank allows on the deployment: --max-num-seqs, or what auto
+// means there (maxNumSeqs).
+func (c *Config) MaxRunning() (int, error) {
+	d, err := c.Deployment()
+	if err != nil {
+		return 0, err
+	}
+	return c.maxNumSeqs(d), nil
+}
+
 // maxNumSeqs is --max-num-seqs, or when it is auto (0) the engine's own default on the deployment
-// (engine.BackendSpec.MaxRunning): from the GPU's memory, one rank's KV pool and the context length
-// (--max-model-len, else the model's).
+// (engine.BackendSpec.MaxRunning): from the GPU's memory, one rank's KV pool, the context length
+// (--max-model-len, else the model's) and whether --spec-num-tokens drafts.
 func (c *Config) maxNumSeqs(d *Deployment) int {
 	if c.MaxNumSeqs > 0 {
 		return c.MaxNumSeqs
@@ -337,7 +347,7 @@ func (c *Config) maxNumSeqs(d *Deployment) int {
 	if ctx == 0 && d.Model != nil {
 		ctx = d.Model.MaxPositions
 	}
-	return c.backend().Spec().MaxRunning(mem, d.KVBlocks*d.BlockSize, ctx)
+	return c.backend().Spec().MaxRunning(mem, d.KVBlocks*d.BlockSize, ctx, c.SpecNumTokens > 0)
 }
 
 // encoderCacheSize is --encoder-cache-size, or by default the pass token budget, as vLLM sizes its encoder

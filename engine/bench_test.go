@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/timing"
 )
@@ -12,8 +13,21 @@ import (
 // BenchmarkDecodeStep measures one decode pass of a vLLM engine with 8 running requests, the common pass
 // of a replay (a new request replaces each one that finishes).
 func BenchmarkDecodeStep(b *testing.B) {
-	e, err := New(Options{VLLM: vllm.Options{BlockSize: 64, NumBlocks: 16384, MaxNumSeqs: 256, MaxBatchedTokens: 8192,
+	benchDecode(b, Options{VLLM: vllm.Options{BlockSize: 64, NumBlocks: 16384, MaxNumSeqs: 256, MaxBatchedTokens: 8192,
 		ChunkedPrefill: true, PrefixCaching: true}, Timing: timing.Polynomial{}})
+}
+
+// BenchmarkSGLangDecodeStep is BenchmarkDecodeStep on SGLang's scheduler with its default one-token
+// pages: each decode step allocates every running request a page and each finished request caches one
+// per token.
+func BenchmarkSGLangDecodeStep(b *testing.B) {
+	benchDecode(b, Options{Backend: SGLang, SGLang: sglang.Options{PageSize: 1, NumPages: 1 << 20, MaxRunning: 256,
+		MaxPrefillTokens: 16384, ChunkedPrefillSize: 8192, ClipMaxNewTokens: 4096, Conservativeness: 1, PrefixCaching: true},
+		Timing: timing.Polynomial{}})
+}
+
+func benchDecode(b *testing.B, o Options) {
+	e, err := New(o)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -91,19 +91,20 @@ func TestParseBackend(t *testing.T) {
 
 // TestMaxRunningOfEachBackend: every backend has its --max-num-seqs auto (config reads it without a
 // fallback): vLLM's 1,024 on an H200, TensorRT-LLM Dynamo mocker's 256, SGLang's from its KV pool
-// (888,360 tokens over a 131,072-token context × 512 is 3,470).
+// (888,360 tokens over a 131,072-token context × 512 is 3,470); with speculative decoding only SGLang's
+// changes, to the 48 its server_args sets for drafts.
 func TestMaxRunningOfEachBackend(t *testing.T) {
 	for _, tc := range []struct {
-		b    Backend
-		want int
-	}{{VLLM, 1024}, {TRTLLM, 256}, {SGLang, 3470}} {
+		b             Backend
+		want, wantMTP int
+	}{{VLLM, 1024, 1024}, {TRTLLM, 256, 256}, {SGLang, 3470, 48}} {
 		f := tc.b.Spec().MaxRunning
 		if f == nil {
 			t.Errorf("%v: no MaxRunning", tc.b)
 			continue
 		}
-		if got := f(141<<30, 888360, 131072); got != tc.want {
-			t.Errorf("%v: MaxRunning %d, want %d", tc.b, got, tc.want)
+		if got, mtp := f(141<<30, 888360, 131072, false), f(141<<30, 888360, 131072, true); got != tc.want || mtp != tc.wantMTP {
+			t.Errorf("%v: MaxRunning %d, with drafts %d; want %d, %d", tc.b, got, mtp, tc.want, tc.wantMTP)
 		}
 	}
 }

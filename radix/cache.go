@@ -175,7 +175,7 @@ func (c *Cache) Insert(pages []tokens.Block, ids []PageID) (present int) {
 		}
 		c.state[id] = pageCached
 	}
-	c.addChild(n, pages[i:], ids[i:], c.clock)
+	c.addChild(n, pages[i:], ids[i:], 0, c.clock)
 	if c.events {
 		ev := kvcache.Event{Kind: kvcache.Stored, Blocks: slices.Clone(pages[i:])}
 		if i > 0 {
@@ -193,8 +193,11 @@ func (c *Cache) Insert(pages []tokens.Block, ids []PageID) (present int) {
 // id in ids is the caller's own private duplicate, Extend frees it and writes the tree's page into ids,
 // so that afterwards every page of ids belongs to the tree. It returns how many pages were already cached
 // and the new deepest node of the path (ending after the last page), which the caller locks in place of
-// node. A leaf only the caller holds grows in place rather than gaining a one-page child per step.
-func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID) (present int, deepest *Node) {
+// node. A leaf only the caller holds grows in place rather than gaining a one-page child per step. room
+// is how many more pages the caller expects to add below the new deepest node (a running request's
+// output): a leaf it makes or grows keeps capacity for them, so that growing it again does not copy its
+// whole edge. It changes no page's place, only what the tree allocates.
+func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID, room int) (present int, deepest *Node) {
 	if len(pages) != len(ids) {
 		panic(fmt.Sprintf("radix: extend by %d pages with %d ids", len(pages), len(ids)))
 	}
@@ -233,13 +236,17 @@ func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID) (present 
 		c.state[id] = pageCached
 	}
 	if n == node && n != c.root && n.children == 0 && n.locks == 1 && n.lockRef == 1 {
+		if k := len(pages) - present; len(n.ids)+k > cap(n.ids) || len(n.blocks)+k > cap(n.blocks) {
+			n.blocks = slices.Grow(n.blocks, k+room)
+			n.ids = slices.Grow(n.ids, k+room)
+		}
 		n.blocks = append(n.blocks, pages[present:]...)
 		n.ids = append(n.ids, ids[present:]...)
 		c.cached += len(pages) - present // locked: not evictable
 		c.touch(n)
 		deepest = n
 	} else {
-		deepest = c.addChild(n, pages[present:], ids[present:], c.clock)
+		deepest = c.addChild(n, pages[present:], ids[present:], room, c.clock)
 	}
 	if c.events {
 		ev := kvcache.Event{Kind: kvcache.Stored, Blocks: slices.Clone(pages[present:])}
@@ -268,6 +275,15 @@ func (c *Cache) Lock(node *Node) {
 		n.lockRef++
 	}
 	node.locks++
+}
+
+// Trim gives back the room Extend left on node's edge when more is spare than the edge holds (the
+// request that was to fill it ended early), copying the edge to an array of its own size. Like room, it
+// changes only what the tree allocates.
+func (c *Cache) Trim(node *Node) {
+	if n := len(node.ids); cap(node.ids)-n > n {
+		node.blocks, node.ids = slices.Clone(node.blocks), slices.Clone(node.ids)
+	}
 }
 
 // Unlock undoes one Lock of node. Nodes whose last lock goes become evictable again (leaves at once,

@@ -33,7 +33,7 @@ func TestExtendGrowsOwnLeaf(t *testing.T) {
 	s := tokens.NewSequence(1)
 	s.Append(toks(1, 2, 3)...)
 	table, _ := c.Alloc(3, nil)
-	present, node := c.Extend(nil, s.Blocks(), table)
+	present, node := c.Extend(nil, s.Blocks(), table, 0)
 	c.Lock(node)
 	if present != 0 || c.Nodes() != 1 {
 		t.Fatalf("first extend: present %d, %d nodes", present, c.Nodes())
@@ -41,7 +41,7 @@ func TestExtendGrowsOwnLeaf(t *testing.T) {
 	for i := range 5 {
 		s.Append(uint32(10 + i))
 		table, _ = c.Alloc(1, table)
-		_, next := c.Extend(node, s.Blocks()[len(table)-1:], table[len(table)-1:])
+		_, next := c.Extend(node, s.Blocks()[len(table)-1:], table[len(table)-1:], 0)
 		c.Lock(next)
 		c.Unlock(node)
 		node = next
@@ -71,7 +71,7 @@ func TestExtendFreesDuplicates(t *testing.T) {
 	b.Append(toks(1, 2, 3, 4, 5)...)
 	tb, _ := c.Alloc(5, nil)
 	free := c.FreePages()
-	present, node := c.Extend(nil, b.Blocks(), tb)
+	present, node := c.Extend(nil, b.Blocks(), tb, 0)
 	if present != 4 || c.FreePages() != free+4 || tb[3] != ta[3] || node == nil {
 		t.Fatalf("present %d, free %d (was %d), ids %v vs %v", present, c.FreePages(), free, tb, ta)
 	}
@@ -140,7 +140,7 @@ func TestExtendChurn(t *testing.T) {
 						if full <= r.locked {
 							continue
 						}
-						_, next := c.Extend(r.node, r.seq.Blocks()[r.locked:full], r.table[r.locked:full])
+						_, next := c.Extend(r.node, r.seq.Blocks()[r.locked:full], r.table[r.locked:full], 0)
 						c.Lock(next)
 						if r.node != nil {
 							c.Unlock(r.node)
@@ -200,3 +200,41 @@ func prefixFamily(rng *rand.Rand) []uint32 {
 }
 
 func toks(t ...uint32) []uint32 { return t }
+
+// TestExtendRoom: a leaf made with room for the pages its request will add grows into it without moving
+// its edge (the copy room saves), and Trim gives back room an early end leaves; neither changes the tree.
+func TestExtendRoom(t *testing.T) {
+	c := newCache(t, 1, 64)
+	s := tokens.NewSequence(1)
+	s.Append(toks(1, 2, 3, 4)...)
+	table, _ := c.Alloc(4, nil)
+	_, node := c.Extend(nil, s.Blocks(), table, 8)
+	c.Lock(node)
+	edge := &node.ids[0]
+	if cap(node.ids) < 12 || cap(node.blocks) < 12 {
+		t.Fatalf("leaf of 4 pages with room 8: capacity %d ids, %d blocks; want at least 12", cap(node.ids), cap(node.blocks))
+	}
+	for i := range 3 {
+		s.Append(uint32(10 + i))
+		table, _ = c.Alloc(1, table)
+		_, next := c.Extend(node, s.Blocks()[len(table)-1:], table[len(table)-1:], 7-i)
+		if next != node || &node.ids[0] != edge {
+			t.Fatalf("page %d: the leaf moved (new node %v, edge copied %v)", i, next != node, &node.ids[0] != edge)
+		}
+	}
+	c.Trim(node) // 7 pages, room for 5 more: kept
+	if &node.ids[0] != edge {
+		t.Error("Trim copied an edge whose room is smaller than itself")
+	}
+	s2 := tokens.NewSequence(1)
+	s2.Append(toks(7)...)
+	t2, _ := c.Alloc(1, nil)
+	_, leaf := c.Extend(nil, s2.Blocks(), t2, 100)
+	c.Trim(leaf) // its request ended at once: 100 pages of room for a 1-page edge go
+	if cap(leaf.ids) > 8 || cap(leaf.blocks) > 8 || leaf.pages() != 1 || leaf.ids[0] != t2[0] {
+		t.Errorf("trimmed leaf: %d pages, capacity %d ids and %d blocks", leaf.pages(), cap(leaf.ids), cap(leaf.blocks))
+	}
+	if err := c.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,6 +1,10 @@
 package radix
 
-import "github.com/mocker-sim/mocker/tokens"
+import (
+	"slices"
+
+	"github.com/mocker-sim/mocker/tokens"
+)
 
 // Node is a node of the radix tree: a run of cached pages extending its parent's path. Callers hold nodes
 // only to lock and unlock them.
@@ -97,11 +101,11 @@ func (c *Cache) split(n *Node, k int) *Node {
 	return p
 }
 
-// addChild hangs a new unlocked leaf holding pages (copied) under parent.
-func (c *Cache) addChild(parent *Node, blocks []tokens.Block, ids []PageID, stamp uint64) *Node {
+// addChild hangs a new unlocked leaf holding pages (copied) under parent, with capacity for room more.
+func (c *Cache) addChild(parent *Node, blocks []tokens.Block, ids []PageID, room int, stamp uint64) *Node {
 	n := c.newNode()
-	n.blocks = append(n.blocks[:0], blocks...)
-	n.ids = append(n.ids[:0], ids...)
+	n.blocks = append(slices.Grow(n.blocks[:0], len(blocks)+room), blocks...)
+	n.ids = append(slices.Grow(n.ids[:0], len(ids)+room), ids...)
 	n.stamp = stamp
 	n.parent, n.prev, n.next = parent, nil, parent.first
 	if parent.first != nil {

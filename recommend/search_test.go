@@ -218,3 +218,31 @@ func TestThreadsSameJSON(t *testing.T) {
 		t.Error("the report differs between 1, 4 and 48 threads")
 	}
 }
+
+// TestShapeNamesAuto: a shape of --max-num-seqs auto carries what auto means on it, each pool's when
+// disaggregated (SGLang on one H200 with llama-3.1-8b: 3,470 at TP 1, and the cap of 4,096 at TP 2,
+// whose pool is more than twice as large); a number given stays as given.
+func TestShapeNamesAuto(t *testing.T) {
+	base := config.Default()
+	base.Backend, base.Timing, base.PrefillMs, base.DecodeMs = "sglang", "fixed", 20, 5
+	sp := &Space{Backends: []string{"sglang"}, TP: []int{1}, EP: []int{1}, Modes: []string{"agg", "disagg"}, Ratios: []Ratio{{1, 1}},
+		PrefillTP: []int{1}, DecodeTP: []int{2}, MinWorkers: 2, MaxWorkers: 2, MaxNumSeqs: []int{0, 64}, MaxNumBatchedTokens: []int{512},
+		Routers: []string{"round-robin"}}
+	shapes, refused, err := sp.shapes(&base)
+	if err != nil || len(refused) != 0 {
+		t.Fatalf("shapes: %v, refused %v", err, refused)
+	}
+	var names []string
+	for _, s := range shapes {
+		names = append(names, s.String())
+	}
+	want := []string{
+		"sglang agg tp1 seqs auto=3470 mbt 512 round-robin",
+		"sglang agg tp1 seqs 64 mbt 512 round-robin",
+		"sglang disagg 1:1 tp1/2 seqs auto=3470/4096 mbt 512 round-robin",
+		"sglang disagg 1:1 tp1/2 seqs 64 mbt 512 round-robin",
+	}
+	if strings.Join(names, "\n") != strings.Join(want, "\n") {
+		t.Errorf("shapes:\n%s\nwant:\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
+	}
+}

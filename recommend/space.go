@@ -57,6 +57,10 @@ type Shape struct {
 	MaxNumSeqs          int    `json:"max_num_seqs"` // 0: auto, the engine's own default
 	MaxNumBatchedTokens int    `json:"max_num_batched_tokens"`
 	Router              string `json:"router"`
+	// With MaxNumSeqs auto, what it means on the shape's deployment: the running requests a rank
+	// allows (aggregated, or the prefill pool) and a decode rank allows (disaggregated).
+	AutoMaxNumSeqs       int `json:"auto_max_num_seqs,omitempty"`
+	AutoDecodeMaxNumSeqs int `json:"auto_decode_max_num_seqs,omitempty"`
 
 	ratio Ratio
 }
@@ -73,9 +77,15 @@ func (s Shape) String() string {
 	if s.EP > 1 {
 		fmt.Fprintf(&b, " ep%d", s.EP)
 	}
-	seqs := "auto" // the engine's default (config: --max-num-seqs auto)
-	if s.MaxNumSeqs > 0 {
-		seqs = strconv.Itoa(s.MaxNumSeqs)
+	seqs := strconv.Itoa(s.MaxNumSeqs)
+	if s.MaxNumSeqs == 0 { // the engine's default (config: --max-num-seqs auto), and what it came to
+		seqs = "auto"
+		if s.AutoMaxNumSeqs > 0 {
+			seqs += "=" + strconv.Itoa(s.AutoMaxNumSeqs)
+		}
+		if s.AutoDecodeMaxNumSeqs > 0 && s.AutoDecodeMaxNumSeqs != s.AutoMaxNumSeqs {
+			seqs += "/" + strconv.Itoa(s.AutoDecodeMaxNumSeqs)
+		}
 	}
 	fmt.Fprintf(&b, " seqs %s mbt %d %s", seqs, s.MaxNumBatchedTokens, s.Router)
 	return b.String()
@@ -165,6 +175,10 @@ func (sp *Space) shapes(base *config.Config) (shapes []Shape, refused []string, 
 										refused = append(refused, fmt.Sprintf("%s: %v", s, err))
 										continue
 									}
+									if err := s.resolveAuto(&cfg); err != nil {
+										refused = append(refused, fmt.Sprintf("%s: %v", s, err))
+										continue
+									}
 									shapes = append(shapes, s)
 								}
 							}
@@ -175,6 +189,23 @@ func (sp *Space) shapes(base *config.Config) (shapes []Shape, refused []string, 
 		}
 	}
 	return shapes, refused, nil
+}
+
+// resolveAuto records what --max-num-seqs auto means on the shape's deployment cfg (each pool's, when
+// disaggregated), so that the report names it.
+func (s *Shape) resolveAuto(cfg *config.Config) (err error) {
+	if s.MaxNumSeqs != 0 {
+		return nil
+	}
+	if !s.Disagg {
+		s.AutoMaxNumSeqs, err = cfg.MaxRunning()
+		return err
+	}
+	if s.AutoMaxNumSeqs, err = cfg.ForRole("prefill").MaxRunning(); err != nil {
+		return err
+	}
+	s.AutoDecodeMaxNumSeqs, err = cfg.ForRole("decode").MaxRunning()
+	return err
 }
 
 // config is the base configuration deployed as shape s at the given scale.

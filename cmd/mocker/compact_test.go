@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -94,5 +95,27 @@ func TestPredictInterrupted(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("printed a report of an interrupted run:\n%s", out.String())
+	}
+}
+
+// TestPredictInterruptedLifetime: interrupted while --concurrency-desync-ms auto replays a request's
+// lifetime (200 requests of 100 clients in lock step, before the run), predict stops there at the next
+// request that completes, as the run would: no desync is chosen, no report printed.
+func TestPredictInterruptedLifetime(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	was := readyOffline
+	readyOffline = cancel // after the settings passed, before the lifetime replay
+	t.Cleanup(func() { readyOffline = was })
+	cmd := newRootCmd()
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs([]string{"predict", "--num-requests", "1000", "--concurrency", "100", "--timing", "fixed", "--prefill-ms", "20", "--decode-ms", "5"})
+	if err := cmd.ExecuteContext(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v, want %v", err, context.Canceled)
+	}
+	if strings.Contains(errb.String(), "concurrency-desync-ms auto:") || out.Len() != 0 {
+		t.Errorf("the lifetime replay ran to its end:\n%s%s", errb.String(), out.String())
 	}
 }

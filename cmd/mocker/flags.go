@@ -47,7 +47,7 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Backend, "backend", c.Backend, "engine to simulate: "+strings.Join(backends, ", "))
 	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "tokens per KV block (0: the backend's default, "+strings.Join(blockSizes, ", ")+"; sglang: --page-size if set)")
 	fs.Var(autoInt{&c.NumGPUBlocks}, "num-gpu-blocks", "KV blocks per worker (per data-parallel rank); auto (or 0): from --model, --system, --tp and --gpu-memory-utilization (262,144 tokens' worth without a model)")
-	fs.Var(autoInt{&c.MaxNumSeqs}, "max-num-seqs", "running requests per pass at most (SGLang: --max-running-requests); auto (or 0): the engine's own default on the deployment — vLLM's API server 1,024 on a GPU of 70 GiB or more (H100, H200, B200), else 256; SGLang's from its KV pool (tokens / context length × 512, within 2,048–4,096); trtllm 256")
+	fs.Var(autoInt{&c.MaxNumSeqs}, "max-num-seqs", "running requests per pass at most (SGLang: --max-running-requests); auto (or 0): the engine's own default on the deployment — vLLM's API server 1,024 on a GPU of 70 GiB or more (H100, H200, B200), else 256; SGLang's from its KV pool (tokens / context length × 512, within 2,048–4,096), or 48 with --spec-num-tokens (SGLang's for EAGLE/NEXTN drafts); trtllm 256")
 	fs.IntVar(&c.MaxNumBatchedTokens, "max-num-batched-tokens", c.MaxNumBatchedTokens, "tokens per forward pass at most")
 	fs.IntVar(&c.MaxModelLen, "max-model-len", c.MaxModelLen, "prompt + output tokens per request at most; longer requests are rejected (0: unlimited)")
 	boolPair(fs, &c.EnablePrefixCaching, "enable-prefix-caching", "share KV blocks of common prefixes between requests")
@@ -231,6 +231,44 @@ func (a autoInt) Set(s string) (err error) {
 }
 
 func (autoInt) Type() string { return "int|auto" }
+
+// autoIntList is a list flag of integers that also take "auto", each stored as 0 (config.IntOrAuto), as
+// in auto,256,512. Like pflag's slices, its first use replaces the default and later ones append.
+type autoIntList struct {
+	p   *[]int
+	set bool
+}
+
+func (a *autoIntList) String() string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, n := range *a.p {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(autoInt{&n}.String())
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+func (a *autoIntList) Set(s string) error {
+	var list []int
+	for _, v := range strings.Split(s, ",") {
+		n, err := config.IntOrAuto(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%q: want integers or auto, as in auto,256,512", v)
+		}
+		list = append(list, n)
+	}
+	if !a.set {
+		*a.p, a.set = nil, true
+	}
+	*a.p = append(*a.p, list...)
+	return nil
+}
+
+func (*autoIntList) Type() string { return "ints|auto" }
 
 // autoFloat is a milliseconds flag that also takes "auto", stored as NaN (config.MsOrAuto).
 type autoFloat struct{ p *float64 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -80,18 +81,30 @@ func TestPredictImageFlagErrors(t *testing.T) {
 		{[]string{"--images-per-request", "1", "--trace", "x.jsonl"}, "images-per-request 1: applies to the synthetic workload"},
 		{[]string{"--image-pool", "3"}, "synthetic: image-pool: needs images-per-request >= 1"},
 	} {
-		_, _, err := mocker(t, append([]string{"predict", "--num-requests", "2"}, tc.args...)...)
+		args := []string{"predict", "--num-requests", "2"} // small, should a synthetic case run
+		if slices.Contains(tc.args, "--trace") {
+			args = args[:1] // --num-requests is refused with a trace
+		}
+		_, _, err := mocker(t, append(args, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want %q", tc.args, err, tc.want)
 		}
 	}
 }
 
-// TestSyntheticLengthsWithTrace: --synthetic-lengths shapes the synthetic workload only; given with a
-// trace it would do nothing, so it is refused.
-func TestSyntheticLengthsWithTrace(t *testing.T) {
-	_, _, err := mocker(t, "predict", "--trace", "x.jsonl", "--synthetic-lengths", "fixed")
-	if want := `synthetic-lengths fixed: applies to the synthetic workload, not to a trace`; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("got %v, want %q", err, want)
+// TestSyntheticOnlyWithTrace: --synthetic-lengths, the lengths' spread, --num-requests ... shape the
+// synthetic workload only; given with a trace they would do nothing, so they are refused (config's
+// syntheticOnly lists them all).
+func TestSyntheticOnlyWithTrace(t *testing.T) {
+	for _, tc := range [][]string{
+		{"--synthetic-lengths", "fixed", "synthetic-lengths fixed: applies to the synthetic workload, not to a trace"},
+		{"--input-tokens-stddev", "0", "input-tokens-stddev 0: applies to the synthetic workload, not to a trace (a row gives its prompt)"},
+		{"--output-tokens-stddev", "4", "output-tokens-stddev 4: applies to the synthetic workload, not to a trace (a row gives its output length)"},
+		{"--num-requests", "10", "num-requests 10: applies to the synthetic workload, not to a trace (a trace replays every row)"},
+	} {
+		_, _, err := mocker(t, "predict", "--trace", "x.jsonl", tc[0], tc[1])
+		if err == nil || !strings.Contains(err.Error(), tc[2]) {
+			t.Errorf("%s %s: got %v, want %q", tc[0], tc[1], err, tc[2])
+		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/mocker-sim/mocker/report/perfetto"
 	"github.com/mocker-sim/mocker/sim"
 	"github.com/mocker-sim/mocker/timeline"
+	"github.com/mocker-sim/mocker/workload"
 )
 
 func newPredictCmd() *cobra.Command {
@@ -98,7 +99,14 @@ func predict(ctx context.Context, cfg *config.Config, threads int, stdout, stder
 		return err
 	}
 	readyOffline()
-	if ms, err := cfg.ResolveDesync(sim.MeanE2EMs); err != nil {
+	// The lifetime replay of --concurrency-desync-ms auto stops as the run does, once ctx is done.
+	lifetime := func(src workload.Source, o sim.Options) (float64, error) {
+		o.Finished = func(time.Duration, time.Duration, bool) bool { return ctx.Err() == nil }
+		return sim.MeanE2EMs(src, o)
+	}
+	if ms, err := cfg.ResolveDesync(lifetime); errors.Is(err, sim.ErrStopped) && ctx.Err() != nil {
+		return context.Cause(ctx)
+	} else if err != nil {
 		return err
 	} else if ms > 0 {
 		fmt.Fprintf(stderr, "concurrency-desync-ms auto: %.1f ms (mean E2E of a lock-step replay of %d requests)\n", ms, cfg.LifetimeRequests())

@@ -92,7 +92,7 @@ misses the target is not run at all.`,
 	fs.IntSliceVar(&rf.decodeTP, "decode-tp-list", nil, "space, disagg: decode workers' TP (default: --tp-list)")
 	fs.IntVar(&rf.minWorkers, "min-workers", 1, "space: fewest workers of a deployment, both pools together")
 	fs.IntVar(&rf.maxWorkers, "max-workers", 16, "space: most workers of a deployment (default with --workers: --workers)")
-	fs.IntSliceVar(&rf.seqs, "max-num-seqs-list", nil, "space: max-num-seqs values (default: --max-num-seqs)")
+	fs.Var(&autoIntList{p: &rf.seqs}, "max-num-seqs-list", "space: max-num-seqs values, each a number or auto (the engine's own default), as in auto,256,512 (default: --max-num-seqs)")
 	fs.IntSliceVar(&rf.mbts, "max-num-batched-tokens-list", nil, "space: max-num-batched-tokens values (default: --max-num-batched-tokens)")
 	fs.StringSliceVar(&rf.routers, "routers", nil, "space: router policies (default: --router)")
 	bindFlags(fs, &cfg)

@@ -42,7 +42,7 @@ func TestRecommendReportJSON(t *testing.T) {
 		t.Errorf("targets %v, %d candidates, %d simulated, %d skipped: want both targets and 8 sizes in all", rep.Targets, len(rep.Candidates), rep.Simulated, rep.Skipped)
 	}
 	// One worker misses p90 TTFT 60 ms; two meet both targets.
-	if c := rep.Candidates[0]; !c.Pass || c.Workers != 2 || c.GPUs != 2 || !strings.Contains(out, "*  2 × vllm agg tp1 seqs auto mbt 512 round-robin\n") {
+	if c := rep.Candidates[0]; !c.Pass || c.Workers != 2 || c.GPUs != 2 || !strings.Contains(out, "*  2 × vllm agg tp1 seqs auto=1024 mbt 512 round-robin\n") {
 		t.Errorf("first candidate %+v; table:\n%s", c, out)
 	}
 }
@@ -63,6 +63,44 @@ func TestRecommendConfigFile(t *testing.T) {
 	}
 	_, _, err = mocker(t, append(small, "--ttft-p90-ms", "60", "--tp-list", "1,2", "--config", path)...)
 	if want := "--tp-list and --tp (config " + path + " line 1): give the list"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
+// TestRecommendSeqsAuto: --max-num-seqs-list takes auto, as --max-num-seqs does, mixed with numbers; the
+// report names each shape's value and what auto came to on it (vLLM's 1,024 on an H200; auto is 0 in
+// the JSON, beside auto_max_num_seqs).
+func TestRecommendSeqsAuto(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.json")
+	out, _, err := mocker(t, append(small, "--ttft-p90-ms", "60", "--tp-list", "1", "--max-workers", "2", "--max-num-seqs-list", "auto,4", "--report-json", path)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Shapes []struct {
+			Shape struct {
+				MaxNumSeqs     int `json:"max_num_seqs"`
+				AutoMaxNumSeqs int `json:"auto_max_num_seqs"`
+			}
+		}
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int
+	for _, s := range rep.Shapes {
+		seqs = append(seqs, s.Shape.MaxNumSeqs, s.Shape.AutoMaxNumSeqs)
+	}
+	// Four running requests at most queue the 100 requests/s: only auto (vLLM's 1,024 on an H200) passes.
+	if fmt.Sprint(seqs) != "[0 1024 4 0]" || !strings.Contains(out, "Searched 2 shapes:") || !strings.Contains(out, "*  2 × vllm agg tp1 seqs auto=1024 mbt 512 round-robin\n") {
+		t.Errorf("shapes' max_num_seqs and auto_max_num_seqs %v, want [0 1024 4 0]; table:\n%s", seqs, out)
+	}
+	_, _, err = mocker(t, "recommend", "--ttft-p90-ms", "60", "--max-num-seqs-list", "auto,x")
+	if want := `"x": want integers or auto, as in auto,256,512`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want %q", err, want)
 	}
 }
@@ -96,7 +134,7 @@ func TestRecommendFindMaxRate(t *testing.T) {
 	// One deployment (one worker, the default range): its bracket, within 5 %.
 	var pass, fail float64
 	for _, l := range strings.Split(out, "\n") {
-		if strings.HasSuffix(l, "  1 × vllm agg tp1 seqs auto mbt 512 round-robin") {
+		if strings.HasSuffix(l, "  1 × vllm agg tp1 seqs auto=1024 mbt 512 round-robin") {
 			if _, err := fmt.Sscanf(strings.TrimSpace(l), "%g×%g×", &pass, &fail); err != nil {
 				t.Fatalf("line %q: %v", l, err)
 			}

@@ -3,6 +3,7 @@ package sglang
 import (
 	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -41,10 +42,18 @@ func TestHugeMaxTokensIsRejected(t *testing.T) {
 func TestPageListGrowsWithUse(t *testing.T) {
 	h := newHarness(t, opts(1, 1<<20))
 	h.Enqueue(1, schedtest.Prompt(0, 4), 880_000)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	h.Step()
+	runtime.ReadMemStats(&after)
 	r := h.S.book.Live[1]
 	if c := cap(r.pages); c > 64 {
 		t.Fatalf("a 4-token prompt's page list has capacity %d after admission, want at most 64", c)
+	}
+	// Its leaf in the tree keeps room for the pages it will add, but no more than a pass's prefill budget
+	// (16,384 pages of 20 bytes here, where room for its max_tokens would take 17.6 MB).
+	if grew := after.TotalAlloc - before.TotalAlloc; r.locked != 4 || grew > 2<<20 {
+		t.Fatalf("admission and prefill: %d pages cached, %d bytes allocated; want 4 and at most 2 MiB", r.locked, grew)
 	}
 	h.S.Cancel(1)
 	h.Step() // the cancelled request reaches the reuse pool

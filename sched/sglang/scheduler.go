@@ -787,8 +787,12 @@ func (s *Scheduler) cacheFull(r *request) {
 	if full <= r.locked {
 		return
 	}
-	// Extend takes over r's pages (freeing r's duplicates of pages someone cached first) below r's node.
-	_, node := s.cache.Extend(r.node, r.Seq.Blocks()[r.locked:full], r.pages[r.locked:full])
+	// Extend takes over r's pages (freeing r's duplicates of pages someone cached first) below r's node,
+	// leaving room on r's leaf for the pages r's further chunks and output will add, so that caching
+	// them does not copy the whole edge again: at most as many as it caches now or a pass's prefill
+	// budget, so that a huge max_tokens reserves nothing huge (release trims what an early end leaves).
+	room := min(max((r.Seq.Len()-r.Generated+r.MaxTokens)/s.opt.PageSize-full, 0), max(full-r.locked, s.pagesFor(s.opt.MaxPrefillTokens)))
+	_, node := s.cache.Extend(r.node, r.Seq.Blocks()[r.locked:full], r.pages[r.locked:full], room)
 	s.cache.Lock(node)
 	if r.node != nil {
 		s.cache.Unlock(r.node)
@@ -803,6 +807,7 @@ func (s *Scheduler) release(r *request) {
 	s.cache.Free(r.pages[r.locked:])
 	s.private -= len(r.pages) - r.locked
 	if r.node != nil {
+		s.cache.Trim(r.node)
 		s.cache.Unlock(r.node)
 	}
 	r.pages, r.locked, r.node = r.pages[:0], 0, nil

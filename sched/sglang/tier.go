@@ -55,7 +55,7 @@ func (s *Scheduler) loaded() {
 	landed := s.tier.Landed()
 	for _, r := range landed {
 		n := len(r.pages) - r.locked
-		s.cache.Extend(r.node, r.Seq.Blocks()[r.locked:len(r.pages)], r.pages[r.locked:])
+		s.cache.Extend(r.node, r.Seq.Blocks()[r.locked:len(r.pages)], r.pages[r.locked:], 0) // unlocked next: nothing grows it
 		s.private -= n
 		if r.node != nil {
 			s.cache.Unlock(r.node)
