@@ -22,9 +22,11 @@ func decodeRank() timing.Batch {
 // is the TP 2 pass with, in each of Qwen3-30B-A3B's 48 MoE layers, the fused MoE of moe_tp_size 2 at
 // the rank's 16 tokens replaced by the MoE of moe_tp_size 8 at the group's tokens, plus the NCCL
 // all_gather and reduce_scatter of the group's tokens × hidden 2048 over the 8 GPUs (AIConfigurator's
-// MoE op at num_tokens × attention_dp_size and its MoEDispatch ops). The rows: SGLang 0.5.14's
-// moe_perf (bf16, power_law_1.2, 128 experts top 8, hidden 2048, inter 768) and NCCL 2.26.2's
-// half-precision rows on 8 GPUs (messages of 16 × 2048 and 64 × 2048 elements).
+// MoE op at num_tokens × attention_dp_size and its MoEDispatch ops), and the layer's two all-reduces
+// over the rank's TP 2 replaced by a reduce_scatter and an all_gather of its 16 tokens there
+// (TestAttentionDPSGLangTPHalves). The rows: SGLang 0.5.14's moe_perf (bf16, power_law_1.2, 128
+// experts top 8, hidden 2048, inter 768) and custom all-reduce, NCCL 2.26.2's half-precision rows on
+// 8 GPUs (messages of 16 × 2048 and 64 × 2048 elements) and 2 GPUs (16 × 2048).
 func TestAttentionDP(t *testing.T) {
 	const (
 		moeTP2At16 = 0.08963711738586426
@@ -34,6 +36,9 @@ func TestAttentionDP(t *testing.T) {
 		scatter16  = 0.01366 // reduce_scatter, 32768 elements
 		gather64   = 0.01771 // all_gather, 131072 elements
 		scatter64  = 0.01295 // reduce_scatter, 131072 elements
+		// Within the rank's TP 2, at 32768 elements: a reduce_scatter and an all_gather instead of
+		// two custom all-reduces.
+		tpHalves = 0.006 + 0.00624 - 2*0.0028591999411582947
 	)
 	o := Options{Backend: "sglang", Version: "0.5.14", TP: 2}
 	tp, err := onH200(t, "qwen3-30b-a3b", o)
@@ -51,11 +56,11 @@ func TestAttentionDP(t *testing.T) {
 		rows  float64 // the MoE layer's change, ms
 	}{
 		// Every rank decodes 16 requests: the experts see 64 tokens.
-		{"four busy ranks", timing.Group{Ranks: 4, Tokens: 64, MaxTokens: 16}, moeTP8At64 + gather64 + scatter64 - moeTP2At16},
+		{"four busy ranks", timing.Group{Ranks: 4, Tokens: 64, MaxTokens: 16}, moeTP8At64 + gather64 + scatter64 + tpHalves - moeTP2At16},
 		// Priced without its group, the batch stands for every rank's: the same.
-		{"no group", timing.Group{}, moeTP8At64 + gather64 + scatter64 - moeTP2At16},
+		{"no group", timing.Group{}, moeTP8At64 + gather64 + scatter64 + tpHalves - moeTP2At16},
 		// The other three ranks are idle: they still join every MoE layer, with no tokens of their own.
-		{"three idle ranks", timing.Group{Ranks: 4, Tokens: 16, MaxTokens: 16}, moeTP8At16 + gather16 + scatter16 - moeTP2At16},
+		{"three idle ranks", timing.Group{Ranks: 4, Tokens: 16, MaxTokens: 16}, moeTP8At16 + gather16 + scatter16 + tpHalves - moeTP2At16},
 	} {
 		b := decodeRank()
 		base := tp.Cost(&b)
@@ -74,6 +79,55 @@ func TestAttentionDP(t *testing.T) {
 		}
 		if d := sum - float64(got.Total())/float64(time.Millisecond); d < -1e-6 || d > 1e-6 {
 			t.Errorf("%s: parts sum to %.6f ms, the pass is %v", tc.name, sum, got.Total())
+		}
+	}
+}
+
+// partMs is the pass's part op, ms.
+func partMs(mdl *Model, b *timing.Batch, op string) float64 {
+	var v float64
+	for _, p := range mdl.Parts(b) {
+		if p.Op == op {
+			v += p.Ms
+		}
+	}
+	return v
+}
+
+// TestAttentionDPSGLangTPHalves: SGLang with attention TP 2 and DP 2 reduce-scatters each MoE layer's
+// input over the rank's two attention TP GPUs and all-gathers its output there (AIConfigurator's
+// MoEDispatch, combined_attention_tpdp), instead of the layer's two custom all-reduces. At 16 decode
+// tokens (32768 elements) on Qwen3-30B-A3B (48 MoE layers): TP 2 alone pays 97 all-reduces (two a
+// layer and the embedding's) of SGLang 0.5.14's graph custom all-reduce, 0.0028592 ms; with DP 2
+// the embedding's all-reduce and 48 × (NCCL 2.26.2's half reduce_scatter 0.006 + all_gather 0.00624).
+func TestAttentionDPSGLangTPHalves(t *testing.T) {
+	const (
+		ar2      = 0.0028591999411582947
+		scatter2 = 0.006
+		gather2  = 0.00624
+	)
+	o := Options{Backend: "sglang", Version: "0.5.14", TP: 2}
+	tp, err := onH200(t, "qwen3-30b-a3b", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.AttentionDP = 2
+	dp, err := onH200(t, "qwen3-30b-a3b", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := decodeRank()
+	b.Group = timing.Group{Ranks: 2, Tokens: 32, MaxTokens: 16}
+	for _, tc := range []struct {
+		name string
+		mdl  *Model
+		want float64
+	}{
+		{"tp 2", tp, 97 * ar2},
+		{"tp 2 dp 2", dp, ar2 + 48*(scatter2+gather2)},
+	} {
+		if got := partMs(tc.mdl, &b, "tp_allreduce"); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: tp_allreduce %.9f ms, want %.9f", tc.name, got, tc.want)
 		}
 	}
 }

@@ -460,8 +460,10 @@ func (c *config) neededTables() []tableRef {
 	return needed
 }
 
-// groupCurves are the MoE layers' collectives over an attention data-parallel group (zero without).
-type groupCurves struct{ gather, scatter curve }
+// groupCurves are the MoE layers' collectives over an attention data-parallel group (zero without):
+// the gather and scatter over all its GPUs and, on SGLang with attention TP > 1, the reduce-scatter
+// and all-gather within a rank's attention TP group around them.
+type groupCurves struct{ gather, scatter, tpScatter, tpGather curve }
 
 // finish loads the MoE and all-reduce curves and tabulates the per-pass curves.
 func (mdl *Model) finish(d db, c *config, version string, rf *roofline, gemms map[string]*gemmData, moeSrc []string, bmm *mlaBmm) (*Model, error) {
@@ -498,7 +500,7 @@ func (mdl *Model) finish(d db, c *config, version string, rf *roofline, gemms ma
 
 	var gc groupCurves
 	if c.dp > 1 {
-		if gc.gather, gc.scatter, err = groupComm(d, c, rf, mdl); err != nil {
+		if gc, err = groupComm(d, c, rf, mdl); err != nil {
 			return nil, err
 		}
 	}
@@ -859,20 +861,38 @@ func ncclSources(d db, c *config, why string) ([]string, error) {
 }
 
 // groupComm loads the MoE layers' NCCL gather and scatter over the attention data-parallel group's
-// tp × dp GPUs (half precision, by message size in elements).
-func groupComm(d db, c *config, rf *roofline, mdl *Model) (gather, scatter curve, err error) {
+// tp × dp GPUs (half precision, by message size in elements) and, on SGLang with tp > 1, the
+// reduce-scatter and all-gather over a rank's tp GPUs (AIConfigurator's MoEDispatch,
+// combined_attention_tpdp).
+func groupComm(d db, c *config, rf *roofline, mdl *Model) (groupCurves, error) {
+	var gc groupCurves
 	gpus := c.tp * c.dp
 	paths, err := ncclSources(d, c, fmt.Sprintf("attention data parallelism %d gathers the MoE layers' tokens over %d GPUs", c.dp, gpus))
 	if err != nil {
-		return curve{}, curve{}, err
+		return gc, err
 	}
 	mdl.sources = append(mdl.sources, paths...)
-	if gather, err = loadCollective(paths, "all_gather", gpus, rf.gatherSOL); err != nil {
-		return curve{}, curve{}, err
+	if gc.gather, err = loadCollective(paths, "all_gather", gpus, rf.gatherSOL); err != nil {
+		return gc, err
 	}
-	scatter, err = loadCollective(paths, "reduce_scatter", gpus, rf.gatherSOL)
-	return gather, scatter, err
+	if gc.scatter, err = loadCollective(paths, "reduce_scatter", gpus, rf.gatherSOL); err != nil {
+		return gc, err
+	}
+	if sglangTPHalves(c) {
+		if gc.tpScatter, err = loadCollective(paths, "reduce_scatter", c.tp, rf.gatherSOL); err != nil {
+			return gc, err
+		}
+		if gc.tpGather, err = loadCollective(paths, "all_gather", c.tp, rf.gatherSOL); err != nil {
+			return gc, err
+		}
+	}
+	return gc, nil
 }
+
+// sglangTPHalves: SGLang with attention TP and DP both above 1 reduce-scatters a MoE layer's input
+// over the rank's attention TP group before gathering it over all GPUs, and all-gathers the output
+// within that group after scattering it: the group's two all-reduces become one all-reduce's halves.
+func sglangTPHalves(c *config) bool { return c.Backend == "sglang" && c.tp > 1 && c.dp > 1 }
 
 // buildCurves tabulates the token-linear part of a pass and the LM head.
 func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmData, moe curve, mk moeKey, ar curve, bmm *mlaBmm, gc groupCurves) {
@@ -907,6 +927,16 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 		}
 		size := max(4*T, ar.x[0])
 		return ar.at(size, rf.allReduceSOL(size, c.tp))
+	}
+	// A MoE layer's traffic within the attention TP group: two all-reduces, or on SGLang with
+	// attention data parallelism the reduce-scatter and all-gather around the group's gather and
+	// scatter (sglangTPHalves), of the rank's T tokens × hidden elements over tp GPUs.
+	moeTPComm := func(T float64) float64 { return 2 * arAt(T) }
+	if sglangTPHalves(c) {
+		moeTPComm = func(T float64) float64 {
+			size := T * h
+			return gc.tpScatter.at(size, rf.gatherSOL(size, c.tp)) + gc.tpGather.at(size, rf.gatherSOL(size, c.tp))
+		}
 	}
 	// The attention projections every token goes through: per full-attention layer q (with its
 	// output gate, AttnOutputGate), k, v and o; per linear-attention layer (Gated DeltaNet,
@@ -969,6 +999,11 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 		{"attention_projections", func(T float64) float64 { return all * proj(T) }},
 		{"tp_allreduce", func(T float64) float64 { return all*(2*arAt(T)+qkNormAt(T)) + arAt(T) }},
 	}
+	if sglangTPHalves(c) {
+		parts[2].f = func(T float64) float64 {
+			return dense*2*arAt(T) + moeLayers*moeTPComm(T) + all*qkNormAt(T) + arAt(T)
+		}
+	}
 	if dense > 0 {
 		parts = append(parts, tokenPart{"mlp", func(T float64) float64 { return dense * gatedMLP(T, in) }})
 	}
@@ -1000,9 +1035,9 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 	// num_tokens × attention_dp_size and its MoEDispatch ops, an NCCL all_gather (pre) and
 	// reduce_scatter (post) of num_tokens × hidden × attention_dp_size elements over all
 	// moe_tp × moe_ep GPUs (sdk/operations/moe.py, MoE.query and MoEDispatch.query, the vLLM and
-	// the SGLang non-DeepEP paths). The attention TP group's own all-reduces stay in tp_allreduce,
-	// by the rank's tokens: SGLang's reduce-scatter and all-gather within the attention TP group
-	// around the gather are an all-reduce's two halves.
+	// the SGLang non-DeepEP paths). The attention TP group's own traffic stays in tp_allreduce, by
+	// the rank's tokens: on SGLang one reduce-scatter and one all-gather per MoE layer instead of
+	// two all-reduces (moeTPComm).
 	if c.dp > 1 && moeLayers > 0 {
 		mdl.dp = c.dp
 		mdl.padToMax = c.Backend == "vllm"
@@ -1029,7 +1064,7 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 		// gather and scatter): taken at Cost time (groupWork).
 		mdl.overlapDP = true
 		rk := append(slices.Clone(lin.ms), bf16.ms...)
-		for _, s := range ar.x {
+		for _, s := range append(append(slices.Clone(ar.x), gc.tpScatter.x...), gc.tpGather.x...) {
 			if t := s / h; t >= 1 {
 				rk = append(rk, t)
 			}
@@ -1037,7 +1072,7 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 		mdl.routed = tabulate(unique(append(rk, powersOfTwo()...)), func(T float64) float64 {
 			v := router(T)
 			if c.Backend == "sglang" {
-				v += 2 * arAt(T)
+				v += moeTPComm(T)
 			}
 			return moeLayers * v
 		})
@@ -1061,7 +1096,7 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 	if m.MoE() {
 		knots = append(knots, moe.x...)
 	}
-	for _, s := range ar.x {
+	for _, s := range append(append(slices.Clone(ar.x), gc.tpScatter.x...), gc.tpGather.x...) {
 		if t := s / h; t >= 1 {
 			knots = append(knots, t)
 		}
