@@ -658,6 +658,24 @@ func (c *Config) validateDeployment() error {
 	case c.HostOverheadUs < 0 || math.IsNaN(c.HostOverheadUs) || math.IsInf(c.HostOverheadUs, 0):
 		return bad("host-overhead-us", c.HostOverheadUs, "must be a finite number >= 0")
 	}
+	if c.PrefillWorkers == 0 || c.role != "" { // disaggregated, validateRoles checks each pool's
+		return c.validateDPAttention()
+	}
+	return nil
+}
+
+// validateDPAttention refuses --dp-attention where it would change only the weights per GPU: one rank
+// has no other to share its MoE layers with, and only the op-level model prices a pass's MoE layers
+// from the group's tokens (the others price each rank as a replica).
+func (c *Config) validateDPAttention() error {
+	switch {
+	case !c.DPAttention:
+	case c.DPSize < 2:
+		return bad("dp-attention", true, fmt.Sprintf("needs dp-size 2 or more (dp-size %d: a single rank shares its MoE layers with no other)", c.DPSize))
+	case c.TimingName() != registry.Models[0].Name:
+		return bad("dp-attention", true, fmt.Sprintf("needs the op-level timing model (--timing %s), which prices the MoE layers over all the ranks' tokens; timing %s would price each rank as a replica",
+			registry.Models[0].Name, c.TimingName()))
+	}
 	return nil
 }
 

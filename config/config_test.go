@@ -64,6 +64,14 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.TP, c.EP = 2, 4 }, "ep 4: must divide tp 2"},
 		{func(c *Config) { c.TP, c.DPSize, c.EP = 1, 4, 4 }, "ep 4: must divide tp 1 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"},
 		{func(c *Config) { c.TP, c.DPSize, c.DPAttention, c.EP = 1, 4, true, 8 }, "ep 8: must divide tp 1 × dp-size 4 (with --dp-attention the experts are sharded over ep of the 4 GPUs)"},
+		{func(c *Config) { c.Model, c.DPAttention = "qwen3-30b-a3b", true }, "dp-attention true: needs dp-size 2 or more (dp-size 1: a single rank shares its MoE layers with no other)"},
+		{func(c *Config) { c.DPSize, c.DPAttention, c.Timing = 2, true, "fixed" }, "dp-attention true: needs the op-level timing model (--timing default), which prices the MoE layers over all the ranks' tokens; timing fixed would price each rank as a replica"},
+		{func(c *Config) { c.Backend, c.DPSize, c.DPAttention = "trtllm", 2, true }, "dp-attention true: needs the op-level timing model (--timing default), which prices the MoE layers over all the ranks' tokens; timing profile"},
+		{func(c *Config) { c.PrefillWorkers, c.DecodeWorkers = 1, 1; _ = c.Decode.Set("dp-attention", "true") }, "decode-dp-attention true: needs dp-size 2 or more (dp-size 1"},
+		{func(c *Config) {
+			c.PrefillWorkers, c.DecodeWorkers, c.DPSize, c.DPAttention = 1, 1, 2, true
+			_ = c.Prefill.Set("dp-size", "1")
+		}, "dp-attention true: needs dp-size 2 or more (dp-size 1: a single rank shares its MoE layers with no other) (the prefill workers)"},
 		{func(c *Config) { c.BootstrapMaxConns = 0 }, "bootstrap-max-conns 0"},
 		{func(c *Config) { c.KVEventsEndpoint, c.ZMQKVEventsPort = "tcp://*:5557", 5557 }, `kv-events-endpoint "tcp://*:5557": conflicts with --zmq-kv-events-port`},
 		{func(c *Config) { c.KVEventsEndpoint = "udp://x:1" }, `kv-events-endpoint "udp://x:1": want tcp://HOST:PORT`},

@@ -235,6 +235,15 @@ func (c *Config) validateRoles() error {
 	}
 	for i, name := range Roles {
 		keys := c.Role(name).Keys()
+		if c.PrefillWorkers > 0 {
+			var se *settingError
+			if err := pools[i].validateDPAttention(); errors.As(err, &se) {
+				if slices.Contains(keys, se.key) {
+					return &settingError{name + "-" + se.key, name + "-" + se.msg}
+				}
+				return &settingError{se.key, fmt.Sprintf("%s (the %s workers)", se.msg, name)}
+			}
+		}
 		if len(keys) == 0 {
 			continue
 		}
