@@ -30,7 +30,9 @@ func newEstimateCmd() *cobra.Command {
 {"pass_ms": ..., "prefill_ms": ..., "decode_ms": ...}. The pass holds one prompt chunk of
 --prefill-tokens new tokens over --prefill-cached cached ones (whose first token it samples), and
 --decode-requests decodes at context --decode-context. With --breakdown it adds "ops": the pass's time
-by operation ([{"op": ..., "ms": ...}], summing to pass_ms) where the timing model itemizes it.`,
+by operation ([{"op": ..., "ms": ...}], summing to pass_ms) where the timing model itemizes it.
+With --dp-size N --dp-attention the batch is one rank's and stands for every rank's: the MoE layers
+are priced at N × its tokens.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loadSettings(cmd.Flags(), &cfg, configPath); err != nil {
@@ -56,7 +58,7 @@ by operation ([{"op": ..., "ms": ...}], summing to pass_ms) where the timing mod
 func hideWorkloadFlags(fs *pflag.FlagSet) {
 	keep := map[string]bool{}
 	for _, name := range []string{"config", "prefill-tokens", "prefill-cached", "decode-requests", "decode-context", "breakdown",
-		"backend", "block-size", "num-gpu-blocks", "page-size", "model", "model-config", "system", "tp", "ep", "quantization",
+		"backend", "block-size", "num-gpu-blocks", "page-size", "model", "model-config", "system", "tp", "ep", "dp-size", "dp-attention", "quantization",
 		"kv-cache-dtype", "moe-quantization", "gpu-memory-utilization", "timing", "profile", "perf-db", "backend-version",
 		"prefill-ms", "decode-ms", "speedup-ratio", "decode-speedup-ratio", "host-overhead-us"} {
 		keep[name] = true

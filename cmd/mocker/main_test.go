@@ -473,6 +473,13 @@ func TestEstimate(t *testing.T) {
 	if _, _, err := mocker(t, "estimate", "--model", "llama-3.1-70b", "--prefill-tokens", "10"); err == nil || !strings.Contains(err.Error(), "does not fit") {
 		t.Errorf("70B on one GPU: error %v", err)
 	}
+	// The flags that change the pass are in the help: attention data parallelism prices the MoE layers.
+	out, _, err = mocker(t, "estimate", "--help")
+	for _, want := range []string{"--dp-size int", "--dp-attention[=true|false]", "stands for every rank's"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("estimate --help: no %q (%v)", want, err)
+		}
+	}
 }
 
 // TestKVRouterBeatsRoundRobin: on the Mooncake conversation trace with 8 workers, routing by KV-cache
