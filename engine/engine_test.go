@@ -81,7 +81,7 @@ func TestDPGroup(t *testing.T) {
 	e.Enqueue(&sched.Request{ID: 1, Prompt: make([]uint32, 40), MaxTokens: 50, Rank: 0})
 	e.Enqueue(&sched.Request{ID: 2, Prompt: make([]uint32, 4), MaxTokens: 50, Rank: 2})
 	p := e.Step(0)
-	want := timing.Group{Ranks: 3, Tokens: 44, MaxTokens: 40}
+	want := timing.Group{Ranks: 3, Tokens: 44, MaxTokens: 40, Prefill: true}
 	if len(m.seen) != 2 || m.seen[0] != want || m.seen[1] != want {
 		t.Fatalf("groups priced %+v, want %+v for each of the two stepping ranks", m.seen, want)
 	}

@@ -23,12 +23,15 @@ type Batch struct {
 	Group Group
 }
 
-// Group is the data-parallel group of a pass: its ranks, idle ones included, and the new tokens the
-// ranks that step compute in it (Σ Seq.New over their batches) and the most any one of them computes.
+// Group is the data-parallel group of a pass: its ranks, idle ones included, the new tokens the
+// ranks that step compute in it (Σ Seq.New over their batches) and the most any one of them computes,
+// and whether any of them computes prompt tokens (SGLang's is_extend_in_batch, which picks how the
+// ranks' tokens are gathered).
 type Group struct {
 	Ranks     int
 	Tokens    int
 	MaxTokens int
+	Prefill   bool
 }
 
 // Add counts the new tokens of one stepping rank's batch into g.
@@ -36,6 +39,7 @@ func (g *Group) Add(b *Batch) {
 	n := 0
 	for i := range b.Seqs {
 		n += b.Seqs[i].New
+		g.Prefill = g.Prefill || b.Seqs[i].Prefill && b.Seqs[i].New > 0
 	}
 	g.Tokens += n
 	g.MaxTokens = max(g.MaxTokens, n)

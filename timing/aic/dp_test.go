@@ -152,6 +152,32 @@ func TestAttentionDPPadsToLargest(t *testing.T) {
 	}
 }
 
+// TestGroupTokens: the tokens the group's MoE layers process. vLLM: ranks × the largest rank's.
+// SGLang: the sum with a prompt chunk on any rank; decodes only, ranks × the largest where 2 × the
+// sum exceeds it (all-gather mode), else the sum. Without a group: every rank as this one.
+func TestGroupTokens(t *testing.T) {
+	vllm, sglang := &Model{dp: 4, padToMax: true}, &Model{dp: 4}
+	p := passShape{tokens: 16}
+	for _, tc := range []struct {
+		mdl  *Model
+		g    timing.Group
+		want float64
+	}{
+		{vllm, timing.Group{Ranks: 4, Tokens: 40, MaxTokens: 25}, 100},
+		{vllm, timing.Group{Ranks: 4, Tokens: 52, MaxTokens: 16, Prefill: true}, 64},
+		{vllm, timing.Group{}, 64},
+		{sglang, timing.Group{Ranks: 4, Tokens: 40, MaxTokens: 25}, 40},                // 80 ≤ 100: sum
+		{sglang, timing.Group{Ranks: 4, Tokens: 52, MaxTokens: 16}, 64},                // 104 > 64: padded
+		{sglang, timing.Group{Ranks: 4, Tokens: 52, MaxTokens: 16, Prefill: true}, 52}, // a prompt chunk: sum
+		{sglang, timing.Group{Ranks: 4, Tokens: 32, MaxTokens: 16}, 32},                // 64 = 64: sum
+		{sglang, timing.Group{}, 64},
+	} {
+		if got := tc.mdl.groupTokens(p, &tc.g); got != tc.want {
+			t.Errorf("pad to max %v, group %+v: %v tokens, want %v", tc.mdl.padToMax, tc.g, got, tc.want)
+		}
+	}
+}
+
 // TestAttentionDPOne: AttentionDP 0 and 1 are the model without it, and such a model ignores a batch's
 // group: its ranks are replicas.
 func TestAttentionDPOne(t *testing.T) {

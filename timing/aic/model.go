@@ -1310,15 +1310,17 @@ func (mdl *Model) groupWork(p passShape, g *timing.Group) float64 {
 // largest rank's tokens so that the ranks replay CUDA graphs of one shape in lock step
 // (vllm/v1/worker/dp_utils.py, coordinate_batch_across_dp; gpu_model_runner.py's get_dp_padding
 // before it), so its MoE sees ranks × the largest; it is taken so for every pass, including the
-// eager ones too large for a graph, which gather only what the ranks have. SGLang gathers each rank's
-// own tokens (its DP-attention gather in sum-length mode). A batch priced without its group
-// (Group.Ranks 0) stands for every rank's, as AIConfigurator's MoE op takes num_tokens ×
-// attention_dp_size.
+// eager ones too large for a graph, which gather only what the ranks have. SGLang picks the cheaper
+// gather (layers/dp_attention.py, DpPaddingMode.get_dp_padding_mode): with a prompt chunk on any
+// rank the sum of the ranks' tokens; decodes only, every rank padded to the largest when
+// 2 × the sum > the largest × ranks (an all-gather of ranks × the largest beats an all-reduce of the
+// sum), else the sum. A batch priced without its group (Group.Ranks 0) stands for every rank's, as
+// AIConfigurator's MoE op takes num_tokens × attention_dp_size.
 func (mdl *Model) groupTokens(p passShape, g *timing.Group) float64 {
 	switch {
 	case g.Ranks == 0:
 		return float64(p.tokens * mdl.dp)
-	case mdl.padToMax:
+	case mdl.padToMax, !g.Prefill && 2*g.Tokens > g.MaxTokens*g.Ranks:
 		return float64(g.MaxTokens * g.Ranks)
 	}
 	return float64(g.Tokens)
