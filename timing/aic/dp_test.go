@@ -134,20 +134,26 @@ func TestAttentionDPSGLangTPHalves(t *testing.T) {
 
 // TestAttentionDPPadsToLargest: vLLM pads every rank's batch to the group's largest, so a rank's MoE
 // layers cost the same whether the other ranks decode as many requests or idle (a dummy batch of the
-// same shape); SGLang gathers only the tokens the ranks have.
+// same shape), and 40 tokens over 4 ranks, at most 25 on one, cost what 4 × 25 do; SGLang gathers
+// only the tokens the ranks have where that is the cheaper gather.
 func TestAttentionDPPadsToLargest(t *testing.T) {
 	for _, backend := range []string{"vllm", "sglang"} {
 		mdl, err := onH200(t, "qwen3-30b-a3b", Options{Backend: backend, TP: 2, AttentionDP: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := decodeRank()
-		b.Group = timing.Group{Ranks: 4, Tokens: 64, MaxTokens: 16}
-		busy := mdl.Cost(&b)
-		b.Group = timing.Group{Ranks: 4, Tokens: 16, MaxTokens: 16}
-		idle := mdl.Cost(&b)
-		if same := busy == idle; same != (backend == "vllm") {
-			t.Errorf("%s: three busy ranks %v, three idle %v; want equal only for vllm", backend, busy, idle)
+		for _, pair := range [][2]timing.Group{
+			{{Ranks: 4, Tokens: 64, MaxTokens: 16}, {Ranks: 4, Tokens: 16, MaxTokens: 16}},
+			{{Ranks: 4, Tokens: 40, MaxTokens: 25}, {Ranks: 4, Tokens: 100, MaxTokens: 25}},
+		} {
+			b := decodeRank()
+			b.Group = pair[0]
+			first := mdl.Cost(&b)
+			b.Group = pair[1]
+			second := mdl.Cost(&b)
+			if same := first == second; same != (backend == "vllm") {
+				t.Errorf("%s: group %+v %v, %+v %v; want equal only for vllm", backend, pair[0], first, pair[1], second)
+			}
 		}
 	}
 }
