@@ -11,8 +11,9 @@ import (
 )
 
 // Bounds on settings that size memory: each engine rank (a worker's data-parallel rank) holds its
-// scheduler and KV pool, whose bookkeeping grows with the blocks it holds (~8 KiB idle, ~4 MiB when
-// mocker's default pool of 55,522 blocks is full), so --workers 10000 could take 40 GB.
+// scheduler and KV pool, whose bookkeeping grows with the blocks it holds (~64 KiB idle as a live
+// worker, live/idle_test.go; ~4 MiB when mocker's default pool of 55,522 blocks is full), so
+// --workers 10000 could take 40 GB.
 const (
 	MaxRanks       = 1024    // engine ranks in all: (--workers, or --prefill-workers + --decode-workers) × --dp-size
 	maxConfigBytes = 1 << 20 // a settings file; /dev/zero is refused, not read until memory runs out
