@@ -24,7 +24,8 @@ type Params struct {
 	System  *hardware.System // nil when none is named
 	Backend string           // --backend
 	TP, EP  int
-	// AttentionDP is --dp-size when its ranks share the MoE layers (--dp-attention), else 0.
+	// AttentionDP is --dp-size when its ranks share the MoE layers (--dp-attention), else 1
+	// (config.MoEDP); the op-level model takes 0 and 1 alike.
 	AttentionDP int
 	// Quantization is --quantization as given; GEMMQuant and MoEQuant are the precisions it resolves to
 	// for the linear layers and the routed experts ("": the model's dtype).
