@@ -1,6 +1,7 @@
 package aic
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -70,8 +71,12 @@ func (mdl *Model) deepGEMMExperts(d db, version string, own curve, k moeKey, rf 
 			continue
 		}
 		g, err := loadGEMMKernel(paths, "fp8_block", deepGEMMKernel, rf)
-		if err != nil {
+		var none *noKernelRows
+		if errors.As(err, &none) {
 			continue // this version's rows do not name DeepGEMM's kernel
+		}
+		if err != nil {
+			return curve{}, err
 		}
 		inter := float64(k.inter / k.tp)
 		hidden := float64(k.hidden)

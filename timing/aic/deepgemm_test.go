@@ -1,6 +1,11 @@
 package aic
 
 import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -91,5 +96,44 @@ func TestDeepGEMMExperts(t *testing.T) {
 	}
 	if strings.Contains(strings.Join(other.Sources(), " "), "gemm/vllm/0.24.0/") {
 		t.Errorf("0.19.0 reads 0.24.0's GEMM rows: %v", other.Sources())
+	}
+}
+
+// TestDeepGEMMExpertsReadError: a version whose GEMM table has no rows of DeepGEMM's kernel is passed
+// over for the next, but one whose table cannot be read is an error that names it, not "no version
+// times DeepGEMM's kernel".
+func TestDeepGEMMExpertsReadError(t *testing.T) {
+	write := func(root, version string, data []byte) {
+		dir := filepath.Join(root, "h200_sxm", "gemm", "vllm", version)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "gemm_perf"+compactExt), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var csv bytes.Buffer
+	zw := gzip.NewWriter(&csv)
+	fmt.Fprint(zw, "gemm_dtype:s,m:f,n:f,k:f,latency:f,kernel_source:s\nfp8_block,16,1536,4096,0.01,cutlass\n")
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	k := moeKey{dtype: "fp8_block", hidden: 4096, inter: 1536, topk: 8, experts: 128, tp: 1, ep: 1}
+	own := curve{x: []float64{1, 16}, y: []float64{0.1, 0.2}}
+	rf := h200Roofline(t)
+
+	none := t.TempDir()
+	write(none, "0.14.0", csv.Bytes())
+	_, err := (&Model{}).deepGEMMExperts(db{root: none, system: "h200_sxm"}, "0.14.0", own, k, rf)
+	if err == nil || !strings.Contains(err.Error(), "no vLLM version's fp8_block GEMM rows time its kernel") {
+		t.Errorf("a table without DeepGEMM's rows: err = %v, want none of the versions to time the kernel", err)
+	}
+
+	corrupt := t.TempDir()
+	write(corrupt, "0.14.0", []byte("not a gzip stream"))
+	write(corrupt, "0.24.0", csv.Bytes())
+	_, err = (&Model{}).deepGEMMExperts(db{root: corrupt, system: "h200_sxm"}, "0.14.0", own, k, rf)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join("0.14.0", "gemm_perf")) || strings.Contains(err.Error(), "no vLLM version") {
+		t.Errorf("an unreadable table: err = %v, want the read error naming 0.14.0's gemm_perf", err)
 	}
 }

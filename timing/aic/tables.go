@@ -60,6 +60,12 @@ func loadGEMM(paths []string, dtype string, rf *roofline) (*gemmData, error) {
 	return loadGEMMKernel(paths, dtype, "", rf)
 }
 
+// noKernelRows is loadGEMMKernel's error for a table that holds no rows of the kernel asked for, as
+// against one it could not read.
+type noKernelRows struct{ msg string }
+
+func (e *noKernelRows) Error() string { return e.msg }
+
 // loadGEMMKernel is loadGEMM over the rows of one kernel_source only ("": every row).
 func loadGEMMKernel(paths []string, dtype, kernel string, rf *roofline) (*gemmData, error) {
 	flops, err := rf.flopsOf(dtype)
@@ -84,7 +90,7 @@ func loadGEMMKernel(paths []string, dtype, kernel string, rf *roofline) (*gemmDa
 		return nil, err
 	}
 	if len(pts) == 0 && kernel != "" {
-		return nil, fmt.Errorf("aic: %s: no GEMM rows with gemm_dtype %q and kernel_source %q", sourceList(paths), dtype, kernel)
+		return nil, &noKernelRows{fmt.Sprintf("aic: %s: no GEMM rows with gemm_dtype %q and kernel_source %q", sourceList(paths), dtype, kernel)}
 	}
 	if len(pts) == 0 {
 		return nil, fmt.Errorf("aic: %s: no GEMM rows with gemm_dtype %q (have %s)", sourceList(paths), dtype, keys(have))
