@@ -22,9 +22,14 @@ import (
 //     0.12.0–0.14.0 (llm-compressor issue 2292: fp8 MoE models a quarter slower than on 0.11.0
 //     until DeepGEMM was turned off) covers the same window.
 //
+// The rule holds with expert parallelism too: vLLM's MoE tensor parallelism is then 1 (below 8), so
+// TP 8 × EP 8 on 0.12–0.14 is priced with DeepGEMM as well. Whether 0.11.1 and 0.11.2 already carry
+// PR 26197 (which would move the window's lower bound) is not established here; the window starts at
+// 0.12.0, where the llm-compressor report starts.
+//
 // The contiguous layout gives each local expert's tokens whole blocks of deepGEMMBlockM rows and,
-// without the experts' token counts on the host (the no-EP path), sizes the grouped GEMMs for the
-// worst case: M_sum = round_up(tokens·topk + local_experts·(deepGEMMBlockM − 1), deepGEMMBlockM)
+// without the experts' token counts on the host (the path without EP; with EP it is priced the same
+// way), sizes the grouped GEMMs for the worst case: M_sum = round_up(tokens·topk + local_experts·(deepGEMMBlockM − 1), deepGEMMBlockM)
 // (deep_gemm_utils.py compute_aligned_M). The experts are priced as the two grouped GEMMs over
 // M_sum rows (gate/up: n = 2·inter/tp, k = hidden; down: n = hidden, k = inter/tp), read from the
 // fp8_block GEMM rows that time DeepGEMM's kernel (deepGEMMKernel). Every M_sum row is priced as
