@@ -86,17 +86,19 @@ func (m *Model) QuantizedWeightBytes(p Precision, tp int) int64 {
 	return int64(math.Ceil(float64(w.linear)*p.Linear + float64(w.experts)*p.Experts + float64(w.other)*p.Other))
 }
 
-// RoutedExpertBytes is the weight memory of the routed experts' gate, up and down projections on one
-// GPU when they are sharded over gpus GPUs, at precision p.Experts (0 for a dense model): the part of
-// QuantizedWeightBytes that attention data parallelism spreads over more GPUs than tp. It panics if
-// gpus is not positive.
+// RoutedExpertBytes is the weight memory of the routed experts' gate, up and down projections (at
+// precision p.Experts) and their biases if any (gpt-oss; at p.Other) on one GPU when they are sharded
+// over gpus GPUs (0 for a dense model): the part of QuantizedWeightBytes that attention data
+// parallelism spreads over more GPUs than tp. It panics if gpus is not positive.
 func (m *Model) RoutedExpertBytes(p Precision, gpus int) int64 {
 	mustPositive("RoutedExpertBytes", 1, gpus)
 	if !m.MoE() {
 		return 0
 	}
-	n := int64(m.MoELayers()) * int64(m.Experts) * 3 * int64(m.Hidden) * int64(m.MoEIntermediate)
-	return int64(math.Ceil(float64(ceilDiv(n, gpus)) * p.Experts))
+	experts := int64(m.MoELayers()) * int64(m.Experts)
+	n := experts * 3 * int64(m.Hidden) * int64(m.MoEIntermediate)
+	biases := experts * (m.expertParams() - 3*int64(m.Hidden)*int64(m.MoEIntermediate))
+	return int64(math.Ceil(float64(ceilDiv(n, gpus))*p.Experts + float64(ceilDiv(biases, gpus))*p.Other))
 }
 
 func mustPositive(fn string, bytes, tp int) {

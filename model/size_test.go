@@ -199,3 +199,23 @@ func TestValidateQKNormKinds(t *testing.T) {
 		t.Errorf("QKNorm and QKNormAllHeads together: Validate() = %v, want an error naming the QK norm", err)
 	}
 }
+
+// TestRoutedExpertBytes: the routed experts' share of a GPU's weights over 8 GPUs. Qwen3-30B-A3B's
+// 48 layers × 128 experts × 3 × 2048 × 768 bf16 weights: 7,247,757,312 B. gpt-oss-120b's 36 layers ×
+// 128 experts × 3 × 2880 × 2880 weights at half a byte, 7,166,361,600 B, and their biases,
+// 36 × 128 × (2 × 2880 + 2880) at 2 bytes, 9,953,280 B.
+func TestRoutedExpertBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    model.Precision
+		want int64
+	}{
+		{"qwen3-30b-a3b", model.Precision{Linear: 2, Experts: 2, Other: 2}, 7247757312},
+		{"gpt-oss-120b", model.Precision{Linear: 2, Experts: 0.5, Other: 2}, 7166361600 + 9953280},
+		{"llama-3.1-8b", model.Precision{Linear: 2, Experts: 2, Other: 2}, 0},
+	} {
+		if got := mustLookup(t, tc.name).RoutedExpertBytes(tc.p, 8); got != tc.want {
+			t.Errorf("%s: %d B, want %d", tc.name, got, tc.want)
+		}
+	}
+}
