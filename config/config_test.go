@@ -603,6 +603,19 @@ func TestDPAttention(t *testing.T) {
 	if !c.ForRole("decode").DPAttention || c.ForRole("prefill").DPAttention {
 		t.Errorf("--decode-dp-attention: decode %v, prefill %v", c.ForRole("decode").DPAttention, c.ForRole("prefill").DPAttention)
 	}
+	// SGLang with drafts: the server's 48 running requests are split over the 8 attention-DP ranks,
+	// 6 a rank; as replicas each rank is its own server, 48.
+	c = Default()
+	c.Backend, c.Model, c.System, c.DPSize, c.SpecNumTokens = "sglang", "qwen3-30b-a3b", "h200_sxm", 8, 2
+	for _, tc := range []struct {
+		dpAttention bool
+		want        int
+	}{{false, 48}, {true, 6}} {
+		c.DPAttention = tc.dpAttention
+		if got, err := c.MaxRunning(); err != nil || got != tc.want {
+			t.Errorf("sglang, drafts, dp-size 8, dp-attention %v: max-num-seqs auto %d (%v), want %d", tc.dpAttention, got, err, tc.want)
+		}
+	}
 }
 
 // TestExpertParallelNeedsExperts: --ep above 1 is refused for a dense model and without a model; the

@@ -334,7 +334,9 @@ func (c *Config) MaxRunning() (int, error) {
 
 // maxNumSeqs is --max-num-seqs, or when it is auto (0) the engine's own default on the deployment
 // (engine.BackendSpec.MaxRunning): from the GPU's memory, one rank's KV pool, the context length
-// (--max-model-len, else the model's) and whether --spec-num-tokens drafts.
+// (--max-model-len, else the model's), whether --spec-num-tokens drafts and the attention data-parallel
+// ranks. A value given is each rank's (SGLang's --max-running-requests N over D attention-DP ranks is
+// --max-num-seqs N/D).
 func (c *Config) maxNumSeqs(d *Deployment) int {
 	if c.MaxNumSeqs > 0 {
 		return c.MaxNumSeqs
@@ -347,7 +349,7 @@ func (c *Config) maxNumSeqs(d *Deployment) int {
 	if ctx == 0 && d.Model != nil {
 		ctx = d.Model.MaxPositions
 	}
-	return c.backend().Spec().MaxRunning(mem, d.KVBlocks*d.BlockSize, ctx, c.SpecNumTokens > 0)
+	return c.backend().Spec().MaxRunning(mem, d.KVBlocks*d.BlockSize, ctx, c.SpecNumTokens > 0, c.MoEDP())
 }
 
 // encoderCacheSize is --encoder-cache-size, or by default the pass token budget, as vLLM sizes its encoder

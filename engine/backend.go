@@ -43,8 +43,9 @@ type BackendSpec struct {
 	ClientsStayGrouped bool
 	// MaxRunning is the running requests a rank allows when --max-num-seqs is auto: the engine's own
 	// default on a GPU of gpuMemory bytes (0: unknown), with a KV pool of kvTokens tokens, requests of
-	// at most contextLen tokens (0: unknown) and, if spec, speculative decoding on.
-	MaxRunning func(gpuMemory int64, kvTokens, contextLen int, spec bool) int
+	// at most contextLen tokens (0: unknown), if spec, speculative decoding on, and attnDP ranks of
+	// attention data parallelism in the worker (1 without).
+	MaxRunning func(gpuMemory int64, kvTokens, contextLen int, spec bool, attnDP int) int
 	// Metrics is the engine whose Prometheus metric names its live workers export (live/metrics:
 	// vllm, sglang or trtllm; "": vllm).
 	Metrics string
@@ -143,12 +144,12 @@ func newVLLM(c vllm.Capacity) func(Options, int, int, uint64) (sched.Scheduler, 
 
 // dynamoMaxRunning is Dynamo mocker's default max_num_seqs, 256 whatever the deployment, which
 // TensorRT-LLM workers keep here.
-func dynamoMaxRunning(int64, int, int, bool) int { return 256 }
+func dynamoMaxRunning(int64, int, int, bool, int) int { return 256 }
 
 // vllmMaxRunning is vLLM's max_num_seqs when none is given, as its OpenAI API server sets it
 // (vLLM V1's EngineArgs.get_batch_defaults: 1,024 sequences on a GPU of at least 70 GiB other than an A100,
 // which the H100, H200 and B200 are; 256 on smaller GPUs and where the GPU is unknown).
-func vllmMaxRunning(gpuMemory int64, _, _ int, _ bool) int {
+func vllmMaxRunning(gpuMemory int64, _, _ int, _ bool, _ int) int {
 	if gpuMemory >= 70<<30 {
 		return 1024
 	}
@@ -182,10 +183,13 @@ func newSGLang(o Options, _, dp int, seed uint64) (sched.Scheduler, error) {
 // 512, kept within 2,048 to 4,096, and at most half the pool's tokens; 2,048 where the context length is
 // unknown). With speculative decoding it is 48, which server_args sets for EAGLE, EAGLE3, NEXTN (run as
 // EAGLE) and STANDALONE drafts when --max-running-requests is not given (from v0.4's EAGLE support to
-// today's arg_groups/speculative_hook.py, _handle_eagle_family).
-func sglangMaxRunning(_ int64, kvTokens, contextLen int, spec bool) int {
+// today's arg_groups/speculative_hook.py, _handle_eagle_family). That 48 is the server's
+// --max-running-requests, which the model runner splits over the attention data-parallel ranks
+// (_resolve_max_num_reqs: max_running_requests // dp_size), so with attention DP a rank runs 48 / attnDP
+// (at least 1); the KV-derived size is each rank's own.
+func sglangMaxRunning(_ int64, kvTokens, contextLen int, spec bool, attnDP int) int {
 	if spec {
-		return 48
+		return max(48/max(attnDP, 1), 1)
 	}
 	n := 2048
 	if contextLen > 0 {

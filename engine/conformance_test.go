@@ -92,19 +92,24 @@ func TestParseBackend(t *testing.T) {
 // TestMaxRunningOfEachBackend: every backend has its --max-num-seqs auto (config reads it without a
 // fallback): vLLM's 1,024 on an H200, TensorRT-LLM Dynamo mocker's 256, SGLang's from its KV pool
 // (888,360 tokens over a 131,072-token context × 512 is 3,470); with speculative decoding only SGLang's
-// changes, to the 48 its server_args sets for drafts.
+// changes, to the 48 its server_args sets for drafts. Over 8 attention data-parallel ranks SGLang's
+// model runner splits those 48 (48 // 8 = 6 a rank; 48 // 64 is 0, kept at 1); the KV-derived size is
+// each rank's own, and vLLM's and TensorRT-LLM's limits are per rank anyway.
 func TestMaxRunningOfEachBackend(t *testing.T) {
 	for _, tc := range []struct {
-		b             Backend
-		want, wantMTP int
-	}{{VLLM, 1024, 1024}, {TRTLLM, 256, 256}, {SGLang, 3470, 48}} {
+		b                       Backend
+		want, wantMTP, wantDP8  int
+		wantMTPDP8, wantMTPDP64 int
+	}{{VLLM, 1024, 1024, 1024, 1024, 1024}, {TRTLLM, 256, 256, 256, 256, 256}, {SGLang, 3470, 48, 3470, 6, 1}} {
 		f := tc.b.Spec().MaxRunning
 		if f == nil {
 			t.Errorf("%v: no MaxRunning", tc.b)
 			continue
 		}
-		if got, mtp := f(141<<30, 888360, 131072, false), f(141<<30, 888360, 131072, true); got != tc.want || mtp != tc.wantMTP {
-			t.Errorf("%v: MaxRunning %d, with drafts %d; want %d, %d", tc.b, got, mtp, tc.want, tc.wantMTP)
+		got := [5]int{f(141<<30, 888360, 131072, false, 1), f(141<<30, 888360, 131072, true, 1), f(141<<30, 888360, 131072, false, 8),
+			f(141<<30, 888360, 131072, true, 8), f(141<<30, 888360, 131072, true, 64)}
+		if want := [5]int{tc.want, tc.wantMTP, tc.wantDP8, tc.wantMTPDP8, tc.wantMTPDP64}; got != want {
+			t.Errorf("%v: MaxRunning (alone, drafts, dp 8, drafts dp 8, drafts dp 64) %v; want %v", tc.b, got, want)
 		}
 	}
 }
