@@ -11,14 +11,18 @@ import (
 )
 
 // Bounds on settings that size memory: each engine rank (a worker's data-parallel rank) holds its
-// scheduler and KV pool, whose bookkeeping grows with the blocks it holds (~64 KiB idle as a live
-// worker, live/idle_test.go; ~4 MiB when mocker's default pool of 55,522 blocks is full), so
-// --workers 10000 could take 40 GB.
+// scheduler and KV pool, whose bookkeeping grows with the blocks in use: an idle live worker takes
+// ~64 KiB (its engine, Prometheus series and goroutine: live's TestIdleWorkersAreSmall), and a rank
+// ~5 MiB more once mocker's default pool of 55,522 blocks is full (prefix caching on: ~100 B a block),
+// so MaxRanks ranks so full hold ~5 GiB.
 const (
 	MaxRanks       = 1024    // engine ranks in all: (--workers, or --prefill-workers + --decode-workers) × --dp-size
 	maxConfigBytes = 1 << 20 // a settings file; /dev/zero is refused, not read until memory runs out
 
 	maxRequestBodyMB = 1024
+
+	// rankMemory says why MaxRanks bounds the ranks, in their errors.
+	rankMemory = "an engine rank holds ~100 B per KV block in use, ~5 MiB per 55k blocks"
 )
 
 // settingError is an invalid setting, with the key Validate names the file and line of.
@@ -82,11 +86,11 @@ func (c *Config) validateBounds() error {
 			v   int
 		}{{"workers", c.Workers}, {"prefill-workers", c.PrefillWorkers}, {"decode-workers", c.DecodeWorkers}, {"dp-size", c.DPSize}} {
 			if s.v > MaxRanks {
-				return bad(s.key, s.v, fmt.Sprintf("at most %d (each engine rank holds up to ~4 MB)", MaxRanks))
+				return bad(s.key, s.v, fmt.Sprintf("at most %d (%s)", MaxRanks, rankMemory))
 			}
 		}
 	case key == "workers" && workers > 0 && c.DPSize > 0 && workers*c.DPSize > MaxRanks: // disaggregated: validateRoles
-		return bad(key, workers, fmt.Sprintf("× dp-size %d is %d engine ranks; at most %d (each holds up to ~4 MB)", c.DPSize, workers*c.DPSize, MaxRanks))
+		return bad(key, workers, fmt.Sprintf("× dp-size %d is %d engine ranks; at most %d (%s)", c.DPSize, workers*c.DPSize, MaxRanks, rankMemory))
 	case c.TraceBlockSize > workload.MaxTokens:
 		return bad("trace-block-size", c.TraceBlockSize, fmt.Sprintf("at most %d", workload.MaxTokens))
 	case c.MaxModelLen > workload.MaxTokens:

@@ -1106,11 +1106,9 @@ func (c *Config) SimOptions() (sim.Options, error) {
 		ArrivalSpeedup:        c.ArrivalSpeedupRatio,
 		CheckInvariants:       c.CheckInvariants,
 	}
-	// Clients see a reply from the first token after its header (model.Model.ReplyHeader).
-	if m, err := c.resolveModel(); err != nil {
+	// Clients see a reply from the first token after its header.
+	if o.ReplyHeader, err = c.ReplyHeader(); err != nil {
 		return sim.Options{}, err
-	} else if m != nil {
-		o.ReplyHeader = m.ReplyHeader
 	}
 	for _, s := range c.FailWorker {
 		f, err := sim.ParseFailure(s)

@@ -49,6 +49,16 @@ func (c *Config) resolveModel() (*model.Model, error) {
 	return m, nil
 }
 
+// ReplyHeader is how many tokens every reply of the model opens with that a client does not see
+// (model.Model.ReplyHeader: gpt-oss's 3); 0 without a model.
+func (c *Config) ReplyHeader() (int, error) {
+	m, err := c.resolveModel()
+	if err != nil || m == nil {
+		return 0, err
+	}
+	return m.ReplyHeader, nil
+}
+
 // Deployment resolves the model, the GPU system and the KV cache size.
 func (c *Config) Deployment() (*Deployment, error) {
 	d := &Deployment{BlockSize: c.BlockSizeOrDefault()}

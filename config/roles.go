@@ -224,14 +224,14 @@ func (c *Config) validateRoles() error {
 		// Only a pool's own dp-size can be too large here: validateBounds refused a shared one.
 		if dp := pools[i].DPSize; dp > MaxRanks {
 			key := name + "-dp-size"
-			return &settingError{key, fmt.Sprintf("%s %d: at most %d (each engine rank holds up to ~4 MB)", key, dp, MaxRanks)}
+			return &settingError{key, fmt.Sprintf("%s %d: at most %d (%s)", key, dp, MaxRanks, rankMemory)}
 		}
 	}
 	// Each pool's workers × its data-parallel ranks (workers and ranks are at most MaxRanks each).
 	ranks := c.PrefillWorkers*max(pools[0].DPSize, 0) + c.DecodeWorkers*max(pools[1].DPSize, 0)
 	if ranks > MaxRanks {
-		return &settingError{"prefill-workers", fmt.Sprintf("prefill-workers %d × their dp-size and decode-workers %d × theirs are %d engine ranks; at most %d (each holds up to ~4 MB)",
-			c.PrefillWorkers, c.DecodeWorkers, ranks, MaxRanks)}
+		return &settingError{"prefill-workers", fmt.Sprintf("prefill-workers %d × their dp-size and decode-workers %d × theirs are %d engine ranks; at most %d (%s)",
+			c.PrefillWorkers, c.DecodeWorkers, ranks, MaxRanks, rankMemory)}
 	}
 	for i, name := range Roles {
 		keys := c.Role(name).Keys()

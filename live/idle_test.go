@@ -2,8 +2,13 @@ package live
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -125,16 +130,16 @@ func TestIdleWorkersAreSmall(t *testing.T) {
 	mx := metrics.New(metrics.Options{Model: testModel, MaxModelLen: 1 << 17, BlockSize: 16, NumBlocks: blocks})
 	o.Recorder = func(w, r int) Recorder { return mx.Rank(w, r) }
 	var before, after runtime.MemStats
-	goroutines := runtime.NumGoroutine()
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
+	var s *Server
+	n := startedGoroutines(t, func() error {
+		var err error
+		if s, err = New(o); err != nil {
+			return err
+		}
+		return s.Start()
+	})
 	defer s.Close()
 	runtime.GC()
 	runtime.ReadMemStats(&after)
@@ -142,7 +147,43 @@ func TestIdleWorkersAreSmall(t *testing.T) {
 	if per := grown / workers; per > 128<<10 {
 		t.Errorf("%d idle workers hold %d bytes of heap and stack each, want at most 128 KiB", workers, per)
 	}
-	if n := runtime.NumGoroutine() - goroutines; n != workers {
+	if n != workers {
 		t.Errorf("%d idle workers run %d goroutines, want one each", workers, n)
 	}
+}
+
+// startLabel numbers startedGoroutines' calls, so that each labels its goroutines apart.
+var startLabel atomic.Int64
+
+// startedGoroutines runs start and counts the goroutines it started (and those they started) that still
+// run: they carry a profiler label that no other goroutine has. A change in runtime.NumGoroutine would
+// also count goroutines ending meanwhile, such as a previous server's workers, which Close waits for
+// but which the runtime counts until the scheduler reaps them.
+func startedGoroutines(t *testing.T, start func() error) int {
+	t.Helper()
+	value := strconv.FormatInt(startLabel.Add(1), 10)
+	var err error
+	pprof.Do(context.Background(), pprof.Labels("started", value), func(context.Context) { err = start() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var profile bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&profile, 1); err != nil {
+		t.Fatal(err)
+	}
+	// The profile groups goroutines by stack and labels: "<count> @ <pcs>", then "# labels: {...}".
+	label := fmt.Sprintf("%q:%q", "started", value)
+	n, count := 0, 0
+	for line := range strings.Lines(profile.String()) {
+		if c, _, ok := strings.Cut(line, " @ "); ok {
+			if count, err = strconv.Atoi(c); err != nil {
+				t.Fatalf("goroutine profile line %q: %v", line, err)
+			}
+			continue
+		}
+		if strings.HasPrefix(line, "# labels: ") && strings.Contains(line, label) {
+			n += count
+		}
+	}
+	return n
 }

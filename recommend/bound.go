@@ -14,17 +14,17 @@ import (
 )
 
 // prompt is a request's prompt as a TTFT lower bound sees it: its length, and the fewest of its tokens
-// a worker must compute with the best prefix cache possible.
-type prompt struct{ tokens, minNew, out int }
+// a worker must compute with the best prefix cache possible; and the output tokens a client sees.
+type prompt struct{ tokens, minNew, shown int }
 
-// prompts reads the workload's requests that produce tokens (the ones with a TTFT) and bounds what a
-// prefix cache could spare each. A request's cached prefix can only be blocks some other request (or
+// prompts reads the workload's requests that show a client tokens (the ones with a TTFT: output longer
+// than header, the model's reply header) and bounds what a prefix cache could spare each. A request's cached prefix can only be blocks some other request (or
 // an earlier turn of its own conversation) computed: so its leading blocks found in no other request
 // are computed by it, whatever the cache and the order of service. For a trace the blocks are its hash
 // ids (one id, one run of identical tokens); otherwise they are the engine's blocks of blockSize
 // tokens, hashed with their prefix as the engines hash them. A later turn of a conversation may find
 // its whole history cached: it is bounded by one token.
-func prompts(base *config.Config, blockSize int) ([]prompt, error) {
+func prompts(base *config.Config, blockSize, header int) ([]prompt, error) {
 	c := *base
 	if c.DesyncAuto() {
 		c.ConcurrencyDesyncMs = 0 // it moves arrivals, not prompts: no need to resolve it here
@@ -80,10 +80,10 @@ func prompts(base *config.Config, blockSize int) ([]prompt, error) {
 	}
 	var out []prompt
 	for _, r := range reqs {
-		if r.out < 1 {
+		if r.out <= header {
 			continue
 		}
-		p := prompt{tokens: r.tokens, minNew: 1, out: r.out}
+		p := prompt{tokens: r.tokens, minNew: 1, shown: r.out - header}
 		if r.turn == 0 {
 			shared := 0
 			for _, b := range r.blocks {
@@ -178,7 +178,7 @@ func ttftBound(cfg *config.Config, ps []prompt, p int) (Bound, error) {
 // itlBound bounds every ITL sample of a run of cfg from below: a gap between two deliveries of a
 // request ends with a pass that decodes it, which takes at least a decode step of that request alone
 // (on the decode pool's worker, disaggregated), and that step takes the least at the shortest context
-// any request decodes at: the shortest prompt of a request with two tokens or more, plus one. It assumes
+// any request decodes at: the shortest prompt of a request that shows two tokens or more, plus one. It assumes
 // the timing model charges a pass no less when it holds more, and a decode step no less at a longer
 // context.
 func itlBound(cfg *config.Config, ps []prompt) (Bound, error) {
@@ -196,7 +196,7 @@ func itlBound(cfg *config.Config, ps []prompt) (Bound, error) {
 	}
 	ctx := -1
 	for _, q := range ps {
-		if q.out >= 2 && (ctx < 0 || q.tokens < ctx) {
+		if q.shown >= 2 && (ctx < 0 || q.tokens < ctx) {
 			ctx = q.tokens
 		}
 	}

@@ -71,7 +71,7 @@ func TestBoundBelowRuns(t *testing.T) {
 	base.Model, base.System, base.Timing = "llama-3.1-8b", "h200_sxm", "default"
 	base.InputTokens, base.InputTokensStddev, base.SharedPrefixRatio = 2048, 512, 0.5
 	base.MaxNumBatchedTokens = 1024
-	ps, err := prompts(&base, base.BlockSizeOrDefault())
+	ps, err := prompts(&base, base.BlockSizeOrDefault(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

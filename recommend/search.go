@@ -72,14 +72,23 @@ func Search(base *config.Config, sp *Space, o Options) (*Report, error) {
 	// The bounds read the workload once per KV block size.
 	ps := map[int][]prompt{}
 	if slices.ContainsFunc(o.Targets, func(t Target) bool { return t.Metric != report.E2E }) {
+		header, err := base.ReplyHeader()
+		if err != nil {
+			return nil, err
+		}
+		var some []prompt
 		for _, s := range shapes {
 			c := s.config(base, 1)
 			bs := c.BlockSizeOrDefault()
 			if _, ok := ps[bs]; !ok {
-				if ps[bs], err = prompts(&c, bs); err != nil {
+				if ps[bs], err = prompts(&c, bs, header); err != nil {
 					return nil, err
 				}
+				some = ps[bs]
 			}
+		}
+		if err := measurable(o.Targets, some, header); err != nil {
+			return nil, err
 		}
 	}
 	threads := o.Threads
@@ -311,10 +320,14 @@ func evaluate(base *config.Config, s Shape, scale int, rate float64, targets []T
 	c.Pass = true
 	var why []string
 	for _, t := range targets {
-		v, _ := res.Collector.Percentile(t.Metric, t.Percentile) // no sample: 0, nothing to miss
-		ch := Check{Target: t.String(), Ms: v, Met: v <= t.Ms}
+		v, ok := res.Collector.Percentile(t.Metric, t.Percentile)
+		ch := Check{Target: t.String(), Ms: v, Met: ok && v <= t.Ms} // no sample: nothing met it
 		c.Checks = append(c.Checks, ch)
-		if !ch.Met {
+		switch {
+		case !ok:
+			c.Pass = false
+			why = append(why, fmt.Sprintf("%s: no completed request has one", t.Label()))
+		case !ch.Met:
 			c.Pass = false
 			why = append(why, fmt.Sprintf("%s %.1f ms > %g ms (+%.0f%%)", t.Label(), v, t.Ms, 100*(v/t.Ms-1)))
 		}

@@ -246,3 +246,41 @@ func TestShapeNamesAuto(t *testing.T) {
 		t.Errorf("shapes:\n%s\nwant:\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestTargetWithinReplyHeader: gpt-oss opens every reply with a 3-token header the client does not see,
+// so replies of 3 tokens show none: a TTFT target has nothing to measure and is refused, rather than met
+// by every deployment at 0 ms. Replies of 4 tokens show one: an ITL target is refused and a TTFT target
+// is run. A run whose requests show no token misses its TTFT target.
+func TestTargetWithinReplyHeader(t *testing.T) {
+	base := small()
+	base.Model, base.OutputTokens = "gpt-oss-120b", 3
+	ttft := Options{Targets: []Target{{report.TTFT, 90, 1000}}}
+	_, err := Search(&base, space(), ttft)
+	want := "sla ttft:p90:1000: no request has an output token beyond the model's 3-token reply header, which a client does not see, so none has a TTFT"
+	if err == nil || err.Error() != want {
+		t.Errorf("3-token replies, TTFT target: error %v, want %q", err, want)
+	}
+	shapes, _, err := space().shapes(&base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := evaluate(&base, shapes[0], 1, 1, ttft.Targets, false, 1)
+	if c.Pass || c.Checks[0].Met || c.Why != "p90 TTFT: no completed request has one" {
+		t.Errorf("3-token replies run: pass %v, met %v, why %q; want the TTFT target missed for want of a sample", c.Pass, c.Checks[0].Met, c.Why)
+	}
+
+	base.OutputTokens = 4
+	_, err = Search(&base, space(), Options{Targets: []Target{{report.ITL, 90, 1000}}})
+	want = "sla itl:p90:1000: no request has 2 output tokens or more beyond the model's 3-token reply header, which a client does not see, so none has an ITL"
+	if err == nil || err.Error() != want {
+		t.Errorf("4-token replies, ITL target: error %v, want %q", err, want)
+	}
+	rep, err := Search(&base, space(), ttft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first token shown is the 4th: a pass that prefills and samples (25 ms), then 3 decode passes (5 ms).
+	if best := rep.Candidates[0]; !best.Pass || !(best.Checks[0].Ms >= 40) {
+		t.Errorf("4-token replies, TTFT target: best %+v, want a pass at 40 ms or more", best)
+	}
+}

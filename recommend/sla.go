@@ -56,6 +56,36 @@ type Check struct {
 	Met    bool    `json:"met"`
 }
 
+// measurable refuses a TTFT or ITL target that no request of the workload can have a sample of, as
+// prompts ps (for a header of header tokens) say: it would pass, or fail, whatever the deployment.
+func measurable(targets []Target, ps []prompt, header int) error {
+	most := 0 // the most tokens a request shows
+	for _, p := range ps {
+		most = max(most, p.shown)
+	}
+	for _, t := range targets {
+		need, a := 1, "a TTFT"
+		switch t.Metric {
+		case report.ITL:
+			need, a = 2, "an ITL"
+		case report.E2E:
+			continue
+		}
+		if most >= need {
+			continue
+		}
+		what := "an output token"
+		if need == 2 {
+			what = "2 output tokens or more"
+		}
+		if header > 0 {
+			what = fmt.Sprintf("%s beyond the model's %d-token reply header, which a client does not see", what, header)
+		}
+		return fmt.Errorf("sla %s: no request has %s, so none has %s", t, what, a)
+	}
+	return nil
+}
+
 // stopRule ends a run as soon as a TTFT or E2E target is certainly missed.
 //
 // The p-th percentile of n samples is the sample of rank r(n) = round((n−1)·p/100) in ascending order

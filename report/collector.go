@@ -97,6 +97,7 @@ type rejection struct {
 // tally is the Summary's counts over some requests.
 type tally struct {
 	completed, rejected, failed, retried, incomplete int
+	noTTFT                                           int           // completed requests that showed no token
 	duration                                         time.Duration // latest finish of a completed request
 	input, cached, output                            int           // tokens of completed requests
 }
@@ -115,6 +116,9 @@ func (t *tally) add(r *request) {
 		t.incomplete++
 	default:
 		t.completed++
+		if r.deliveries == 0 {
+			t.noTTFT++
+		}
 		t.duration = max(t.duration, r.end)
 		t.input += int(r.inputTokens)
 		t.cached += int(r.cachedTokens)

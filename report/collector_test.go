@@ -143,6 +143,7 @@ func TestRejectedAndZeroToken(t *testing.T) {
 	want := Summary{
 		CompletedRequests:      2,
 		RejectedRequests:       2,
+		NoTTFTRequests:         1,
 		Duration:               35 * msec,
 		RequestThroughput:      perSec(2, 0.035),
 		InputTokenThroughput:   perSec(140, 0.035),

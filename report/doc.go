@@ -21,6 +21,8 @@
 //   - With [Collector.SetHeader] n, the first n tokens of every reply are not deliveries (the
 //     header a model's chat format opens each reply with, which the server streams no text for):
 //     the first token, TTST, ITL and TPOT (over the tokens after the header) are the client's.
+//     A reply no longer than the header, like an empty one, has none of them: Summary counts it
+//     in NoTTFTRequests, and a distribution with no sample is all zeros, as vllm bench serve's.
 //   - Every distribution reports mean, min, max, population standard deviation and the
 //     percentiles 50, 75, 90, 95 and 99, where percentile p = sorted[round((n−1)·p/100)].
 //

@@ -205,21 +205,33 @@ func jsonKeys(t *testing.T, b []byte) []string {
 
 func TestJSONKeyOrder(t *testing.T) {
 	var b bytes.Buffer
-	if err := play(runEvents[:4], false).Summary().WriteJSON(&b); err != nil {
+	if err := play(runEvents[:2], false).Summary().WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
 	if got := jsonKeys(t, b.Bytes()); !slices.Equal(got, summaryKeys) {
 		t.Errorf("WriteJSON keys =\n%q\nwant\n%q", got, summaryKeys)
 	}
-	if !strings.HasSuffix(b.String(), "\n}\n") || !strings.HasPrefix(b.String(), "{\n  \"completed_requests\": 3,\n") {
+	if !strings.HasSuffix(b.String(), "\n}\n") || !strings.HasPrefix(b.String(), "{\n  \"completed_requests\": 2,\n") {
 		t.Errorf("WriteJSON framing:\n%s", b.String())
 	}
 
+	// runEvents[2] completes with no token, so has no TTFT; runEvents[4] is still in flight.
+	b.Reset()
+	if err := play(runEvents[:4], false).Summary().WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Insert(slices.Clone(summaryKeys), 2, "no_ttft_requests")
+	if got := jsonKeys(t, b.Bytes()); !slices.Equal(got, want) {
+		t.Errorf("WriteJSON keys with a request with no TTFT =\n%q\nwant\n%q", got, want)
+	}
+	if !strings.Contains(b.String(), `"no_ttft_requests": 1,`) {
+		t.Errorf("WriteJSON: no_ttft_requests is not 1:\n%s", b.String())
+	}
 	b.Reset()
 	if err := play(runEvents, false).Summary().WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
-	want := slices.Insert(slices.Clone(summaryKeys), 2, "incomplete_requests")
+	want = slices.Insert(slices.Clone(summaryKeys), 2, "incomplete_requests", "no_ttft_requests")
 	if got := jsonKeys(t, b.Bytes()); !slices.Equal(got, want) {
 		t.Errorf("WriteJSON keys with an incomplete request =\n%q\nwant\n%q", got, want)
 	}
@@ -275,7 +287,7 @@ func TestDeterminism(t *testing.T) {
 
 // TestTierKeys: the lower KV tiers' keys follow preemptions, with their values, only when tiers ran.
 func TestTierKeys(t *testing.T) {
-	s := play(runEvents[:4], false).Summary()
+	s := play(runEvents[:2], false).Summary()
 	s.Tiers = TierSummary{On: true, GPUHitRatio: 0.25, CPUHitRatio: 0.125, DiskHitRatio: 0.0625,
 		OnboardedBlocks: 7, OffloadedBlocks: 9, OnboardTime: 1500 * time.Microsecond}
 	var b bytes.Buffer

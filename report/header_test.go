@@ -64,3 +64,37 @@ func TestSetHeaderAfterArrived(t *testing.T) {
 	}()
 	c.SetHeader(3)
 }
+
+// TestRepliesWithinHeader: with a 3-token header, a reply of 2 tokens (one delivery) or of 3 (a run of
+// decode passes) shows none: it completes, its tokens count as output, but it has no TTFT, and the
+// summary counts it among NoTTFTRequests, in a compact collector too. When every reply is one, TTFT
+// has no sample: Percentile says so rather than 0.
+func TestRepliesWithinHeader(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		c := NewCollector()
+		c.SetHeader(3)
+		if compact {
+			c.Forget(nil)
+		}
+		c.Arrived(0, 0, 10, 2)
+		c.Tokens(0, 10*msec, 2)
+		c.Finished(0, 10*msec)
+		c.Arrived(1, 0, 10, 3)
+		c.TokenRun(1, []time.Duration{10 * msec, 14 * msec, 18 * msec})
+		c.Finished(1, 18*msec)
+		if _, ok := c.Percentile(TTFT, 90); ok {
+			t.Errorf("compact %v: header-only replies have a p90 TTFT", compact)
+		}
+		c.Arrived(2, 0, 10, 4)
+		c.TokenRun(2, []time.Duration{10 * msec, 14 * msec, 18 * msec, 25 * msec})
+		c.Finished(2, 25*msec)
+		s := c.Summary()
+		if s.CompletedRequests != 3 || s.NoTTFTRequests != 2 || s.TotalOutputTokens != 9 || s.TTFT.Count != 1 || s.TTFT.Mean != 25 {
+			t.Errorf("compact %v: completed %d, no TTFT %d, output tokens %d, TTFT %d samples of mean %v; want 3, 2, 9, 1 of 25",
+				compact, s.CompletedRequests, s.NoTTFTRequests, s.TotalOutputTokens, s.TTFT.Count, s.TTFT.Mean)
+		}
+		if v, ok := c.Percentile(TTFT, 90); !ok || v != 25 {
+			t.Errorf("compact %v: p90 TTFT %v (%v), want 25", compact, v, ok)
+		}
+	}
+}

@@ -20,7 +20,7 @@ func TestLifetimes(t *testing.T) {
 	c.Retried(3, 7)
 	c.Admitted(3, 9, 8)
 	want := map[int]Lifetime{
-		0: {Arrival: 1, Admission: 2, FirstToken: 5, End: 6, Worker: 3, Admitted: true, Completed: true, InputTokens: 100, CachedTokens: 16, Tokens: 3},
+		0: {Arrival: 1, Admission: 2, FirstToken: 5, End: 6, Worker: 3, Admitted: true, Completed: true, InputTokens: 100, CachedTokens: 16, Tokens: 3, Shown: 3},
 		2: {Arrival: 3, End: 4, Worker: -1, Rejected: true, InputTokens: 50, Reason: "too long"},
 		3: {Arrival: 4, Admission: 9, Worker: -1, Admitted: true, InputTokens: 10, CachedTokens: 8, Retries: 1},
 	}

@@ -18,6 +18,10 @@ type Summary struct {
 	CompletedRequests  int // finished and not rejected
 	RejectedRequests   int
 	IncompleteRequests int // arrived but neither finished nor rejected; in the JSON only when > 0
+	// NoTTFTRequests are the completed requests that showed no token, so have no TTFT, TTST, TPOT or
+	// ITL: an empty reply, or one no longer than the reply's header (SetHeader); in the JSON only when > 0.
+	// When every request is one, those distributions are empty: all zeros.
+	NoTTFTRequests int
 
 	// Fault injection (in the JSON only when WorkerFailures > 0): workers failed (filled by the caller),
 	// requests that ended failed, and requests retried at least once (whatever their end).
@@ -120,7 +124,7 @@ func (c *Collector) Summary() Summary {
 		}
 	}
 	s.CompletedRequests, s.RejectedRequests, s.IncompleteRequests = t.completed, t.rejected, t.incomplete
-	s.FailedRequests, s.RetriedRequests = t.failed, t.retried
+	s.FailedRequests, s.RetriedRequests, s.NoTTFTRequests = t.failed, t.retried, t.noTTFT
 	s.Duration = t.duration
 	s.TotalInputTokens, s.TotalOutputTokens = t.input, t.output
 	if t.input > 0 {
@@ -181,6 +185,9 @@ func (s Summary) WriteJSON(w io.Writer) error {
 	if s.IncompleteRequests > 0 {
 		// Only when present, so the report of a run that drained stays byte-stable.
 		o.int("incomplete_requests", s.IncompleteRequests)
+	}
+	if s.NoTTFTRequests > 0 {
+		o.int("no_ttft_requests", s.NoTTFTRequests)
 	}
 	if s.WorkerFailures > 0 {
 		o.int("worker_failures", s.WorkerFailures)

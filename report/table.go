@@ -25,6 +25,9 @@ func (s Summary) WriteTable(w io.Writer, title string) error {
 	if s.IncompleteRequests > 0 {
 		row(&b, "Incomplete requests:", strconv.Itoa(s.IncompleteRequests))
 	}
+	if s.NoTTFTRequests > 0 {
+		row(&b, "Requests with no TTFT:", strconv.Itoa(s.NoTTFTRequests))
+	}
 	if s.WorkerFailures > 0 {
 		row(&b, "Worker failures:", strconv.Itoa(s.WorkerFailures))
 		row(&b, "Failed requests:", strconv.Itoa(s.FailedRequests))

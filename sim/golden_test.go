@@ -17,8 +17,12 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/properties.golden")
 
 // passHasher is an Observer that folds every pass a run makes (its ranks' batches, admissions,
-// preemptions, KV events and outputs) and every hand-off into one digest.
-type passHasher struct{ h hash.Hash }
+// preemptions, KV events and outputs) and every hand-off into one digest; with group, each batch's
+// Group too (the golden digests predate it, so they leave it out).
+type passHasher struct {
+	h     hash.Hash
+	group bool
+}
 
 func (p *passHasher) Pass(o *ObservedPass) {
 	fmt.Fprintf(p.h, "pass %s %d %d %d\n", o.Pool, o.Worker, o.Start, o.End)
@@ -28,6 +32,9 @@ func (p *passHasher) Pass(o *ObservedPass) {
 		b := &r.Batch
 		fmt.Fprintf(p.h, "batch {Seqs:%+v ActiveKVTokens:%d TotalKVTokens:%d}\nadmitted %+v\npreempted %v\nevents %+v\noutputs %+v\n",
 			b.Seqs, b.ActiveKVTokens, b.TotalKVTokens, r.Admitted, r.Preempted, r.Events, r.Outputs)
+		if p.group {
+			fmt.Fprintf(p.h, "group %+v\n", b.Group)
+		}
 	}
 }
 

@@ -34,11 +34,11 @@ type threadsRun struct {
 
 // TestThreadsChangeNothing runs TestProperties' random cases with one thread and with four: the reports,
 // per-request records, run ends and pass counts are byte-identical, and so are, for a third of the cases
-// each, what an observer is shown pass by pass or with coasted runs, and the order of the Progress and
-// Finished callbacks (which stop some runs early). A quarter run with invariant checks (no coasting). A
-// run leaves no goroutine behind, stopped early or not. It fails if no case ran a window on lanes. The
-// one-thread run's routers index KV events, the four threads' read block pools in place where they may
-// (runner.mirrorable). MOCKER_THREADS_CASES sets the number of cases (300).
+// each, what an observer is shown pass by pass (each batch's Group too) or with coasted runs, and the
+// order of the Progress and Finished callbacks (which stop some runs early). A quarter run with invariant
+// checks (no coasting). A run leaves no goroutine behind, stopped early or not. It fails if no case ran a
+// window on lanes. The one-thread run's routers index KV events, the four threads' read block pools in
+// place where they may (runner.mirrorable). MOCKER_THREADS_CASES sets the number of cases (300).
 func TestThreadsChangeNothing(t *testing.T) {
 	n := uint64(300)
 	if s := os.Getenv("MOCKER_THREADS_CASES"); s != "" {
@@ -86,10 +86,10 @@ func threadsCase(t *testing.T, c *propCase, threads int) threadsRun {
 	var ph *passHasher
 	switch c.seed % 3 {
 	case 1:
-		ph = &passHasher{h: sha256.New()}
+		ph = &passHasher{h: sha256.New(), group: true}
 		o.Observer = ph
 	case 2:
-		rh := &runHasher{passHasher{h: sha256.New()}}
+		rh := &runHasher{passHasher{h: sha256.New(), group: true}}
 		ph, o.Observer = &rh.passHasher, rh
 	}
 	var calls bytes.Buffer

@@ -7,7 +7,8 @@
 //		[-bin FILE] [-base FILE] [-runs N] [-- extra serve flags]
 //
 // -rate R sends the requests open-loop instead, R a second whatever the answers (on at most -clients
-// connections), for a server's cost under a light load: with `-- --workers 1000 --speedup-ratio 1
+// connections; R from 0.001 to 1e6, a phase's requests started within a day), for a server's cost under
+// a light load: with `-- --workers 1000 --speedup-ratio 1
 // --timing default` the passes take the time they would on the GPU.
 //
 // -bin measures a built binary instead of building ./cmd/mocker; -base FILE measures that binary too,
@@ -38,6 +39,27 @@ import (
 	"github.com/mocker-sim/mocker/tokenize"
 )
 
+// maxPhase bounds how long -rate's open loop takes to start a phase's requests.
+const maxPhase = 24 * time.Hour
+
+// checkLoad refuses, naming the flag, a load the benchmark cannot run: at a rate too low, the open
+// loop would wait longer than any run is meant to (or, below ~1e-9, past what a time.Duration holds).
+func checkLoad(requests, clients, runs int, rate float64) error {
+	switch {
+	case requests < 1 || requests >= 1_000_000:
+		return fmt.Errorf("-requests %d: want 1 to 999999 (six digits number the prompts)", requests)
+	case clients < 1:
+		return fmt.Errorf("-clients %d: want at least 1", clients)
+	case runs < 1:
+		return fmt.Errorf("-runs %d: want at least 1", runs)
+	case rate != 0 && !(rate >= 0.001 && rate <= 1e6):
+		return fmt.Errorf("-rate %v: want 0 (closed loop) or 0.001 to 1e6 requests a second", rate)
+	case rate > 0 && float64(requests-1)/rate > maxPhase.Seconds():
+		return fmt.Errorf("-rate %v: %d requests would take %.0f s to start; at most %v", rate, requests, float64(requests-1)/rate, maxPhase)
+	}
+	return nil
+}
+
 func main() {
 	clients := flag.Int("clients", 64, "concurrent clients")
 	requests := flag.Int("requests", 20000, "requests per phase")
@@ -61,8 +83,8 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if *requests < 1 || *requests >= 1_000_000 || *clients < 1 || *runs < 1 || !(*rate >= 0 && *rate <= 1e6) {
-		fmt.Fprintln(os.Stderr, "bench/serve: want -requests in [1, 999999] (six digits number the prompts), -clients and -runs at least 1, -rate in [0, 1e6]")
+	if err := checkLoad(*requests, *clients, *runs, *rate); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/serve:", err)
 		os.Exit(2)
 	}
 	filler, err := padding(*promptTokens)

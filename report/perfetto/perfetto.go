@@ -315,7 +315,7 @@ func (t *trace) requests(rec *timeline.Recorder, col *report.Collector) error {
 				phases = append(phases, phase{"awaiting decode", prefilled[uint64(id)]}, phase{"transfer", tr.Start},
 					phase{"first token", tr.End})
 			}
-			if l.Tokens > 0 {
+			if l.Shown > 0 { // a reply no longer than its header has no first token, and no decode phase
 				phases = append(phases, phase{"decode", l.FirstToken})
 			}
 		}
@@ -343,7 +343,7 @@ func (t *trace) request(id int, l report.Lifetime, phases []phase) {
 	t.intArg("input_tokens", l.InputTokens, false)
 	t.intArg("cached_tokens", l.CachedTokens, false)
 	t.intArg("output_tokens", l.Tokens, false)
-	if l.Tokens > 0 {
+	if l.Shown > 0 {
 		t.msArg("ttft_ms", l.FirstToken-l.Arrival)
 	}
 	t.msArg("e2e_ms", l.End-l.Arrival)

@@ -2,6 +2,7 @@ package perfetto
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"io"
 	"os"
@@ -390,5 +391,53 @@ func TestEndedWithoutCompleting(t *testing.T) {
 	err = Write(io.Discard, rec, col)
 	if want := "perfetto: request 2: first token at 3µs is before transfer at 4µs"; err == nil || err.Error() != want {
 		t.Errorf("out-of-order transfer: error %v, want %q", err, want)
+	}
+}
+
+// TestReplyHeader: with a reply header of 3 tokens (gpt-oss), a request whose 2 output tokens are all
+// header has no first token: no decode phase and no ttft_ms, its prefill running to its end; one whose
+// 4th token is its first shown decodes from that token.
+func TestReplyHeader(t *testing.T) {
+	col := report.NewCollector()
+	col.SetHeader(3)
+	for id := range 2 {
+		col.Arrived(id, 1000, 10, 4)
+		col.Routed(id, 0)
+		col.Admitted(id, 2000, 0)
+	}
+	col.Tokens(0, 5000, 2)
+	col.Finished(0, 5000)
+	col.Tokens(1, 4000, 3)
+	col.Tokens(1, 6000, 1)
+	col.Finished(1, 7000)
+	var b bytes.Buffer
+	if err := Write(&b, &timeline.Recorder{}, col); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := parse(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(evs); err != nil {
+		t.Fatal(err)
+	}
+	spans := requestSpans(t, evs)
+	want := map[int][]span{
+		0: {{"request", 1000, 5000}, {"queued", 1000, 2000}, {"prefill", 2000, 5000}},
+		1: {{"request", 1000, 7000}, {"queued", 1000, 2000}, {"prefill", 2000, 6000}, {"decode", 6000, 7000}},
+	}
+	if len(spans) != 2 || !slices.Equal(spans[0], want[0]) || !slices.Equal(spans[1], want[1]) {
+		t.Fatalf("spans %+v, want %+v", spans, want)
+	}
+	ttft := map[int]any{}
+	for _, e := range evs {
+		if e.Ph == "b" && e.Name == "request" {
+			if v, ok := e.Args["ttft_ms"]; ok {
+				ttft[*e.ID] = v.(json.Number).String()
+			}
+		}
+	}
+	if len(ttft) != 1 || ttft[1] != "0.005" {
+		t.Errorf("ttft_ms by request %v, want only request 1's, 0.005", ttft)
 	}
 }
