@@ -61,6 +61,9 @@ func TestTierProperties(t *testing.T) {
 			disk[k] += *s.Disk
 		})
 	}
+	if testing.Short() {
+		return // 60 cases need not reach a disk tier on every backend; the full 200 do
+	}
 	for k, name := range []string{"vllm and trtllm", "sglang"} {
 		if !(cpu[k] > 0 && disk[k] > 0) {
 			t.Fatalf("%s: Σ CPU hit ratio %v, Σ disk hit ratio %v over the cases: the tiers served nothing", name, cpu[k], disk[k])
