@@ -306,6 +306,11 @@ func (s *Server) startFleet() error {
 		}
 		f.subs = append(f.subs, sub)
 	}
+	// A round trip: the server has the subscriptions, so a worker that joins once Start has returned
+	// is pinged at its join rather than at the next standing round.
+	if err := o.Conn.Flush(); err != nil {
+		return fmt.Errorf("live: fleet: %w", err)
+	}
 	s.bg.Go(func() {
 		t := time.NewTicker(o.TTL / 3)
 		defer t.Stop()
