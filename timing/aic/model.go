@@ -91,8 +91,7 @@ type Model struct {
 	padToMax       bool // vLLM: every rank's batch is padded to the group's largest (groupTokens)
 	group          table1
 	groupParts     []tokenPart
-	routed, shared table1
-	overlapDP      bool
+	routed, shared table1 // the DP group's shared-expert overlap in decode passes, when tabulated
 
 	// layers is the model's transformer layers: a speculative decode step's draft module costs
 	// drafts/layers of the step (see drafting).
@@ -1048,12 +1047,7 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 				return moeLayers * (gc.gather.at(size, rf.gatherSOL(size, c.tp*c.dp)) + gc.scatter.at(size, rf.gatherSOL(size, c.tp*c.dp)))
 			}},
 		}
-		gk := slices.Clone(moe.x)
-		for _, s := range append(slices.Clone(gc.gather.x), gc.scatter.x...) {
-			if t := s / h; t >= 1 {
-				gk = append(gk, t)
-			}
-		}
+		gk := tokenKnots(slices.Clone(moe.x), h, gc.gather.x, gc.scatter.x)
 		mdl.group = tabulate(unique(append(gk, powersOfTwo()...)), func(T float64) float64 {
 			return mdl.groupParts[0].f(T) + mdl.groupParts[1].f(T)
 		})
@@ -1062,13 +1056,7 @@ func (mdl *Model) buildCurves(c *config, rf *roofline, gemms map[string]*gemmDat
 	if c.overlapShared && moeLayers > 0 && sh > 0 && c.dp > 1 {
 		// The overlap spans the rank's tokens (router, shared expert) and the group's (experts,
 		// gather and scatter): taken at Cost time (groupWork).
-		mdl.overlapDP = true
-		rk := append(slices.Clone(lin.ms), bf16.ms...)
-		for _, s := range append(append(slices.Clone(ar.x), gc.tpScatter.x...), gc.tpGather.x...) {
-			if t := s / h; t >= 1 {
-				rk = append(rk, t)
-			}
-		}
+		rk := tokenKnots(append(slices.Clone(lin.ms), bf16.ms...), h, ar.x, gc.tpScatter.x, gc.tpGather.x)
 		mdl.routed = tabulate(unique(append(rk, powersOfTwo()...)), func(T float64) float64 {
 			v := router(T)
 			if c.Backend == "sglang" {
@@ -1299,7 +1287,7 @@ func (mdl *Model) rankWork(p passShape) float64 {
 // routed group (router, gather, experts, scatter) and the shared expert overlap (deepSeekFamily).
 func (mdl *Model) groupWork(p passShape, g *timing.Group) float64 {
 	v := mdl.group.at(mdl.groupTokens(p, g))
-	if mdl.overlapDP && p.prefillTokens == 0 {
+	if len(mdl.routed.x) > 0 && p.prefillTokens == 0 { // the DP group's shared-expert overlap
 		T := float64(p.tokens)
 		return v - math.Min(mdl.routed.at(T)+v, mdl.shared.at(T))
 	}
@@ -1467,4 +1455,17 @@ func msDuration(v float64) time.Duration {
 		return 0
 	}
 	return time.Duration(v*1e6 + 0.5)
+}
+
+// tokenKnots appends to knots each message size of sizes (elements) that is at least one token of h
+// elements, in tokens: where a collective's table puts a knot in a per-token curve.
+func tokenKnots(knots []float64, h float64, sizes ...[]float64) []float64 {
+	for _, ss := range sizes {
+		for _, s := range ss {
+			if t := s / h; t >= 1 {
+				knots = append(knots, t)
+			}
+		}
+	}
+	return knots
 }

@@ -884,7 +884,7 @@ func loadAllReduce(paths []string, gpus int, rf *roofline) (curve, error) {
 	if len(pts) == 0 {
 		return curve{}, fmt.Errorf("aic: %s: no bfloat16 all-reduce rows for num_gpus=%d (have dtype/num_gpus %s)", sourceList(paths), gpus, keys(have))
 	}
-	return commCurve(pts, gpus, rf), nil
+	return commCurve(pts, gpus, rf.allReduceSOL), nil
 }
 
 // loadNCCL reads NCCL's all_reduce curve (half precision, latency by message size in elements).
@@ -919,13 +919,13 @@ func loadCollective(paths []string, collective string, gpus int, sol func(size f
 	if len(pts) == 0 {
 		return curve{}, fmt.Errorf("aic: %s: no %s/half rows for num_gpus=%d (have %s)", sourceList(paths), collective, gpus, keys(have))
 	}
-	x, y := sortedPoints(pts)
-	return newCurve(x, y, func(v float64) float64 { return sol(v, gpus) }, 1, false), nil
+	return commCurve(pts, gpus, sol), nil
 }
 
-func commCurve(pts map[float64]float64, gpus int, rf *roofline) curve {
+// commCurve is a collective's latency by message size on gpus GPUs, sol its roofline.
+func commCurve(pts map[float64]float64, gpus int, sol func(size float64, gpus int) float64) curve {
 	x, y := sortedPoints(pts)
-	return newCurve(x, y, func(v float64) float64 { return rf.allReduceSOL(v, gpus) }, 1, false)
+	return newCurve(x, y, func(v float64) float64 { return sol(v, gpus) }, 1, false)
 }
 
 // ---- helpers -------------------------------------------------------------------------------------
