@@ -231,11 +231,7 @@ func (c *Collector) retire() {
 		if r.completed() {
 			for l, sample := range samplers {
 				if x, ok := sample(r); ok {
-					col := &d.cols[l]
-					col.add(floatKey(x), 1)
-					if len(col.newKeys) >= c.spill.limit {
-						col.settle()
-					}
+					d.cols[l].addFloat(x)
 				}
 			}
 		}

@@ -51,10 +51,7 @@ func (c *Collector) Samples() *Samples {
 
 // Add adds a sample of x milliseconds.
 func (d *Samples) Add(x float64) {
-	d.s.add(floatKey(x), 1)
-	if d.s.spill != nil && len(d.s.newKeys) >= d.s.spill.limit {
-		d.s.settle()
-	}
+	d.s.addFloat(x)
 }
 
 // Describe is the Stats of the samples added.

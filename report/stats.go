@@ -48,6 +48,15 @@ type samples struct {
 	recurring bool
 }
 
+// addFloat adds a sample of x, settling the new keys once they reach the spill's limit: what keeps a
+// float distribution's memory bounded (ITL's gaps settle in bulk instead, settleGaps).
+func (s *samples) addFloat(x float64) {
+	s.add(floatKey(x), 1)
+	if s.spill != nil && len(s.newKeys) >= s.spill.limit {
+		s.settle()
+	}
+}
+
 func (s *samples) add(k uint64, n uint32) {
 	s.newKeys = append(s.newKeys, k)
 	s.newCounts = append(s.newCounts, n)

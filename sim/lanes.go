@@ -258,11 +258,12 @@ func (l *lane) copyPass(dst, p *engine.Pass, batches bool) {
 	from := len(l.ranks)
 	for _, rp := range p.Ranks {
 		sp := sched.Pass{
-			Batch:     timing.Batch{ActiveKVTokens: rp.Batch.ActiveKVTokens, TotalKVTokens: rp.Batch.TotalKVTokens, Group: rp.Batch.Group},
+			Batch:     rp.Batch,
 			Admitted:  keep(&l.adm, rp.Admitted),
 			Preempted: keep(&l.ids, rp.Preempted),
 			FPM:       rp.FPM,
 		}
+		sp.Batch.Seqs = nil // the engine's, reused by its next pass: copied below if kept
 		if batches {
 			sp.Batch.Seqs = keep(&l.seqs, rp.Batch.Seqs)
 		}
