@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mocker-sim/mocker/config"
+	"github.com/mocker-sim/mocker/sim"
 )
 
 // Space is the set of deployments a search tries: every combination of its lists (a shape) at every
@@ -171,14 +172,12 @@ func (sp *Space) shapes(base *config.Config) (shapes []Shape, refused []string, 
 										refused = append(refused, fmt.Sprintf("%s: %v", s, err))
 										continue
 									}
-									if _, err := cfg.SimOptions(); err != nil {
+									o, err := cfg.SimOptions()
+									if err != nil {
 										refused = append(refused, fmt.Sprintf("%s: %v", s, err))
 										continue
 									}
-									if err := s.resolveAuto(&cfg); err != nil {
-										refused = append(refused, fmt.Sprintf("%s: %v", s, err))
-										continue
-									}
+									s.resolveAuto(o)
 									shapes = append(shapes, s)
 								}
 							}
@@ -191,21 +190,17 @@ func (sp *Space) shapes(base *config.Config) (shapes []Shape, refused []string, 
 	return shapes, refused, nil
 }
 
-// resolveAuto records what --max-num-seqs auto means on the shape's deployment cfg (each pool's, when
-// disaggregated), so that the report names it.
-func (s *Shape) resolveAuto(cfg *config.Config) (err error) {
+// resolveAuto records what --max-num-seqs auto came to on the shape's deployment, from its options o
+// (each pool's, when disaggregated), so that the report names it.
+func (s *Shape) resolveAuto(o sim.Options) {
 	if s.MaxNumSeqs != 0 {
-		return nil
+		return
 	}
 	if !s.Disagg {
-		s.AutoMaxNumSeqs, err = cfg.MaxRunning()
-		return err
+		s.AutoMaxNumSeqs = o.Engine.VLLM.MaxNumSeqs
+		return
 	}
-	if s.AutoMaxNumSeqs, err = cfg.ForRole("prefill").MaxRunning(); err != nil {
-		return err
-	}
-	s.AutoDecodeMaxNumSeqs, err = cfg.ForRole("decode").MaxRunning()
-	return err
+	s.AutoMaxNumSeqs, s.AutoDecodeMaxNumSeqs = o.PrefillEngine.VLLM.MaxNumSeqs, o.DecodeEngine.VLLM.MaxNumSeqs
 }
 
 // config is the base configuration deployed as shape s at the given scale.
