@@ -658,7 +658,7 @@ func (c *Config) validateDeployment() error {
 	case c.HostOverheadUs < 0 || math.IsNaN(c.HostOverheadUs) || math.IsInf(c.HostOverheadUs, 0):
 		return bad("host-overhead-us", c.HostOverheadUs, "must be a finite number >= 0")
 	}
-	if c.PrefillWorkers == 0 || c.role != "" { // disaggregated, validateRoles checks each pool's
+	if c.PrefillWorkers == 0 { // disaggregated: validateRoles checks each pool's
 		return c.validateDPAttention()
 	}
 	return nil

@@ -66,17 +66,13 @@ func (c *Config) Deployment() (*Deployment, error) {
 	if d.Model, err = c.resolveModel(); err != nil {
 		return nil, err
 	}
-	if c.EP > 1 && (d.Model == nil || !d.Model.MoE()) {
+	if noExperts := d.Model == nil || !d.Model.MoE(); noExperts && (c.EP > 1 || c.MoEDP() > 1) {
 		name := "no --model"
 		if d.Model != nil {
 			name = "model " + d.Model.Name
 		}
-		return nil, fmt.Errorf("ep %d: shards routed experts, and %s has none", c.EP, name)
-	}
-	if c.MoEDP() > 1 && (d.Model == nil || !d.Model.MoE()) {
-		name := "no --model"
-		if d.Model != nil {
-			name = "model " + d.Model.Name
+		if c.EP > 1 {
+			return nil, fmt.Errorf("ep %d: shards routed experts, and %s has none", c.EP, name)
 		}
 		return nil, fmt.Errorf("dp-attention: the %d ranks share the routed experts, and %s has none (without --dp-attention they are replicas)", c.DPSize, name)
 	}
