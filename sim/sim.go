@@ -131,6 +131,18 @@ type session struct {
 	// and its output, from which the next turn's prompt is made again rather than held while the
 	// session waits (sessions in flight come by the thousand, their histories by the thousand tokens).
 	past []pastTurn
+	// made is turn madeAt, the last that turn made (workload.Session.Turn makes a synthetic conversation's
+	// later turns anew at each call, and await and arrive both ask for the next).
+	made   *workload.Request
+	madeAt int
+}
+
+// turn returns the session's next turn (next), made once.
+func (s *session) turn() *workload.Request {
+	if s.made == nil || s.madeAt != s.next {
+		s.made, s.madeAt = s.w.Turn(s.next), s.next
+	}
+	return s.made
 }
 
 // pastTurn is a turn of a conversation that has been sent: the conversation goes on with its prompt and
@@ -366,14 +378,11 @@ func (r *runner) pullSession() error {
 	if err != nil {
 		return err
 	}
-	if len(w.Turns) == 0 {
+	if w.Len() == 0 {
 		return r.pullSession()
 	}
-	s := &session{w: w, seq: r.pulled}
+	s := &session{w: w, seq: r.pulled, keep: w.History()}
 	r.pulled++
-	for _, t := range w.Turns[1:] {
-		s.keep = s.keep || t.History
-	}
 	if w.Turns[0].After != nil {
 		// It has no arrival time of its own: it waits, and the next session is due now.
 		if err := r.await(s, 0); err != nil {
@@ -491,9 +500,9 @@ func (r *runner) arrive(s *session) error {
 			return err
 		}
 	}
-	t := &s.w.Turns[s.next]
+	t := s.turn()
 	s.next++
-	if s.next < len(s.w.Turns) || t.Awaited {
+	if s.next < s.w.Len() || t.Awaited {
 		r.turnsOn++
 	}
 	id := r.nextID
@@ -645,7 +654,7 @@ func (r *runner) drain(p *pool) error {
 func (r *runner) requestEnded(req *request) error {
 	r.reqs[req.id-r.reqBase] = nil
 	r.live--
-	if req.sess.next < len(req.sess.w.Turns) || req.turn.Awaited {
+	if req.sess.next < req.sess.w.Len() || req.turn.Awaited {
 		r.turnsOn--
 	}
 	if req.seq != nil {
@@ -666,7 +675,7 @@ func (r *runner) turnEnded(s *session) error {
 	if r.o.Progress != nil {
 		r.o.Progress(r.ended)
 	}
-	if s.next < len(s.w.Turns) {
+	if s.next < s.w.Len() {
 		return r.await(s, r.now)
 	}
 	if r.o.Concurrency > 0 {
@@ -679,7 +688,7 @@ func (r *runner) turnEnded(s *session) error {
 // on, or, if some have not ended, leaves it waiting on them. Waits are refused with a concurrency,
 // whose sessions could all be waiting on ones it has not let in yet.
 func (r *runner) await(s *session, from time.Duration) error {
-	t := &s.w.Turns[s.next]
+	t := s.turn()
 	if t.After != nil && r.o.Concurrency > 0 {
 		return fmt.Errorf("request %s waits on others: a trace of dependent requests replays on its own times, not with a concurrency", t.Name())
 	}

@@ -266,10 +266,10 @@ func TestSyntheticMultiTurn(t *testing.T) {
 		t.Fatalf("%d sessions, want 4", len(sessions))
 	}
 	for i, s := range sessions {
-		if len(s.Turns) != 3 {
-			t.Fatalf("session %d has %d turns", i, len(s.Turns))
+		if s.Len() != 3 {
+			t.Fatalf("session %d has %d turns", i, s.Len())
 		}
-		for j, r := range s.Turns {
+		for j, r := range turns(s) {
 			want := Request{Key: uint64(3*i + j), Turn: j, At: time.Duration(i) * time.Second, InputLen: 100, OutputLen: 20}
 			if j > 0 {
 				want.History, want.Delay = true, 1500*time.Millisecond
@@ -293,7 +293,7 @@ func TestSyntheticMultiTurn(t *testing.T) {
 		TurnsPerSession: 2, InterTurnDelay: time.Second, InterTurnDist: "exponential", Seed: 5}
 	var delays []float64
 	for _, s := range collect(t, newSynthetic(t, o)) {
-		delays = append(delays, s.Turns[1].Delay.Seconds())
+		delays = append(delays, s.Turn(1).Delay.Seconds())
 	}
 	if mean, std := meanStd(delays); math.Abs(mean-1) > 0.03 || math.Abs(std-1) > 0.05 {
 		t.Errorf("exponential delays: mean %.3fs std %.3fs, want 1s and 1s", mean, std)
