@@ -4,10 +4,12 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func newSynthetic(t testing.TB, o SyntheticOptions) Source {
@@ -251,6 +253,42 @@ func TestSyntheticSharedPrefix(t *testing.T) {
 	a, b := toks[0][reqs[0].prefixLen:], toks[1][reqs[1].prefixLen:]
 	if slices.ContainsFunc(a, func(x uint32) bool { return slices.Contains(b, x) }) {
 		t.Error("request-unique tokens repeat across requests")
+	}
+}
+
+// TestSyntheticLaterTurnsCompact: a conversation keeps of its later turns only their draws until
+// Session.Turn makes them, so that the sessions an overloaded replay holds waiting to start cost their
+// first turn each, not every turn: 1,000 sessions of 16 turns allocate under a quarter of 16,000
+// Requests (making every turn took all of them: 4.9 MB), and each turn Turn makes is the same every time.
+func TestSyntheticLaterTurnsCompact(t *testing.T) {
+	const sessions, turns = 1000, 16
+	src := newSynthetic(t, SyntheticOptions{NumRequests: sessions, Input: Length{Mean: 100, Stddev: 30},
+		Output: Length{Mean: 20, Stddev: 5}, RequestRate: 10, TurnsPerSession: turns, InterTurnDelay: time.Second,
+		InterTurnDist: "exponential", Seed: 7})
+	held := make([]*Session, 0, sessions)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range sessions {
+		s, err := src.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, s)
+	}
+	runtime.ReadMemStats(&after)
+	all := uint64(sessions*turns) * uint64(unsafe.Sizeof(Request{}))
+	if got := after.TotalAlloc - before.TotalAlloc; got > all/4 {
+		t.Errorf("%d sessions of %d turns allocated %d bytes; want under %d, a quarter of every turn made", sessions, turns, got, all/4)
+	}
+	for _, s := range held {
+		if s.Len() != turns {
+			t.Fatalf("session of %d turns, want %d", s.Len(), turns)
+		}
+		for i := range turns {
+			if a, b := s.Turn(i), s.Turn(i); !reflect.DeepEqual(a, b) {
+				t.Fatalf("turn %d made twice: %+v, then %+v", i, a, b)
+			}
+		}
 	}
 }
 
