@@ -148,7 +148,7 @@ func (s *session) turn() *workload.Request {
 // pastTurn is a turn of a conversation that has been sent: the conversation goes on with its prompt and
 // then its output, out tokens of sched.OutputToken (the engines' output ids) so far.
 type pastTurn struct {
-	turn *workload.Request
+	turn int // its index in the session (workload.Session.TurnAt makes it again, held by none)
 	id   uint64
 	out  int
 }
@@ -166,13 +166,15 @@ func (req *request) AppendSequence(seq *tokens.Sequence) {
 		return
 	}
 	var buf [256]uint32
+	var made workload.Request
 	s := req.sess
 	for _, p := range s.past[:len(s.past)-1] { // the last is this turn
-		p.turn.AppendPromptTo(seq)
+		pt := s.w.TurnAt(p.turn, &made)
+		pt.AppendPromptTo(seq)
 		for i := 0; i < p.out; i += len(buf) {
 			k := min(len(buf), p.out-i)
 			for j := range k {
-				buf[j] = sched.OutputToken(p.id, i+j, p.turn.OutputTokenIDs)
+				buf[j] = sched.OutputToken(p.id, i+j, pt.OutputTokenIDs)
 			}
 			seq.Append(buf[:k]...)
 		}
@@ -500,7 +502,7 @@ func (r *runner) arrive(s *session) error {
 			return err
 		}
 	}
-	t := s.turn()
+	t, turn := s.turn(), s.next
 	s.next++
 	if s.next < s.w.Len() || t.Awaited {
 		r.turnsOn++
@@ -514,10 +516,11 @@ func (r *runner) arrive(s *session) error {
 		if !t.History {
 			s.past = s.past[:0]
 		}
+		var made workload.Request
 		for _, p := range s.past {
-			req.prompt += p.turn.PromptLen() + p.out
+			req.prompt += s.w.TurnAt(p.turn, &made).PromptLen() + p.out
 		}
-		s.past = append(s.past, pastTurn{turn: t, id: id})
+		s.past = append(s.past, pastTurn{turn: turn, id: id})
 	}
 	// The ended requests before the earliest in flight leave the window, so that it follows the requests in
 	// flight rather than the length of the run.

@@ -90,9 +90,18 @@ func (s *Session) Turn(i int) *Request {
 	if i < len(s.Turns) {
 		return &s.Turns[i]
 	}
+	return s.TurnAt(i, new(Request))
+}
+
+// TurnAt is Turn making a later turn in r, so that a caller that only reads it holds nothing.
+func (s *Session) TurnAt(i int, r *Request) *Request {
+	if i < len(s.Turns) {
+		return &s.Turns[i]
+	}
 	l, first := &s.later[i-len(s.Turns)], &s.Turns[0]
-	return &Request{Key: first.Key + uint64(i), Turn: i, At: first.At, Delay: l.delay,
+	*r = Request{Key: first.Key + uint64(i), Turn: i, At: first.At, Delay: l.delay,
 		InputLen: int(l.inputLen), OutputLen: int(l.outputLen), LoRA: first.LoRA, History: true, salt: first.salt}
+	return r
 }
 
 // History says whether a turn after the first carries the conversation so far (Request.History).
