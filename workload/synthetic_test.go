@@ -259,7 +259,8 @@ func TestSyntheticSharedPrefix(t *testing.T) {
 // TestSyntheticLaterTurnsCompact: a conversation keeps of its later turns only their draws until
 // Session.Turn makes them, so that the sessions an overloaded replay holds waiting to start cost their
 // first turn each, not every turn: 1,000 sessions of 16 turns allocate under a quarter of 16,000
-// Requests (making every turn took all of them: 4.9 MB), and each turn Turn makes is the same every time.
+// Requests (making every turn took all of them: 4.9 MB), and each turn Turn and TurnAt make is the same
+// every time.
 func TestSyntheticLaterTurnsCompact(t *testing.T) {
 	const sessions, turns = 1000, 16
 	src := newSynthetic(t, SyntheticOptions{NumRequests: sessions, Input: Length{Mean: 100, Stddev: 30},
@@ -285,8 +286,12 @@ func TestSyntheticLaterTurnsCompact(t *testing.T) {
 			t.Fatalf("session of %d turns, want %d", s.Len(), turns)
 		}
 		for i := range turns {
-			if a, b := s.Turn(i), s.Turn(i); !reflect.DeepEqual(a, b) {
-				t.Fatalf("turn %d made twice: %+v, then %+v", i, a, b)
+			var r Request
+			if a, b, c := s.Turn(i), s.Turn(i), s.TurnAt(i, &r); !reflect.DeepEqual(a, b) || !reflect.DeepEqual(a, c) {
+				t.Fatalf("turn %d made three times: %+v, %+v, then in place %+v", i, a, b, c)
+			}
+			if i == 0 && s.TurnAt(0, &r) != &s.Turns[0] {
+				t.Fatal("TurnAt(0) is not the session's first turn")
 			}
 		}
 	}
