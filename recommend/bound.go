@@ -48,8 +48,8 @@ func prompts(base *config.Config, blockSize, header int) ([]prompt, error) {
 		} else if err != nil {
 			return nil, err
 		}
-		for i := range s.Turns {
-			t := &s.Turns[i]
+		for i := range s.Len() {
+			t := s.Turn(i)
 			r := req{tokens: max(t.InputLen, 0), turn: i, out: t.OutputLen, per: blockSize}
 			if i == 0 {
 				if ids := t.HashIDs(); ids != nil {

@@ -57,11 +57,18 @@ func (s *samples) addFloat(x float64) {
 	}
 }
 
+// add adds n samples of k; a key equal to the pending run just before it joins that run (ITL's
+// settleGaps adds a pass's gap for every request the pass decoded, one after another), so that settle
+// sorts fewer.
 func (s *samples) add(k uint64, n uint32) {
-	s.newKeys = append(s.newKeys, k)
-	s.newCounts = append(s.newCounts, n)
 	s.n += int(n)
 	s.newN += int(n)
+	if m := len(s.newKeys) - 1; m >= 0 && s.newKeys[m] == k && s.newCounts[m] <= math.MaxUint32-n {
+		s.newCounts[m] += n
+		return
+	}
+	s.newKeys = append(s.newKeys, k)
+	s.newCounts = append(s.newCounts, n)
 }
 
 // reserve makes room for n more pending runs.

@@ -101,6 +101,31 @@ func TestSamplesMatchDescribe(t *testing.T) {
 	}
 }
 
+// TestAddJoinsEqualRuns: a key equal to the pending run just before it joins that run, unless its count
+// would overflow; every sample is counted, and settles.
+func TestAddJoinsEqualRuns(t *testing.T) {
+	var s samples
+	for _, r := range []struct {
+		k uint64
+		n uint32
+	}{{5, 2}, {5, 3}, {7, 1}, {5, 1}, {9, math.MaxUint32 - 1}, {9, 1}, {9, 1}} {
+		s.add(r.k, r.n)
+	}
+	if want := []uint64{5, 7, 5, 9, 9}; !slices.Equal(s.newKeys, want) {
+		t.Errorf("pending keys %v, want %v", s.newKeys, want)
+	}
+	if want := []uint32{5, 1, 1, math.MaxUint32, 1}; !slices.Equal(s.newCounts, want) {
+		t.Errorf("pending counts %v, want %v", s.newCounts, want)
+	}
+	if want := 8 + math.MaxUint32; s.n != want || s.newN != want {
+		t.Errorf("%d samples, %d pending; want %d", s.n, s.newN, want)
+	}
+	s.settle()
+	if !slices.Equal(s.keys, []uint64{5, 7, 9}) || !slices.Equal(s.counts, []uint64{6, 1, math.MaxUint32 + 1}) {
+		t.Errorf("settled keys %v counts %v, want [5 7 9] [6 1 %d]", s.keys, s.counts, uint64(math.MaxUint32+1))
+	}
+}
+
 // TestSettleMergesInPlace: settling 200 times into about 75,000 distinct values keeps each value once
 // with its count, and holds the distinct values in about their own size (with append's slack), not in a
 // second merge buffer sized by the values plus the pending runs, twice over.

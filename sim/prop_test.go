@@ -279,7 +279,8 @@ func (c *propCase) limit(src workload.Source) (time.Duration, int64) {
 		}
 		last = max(last, s.Turns[0].At)
 		var history int64
-		for _, t := range s.Turns {
+		for i := range s.Len() {
+			t := s.Turn(i)
 			prompt := int64(t.InputLen)
 			if t.History {
 				prompt += history

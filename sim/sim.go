@@ -131,12 +131,24 @@ type session struct {
 	// and its output, from which the next turn's prompt is made again rather than held while the
 	// session waits (sessions in flight come by the thousand, their histories by the thousand tokens).
 	past []pastTurn
+	// made is turn madeAt, the last that turn made (workload.Session.Turn makes a synthetic conversation's
+	// later turns anew at each call, and await and arrive both ask for the next).
+	made   *workload.Request
+	madeAt int
+}
+
+// turn returns the session's next turn (next), made once.
+func (s *session) turn() *workload.Request {
+	if s.made == nil || s.madeAt != s.next {
+		s.made, s.madeAt = s.w.Turn(s.next), s.next
+	}
+	return s.made
 }
 
 // pastTurn is a turn of a conversation that has been sent: the conversation goes on with its prompt and
 // then its output, out tokens of sched.OutputToken (the engines' output ids) so far.
 type pastTurn struct {
-	turn *workload.Request
+	turn int // its index in the session (workload.Session.TurnAt makes it again, held by none)
 	id   uint64
 	out  int
 }
@@ -154,13 +166,15 @@ func (req *request) AppendSequence(seq *tokens.Sequence) {
 		return
 	}
 	var buf [256]uint32
+	var made workload.Request
 	s := req.sess
 	for _, p := range s.past[:len(s.past)-1] { // the last is this turn
-		p.turn.AppendPromptTo(seq)
+		pt := s.w.TurnAt(p.turn, &made)
+		pt.AppendPromptTo(seq)
 		for i := 0; i < p.out; i += len(buf) {
 			k := min(len(buf), p.out-i)
 			for j := range k {
-				buf[j] = sched.OutputToken(p.id, i+j, p.turn.OutputTokenIDs)
+				buf[j] = sched.OutputToken(p.id, i+j, pt.OutputTokenIDs)
 			}
 			seq.Append(buf[:k]...)
 		}
@@ -366,14 +380,11 @@ func (r *runner) pullSession() error {
 	if err != nil {
 		return err
 	}
-	if len(w.Turns) == 0 {
+	if w.Len() == 0 {
 		return r.pullSession()
 	}
-	s := &session{w: w, seq: r.pulled}
+	s := &session{w: w, seq: r.pulled, keep: w.History()}
 	r.pulled++
-	for _, t := range w.Turns[1:] {
-		s.keep = s.keep || t.History
-	}
 	if w.Turns[0].After != nil {
 		// It has no arrival time of its own: it waits, and the next session is due now.
 		if err := r.await(s, 0); err != nil {
@@ -491,9 +502,9 @@ func (r *runner) arrive(s *session) error {
 			return err
 		}
 	}
-	t := &s.w.Turns[s.next]
+	t, turn := s.turn(), s.next
 	s.next++
-	if s.next < len(s.w.Turns) || t.Awaited {
+	if s.next < s.w.Len() || t.Awaited {
 		r.turnsOn++
 	}
 	id := r.nextID
@@ -505,10 +516,11 @@ func (r *runner) arrive(s *session) error {
 		if !t.History {
 			s.past = s.past[:0]
 		}
+		var made workload.Request
 		for _, p := range s.past {
-			req.prompt += p.turn.PromptLen() + p.out
+			req.prompt += s.w.TurnAt(p.turn, &made).PromptLen() + p.out
 		}
-		s.past = append(s.past, pastTurn{turn: t, id: id})
+		s.past = append(s.past, pastTurn{turn: turn, id: id})
 	}
 	// The ended requests before the earliest in flight leave the window, so that it follows the requests in
 	// flight rather than the length of the run.
@@ -645,7 +657,7 @@ func (r *runner) drain(p *pool) error {
 func (r *runner) requestEnded(req *request) error {
 	r.reqs[req.id-r.reqBase] = nil
 	r.live--
-	if req.sess.next < len(req.sess.w.Turns) || req.turn.Awaited {
+	if req.sess.next < req.sess.w.Len() || req.turn.Awaited {
 		r.turnsOn--
 	}
 	if req.seq != nil {
@@ -666,7 +678,7 @@ func (r *runner) turnEnded(s *session) error {
 	if r.o.Progress != nil {
 		r.o.Progress(r.ended)
 	}
-	if s.next < len(s.w.Turns) {
+	if s.next < s.w.Len() {
 		return r.await(s, r.now)
 	}
 	if r.o.Concurrency > 0 {
@@ -679,7 +691,7 @@ func (r *runner) turnEnded(s *session) error {
 // on, or, if some have not ended, leaves it waiting on them. Waits are refused with a concurrency,
 // whose sessions could all be waiting on ones it has not let in yet.
 func (r *runner) await(s *session, from time.Duration) error {
-	t := &s.w.Turns[s.next]
+	t := s.turn()
 	if t.After != nil && r.o.Concurrency > 0 {
 		return fmt.Errorf("request %s waits on others: a trace of dependent requests replays on its own times, not with a concurrency", t.Name())
 	}

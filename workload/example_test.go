@@ -64,7 +64,8 @@ func ExampleNewSynthetic() {
 		if err == io.EOF {
 			break
 		}
-		for _, r := range s.Turns {
+		for i := range s.Len() {
+			r := s.Turn(i)
 			fmt.Printf("key %d turn %d at %v delay %v history %v: %d+%d tokens\n",
 				r.Key, r.Turn, r.At, r.Delay, r.History, r.InputLen, r.OutputLen)
 		}

@@ -83,7 +83,7 @@ func FuzzReadTrace(f *testing.F) {
 				t.Fatalf("session at %v after one at %v", s.Turns[0].At, last.At)
 			}
 			last = s.Turns[0]
-			for _, r := range s.Turns {
+			for _, r := range turns(s) {
 				n++
 				switch {
 				case r.InputLen < 1 && !r.History || r.InputLen < 0 || r.InputLen > MaxTokens:

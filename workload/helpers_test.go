@@ -30,7 +30,16 @@ func collect(t testing.TB, src Source) []*Session {
 func requests(sessions []*Session) []Request {
 	var out []Request
 	for _, s := range sessions {
-		out = append(out, s.Turns...)
+		out = append(out, turns(s)...)
+	}
+	return out
+}
+
+// turns returns every turn of s, the later turns of a synthetic conversation made (Session.Turn).
+func turns(s *Session) []Request {
+	out := make([]Request, s.Len())
+	for i := range out {
+		out[i] = *s.Turn(i)
 	}
 	return out
 }

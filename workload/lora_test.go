@@ -29,8 +29,8 @@ func TestSyntheticLoRAs(t *testing.T) {
 				t.Fatalf("%s: session %d: adapter %q", c.dist, i, first)
 			}
 			counts[k]++
-			for j, r := range s.Turns {
-				p := plain[i].Turns[j]
+			for j, r := range turns(s) {
+				p := plain[i].Turn(j)
 				if r.LoRA != first || r.InputLen != p.InputLen || r.OutputLen != p.OutputLen || r.At != p.At {
 					t.Fatalf("%s: session %d turn %d: %+v, want adapter %q and the plain run's %+v", c.dist, i, j, r, first, p)
 				}

@@ -66,8 +66,56 @@ func (r *Request) Name() string {
 func (r *Request) HashIDs() []uint32 { return r.hashes }
 
 // Session is an ordered list of turns; a standalone request is a session of
-// one turn.
-type Session struct{ Turns []Request }
+// one turn. Len and Turn see every turn; Turns holds them all but for a synthetic
+// conversation (SyntheticOptions.TurnsPerSession > 1), which keeps of its later turns only
+// their drawn numbers until Turn makes them: an overloaded replay holds thousands of
+// sessions waiting to start, each needing only its first turn.
+type Session struct {
+	Turns []Request
+	later []laterTurn // the turns after Turns, as Turn makes them
+}
+
+// laterTurn is what a synthetic conversation's later turn draws; the rest comes from its first turn.
+type laterTurn struct {
+	inputLen, outputLen int32 // at most MaxTokens
+	delay               time.Duration
+}
+
+// Len is the number of turns.
+func (s *Session) Len() int { return len(s.Turns) + len(s.later) }
+
+// Turn returns turn i, 0 <= i < Len: one of Turns, or a synthetic conversation's later turn, made
+// anew at each call.
+func (s *Session) Turn(i int) *Request {
+	if i < len(s.Turns) {
+		return &s.Turns[i]
+	}
+	return s.TurnAt(i, new(Request))
+}
+
+// TurnAt is Turn making a later turn in r, so that a caller that only reads it holds nothing.
+func (s *Session) TurnAt(i int, r *Request) *Request {
+	if i < len(s.Turns) {
+		return &s.Turns[i]
+	}
+	l, first := &s.later[i-len(s.Turns)], &s.Turns[0]
+	*r = Request{Key: first.Key + uint64(i), Turn: i, At: first.At, Delay: l.delay,
+		InputLen: int(l.inputLen), OutputLen: int(l.outputLen), LoRA: first.LoRA, History: true, salt: first.salt}
+	return r
+}
+
+// History says whether a turn after the first carries the conversation so far (Request.History).
+func (s *Session) History() bool {
+	if len(s.later) > 0 {
+		return true
+	}
+	for i := 1; i < len(s.Turns); i++ {
+		if s.Turns[i].History {
+			return true
+		}
+	}
+	return false
+}
 
 // Source yields sessions in non-decreasing order of Turns[0].At. Next returns
 // io.EOF at the end. Sources are not safe for concurrent use.

@@ -288,29 +288,29 @@ func (g *synthetic) Next() (*Session, error) {
 	}
 	prefix, _ := g.group(0)
 	n := g.o.TurnsPerSession
-	turns := make([]Request, n)
-	for j := range turns {
-		r := &turns[j]
-		r.Key = uint64(i*n + j)
-		r.Turn = j
-		r.At = at
-		r.LoRA = g.loras.pick(uint64(i * n)) // the conversation's adapter
-		r.InputLen = g.o.Input.draw(g.inputs, 1)
-		r.OutputLen = g.o.Output.draw(g.outputs, 0)
-		r.salt = g.salt
-		if j == 0 {
-			r.prefixLen = min(g.prefixLen, r.InputLen)
-			r.prefix = prefix
-			g.syntheticImages(r)
-			continue
-		}
-		r.History = true
-		r.Delay = g.o.InterTurnDelay
+	// The first turn is made whole; the later ones keep their draws (Session.Turn makes them), drawn in
+	// the same order as the first's: input, output, then the delay.
+	lora := g.loras.pick(uint64(i * n)) // the conversation's adapter
+	s := &Session{Turns: []Request{{Key: uint64(i * n), At: at, LoRA: lora, salt: g.salt}}}
+	r := &s.Turns[0]
+	r.InputLen = g.o.Input.draw(g.inputs, 1)
+	r.OutputLen = g.o.Output.draw(g.outputs, 0)
+	r.prefixLen = min(g.prefixLen, r.InputLen)
+	r.prefix = prefix
+	g.syntheticImages(r)
+	if n > 1 {
+		s.later = make([]laterTurn, n-1)
+	}
+	for j := range s.later {
+		l := &s.later[j]
+		l.inputLen = int32(g.o.Input.draw(g.inputs, 1))
+		l.outputLen = int32(g.o.Output.draw(g.outputs, 0))
+		l.delay = g.o.InterTurnDelay
 		if g.o.InterTurnDist == "exponential" {
-			r.Delay = time.Duration(math.Round(g.delays.ExpFloat64() * float64(g.o.InterTurnDelay)))
+			l.delay = time.Duration(math.Round(g.delays.ExpFloat64() * float64(g.o.InterTurnDelay)))
 		}
 	}
-	return &Session{Turns: turns}, nil
+	return s, nil
 }
 
 // nextClient returns the next closed-loop client (SyntheticOptions.Clients): client k sends requests
