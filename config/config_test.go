@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -790,5 +791,57 @@ func TestSyntheticOnlyWithTrace(t *testing.T) {
 	want := "config " + path + " line 3: request-rate 20: applies to the synthetic workload, not to a trace (a row gives its arrival time; --arrival-speedup-ratio scales them)"
 	if err := f.Validate(); err == nil || err.Error() != want {
 		t.Errorf("Validate() = %v, want %q", err, want)
+	}
+}
+
+// TestLoadReadsWhatTheFlagsRead: a YAML value the flag takes is taken (inf, which YAML reads as a
+// string), a list says what it holds, and a synthetic workload's setting refused when the workload is
+// made is named by its file and line, as Validate names the others.
+func TestLoadReadsWhatTheFlagsRead(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	load := func(body string) (*Config, error) {
+		os.WriteFile(path, []byte(body), 0o644)
+		c := Default()
+		return &c, c.Load(path)
+	}
+	for _, body := range []string{"request-rate: inf\n", "request-rate: .inf\n", "request-rate: +Inf\n"} {
+		c, err := load(body)
+		if err != nil || !math.IsInf(c.RequestRate, 1) {
+			t.Errorf("%q: request-rate %v, error %v", body, c.RequestRate, err)
+		}
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"request-rate: nan\n", `line 1: request-rate: want a number, got "nan"`},
+		{"request-rate: fast\n", `line 1: request-rate: want a number, got "fast"`},
+		{"fail-worker: 0@1s\n", `line 1: fail-worker: want a list of strings, got "0@1s"`},
+		{"spec-accept-rates: [high]\n", `line 1: spec-accept-rates: want a list of numbers`},
+	} {
+		if _, err := load(tc.body); err == nil || err.Error() != "config "+path+" "+tc.want {
+			t.Errorf("%q: error %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"seed: 1\nrequest-rate: -3\n", "config " + path + " line 2: synthetic: request-rate: must be > 0 (or +Inf) for poisson arrivals, got -3"},
+		{"num-requests: 0\n", "config " + path + " line 1: synthetic: num-requests: must be >= 1, got 0"},
+		{"seed: 1\n", ""},
+	} {
+		c, err := load(tc.body)
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil {
+			_, err = c.Source()
+		}
+		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
+			t.Errorf("%q: error %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	// A flag given over the file names no file.
+	c, _ := load("request-rate: 3\n")
+	c.RequestRate = -1
+	c.Given("request-rate", "")
+	if _, err := c.Source(); err == nil || err.Error() != "synthetic: request-rate: must be > 0 (or +Inf) for poisson arrivals, got -1" {
+		t.Errorf("flag over file: %v", err)
 	}
 }
