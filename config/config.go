@@ -985,8 +985,16 @@ func (c *Config) syntheticNamed(err error) error {
 		return nil
 	}
 	rest, ok := strings.CutPrefix(err.Error(), "synthetic: ")
+	if !ok {
+		return err
+	}
 	key, _, _ := strings.Cut(rest, ":")
-	if where := c.given[key]; ok && where != "" {
+	return c.at(key, err)
+}
+
+// at is err, about setting key, led by where a config file gave the setting (nil stays nil).
+func (c *Config) at(key string, err error) error {
+	if where := c.given[key]; err != nil && where != "" {
 		return fmt.Errorf("%s: %w", where, err)
 	}
 	return err

@@ -845,3 +845,29 @@ func TestLoadReadsWhatTheFlagsRead(t *testing.T) {
 		t.Errorf("flag over file: %v", err)
 	}
 }
+
+// TestDeploymentErrorsNamed: an unknown model or system is named once, and by the file and line that
+// gave it.
+func TestDeploymentErrorsNamed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	for _, tc := range []struct{ body, want string }{
+		{"seed: 1\nmodel: llama3\n", "config " + path + ` line 2: model: unknown model "llama3" (catalog: `},
+		{"seed: 1\nsystem: a100\n", "config " + path + ` line 2: system: hardware: unknown system "a100"`},
+		{"model-config: " + path + ".json\n", "config " + path + " line 1: model: open " + path + ".json: "},
+	} {
+		os.WriteFile(path, []byte(tc.body), 0o644)
+		c := Default()
+		if err := c.Load(path); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Deployment(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q...", tc.body, err, tc.want)
+		}
+	}
+	c := Default()
+	c.Model = "llama3"
+	c.Given("model", "")
+	if _, err := c.Deployment(); err == nil || !strings.HasPrefix(err.Error(), `model: unknown model "llama3" (catalog: `) {
+		t.Errorf("flag: %v", err)
+	}
+}

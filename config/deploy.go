@@ -35,18 +35,15 @@ type Deployment struct {
 
 // resolveModel is the model --model-config or --model names; nil when neither does.
 func (c *Config) resolveModel() (*model.Model, error) {
-	var m *model.Model
-	var err error
 	switch {
 	case c.ModelConfig != "":
-		m, err = model.FromHFConfig(c.ModelConfig)
+		m, err := model.FromHFConfig(c.ModelConfig)
+		return m, c.at("model-config", err)
 	case c.Model != "":
-		m, err = model.Lookup(c.Model)
+		m, err := model.Lookup(c.Model)
+		return m, c.at("model", err) // model's errors begin "model: "
 	}
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	return m, nil
+	return nil, nil
 }
 
 // ReplyHeader is how many tokens every reply of the model opens with that a client does not see
@@ -78,7 +75,7 @@ func (c *Config) Deployment() (*Deployment, error) {
 	}
 	if c.System != "" {
 		if d.System, err = hardware.Lookup(c.System); err != nil {
-			return nil, fmt.Errorf("system: %w", err)
+			return nil, c.at("system", fmt.Errorf("system: %w", err))
 		}
 	}
 	if d.Model != nil {
