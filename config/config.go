@@ -698,6 +698,8 @@ func (c *Config) validateCluster() error {
 	switch {
 	case c.Workers < 1:
 		return bad("workers", c.Workers, "must be at least 1")
+	case c.ScalingJSONL != "" && c.PlannerConfig == "":
+		return &settingError{"scaling-jsonl", "scaling-jsonl " + strconv.Quote(c.ScalingJSONL) + ": applies to --planner-config, which is not given"}
 	case !(c.FleetTTLS > 0 && c.FleetTTLS <= 3600):
 		return bad("fleet-ttl", c.FleetTTLS, "must be in (0, 3600] seconds")
 	case c.PrefillWorkers < 0 || c.DecodeWorkers < 0 || (c.PrefillWorkers > 0) != (c.DecodeWorkers > 0):
