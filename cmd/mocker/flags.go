@@ -49,7 +49,7 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Var(autoInt{&c.NumGPUBlocks}, "num-gpu-blocks", "KV blocks per worker (per data-parallel rank); auto (or 0): from --model, --system, --tp and --gpu-memory-utilization (262,144 tokens' worth without a model)")
 	fs.Var(autoInt{&c.MaxNumSeqs}, "max-num-seqs", "running requests per pass at most, per data-parallel rank (SGLang: --max-running-requests, which under --enable-dp-attention is split over the ranks); auto (or 0): the engine's own default on the deployment — vLLM's API server 1,024 on a GPU of 70 GiB or more (H100, H200, B200), else 256; SGLang's from its KV pool (tokens / context length × 512, within 2,048–4,096), or 48 with --spec-num-tokens (SGLang's for EAGLE/NEXTN drafts; with --dp-attention 48 / dp-size a rank); trtllm 256")
 	fs.IntVar(&c.MaxNumBatchedTokens, "max-num-batched-tokens", c.MaxNumBatchedTokens, "tokens per forward pass at most")
-	fs.IntVar(&c.MaxModelLen, "max-model-len", c.MaxModelLen, "prompt + output tokens per request at most; longer requests are rejected (0: unlimited)")
+	fs.IntVar(&c.MaxModelLen, "max-model-len", c.MaxModelLen, "prompt + output tokens per request at most; longer requests are rejected (0: unlimited in predict and recommend; serve, worker and frontend take the model's max_position_embeddings, as vLLM does)")
 	boolPair(fs, &c.EnablePrefixCaching, "enable-prefix-caching", "share KV blocks of common prefixes between requests")
 	boolPair(fs, &c.EnableChunkedPrefill, "enable-chunked-prefill", "split long prompts over several passes")
 	fs.StringVar(&c.PreemptionMode, "preemption-mode", c.PreemptionMode, "victim when the KV pool is full: lifo (newest running) or fifo (oldest)")

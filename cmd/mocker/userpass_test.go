@@ -23,3 +23,19 @@ func TestScalingJSONLNeedsPlanner(t *testing.T) {
 		t.Errorf("left %s behind", s)
 	}
 }
+
+// TestMaxModelLenHelp: --help says what 0 means where it is not unlimited: a live server takes the
+// model's context length (liveOptions), as vLLM does.
+func TestMaxModelLenHelp(t *testing.T) {
+	for _, cmd := range []string{"predict", "serve"} {
+		out, _, err := mocker(t, cmd, "--help")
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := strings.Index(out, "--max-model-len")
+		line, _, _ := strings.Cut(out[i:], "\n")
+		if !strings.Contains(line, "0: unlimited in predict and recommend; serve, worker and frontend take the model's max_position_embeddings") {
+			t.Errorf("%s --help: %s", cmd, line)
+		}
+	}
+}
