@@ -39,3 +39,14 @@ func TestMaxModelLenHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateRefusesAnEmptyPass: estimate with no batch, or only cached prompt tokens, has nothing to
+// price; it printed a pass of 0 ms.
+func TestEstimateRefusesAnEmptyPass(t *testing.T) {
+	for _, args := range [][]string{{}, {"--prefill-cached", "100"}, {"--decode-context", "100"}} {
+		out, _, err := mocker(t, append([]string{"estimate", "--timing", "polynomial"}, args...)...)
+		if want := "estimate: an empty pass: give --prefill-tokens (a prompt chunk) or --decode-requests and --decode-context (decodes), or both"; err == nil || err.Error() != want {
+			t.Errorf("%v: %q, error %v; want %q", args, out, err, want)
+		}
+	}
+}
