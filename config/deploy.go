@@ -99,7 +99,7 @@ func (c *Config) Deployment() (*Deployment, error) {
 	case d.Model != nil && d.System != nil:
 		d.KVBlocks, err = hardware.KVBlocks(d.System, d.WeightBytes, d.KVBytes, d.BlockSize, c.GPUMemoryUtilization)
 		if err != nil {
-			return nil, fmt.Errorf("num-gpu-blocks auto (%s on %s, tp %d): %w", d.Model.Name, d.System.Name, c.TP, err)
+			return nil, fmt.Errorf("num-gpu-blocks auto (%s on %s, tp %d): %w; a larger --tp spreads the weights over more GPUs", d.Model.Name, d.System.Name, c.TP, err)
 		}
 	default:
 		d.KVBlocks = defaultKVTokens / d.BlockSize

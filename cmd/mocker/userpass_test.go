@@ -50,3 +50,16 @@ func TestEstimateRefusesAnEmptyPass(t *testing.T) {
 		}
 	}
 }
+
+// TestModelTooLargeSaysWhatToChange: a model whose weights leave no KV room on one GPU is refused with
+// the numbers and the flag that fixes it; at TP 2 the same model runs.
+func TestModelTooLargeSaysWhatToChange(t *testing.T) {
+	_, _, err := mocker(t, "estimate", "--model", "llama-3.1-70b", "--prefill-tokens", "10")
+	if err == nil || !strings.HasPrefix(err.Error(), "num-gpu-blocks auto (llama-3.1-70b on h200_sxm, tp 1): hardware: model does not fit") ||
+		!strings.HasSuffix(err.Error(), "; a larger --tp spreads the weights over more GPUs") {
+		t.Errorf("TP 1: error %v", err)
+	}
+	if _, _, err := mocker(t, "estimate", "--model", "llama-3.1-70b", "--tp", "2", "--prefill-tokens", "10"); err != nil {
+		t.Errorf("TP 2: %v", err)
+	}
+}
