@@ -517,7 +517,7 @@ func (c *Config) validate() error {
 		return err
 	}
 	for _, check := range []func() error{c.validateOwned, c.validateEngine, c.validateDeployment, c.validateCluster,
-		c.validateWorkload, c.validateServe, c.validateEvents, c.validatePerfetto, c.validateRoles} {
+		c.validateWorkload, c.validateServe, c.validateEvents, c.validatePerfetto, c.validateRoles, c.validateTimingFlags} {
 		if err := check(); err != nil {
 			return err
 		}

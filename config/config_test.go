@@ -14,6 +14,7 @@ import (
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/live"
+	"github.com/mocker-sim/mocker/report"
 	"github.com/mocker-sim/mocker/sim"
 )
 
@@ -869,5 +870,48 @@ func TestDeploymentErrorsNamed(t *testing.T) {
 	c.Given("model", "")
 	if _, err := c.Deployment(); err == nil || !strings.HasPrefix(err.Error(), `model: unknown model "llama3" (catalog: `) {
 		t.Errorf("flag: %v", err)
+	}
+}
+
+// TestTimingFlagsNeedTheirModel: a flag only one timing model reads is refused where no pool is priced
+// by that model, with the file and line that gave it; where a pool is, or the backend's default is that
+// model (TensorRT-LLM's profile), it is taken.
+func TestTimingFlagsNeedTheirModel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	for _, tc := range []struct{ body, want string }{
+		{"seed: 1\nprefill-ms: 5\n", "config " + path + " line 2: prefill-ms 5: applies to --timing fixed, and the passes are priced by --timing default"},
+		{"decode-ms: 2\ntiming: polynomial\n", "config " + path + " line 1: decode-ms 2: applies to --timing fixed, and the passes are priced by --timing polynomial"},
+		{"profile: h200-qwen3-32b-bf16\n", "config " + path + " line 1: profile h200-qwen3-32b-bf16: applies to --timing profile, and the passes are priced by --timing default"},
+		{"timing: fixed\nprefill-ms: 5\ndecode-ms: 2\n", ""},
+		{"backend: trtllm\nprofile: h200-llama-3.1-8b-bf16\n", ""},
+		{"prefill-workers: 1\ndecode-workers: 1\nprefill-ms: 3\nprefill:\n  timing: fixed\n", ""},
+	} {
+		os.WriteFile(path, []byte(tc.body), 0o644)
+		c := Default()
+		err := c.Load(path)
+		if err == nil {
+			err = c.Validate()
+		}
+		if tc.want == "" && err != nil || tc.want != "" && fmt.Sprint(err) != tc.want {
+			t.Errorf("%q: error %v, want %q", tc.body, err, tc.want)
+		}
+	}
+}
+
+// TestTimingInfoPerPool: where the pools' timing differs the report names each pool's, and a pool whose
+// model has no source or version (fixed) leaves no empty name behind.
+func TestTimingInfoPerPool(t *testing.T) {
+	c := Default()
+	c.PrefillWorkers, c.DecodeWorkers, c.Timing = 1, 1, "profile"
+	fixed := "fixed"
+	c.Prefill.Timing = &fixed
+	c.PrefillMs, c.DecodeMs = 3, 1
+	got, err := c.TimingInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := report.Timing{Model: "prefill fixed, decode profile", Source: "decode h200-llama-3.1-8b-bf16"}
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
 	}
 }

@@ -223,8 +223,13 @@ func (c *Config) TimingInfo() (report.Timing, error) {
 			return p, err
 		}
 		both := func(p, d string) string {
-			if p == d {
+			switch {
+			case p == d:
 				return p
+			case p == "": // a pool whose model has no source or version (fixed, polynomial) names none
+				return "decode " + d
+			case d == "":
+				return "prefill " + p
 			}
 			return "prefill " + p + ", decode " + d
 		}
