@@ -239,33 +239,51 @@ type autoIntList struct {
 	set bool
 }
 
-func (a *autoIntList) String() string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, n := range *a.p {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(autoInt{&n}.String())
-	}
-	b.WriteByte(']')
-	return b.String()
-}
+// String is the list as Set takes it (auto,256), and "" when empty, so that help shows no default.
+func (a *autoIntList) String() string { return strings.Join(a.GetSlice(), ",") }
 
 func (a *autoIntList) Set(s string) error {
-	var list []int
-	for _, v := range strings.Split(s, ",") {
-		n, err := config.IntOrAuto(strings.TrimSpace(v))
-		if err != nil {
-			return fmt.Errorf("%q: want integers or auto, as in auto,256,512", v)
-		}
-		list = append(list, n)
+	list, err := parseAutoInts(strings.Split(s, ","))
+	if err != nil {
+		return err
 	}
 	if !a.set {
 		*a.p, a.set = nil, true
 	}
 	*a.p = append(*a.p, list...)
 	return nil
+}
+
+// GetSlice, Replace and Append make it a pflag.SliceValue, which a --config file's loading replaces
+// rather than appends to when it sets the flags given again.
+func (a *autoIntList) GetSlice() []string {
+	out := make([]string, len(*a.p))
+	for i, n := range *a.p {
+		out[i] = autoInt{&n}.String()
+	}
+	return out
+}
+
+func (a *autoIntList) Replace(vals []string) error {
+	list, err := parseAutoInts(vals)
+	if err == nil {
+		*a.p, a.set = list, true
+	}
+	return err
+}
+
+func (a *autoIntList) Append(v string) error { return a.Set(v) }
+
+func parseAutoInts(vals []string) ([]int, error) {
+	var list []int
+	for _, v := range vals {
+		n, err := config.IntOrAuto(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("%q: want integers or auto, as in auto,256,512", v)
+		}
+		list = append(list, n)
+	}
+	return list, nil
 }
 
 func (*autoIntList) Type() string { return "ints|auto" }

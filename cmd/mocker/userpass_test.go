@@ -63,3 +63,24 @@ func TestModelTooLargeSaysWhatToChange(t *testing.T) {
 		t.Errorf("TP 2: %v", err)
 	}
 }
+
+// TestMaxNumSeqsListWithConfig: --max-num-seqs-list given beside a --config file is set again after
+// the file is read; it failed to parse its own printed form ("[auto,256]") and would have doubled.
+func TestMaxNumSeqsListWithConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte("num-requests: 20\ntiming: fixed\nprefill-ms: 20\ndecode-ms: 5\n"), 0o644)
+	out, _, err := mocker(t, "recommend", "--config", cfg, "--ttft-p90-ms", "500", "--max-num-seqs-list", "auto,256",
+		"--tp-list", "1", "--max-workers", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Searched 2 shapes:", "1 × vllm agg tp1 seqs auto=1024 mbt 8192", "1 × vllm agg tp1 seqs 256 mbt 8192"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	help, _, _ := mocker(t, "recommend", "--help")
+	if strings.Contains(help, "(default [])") {
+		t.Errorf("help prints an empty list's default")
+	}
+}
