@@ -173,7 +173,7 @@ func bindWorkloadFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.InterTurnDelayMs, "inter-turn-delay-ms", c.InterTurnDelayMs, "synthetic: mean wait after a turn completes before the next")
 	fs.StringVar(&c.InterTurnDelayDist, "inter-turn-delay-dist", c.InterTurnDelayDist, "synthetic: inter-turn delay distribution constant or exponential")
 	fs.IntVar(&c.LoRAAdapters, "lora-adapters", c.LoRAAdapters, "synthetic: each session is served by one of this many LoRA adapters, lora-0, lora-1, ... (0: the base model; a trace's rows name theirs in field lora)")
-	fs.StringVar(&c.LoRADist, "lora-dist", c.LoRADist, "synthetic, with --lora-adapters: how sessions pick their adapter: uniform or zipf (adapter k with weight 1/(k+1))")
+	fs.StringVar(&c.LoRADist, "lora-dist", c.LoRADist, "synthetic, with --lora-adapters: how sessions pick their adapter: uniform (empty: the default) or zipf (adapter k with weight 1/(k+1))")
 }
 
 // bindOutputFlags registers predict's report files.

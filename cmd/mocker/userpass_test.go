@@ -24,18 +24,23 @@ func TestScalingJSONLNeedsPlanner(t *testing.T) {
 	}
 }
 
-// TestMaxModelLenHelp: --help says what 0 means where it is not unlimited: a live server takes the
-// model's context length (liveOptions), as vLLM does.
-func TestMaxModelLenHelp(t *testing.T) {
-	for _, cmd := range []string{"predict", "serve"} {
-		out, _, err := mocker(t, cmd, "--help")
+// TestHelpSaysWhatZeroAndEmptyMean: --help says what a value that shows no default stands for: 0 for
+// --max-model-len, which a live server takes as the model's context length (liveOptions), as vLLM does;
+// empty for --lora-dist, which is uniform.
+func TestHelpSaysWhatZeroAndEmptyMean(t *testing.T) {
+	for _, tc := range []struct{ cmd, flag, want string }{
+		{"predict", "--max-model-len", "0: unlimited in predict and recommend; serve, worker and frontend take the model's max_position_embeddings"},
+		{"serve", "--max-model-len", "0: unlimited in predict and recommend; serve, worker and frontend take the model's max_position_embeddings"},
+		{"predict", "--lora-dist", "uniform (empty: the default) or zipf"},
+	} {
+		out, _, err := mocker(t, tc.cmd, "--help")
 		if err != nil {
 			t.Fatal(err)
 		}
-		i := strings.Index(out, "--max-model-len")
+		i := strings.Index(out, tc.flag+" ")
 		line, _, _ := strings.Cut(out[i:], "\n")
-		if !strings.Contains(line, "0: unlimited in predict and recommend; serve, worker and frontend take the model's max_position_embeddings") {
-			t.Errorf("%s --help: %s", cmd, line)
+		if i < 0 || !strings.Contains(line, tc.want) {
+			t.Errorf("%s --help: %s", tc.cmd, line)
 		}
 	}
 }
