@@ -647,6 +647,8 @@ func (c *Config) validateDeployment() error {
 	switch {
 	case c.TP < 1:
 		return bad("tp", c.TP, "must be at least 1")
+	case c.ModelConfig != "" && c.isGiven("model"):
+		return bad("model", c.Model, "contradicts --model-config (the model is one or the other)")
 	case c.EP < 1:
 		return bad("ep", c.EP, "must be at least 1")
 	case c.TP*c.MoEDP()%c.EP != 0 && c.MoEDP() > 1:

@@ -915,3 +915,22 @@ func TestTimingInfoPerPool(t *testing.T) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
+
+// TestModelAndModelConfigContradict: --model and --model-config name the model two ways; given both,
+// --model was silently ignored.
+func TestModelAndModelConfigContradict(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(path, []byte("model-config: config.json\nmodel: qwen3-32b\n"), 0o644)
+	c := Default()
+	if err := c.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if err, want := c.Validate(), "config "+path+" line 2: model qwen3-32b: contradicts --model-config (the model is one or the other)"; fmt.Sprint(err) != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	c = Default()
+	c.ModelConfig = "config.json" // the default --model is not given
+	if err := c.Validate(); err != nil && strings.Contains(err.Error(), "contradicts") {
+		t.Errorf("model-config alone: %v", err)
+	}
+}
