@@ -757,6 +757,8 @@ func (c *Config) validateWorkload() error {
 		return &settingError{"synthetic-lengths", fmt.Sprintf("synthetic-lengths %q: want auto, fixed or spread", c.SyntheticLengths)}
 	case c.InterTurnDelayMs < 0 || math.IsNaN(c.InterTurnDelayMs):
 		return bad("inter-turn-delay-ms", c.InterTurnDelayMs, "must be >= 0")
+	case c.Arrival == "burst" && c.isGiven("request-rate"):
+		return bad("request-rate", c.RequestRate, "does not apply to --arrival burst, which sends every request at time 0")
 	}
 	return nil
 }

@@ -934,3 +934,21 @@ func TestModelAndModelConfigContradict(t *testing.T) {
 		t.Errorf("model-config alone: %v", err)
 	}
 }
+
+// TestBurstTakesNoRate: --arrival burst sends every request at time 0, so a --request-rate given with it
+// would be ignored; it is refused instead.
+func TestBurstTakesNoRate(t *testing.T) {
+	c := Default()
+	c.Arrival, c.RequestRate = "burst", 3
+	c.Given("arrival", "")
+	c.Given("request-rate", "")
+	if err, want := c.Validate(), "request-rate 3: does not apply to --arrival burst, which sends every request at time 0"; fmt.Sprint(err) != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	c = Default()
+	c.Arrival = "burst"
+	c.Given("arrival", "")
+	if err := c.Validate(); err != nil {
+		t.Errorf("burst alone: %v", err)
+	}
+}

@@ -161,7 +161,7 @@ func bindWorkloadFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.OutputTokens, "output-tokens", c.OutputTokens, "synthetic: mean output tokens")
 	fs.Float64Var(&c.OutputTokensStddev, "output-tokens-stddev", c.OutputTokensStddev, "synthetic: standard deviation of output tokens (with --synthetic-lengths fixed, 0 unless given)")
 	fs.Float64Var(&c.RequestRate, "request-rate", c.RequestRate, "synthetic: requests (sessions) per second; inf: all at once")
-	fs.StringVar(&c.Arrival, "arrival", c.Arrival, "synthetic: arrival process poisson, constant, gamma or burst")
+	fs.StringVar(&c.Arrival, "arrival", c.Arrival, "synthetic: arrival process poisson, constant, gamma or burst (every request at time 0)")
 	fs.Float64Var(&c.Burstiness, "burstiness", c.Burstiness, "synthetic: gamma shape (1: poisson; lower: burstier)")
 	fs.Float64Var(&c.SharedPrefixRatio, "shared-prefix-ratio", c.SharedPrefixRatio, "synthetic: fraction of the mean prompt shared within a prefix group (with --synthetic-lengths fixed, 0 unless given)")
 	fs.IntVar(&c.NumPrefixGroups, "num-prefix-groups", c.NumPrefixGroups, "synthetic: number of shared-prefix groups")
