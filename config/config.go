@@ -349,7 +349,11 @@ func (c *Config) Load(path string) error {
 		seen[k.Value] = true
 		c.Given(k.Value, fmt.Sprintf("config %s line %d", path, v.Line))
 		if err := field.decode(v); err != nil {
-			return fmt.Errorf("config %s line %d: %s: %w, got %q", path, v.Line, k.Value, err, v.Value)
+			got := "" // a list or a mapping has no value to quote
+			if v.Kind == yaml.ScalarNode {
+				got = fmt.Sprintf(", got %q", v.Value)
+			}
+			return fmt.Errorf("config %s line %d: %s: %w%s", path, v.Line, k.Value, err, got)
 		}
 	}
 	return nil
@@ -360,10 +364,17 @@ func (f setting) decode(v *yaml.Node) error {
 	if f.auto {
 		return f.setAuto(v)
 	}
+	// YAML reads inf as a string (its infinity is .inf); the flags take it (--request-rate inf).
+	if f.Kind() == reflect.Float64 && v.ShortTag() == "!!str" {
+		if x, err := strconv.ParseFloat(v.Value, 64); err == nil && math.IsInf(x, 0) {
+			f.SetFloat(x)
+			return nil
+		}
+	}
 	// yaml decodes 2.9 into an int as 2: an integer setting takes only an integer.
 	isInt := f.Kind() == reflect.Int || f.Kind() == reflect.Uint64
 	if err := v.Decode(f.Addr().Interface()); err != nil || isInt && v.ShortTag() != "!!int" {
-		return errors.New("want " + kindName(f.Kind()))
+		return errors.New("want " + kindName(f.Type()))
 	}
 	return nil
 }
@@ -417,8 +428,8 @@ func (f setting) setAuto(v *yaml.Node) error {
 	return err
 }
 
-func kindName(k reflect.Kind) string {
-	switch k {
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
 	case reflect.Int:
 		return "an integer"
 	case reflect.Uint64:
@@ -428,6 +439,9 @@ func kindName(k reflect.Kind) string {
 	case reflect.Bool:
 		return "true or false"
 	case reflect.Slice:
+		if t.Elem().Kind() == reflect.String {
+			return "a list of strings"
+		}
 		return "a list of numbers"
 	}
 	return "a string"
@@ -503,7 +517,7 @@ func (c *Config) validate() error {
 		return err
 	}
 	for _, check := range []func() error{c.validateOwned, c.validateEngine, c.validateDeployment, c.validateCluster,
-		c.validateWorkload, c.validateServe, c.validateEvents, c.validatePerfetto, c.validateRoles} {
+		c.validateWorkload, c.validateServe, c.validateEvents, c.validatePerfetto, c.validateRoles, c.validateTimingFlags} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -633,6 +647,8 @@ func (c *Config) validateDeployment() error {
 	switch {
 	case c.TP < 1:
 		return bad("tp", c.TP, "must be at least 1")
+	case c.ModelConfig != "" && c.isGiven("model"):
+		return bad("model", c.Model, "contradicts --model-config (the model is one or the other)")
 	case c.EP < 1:
 		return bad("ep", c.EP, "must be at least 1")
 	case c.TP*c.MoEDP()%c.EP != 0 && c.MoEDP() > 1:
@@ -684,6 +700,8 @@ func (c *Config) validateCluster() error {
 	switch {
 	case c.Workers < 1:
 		return bad("workers", c.Workers, "must be at least 1")
+	case c.ScalingJSONL != "" && c.PlannerConfig == "":
+		return &settingError{"scaling-jsonl", "scaling-jsonl " + strconv.Quote(c.ScalingJSONL) + ": applies to --planner-config, which is not given"}
 	case !(c.FleetTTLS > 0 && c.FleetTTLS <= 3600):
 		return bad("fleet-ttl", c.FleetTTLS, "must be in (0, 3600] seconds")
 	case c.PrefillWorkers < 0 || c.DecodeWorkers < 0 || (c.PrefillWorkers > 0) != (c.DecodeWorkers > 0):
@@ -739,6 +757,8 @@ func (c *Config) validateWorkload() error {
 		return &settingError{"synthetic-lengths", fmt.Sprintf("synthetic-lengths %q: want auto, fixed or spread", c.SyntheticLengths)}
 	case c.InterTurnDelayMs < 0 || math.IsNaN(c.InterTurnDelayMs):
 		return bad("inter-turn-delay-ms", c.InterTurnDelayMs, "must be >= 0")
+	case c.Arrival == "burst" && c.isGiven("request-rate"):
+		return bad("request-rate", c.RequestRate, "does not apply to --arrival burst, which sends every request at time 0")
 	}
 	return nil
 }
@@ -937,7 +957,7 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 		return workload.OpenTrace(c.Trace, opts)
 	}
 	in, out, shared := c.spread()
-	return workload.NewSynthetic(workload.SyntheticOptions{
+	src, err := workload.NewSynthetic(workload.SyntheticOptions{
 		NumRequests:       c.NumRequests,
 		Input:             workload.Length{Mean: c.InputTokens, Stddev: in},
 		Output:            workload.Length{Mean: c.OutputTokens, Stddev: out},
@@ -961,6 +981,29 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 		Desync:            time.Duration(c.desyncMs() * float64(time.Millisecond)),
 		Seed:              c.Seed,
 	})
+	return src, c.syntheticNamed(err)
+}
+
+// syntheticNamed names where the setting a synthetic workload's error is about came from, as Validate
+// does: workload's messages read "synthetic: KEY: problem".
+func (c *Config) syntheticNamed(err error) error {
+	if err == nil {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(err.Error(), "synthetic: ")
+	if !ok {
+		return err
+	}
+	key, _, _ := strings.Cut(rest, ":")
+	return c.at(key, err)
+}
+
+// at is err, about setting key, led by where a config file gave the setting (nil stays nil).
+func (c *Config) at(key string, err error) error {
+	if where := c.given[key]; err != nil && where != "" {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return err
 }
 
 // imageTokens is --image-tokens where synthetic requests have images, else 0.

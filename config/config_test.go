@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/live"
+	"github.com/mocker-sim/mocker/report"
 	"github.com/mocker-sim/mocker/sim"
 )
 
@@ -790,5 +792,163 @@ func TestSyntheticOnlyWithTrace(t *testing.T) {
 	want := "config " + path + " line 3: request-rate 20: applies to the synthetic workload, not to a trace (a row gives its arrival time; --arrival-speedup-ratio scales them)"
 	if err := f.Validate(); err == nil || err.Error() != want {
 		t.Errorf("Validate() = %v, want %q", err, want)
+	}
+}
+
+// TestLoadReadsWhatTheFlagsRead: a YAML value the flag takes is taken (inf, which YAML reads as a
+// string), a list says what it holds, and a synthetic workload's setting refused when the workload is
+// made is named by its file and line, as Validate names the others.
+func TestLoadReadsWhatTheFlagsRead(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	load := func(body string) (*Config, error) {
+		os.WriteFile(path, []byte(body), 0o644)
+		c := Default()
+		return &c, c.Load(path)
+	}
+	for _, body := range []string{"request-rate: inf\n", "request-rate: .inf\n", "request-rate: +Inf\n"} {
+		c, err := load(body)
+		if err != nil || !math.IsInf(c.RequestRate, 1) {
+			t.Errorf("%q: request-rate %v, error %v", body, c.RequestRate, err)
+		}
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"request-rate: nan\n", `line 1: request-rate: want a number, got "nan"`},
+		{"request-rate: fast\n", `line 1: request-rate: want a number, got "fast"`},
+		{"fail-worker: 0@1s\n", `line 1: fail-worker: want a list of strings, got "0@1s"`},
+		{"spec-accept-rates: [high]\n", `line 1: spec-accept-rates: want a list of numbers`},
+	} {
+		if _, err := load(tc.body); err == nil || err.Error() != "config "+path+" "+tc.want {
+			t.Errorf("%q: error %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"seed: 1\nrequest-rate: -3\n", "config " + path + " line 2: synthetic: request-rate: must be > 0 (or +Inf) for poisson arrivals, got -3"},
+		{"num-requests: 0\n", "config " + path + " line 1: synthetic: num-requests: must be >= 1, got 0"},
+		{"seed: 1\n", ""},
+	} {
+		c, err := load(tc.body)
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil {
+			_, err = c.Source()
+		}
+		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
+			t.Errorf("%q: error %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	// A flag given over the file names no file.
+	c, _ := load("request-rate: 3\n")
+	c.RequestRate = -1
+	c.Given("request-rate", "")
+	if _, err := c.Source(); err == nil || err.Error() != "synthetic: request-rate: must be > 0 (or +Inf) for poisson arrivals, got -1" {
+		t.Errorf("flag over file: %v", err)
+	}
+}
+
+// TestDeploymentErrorsNamed: an unknown model or system is named once, and by the file and line that
+// gave it.
+func TestDeploymentErrorsNamed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	for _, tc := range []struct{ body, want string }{
+		{"seed: 1\nmodel: llama3\n", "config " + path + ` line 2: model: unknown model "llama3" (catalog: `},
+		{"seed: 1\nsystem: a100\n", "config " + path + ` line 2: system: hardware: unknown system "a100"`},
+		{"model-config: " + path + ".json\n", "config " + path + " line 1: model: open " + path + ".json: "},
+	} {
+		os.WriteFile(path, []byte(tc.body), 0o644)
+		c := Default()
+		if err := c.Load(path); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Deployment(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q...", tc.body, err, tc.want)
+		}
+	}
+	c := Default()
+	c.Model = "llama3"
+	c.Given("model", "")
+	if _, err := c.Deployment(); err == nil || !strings.HasPrefix(err.Error(), `model: unknown model "llama3" (catalog: `) {
+		t.Errorf("flag: %v", err)
+	}
+}
+
+// TestTimingFlagsNeedTheirModel: a flag only one timing model reads is refused where no pool is priced
+// by that model, with the file and line that gave it; where a pool is, or the backend's default is that
+// model (TensorRT-LLM's profile), it is taken.
+func TestTimingFlagsNeedTheirModel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	for _, tc := range []struct{ body, want string }{
+		{"seed: 1\nprefill-ms: 5\n", "config " + path + " line 2: prefill-ms 5: applies to --timing fixed, and the passes are priced by --timing default"},
+		{"decode-ms: 2\ntiming: polynomial\n", "config " + path + " line 1: decode-ms 2: applies to --timing fixed, and the passes are priced by --timing polynomial"},
+		{"profile: h200-qwen3-32b-bf16\n", "config " + path + " line 1: profile h200-qwen3-32b-bf16: applies to --timing profile, and the passes are priced by --timing default"},
+		{"timing: fixed\nprefill-ms: 5\ndecode-ms: 2\n", ""},
+		{"backend: trtllm\nprofile: h200-llama-3.1-8b-bf16\n", ""},
+		{"prefill-workers: 1\ndecode-workers: 1\nprefill-ms: 3\nprefill:\n  timing: fixed\n", ""},
+	} {
+		os.WriteFile(path, []byte(tc.body), 0o644)
+		c := Default()
+		err := c.Load(path)
+		if err == nil {
+			err = c.Validate()
+		}
+		if tc.want == "" && err != nil || tc.want != "" && fmt.Sprint(err) != tc.want {
+			t.Errorf("%q: error %v, want %q", tc.body, err, tc.want)
+		}
+	}
+}
+
+// TestTimingInfoPerPool: where the pools' timing differs the report names each pool's, and a pool whose
+// model has no source or version (fixed) leaves no empty name behind.
+func TestTimingInfoPerPool(t *testing.T) {
+	c := Default()
+	c.PrefillWorkers, c.DecodeWorkers, c.Timing = 1, 1, "profile"
+	fixed := "fixed"
+	c.Prefill.Timing = &fixed
+	c.PrefillMs, c.DecodeMs = 3, 1
+	got, err := c.TimingInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := report.Timing{Model: "prefill fixed, decode profile", Source: "decode h200-llama-3.1-8b-bf16"}
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+// TestModelAndModelConfigContradict: --model and --model-config name the model two ways; given both,
+// --model was silently ignored.
+func TestModelAndModelConfigContradict(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(path, []byte("model-config: config.json\nmodel: qwen3-32b\n"), 0o644)
+	c := Default()
+	if err := c.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if err, want := c.Validate(), "config "+path+" line 2: model qwen3-32b: contradicts --model-config (the model is one or the other)"; fmt.Sprint(err) != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	c = Default()
+	c.ModelConfig = "config.json" // the default --model is not given
+	if err := c.Validate(); err != nil && strings.Contains(err.Error(), "contradicts") {
+		t.Errorf("model-config alone: %v", err)
+	}
+}
+
+// TestBurstTakesNoRate: --arrival burst sends every request at time 0, so a --request-rate given with it
+// would be ignored; it is refused instead.
+func TestBurstTakesNoRate(t *testing.T) {
+	c := Default()
+	c.Arrival, c.RequestRate = "burst", 3
+	c.Given("arrival", "")
+	c.Given("request-rate", "")
+	if err, want := c.Validate(), "request-rate 3: does not apply to --arrival burst, which sends every request at time 0"; fmt.Sprint(err) != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	c = Default()
+	c.Arrival = "burst"
+	c.Given("arrival", "")
+	if err := c.Validate(); err != nil {
+		t.Errorf("burst alone: %v", err)
 	}
 }

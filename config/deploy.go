@@ -35,18 +35,15 @@ type Deployment struct {
 
 // resolveModel is the model --model-config or --model names; nil when neither does.
 func (c *Config) resolveModel() (*model.Model, error) {
-	var m *model.Model
-	var err error
 	switch {
 	case c.ModelConfig != "":
-		m, err = model.FromHFConfig(c.ModelConfig)
+		m, err := model.FromHFConfig(c.ModelConfig)
+		return m, c.at("model-config", err)
 	case c.Model != "":
-		m, err = model.Lookup(c.Model)
+		m, err := model.Lookup(c.Model)
+		return m, c.at("model", err) // model's errors begin "model: "
 	}
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	return m, nil
+	return nil, nil
 }
 
 // ReplyHeader is how many tokens every reply of the model opens with that a client does not see
@@ -78,7 +75,7 @@ func (c *Config) Deployment() (*Deployment, error) {
 	}
 	if c.System != "" {
 		if d.System, err = hardware.Lookup(c.System); err != nil {
-			return nil, fmt.Errorf("system: %w", err)
+			return nil, c.at("system", fmt.Errorf("system: %w", err))
 		}
 	}
 	if d.Model != nil {
@@ -102,7 +99,7 @@ func (c *Config) Deployment() (*Deployment, error) {
 	case d.Model != nil && d.System != nil:
 		d.KVBlocks, err = hardware.KVBlocks(d.System, d.WeightBytes, d.KVBytes, d.BlockSize, c.GPUMemoryUtilization)
 		if err != nil {
-			return nil, fmt.Errorf("num-gpu-blocks auto (%s on %s, tp %d): %w", d.Model.Name, d.System.Name, c.TP, err)
+			return nil, fmt.Errorf("num-gpu-blocks auto (%s on %s, tp %d): %w; a larger --tp spreads the weights over more GPUs", d.Model.Name, d.System.Name, c.TP, err)
 		}
 	default:
 		d.KVBlocks = defaultKVTokens / d.BlockSize
@@ -226,8 +223,13 @@ func (c *Config) TimingInfo() (report.Timing, error) {
 			return p, err
 		}
 		both := func(p, d string) string {
-			if p == d {
+			switch {
+			case p == d:
 				return p
+			case p == "": // a pool whose model has no source or version (fixed, polynomial) names none
+				return "decode " + d
+			case d == "":
+				return "prefill " + p
 			}
 			return "prefill " + p + ", decode " + d
 		}

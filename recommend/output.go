@@ -23,8 +23,8 @@ func (c *Candidate) Deployment() string {
 	return fmt.Sprintf("%d × %s", c.Workers, c.Shape)
 }
 
-// rows is how many candidates a table lists.
-const rows = 10
+// rows is how many candidates a table lists, refusedRows how many shapes refused.
+const rows, refusedRows = 10, 4
 
 // WriteTable writes the report for a terminal: what the search did, the candidates that pass, ranked,
 // and the Pareto frontier; or, when none passes, the closest and what bounds them.
@@ -34,7 +34,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "Searched %s: %s simulated (%d stopped early once a target was certainly missed), %s skipped (%s ruled out by a TTFT or ITL bound, the rest by bisection over workers).\n",
 		count(len(r.Shapes), "shape"), count(r.Simulated, "run"), r.StoppedEarly, count(r.Skipped, "deployment"), count(r.BoundPruned, "shape"))
 	if len(r.Refused) > 0 {
-		fmt.Fprintf(&b, "%s not a valid deployment (--report-json lists them and why).\n", count(len(r.Refused), "shape of the space is", "shapes of the space are"))
+		// A typo in a list (--backends vllm,sglng) or a model too large for a TP shows here.
+		fmt.Fprintf(&b, "%s not a valid deployment:\n", count(len(r.Refused), "shape of the space is", "shapes of the space are"))
+		for i, why := range r.Refused {
+			if i == refusedRows {
+				fmt.Fprintf(&b, "  ... %d more (--report-json lists them all)\n", len(r.Refused)-i)
+				break
+			}
+			fmt.Fprintf(&b, "  %s\n", why)
+		}
 	}
 	if r.Objective == MaxRate {
 		r.rateTable(&b)

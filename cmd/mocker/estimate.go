@@ -76,6 +76,9 @@ func estimate(cfg *config.Config, shape batchShape, breakdown bool, w io.Writer)
 		return fmt.Errorf("estimate: --prefill-tokens, --prefill-cached, --decode-requests and --decode-context must not be negative")
 	case shape.decodeRequests > 0 && shape.decodeCtx < 1:
 		return fmt.Errorf("estimate: --decode-context must be at least 1 with --decode-requests")
+	case shape.prefillTokens == 0 && shape.decodeRequests == 0:
+		// A pass that computes nothing is no pass: its zeros would read as a price.
+		return fmt.Errorf("estimate: an empty pass: give --prefill-tokens (a prompt chunk) or --decode-requests and --decode-context (decodes), or both")
 	}
 	if err := cfg.Validate(); err != nil {
 		return err

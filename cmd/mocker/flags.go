@@ -49,7 +49,7 @@ func bindEngineFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Var(autoInt{&c.NumGPUBlocks}, "num-gpu-blocks", "KV blocks per worker (per data-parallel rank); auto (or 0): from --model, --system, --tp and --gpu-memory-utilization (262,144 tokens' worth without a model)")
 	fs.Var(autoInt{&c.MaxNumSeqs}, "max-num-seqs", "running requests per pass at most, per data-parallel rank (SGLang: --max-running-requests, which under --enable-dp-attention is split over the ranks); auto (or 0): the engine's own default on the deployment — vLLM's API server 1,024 on a GPU of 70 GiB or more (H100, H200, B200), else 256; SGLang's from its KV pool (tokens / context length × 512, within 2,048–4,096), or 48 with --spec-num-tokens (SGLang's for EAGLE/NEXTN drafts; with --dp-attention 48 / dp-size a rank); trtllm 256")
 	fs.IntVar(&c.MaxNumBatchedTokens, "max-num-batched-tokens", c.MaxNumBatchedTokens, "tokens per forward pass at most")
-	fs.IntVar(&c.MaxModelLen, "max-model-len", c.MaxModelLen, "prompt + output tokens per request at most; longer requests are rejected (0: unlimited)")
+	fs.IntVar(&c.MaxModelLen, "max-model-len", c.MaxModelLen, "prompt + output tokens per request at most; longer requests are rejected (0: unlimited in predict and recommend; serve, worker and frontend take the model's max_position_embeddings, as vLLM does)")
 	boolPair(fs, &c.EnablePrefixCaching, "enable-prefix-caching", "share KV blocks of common prefixes between requests")
 	boolPair(fs, &c.EnableChunkedPrefill, "enable-chunked-prefill", "split long prompts over several passes")
 	fs.StringVar(&c.PreemptionMode, "preemption-mode", c.PreemptionMode, "victim when the KV pool is full: lifo (newest running) or fifo (oldest)")
@@ -161,7 +161,7 @@ func bindWorkloadFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.OutputTokens, "output-tokens", c.OutputTokens, "synthetic: mean output tokens")
 	fs.Float64Var(&c.OutputTokensStddev, "output-tokens-stddev", c.OutputTokensStddev, "synthetic: standard deviation of output tokens (with --synthetic-lengths fixed, 0 unless given)")
 	fs.Float64Var(&c.RequestRate, "request-rate", c.RequestRate, "synthetic: requests (sessions) per second; inf: all at once")
-	fs.StringVar(&c.Arrival, "arrival", c.Arrival, "synthetic: arrival process poisson, constant, gamma or burst")
+	fs.StringVar(&c.Arrival, "arrival", c.Arrival, "synthetic: arrival process poisson, constant, gamma or burst (every request at time 0)")
 	fs.Float64Var(&c.Burstiness, "burstiness", c.Burstiness, "synthetic: gamma shape (1: poisson; lower: burstier)")
 	fs.Float64Var(&c.SharedPrefixRatio, "shared-prefix-ratio", c.SharedPrefixRatio, "synthetic: fraction of the mean prompt shared within a prefix group (with --synthetic-lengths fixed, 0 unless given)")
 	fs.IntVar(&c.NumPrefixGroups, "num-prefix-groups", c.NumPrefixGroups, "synthetic: number of shared-prefix groups")
@@ -173,7 +173,7 @@ func bindWorkloadFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.InterTurnDelayMs, "inter-turn-delay-ms", c.InterTurnDelayMs, "synthetic: mean wait after a turn completes before the next")
 	fs.StringVar(&c.InterTurnDelayDist, "inter-turn-delay-dist", c.InterTurnDelayDist, "synthetic: inter-turn delay distribution constant or exponential")
 	fs.IntVar(&c.LoRAAdapters, "lora-adapters", c.LoRAAdapters, "synthetic: each session is served by one of this many LoRA adapters, lora-0, lora-1, ... (0: the base model; a trace's rows name theirs in field lora)")
-	fs.StringVar(&c.LoRADist, "lora-dist", c.LoRADist, "synthetic, with --lora-adapters: how sessions pick their adapter: uniform or zipf (adapter k with weight 1/(k+1))")
+	fs.StringVar(&c.LoRADist, "lora-dist", c.LoRADist, "synthetic, with --lora-adapters: how sessions pick their adapter: uniform (empty: the default) or zipf (adapter k with weight 1/(k+1))")
 }
 
 // bindOutputFlags registers predict's report files.
@@ -239,33 +239,51 @@ type autoIntList struct {
 	set bool
 }
 
-func (a *autoIntList) String() string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, n := range *a.p {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(autoInt{&n}.String())
-	}
-	b.WriteByte(']')
-	return b.String()
-}
+// String is the list as Set takes it (auto,256), and "" when empty, so that help shows no default.
+func (a *autoIntList) String() string { return strings.Join(a.GetSlice(), ",") }
 
 func (a *autoIntList) Set(s string) error {
-	var list []int
-	for _, v := range strings.Split(s, ",") {
-		n, err := config.IntOrAuto(strings.TrimSpace(v))
-		if err != nil {
-			return fmt.Errorf("%q: want integers or auto, as in auto,256,512", v)
-		}
-		list = append(list, n)
+	list, err := parseAutoInts(strings.Split(s, ","))
+	if err != nil {
+		return err
 	}
 	if !a.set {
 		*a.p, a.set = nil, true
 	}
 	*a.p = append(*a.p, list...)
 	return nil
+}
+
+// GetSlice, Replace and Append make it a pflag.SliceValue, which a --config file's loading replaces
+// rather than appends to when it sets the flags given again.
+func (a *autoIntList) GetSlice() []string {
+	out := make([]string, len(*a.p))
+	for i, n := range *a.p {
+		out[i] = autoInt{&n}.String()
+	}
+	return out
+}
+
+func (a *autoIntList) Replace(vals []string) error {
+	list, err := parseAutoInts(vals)
+	if err == nil {
+		*a.p, a.set = list, true
+	}
+	return err
+}
+
+func (a *autoIntList) Append(v string) error { return a.Set(v) }
+
+func parseAutoInts(vals []string) ([]int, error) {
+	var list []int
+	for _, v := range vals {
+		n, err := config.IntOrAuto(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("%q: want integers or auto, as in auto,256,512", v)
+		}
+		list = append(list, n)
+	}
+	return list, nil
 }
 
 func (*autoIntList) Type() string { return "ints|auto" }

@@ -615,7 +615,7 @@ func TestOutputsCheckedBeforeTheRun(t *testing.T) {
 	}{
 		{[]string{"--report-json", "/nonexistent/x.json"}, "--report-json /nonexistent/x.json: directory /nonexistent: no such file or directory"},
 		{[]string{"--requests-jsonl", dir}, "--requests-jsonl " + dir + ": is a directory"},
-		{[]string{"--scaling-jsonl", filepath.Join(file, "x")}, "--scaling-jsonl " + filepath.Join(file, "x") + ": " + file + " is not a directory"},
+		{[]string{"--planner-config", "../../docs/examples/planner.yaml", "--scaling-jsonl", filepath.Join(file, "x")}, "--scaling-jsonl " + filepath.Join(file, "x") + ": " + file + " is not a directory"},
 		{[]string{"--report-json", filepath.Join(dir, "r"), "--requests-jsonl", filepath.Join(dir, "r")}, "--requests-jsonl " + filepath.Join(dir, "r") + ": is also --report-json"},
 		{[]string{"--report-json", trace}, "--report-json " + trace + ": is also --trace"},
 		{[]string{"--html", dir}, "--html " + dir + ": is a directory"},

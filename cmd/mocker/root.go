@@ -15,6 +15,7 @@ prefix caching, preempt under memory pressure and spend time per forward pass.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(unknownLiveFlag)
 	root.AddCommand(newPredictCmd(), newRecommendCmd(), newSweepWorkerCmd(), newEstimateCmd(), newServeCmd(), newWorkerCmd(), newFrontendCmd())
 	return root
 }

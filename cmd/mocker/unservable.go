@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/mocker-sim/mocker/config"
@@ -78,4 +79,21 @@ func ignoredBy(cmd string, c *config.Config, k string) string {
 		return "it applies to disaggregated serving (--prefill-workers and --decode-workers)"
 	}
 	return ""
+}
+
+// unknownLiveFlag says why a live command has no flag for a setting of predict's given on its command
+// line, as refuseUnservable does for one in its --config file; other flag errors pass unchanged.
+func unknownLiveFlag(cmd *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok || cmd.Name() != "serve" && cmd.Name() != "worker" && cmd.Name() != "frontend" {
+		return err
+	}
+	why := unservable[name]
+	if why == "" && newPredictCmd().Flags().Lookup(name) != nil {
+		why = "it is no setting of mocker " + cmd.Name() + " (mocker predict's workload and reports have no place in a live deployment, which answers the requests its clients send)"
+	}
+	if why == "" {
+		return err
+	}
+	return fmt.Errorf("%w: mocker %s cannot honour it: %s", err, cmd.Name(), why)
 }

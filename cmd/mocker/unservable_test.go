@@ -28,7 +28,9 @@ func TestLiveRefusesSettings(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"serve", "--planner-config", "x.yaml"}, "unknown flag: --planner-config"},
+		{[]string{"serve", "--planner-config", "x.yaml"}, "unknown flag: --planner-config: mocker serve cannot honour it: " + unservable["planner-config"]},
+		{[]string{"worker", "--nats", nats, "--num-requests", "5"}, "unknown flag: --num-requests: mocker worker cannot honour it: it is no setting of mocker worker (mocker predict's workload and reports have no place in a live deployment, which answers the requests its clients send)"},
+		{[]string{"serve", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"serve", "--config", planner}, "planner-config (config " + planner + " line 1): mocker serve cannot honour it: " + unservable["planner-config"]},
 		{[]string{"serve", "--config", file("fail.yaml", "nats: none\nfail-worker: [0@1s]\n")}, "fail-worker (config " + dir + "/fail.yaml line 2): mocker serve cannot honour it: " + unservable["fail-worker"]},
 		{[]string{"serve", "--config", file("lat.yaml", "frontend-latency-ms: 5\n")}, "frontend-latency-ms (config " + dir + "/lat.yaml line 1): mocker serve cannot honour it: " + unservable["frontend-latency-ms"]},
