@@ -1,5 +1,7 @@
 package kvcache
 
+import "unsafe"
+
 // index maps a block hash to the first resident copy of it. It replaces a Go map on the pool's hottest
 // path (every block of every request is looked up, inserted and deleted once), so slots are small: a slot
 // holds the hash's low 32 bits (its tag) and the block id; the home slot is the tag's low bits (hashes
@@ -13,7 +15,6 @@ type index struct {
 	slots []slot
 	mask  uint64
 	n     int
-	sink  uint32 // the prefetching loads' sum, kept so that they are not optimised away
 }
 
 type slot struct {
@@ -68,9 +69,9 @@ func (ix *index) lookup(blocks []block, hash uint64) uint64 {
 	}
 }
 
-// prefetch loads hash's home slot. Callers touch a batch of independent slots before working on them one
-// by one: the loads' cache misses overlap instead of each update stalling on its own.
-func (ix *index) prefetch(hash uint64) { ix.sink += ix.slots[hash&ix.mask].tag }
+// prefetch starts loading hash's home slot. Callers touch a batch of independent slots before working on
+// them one by one: the loads' cache misses overlap instead of each update stalling on its own.
+func (ix *index) prefetch(hash uint64) { prefetchLine(unsafe.Pointer(&ix.slots[hash&ix.mask])) }
 
 // get returns the id stored for hash, or none.
 func (ix *index) get(blocks []block, hash uint64) BlockID {
