@@ -470,8 +470,10 @@ func (c *Config) fieldsByKey() map[string]setting {
 
 // Validate reports the first invalid setting, named by its flag and, when a config file gave it, by
 // the file and line.
-func (c *Config) Validate() error {
-	err := c.validate()
+func (c *Config) Validate() error { return c.placed(c.validate()) }
+
+// placed is err named by the file and line that gave its setting, when a config file gave it.
+func (c *Config) placed(err error) error {
 	var se *settingError
 	if errors.As(err, &se) && c.given[se.key] != "" {
 		return fmt.Errorf("%s: %w", c.given[se.key], err)
@@ -517,7 +519,7 @@ func (c *Config) validate() error {
 		return err
 	}
 	for _, check := range []func() error{c.validateOwned, c.validateEngine, c.validateDeployment, c.validateCluster,
-		c.validateWorkload, c.validateServe, c.validateEvents, c.validatePerfetto, c.validateRoles, c.validateTimingFlags} {
+		c.validateWorkload, c.validateServe, c.validateEvents, c.validatePerfetto, c.validateRoles, c.validateTimingFlags, c.validateBackendFlags} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -599,20 +601,12 @@ func (c *Config) validateEngine() error {
 		return bad("max-num-batched-tokens", c.MaxNumBatchedTokens, "must be at least 1")
 	case c.MaxModelLen < 0:
 		return bad("max-model-len", c.MaxModelLen, "must not be negative (0: unlimited)")
-	case c.VLLMAdmission == "chunk" && c.backend() != engine.VLLM:
-		return bad("vllm-admission", c.VLLMAdmission, "applies to the vllm backend (trtllm admits by guaranteed_no_evict, sglang by its own budgets)")
 	case c.DPSize < 1:
 		return bad("dp-size", c.DPSize, "must be at least 1")
 	case c.MaxLoRAs < 1:
 		return bad("max-loras", c.MaxLoRAs, "must be at least 1")
 	case c.MaxLoRAsPerBatch < 1:
 		return bad("max-loras-per-batch", c.MaxLoRAsPerBatch, "must be at least 1")
-	case c.backend() == engine.SGLang && c.isGiven("max-loras"):
-		return bad("max-loras", c.MaxLoRAs, "applies to the vllm and trtllm backends; sglang's is --max-loras-per-batch")
-	case c.backend() == engine.SGLang && c.isGiven("max-cpu-loras"):
-		return bad("max-cpu-loras", c.MaxCPULoRAs, "applies to the vllm and trtllm backends; sglang keeps --max-loras-per-batch adapters loaded")
-	case c.backend() != engine.SGLang && c.isGiven("max-loras-per-batch"):
-		return bad("max-loras-per-batch", c.MaxLoRAsPerBatch, "applies to the sglang backend; vllm's and trtllm's is --max-loras")
 	case c.MaxCPULoRAs < 0:
 		return bad("max-cpu-loras", c.MaxCPULoRAs, "must not be negative (0: max-loras)")
 	case c.MaxCPULoRAs > 0 && c.MaxCPULoRAs < c.MaxLoRAs:

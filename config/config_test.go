@@ -50,15 +50,15 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.NumGPUBlocks = -1 }, "num-gpu-blocks -1"},
 		{func(c *Config) { c.PreemptionMode = "random" }, "preemption-mode"},
 		{func(c *Config) { c.VLLMAdmission = "half" }, "vllm-admission half: want prompt or chunk"},
-		{func(c *Config) { c.Backend, c.VLLMAdmission = "trtllm", "chunk" }, "vllm-admission chunk: applies to the vllm backend"},
+		{func(c *Config) { c.Backend, c.VLLMAdmission = "trtllm", "chunk"; c.Given("vllm-admission", "") }, "vllm-admission chunk: applies to --backend vllm, and the deployment runs trtllm (trtllm admits by guaranteed_no_evict, sglang by its own budgets)"},
 		{func(c *Config) { c.DPSize = 0 }, "dp-size"},
 		{func(c *Config) { c.MaxLoRAs = 0 }, "max-loras 0: must be at least 1"},
 		{func(c *Config) { c.MaxLoRAs, c.MaxCPULoRAs = 4, 2 }, "max-cpu-loras 2: must be at least max-loras (4)"},
 		{func(c *Config) { c.MaxCPULoRAs = -1 }, "max-cpu-loras -1: must not be negative"},
 		{func(c *Config) { c.MaxLoRAsPerBatch = 0 }, "max-loras-per-batch 0: must be at least 1"},
-		{func(c *Config) { c.Backend, c.MaxLoRAs = "sglang", 2; c.Given("max-loras", "") }, "max-loras 2: applies to the vllm and trtllm backends; sglang's is --max-loras-per-batch"},
-		{func(c *Config) { c.Backend, c.MaxCPULoRAs = "sglang", 2; c.Given("max-cpu-loras", "") }, "max-cpu-loras 2: applies to the vllm and trtllm backends; sglang keeps --max-loras-per-batch adapters loaded"},
-		{func(c *Config) { c.Backend, c.MaxLoRAsPerBatch = "trtllm", 2; c.Given("max-loras-per-batch", "") }, "max-loras-per-batch 2: applies to the sglang backend; vllm's and trtllm's is --max-loras"},
+		{func(c *Config) { c.Backend, c.MaxLoRAs = "sglang", 2; c.Given("max-loras", "") }, "max-loras 2: applies to --backend vllm or trtllm, and the deployment runs sglang (sglang's is --max-loras-per-batch)"},
+		{func(c *Config) { c.Backend, c.MaxCPULoRAs = "sglang", 2; c.Given("max-cpu-loras", "") }, "max-cpu-loras 2: applies to --backend vllm or trtllm, and the deployment runs sglang (sglang keeps --max-loras-per-batch adapters loaded)"},
+		{func(c *Config) { c.Backend, c.MaxLoRAsPerBatch = "trtllm", 2; c.Given("max-loras-per-batch", "") }, "max-loras-per-batch 2: applies to --backend sglang, and the deployment runs trtllm (vllm's and trtllm's is --max-loras)"},
 		{func(c *Config) { c.LoRALoadMs = math.Inf(1) }, "lora-load-ms +Inf: must be a finite number in [0, 1e9]"},
 		{func(c *Config) { c.LoRAAdapters, c.Trace = 2, "t.jsonl" }, "lora-adapters 2: applies to the synthetic workload"},
 		{func(c *Config) { c.EP = 0 }, "ep 0: must be at least 1"},
@@ -895,6 +895,47 @@ func TestTimingFlagsNeedTheirModel(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && fmt.Sprint(err) != tc.want {
 			t.Errorf("%q: error %v, want %q", tc.body, err, tc.want)
 		}
+	}
+}
+
+// TestBackendFlagsNeedTheirBackend: a setting only some backends read is refused on a deployment of
+// another backend, with the file and line that gave it; on a backend that reads it, it is taken; and
+// OnBackend (recommend's shapes) counts it as given only on the backends that read it.
+func TestBackendFlagsNeedTheirBackend(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	for _, tc := range []struct{ body, want string }{
+		{"seed: 1\nsglang-schedule-policy: lpm\n", "config " + path + " line 2: sglang-schedule-policy lpm: applies to --backend sglang, and the deployment runs vllm"},
+		{"backend: trtllm\npage-size: 4\n", "config " + path + " line 2: page-size 4: applies to --backend sglang, and the deployment runs trtllm"},
+		{"backend: sglang\nmax-loras: 2\n", "config " + path + " line 2: max-loras 2: applies to --backend vllm or trtllm, and the deployment runs sglang (sglang's is --max-loras-per-batch)"},
+		{"backend: sglang\nvllm-admission: chunk\n", "config " + path + " line 2: vllm-admission chunk: applies to --backend vllm, and the deployment runs sglang (trtllm admits by guaranteed_no_evict, sglang by its own budgets)"},
+		{"backend: sglang\nsglang-schedule-policy: lpm\npage-size: 4\n", ""},
+		{"backend: trtllm\nmax-loras: 2\n", ""},
+	} {
+		os.WriteFile(path, []byte(tc.body), 0o644)
+		c := Default()
+		err := c.Load(path)
+		if err == nil {
+			err = c.Validate()
+		}
+		if tc.want == "" && err != nil || tc.want != "" && fmt.Sprint(err) != tc.want {
+			t.Errorf("%q: error %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	c := Default()
+	c.SGLangSchedulePolicy = "lpm"
+	c.Given("sglang-schedule-policy", "")
+	if err := c.UnreadByBackends("vllm", "sglang"); err != nil {
+		t.Errorf("read by one of the backends: %v", err)
+	}
+	if err := c.UnreadByBackends("vllm", "trtllm"); fmt.Sprint(err) != "sglang-schedule-policy lpm: applies to --backend sglang, and the deployment runs vllm and trtllm" {
+		t.Errorf("read by none: %v", err)
+	}
+	v, g := c.OnBackend("vllm"), c.OnBackend("sglang")
+	if err := v.Validate(); err != nil || v.Backend != "vllm" {
+		t.Errorf("on vllm: %v (backend %s)", err, v.Backend)
+	}
+	if g.Backend != "sglang" || !g.isGiven("sglang-schedule-policy") || !c.isGiven("sglang-schedule-policy") {
+		t.Error("on sglang the setting stays given, and OnBackend leaves c's own record alone")
 	}
 }
 

@@ -205,8 +205,8 @@ func (s *Shape) resolveAuto(o sim.Options) {
 
 // config is the base configuration deployed as shape s at the given scale.
 func (s Shape) config(base *config.Config, scale int) config.Config {
-	c := *base
-	c.Backend, c.EP, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.Router = s.Backend, s.EP, s.MaxNumSeqs, s.MaxNumBatchedTokens, s.Router
+	c := base.OnBackend(s.Backend)
+	c.EP, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.Router = s.EP, s.MaxNumSeqs, s.MaxNumBatchedTokens, s.Router
 	if !s.Disagg {
 		c.TP, c.Workers, c.PrefillWorkers, c.DecodeWorkers = s.TP, scale, 0, 0
 		return c

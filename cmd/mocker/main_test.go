@@ -430,6 +430,27 @@ func TestFlagsMatchYAMLKeys(t *testing.T) {
 	}
 }
 
+// TestBackendOwnFlagsMatchHelp: a flag whose help begins with backends ("sglang: ...", "vllm, trtllm:
+// ...") is one config refuses on the others, for exactly those backends, and no other flag is.
+func TestBackendOwnFlagsMatchHelp(t *testing.T) {
+	backends := []string{"vllm", "sglang", "trtllm"}
+	newPredictCmd().Flags().VisitAll(func(f *pflag.Flag) {
+		var want []string
+		if head, _, ok := strings.Cut(f.Usage, ": "); ok {
+			for _, b := range strings.Split(head, ", ") {
+				if !slices.Contains(backends, b) {
+					want = nil
+					break
+				}
+				want = append(want, b)
+			}
+		}
+		if got := config.BackendOwn(f.Name); !slices.Equal(got, want) {
+			t.Errorf("--%s: config reads it on %v, its help on %v", f.Name, got, want)
+		}
+	})
+}
+
 // TestEstimate prices passes with the reference's formulas: prefill of 1,000 new tokens =
 // 4.209989e-07·1000² + 1.518344e-02·1000 + 16.50142 ms; the decode part at KV usage 1000/16000.
 func TestEstimate(t *testing.T) {

@@ -201,8 +201,12 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 	if err != nil {
 		return err
 	}
-	if err := cfg.Validate(); err != nil {
+	// A backend's own setting applies to the shapes on that backend; one no swept backend reads is refused.
+	if err := cfg.UnreadByBackends(sp.Backends...); err != nil {
 		return err
+	}
+	if base := cfg.OnBackend(cfg.Backend); base.Validate() != nil {
+		return base.Validate()
 	}
 	o := recommend.Options{Targets: targets, Objective: rf.objective, Threads: rf.threads}
 	if rf.findMaxRate {

@@ -126,6 +126,22 @@ func TestRecommendRefuses(t *testing.T) {
 	}
 }
 
+// TestRecommendBackendOwnFlags: a backend's own setting applies to that backend's shapes and refuses
+// none of the others; one that no backend of the space reads is refused.
+func TestRecommendBackendOwnFlags(t *testing.T) {
+	out, _, err := mocker(t, append(small, "--ttft-p90-ms", "60", "--tp-list", "1", "--max-workers", "2", "--backends", "vllm,sglang", "--sglang-schedule-policy", "lpm")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "Searched 2 shapes:") || strings.Contains(out, "not valid") {
+		t.Errorf("want both shapes valid:\n%s", out)
+	}
+	_, _, err = mocker(t, append(small, "--ttft-p90-ms", "60", "--backends", "vllm,trtllm", "--page-size", "4")...)
+	if want := "page-size 4: applies to --backend sglang, and the deployment runs vllm and trtllm"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
 func TestRecommendFindMaxRate(t *testing.T) {
 	out, _, err := mocker(t, append(small, "--ttft-p90-ms", "60", "--tp-list", "1", "--find-max-rate")...)
 	if err != nil {

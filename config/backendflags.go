@@ -1,0 +1,74 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// backendOwn are the settings only some backends read, with those backends: their flags' help begins
+// with the same names (a cmd/mocker test holds the two together).
+var backendOwn = []struct {
+	key      string
+	backends []string
+	instead  string // what the others read in its place, if anything
+}{
+	{"vllm-admission", []string{"vllm"}, "trtllm admits by guaranteed_no_evict, sglang by its own budgets"},
+	{"max-loras", []string{"vllm", "trtllm"}, "sglang's is --max-loras-per-batch"},
+	{"max-cpu-loras", []string{"vllm", "trtllm"}, "sglang keeps --max-loras-per-batch adapters loaded"},
+	{"max-loras-per-batch", []string{"sglang"}, "vllm's and trtllm's is --max-loras"},
+	{"page-size", []string{"sglang"}, ""},
+	{"sglang-schedule-policy", []string{"sglang"}, ""},
+	{"sglang-max-prefill-tokens", []string{"sglang"}, ""},
+	{"sglang-chunked-prefill-size", []string{"sglang"}, ""},
+	{"sglang-clip-max-new-tokens", []string{"sglang"}, ""},
+	{"sglang-num-reserved-decode-tokens", []string{"sglang"}, ""},
+	{"sglang-schedule-conservativeness", []string{"sglang"}, ""},
+	{"sglang-enable-mixed-chunk", []string{"sglang"}, ""},
+	{"sglang-overlap-schedule", []string{"sglang"}, ""},
+}
+
+// BackendOwn are the backends that read key's setting, nil for a setting every backend reads.
+func BackendOwn(key string) []string {
+	for _, o := range backendOwn {
+		if o.key == key {
+			return o.backends
+		}
+	}
+	return nil
+}
+
+// UnreadByBackends refuses a backend's own setting given where none of backends reads it:
+// --sglang-schedule-policy lpm on vLLM would change nothing, silently.
+// Validate checks it for the deployment's own backend.
+func (c *Config) UnreadByBackends(backends ...string) error { return c.placed(c.unreadBy(backends)) }
+
+func (c *Config) validateBackendFlags() error { return c.unreadBy([]string{c.Backend}) }
+
+func (c *Config) unreadBy(backends []string) error {
+	for _, o := range backendOwn {
+		if c.isGiven(o.key) && !slices.ContainsFunc(backends, func(b string) bool { return slices.Contains(o.backends, b) }) {
+			why := fmt.Sprintf("applies to --backend %s, and the deployment runs %s", strings.Join(o.backends, " or "), strings.Join(backends, " and "))
+			if o.instead != "" {
+				why += " (" + o.instead + ")"
+			}
+			return bad(o.key, c.fieldsByKey()[o.key].Interface(), why)
+		}
+	}
+	return nil
+}
+
+// OnBackend is c deployed on backend: a setting only other backends read no longer counts as given,
+// so a sweep over backends (recommend's --backends) applies each backend's own settings to its own
+// deployments and refuses none of the others for them. Their values stay and are read by no engine.
+func (c Config) OnBackend(backend string) Config {
+	c.Backend = backend
+	c.given = maps.Clone(c.given)
+	for _, o := range backendOwn {
+		if !slices.Contains(o.backends, backend) {
+			delete(c.given, o.key)
+		}
+	}
+	return c
+}
