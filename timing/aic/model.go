@@ -526,24 +526,58 @@ const vllmWNA16Kernel = "vllm_marlin_int4_moe"
 func (mdl *Model) marlinMoE(d db, version string, own []string, k moeKey, rf *roofline) (curve, error) {
 	ref := moeTable
 	ref.backend = "vllm"
-	for _, v := range d.nearestVersions(ref.op, ref.backend, version) {
+	var moe curve
+	paths, err := mdl.substitute(d, ref, version, d.nearestVersions(ref.op, ref.backend, version), own, func(paths []string) (bool, error) {
+		var kernels []string
+		var err error
+		moe, kernels, err = loadMoE(paths, k, rf)
+		// Passed over: a version that lacks the configuration, or times the same WNA16 kernels.
+		return err == nil && !slices.Contains(kernels, vllmWNA16Kernel), nil
+	})
+	if err != nil {
+		return curve{}, err
+	}
+	if paths == nil {
+		return curve{}, fmt.Errorf("aic: %s: the %s rows time vLLM's WNA16 MoE kernels (kernel_source %s), not the Marlin MoE vLLM runs for int4 experts, and no other vLLM version has Marlin rows for it",
+			sourceList(own), k, vllmWNA16Kernel)
+	}
+	return moe, nil
+}
+
+// substitute walks candidates, versions of ref's table, and returns the paths of the first whose
+// table usable accepts (nil with none; an error from usable or the database ends the walk). A table
+// of another version than the engine's (version) is recorded: its paths join the sources, in place of
+// replace (nil: beside the version's own), and traceSubstitute is told of it.
+func (mdl *Model) substitute(d db, ref tableRef, version string, candidates, replace []string, usable func(paths []string) (bool, error)) ([]string, error) {
+	for _, v := range candidates {
 		paths, err := d.sources(ref, v)
 		if err != nil {
-			return curve{}, err
+			return nil, err
 		}
 		if len(paths) == 0 {
 			continue
 		}
-		moe, kernels, err := loadMoE(paths, k, rf)
-		if err != nil || slices.Contains(kernels, vllmWNA16Kernel) {
-			continue // this version lacks the configuration, or times the same WNA16 kernels
+		ok, err := usable(paths)
+		if err != nil {
+			return nil, err
 		}
-		mdl.sources = slices.DeleteFunc(mdl.sources, func(p string) bool { return slices.Contains(own, p) })
-		mdl.sources = append(mdl.sources, paths...)
-		return moe, nil
+		if !ok {
+			continue
+		}
+		if v != version {
+			mdl.sources = slices.DeleteFunc(mdl.sources, func(p string) bool { return slices.Contains(replace, p) })
+			for _, p := range paths {
+				if !slices.Contains(mdl.sources, p) {
+					mdl.sources = append(mdl.sources, p)
+				}
+			}
+			if traceSubstitute != nil {
+				traceSubstitute(ref, v, paths)
+			}
+		}
+		return paths, nil
 	}
-	return curve{}, fmt.Errorf("aic: %s: the %s rows time vLLM's WNA16 MoE kernels (kernel_source %s), not the Marlin MoE vLLM runs for int4 experts, and no other vLLM version has Marlin rows for it",
-		sourceList(own), k, vllmWNA16Kernel)
+	return nil, nil
 }
 
 // nearestVersions lists the other versions of backend that have op's table, nearest to version
@@ -585,28 +619,14 @@ func (mdl *Model) blockGEMMSource(d db, version string, own []string) ([]string,
 	}
 	ref := gemmTable
 	ref.backend = "vllm"
-	for _, v := range d.nearestVersions(ref.op, ref.backend, version) {
-		paths, err := d.sources(ref, v)
-		if err != nil {
-			return nil, err
-		}
-		if len(paths) == 0 {
-			continue
-		}
+	paths, err := mdl.substitute(d, ref, version, d.nearestVersions(ref.op, ref.backend, version), nil, func(paths []string) (bool, error) {
 		bound, have, err := blockGEMMHostBound(paths)
-		if err != nil {
-			return nil, err
-		}
-		if bound || !have {
-			continue
-		}
-		mdl.sources = append(mdl.sources, paths...)
-		if traceSubstitute != nil {
-			traceSubstitute(ref, v, paths)
-		}
-		return paths, nil
+		return have && !bound, err
+	})
+	if err != nil || paths == nil {
+		return own, err
 	}
-	return own, nil
+	return paths, nil
 }
 
 // ctxAttnSource is where context attention is priced from: the version's own table (own, read as
@@ -625,33 +645,26 @@ func (mdl *Model) ctxAttnSource(d db, backend, version string, own []string, row
 	}
 	ref := ctxAttnTable
 	ref.backend = backend
-	for _, v := range d.nearestVersions(ref.op, ref.backend, version) {
-		paths, err := d.sources(ref, v)
-		if err != nil {
-			return nil, nil, err
+	var alt attnRows
+	paths, err := mdl.substitute(d, ref, version, d.nearestVersions(ref.op, ref.backend, version), own, func(paths []string) (bool, error) {
+		var err error
+		if alt, err = loadAttention(paths, false); err != nil {
+			return false, err
 		}
-		if len(paths) == 0 {
-			continue
-		}
-		alt, err := loadAttention(paths, false)
-		if err != nil {
-			return nil, nil, err
-		}
-		if bad, _ := alt.impossibleCtx(rf); bad > 0 {
-			continue
-		}
-		mdl.sources = slices.DeleteFunc(mdl.sources, func(p string) bool { return slices.Contains(own, p) })
-		mdl.sources = append(mdl.sources, paths...)
-		if traceSubstitute != nil {
-			traceSubstitute(ref, v, paths)
-		}
-		return paths, alt, nil
+		bad, _ := alt.impossibleCtx(rf)
+		return bad == 0, nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	return own, rows, nil
+	if paths == nil {
+		return own, rows, nil
+	}
+	return paths, alt, nil
 }
 
 // traceSubstitute, when set, is told of every table a model prices from in place of its version's own
-// (blockGEMMSource): Generate embeds those too. It is set only while Generate runs.
+// (substitute): Generate embeds those too. It is set only while Generate runs.
 var traceSubstitute func(ref tableRef, version string, paths []string)
 
 // mlaBmm holds the absorbed-decode batched GEMMs of an MLA model (SGLang): before and after the
