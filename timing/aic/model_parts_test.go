@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mocker-sim/mocker/model"
 	"github.com/mocker-sim/mocker/timing"
 )
 
@@ -83,7 +84,14 @@ func TestSubstitutionsTraced(t *testing.T) {
 		traceSubstitute = func(ref tableRef, version string, paths []string) {
 			got = append(got, ref.op+"/"+ref.backend+"/"+version)
 		}
-		_, err := onH200(t, tc.name, tc.o)
+		needData(t)
+		m, err := model.Lookup(tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := tc.o
+		o.Model, o.System, o.Root = m, h200(t), aicRoot
+		_, err = newModel(o) // not New: a model cached by an earlier test would trace nothing
 		traceSubstitute = nil
 		if err != nil {
 			t.Fatal(err)
