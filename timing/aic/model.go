@@ -1202,18 +1202,17 @@ func (mdl *Model) Parts(b *timing.Batch) []timing.Part {
 			add(t.op, t.f(T)*f)
 		}
 		if mdl.dp > 1 {
-			Tg := mdl.groupTokens(p, &b.Group)
+			work, all, Tg := mdl.groupWork(p, &b.Group)
 			var gsum float64
 			for _, t := range mdl.groupParts {
 				gsum += t.f(Tg)
 			}
-			all := mdl.group.at(Tg)
 			for _, t := range mdl.groupParts {
 				if gsum != 0 {
 					add(t.op, t.f(Tg)*all/gsum)
 				}
 			}
-			add("shared_expert_overlap", mdl.groupWork(p, &b.Group)-all)
+			add("shared_expert_overlap", work-all)
 		}
 	}
 	attn := "context_attention"
@@ -1281,7 +1280,8 @@ func shapeOf(b *timing.Batch) passShape {
 // without prefill tokens), and with attention data parallelism the MoE layers' group work.
 func (mdl *Model) tokenWork(p passShape, g *timing.Group) float64 {
 	if mdl.dp > 1 {
-		return mdl.rankWork(p) + mdl.groupWork(p, g)
+		work, _, _ := mdl.groupWork(p, g)
+		return mdl.rankWork(p) + work
 	}
 	return mdl.rankWork(p)
 }
@@ -1295,16 +1295,18 @@ func (mdl *Model) rankWork(p passShape) float64 {
 	return mdl.perToken.at(float64(p.tokens))
 }
 
-// groupWork is the MoE layers' work over the attention data-parallel group (group at groupTokens),
-// less, in a DeepSeek-family pass without prefill tokens, the part the shared expert hides: the
-// routed group (router, gather, experts, scatter) and the shared expert overlap (deepSeekFamily).
-func (mdl *Model) groupWork(p passShape, g *timing.Group) float64 {
-	v := mdl.group.at(mdl.groupTokens(p, g))
+// groupWork is the MoE layers' work over the attention data-parallel group: the group curve (all)
+// at the group's tokens (tokens, groupTokens), less, in a DeepSeek-family pass without prefill
+// tokens, the part the shared expert hides: the routed group (router, gather, experts, scatter) and
+// the shared expert overlap (deepSeekFamily).
+func (mdl *Model) groupWork(p passShape, g *timing.Group) (work, all, tokens float64) {
+	tokens = mdl.groupTokens(p, g)
+	all = mdl.group.at(tokens)
 	if len(mdl.routed.x) > 0 && p.prefillTokens == 0 { // the DP group's shared-expert overlap
 		T := float64(p.tokens)
-		return v - math.Min(mdl.routed.at(T)+v, mdl.shared.at(T))
+		return all - math.Min(mdl.routed.at(T)+all, mdl.shared.at(T)), all, tokens
 	}
-	return v
+	return all, all, tokens
 }
 
 // groupTokens is how many tokens the group's MoE layers process. vLLM pads every rank's batch to the
