@@ -54,13 +54,6 @@ func (m *Model) IndexerBytesPerToken() int {
 	return m.IndexHeadDim + (m.IndexHeadDim+127)/128*4
 }
 
-// SlidingKVBytesPerToken is KVBytesPerToken for the sliding-window layers alone: what each of a
-// request's last SlidingWindow tokens adds. Zero for models without sliding windows.
-func (m *Model) SlidingKVBytesPerToken(kvDtypeBytes, tp int) int {
-	mustPositive("SlidingKVBytesPerToken", kvDtypeBytes, tp)
-	return m.SlidingLayers * 2 * m.kvHeadsPerGPU(tp) * m.HeadDim * kvDtypeBytes
-}
-
 // WeightBytes is the weight memory of one GPU with tensor parallelism tp when every weight takes
 // dtypeBytes bytes. It panics if dtypeBytes or tp is not positive.
 func (m *Model) WeightBytes(dtypeBytes, tp int) int64 {

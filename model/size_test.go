@@ -55,23 +55,6 @@ func TestKVBytesPerToken(t *testing.T) {
 	}
 }
 
-func TestSlidingKVBytesPerToken(t *testing.T) {
-	tests := []struct {
-		model     string
-		bytes, tp int
-		want      int
-	}{
-		{"gpt-oss-120b", 2, 1, 36864}, // 18 sliding layers × 2 × 8 × 64 × 2
-		{"gpt-oss-120b", 2, 8, 4608},
-		{"llama-3.1-8b", 2, 1, 0},
-	}
-	for _, tt := range tests {
-		if got := mustLookup(t, tt.model).SlidingKVBytesPerToken(tt.bytes, tt.tp); got != tt.want {
-			t.Errorf("%s.SlidingKVBytesPerToken(%d, %d) = %d, want %d", tt.model, tt.bytes, tt.tp, got, tt.want)
-		}
-	}
-}
-
 func TestParams(t *testing.T) {
 	tests := []struct {
 		model          string
