@@ -121,7 +121,8 @@ var _ timing.Model = (*Model)(nil)
 // Version is the engine version whose tables the model uses.
 func (m *Model) Version() string { return m.version }
 
-// Sources lists the parquet files the model was built from.
+// Sources lists the table files the model was built from (parquet files, or compact tables under
+// EmbeddedRoot), those it prices from in place of its version's own included.
 func (m *Model) Sources() []string { return slices.Clone(m.sources) }
 
 // config is Options resolved and checked.
