@@ -162,12 +162,9 @@ func (c *Config) weightBytes(m *model.Model) (int64, error) {
 	case "int4_wo":
 		p.Experts = 0.5 // group scales ignored
 	}
-	if dp := c.MoEDP(); dp > 1 {
-		// Attention data parallelism: the experts are sharded over all tp × dp-size GPUs, the rest
-		// over each rank's tp.
-		return m.QuantizedWeightBytes(p, c.TP) - m.RoutedExpertBytes(p, c.TP) + m.RoutedExpertBytes(p, c.TP*dp), nil
-	}
-	return m.QuantizedWeightBytes(p, c.TP), nil
+	// With attention data parallelism the routed experts are sharded over all tp × dp-size GPUs, the
+	// rest over each rank's tp.
+	return m.QuantizedWeightBytes(p, c.TP, c.TP*c.MoEDP()), nil
 }
 
 // TimingModel builds the pass timing model, with the host overhead, scaled by the speed-up ratios.

@@ -15,7 +15,7 @@ func TestQuantizationMXFP4(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := m.QuantizedWeightBytes(model.Precision{Linear: 2, Experts: 4.25 / 8, Other: 2}, 2)
+	want := m.QuantizedWeightBytes(model.Precision{Linear: 2, Experts: 4.25 / 8, Other: 2}, 2, 2)
 	for _, tc := range []struct{ quant, moe, linear, experts string }{
 		{"", "", "", "mxfp4"},
 		{"mxfp4", "", "", "mxfp4"},
@@ -41,7 +41,7 @@ func TestQuantizationMXFP4(t *testing.T) {
 	// --quantization bf16 puts the experts in bf16 too: 2 bytes a weight.
 	c := Default()
 	c.Model, c.TP, c.Quantization = "gpt-oss-120b", 2, "bf16"
-	if got, want := mustWeightBytes(t, &c, m), m.QuantizedWeightBytes(model.Precision{Linear: 2, Experts: 2, Other: 2}, 2); got != want {
+	if got, want := mustWeightBytes(t, &c, m), m.QuantizedWeightBytes(model.Precision{Linear: 2, Experts: 2, Other: 2}, 2, 2); got != want {
 		t.Errorf("bf16: %d weight bytes, want %d", got, want)
 	}
 }

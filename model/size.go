@@ -8,7 +8,7 @@ import (
 // Params is the total number of weights: embeddings, attention, MLPs or all experts, norms, and the LM
 // head unless it is tied.
 func (m *Model) Params() int64 {
-	w := m.weights(1)
+	w := m.weights(1, 1)
 	return w.linear + w.experts + w.other
 }
 
@@ -54,18 +54,11 @@ func (m *Model) IndexerBytesPerToken() int {
 	return m.IndexHeadDim + (m.IndexHeadDim+127)/128*4
 }
 
-// SlidingKVBytesPerToken is KVBytesPerToken for the sliding-window layers alone: what each of a
-// request's last SlidingWindow tokens adds. Zero for models without sliding windows.
-func (m *Model) SlidingKVBytesPerToken(kvDtypeBytes, tp int) int {
-	mustPositive("SlidingKVBytesPerToken", kvDtypeBytes, tp)
-	return m.SlidingLayers * 2 * m.kvHeadsPerGPU(tp) * m.HeadDim * kvDtypeBytes
-}
-
 // WeightBytes is the weight memory of one GPU with tensor parallelism tp when every weight takes
 // dtypeBytes bytes. It panics if dtypeBytes or tp is not positive.
 func (m *Model) WeightBytes(dtypeBytes, tp int) int64 {
 	mustPositive("WeightBytes", dtypeBytes, tp)
-	w := m.weights(tp)
+	w := m.weights(tp, tp)
 	return (w.linear + w.experts + w.other) * int64(dtypeBytes)
 }
 
@@ -78,32 +71,20 @@ type Precision struct {
 	Other   float64 // embeddings, LM head, norms, routers, biases, attention sinks
 }
 
-// QuantizedWeightBytes is the weight memory of one GPU with tensor parallelism tp at precision p,
-// rounded up to a whole byte. It panics if tp is not positive.
-func (m *Model) QuantizedWeightBytes(p Precision, tp int) int64 {
-	mustPositive("QuantizedWeightBytes", 1, tp)
-	w := m.weights(tp)
+// QuantizedWeightBytes is the weight memory of one GPU at precision p with tensor parallelism tp and
+// the routed experts sharded over expertGPUs GPUs (tp, or more with attention data parallelism, which
+// spreads them over all of a worker's GPUs), rounded up to a whole byte. It panics if tp or
+// expertGPUs is not positive.
+func (m *Model) QuantizedWeightBytes(p Precision, tp, expertGPUs int) int64 {
+	mustPositive("QuantizedWeightBytes", tp, expertGPUs)
+	w := m.weights(tp, expertGPUs)
 	return int64(math.Ceil(float64(w.linear)*p.Linear + float64(w.experts)*p.Experts + float64(w.other)*p.Other))
 }
 
-// RoutedExpertBytes is the weight memory of the routed experts' gate, up and down projections (at
-// precision p.Experts) and their biases if any (gpt-oss; at p.Other) on one GPU when they are sharded
-// over gpus GPUs (0 for a dense model): the part of QuantizedWeightBytes that attention data
-// parallelism spreads over more GPUs than tp. It panics if gpus is not positive.
-func (m *Model) RoutedExpertBytes(p Precision, gpus int) int64 {
-	mustPositive("RoutedExpertBytes", 1, gpus)
-	if !m.MoE() {
-		return 0
-	}
-	experts := int64(m.MoELayers()) * int64(m.Experts)
-	n := experts * 3 * int64(m.Hidden) * int64(m.MoEIntermediate)
-	biases := experts * (m.expertParams() - 3*int64(m.Hidden)*int64(m.MoEIntermediate))
-	return int64(math.Ceil(float64(ceilDiv(n, gpus))*p.Experts + float64(ceilDiv(biases, gpus))*p.Other))
-}
-
-func mustPositive(fn string, bytes, tp int) {
-	if bytes <= 0 || tp <= 0 {
-		panic(fmt.Sprintf("model: %s(%d, %d): dtype bytes and tp must be positive", fn, bytes, tp))
+// mustPositive panics unless both of fn's integer arguments (dtype bytes, tp, GPU counts) are positive.
+func mustPositive(fn string, a, b int) {
+	if a <= 0 || b <= 0 {
+		panic(fmt.Sprintf("model: %s(%d, %d): dtype bytes, tp and GPU counts must be positive", fn, a, b))
 	}
 }
 
@@ -117,11 +98,12 @@ type weightCount struct {
 	linear, experts, other int64
 }
 
-// weights counts the weights one GPU holds with tensor parallelism tp; weights(1) is the whole model.
-// A weight is sharded (split tp ways) or replicated; vLLM shards column-parallel biases with their
-// matrices and replicates row-parallel ones.
-func (m *Model) weights(tp int) weightCount {
-	var sharded, replicated weightCount
+// weights counts the weights one GPU holds with tensor parallelism tp and the routed experts (with
+// their biases) sharded over expertGPUs GPUs; weights(1, 1) is the whole model. Any other weight is
+// sharded (split tp ways) or replicated; vLLM shards column-parallel biases with their matrices and
+// replicates row-parallel ones.
+func (m *Model) weights(tp, expertGPUs int) weightCount {
+	var sharded, replicated, routed weightCount
 	var (
 		h  = int64(m.Hidden)
 		hd = int64(m.HeadDim)
@@ -192,18 +174,21 @@ func (m *Model) weights(tp int) weightCount {
 	// Experts (routed and shared) and routers.
 	if m.MoE() {
 		moe := int64(m.MoELayers())
-		e := int64(m.Experts)
-		n := moe * (e + int64(m.SharedExperts))
-		sharded.experts += n * 3 * h * int64(m.MoEIntermediate)
-		sharded.other += n * (m.expertParams() - 3*h*int64(m.MoEIntermediate)) // expert biases
-		replicated.other += moe * e * h                                        // router
+		e, se := int64(m.Experts), int64(m.SharedExperts)
+		mlp := 3 * h * int64(m.MoEIntermediate)
+		bias := m.expertParams() - mlp
+		routed.experts += moe * e * mlp
+		routed.other += moe * e * bias
+		sharded.experts += moe * se * mlp
+		sharded.other += moe * se * bias
+		replicated.other += moe * e * h // router
 		replicated.other += moe * one(m.RouterBias) * e
 	}
 
 	return weightCount{
 		linear:  replicated.linear + ceilDiv(sharded.linear, tp),
-		experts: replicated.experts + ceilDiv(sharded.experts, tp),
-		other:   replicated.other + ceilDiv(sharded.other, tp),
+		experts: replicated.experts + ceilDiv(sharded.experts, tp) + ceilDiv(routed.experts, expertGPUs),
+		other:   replicated.other + ceilDiv(sharded.other, tp) + ceilDiv(routed.other, expertGPUs),
 	}
 }
 

@@ -55,23 +55,6 @@ func TestKVBytesPerToken(t *testing.T) {
 	}
 }
 
-func TestSlidingKVBytesPerToken(t *testing.T) {
-	tests := []struct {
-		model     string
-		bytes, tp int
-		want      int
-	}{
-		{"gpt-oss-120b", 2, 1, 36864}, // 18 sliding layers × 2 × 8 × 64 × 2
-		{"gpt-oss-120b", 2, 8, 4608},
-		{"llama-3.1-8b", 2, 1, 0},
-	}
-	for _, tt := range tests {
-		if got := mustLookup(t, tt.model).SlidingKVBytesPerToken(tt.bytes, tt.tp); got != tt.want {
-			t.Errorf("%s.SlidingKVBytesPerToken(%d, %d) = %d, want %d", tt.model, tt.bytes, tt.tp, got, tt.want)
-		}
-	}
-}
-
 func TestParams(t *testing.T) {
 	tests := []struct {
 		model          string
@@ -168,7 +151,7 @@ func TestQuantizedWeightBytes(t *testing.T) {
 		{"llama-3.1-8b", model.Precision{Linear: 2, Experts: 2, Other: 2}, 1, 2 * 8030261248},
 	}
 	for _, tt := range tests {
-		if got := mustLookup(t, tt.model).QuantizedWeightBytes(tt.p, tt.tp); got != tt.want {
+		if got := mustLookup(t, tt.model).QuantizedWeightBytes(tt.p, tt.tp, tt.tp); got != tt.want {
 			t.Errorf("%s.QuantizedWeightBytes(%+v, %d) = %d, want %d", tt.model, tt.p, tt.tp, got, tt.want)
 		}
 	}
@@ -177,9 +160,10 @@ func TestQuantizedWeightBytes(t *testing.T) {
 func TestSizesPanicOnBadTP(t *testing.T) {
 	m := mustLookup(t, "llama-3.1-8b")
 	for name, f := range map[string]func(){
-		"KVBytesPerToken(2, 0)": func() { m.KVBytesPerToken(2, 0) },
-		"KVBytesPerToken(0, 1)": func() { m.KVBytesPerToken(0, 1) },
-		"WeightBytes(2, -1)":    func() { m.WeightBytes(2, -1) },
+		"KVBytesPerToken(2, 0)":         func() { m.KVBytesPerToken(2, 0) },
+		"KVBytesPerToken(0, 1)":         func() { m.KVBytesPerToken(0, 1) },
+		"WeightBytes(2, -1)":            func() { m.WeightBytes(2, -1) },
+		"QuantizedWeightBytes(p, 2, 0)": func() { m.QuantizedWeightBytes(model.Precision{Linear: 2, Experts: 2, Other: 2}, 2, 0) },
 	} {
 		func() {
 			defer func() {
@@ -200,22 +184,26 @@ func TestValidateQKNormKinds(t *testing.T) {
 	}
 }
 
-// TestRoutedExpertBytes: the routed experts' share of a GPU's weights over 8 GPUs. Qwen3-30B-A3B's
-// 48 layers × 128 experts × 3 × 2048 × 768 bf16 weights: 7,247,757,312 B. gpt-oss-120b's 36 layers ×
-// 128 experts × 3 × 2880 × 2880 weights at half a byte, 7,166,361,600 B, and their biases,
-// 36 × 128 × (2 × 2880 + 2880) at 2 bytes, 9,953,280 B.
-func TestRoutedExpertBytes(t *testing.T) {
+// TestExpertGPUs: the routed experts' share of a GPU's weights shrinks as they are sharded over more
+// GPUs than tp; the rest stays each tp group's. Qwen3-30B-A3B's 48 layers × 128 experts × 3 × 2048 ×
+// 768 bf16 weights are 57,982,058,496 B: 28,991,029,248 B a GPU at TP 2, 7,247,757,312 B over 8 GPUs,
+// 21,743,271,936 B fewer. gpt-oss-120b's 36 layers × 128 experts × 3 × 2880 × 2880 weights at half a
+// byte (57,330,892,800 B) and their biases, 36 × 128 × (2 × 2880 + 2880) at 2 bytes (79,626,240 B),
+// are 7/8 fewer over 8 GPUs than on one: 50,234,204,160 B. A dense model has none to spread.
+func TestExpertGPUs(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		p    model.Precision
-		want int64
+		name        string
+		p           model.Precision
+		tp, experts int
+		want        int64
 	}{
-		{"qwen3-30b-a3b", model.Precision{Linear: 2, Experts: 2, Other: 2}, 7247757312},
-		{"gpt-oss-120b", model.Precision{Linear: 2, Experts: 0.5, Other: 2}, 7166361600 + 9953280},
-		{"llama-3.1-8b", model.Precision{Linear: 2, Experts: 2, Other: 2}, 0},
+		{"qwen3-30b-a3b", model.Precision{Linear: 2, Experts: 2, Other: 2}, 2, 8, 21743271936},
+		{"gpt-oss-120b", model.Precision{Linear: 2, Experts: 0.5, Other: 2}, 1, 8, 50234204160},
+		{"llama-3.1-8b", model.Precision{Linear: 2, Experts: 2, Other: 2}, 2, 8, 0},
 	} {
-		if got := mustLookup(t, tc.name).RoutedExpertBytes(tc.p, 8); got != tc.want {
-			t.Errorf("%s: %d B, want %d", tc.name, got, tc.want)
+		m := mustLookup(t, tc.name)
+		if got := m.QuantizedWeightBytes(tc.p, tc.tp, tc.tp) - m.QuantizedWeightBytes(tc.p, tc.tp, tc.experts); got != tc.want {
+			t.Errorf("%s: experts over %d GPUs save %d B a GPU at TP %d, want %d", tc.name, tc.experts, got, tc.tp, tc.want)
 		}
 	}
 }

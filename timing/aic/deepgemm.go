@@ -67,38 +67,34 @@ func deepGEMMRows(tokens float64, k moeKey) float64 {
 func (mdl *Model) deepGEMMExperts(d db, version string, own curve, k moeKey, rf *roofline) (curve, error) {
 	ref := gemmTable
 	ref.backend = "vllm"
-	for _, v := range append([]string{version}, d.nearestVersions(ref.op, ref.backend, version)...) {
-		paths, err := d.sources(ref, v)
-		if err != nil {
-			return curve{}, err
-		}
-		if len(paths) == 0 {
-			continue
-		}
-		g, err := loadGEMMKernel(paths, "fp8_block", deepGEMMKernel, rf)
+	var g *gemmData
+	candidates := append([]string{version}, d.nearestVersions(ref.op, ref.backend, version)...)
+	paths, err := mdl.substitute(d, ref, version, candidates, nil, func(paths []string) (bool, error) {
+		var err error
+		g, err = loadGEMMKernel(paths, "fp8_block", deepGEMMKernel, rf)
 		var none *noKernelRows
 		if errors.As(err, &none) {
-			continue // this version's rows do not name DeepGEMM's kernel
+			return false, nil // this version's rows do not name DeepGEMM's kernel
 		}
-		if err != nil {
-			return curve{}, err
-		}
-		inter := float64(k.inter / k.tp)
-		hidden := float64(k.hidden)
-		y := make([]float64, len(own.x))
-		for i, tok := range own.x {
-			rows := deepGEMMRows(tok, k)
-			y[i] = g.latency(rows, 2*inter, hidden) + g.latency(rows, hidden, inter)
-		}
-		flops, err := rf.flopsOf(k.dtype)
-		if err != nil {
-			return curve{}, err
-		}
-		if !slices.Contains(mdl.sources, paths[0]) {
-			mdl.sources = append(mdl.sources, paths...)
-		}
-		return newCurve(slices.Clone(own.x), y, func(v float64) float64 { return rf.moeSOL(v, k, flops) }, 1, false), nil
+		return err == nil, err
+	})
+	if err != nil {
+		return curve{}, err
 	}
-	return curve{}, fmt.Errorf("aic: vllm %s runs %s through DeepGEMM's grouped GEMM, and no vLLM version's fp8_block GEMM rows time its kernel (kernel_source %s)",
-		version, k, deepGEMMKernel)
+	if paths == nil {
+		return curve{}, fmt.Errorf("aic: vllm %s runs %s through DeepGEMM's grouped GEMM, and no vLLM version's fp8_block GEMM rows time its kernel (kernel_source %s)",
+			version, k, deepGEMMKernel)
+	}
+	inter := float64(k.inter / k.tp)
+	hidden := float64(k.hidden)
+	y := make([]float64, len(own.x))
+	for i, tok := range own.x {
+		rows := deepGEMMRows(tok, k)
+		y[i] = g.latency(rows, 2*inter, hidden) + g.latency(rows, hidden, inter)
+	}
+	flops, err := rf.flopsOf(k.dtype)
+	if err != nil {
+		return curve{}, err
+	}
+	return newCurve(slices.Clone(own.x), y, func(v float64) float64 { return rf.moeSOL(v, k, flops) }, 1, false), nil
 }

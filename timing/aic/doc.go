@@ -31,7 +31,7 @@
 // embedded/PROVENANCE.md); Discover chooses the root when no directory is given. The newest engine version that has every
 // needed table (directly or through reuse.yaml) is used unless Options.Version names one. A
 // missing system, version, dtype, head configuration, MoE shape or TP group is an error naming the
-// file and the key; nothing is substituted silently. Seven documented substitutions: 16-bit models use
+// file and the key; nothing is substituted silently. Six documented substitutions: 16-bit models use
 // the bfloat16 rows (the tables have no float16; Hopper runs both at the same rate), with TP > 1
 // an engine version without a custom all-reduce table uses NCCL's all_reduce table (of the system
 // spec's misc.nccl_version), and vLLM int4_wo experts whose rows time the WNA16 kernels rather than

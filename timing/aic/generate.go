@@ -205,7 +205,9 @@ func (g *generator) add(o Options) (string, error) {
 	ok := true
 	for _, q := range []string{linear, "bf16", "fp8", "fp8_block"} {
 		o.GEMMQuant, o.MoEQuant = q, moe
-		if _, err := New(o); err != nil && q == linear {
+		// newModel, not New: a model this process built before sits in New's cache and would
+		// report nothing to the traces.
+		if _, err := newModel(o); err != nil && q == linear {
 			ok = false
 		}
 	}

@@ -121,7 +121,8 @@ var _ timing.Model = (*Model)(nil)
 // Version is the engine version whose tables the model uses.
 func (m *Model) Version() string { return m.version }
 
-// Sources lists the parquet files the model was built from.
+// Sources lists the table files the model was built from (parquet files, or compact tables under
+// EmbeddedRoot), those it prices from in place of its version's own included.
 func (m *Model) Sources() []string { return slices.Clone(m.sources) }
 
 // config is Options resolved and checked.
@@ -526,24 +527,58 @@ const vllmWNA16Kernel = "vllm_marlin_int4_moe"
 func (mdl *Model) marlinMoE(d db, version string, own []string, k moeKey, rf *roofline) (curve, error) {
 	ref := moeTable
 	ref.backend = "vllm"
-	for _, v := range d.nearestVersions(ref.op, ref.backend, version) {
+	var moe curve
+	paths, err := mdl.substitute(d, ref, version, d.nearestVersions(ref.op, ref.backend, version), own, func(paths []string) (bool, error) {
+		var kernels []string
+		var err error
+		moe, kernels, err = loadMoE(paths, k, rf)
+		// Passed over: a version that lacks the configuration, or times the same WNA16 kernels.
+		return err == nil && !slices.Contains(kernels, vllmWNA16Kernel), nil
+	})
+	if err != nil {
+		return curve{}, err
+	}
+	if paths == nil {
+		return curve{}, fmt.Errorf("aic: %s: the %s rows time vLLM's WNA16 MoE kernels (kernel_source %s), not the Marlin MoE vLLM runs for int4 experts, and no other vLLM version has Marlin rows for it",
+			sourceList(own), k, vllmWNA16Kernel)
+	}
+	return moe, nil
+}
+
+// substitute walks candidates, versions of ref's table, and returns the paths of the first whose
+// table usable accepts (nil with none; an error from usable or the database ends the walk). A table
+// of another version than the engine's (version) is recorded: its paths join the sources, in place of
+// replace (nil: beside the version's own), and traceSubstitute is told of it.
+func (mdl *Model) substitute(d db, ref tableRef, version string, candidates, replace []string, usable func(paths []string) (bool, error)) ([]string, error) {
+	for _, v := range candidates {
 		paths, err := d.sources(ref, v)
 		if err != nil {
-			return curve{}, err
+			return nil, err
 		}
 		if len(paths) == 0 {
 			continue
 		}
-		moe, kernels, err := loadMoE(paths, k, rf)
-		if err != nil || slices.Contains(kernels, vllmWNA16Kernel) {
-			continue // this version lacks the configuration, or times the same WNA16 kernels
+		ok, err := usable(paths)
+		if err != nil {
+			return nil, err
 		}
-		mdl.sources = slices.DeleteFunc(mdl.sources, func(p string) bool { return slices.Contains(own, p) })
-		mdl.sources = append(mdl.sources, paths...)
-		return moe, nil
+		if !ok {
+			continue
+		}
+		if v != version {
+			mdl.sources = slices.DeleteFunc(mdl.sources, func(p string) bool { return slices.Contains(replace, p) })
+			for _, p := range paths {
+				if !slices.Contains(mdl.sources, p) {
+					mdl.sources = append(mdl.sources, p)
+				}
+			}
+			if traceSubstitute != nil {
+				traceSubstitute(ref, v, paths)
+			}
+		}
+		return paths, nil
 	}
-	return curve{}, fmt.Errorf("aic: %s: the %s rows time vLLM's WNA16 MoE kernels (kernel_source %s), not the Marlin MoE vLLM runs for int4 experts, and no other vLLM version has Marlin rows for it",
-		sourceList(own), k, vllmWNA16Kernel)
+	return nil, nil
 }
 
 // nearestVersions lists the other versions of backend that have op's table, nearest to version
@@ -585,28 +620,14 @@ func (mdl *Model) blockGEMMSource(d db, version string, own []string) ([]string,
 	}
 	ref := gemmTable
 	ref.backend = "vllm"
-	for _, v := range d.nearestVersions(ref.op, ref.backend, version) {
-		paths, err := d.sources(ref, v)
-		if err != nil {
-			return nil, err
-		}
-		if len(paths) == 0 {
-			continue
-		}
+	paths, err := mdl.substitute(d, ref, version, d.nearestVersions(ref.op, ref.backend, version), nil, func(paths []string) (bool, error) {
 		bound, have, err := blockGEMMHostBound(paths)
-		if err != nil {
-			return nil, err
-		}
-		if bound || !have {
-			continue
-		}
-		mdl.sources = append(mdl.sources, paths...)
-		if traceSubstitute != nil {
-			traceSubstitute(ref, v, paths)
-		}
-		return paths, nil
+		return have && !bound, err
+	})
+	if err != nil || paths == nil {
+		return own, err
 	}
-	return own, nil
+	return paths, nil
 }
 
 // ctxAttnSource is where context attention is priced from: the version's own table (own, read as
@@ -625,33 +646,26 @@ func (mdl *Model) ctxAttnSource(d db, backend, version string, own []string, row
 	}
 	ref := ctxAttnTable
 	ref.backend = backend
-	for _, v := range d.nearestVersions(ref.op, ref.backend, version) {
-		paths, err := d.sources(ref, v)
-		if err != nil {
-			return nil, nil, err
+	var alt attnRows
+	paths, err := mdl.substitute(d, ref, version, d.nearestVersions(ref.op, ref.backend, version), own, func(paths []string) (bool, error) {
+		var err error
+		if alt, err = loadAttention(paths, false); err != nil {
+			return false, err
 		}
-		if len(paths) == 0 {
-			continue
-		}
-		alt, err := loadAttention(paths, false)
-		if err != nil {
-			return nil, nil, err
-		}
-		if bad, _ := alt.impossibleCtx(rf); bad > 0 {
-			continue
-		}
-		mdl.sources = slices.DeleteFunc(mdl.sources, func(p string) bool { return slices.Contains(own, p) })
-		mdl.sources = append(mdl.sources, paths...)
-		if traceSubstitute != nil {
-			traceSubstitute(ref, v, paths)
-		}
-		return paths, alt, nil
+		bad, _ := alt.impossibleCtx(rf)
+		return bad == 0, nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	return own, rows, nil
+	if paths == nil {
+		return own, rows, nil
+	}
+	return paths, alt, nil
 }
 
 // traceSubstitute, when set, is told of every table a model prices from in place of its version's own
-// (blockGEMMSource): Generate embeds those too. It is set only while Generate runs.
+// (substitute): Generate embeds those too. It is set only while Generate runs.
 var traceSubstitute func(ref tableRef, version string, paths []string)
 
 // mlaBmm holds the absorbed-decode batched GEMMs of an MLA model (SGLang): before and after the
@@ -1189,18 +1203,17 @@ func (mdl *Model) Parts(b *timing.Batch) []timing.Part {
 			add(t.op, t.f(T)*f)
 		}
 		if mdl.dp > 1 {
-			Tg := mdl.groupTokens(p, &b.Group)
+			work, all, Tg := mdl.groupWork(p, &b.Group)
 			var gsum float64
 			for _, t := range mdl.groupParts {
 				gsum += t.f(Tg)
 			}
-			all := mdl.group.at(Tg)
 			for _, t := range mdl.groupParts {
 				if gsum != 0 {
 					add(t.op, t.f(Tg)*all/gsum)
 				}
 			}
-			add("shared_expert_overlap", mdl.groupWork(p, &b.Group)-all)
+			add("shared_expert_overlap", work-all)
 		}
 	}
 	attn := "context_attention"
@@ -1268,7 +1281,8 @@ func shapeOf(b *timing.Batch) passShape {
 // without prefill tokens), and with attention data parallelism the MoE layers' group work.
 func (mdl *Model) tokenWork(p passShape, g *timing.Group) float64 {
 	if mdl.dp > 1 {
-		return mdl.rankWork(p) + mdl.groupWork(p, g)
+		work, _, _ := mdl.groupWork(p, g)
+		return mdl.rankWork(p) + work
 	}
 	return mdl.rankWork(p)
 }
@@ -1282,16 +1296,18 @@ func (mdl *Model) rankWork(p passShape) float64 {
 	return mdl.perToken.at(float64(p.tokens))
 }
 
-// groupWork is the MoE layers' work over the attention data-parallel group (group at groupTokens),
-// less, in a DeepSeek-family pass without prefill tokens, the part the shared expert hides: the
-// routed group (router, gather, experts, scatter) and the shared expert overlap (deepSeekFamily).
-func (mdl *Model) groupWork(p passShape, g *timing.Group) float64 {
-	v := mdl.group.at(mdl.groupTokens(p, g))
+// groupWork is the MoE layers' work over the attention data-parallel group: the group curve (all)
+// at the group's tokens (tokens, groupTokens), less, in a DeepSeek-family pass without prefill
+// tokens, the part the shared expert hides: the routed group (router, gather, experts, scatter) and
+// the shared expert overlap (deepSeekFamily).
+func (mdl *Model) groupWork(p passShape, g *timing.Group) (work, all, tokens float64) {
+	tokens = mdl.groupTokens(p, g)
+	all = mdl.group.at(tokens)
 	if len(mdl.routed.x) > 0 && p.prefillTokens == 0 { // the DP group's shared-expert overlap
 		T := float64(p.tokens)
-		return v - math.Min(mdl.routed.at(T)+v, mdl.shared.at(T))
+		return all - math.Min(mdl.routed.at(T)+all, mdl.shared.at(T)), all, tokens
 	}
-	return v
+	return all, all, tokens
 }
 
 // groupTokens is how many tokens the group's MoE layers process. vLLM pads every rank's batch to the

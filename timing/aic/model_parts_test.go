@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mocker-sim/mocker/model"
 	"github.com/mocker-sim/mocker/timing"
 )
 
@@ -57,6 +58,46 @@ func TestPartsSumToCost(t *testing.T) {
 		}
 		if total := ms(tc.m.Cost(tc.b).Total()); math.Abs(sum-total) > 1e-5 {
 			t.Errorf("%s: parts sum to %.6f ms, Cost %.6f ms", tc.name, sum, total)
+		}
+	}
+}
+
+// TestSubstitutionsTraced: every table a model prices from in place of its version's own reaches
+// traceSubstitute, which Generate embeds: 0.18.0's fp8_block GEMMs from 0.19.0's table
+// (blockGEMMSource), 0.19.0's context attention from 0.22.0's (ctxAttnSource), 0.19.0's int4_wo
+// experts from 0.22.0's MoE table (its Marlin rows are 0.24.0's, reused: marlinMoE) and 0.14.0's
+// DeepGEMM experts from 0.22.0's GEMM table (with 0.24.0's rows: deepGEMMExperts). A version's own
+// tables, where they serve, are no substitution.
+func TestSubstitutionsTraced(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want []string
+	}{
+		{"minimax-m2.5", Options{Backend: "vllm", Version: "0.18.0", TP: 8, EP: 8, GEMMQuant: "fp8_block"}, []string{"gemm/vllm/0.19.0"}},
+		{"gpt-oss-120b", Options{Backend: "vllm", Version: "0.19.0", TP: 2, GEMMQuant: "bf16", MoEQuant: "mxfp4"}, []string{"attention/vllm/0.22.0"}},
+		{"moonshotai/Kimi-K2.5", Options{Backend: "vllm", Version: "0.19.0", TP: 8, GEMMQuant: "bf16", MoEQuant: "int4_wo"}, []string{"moe/vllm/0.22.0"}},
+		{"qwen3-235b-a22b", Options{Backend: "vllm", Version: "0.14.0", TP: 2, GEMMQuant: "fp8_block"}, []string{"gemm/vllm/0.22.0"}},
+		{"qwen3-235b-a22b", Options{Backend: "vllm", Version: "0.24.0", TP: 2, GEMMQuant: "bf16"}, nil},
+	} {
+		var got []string
+		traceSubstitute = func(ref tableRef, version string, paths []string) {
+			got = append(got, ref.op+"/"+ref.backend+"/"+version)
+		}
+		needData(t)
+		m, err := model.Lookup(tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := tc.o
+		o.Model, o.System, o.Root = m, h200(t), aicRoot
+		_, err = newModel(o) // not New: a model cached by an earlier test would trace nothing
+		traceSubstitute = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s on vllm %s: substitutions traced %v, want %v", tc.name, tc.o.Version, got, tc.want)
 		}
 	}
 }

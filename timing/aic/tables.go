@@ -81,12 +81,7 @@ func loadGEMMKernel(paths []string, dtype, kernel string, rf *roofline) (*gemmDa
 			firstWins(pts, mnk, lat)
 		}
 	}
-	if kernel == "" {
-		err = scanGEMM(paths, func(dt string, mnk [3]float64, lat float64) { keep(dt, "", mnk, lat) })
-	} else {
-		err = scanGEMMKernels(paths, keep)
-	}
-	if err != nil {
+	if err := scanGEMM(paths, kernel != "", keep); err != nil {
 		return nil, err
 	}
 	if len(pts) == 0 && kernel != "" {
@@ -122,34 +117,30 @@ func loadGEMMKernel(paths []string, dtype, kernel string, rf *roofline) (*gemmDa
 	return g, nil
 }
 
-// scanGEMM calls row with every GEMM table row of paths: its gemm_dtype, (m, n, k) and latency.
-func scanGEMM(paths []string, row func(dtype string, mnk [3]float64, lat float64)) error {
+// scanGEMM calls row with every GEMM table row of paths: its gemm_dtype, kernel_source (read only
+// when kernels is set, else ""), (m, n, k) and latency.
+func scanGEMM(paths []string, kernels bool, row func(dtype, kernel string, mnk [3]float64, lat float64)) error {
 	return scan(paths, func(t *table) (func(int), error) {
 		dt, err := t.s("gemm_dtype")
 		ms, err1 := t.f("m")
 		ns, err2 := t.f("n")
 		ks, err3 := t.f("k")
 		lat, err4 := t.f("latency")
-		if err := firstErr(err, err1, err2, err3, err4); err != nil {
-			return nil, err
+		var kern []string
+		var err5 error
+		if kernels {
+			kern, err5 = t.s("kernel_source")
 		}
-		return func(i int) { row(dt[i], [3]float64{ms[i], ns[i], ks[i]}, lat[i]) }, nil
-	})
-}
-
-// scanGEMMKernels is scanGEMM with each row's kernel_source.
-func scanGEMMKernels(paths []string, row func(dtype, kernel string, mnk [3]float64, lat float64)) error {
-	return scan(paths, func(t *table) (func(int), error) {
-		dt, err := t.s("gemm_dtype")
-		ms, err1 := t.f("m")
-		ns, err2 := t.f("n")
-		ks, err3 := t.f("k")
-		lat, err4 := t.f("latency")
-		kern, err5 := t.s("kernel_source")
 		if err := firstErr(err, err1, err2, err3, err4, err5); err != nil {
 			return nil, err
 		}
-		return func(i int) { row(dt[i], kern[i], [3]float64{ms[i], ns[i], ks[i]}, lat[i]) }, nil
+		return func(i int) {
+			var k string
+			if kernels {
+				k = kern[i]
+			}
+			row(dt[i], k, [3]float64{ms[i], ns[i], ks[i]}, lat[i])
+		}, nil
 	})
 }
 
@@ -165,7 +156,7 @@ func blockGEMMHostBound(paths []string) (bound, have bool, err error) {
 	var least [3]float64
 	var block, ref float64
 	find := func(dtype string, row func(key [3]float64, lat float64)) error {
-		return scanGEMM(paths, func(dt string, mnk [3]float64, lat float64) {
+		return scanGEMM(paths, false, func(dt, _ string, mnk [3]float64, lat float64) {
 			if lat > 0 && dt == dtype {
 				row(mnk, lat)
 			}
