@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -74,4 +75,22 @@ func TestWatchedConnectionServesOn(t *testing.T) {
 	io.WriteString(conn, req+req)
 	read("first pipelined request")
 	read("second pipelined request")
+}
+
+// TestHeaderLimit: a request whose line and headers pass maxHeaderBytes is answered 431, and the server
+// serves on.
+func TestHeaderLimit(t *testing.T) {
+	_, hs, c := start(t, testOptions(5, 1, math.Inf(1)))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(patience))
+	fmt.Fprintf(conn, "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n", strings.Repeat("a", maxHeaderBytes))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("headers over %d bytes: %v, %v; want a 431", maxHeaderBytes, res, err)
+	}
+	servesOne(t, c)
 }
