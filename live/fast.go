@@ -28,9 +28,10 @@ type APIServer struct {
 	pin     int
 	pinned  bool
 
-	mu    sync.Mutex
-	lns   []*capListener
-	conns map[*capConn]struct{} // open connections, for Close
+	mu     sync.Mutex
+	lns    []*capListener
+	conns  map[*capConn]struct{} // open connections, for Close
+	closed bool                  // Shutdown or Close: Serve serves nothing more
 }
 
 // APIServer returns a server for the API; Serve runs it on a listener.
@@ -94,6 +95,11 @@ func (quietLogger) Printf(string, ...any) {}
 func (a *APIServer) Serve(ln net.Listener) error {
 	cl := &capListener{Listener: ln, a: a, slots: make(chan struct{}, a.s.o.HTTP.MaxConns), done: make(chan struct{})}
 	a.mu.Lock()
+	if a.closed { // shut down before it served: fasthttp would not know of this listener
+		a.mu.Unlock()
+		ln.Close()
+		return nil
+	}
 	a.lns = append(a.lns, cl)
 	a.mu.Unlock()
 	return a.fs.Serve(cl)
@@ -101,19 +107,31 @@ func (a *APIServer) Serve(ln net.Listener) error {
 
 // Shutdown stops accepting connections and waits (until ctx ends) for the requests in flight to be
 // answered; idle connections are closed, and a busy one once its response is out.
-func (a *APIServer) Shutdown(ctx context.Context) error { return a.fs.ShutdownWithContext(ctx) }
+func (a *APIServer) Shutdown(ctx context.Context) error {
+	err := a.stopAccepting()
+	return errors.Join(err, a.fs.ShutdownWithContext(ctx))
+}
 
 // Close stops accepting connections and closes every open one: requests in flight are cancelled.
 func (a *APIServer) Close() error {
+	err := a.stopAccepting()
 	a.mu.Lock()
-	var err error
-	for _, ln := range a.lns {
-		err = errors.Join(err, ln.close())
-	}
 	for c := range a.conns {
 		c.Conn.Close()
 	}
 	a.mu.Unlock()
+	return err
+}
+
+// stopAccepting closes the listeners, so that Serve returns, whether or not fasthttp has them yet.
+func (a *APIServer) stopAccepting() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	var err error
+	for _, ln := range a.lns {
+		err = errors.Join(err, ln.close())
+	}
 	return err
 }
 
@@ -409,8 +427,9 @@ func (l *capListener) Accept() (net.Conn, error) {
 
 func (l *capListener) Close() error { return l.close() }
 
+// close closes the listener once; later calls (fasthttp's Shutdown after stopAccepting) do nothing.
 func (l *capListener) close() error {
-	err := net.ErrClosed
+	var err error
 	l.closed.Do(func() {
 		close(l.done)
 		err = l.Listener.Close()

@@ -2,6 +2,7 @@ package live
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -93,4 +94,31 @@ func TestHeaderLimit(t *testing.T) {
 		t.Fatalf("headers over %d bytes: %v, %v; want a 431", maxHeaderBytes, res, err)
 	}
 	servesOne(t, c)
+}
+
+// TestStoppedBeforeServing: an APIServer closed or shut down before its Serve runs serves nothing:
+// Serve returns nil at once (it used to accept forever, fasthttp not knowing of the listener yet), and
+// the listener is closed.
+func TestStoppedBeforeServing(t *testing.T) {
+	s, err := New(testOptions(5, 1, math.Inf(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, stop := range []func(*APIServer) error{(*APIServer).Close, func(a *APIServer) error { return a.Shutdown(t.Context()) }} {
+		api := s.APIServer()
+		if err := stop(api); err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := api.Serve(ln); err != nil {
+			t.Errorf("Serve after the server stopped: %v, want nil", err)
+		}
+		if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("the listener was left open: Accept = %v", err)
+		}
+	}
 }
