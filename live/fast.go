@@ -136,7 +136,7 @@ func (a *APIServer) stopAccepting() error {
 }
 
 func (a *APIServer) serve(ctx *fasthttp.RequestCtx) {
-	x := &fastExchange{ctx: ctx, a: a, timeout: a.s.o.HTTP.WriteTimeout}
+	x := &fastExchange{ctx: ctx, conn: ctx.Conn(), a: a, timeout: a.s.o.HTTP.WriteTimeout}
 	a.s.answer(x, known(ctx.Method()), known(ctx.Path()), a.metrics)
 	if x.st == nil {
 		x.stopWatch()
@@ -168,6 +168,7 @@ func known(b []byte) string {
 // learns it from a failed write.
 type fastExchange struct {
 	ctx     *fasthttp.RequestCtx
+	conn    net.Conn // ctx's, which the watch reads (fasthttp reuses ctx once the request is answered)
 	a       *APIServer
 	timeout time.Duration
 	st      *streamed // a stream's, written as its body
@@ -302,7 +303,7 @@ func (f fastStream) Read([]byte) (int, error) {
 	return 0, errors.New("live: a stream is written, not read")
 }
 func (f fastStream) WriteTo(w io.Writer) (int64, error) {
-	out := &fastChunks{w: w, conn: f.x.ctx.Conn(), timeout: f.x.timeout}
+	out := &fastChunks{w: w, conn: f.x.conn, timeout: f.x.timeout}
 	st := f.x.st
 	f.x.st = nil
 	st.write(out, f.x)
@@ -349,7 +350,7 @@ func (failedChunks) write([]byte) error { return errNotWritten }
 // the watch. A connection without a descriptor is not watched.
 func (x *fastExchange) watch() {
 	x.mu.Lock()
-	sc, ok := x.ctx.Conn().(syscall.Conn)
+	sc, ok := x.conn.(syscall.Conn)
 	if x.stopped || !ok {
 		x.mu.Unlock()
 		return
@@ -359,7 +360,7 @@ func (x *fastExchange) watch() {
 		x.mu.Unlock()
 		return
 	}
-	x.ctx.Conn().SetReadDeadline(time.Time{}) // the request has been read; stopWatch wakes the watch
+	x.conn.SetReadDeadline(time.Time{}) // the request has been read; stopWatch wakes the watch
 	x.watching = make(chan struct{})
 	x.mu.Unlock()
 	defer close(x.watching)
@@ -391,10 +392,9 @@ func (x *fastExchange) stopWatch() {
 	if w == nil {
 		return
 	}
-	conn := x.ctx.Conn()
-	conn.SetReadDeadline(time.Unix(1, 0))
+	x.conn.SetReadDeadline(time.Unix(1, 0))
 	<-w
-	conn.SetReadDeadline(time.Time{}) // fasthttp sets the next request's
+	x.conn.SetReadDeadline(time.Time{}) // fasthttp sets the next request's
 }
 
 // capListener accepts at most cap(slots) connections open at once: past it, Accept waits for one to
