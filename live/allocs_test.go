@@ -1,11 +1,14 @@
 package live
 
 import (
+	"bytes"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHandlerAllocs pins the allocations of one completion (a 100-token prompt, infinite speedup)
@@ -22,10 +25,10 @@ func TestHandlerAllocs(t *testing.T) {
 		echo      bool
 		want      float64
 	}{
-		{false, 16, false, 22},
-		{true, 16, false, 25},
-		{false, 700, false, 22},
-		{false, 16, true, 22},
+		{false, 16, false, 24},
+		{true, 16, false, 29},
+		{false, 700, false, 24},
+		{false, 16, true, 24},
 	} {
 		t.Run(fmt.Sprintf("stream=%v,max_tokens=%d,echo=%v", tc.stream, tc.maxTokens, tc.echo), func(t *testing.T) {
 			s, err := New(testOptions(5, 1, math.Inf(1)))
@@ -65,3 +68,81 @@ func TestHandlerAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestAPIServerAllocs pins the allocations of one completion through the APIServer (fasthttp, its
+// connection loop included) as TestHandlerAllocs does the net/http handler's: each request on a
+// connection of its own, in memory. Beyond the handler's: the exchange, its done channel and the timer
+// that would start its watch, and fasthttp's own.
+func TestAPIServerAllocs(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector allocates")
+	}
+	for _, tc := range []struct {
+		stream    bool
+		maxTokens int
+		echo      bool
+		want      float64
+	}{
+		{false, 16, false, 26},
+		{true, 16, false, 32},
+		{false, 700, false, 26},
+		{false, 16, true, 26},
+	} {
+		t.Run(fmt.Sprintf("stream=%v,max_tokens=%d,echo=%v", tc.stream, tc.maxTokens, tc.echo), func(t *testing.T) {
+			s, err := New(testOptions(5, 1, math.Inf(1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			api := s.APIServer()
+			const runs = 200
+			filler := strings.Repeat(" Please", 74) // 26 + 74 tokens
+			conns := make([]*memConn, runs+1)       // AllocsPerRun runs f once more to warm up
+			for i := range conns {
+				body := fmt.Sprintf(`{"model":"test-model","prompt":"Request %06d asks the simulated model a short question about the weather in a city it has never seen, politely.%s","max_tokens":%d,"echo":%v,"stream":%v}`, i, filler, tc.maxTokens, tc.echo, tc.stream)
+				conns[i] = &memConn{}
+				conns[i].in.Reset([]byte(rawRequest(body)))
+			}
+			i := 0
+			got := testing.AllocsPerRun(runs, func() {
+				api.fs.ServeConn(conns[i])
+				i++
+			})
+			for i, c := range conns {
+				if string(c.head[:]) != "HTTP/1.1 200 OK\r\n" || c.n < 400 {
+					t.Fatalf("request %d: %q..., %d bytes", i, c.head, c.n)
+				}
+			}
+			if got != tc.want {
+				t.Errorf("%v allocations per completion, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// memConn is a connection in memory: it reads in, and counts what is written (keeping its first bytes).
+type memConn struct {
+	in   bytes.Reader
+	head [17]byte
+	n    int
+}
+
+var memAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}
+
+func (c *memConn) Read(b []byte) (int, error) { return c.in.Read(b) }
+func (c *memConn) Write(b []byte) (int, error) {
+	if c.n < len(c.head) {
+		copy(c.head[c.n:], b)
+	}
+	c.n += len(b)
+	return len(b), nil
+}
+func (c *memConn) Close() error                     { return nil }
+func (c *memConn) LocalAddr() net.Addr              { return memAddr }
+func (c *memConn) RemoteAddr() net.Addr             { return memAddr }
+func (c *memConn) SetDeadline(time.Time) error      { return nil }
+func (c *memConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *memConn) SetWriteDeadline(time.Time) error { return nil }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"math"
 	"net"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"runtime"
@@ -68,8 +67,8 @@ func startFrontend(t *testing.T, url string, o Options, ttl time.Duration) (*Ser
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(func() { hs.Close(); s.Close() })
+	t.Cleanup(s.Close)
+	hs := serveAPI(t, s.APIServer())
 	return s, openai.NewClient(option.WithBaseURL(hs.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 }
 

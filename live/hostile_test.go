@@ -360,8 +360,8 @@ func TestSlowReaderBoundedWrites(t *testing.T) {
 	}
 }
 
-// limitedServer serves a server through its HTTPServer and Serve with the given limits on a loopback
-// port; o is testOptions with passes that take no time unless given.
+// limitedServer serves a server's APIServer with the given limits on a loopback port; o is testOptions
+// with passes that take no time unless given.
 func limitedServer(t *testing.T, l HTTPLimits, o ...Options) (*Server, string, openai.Client) {
 	t.Helper()
 	if len(o) == 0 {
@@ -375,21 +375,8 @@ func limitedServer(t *testing.T, l HTTPLimits, o ...Options) (*Server, string, o
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := s.HTTPServer()
-	errc := make(chan error, 1)
-	go func() { errc <- s.Serve(hs, ln) }()
-	t.Cleanup(func() {
-		hs.Close()
-		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("Serve: %v", err)
-		}
-		s.Close()
-	})
-	url := "http://" + ln.Addr().String()
+	t.Cleanup(s.Close)
+	url := serveAPI(t, s.APIServer()).URL
 	return s, url, openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 }
 
@@ -600,12 +587,12 @@ func TestReadBody(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789"), 6_000)
 	rd := bytes.NewReader(data)
 	req := httptest.NewRequest("POST", "/v1/completions", io.NopCloser(rd))
-	w := httptest.NewRecorder()
+	x := &netExchange{w: httptest.NewRecorder(), r: req}
 	var body []byte
 	var e *apiError
 	read := func() {
 		rd.Reset(data)
-		body, e = s.readBody(w, req, nil)
+		body, e = s.readBody(x, nil)
 	}
 	req.ContentLength = int64(len(data))
 	// One for the body, one for http.MaxBytesReader.
@@ -617,18 +604,18 @@ func TestReadBody(t *testing.T) {
 	}
 	req.ContentLength = 1 << 20
 	rd.Reset(data[:2])
-	if body, e = s.readBody(w, req, nil); e != nil || string(body) != "01" || cap(body) < smallBody || cap(body) > 2*smallBody {
+	if body, e = s.readBody(x, nil); e != nil || string(body) != "01" || cap(body) < smallBody || cap(body) > 2*smallBody {
 		t.Errorf("a declared 1 MiB, 2 bytes sent: error %v, %q in %d bytes; want nil, %q in %d to %d", e, body, cap(body), "01", smallBody, 2*smallBody)
 	}
 	req.ContentLength = -1
 	rd.Reset(data)
-	if body, e = s.readBody(w, req, []byte("ab")); e != nil || string(body[:2]) != "ab" || !bytes.Equal(body[2:], data) {
+	if body, e = s.readBody(x, []byte("ab")); e != nil || string(body[:2]) != "ab" || !bytes.Equal(body[2:], data) {
 		t.Errorf("unknown length after %q: error %v, %d bytes", "ab", e, len(body))
 	}
 	s.o.MaxBodyBytes = int64(len(data)) - 1
 	req.ContentLength = int64(len(data))
 	rd.Reset(data)
-	if body, e = s.readBody(w, req, nil); e == nil || e.status != http.StatusRequestEntityTooLarge || body != nil {
+	if body, e = s.readBody(x, nil); e == nil || e.status != http.StatusRequestEntityTooLarge || body != nil {
 		t.Errorf("over the limit: %v, %d bytes; want a 413 and no body", e, len(body))
 	}
 }

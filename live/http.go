@@ -1,12 +1,6 @@
 package live
 
-import (
-	"net"
-	"net/http"
-	"time"
-
-	"golang.org/x/net/netutil"
-)
+import "time"
 
 // HTTPLimits bound what one client can hold of the HTTP server: a connection that trickles its request,
 // or idles, is cut; connections past MaxConns wait in the listen backlog. Zero fields take the defaults.
@@ -39,24 +33,4 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 		l.MaxConns = 4096
 	}
 	return l
-}
-
-// HTTPServer is an http.Server for the API with the server's limits. It sets no global WriteTimeout,
-// which would cut every stream longer than it; responses set a deadline per write instead.
-func (s *Server) HTTPServer() *http.Server {
-	l := s.o.HTTP
-	return &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: l.ReadHeaderTimeout,
-		ReadTimeout:       l.ReadTimeout,
-		IdleTimeout:       l.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-	}
-}
-
-// Serve answers the API on ln, with at most the limits' MaxConns connections open (past it, new
-// connections wait in the kernel's backlog rather than each holding a descriptor and a goroutine),
-// until hs is shut down. hs is usually HTTPServer's.
-func (s *Server) Serve(hs *http.Server, ln net.Listener) error {
-	return hs.Serve(netutil.LimitListener(ln, s.o.HTTP.MaxConns))
 }

@@ -26,18 +26,18 @@ type loraRequest struct {
 // loadLoRA serves another adapter from now on, as vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING does: its
 // requests may name it, and /v1/models lists it. Its weights are loaded when a pass first uses it
 // (--lora-load-ms), as for the adapters given at startup.
-func (s *Server) loadLoRA(w http.ResponseWriter, r *http.Request) {
-	req, e := s.loraBody(w, r)
+func (s *Server) loadLoRA(x exchange) {
+	req, e := s.loraBody(x)
 	if e != nil {
-		writeError(w, e)
+		x.writeError(e)
 		return
 	}
 	if req.Path == nil || *req.Path == "" {
-		writeError(w, badRequest("lora_path", "Both 'lora_name' and 'lora_path' must be provided."))
+		x.writeError(badRequest("lora_path", "Both 'lora_name' and 'lora_path' must be provided."))
 		return
 	}
 	if len(*req.Name) > workload.MaxLoRAName {
-		writeError(w, badRequest("lora_name", "An adapter's name is at most %d bytes.", workload.MaxLoRAName))
+		x.writeError(badRequest("lora_name", "An adapter's name is at most %d bytes.", workload.MaxLoRAName))
 		return
 	}
 	m := LoRAModule{Name: *req.Name, Path: *req.Path}
@@ -47,19 +47,18 @@ func (s *Server) loadLoRA(w http.ResponseWriter, r *http.Request) {
 		}
 		return append(slices.Clip(mods), m), nil
 	}); e != nil {
-		writeError(w, e)
+		x.writeError(e)
 		return
 	}
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprintf(w, "Success: LoRA adapter '%s' added successfully.", m.Name)
+	x.write(http.StatusOK, "text/plain; charset=utf-8", fmt.Appendf(nil, "Success: LoRA adapter '%s' added successfully.", m.Name))
 }
 
 // unloadLoRA stops serving an adapter: requests naming it are refused from now on (those already
 // admitted run their course).
-func (s *Server) unloadLoRA(w http.ResponseWriter, r *http.Request) {
-	req, e := s.loraBody(w, r)
+func (s *Server) unloadLoRA(x exchange) {
+	req, e := s.loraBody(x)
 	if e != nil {
-		writeError(w, e)
+		x.writeError(e)
 		return
 	}
 	if e := s.updateLoRAs(func(mods []LoRAModule) ([]LoRAModule, *apiError) {
@@ -70,16 +69,15 @@ func (s *Server) unloadLoRA(w http.ResponseWriter, r *http.Request) {
 		}
 		return slices.Delete(slices.Clone(mods), i, i+1), nil
 	}); e != nil {
-		writeError(w, e)
+		x.writeError(e)
 		return
 	}
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprintf(w, "Success: LoRA adapter '%s' removed successfully.", *req.Name)
+	x.write(http.StatusOK, "text/plain; charset=utf-8", fmt.Appendf(nil, "Success: LoRA adapter '%s' removed successfully.", *req.Name))
 }
 
 // loraBody reads a load or unload request, which must name an adapter.
-func (s *Server) loraBody(w http.ResponseWriter, r *http.Request) (*loraRequest, *apiError) {
-	body, e := s.readBody(w, r, nil)
+func (s *Server) loraBody(x exchange) (*loraRequest, *apiError) {
+	body, e := s.readBody(x, nil)
 	if e != nil {
 		return nil, e
 	}

@@ -2,7 +2,7 @@ package live
 
 import (
 	"bytes"
-	"crypto/subtle"
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -39,6 +39,7 @@ type apiError struct {
 	codeNum int    // a numeric code instead, as vLLM sends its status
 	param   string // the offending field; "" is null
 	message string
+	allow   string // a 405's Allow header
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -62,14 +63,9 @@ func appendError(b []byte, e *apiError) []byte {
 	return append(b, "}}"...)
 }
 
-func writeError(w http.ResponseWriter, e *apiError) {
-	b := append(appendError(make([]byte, 0, 256), e), '\n')
-	w.Header().Set("Content-Type", "application/json")
-	if e.status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", "1")
-	}
-	w.WriteHeader(e.status)
-	w.Write(b)
+// errorBody is e's JSON, as a response's body.
+func errorBody(e *apiError) []byte {
+	return append(appendError(make([]byte, 0, 256), e), '\n')
 }
 
 func appendNullable(b []byte, s string) []byte {
@@ -79,56 +75,9 @@ func appendNullable(b []byte, s string) []byte {
 	return appendJSONString(b, s)
 }
 
-func (s *Server) routes() {
-	mux := http.NewServeMux()
-	// Each route also answers its path's other methods with 405 and Allow, as vLLM (FastAPI) does.
-	handle := func(method, path string, h http.Handler) {
-		mux.Handle(method+" "+path, h)
-		allow := method
-		if method == http.MethodGet {
-			allow = "GET, HEAD"
-		}
-		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Allow", allow)
-			writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error",
-				message: "method " + r.Method + " not allowed on " + path + "; use " + method})
-		})
-	}
-	handle("POST", "/v1/completions", s.auth(s.completions))
-	handle("POST", "/v1/chat/completions", s.auth(s.chatCompletions))
-	handle("GET", "/v1/models", s.auth(s.models))
-	handle("POST", "/v1/load_lora_adapter", s.auth(s.loadLoRA))
-	handle("POST", "/v1/unload_lora_adapter", s.auth(s.unloadLoRA))
-	handle("GET", "/health", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
-	if s.o.Metrics != nil {
-		handle("GET", "/metrics", s.o.Metrics)
-	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{status: http.StatusNotFound, typ: "not_found_error", message: "no route " + r.Method + " " + r.URL.Path})
-	})
-	s.mux = mux
-}
-
-// Handler is the server's HTTP API.
-func (s *Server) Handler() http.Handler { return s.mux }
-
-func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
-	if s.o.APIKey == "" {
-		return h
-	}
-	want := []byte("Bearer " + s.o.APIKey)
-	return func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			writeError(w, &apiError{status: http.StatusUnauthorized, typ: "authentication_error", code: "invalid_api_key", message: "invalid or missing API key"})
-			return
-		}
-		h(w, r)
-	}
-}
-
 // models lists the base model, then its LoRA adapters as vLLM does: root the adapter's path, parent the
 // base model, no max_model_len of their own.
-func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+func (s *Server) models(x exchange) {
 	b := []byte(`{"object":"list","data":[{"id":`)
 	b = appendJSONString(b, s.o.ModelName)
 	b = append(b, `,"object":"model","created":`...)
@@ -154,8 +103,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		b = append(b, `,"max_model_len":null}`...)
 	}
 	b = append(b, "]}\n"...)
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(b)
+	x.write(http.StatusOK, "application/json", b)
 }
 
 type streamOptions struct {
@@ -234,12 +182,12 @@ type sampling struct {
 // of known length is read into one allocation at most (ReadFrom wants MinRead bytes free to see the
 // end); a larger one grows as it arrives, so a client that declares a length and sends slowly holds
 // no more than a small body's room.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, dst []byte) ([]byte, *apiError) {
+func (s *Server) readBody(x exchange, dst []byte) ([]byte, *apiError) {
 	b := bytes.NewBuffer(dst)
-	if n := r.ContentLength; n > 0 {
+	if n := x.contentLength(); n > 0 {
 		b.Grow(int(min(n, smallBody, s.o.MaxBodyBytes)) + bytes.MinRead)
 	}
-	_, err := b.ReadFrom(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
+	_, err := b.ReadFrom(x.body(s.o.MaxBodyBytes))
 	body := b.Bytes()
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -468,19 +416,19 @@ func submitError(err error) *apiError {
 	return &apiError{status: http.StatusInternalServerError, typ: "internal_error", message: err.Error()}
 }
 
-func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+func (s *Server) completions(x exchange) {
 	var req completionRequest
-	p, prompts, e := s.completionInput(w, r, &req)
+	p, prompts, e := s.completionInput(x, &req)
 	if e != nil {
-		writeError(w, e)
+		x.writeError(e)
 		return
 	}
-	s.generate(w, r, p, false, prompts)
+	s.generate(x, p, false, prompts)
 }
 
 // completionInput decodes a completion request and tokenises its prompts.
-func (s *Server) completionInput(w http.ResponseWriter, r *http.Request, req *completionRequest) (*sampling, []prompt, *apiError) {
-	release, e := s.decodeRequest(w, r, req)
+func (s *Server) completionInput(x exchange, req *completionRequest) (*sampling, []prompt, *apiError) {
+	release, e := s.decodeRequest(x, req)
 	if e != nil {
 		return nil, nil, e
 	}
@@ -516,9 +464,9 @@ var bodyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &
 
 // decodeRequest reads r's body and decodes it into v within the body budget; release gives the body's
 // share back once its prompt is tokenised.
-func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any) (release func(), e *apiError) {
+func (s *Server) decodeRequest(x exchange, v any) (release func(), e *apiError) {
 	buf := bodyBufs.Get().(*[]byte)
-	body, e := s.readBody(w, r, (*buf)[:0])
+	body, e := s.readBody(x, (*buf)[:0])
 	defer func() {
 		if body != nil && cap(body) < smallBody {
 			*buf = body[:0]
@@ -528,7 +476,7 @@ func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any) (r
 	if e != nil {
 		return nil, e
 	}
-	if release, e = s.reserveBody(r, body); e != nil {
+	if release, e = s.reserveBody(x.context(), body); e != nil {
 		return nil, e
 	}
 	if e := decodeBody(body, v); e != nil {
@@ -539,12 +487,12 @@ func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any) (r
 }
 
 // reserveBody takes body's share of the budget; release gives it back.
-func (s *Server) reserveBody(r *http.Request, body []byte) (release func(), e *apiError) {
+func (s *Server) reserveBody(ctx context.Context, body []byte) (release func(), e *apiError) {
 	n := int64(len(body))
 	if n < smallBody {
 		return func() {}, nil
 	}
-	if err := s.bodies.Acquire(r.Context(), n); err != nil {
+	if err := s.bodies.Acquire(ctx, n); err != nil {
 		return nil, &apiError{status: http.StatusServiceUnavailable, typ: "server_error", message: "the client left before its request was decoded"}
 	}
 	return func() { s.bodies.Release(n) }, nil
@@ -649,19 +597,19 @@ func (s *Server) tokenIDs(ids []int64) (prompt, *apiError) {
 	return prompt{ids: out}, nil // its text is decoded only for echo
 }
 
-func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+func (s *Server) chatCompletions(x exchange) {
 	var req chatRequest
-	p, pr, e := s.chatInput(w, r, &req)
+	p, pr, e := s.chatInput(x, &req)
 	if e != nil {
-		writeError(w, e)
+		x.writeError(e)
 		return
 	}
-	s.generate(w, r, p, true, []prompt{pr})
+	s.generate(x, p, true, []prompt{pr})
 }
 
 // chatInput decodes a chat request and tokenises its rendered conversation.
-func (s *Server) chatInput(w http.ResponseWriter, r *http.Request, req *chatRequest) (*sampling, prompt, *apiError) {
-	release, e := s.decodeRequest(w, r, req)
+func (s *Server) chatInput(x exchange, req *chatRequest) (*sampling, prompt, *apiError) {
+	release, e := s.decodeRequest(x, req)
 	if e != nil {
 		return nil, prompt{}, e
 	}
@@ -935,21 +883,21 @@ func (s *Server) outputID(t uint32) uint32 {
 }
 
 // generate runs a request's choices and answers it, streamed or whole.
-func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *sampling, chat bool, prompts []prompt) {
+func (s *Server) generate(x exchange, p *sampling, chat bool, prompts []prompt) {
 	if f := s.failures.draw(); f != "" {
-		writeError(w, s.injected(f))
+		x.writeError(s.injected(f))
 		return
 	}
 	maxes := make([]int, len(prompts))
 	for i := range prompts {
 		var e *apiError
 		if maxes[i], e = s.fit(p, len(prompts[i].ids)); e != nil {
-			writeError(w, e)
+			x.writeError(e)
 			return
 		}
 	}
 	if e := p.wholeBudget(maxes); e != nil {
-		writeError(w, e)
+		x.writeError(e)
 		return
 	}
 	ready := make(chan struct{}, 1) // shared by the choices' streams: one wait for all of them
@@ -965,11 +913,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *sampling, c
 			c.st = newStream(req.ID, len(pr.ids), arrived)
 			c.st.ready, c.st.finish, c.st.quiet = ready, c.finish, !p.stream
 			c.st.expect(c.tokens)
-			if err := s.submit(r.Context(), req, c.st); err != nil {
+			if err := s.submit(x.context(), req, c.st); err != nil {
 				for _, d := range cs {
 					s.cancel(d.st.ID)
 				}
-				writeError(w, submitError(err))
+				x.writeError(submitError(err))
 				return
 			}
 			cs = append(cs, c)
@@ -982,12 +930,12 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *sampling, c
 			}
 		}
 	}
-	rs := &response{s: s, p: p, chat: chat, id: cs[0].st.ID, prompts: prompts, choices: cs, created: time.Now().Unix()}
+	rs := response{s: s, p: p, chat: chat, id: cs[0].st.ID, prompts: prompts, choices: cs, created: time.Now().Unix()}
 	if p.stream {
-		s.stream(w, r, ready, rs)
+		x.stream(&streamed{ready: ready, rs: rs})
 		return
 	}
-	s.whole(w, r, ready, rs)
+	s.whole(x, ready, &rs)
 }
 
 // errGone reports that the client went away; the request has been cancelled.
@@ -999,7 +947,7 @@ type writeFailed struct{ error }
 // follow waits for the choices' output and hands each choice's new tokens (with where each pass's share
 // ends) to f, until every choice has ended. Its error is a choice's failure (the others are then
 // cancelled), errGone when the client went away (all are cancelled), or f's.
-func (s *Server) follow(r *http.Request, ready <-chan struct{}, cs []*choice, f func(c *choice, toks []uint32, ends []int) error) error {
+func (s *Server) follow(ctx context.Context, ready <-chan struct{}, cs []*choice, f func(c *choice, toks []uint32, ends []int) error) error {
 	var toks []uint32
 	var ends []int
 	if !cs[0].st.quiet { // a quiet stream hands its buffer over instead
@@ -1032,7 +980,7 @@ func (s *Server) follow(r *http.Request, ready <-chan struct{}, cs []*choice, f 
 		}
 		select {
 		case <-ready:
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			s.cancelAll(cs)
 			return errGone
 		}
@@ -1047,15 +995,6 @@ func (s *Server) cancelAll(cs []*choice) {
 	}
 }
 
-// The values of the headers every response sets, shared (net/http only reads them): Header.Set
-// allocates a slice per call.
-var (
-	jsonType  = []string{"application/json"}
-	sseType   = []string{"text/event-stream"}
-	noCache   = []string{"no-cache"}
-	keepAlive = []string{"keep-alive"}
-)
-
 // wholeTextRoom is the most a whole response's text is sized for before its tokens come: room for
 // wholeTextPerToken bytes a token, which a short output's text fits in one allocation.
 const (
@@ -1063,7 +1002,7 @@ const (
 	wholeTextPerToken = 8
 )
 
-func (s *Server) whole(w http.ResponseWriter, r *http.Request, ready <-chan struct{}, rs *response) {
+func (s *Server) whole(x exchange, ready <-chan struct{}, rs *response) {
 	for _, c := range rs.choices {
 		n := min(c.tokens*wholeTextPerToken, wholeTextRoom)
 		if rs.p.echo {
@@ -1075,19 +1014,17 @@ func (s *Server) whole(w http.ResponseWriter, r *http.Request, ready <-chan stru
 			rs.echoLogprobs(c, &c.lps)
 		}
 	}
-	err := s.follow(r, ready, rs.choices, func(c *choice, toks []uint32, _ []int) error {
+	err := s.follow(x.context(), ready, rs.choices, func(c *choice, toks []uint32, _ []int) error {
 		c.text = rs.appendOutput(c.text, c, toks, &c.lps)
 		return nil
 	})
 	if err != nil {
 		if err != errGone {
-			writeError(w, submitError(err))
+			x.writeError(submitError(err))
 		}
 		return
 	}
-	w.Header()["Content-Type"] = jsonType
-	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.o.HTTP.WriteTimeout))
-	w.Write(rs.whole())
+	x.write(http.StatusOK, "application/json", rs.whole())
 }
 
 // streamBatch is the most a stream renders before writing: a client that reads slower than tokens
@@ -1097,30 +1034,17 @@ const streamBatch = 32 << 10
 // streamRoom is what a stream's buffer is sized for before its first chunk.
 const streamRoom = 4 << 10
 
-// sse writes a stream's events; each write has its own deadline, so a stream lasts as long as its
-// client keeps reading.
-type sse struct {
-	w       http.ResponseWriter
-	rc      http.ResponseController // held by value: a pointer to one escapes, an allocation per stream
-	timeout time.Duration
+// streamed is a streamed response on its way: its choices' ready channel and its response (held by
+// value: an unstreamed request's stays on the stack).
+type streamed struct {
+	ready <-chan struct{}
+	rs    response
 }
 
-func (e *sse) write(b []byte) error {
-	e.rc.SetWriteDeadline(time.Now().Add(e.timeout)) // unsupported by test recorders: no deadline there
-	if _, err := e.w.Write(b); err != nil {
-		return err
-	}
-	if err := e.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	return nil
-}
-
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, ready <-chan struct{}, rs *response) {
-	h := w.Header()
-	h["Content-Type"], h["Cache-Control"], h["Connection"] = sseType, noCache, keepAlive
-	w.WriteHeader(http.StatusOK)
-	out := &sse{w: w, rc: *http.NewResponseController(w), timeout: s.o.HTTP.WriteTimeout}
+// write writes the response's events to out, as its choices' output comes; ctx ends when its client
+// goes away.
+func (st *streamed) write(out chunkWriter, ctx context.Context) {
+	s, ready, rs := st.rs.s, st.ready, &st.rs
 	b := make([]byte, 0, streamRoom) // a short stream's chunks, written together, fit
 	if rs.chat {                     // each choice's role comes first, as vLLM sends it
 		for _, c := range rs.choices {
@@ -1134,7 +1058,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, ready <-chan str
 	var lps logprobs
 	var text []byte
 	left := len(rs.choices)
-	err := s.follow(r, ready, rs.choices, func(c *choice, toks []uint32, ends []int) error {
+	err := s.follow(ctx, ready, rs.choices, func(c *choice, toks []uint32, ends []int) error {
 		// One chunk per pass, as vLLM streams one per engine step; the last carries finish_reason.
 		b = b[:0]
 		from := 0

@@ -154,8 +154,8 @@ type Server struct {
 	handoffs map[uint64]*handoff // disaggregated requests, from submission to their end
 	fleet    *fleet              // remote workers (Options.Fleet)
 
-	mux      *http.ServeMux
-	capacity int // tokens one rank's KV pool holds: no request may need more
+	apiKey   []byte // the Authorization header's value that the API key asks for
+	capacity int    // tokens one rank's KV pool holds: no request may need more
 	failures *failures
 	bodies   *semaphore.Weighted // bytes of request bodies being read and tokenised (bodyBudget)
 
@@ -276,7 +276,9 @@ func New(o Options) (*Server, error) {
 	if o.Fleet != nil {
 		s.newFleet(*o.Fleet)
 	}
-	s.routes()
+	if o.APIKey != "" {
+		s.apiKey = []byte("Bearer " + o.APIKey)
+	}
 	return s, nil
 }
 
@@ -633,16 +635,17 @@ type pinKey struct{}
 // and its queue (the router still counts it, so requests to the shared Handler route around it), and
 // /metrics is served by metrics (nil: the shared Handler's). It panics unless w is an aggregated worker.
 func (s *Server) WorkerHandler(w int, metrics http.Handler) http.Handler {
+	s.checkPin(w)
+	if metrics == nil {
+		metrics = s.o.Metrics
+	}
+	return s.netHandler(metrics, &w)
+}
+
+func (s *Server) checkPin(w int) {
 	if w < 0 || w >= len(s.workers) || s.decode != nil {
 		panic(fmt.Sprintf("live: no aggregated worker %d", w))
 	}
-	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if metrics != nil && r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			metrics.ServeHTTP(rw, r)
-			return
-		}
-		s.mux.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), pinKey{}, w)))
-	})
 }
 
 // newRequest builds the engine request of a prompt served by adapter lora ("" for the base model),
@@ -657,10 +660,10 @@ func (s *Server) newRequest(prompt []uint32, maxTokens int, lora string, images 
 	return &sched.Request{ID: s.nextID.Add(1), Prompt: prompt, MaxTokens: maxTokens, Seq: seq, LoRA: lora, Images: images}
 }
 
-// Shutdown stops accepting requests through srv, waits (until ctx ends) for the requests in flight to
-// finish, then stops the workers.
-func (s *Server) Shutdown(ctx context.Context, srv *http.Server) error {
-	err := srv.Shutdown(ctx)
+// Shutdown stops accepting requests through api, waits (until ctx ends) for the requests in flight to
+// be answered, then stops the workers.
+func (s *Server) Shutdown(ctx context.Context, api *APIServer) error {
+	err := api.Shutdown(ctx)
 	s.Close()
 	return err
 }

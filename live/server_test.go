@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -52,8 +52,9 @@ func testOptions(prefillMs, decodeMs, speedup float64) Options {
 	}
 }
 
-// start runs a server on a loopback port and returns it with an OpenAI client for it.
-func start(t testing.TB, o Options) (*Server, *httptest.Server, openai.Client) {
+// start runs a server on a loopback port, its API on fasthttp (APIServer), and returns it with an OpenAI
+// client for it.
+func start(t testing.TB, o Options) (*Server, *testServer, openai.Client) {
 	t.Helper()
 	s, err := New(o)
 	if err != nil {
@@ -62,13 +63,39 @@ func start(t testing.TB, o Options) (*Server, *httptest.Server, openai.Client) {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		hs.Close()
-		s.Close()
-	})
+	t.Cleanup(s.Close) // after the API's cleanup, which serveAPI registers below
+	hs := serveAPI(t, s.APIServer())
 	c := openai.NewClient(option.WithBaseURL(hs.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 	return s, hs, c
+}
+
+// testServer is an API served on a loopback port.
+type testServer struct {
+	URL    string
+	client *http.Client
+}
+
+// Client is an HTTP client of the server's own, whose idle connections close with it.
+func (ts *testServer) Client() *http.Client { return ts.client }
+
+// serveAPI serves api on a loopback port until the test ends; Serve must then return nil.
+func serveAPI(t testing.TB, api *APIServer) *testServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- api.Serve(ln) }()
+	tr := &http.Transport{}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		api.Close()
+		if err := <-errc; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return &testServer{URL: "http://" + ln.Addr().String(), client: &http.Client{Transport: tr}}
 }
 
 const longPrompt = "The quick brown fox jumps over the lazy dog while the cat watches from the warm windowsill, " +
@@ -891,8 +918,7 @@ func TestWorkerHandler(t *testing.T) {
 		pin = 1
 	}
 	metricsOf := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "the worker's metrics\n") })
-	hs := httptest.NewServer(s.WorkerHandler(pin, metricsOf))
-	t.Cleanup(hs.Close)
+	hs := serveAPI(t, s.WorkerAPIServer(pin, metricsOf))
 	pinned := openai.NewClient(option.WithBaseURL(hs.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 	for i := range 3 {
 		res, err := pinned.Completions.New(context.Background(), params)

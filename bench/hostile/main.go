@@ -219,7 +219,7 @@ watch:
 func legitimate(ctx context.Context, url string, client int, c *counters, lastID *atomic.Uint64) {
 	hc := &http.Client{Timeout: 60 * time.Second}
 	for i := 0; ctx.Err() == nil; i++ {
-		body := fmt.Sprintf(`{"model":"llama-3.1-8b","prompt":"Client %d asks question %d about the weather in a city it has never seen.","max_tokens":8}`, client, i)
+		body := fmt.Sprintf(`{"model":"llama-3.1-8b","prompt":"Client %d asks question %d about the weather in a city it has never seen.","max_tokens":8,"ignore_eos":true}`, client, i)
 		res, err := hc.Post(url, "application/json", strings.NewReader(body))
 		if err != nil {
 			c.add("failed: " + errClass(err))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -294,7 +293,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	if err := srv.Start(); err != nil {
 		return err
 	}
-	hs := srv.HTTPServer()
+	hs := srv.APIServer()
 	info.Addr, info.Bootstrap, info.Server = ln.Addr().String(), srv.BootstrapAddrs(), srv
 	fmt.Fprintf(stderr, "mocker serve: model %s on http://%s (%s)\n", name, info.Addr, describeServe(cfg, o.Workers))
 	if info.NATSURL != "" {
@@ -319,13 +318,12 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	}
 	// Each listener's Serve returns once; the first error stops the server.
 	errc := make(chan error, len(lns))
-	go func() { errc <- srv.Serve(hs, ln) }()
-	var workerHS []*http.Server
+	go func() { errc <- hs.Serve(ln) }()
+	var workerHS []*live.APIServer
 	for i, l := range workerLns {
-		whs := srv.HTTPServer()
-		whs.Handler = srv.WorkerHandler(i, mx.WorkerHandler(i))
+		whs := srv.WorkerAPIServer(i, mx.WorkerHandler(i))
 		workerHS = append(workerHS, whs)
-		go func() { errc <- srv.Serve(whs, l) }()
+		go func() { errc <- whs.Serve(l) }()
 	}
 	lns = nil // the servers close them
 	if ready != nil {
@@ -349,7 +347,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	}
 	err = srv.Shutdown(sctx, hs)
 	for range 1 + len(workerHS) {
-		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := <-errc; err != nil {
 			return err
 		}
 	}

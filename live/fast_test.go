@@ -1,0 +1,124 @@
+package live
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawRequest is a completion request as bytes on the wire.
+func rawRequest(body string) string {
+	return fmt.Sprintf("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+}
+
+// TestClientGoneCancels: a client that closes its connection while its request runs cancels it, streamed
+// or not. Decode passes take an hour, so the request ends only by its cancel: fasthttp does not read a
+// connection while its handler runs, so an unstreamed request learns of it from the watch's peek, a
+// stream (which has nothing to write) from the same.
+func TestClientGoneCancels(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			s, hs, _ := start(t, testOptions(1, hourMs, 1))
+			conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			io.WriteString(conn, rawRequest(fmt.Sprintf(`{"model": "test-model", "prompt": "hi", "max_tokens": 5, "stream": %v}`, stream)))
+			w := s.Workers()[0]
+			waitUntil(t, "the request to decode", func() bool { return w.InFlight() == 1 && w.State()[0].ActiveBlocks > 0 })
+			conn.Close()
+			waitUntil(t, "the request to be cancelled", func() bool { return w.InFlight() == 0 && w.State()[0].ActiveBlocks == 0 })
+			if err := w.checkInvariants(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestWatchedConnectionServesOn: a connection whose request was watched (its handler waited for three
+// 15 ms passes, past watchDelay) serves the next request on it, and two requests sent at once
+// (pipelined) are both answered in order: the watch ends with its request, and a peeked byte of the next
+// one is left to it.
+func TestWatchedConnectionServesOn(t *testing.T) {
+	_, hs, _ := start(t, testOptions(1, 15, 1))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(patience))
+	br := bufio.NewReader(conn)
+	read := func(what string) {
+		t.Helper()
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != 200 || !strings.Contains(string(body), `"completion_tokens":3`) {
+			t.Fatalf("%s: %d %s, %v", what, res.StatusCode, body, err)
+		}
+	}
+	req := rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 3, "ignore_eos": true}`)
+	for i := range 2 {
+		io.WriteString(conn, req)
+		read(fmt.Sprintf("request %d", i))
+	}
+	io.WriteString(conn, req+req)
+	read("first pipelined request")
+	read("second pipelined request")
+}
+
+// TestHeaderLimit: a request whose line and headers pass maxHeaderBytes is answered 431, and the server
+// serves on.
+func TestHeaderLimit(t *testing.T) {
+	_, hs, c := start(t, testOptions(5, 1, math.Inf(1)))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(patience))
+	fmt.Fprintf(conn, "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n", strings.Repeat("a", maxHeaderBytes))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("headers over %d bytes: %v, %v; want a 431", maxHeaderBytes, res, err)
+	}
+	servesOne(t, c)
+}
+
+// TestStoppedBeforeServing: an APIServer closed or shut down before its Serve runs serves nothing:
+// Serve returns nil at once (it used to accept forever, fasthttp not knowing of the listener yet), and
+// the listener is closed.
+func TestStoppedBeforeServing(t *testing.T) {
+	s, err := New(testOptions(5, 1, math.Inf(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, stop := range []func(*APIServer) error{(*APIServer).Close, func(a *APIServer) error { return a.Shutdown(t.Context()) }} {
+		api := s.APIServer()
+		if err := stop(api); err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := api.Serve(ln); err != nil {
+			t.Errorf("Serve after the server stopped: %v, want nil", err)
+		}
+		if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("the listener was left open: Accept = %v", err)
+		}
+	}
+}
