@@ -12,11 +12,17 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
-// blocked is how long a wait must stay blocked to count as blocked.
+// blocked is how long a wait must stay blocked to count as blocked: a busy machine can only make such a
+// check pass, never fail.
 const blocked = 50 * time.Millisecond
+
+// patience only stops a hung test: a wait that must end gets this long, far beyond what a loaded
+// machine needs.
+const patience = 30 * time.Second
 
 func startBootstrap(t *testing.T, timeout time.Duration) *BootstrapServer {
 	t.Helper()
@@ -53,13 +59,13 @@ func waitReady(s *BootstrapServer, room Room) <-chan error {
 	return async(func() error { return s.WaitForDecodeReady(context.Background(), room) })
 }
 
-// result is what ch delivers within a second.
+// result is what ch delivers (within patience).
 func result(t *testing.T, what string, ch <-chan error) error {
 	t.Helper()
 	select {
 	case err := <-ch:
 		return err
-	case <-time.After(time.Second):
+	case <-time.After(patience):
 		t.Fatalf("%s: still blocked", what)
 		return nil
 	}
@@ -90,7 +96,7 @@ func roomCount(s *BootstrapServer) int {
 // TestBootstrapWire speaks the protocol by hand: the room id's 16 bytes, then one byte 0x01 once the
 // prefill side has completed the room.
 func TestBootstrapWire(t *testing.T) {
-	s := startBootstrap(t, 5*time.Second)
+	s := startBootstrap(t, time.Hour)
 	room := newRoom(t, s)
 	c, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
@@ -106,7 +112,7 @@ func TestBootstrapWire(t *testing.T) {
 	if err := s.CompleteRoom(room); err != nil {
 		t.Fatal(err)
 	}
-	c.SetReadDeadline(time.Now().Add(time.Second))
+	c.SetReadDeadline(time.Now().Add(patience))
 	ack, err := io.ReadAll(c)
 	if err != nil || string(ack) != "\x01" {
 		t.Fatalf("read %q, %v; want the ack 0x01 then EOF", ack, err)
@@ -116,7 +122,7 @@ func TestBootstrapWire(t *testing.T) {
 // TestBootstrapDecodeFirst: the decode worker connects before the prefill worker asks for it; the prefill
 // side then passes WaitForDecodeReady at once, and the decode side is acknowledged only on CompleteRoom.
 func TestBootstrapDecodeFirst(t *testing.T) {
-	s := startBootstrap(t, 5*time.Second)
+	s := startBootstrap(t, time.Hour)
 	r7 := newRoom(t, s)
 	decode := connect(s, r7)
 	succeeds(t, "WaitForDecodeReady", waitReady(s, r7)) // returns once the connection has arrived
@@ -134,7 +140,7 @@ func TestBootstrapDecodeFirst(t *testing.T) {
 // TestBootstrapPrefillFirst: WaitForDecodeReady blocks until the decode connection arrives, which is
 // acknowledged only on CompleteRoom.
 func TestBootstrapPrefillFirst(t *testing.T) {
-	s := startBootstrap(t, 5*time.Second)
+	s := startBootstrap(t, time.Hour)
 	r7 := newRoom(t, s)
 	ready := waitReady(s, r7)
 	stillBlocked(t, "WaitForDecodeReady before the decode connects", ready)
@@ -153,7 +159,7 @@ func TestBootstrapPrefillFirst(t *testing.T) {
 // TestBootstrapCompleteFirst: CompleteRoom before anyone waits for the room; the decode connection that
 // arrives later is acknowledged at once. Completing twice is an error.
 func TestBootstrapCompleteFirst(t *testing.T) {
-	s := startBootstrap(t, 5*time.Second)
+	s := startBootstrap(t, time.Hour)
 	r7 := newRoom(t, s)
 	if err := s.CompleteRoom(r7); err != nil {
 		t.Fatal(err)
@@ -167,37 +173,107 @@ func TestBootstrapCompleteFirst(t *testing.T) {
 	}
 }
 
-// TestBootstrapTimeout: a room that is not done within the timeout is removed and both sides fail.
+// TestBootstrapTimeout: a room that is not done within the timeout is removed and both sides fail. It
+// runs on synctest's clock over in-memory pipes: on the wall clock a loaded machine could keep the
+// decode connection from arriving within the 100 ms.
 func TestBootstrapTimeout(t *testing.T) {
-	s := startBootstrap(t, 100*time.Millisecond)
-	r1 := newRoom(t, s)
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 100 * time.Millisecond
+		ln := newPipeListener()
+		s := ServeBootstrap(ln, BootstrapOptions{Timeout: timeout})
+		defer s.Close()
+		connect := func(room Room) <-chan error {
+			return async(func() error { return ConnectBootstrapDial(context.Background(), ln.dial, "pipe", room) })
+		}
+		start := time.Now()
+		r1 := newRoom(t, s)
 
-	// Decode connected, prefill never completes.
-	decode := connect(s, r1)
-	succeeds(t, "WaitForDecodeReady", waitReady(s, r1))
-	if err := result(t, "decode", decode); err == nil {
-		t.Fatal("decode acknowledged without CompleteRoom")
-	}
-	// Prefill waits, decode never connects.
-	r2 := newRoom(t, s)
-	if err := result(t, "WaitForDecodeReady", waitReady(s, r2)); !errors.Is(err, ErrBootstrapTimeout) {
-		t.Fatalf("WaitForDecodeReady: %v, want ErrBootstrapTimeout", err)
-	}
-	if n := roomCount(s); n != 0 {
-		t.Fatalf("%d rooms left after timeouts", n)
-	}
-	// A room that timed out is gone.
-	if err := result(t, "decode of a timed-out room", connect(s, r1)); err == nil {
-		t.Fatal("decode of a timed-out room acknowledged")
-	}
-	if err := s.CompleteRoom(r1); !errors.Is(err, ErrBootstrapNoRoom) {
-		t.Fatalf("CompleteRoom of a timed-out room: %v, want ErrBootstrapNoRoom", err)
+		// Decode connected, prefill never completes.
+		decode := connect(r1)
+		if err := s.WaitForDecodeReady(context.Background(), r1); err != nil {
+			t.Fatalf("WaitForDecodeReady: %v", err)
+		}
+		if err := <-decode; err == nil {
+			t.Fatal("decode acknowledged without CompleteRoom")
+		}
+		if d := time.Since(start); d < timeout {
+			t.Errorf("decode failed after %v, before the timeout %v", d, timeout)
+		}
+		if n := roomCount(s); n != 0 {
+			t.Fatalf("%d rooms left after the timeout", n)
+		}
+		// Prefill waits, decode never connects: the wait fails at the timeout, not before.
+		r2 := newRoom(t, s)
+		begin := time.Now()
+		if err := s.WaitForDecodeReady(context.Background(), r2); !errors.Is(err, ErrBootstrapTimeout) {
+			t.Fatalf("WaitForDecodeReady: %v, want ErrBootstrapTimeout", err)
+		}
+		if d := time.Since(begin); d != timeout {
+			t.Errorf("WaitForDecodeReady failed after %v, want the timeout %v", d, timeout)
+		}
+		if n := roomCount(s); n != 0 {
+			t.Fatalf("%d rooms left after timeouts", n)
+		}
+		// A room that timed out is gone.
+		if err := <-connect(r1); err == nil {
+			t.Fatal("decode of a timed-out room acknowledged")
+		}
+		if err := s.CompleteRoom(r1); !errors.Is(err, ErrBootstrapNoRoom) {
+			t.Fatalf("CompleteRoom of a timed-out room: %v, want ErrBootstrapNoRoom", err)
+		}
+	})
+}
+
+// pipeListener is a net.Listener whose connections are net.Pipe ends handed out by its dial: a server on
+// it runs inside a synctest bubble.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
 	}
 }
 
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+// dial is a DialFunc: it connects a new client to the listener.
+func (l *pipeListener) dial(ctx context.Context, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+	case <-ctx.Done():
+	}
+	client.Close()
+	server.Close()
+	return nil, net.ErrClosed
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
+
 // TestBootstrapCancelRoom: a cancelled room fails both sides at once, long before its timeout.
 func TestBootstrapCancelRoom(t *testing.T) {
-	s := startBootstrap(t, 5*time.Second)
+	s := startBootstrap(t, time.Hour)
 	r7 := newRoom(t, s)
 	r8 := newRoom(t, s)
 	decode := connect(s, r7)
@@ -220,7 +296,7 @@ func TestBootstrapCancelRoom(t *testing.T) {
 
 // TestBootstrapContext: both sides give up when their context ends.
 func TestBootstrapContext(t *testing.T) {
-	s := startBootstrap(t, 5*time.Second)
+	s := startBootstrap(t, time.Hour)
 	r1 := newRoom(t, s)
 	r2 := newRoom(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), blocked)
@@ -237,7 +313,7 @@ func TestBootstrapContext(t *testing.T) {
 
 // TestBootstrapManyRooms: 200 rooms at once, in both orders, all acknowledged, none left.
 func TestBootstrapManyRooms(t *testing.T) {
-	s := startBootstrap(t, 5*time.Second)
+	s := startBootstrap(t, time.Hour)
 	const n = 200
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*n)
@@ -277,7 +353,7 @@ func TestBootstrapManyRooms(t *testing.T) {
 // TestBootstrapMalformed: clients that hang up early, send a short room id or stall, and a second
 // connection for a room, do not disturb a well-behaved room.
 func TestBootstrapMalformed(t *testing.T) {
-	s := startBootstrap(t, 5*time.Second)
+	s := startBootstrap(t, time.Hour)
 	r7 := newRoom(t, s)
 	addr := s.Addr().String()
 	dial := func() net.Conn {
@@ -312,7 +388,7 @@ func TestBootstrapMalformed(t *testing.T) {
 // TestBootstrapClose: Close fails every wait on both sides, and every goroutine of the server exits.
 func TestBootstrapClose(t *testing.T) {
 	base := runtime.NumGoroutine()
-	s, err := ListenBootstrap("127.0.0.1:0", BootstrapOptions{Timeout: 5 * time.Second})
+	s, err := ListenBootstrap("127.0.0.1:0", BootstrapOptions{Timeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +423,7 @@ func TestBootstrapClose(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	stall.Close()
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(patience)
 	for runtime.NumGoroutine() > base {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d goroutines, %d before the server", runtime.NumGoroutine(), base)

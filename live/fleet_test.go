@@ -277,38 +277,32 @@ func TestFleetCancel(t *testing.T) {
 }
 
 // TestFleetNATSCluster: a worker and a frontend on different nodes of a three-node NATS cluster.
+// Every node takes its route port from the kernel, and the second and third learn the others from the
+// first: a port chosen free beforehand can be taken by another process before its node binds it, and the
+// node then never becomes ready.
 func TestFleetNATSCluster(t *testing.T) {
-	free := func() int {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return l.Addr().(*net.TCPAddr).Port
-	}
-	cports := []int{free(), free(), free()}
-	var routes []*url.URL
-	for _, p := range cports {
-		routes = append(routes, &url.URL{Scheme: "nats", Host: "127.0.0.1:" + strconv.Itoa(p)})
-	}
 	var urls []string
 	var nodes []*server.Server
-	for i, p := range cports {
-		ns, err := server.NewServer(&server.Options{ServerName: "n" + strconv.Itoa(i), Host: "127.0.0.1", Port: server.RANDOM_PORT,
-			NoLog: true, NoSigs: true, Cluster: server.ClusterOpts{Name: "mocker", Host: "127.0.0.1", Port: p}, Routes: routes})
+	for i := range 3 {
+		o := &server.Options{ServerName: "n" + strconv.Itoa(i), Host: "127.0.0.1", Port: server.RANDOM_PORT,
+			NoLog: true, NoSigs: true, Cluster: server.ClusterOpts{Name: "mocker", Host: "127.0.0.1", Port: server.RANDOM_PORT}}
+		if i > 0 {
+			o.Routes = []*url.URL{{Scheme: "nats", Host: nodes[0].ClusterAddr().String()}}
+		}
+		ns, err := server.NewServer(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ns.Start()
 		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
 		if !ns.ReadyForConnections(30 * time.Second) {
-			t.Fatal("a node is not ready")
+			t.Fatalf("node %d is not ready", i)
 		}
 		nodes, urls = append(nodes, ns), append(urls, ns.ClientURL())
 	}
 	fleetWait(t, "the cluster to form", func() bool {
 		for _, ns := range nodes {
-			if ns.NumRoutes() < 2 {
+			if clusterPeers(t, ns) < 2 {
 				return false
 			}
 		}
@@ -326,6 +320,20 @@ func TestFleetNATSCluster(t *testing.T) {
 		t.Errorf("completion_tokens %d, want 5", res.Usage.CompletionTokens)
 	}
 	fleetWait(t, "the worker's blocks indexed across the cluster", func() bool { return s.FleetWorkers()[1].Blocks > 0 })
+}
+
+// clusterPeers counts the nodes ns has a route to: NumRoutes counts each peer's pooled connections.
+func clusterPeers(t *testing.T, ns *server.Server) int {
+	t.Helper()
+	rz, err := ns.Routez(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers := map[string]bool{}
+	for _, r := range rz.Routes {
+		peers[r.RemoteName] = true
+	}
+	return len(peers)
 }
 
 // TestFleetScale measures one frontend routing over 100 workers at speedup inf, at 200 requests/s

@@ -92,13 +92,14 @@ func TestServeLoRA(t *testing.T) {
 	hasher := vllmevents.NewHasher("42")
 	var stored vllmevents.BlockStored
 	var text string
+	var sent []string
 	deadline := time.Now().Add(30 * time.Second)
 	for try := 0; stored.BlockHashes == nil; try++ {
 		if time.Now().After(deadline) {
 			t.Fatalf("no vLLM-format events arrived after %d requests", try)
 		}
-		text = fmt.Sprintf("attempt %d: %s", try, servePrompt)
-		if r := send("sql-lora", text, 1); r.Model != "sql-lora" {
+		sent = append(sent, fmt.Sprintf("attempt %d: %s", try, servePrompt))
+		if r := send("sql-lora", sent[try], 1); r.Model != "sql-lora" {
 			t.Fatalf("response model %q, want sql-lora", r.Model)
 		}
 		select {
@@ -107,8 +108,12 @@ func TestServeLoRA(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stored, _ = b.Events[0].(vllmevents.BlockStored)
-		case <-time.After(200 * time.Millisecond):
+			if s, ok := b.Events[0].(vllmevents.BlockStored); ok {
+				if txt, ok := sentPrompt(t, s, sent); ok {
+					stored, text = s, txt
+				}
+			}
+		case <-time.After(200 * time.Millisecond): // then another prompt, in case PUB dropped this one's
 		}
 	}
 	prompt := serveTokens(text)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -239,6 +240,24 @@ func subscribeZMQ(t *testing.T, port, n int) <-chan zmq4.Msg {
 	return msgs
 }
 
+// sentPrompt is the prompt, among those sent, whose first blocks event s stores: an event can arrive
+// after the next prompt was sent (late, on a busy machine). ok is false for an event that continues a
+// sequence (a block that decoding filled).
+func sentPrompt(t *testing.T, s vllmevents.BlockStored, sent []string) (text string, ok bool) {
+	t.Helper()
+	if s.ParentBlockHash != nil {
+		return "", false
+	}
+	for _, text := range sent {
+		p := serveTokens(text)
+		if len(s.TokenIDs) <= len(p) && slices.Equal(s.TokenIDs, p[:len(s.TokenIDs)]) {
+			return text, true
+		}
+	}
+	t.Fatalf("an event stores tokens %v, the start of no prompt sent", s.TokenIDs)
+	return "", false
+}
+
 // TestServeZMQEvents: a ZMQ SUB socket decodes vLLM-format batches whose block hashes are vLLM's
 // sha256_cbor hashes of the prompt's tokens (with the configured PYTHONHASHSEED), with their token ids.
 func TestServeZMQEvents(t *testing.T) {
@@ -255,13 +274,14 @@ func TestServeZMQEvents(t *testing.T) {
 	hasher := vllmevents.NewHasher("42")
 	var stored vllmevents.BlockStored
 	var prompt []uint32
+	var sent []string
 	deadline := time.Now().Add(30 * time.Second)
 	for try := 0; stored.BlockHashes == nil; try++ {
 		if time.Now().After(deadline) {
 			t.Fatalf("no vLLM-format events arrived after %d requests", try)
 		}
-		text := fmt.Sprintf("attempt %d: %s", try, servePrompt)
-		complete(t, c, text, 2)
+		sent = append(sent, fmt.Sprintf("attempt %d: %s", try, servePrompt))
+		complete(t, c, sent[try], 2)
 		select {
 		case m := <-msgs:
 			if len(m.Frames) != 3 || len(m.Frames[1]) != 8 {
@@ -275,8 +295,10 @@ func TestServeZMQEvents(t *testing.T) {
 			if !ok {
 				t.Fatalf("first event %T, want BlockStored", b.Events[0])
 			}
-			stored, prompt = s, serveTokens(text)
-		case <-time.After(200 * time.Millisecond):
+			if text, ok := sentPrompt(t, s, sent); ok {
+				stored, prompt = s, serveTokens(text)
+			}
+		case <-time.After(200 * time.Millisecond): // then another prompt, in case PUB dropped this one's
 		}
 	}
 	chain := hasher.AppendChain(nil, prompt, 16)
