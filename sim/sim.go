@@ -131,7 +131,7 @@ type session struct {
 	// and its output, from which the next turn's prompt is made again rather than held while the
 	// session waits (sessions in flight come by the thousand, their histories by the thousand tokens).
 	past []pastTurn
-	// made is turn madeAt, the last that turn made (workload.Session.Turn makes a synthetic conversation's
+	// made is turn madeAt, the last one turn() made (workload.Session.Turn makes a synthetic conversation's
 	// later turns anew at each call, and await and arrive both ask for the next).
 	made   *workload.Request
 	madeAt int

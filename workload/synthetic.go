@@ -255,8 +255,8 @@ type synthetic struct {
 	imageSeed uint64
 }
 
-// maxTurns bounds a session: its turns are made at once (~180 bytes each), and agentic sessions
-// have hundreds.
+// maxTurns bounds a session: its turns' draws are taken at once (16 bytes each; Session.Turn makes a
+// turn when asked), and agentic sessions have hundreds.
 const maxTurns = 1 << 16
 
 // maxClientRequests bounds the requests of one closed-loop client, which are made at once too.

@@ -297,6 +297,33 @@ func TestSyntheticLaterTurnsCompact(t *testing.T) {
 	}
 }
 
+// TestSyntheticDrawOrder pins what seed 7 draws for the first two conversations of chat: every turn's
+// input, output and delay. Inputs, outputs and delays have a stream each, so what moves them is when a
+// turn's draws are taken: a later turn drawn when it is made rather than with its session would give
+// the second session the first one's later draws, and change every replay's output.
+func TestSyntheticDrawOrder(t *testing.T) {
+	want := []struct {
+		in, out int
+		delay   time.Duration
+	}{
+		{229, 114, 0}, {204, 99, 499381508}, {243, 137, 1744087853},
+		{266, 112, 0}, {230, 135, 707118999}, {132, 57, 461153663},
+	}
+	src := newSynthetic(t, chat)
+	for k := range 2 {
+		s, err := src.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range s.Len() {
+			r, w := s.Turn(j), want[3*k+j]
+			if r.InputLen != w.in || r.OutputLen != w.out || r.Delay != w.delay {
+				t.Errorf("session %d turn %d: in %d out %d delay %d, want %d %d %d", k, j, r.InputLen, r.OutputLen, r.Delay, w.in, w.out, w.delay)
+			}
+		}
+	}
+}
+
 func TestSyntheticMultiTurn(t *testing.T) {
 	o := SyntheticOptions{NumRequests: 4, Input: Length{Mean: 100}, Output: Length{Mean: 20}, RequestRate: 1,
 		Arrival: "constant", TurnsPerSession: 3, InterTurnDelay: 1500 * time.Millisecond, SharedPrefixRatio: 0.5, NumPrefixGroups: 1}

@@ -69,6 +69,8 @@ func TestPartsSumToCost(t *testing.T) {
 // DeepGEMM experts from 0.22.0's GEMM table (with 0.24.0's rows: deepGEMMExperts). A version's own
 // tables, where they serve, are no substitution.
 func TestSubstitutionsTraced(t *testing.T) {
+	needData(t)
+	t.Cleanup(func() { traceSubstitute = nil }) // a failure below must not leave the hook to later tests
 	for _, tc := range []struct {
 		name string
 		o    Options
@@ -84,7 +86,6 @@ func TestSubstitutionsTraced(t *testing.T) {
 		traceSubstitute = func(ref tableRef, version string, paths []string) {
 			got = append(got, ref.op+"/"+ref.backend+"/"+version)
 		}
-		needData(t)
 		m, err := model.Lookup(tc.name)
 		if err != nil {
 			t.Fatal(err)
