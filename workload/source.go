@@ -71,7 +71,7 @@ func (r *Request) HashIDs() []uint32 { return r.hashes }
 // their drawn numbers until Turn makes them: an overloaded replay holds thousands of
 // sessions waiting to start, each needing only its first turn.
 type Session struct {
-	Turns []Request // the turns held whole, not always all of them: read turn k as Turn(k), k < Len()
+	Turns []Request   // the turns held whole, not always all of them: read turn k as Turn(k), k < Len()
 	later []laterTurn // the turns after Turns, as Turn makes them
 }
 
