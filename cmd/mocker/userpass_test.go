@@ -39,8 +39,11 @@ func TestHelpSaysWhatZeroAndEmptyMean(t *testing.T) {
 			t.Fatal(err)
 		}
 		i := strings.Index(out, tc.flag+" ")
-		line, _, _ := strings.Cut(out[i:], "\n")
-		if i < 0 || !strings.Contains(line, tc.want) {
+		if i < 0 {
+			t.Errorf("%s --help: no %s", tc.cmd, tc.flag)
+			continue
+		}
+		if line, _, _ := strings.Cut(out[i:], "\n"); !strings.Contains(line, tc.want) {
 			t.Errorf("%s --help: %s", tc.cmd, line)
 		}
 	}
