@@ -44,30 +44,48 @@ func BackendOwn(key string) []string {
 // Validate checks it for the deployment's own backend.
 func (c *Config) UnreadByBackends(backends ...string) error { return c.placed(c.unreadBy(backends)) }
 
-func (c *Config) validateBackendFlags() error { return c.unreadBy([]string{c.Backend}) }
+func (c *Config) validateBackendFlags() error {
+	if c.role != "" {
+		return nil // one pool's settings (ForRole): the whole was checked
+	}
+	return c.unreadBy([]string{c.Backend})
+}
 
+// unreadBy refuses a backend's own setting, shared or a pool's (--prefill-KEY), that none of backends reads.
 func (c *Config) unreadBy(backends []string) error {
 	for _, o := range backendOwn {
-		if c.isGiven(o.key) && !slices.ContainsFunc(backends, func(b string) bool { return slices.Contains(o.backends, b) }) {
-			why := fmt.Sprintf("applies to --backend %s, and the deployment runs %s", strings.Join(o.backends, " or "), strings.Join(backends, " and "))
-			if o.instead != "" {
-				why += " (" + o.instead + ")"
-			}
+		if slices.ContainsFunc(backends, func(b string) bool { return slices.Contains(o.backends, b) }) {
+			continue
+		}
+		why := fmt.Sprintf("applies to --backend %s, and the deployment runs %s", strings.Join(o.backends, " or "), strings.Join(backends, " and "))
+		if o.instead != "" {
+			why += " (" + o.instead + ")"
+		}
+		if c.isGiven(o.key) {
 			return bad(o.key, c.fieldsByKey()[o.key].Interface(), why)
+		}
+		for _, r := range Roles {
+			if key := r + "-" + o.key; c.isGiven(key) {
+				return bad(key, c.Role(r).Get(o.key), why)
+			}
 		}
 	}
 	return nil
 }
 
-// OnBackend is c deployed on backend: a setting only other backends read no longer counts as given,
-// so a sweep over backends (recommend's --backends) applies each backend's own settings to its own
-// deployments and refuses none of the others for them. Their values stay and are read by no engine.
+// OnBackend is c deployed on backend: a setting only other backends read, shared or a pool's, no longer
+// counts as given, so a sweep over backends (recommend's --backends) applies each backend's own settings
+// to its own deployments and refuses none of the others for them. Their values stay and are read by no
+// engine.
 func (c Config) OnBackend(backend string) Config {
 	c.Backend = backend
 	c.given = maps.Clone(c.given)
 	for _, o := range backendOwn {
 		if !slices.Contains(o.backends, backend) {
 			delete(c.given, o.key)
+			for _, r := range Roles {
+				delete(c.given, r+"-"+o.key)
+			}
 		}
 	}
 	return c

@@ -45,6 +45,14 @@ func (c *Config) Given(key, where string) {
 	c.given[key] = where
 }
 
+// Drop returns key's setting to its default and forgets that it was given: a file's setting that a
+// command-line flag overrides under another name (--model-config over the file's model:).
+func (c *Config) Drop(key string) {
+	d := Default()
+	c.fieldsByKey()[key].Set(d.fieldsByKey()[key].Value)
+	delete(c.given, key)
+}
+
 // GivenKeys are the settings given explicitly (Given), each with where it came from ("" for a flag), as
 // a copy: what another process needs, with the settings' values, to rebuild the same configuration.
 func (c *Config) GivenKeys() map[string]string { return maps.Clone(c.given) }

@@ -349,14 +349,20 @@ func (c *Config) Load(path string) error {
 		seen[k.Value] = true
 		c.Given(k.Value, fmt.Sprintf("config %s line %d", path, v.Line))
 		if err := field.decode(v); err != nil {
-			got := "" // a list or a mapping has no value to quote
-			if v.Kind == yaml.ScalarNode {
-				got = fmt.Sprintf(", got %q", v.Value)
-			}
-			return fmt.Errorf("config %s line %d: %s: %w%s", path, v.Line, k.Value, err, got)
+			return valueErr(path, k.Value, v, err)
 		}
 	}
 	return nil
+}
+
+// valueErr is err about the file's value v of key, quoting v where it is a scalar (a list or a mapping
+// has no value to quote).
+func valueErr(path, key string, v *yaml.Node, err error) error {
+	got := ""
+	if v.Kind == yaml.ScalarNode {
+		got = fmt.Sprintf(", got %q", v.Value)
+	}
+	return fmt.Errorf("config %s line %d: %s: %w%s", path, v.Line, key, err, got)
 }
 
 // decode stores the YAML value v in the setting.
@@ -475,8 +481,8 @@ func (c *Config) Validate() error { return c.placed(c.validate()) }
 // placed is err named by the file and line that gave its setting, when a config file gave it.
 func (c *Config) placed(err error) error {
 	var se *settingError
-	if errors.As(err, &se) && c.given[se.key] != "" {
-		return fmt.Errorf("%s: %w", c.given[se.key], err)
+	if errors.As(err, &se) {
+		return c.at(se.key, err)
 	}
 	return err
 }

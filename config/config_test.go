@@ -854,7 +854,7 @@ func TestDeploymentErrorsNamed(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{"seed: 1\nmodel: llama3\n", "config " + path + ` line 2: model: unknown model "llama3" (catalog: `},
 		{"seed: 1\nsystem: a100\n", "config " + path + ` line 2: system: hardware: unknown system "a100"`},
-		{"model-config: " + path + ".json\n", "config " + path + " line 1: model: open " + path + ".json: "},
+		{"model-config: " + path + ".json\n", "config " + path + " line 1: model-config: open " + path + ".json: "},
 	} {
 		os.WriteFile(path, []byte(tc.body), 0o644)
 		c := Default()
@@ -885,6 +885,17 @@ func TestTimingFlagsNeedTheirModel(t *testing.T) {
 		{"timing: fixed\nprefill-ms: 5\ndecode-ms: 2\n", ""},
 		{"backend: trtllm\nprofile: h200-llama-3.1-8b-bf16\n", ""},
 		{"prefill-workers: 1\ndecode-workers: 1\nprefill-ms: 3\nprefill:\n  timing: fixed\n", ""},
+		// Each pool is priced by its own timing: the shared one prices only a pool that sets none.
+		{"timing: profile\nprofile: h200-llama-3.1-8b-bf16\nprefill-ms: 3\ndecode-ms: 1\nprefill-workers: 1\ndecode-workers: 1\nprefill:\n  timing: fixed\n", ""},
+		{"timing: fixed\nprefill-ms: 3\ndecode-ms: 1\nprefill-workers: 1\ndecode-workers: 1\ndecode:\n  timing: polynomial\n", ""},
+		{"timing: fixed\nprefill-ms: 5\nprefill-workers: 1\ndecode-workers: 1\nprefill:\n  timing: polynomial\ndecode:\n  timing: polynomial\n",
+			"config " + path + " line 2: prefill-ms 5: applies to --timing fixed, and the passes are priced by --timing polynomial"},
+		{"timing: polynomial\nprefill-ms: 5\nprefill-workers: 1\ndecode-workers: 1\ndecode:\n  timing: default\n",
+			"config " + path + " line 2: prefill-ms 5: applies to --timing fixed, and the passes are priced by --timing polynomial (prefill) and default (decode)"},
+		// A pool's own profile applies only where that pool is priced by profile.
+		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  profile: h200-llama-3.1-8b-bf16\n",
+			"config " + path + " line 4: prefill-profile h200-llama-3.1-8b-bf16: applies to --timing profile, and the prefill passes are priced by --timing default"},
+		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  timing: profile\n  profile: h200-llama-3.1-8b-bf16\n", ""},
 	} {
 		os.WriteFile(path, []byte(tc.body), 0o644)
 		c := Default()
@@ -910,6 +921,12 @@ func TestBackendFlagsNeedTheirBackend(t *testing.T) {
 		{"backend: sglang\nvllm-admission: chunk\n", "config " + path + " line 2: vllm-admission chunk: applies to --backend vllm, and the deployment runs sglang (trtllm admits by guaranteed_no_evict, sglang by its own budgets)"},
 		{"backend: sglang\nsglang-schedule-policy: lpm\npage-size: 4\n", ""},
 		{"backend: trtllm\nmax-loras: 2\n", ""},
+		// A pool's own setting is checked as the shared one is.
+		{"backend: sglang\nprefill-workers: 1\ndecode-workers: 1\ndecode:\n  vllm-admission: chunk\n",
+			"config " + path + " line 5: decode-vllm-admission chunk: applies to --backend vllm, and the deployment runs sglang (trtllm admits by guaranteed_no_evict, sglang by its own budgets)"},
+		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  sglang-schedule-policy: lpm\n",
+			"config " + path + " line 4: prefill-sglang-schedule-policy lpm: applies to --backend sglang, and the deployment runs vllm"},
+		{"backend: sglang\nprefill-workers: 1\ndecode-workers: 1\nprefill:\n  sglang-schedule-policy: lpm\n", ""},
 	} {
 		os.WriteFile(path, []byte(tc.body), 0o644)
 		c := Default()
@@ -936,6 +953,20 @@ func TestBackendFlagsNeedTheirBackend(t *testing.T) {
 	}
 	if g.Backend != "sglang" || !g.isGiven("sglang-schedule-policy") || !c.isGiven("sglang-schedule-policy") {
 		t.Error("on sglang the setting stays given, and OnBackend leaves c's own record alone")
+	}
+	c = Default()
+	c.PrefillWorkers, c.DecodeWorkers = 1, 1
+	c.Given("prefill-workers", "")
+	c.Given("decode-workers", "")
+	if err := c.Prefill.Set("vllm-admission", "chunk"); err != nil {
+		t.Fatal(err)
+	}
+	c.Given("prefill-vllm-admission", "")
+	if err := c.UnreadByBackends("sglang"); fmt.Sprint(err) != "prefill-vllm-admission chunk: applies to --backend vllm, and the deployment runs sglang (trtllm admits by guaranteed_no_evict, sglang by its own budgets)" {
+		t.Errorf("a pool's setting read by none: %v", err)
+	}
+	if g := c.OnBackend("sglang"); g.Validate() != nil || g.isGiven("prefill-vllm-admission") {
+		t.Errorf("a pool's setting on a backend that does not read it: %v", g.Validate())
 	}
 }
 

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/mocker-sim/mocker/engine"
@@ -38,6 +40,9 @@ func (c *Config) resolveModel() (*model.Model, error) {
 	switch {
 	case c.ModelConfig != "":
 		m, err := model.FromHFConfig(c.ModelConfig)
+		if err != nil { // model's errors begin "model: ": the user gave model-config
+			err = errors.New("model-config: " + strings.TrimPrefix(err.Error(), "model: "))
+		}
 		return m, c.at("model-config", err)
 	case c.Model != "":
 		m, err := model.Lookup(c.Model)

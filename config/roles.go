@@ -190,7 +190,7 @@ func (c *Config) loadRole(path, name string, v *yaml.Node) error {
 		c.Given(name+"-"+k.Value, fmt.Sprintf("config %s line %d", path, val.Line))
 		p := reflect.New(f.Type().Elem())
 		if err := (setting{p.Elem(), auto}).decode(val); err != nil {
-			return fmt.Errorf("config %s line %d: %s: %s: %w, got %q", path, val.Line, name, k.Value, err, val.Value)
+			return valueErr(path, name+": "+k.Value, val, err)
 		}
 		f.Set(p)
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -94,6 +95,15 @@ func TestRoleErrorsNamed(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	// A list has no value to quote, in a section as at the top level.
+	for _, body := range []string{"tp: [1, 2]\n", "prefill-workers: 1\ndecode-workers: 1\nprefill:\n  tp: [1, 2]\n"} {
+		path := writeConfig(t, body)
+		c := Default()
+		err := c.Load(path)
+		if !strings.HasSuffix(fmt.Sprint(err), "tp: want an integer") {
+			t.Errorf("%q: got %v, want ...tp: want an integer", body, err)
 		}
 	}
 	// Ranks are counted per pool: 512 prefill workers of 1 rank and 256 decode workers of 2 fit, though

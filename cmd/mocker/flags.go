@@ -341,6 +341,12 @@ func loadConfigFile(fs *pflag.FlagSet, c *config.Config, path string) error {
 		}
 	}
 	markGiven(fs, c)
+	// The model is named one way: by the command line's --model or --model-config over the file's other.
+	for _, k := range [][2]string{{"model", "model-config"}, {"model-config", "model"}} {
+		if fs.Changed(k[0]) && !fs.Changed(k[1]) {
+			c.Drop(k[1])
+		}
+	}
 	return nil
 }
 

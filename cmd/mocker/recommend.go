@@ -187,6 +187,24 @@ func (rf *recommendFlags) targets() ([]recommend.Target, error) {
 	return ts, nil
 }
 
+// validOnSome accepts the base settings when they are valid on one of backends (--profile where trtllm,
+// priced by profile, is swept); else it returns the first backend's error. A shape a backend cannot run
+// is the search's to refuse.
+func validOnSome(cfg *config.Config, backends []string) error {
+	var first error
+	for _, b := range backends {
+		base := cfg.OnBackend(b)
+		err := base.Validate()
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf *recommendFlags, stdout, stderr io.Writer) error {
 	for _, f := range []string{"requests-jsonl", "scaling-jsonl", "perfetto", "perfetto-window"} {
 		if fs.Changed(f) {
@@ -205,8 +223,8 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 	if err := cfg.UnreadByBackends(sp.Backends...); err != nil {
 		return err
 	}
-	if base := cfg.OnBackend(cfg.Backend); base.Validate() != nil {
-		return base.Validate()
+	if err := validOnSome(cfg, sp.Backends); err != nil {
+		return err
 	}
 	o := recommend.Options{Targets: targets, Objective: rf.objective, Threads: rf.threads}
 	if rf.findMaxRate {

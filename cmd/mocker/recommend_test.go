@@ -142,6 +142,22 @@ func TestRecommendBackendOwnFlags(t *testing.T) {
 	}
 }
 
+// TestRecommendBaseOnSweptBackends: the base settings are checked on the backends swept, not on
+// --backend's default: --profile is taken where trtllm (priced by profile) is swept alone.
+func TestRecommendBaseOnSweptBackends(t *testing.T) {
+	args := []string{"recommend", "--num-requests", "20", "--request-rate", "100", "--input-tokens", "256", "--input-tokens-stddev", "0",
+		"--output-tokens", "4", "--output-tokens-stddev", "0", "--ttft-p90-ms", "1000", "--tp-list", "1", "--max-workers", "1",
+		"--profile", "h200-llama-3.1-8b-bf16"}
+	out, _, err := mocker(t, append(args, "--backends", "trtllm")...)
+	if err != nil || !strings.Contains(out, "Searched 1 shape:") {
+		t.Errorf("trtllm alone: error %v\n%s", err, out)
+	}
+	_, _, err = mocker(t, append(args, "--backends", "vllm,sglang")...)
+	if want := "profile h200-llama-3.1-8b-bf16: applies to --timing profile, and the passes are priced by --timing default"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("no swept backend priced by profile: error %v, want %q", err, want)
+	}
+}
+
 func TestRecommendFindMaxRate(t *testing.T) {
 	out, _, err := mocker(t, append(small, "--ttft-p90-ms", "60", "--tp-list", "1", "--find-max-rate")...)
 	if err != nil {

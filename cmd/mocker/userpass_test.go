@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,8 +39,11 @@ func TestHelpSaysWhatZeroAndEmptyMean(t *testing.T) {
 			t.Fatal(err)
 		}
 		i := strings.Index(out, tc.flag+" ")
-		line, _, _ := strings.Cut(out[i:], "\n")
-		if i < 0 || !strings.Contains(line, tc.want) {
+		if i < 0 {
+			t.Errorf("%s --help: no %s", tc.cmd, tc.flag)
+			continue
+		}
+		if line, _, _ := strings.Cut(out[i:], "\n"); !strings.Contains(line, tc.want) {
 			t.Errorf("%s --help: %s", tc.cmd, line)
 		}
 	}
@@ -87,5 +91,28 @@ func TestMaxNumSeqsListWithConfig(t *testing.T) {
 	help, _, _ := mocker(t, "recommend", "--help")
 	if strings.Contains(help, "(default [])") {
 		t.Errorf("help prints an empty list's default")
+	}
+}
+
+// TestFlagOverridesFilesModel: --model and --model-config name the model two ways; one given on the
+// command line wins over the --config file's other, which is dropped (flags win over the file).
+func TestFlagOverridesFilesModel(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.json")
+	withModel, withConfig := filepath.Join(dir, "m.yaml"), filepath.Join(dir, "mc.yaml")
+	os.WriteFile(withModel, []byte("model: qwen3-32b\n"), 0o644)
+	os.WriteFile(withConfig, []byte("model-config: "+missing+"\n"), 0o644)
+	run := []string{"predict", "--num-requests", "2", "--timing", "fixed", "--prefill-ms", "1", "--decode-ms", "1"}
+	_, _, err := mocker(t, append(run, "--config", withModel, "--model-config", missing)...)
+	if want := "model-config: open " + missing + ": no such file or directory"; fmt.Sprint(err) != want {
+		t.Errorf("--model-config over the file's model: error %v, want %q", err, want)
+	}
+	// The file's missing model-config, read, would be an error.
+	if _, _, err := mocker(t, append(run, "--config", withConfig, "--model", "qwen3-32b")...); err != nil {
+		t.Errorf("--model over the file's model-config: error %v", err)
+	}
+	_, _, err = mocker(t, append(run, "--model-config", missing, "--model", "qwen3-32b")...)
+	if want := "model qwen3-32b: contradicts --model-config"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("both on the command line: error %v, want %q", err, want)
 	}
 }
