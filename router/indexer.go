@@ -20,13 +20,12 @@ import (
 // misses in a table several times larger). The walk costs one lookup per block each target holds, plus
 // one for its first missing block.
 type indexer struct {
-	capacity int       // blocks a target holds at most (0: unknown): the size of a set at its first add
-	sets     []hashSet // by target slot
-	used     []bool    // slots in use
-	out      []int     // scratch: per slot overlap
+	sets []hashSet // by target slot
+	used []bool    // slots in use
+	out  []int     // scratch: per slot overlap
 }
 
-func newIndexer(capacity int) *indexer { return &indexer{capacity: capacity} }
+func newIndexer() *indexer { return &indexer{} }
 
 // addSlot takes the lowest free target slot.
 func (ix *indexer) addSlot() int {
@@ -63,9 +62,6 @@ func (ix *indexer) count(s int) int { return ix.sets[s].len() }
 // miss, find their lines in cache.
 func (ix *indexer) storeBlocks(s int, blocks []tokens.Block) {
 	set := &ix.sets[s]
-	if len(set.keys) == 0 && len(blocks) > 0 {
-		set.resize(setSlots(ix.capacity))
-	}
 	for _, b := range blocks {
 		set.prefetch(b.Hash)
 	}
@@ -147,15 +143,6 @@ const (
 	maxLoad8 = 3
 )
 
-// setSlots is the size of a table that holds n keys without growing: a power of two, minSetSlots at least.
-func setSlots(n int) int {
-	size := minSetSlots
-	for maxLoad8*size < 8*n {
-		size *= 2
-	}
-	return size
-}
-
 func (t *hashSet) home(h uint64) int { return int((h * fib) >> t.shift) }
 
 // prefetch loads h's home slot (see indexer.storeBlocks).
@@ -191,7 +178,7 @@ func (t *hashSet) add(h uint64) bool {
 		return !was
 	}
 	if 8*(t.n+1) > maxLoad8*len(t.keys) {
-		t.resize(max(2*len(t.keys), setSlots(0)))
+		t.resize(max(2*len(t.keys), minSetSlots))
 	}
 	mask := len(t.keys) - 1
 	i := t.home(h)

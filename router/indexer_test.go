@@ -172,7 +172,7 @@ func TestIndexerMatchesPools(t *testing.T) {
 // key space (with collisions in the probe runs, the hash 0, and growth), then clearing a slot.
 func TestIndexerTable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
-	ix := newIndexer(0)
+	ix := newIndexer()
 	slots := []int{ix.addSlot(), ix.addSlot(), ix.addSlot()}
 	type key struct {
 		s int
@@ -271,48 +271,5 @@ func TestSetAtMostThreeEighthsFull(t *testing.T) {
 	}
 	if len(set.keys) != 1<<18 {
 		t.Fatalf("%d hashes in %d slots, want %d", set.len(), len(set.keys), 1<<18)
-	}
-}
-
-// TestIndexPresized fills a target of a router told its pool's size (mocker's default pool, 55,522
-// blocks) with one Stored event per block: its set is made 2^18 slots at the first block and never grows,
-// a target that stores nothing allocates nothing, and the overlaps equal those of a router that grows
-// its sets as blocks come.
-func TestIndexPresized(t *testing.T) {
-	const capacity = 55522
-	a, b := Target{Worker: 0}, Target{Worker: 1}
-	o := kvOptions(1)
-	o.IndexBlocks = capacity
-	sized := newRouter(t, o, a, b)
-	grown := newRouter(t, kvOptions(1), a, b)
-	blocks := make([]tokens.Block, capacity)
-	for i := range blocks {
-		th := splitmix(uint64(i))
-		blocks[i] = tokens.Block{Hash: th, TokensHash: th}
-		if i > 0 {
-			blocks[i].Hash = tokens.SeqHash(blocks[i-1].Hash, th)
-		}
-	}
-	set := &sized.ix.sets[sized.byID[a].slot]
-	for i, blk := range blocks {
-		ev := kvcache.Event{Kind: kvcache.Stored, Blocks: []tokens.Block{blk}}
-		sized.Apply(a, ev)
-		grown.Apply(a, ev)
-		if len(set.keys) != 1<<18 {
-			t.Fatalf("after %d blocks: %d slots, want %d", i+1, len(set.keys), 1<<18)
-		}
-	}
-	if n := len(sized.ix.sets[sized.byID[b].slot].keys); n != 0 {
-		t.Errorf("a target with no event holds %d slots, want 0", n)
-	}
-	for _, n := range []int{0, 1, 1000, capacity} {
-		probe := slices.Clone(blocks[:n])
-		if n > 0 {
-			probe[n-1].Hash ^= 1 // its last block is missing
-		}
-		got, want := sized.Overlap(probe), grown.Overlap(probe)
-		if !slices.Equal(got, want) || got[0] != max(n-1, 0) {
-			t.Errorf("overlap of %d blocks: %v, want %v with %d on the first target", n, got, want, max(n-1, 0))
-		}
 	}
 }

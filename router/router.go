@@ -30,11 +30,6 @@ type Options struct {
 
 	// BlockSize is the engines' tokens per KV block, the unit of the blocks requests carry.
 	BlockSize int
-	// IndexBlocks is how many blocks a target's GPU cache holds at most (one rank's pool), or 0 if unknown.
-	// A target's index of its events is then made that large at its first stored block, instead of
-	// doubling as blocks come: at SGLang's page size, one hash per token, the copies of a growing
-	// index were a sixth of an 8-worker replay.
-	IndexBlocks int
 
 	// Queueing: a target is busy while its active prefill tokens exceed QueueThreshold × MaxBatchedTokens
 	// (the engines' token budget per pass); while every target is busy, requests wait in QueuePolicy
@@ -82,8 +77,6 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("router-temperature %v: want a finite number ≥ 0", o.Temperature)
 	case o.BlockSize < 1:
 		return fmt.Errorf("block-size %d: want at least 1", o.BlockSize)
-	case o.IndexBlocks < 0:
-		return fmt.Errorf("router: index of %d blocks, want 0 (unknown) or more", o.IndexBlocks)
 	case !finite(o.QueueThreshold) || o.QueueThreshold < 0:
 		return fmt.Errorf("router-queue-threshold %v: want a finite number ≥ 0 (0 disables queueing)", o.QueueThreshold)
 	case o.QueueThreshold > 0 && o.MaxBatchedTokens < 1:
@@ -218,7 +211,7 @@ func New(o Options) (*Router, error) {
 		busyAbove: busy,
 		rng:       rand.New(rand.NewPCG(o.Seed, streamRouter)),
 		byID:      map[Target]*target{},
-		ix:        newIndexer(o.IndexBlocks),
+		ix:        newIndexer(),
 		reqs:      map[uint64]*request{},
 		queue:     queue{policy: o.QueuePolicy},
 	}, nil

@@ -87,7 +87,6 @@ func TestValidate(t *testing.T) {
 		{func(o *Options) { o.OverlapScoreWeight = -1 }, "overlap-score-weight"},
 		{func(o *Options) { o.Temperature = -0.5 }, "router-temperature"},
 		{func(o *Options) { o.BlockSize = 0 }, "block-size"},
-		{func(o *Options) { o.IndexBlocks = -1 }, "router: index"},
 		{func(o *Options) { o.QueueThreshold = -1 }, "router-queue-threshold"},
 		{func(o *Options) { o.QueueThreshold, o.MaxBatchedTokens = 1, 0 }, "max-num-batched-tokens"},
 		{func(o *Options) { o.QueuePolicy = 7 }, "router-queue-policy"},

@@ -61,7 +61,6 @@ func (r *runner) newPool(name string, eo engine.Options, ro router.Options, n in
 	if ro.MaxBatchedTokens == 0 {
 		ro.MaxBatchedTokens = eo.MaxBatchedTokens()
 	}
-	ro.IndexBlocks = eo.KVBlocks()
 	rt, err := router.New(ro)
 	if err != nil {
 		return nil, fmt.Errorf("%s router: %w", name, err)
