@@ -3,9 +3,11 @@ package sim
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/router"
+	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/timing"
 	"github.com/mocker-sim/mocker/workload"
@@ -43,6 +45,43 @@ func BenchmarkConversationTrace(b *testing.B) {
 					VLLM: vllm.Options{BlockSize: bc.blockSize, NumBlocks: bc.blocks, MaxNumSeqs: 256, MaxBatchedTokens: 8192,
 						ChunkedPrefill: true, PrefixCaching: true, Events: bc.policy == router.KV},
 					Timing: timing.Polynomial{}}, noMirror: bc.indexed})
+				if err != nil {
+					b.Fatal(err)
+				}
+				simulated += res.End.Seconds()
+			}
+			b.ReportMetric(simulated/b.Elapsed().Seconds(), "sim-s/s")
+		})
+	}
+}
+
+// BenchmarkConversationTraceSGLang replays the same trace on 8 SGLang workers (page size 1: the router
+// indexes one hash per token, from events seen at each pass's end) behind the KV router, and reports
+// simulated seconds per wall second. Its pool is mocker's default 262,144 tokens a worker.
+func BenchmarkConversationTraceSGLang(b *testing.B) {
+	path := filepath.Join("..", "..", "shared", "data", "mooncake", "conversation_trace.jsonl")
+	for _, bc := range []struct {
+		name  string
+		delay time.Duration // --router-event-delay-ms
+	}{
+		{"8-workers-kv", 0},
+		{"8-workers-kv-delay-20ms", 20 * time.Millisecond},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var simulated float64
+			for b.Loop() {
+				src, err := workload.OpenTrace(path, workload.TraceOptions{})
+				if err != nil {
+					b.Skipf("shared data not available: %v", err)
+				}
+				ro := router.DefaultOptions()
+				ro.QueueThreshold = 0
+				res, err := Run(src, Options{Workers: 8, Router: ro, RouterEventDelay: bc.delay, Engine: engine.Options{
+					Backend: engine.SGLang,
+					SGLang: sglang.Options{PageSize: 1, NumPages: 262144, MaxRunning: 2048, MaxPrefillTokens: 16384,
+						ChunkedPrefillSize: 8192, ClipMaxNewTokens: 4096, Conservativeness: 1, Overlap: true,
+						PrefixCaching: true, Events: true},
+					Timing: timing.Polynomial{}}})
 				if err != nil {
 					b.Fatal(err)
 				}
