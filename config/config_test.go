@@ -496,11 +496,7 @@ func TestLoadRefusesWhatItCannotHold(t *testing.T) {
 	} {
 		path := filepath.Join(dir, "c.yaml")
 		os.WriteFile(path, []byte(tc.body), 0o644)
-		c := Default()
-		err := c.Load(path)
-		if err == nil {
-			err = c.Validate()
-		}
+		err := loadAndValidate(path)
 		if want := "config " + path + " " + tc.want; err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%q: error %v, want %q", tc.body, err, want)
 		}
@@ -676,11 +672,7 @@ func TestOwnedSettingsNamed(t *testing.T) {
 		{"prefill-workers: 1\ndecode-workers: 1\ndecode:\n  sglang-schedule-policy: x\n", "c.yaml line 4: decode-sglang-schedule-policy x: want fcfs (or its alias fifo) or lpm"},
 		{"backend: trtllm\nprefill-workers: 1\ndecode-workers: 1\n", "c.yaml line 1: backend trtllm: vLLM's scheduler with TensorRT-LLM's guaranteed_no_evict admission has no disaggregated mode here (as in the reference)"},
 	} {
-		c := Default()
-		err := c.Load(writeConfig(t, tc.body))
-		if err == nil {
-			err = c.Validate()
-		}
+		err := loadAndValidate(writeConfig(t, tc.body))
 		if err == nil || !strings.HasSuffix(err.Error(), "/"+tc.want) {
 			t.Errorf("%q: got %v, want %q", tc.body, err, tc.want)
 		}
@@ -873,6 +865,15 @@ func TestDeploymentErrorsNamed(t *testing.T) {
 	}
 }
 
+// loadAndValidate loads the settings file at path over the defaults and validates them: the first error.
+func loadAndValidate(path string) error {
+	c := Default()
+	if err := c.Load(path); err != nil {
+		return err
+	}
+	return c.Validate()
+}
+
 // TestTimingFlagsNeedTheirModel: a flag only one timing model reads is refused where no pool is priced
 // by that model, with the file and line that gave it; where a pool is, or the backend's default is that
 // model (TensorRT-LLM's profile), it is taken.
@@ -898,11 +899,7 @@ func TestTimingFlagsNeedTheirModel(t *testing.T) {
 		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  timing: profile\n  profile: h200-llama-3.1-8b-bf16\n", ""},
 	} {
 		os.WriteFile(path, []byte(tc.body), 0o644)
-		c := Default()
-		err := c.Load(path)
-		if err == nil {
-			err = c.Validate()
-		}
+		err := loadAndValidate(path)
 		if tc.want == "" && err != nil || tc.want != "" && fmt.Sprint(err) != tc.want {
 			t.Errorf("%q: error %v, want %q", tc.body, err, tc.want)
 		}
@@ -929,11 +926,7 @@ func TestBackendFlagsNeedTheirBackend(t *testing.T) {
 		{"backend: sglang\nprefill-workers: 1\ndecode-workers: 1\nprefill:\n  sglang-schedule-policy: lpm\n", ""},
 	} {
 		os.WriteFile(path, []byte(tc.body), 0o644)
-		c := Default()
-		err := c.Load(path)
-		if err == nil {
-			err = c.Validate()
-		}
+		err := loadAndValidate(path)
 		if tc.want == "" && err != nil || tc.want != "" && fmt.Sprint(err) != tc.want {
 			t.Errorf("%q: error %v, want %q", tc.body, err, tc.want)
 		}

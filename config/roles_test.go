@@ -88,11 +88,7 @@ func TestRoleErrorsNamed(t *testing.T) {
 		{"prefill-workers: 512\ndecode-workers: 512\ndecode:\n  dp-size: 2\n", "prefill-workers 512 × their dp-size and decode-workers 512 × theirs are 1536 engine ranks; at most 1024"},
 		{"prefill-workers: 1\ndecode-workers: 1\ndecode:\n  dp-size: 2000\n", "c.yaml line 4: decode-dp-size 2000: at most 1024"},
 	} {
-		c := Default()
-		err := c.Load(writeConfig(t, tc.body))
-		if err == nil {
-			err = c.Validate()
-		}
+		err := loadAndValidate(writeConfig(t, tc.body))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %v, want %q", tc.body, err, tc.want)
 		}
