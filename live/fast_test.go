@@ -122,3 +122,32 @@ func TestStoppedBeforeServing(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseCancels: APIServer.Close cancels an unstreamed request in flight. Close closes the connection
+// under the watch, whose peek then fails with the descriptor closed: that used to read as "not closed",
+// so the request ran its full hour.
+func TestCloseCancels(t *testing.T) {
+	s, err := New(testOptions(1, hourMs, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	api := s.APIServer()
+	hs := serveAPI(t, api)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 5}`))
+	w := s.Workers()[0]
+	waitUntil(t, "the request to decode", func() bool { return w.InFlight() == 1 && w.State()[0].ActiveBlocks > 0 })
+	api.Close()
+	waitUntil(t, "the request to be cancelled", func() bool { return w.InFlight() == 0 && w.State()[0].ActiveBlocks == 0 })
+	if err := w.checkInvariants(); err != nil {
+		t.Error(err)
+	}
+}
