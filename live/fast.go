@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -269,6 +270,9 @@ func (x *fastExchange) writeError(e *apiError) {
 	}
 	if e.status == http.StatusRequestEntityTooLarge {
 		h.SetConnectionClose() // the rest of the body is not read
+		if cc, ok := x.conn.(*capConn); ok {
+			cc.linger.Store(true)
+		}
 	}
 	x.write(e.status, "application/json", errorBody(e))
 }
@@ -440,11 +444,24 @@ func (l *capListener) close() error {
 // capConn is an accepted connection, whose Close gives its slot back once.
 type capConn struct {
 	net.Conn
-	l    *capListener
-	once sync.Once
+	l      *capListener
+	once   sync.Once
+	linger atomic.Bool // answered 413 with its body unread: Close lingers
 }
 
+// lingerDelay is how long a connection answered 413 waits, its write side closed, before it closes:
+// closing at once with the body unread makes the kernel send a reset, which often reaches the client
+// before the 413 does. net/http waits the same (its rstAvoidanceDelay).
+const lingerDelay = 500 * time.Millisecond
+
 func (c *capConn) Close() error {
+	if tc, ok := c.Conn.(*net.TCPConn); ok && c.linger.Load() {
+		// The client reads the 413 and closes (end of stream here), or writes on: its bytes are
+		// discarded until the delay ends.
+		tc.CloseWrite()
+		tc.SetReadDeadline(time.Now().Add(lingerDelay))
+		io.Copy(io.Discard, tc)
+	}
 	err := c.Conn.Close()
 	c.once.Do(func() {
 		c.l.a.mu.Lock()

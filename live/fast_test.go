@@ -2,6 +2,7 @@ package live
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -149,5 +150,34 @@ func TestCloseCancels(t *testing.T) {
 	waitUntil(t, "the request to be cancelled", func() bool { return w.InFlight() == 0 && w.State()[0].ActiveBlocks == 0 })
 	if err := w.checkInvariants(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestOversizedBodyGets413: a body far over MaxBodyBytes is answered 413, and the client reads the 413
+// rather than a reset: the server closed the connection with the rest of the body unread on it, so the
+// kernel sent a RST, which often beat the response to the client. It now lingers as net/http did.
+func TestOversizedBodyGets413(t *testing.T) {
+	o := testOptions(1, 1, math.Inf(1))
+	o.MaxBodyBytes = 1 << 20
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	hs := serveAPI(t, s.APIServer())
+	body := bytes.Repeat([]byte("a"), 8<<20)
+	for i := range 20 {
+		res, err := hs.Client().Post(hs.URL+"/v1/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("request %d: %v, want a 413", i, err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("request %d: %d, want a 413", i, res.StatusCode)
+		}
 	}
 }
