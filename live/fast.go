@@ -281,6 +281,14 @@ func (x *fastExchange) stream(st *streamed) {
 	h := &x.ctx.Response.Header
 	h.SetContentType("text/event-stream")
 	h.Set("Cache-Control", "no-cache")
+	if !x.ctx.Request.Header.IsHTTP11() {
+		// An HTTP/1.0 client must not be sent chunks (RFC 9112 §6.1), and fasthttp chunks a body of
+		// unknown length: the stream is written whole, its length known (max_tokens bounds it).
+		var b bufferedChunks
+		st.write(&b, x)
+		x.write(http.StatusOK, "", b)
+		return
+	}
 	x.ctx.SetStatusCode(http.StatusOK)
 	x.ctx.SetWriteDeadline(time.Now().Add(x.timeout)) // each write sets its own from here on
 	x.st = st
@@ -343,6 +351,14 @@ func (c *fastChunks) write(b []byte) error {
 }
 
 var errNotWritten = errors.New("the response was not written")
+
+// bufferedChunks is a stream's body collected whole, for an HTTP/1.0 client.
+type bufferedChunks []byte
+
+func (b *bufferedChunks) write(p []byte) error {
+	*b = append(*b, p...)
+	return nil
+}
 
 type failedChunks struct{}
 

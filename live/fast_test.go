@@ -181,3 +181,36 @@ func TestOversizedBodyGets413(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTP10Stream: a stream asked for over HTTP/1.0 (nginx's default to its upstreams) comes without
+// chunked framing, which an HTTP/1.0 client cannot read (RFC 9112 §6.1): whole, with its length.
+func TestHTTP10Stream(t *testing.T) {
+	_, hs, _ := start(t, testOptions(1, 1, math.Inf(1)))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(patience))
+	req := strings.Replace(rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 3, "ignore_eos": true, "stream": true}`), "HTTP/1.1", "HTTP/1.0", 1)
+	io.WriteString(conn, req)
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != 200 || len(res.TransferEncoding) != 0 || res.ContentLength != int64(len(body)) {
+		t.Errorf("status %d, Transfer-Encoding %q, Content-Length %d for a body of %d bytes; want 200, none, the body's",
+			res.StatusCode, res.TransferEncoding, res.ContentLength, len(body))
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("Content-Type %q, want text/event-stream", ct)
+	}
+	if n := strings.Count(string(body), "data: "); !strings.HasPrefix(string(body), "data: ") || !strings.HasSuffix(string(body), "data: [DONE]\n\n") || n < 4 {
+		t.Errorf("body %q: want 3 tokens' events then [DONE]", body)
+	}
+}
