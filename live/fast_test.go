@@ -44,12 +44,20 @@ func TestClientGoneCancels(t *testing.T) {
 	}
 }
 
-// TestWatchedConnectionServesOn: a connection whose request was watched (its handler waited for three
-// 15 ms passes, past watchDelay) serves the next request on it, and two requests sent at once
-// (pipelined) are both answered in order: the watch ends with its request, and a peeked byte of the next
-// one is left to it.
+// TestWatchedConnectionServesOn: a connection whose request was watched serves the next request on
+// it, and a request sent while the one before it is watched (pipelined) ends the watch with its first
+// byte, which the peek leaves to it: both are answered in order, the first one whole.
 func TestWatchedConnectionServesOn(t *testing.T) {
-	_, hs, _ := start(t, testOptions(1, 15, 1))
+	s, err := New(testOptions(1, 20, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	api := s.APIServer()
+	hs := serveAPI(t, api)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -65,16 +73,20 @@ func TestWatchedConnectionServesOn(t *testing.T) {
 		}
 		body, err := io.ReadAll(res.Body)
 		res.Body.Close()
-		if err != nil || res.StatusCode != 200 || !strings.Contains(string(body), `"completion_tokens":3`) {
+		if err != nil || res.StatusCode != 200 || !strings.Contains(string(body), `"completion_tokens":20`) {
 			t.Fatalf("%s: %d %s, %v", what, res.StatusCode, body, err)
 		}
 	}
-	req := rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 3, "ignore_eos": true}`)
+	// 20 decode passes of 20 ms: the watch starts after watchDelay, well before the request ends.
+	req := rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 20, "ignore_eos": true}`)
 	for i := range 2 {
 		io.WriteString(conn, req)
+		waitUntil(t, fmt.Sprintf("request %d's watch", i), func() bool { return api.watches.Load() == int64(i+1) })
 		read(fmt.Sprintf("request %d", i))
 	}
-	io.WriteString(conn, req+req)
+	io.WriteString(conn, req)
+	waitUntil(t, "the first pipelined request's watch", func() bool { return api.watches.Load() == 3 })
+	io.WriteString(conn, req)
 	read("first pipelined request")
 	read("second pipelined request")
 }
