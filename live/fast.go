@@ -443,6 +443,11 @@ func (l *capListener) Accept() (net.Conn, error) {
 	}
 	cc := &capConn{Conn: c, l: l}
 	l.a.mu.Lock()
+	if l.a.closed { // accepted as Close ran: it would not be closed
+		l.a.mu.Unlock()
+		cc.Close()
+		return nil, net.ErrClosed
+	}
 	l.a.conns[cc] = struct{}{}
 	l.a.mu.Unlock()
 	return cc, nil
