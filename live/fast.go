@@ -109,10 +109,14 @@ func (a *APIServer) Serve(ln net.Listener) error {
 }
 
 // Shutdown stops accepting connections and waits (until ctx ends) for the requests in flight to be
-// answered; idle connections are closed, and a busy one once its response is out.
+// answered; idle connections are closed, and a busy one once its response is out. If ctx ends first,
+// the connections still open are closed (Close): fasthttp would otherwise serve on on them.
 func (a *APIServer) Shutdown(ctx context.Context) error {
 	err := a.stopAccepting()
-	return errors.Join(err, a.fs.ShutdownWithContext(ctx))
+	if serr := a.fs.ShutdownWithContext(ctx); serr != nil {
+		return errors.Join(err, serr, a.Close())
+	}
+	return err
 }
 
 // Close stops accepting connections and closes every open one: requests in flight are cancelled.

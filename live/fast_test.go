@@ -3,6 +3,7 @@ package live
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -225,4 +226,33 @@ func TestHTTP10Stream(t *testing.T) {
 	if n := strings.Count(string(body), "data: "); !strings.HasPrefix(string(body), "data: ") || !strings.HasSuffix(string(body), "data: [DONE]\n\n") || n < 4 {
 		t.Errorf("body %q: want 3 tokens' events then [DONE]", body)
 	}
+}
+
+// TestShutdownPastItsContext: a Shutdown whose context ends before the requests in flight are answered
+// closes the connections still open, cancelling their requests: fasthttp would serve on on them.
+func TestShutdownPastItsContext(t *testing.T) {
+	s, err := New(testOptions(1, hourMs, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	api := s.APIServer()
+	hs := serveAPI(t, api)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 5}`))
+	w := s.Workers()[0]
+	waitUntil(t, "the request to decode", func() bool { return w.InFlight() == 1 && w.State()[0].ActiveBlocks > 0 })
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := api.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown past its context: %v, want context.Canceled", err)
+	}
+	waitUntil(t, "the request to be cancelled", func() bool { return w.InFlight() == 0 && w.State()[0].ActiveBlocks == 0 })
 }
