@@ -40,8 +40,10 @@ type APIServer struct {
 // APIServer returns a server for the API; Serve runs it on a listener.
 func (s *Server) APIServer() *APIServer { return s.newAPIServer(s.o.Metrics) }
 
-// WorkerAPIServer is WorkerHandler's API on fasthttp: every request goes to worker w, and metrics, if not
-// nil, answers /metrics.
+// WorkerAPIServer is the API of worker w alone, for a listener of its own, so that an endpoint picker
+// that treats each worker as a pod can address it: every request goes to w, skipping the router's choice
+// and its queue (the router still counts it, so requests to the shared API route around it), and
+// /metrics is served by metrics (nil: the shared API's). It panics unless w is an aggregated worker.
 func (s *Server) WorkerAPIServer(w int, metrics http.Handler) *APIServer {
 	s.checkPin(w)
 	if metrics == nil {
@@ -73,14 +75,13 @@ func (s *Server) newAPIServer(metrics http.Handler) *APIServer {
 		ReadBufferSize: maxHeaderBytes, // a request's line and headers must fit in it
 		// Bodies are read by the handlers, which bound them (413) and read a large one as it comes:
 		// fasthttp would otherwise size its buffer for a declared length before the bytes arrive.
-		StreamRequestBody:             true,
-		MaxRequestBodySize:            smallBody,
-		DisablePreParseMultipartForm:  true,
-		NoDefaultServerHeader:         true,
-		NoDefaultContentType:          true,
-		DisableHeaderNamesNormalizing: false,
-		CloseOnShutdown:               true,
-		Logger:                        quietLogger{},
+		StreamRequestBody:            true,
+		MaxRequestBodySize:           smallBody,
+		DisablePreParseMultipartForm: true,
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		CloseOnShutdown:              true,
+		Logger:                       quietLogger{},
 	}
 	return a
 }
