@@ -9,11 +9,11 @@ import (
 	"time"
 )
 
-// exchange is one API request and its answer, on whichever HTTP server carries it: net/http's (Handler,
-// WorkerHandler) or fasthttp's (APIServer). The API's handlers are written against it once, so both
+// exchange is one API request and its answer, on whichever HTTP server carries it: net/http's (Handler)
+// or fasthttp's (APIServer, WorkerAPIServer). The API's handlers are written against it once, so both
 // answer the same bytes.
 type exchange interface {
-	// context is cancelled when the client goes away; it carries a worker's pin (WorkerHandler).
+	// context is cancelled when the client goes away; it carries a worker's pin (WorkerAPIServer).
 	context() context.Context
 	header(name string) string
 	contentLength() int64 // -1: unknown (chunked)
@@ -98,15 +98,9 @@ func (s *Server) authorized(x exchange) bool {
 }
 
 // Handler is the server's HTTP API on net/http.
-func (s *Server) Handler() http.Handler { return s.netHandler(s.o.Metrics, nil) }
-
-// netHandler answers the API on net/http; pin, if not nil, sends every request to that worker.
-func (s *Server) netHandler(metrics http.Handler, pin *int) http.Handler {
+func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if pin != nil {
-			r = r.WithContext(context.WithValue(r.Context(), pinKey{}, *pin))
-		}
-		s.answer(&netExchange{w: w, r: r, timeout: s.o.HTTP.WriteTimeout}, r.Method, r.URL.Path, metrics)
+		s.answer(&netExchange{w: w, r: r, timeout: s.o.HTTP.WriteTimeout}, r.Method, r.URL.Path, s.o.Metrics)
 	})
 }
 

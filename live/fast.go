@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,13 +33,17 @@ type APIServer struct {
 	lns    []*capListener
 	conns  map[*capConn]struct{} // open connections, for Close
 	closed bool                  // Shutdown or Close: Serve serves nothing more
+
+	watches atomic.Int64 // watches parked so far, which tests wait on
 }
 
 // APIServer returns a server for the API; Serve runs it on a listener.
 func (s *Server) APIServer() *APIServer { return s.newAPIServer(s.o.Metrics) }
 
-// WorkerAPIServer is WorkerHandler's API on fasthttp: every request goes to worker w, and metrics, if not
-// nil, answers /metrics.
+// WorkerAPIServer is the API of worker w alone, for a listener of its own, so that an endpoint picker
+// that treats each worker as a pod can address it: every request goes to w, skipping the router's choice
+// and its queue (the router still counts it, so requests to the shared API route around it), and
+// /metrics is served by metrics (nil: the shared API's). It panics unless w is an aggregated worker.
 func (s *Server) WorkerAPIServer(w int, metrics http.Handler) *APIServer {
 	s.checkPin(w)
 	if metrics == nil {
@@ -70,14 +75,13 @@ func (s *Server) newAPIServer(metrics http.Handler) *APIServer {
 		ReadBufferSize: maxHeaderBytes, // a request's line and headers must fit in it
 		// Bodies are read by the handlers, which bound them (413) and read a large one as it comes:
 		// fasthttp would otherwise size its buffer for a declared length before the bytes arrive.
-		StreamRequestBody:             true,
-		MaxRequestBodySize:            smallBody,
-		DisablePreParseMultipartForm:  true,
-		NoDefaultServerHeader:         true,
-		NoDefaultContentType:          true,
-		DisableHeaderNamesNormalizing: false,
-		CloseOnShutdown:               true,
-		Logger:                        quietLogger{},
+		StreamRequestBody:            true,
+		MaxRequestBodySize:           smallBody,
+		DisablePreParseMultipartForm: true,
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		CloseOnShutdown:              true,
+		Logger:                       quietLogger{},
 	}
 	return a
 }
@@ -106,10 +110,14 @@ func (a *APIServer) Serve(ln net.Listener) error {
 }
 
 // Shutdown stops accepting connections and waits (until ctx ends) for the requests in flight to be
-// answered; idle connections are closed, and a busy one once its response is out.
+// answered; idle connections are closed, and a busy one once its response is out. If ctx ends first,
+// the connections still open are closed (Close): fasthttp would otherwise serve on on them.
 func (a *APIServer) Shutdown(ctx context.Context) error {
 	err := a.stopAccepting()
-	return errors.Join(err, a.fs.ShutdownWithContext(ctx))
+	if serr := a.fs.ShutdownWithContext(ctx); serr != nil {
+		return errors.Join(err, serr, a.Close())
+	}
+	return err
 }
 
 // Close stops accepting connections and closes every open one: requests in flight are cancelled.
@@ -269,6 +277,9 @@ func (x *fastExchange) writeError(e *apiError) {
 	}
 	if e.status == http.StatusRequestEntityTooLarge {
 		h.SetConnectionClose() // the rest of the body is not read
+		if cc, ok := x.conn.(*capConn); ok {
+			cc.linger.Store(true)
+		}
 	}
 	x.write(e.status, "application/json", errorBody(e))
 }
@@ -277,6 +288,14 @@ func (x *fastExchange) stream(st *streamed) {
 	h := &x.ctx.Response.Header
 	h.SetContentType("text/event-stream")
 	h.Set("Cache-Control", "no-cache")
+	if !x.ctx.Request.Header.IsHTTP11() {
+		// An HTTP/1.0 client must not be sent chunks (RFC 9112 §6.1), and fasthttp chunks a body of
+		// unknown length: the stream is written whole, its length known (max_tokens bounds it).
+		var b bufferedChunks
+		st.write(&b, x)
+		x.write(http.StatusOK, "", b)
+		return
+	}
 	x.ctx.SetStatusCode(http.StatusOK)
 	x.ctx.SetWriteDeadline(time.Now().Add(x.timeout)) // each write sets its own from here on
 	x.st = st
@@ -340,6 +359,14 @@ func (c *fastChunks) write(b []byte) error {
 
 var errNotWritten = errors.New("the response was not written")
 
+// bufferedChunks is a stream's body collected whole, for an HTTP/1.0 client.
+type bufferedChunks []byte
+
+func (b *bufferedChunks) write(p []byte) error {
+	*b = append(*b, p...)
+	return nil
+}
+
 type failedChunks struct{}
 
 func (failedChunks) write([]byte) error { return errNotWritten }
@@ -364,6 +391,7 @@ func (x *fastExchange) watch() {
 	x.watching = make(chan struct{})
 	x.mu.Unlock()
 	defer close(x.watching)
+	x.a.watches.Add(1)
 	if peekClosed(rc) {
 		x.goneNow()
 	}
@@ -420,6 +448,11 @@ func (l *capListener) Accept() (net.Conn, error) {
 	}
 	cc := &capConn{Conn: c, l: l}
 	l.a.mu.Lock()
+	if l.a.closed { // accepted as Close ran: it would not be closed
+		l.a.mu.Unlock()
+		cc.Close()
+		return nil, net.ErrClosed
+	}
 	l.a.conns[cc] = struct{}{}
 	l.a.mu.Unlock()
 	return cc, nil
@@ -440,11 +473,23 @@ func (l *capListener) close() error {
 // capConn is an accepted connection, whose Close gives its slot back once.
 type capConn struct {
 	net.Conn
-	l    *capListener
-	once sync.Once
+	l      *capListener
+	once   sync.Once
+	linger atomic.Bool // answered 413 with its body unread: Close lingers
 }
 
+// lingerDelay is how long a connection answered 413 waits, its write side closed, before it closes:
+// closing at once with the body unread makes the kernel send a reset, which often reaches the client
+// before the 413 does. net/http waits the same (its rstAvoidanceDelay).
+const lingerDelay = 500 * time.Millisecond
+
 func (c *capConn) Close() error {
+	if tc, ok := c.Conn.(*net.TCPConn); ok && c.linger.Load() {
+		// Nothing more is read: a client writing on blocks once the socket's buffers are full, which
+		// costs the server nothing (draining a 20 MiB body at loopback speed cost a core).
+		tc.CloseWrite()
+		time.Sleep(lingerDelay)
+	}
 	err := c.Conn.Close()
 	c.once.Do(func() {
 		c.l.a.mu.Lock()

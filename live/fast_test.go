@@ -2,6 +2,8 @@ package live
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -43,12 +45,20 @@ func TestClientGoneCancels(t *testing.T) {
 	}
 }
 
-// TestWatchedConnectionServesOn: a connection whose request was watched (its handler waited for three
-// 15 ms passes, past watchDelay) serves the next request on it, and two requests sent at once
-// (pipelined) are both answered in order: the watch ends with its request, and a peeked byte of the next
-// one is left to it.
+// TestWatchedConnectionServesOn: a connection whose request was watched serves the next request on
+// it, and a request sent while the one before it is watched (pipelined) ends the watch with its first
+// byte, which the peek leaves to it: both are answered in order, the first one whole.
 func TestWatchedConnectionServesOn(t *testing.T) {
-	_, hs, _ := start(t, testOptions(1, 15, 1))
+	s, err := New(testOptions(1, 20, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	api := s.APIServer()
+	hs := serveAPI(t, api)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -64,16 +74,20 @@ func TestWatchedConnectionServesOn(t *testing.T) {
 		}
 		body, err := io.ReadAll(res.Body)
 		res.Body.Close()
-		if err != nil || res.StatusCode != 200 || !strings.Contains(string(body), `"completion_tokens":3`) {
+		if err != nil || res.StatusCode != 200 || !strings.Contains(string(body), `"completion_tokens":20`) {
 			t.Fatalf("%s: %d %s, %v", what, res.StatusCode, body, err)
 		}
 	}
-	req := rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 3, "ignore_eos": true}`)
+	// 20 decode passes of 20 ms: the watch starts after watchDelay, well before the request ends.
+	req := rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 20, "ignore_eos": true}`)
 	for i := range 2 {
 		io.WriteString(conn, req)
+		waitUntil(t, fmt.Sprintf("request %d's watch", i), func() bool { return api.watches.Load() == int64(i+1) })
 		read(fmt.Sprintf("request %d", i))
 	}
-	io.WriteString(conn, req+req)
+	io.WriteString(conn, req)
+	waitUntil(t, "the first pipelined request's watch", func() bool { return api.watches.Load() == 3 })
+	io.WriteString(conn, req)
 	read("first pipelined request")
 	read("second pipelined request")
 }
@@ -121,4 +135,124 @@ func TestStoppedBeforeServing(t *testing.T) {
 			t.Errorf("the listener was left open: Accept = %v", err)
 		}
 	}
+}
+
+// TestCloseCancels: APIServer.Close cancels an unstreamed request in flight. Close closes the connection
+// under the watch, whose peek then fails with the descriptor closed: that used to read as "not closed",
+// so the request ran its full hour.
+func TestCloseCancels(t *testing.T) {
+	s, err := New(testOptions(1, hourMs, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	api := s.APIServer()
+	hs := serveAPI(t, api)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 5}`))
+	w := s.Workers()[0]
+	waitUntil(t, "the request to decode", func() bool { return w.InFlight() == 1 && w.State()[0].ActiveBlocks > 0 })
+	api.Close()
+	waitUntil(t, "the request to be cancelled", func() bool { return w.InFlight() == 0 && w.State()[0].ActiveBlocks == 0 })
+	if err := w.checkInvariants(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestOversizedBodyGets413: a body far over MaxBodyBytes is answered 413, and the client reads the 413
+// rather than a reset: the server closed the connection with the rest of the body unread on it, so the
+// kernel sent a RST, which often beat the response to the client. It now lingers as net/http did.
+func TestOversizedBodyGets413(t *testing.T) {
+	o := testOptions(1, 1, math.Inf(1))
+	o.MaxBodyBytes = 1 << 20
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	hs := serveAPI(t, s.APIServer())
+	body := bytes.Repeat([]byte("a"), 8<<20)
+	for i := range 5 {
+		res, err := hs.Client().Post(hs.URL+"/v1/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("request %d: %v, want a 413", i, err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("request %d: %d, want a 413", i, res.StatusCode)
+		}
+	}
+}
+
+// TestHTTP10Stream: a stream asked for over HTTP/1.0 (nginx's default to its upstreams) comes without
+// chunked framing, which an HTTP/1.0 client cannot read (RFC 9112 §6.1): whole, with its length.
+func TestHTTP10Stream(t *testing.T) {
+	_, hs, _ := start(t, testOptions(1, 1, math.Inf(1)))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(patience))
+	req := strings.Replace(rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 3, "ignore_eos": true, "stream": true}`), "HTTP/1.1", "HTTP/1.0", 1)
+	io.WriteString(conn, req)
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != 200 || len(res.TransferEncoding) != 0 || res.ContentLength != int64(len(body)) {
+		t.Errorf("status %d, Transfer-Encoding %q, Content-Length %d for a body of %d bytes; want 200, none, the body's",
+			res.StatusCode, res.TransferEncoding, res.ContentLength, len(body))
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("Content-Type %q, want text/event-stream", ct)
+	}
+	if n := strings.Count(string(body), "data: "); !strings.HasPrefix(string(body), "data: ") || !strings.HasSuffix(string(body), "data: [DONE]\n\n") || n < 4 {
+		t.Errorf("body %q: want 3 tokens' events then [DONE]", body)
+	}
+}
+
+// TestShutdownPastItsContext: a Shutdown whose context ends before the requests in flight are answered
+// closes the connections still open, cancelling their requests: fasthttp would serve on on them.
+func TestShutdownPastItsContext(t *testing.T) {
+	s, err := New(testOptions(1, hourMs, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	api := s.APIServer()
+	hs := serveAPI(t, api)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 5}`))
+	w := s.Workers()[0]
+	waitUntil(t, "the request to decode", func() bool { return w.InFlight() == 1 && w.State()[0].ActiveBlocks > 0 })
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := api.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown past its context: %v, want context.Canceled", err)
+	}
+	waitUntil(t, "the request to be cancelled", func() bool { return w.InFlight() == 0 && w.State()[0].ActiveBlocks == 0 })
 }

@@ -2,11 +2,16 @@
 
 package live
 
-import "syscall"
+import (
+	"errors"
+	"os"
+	"syscall"
+)
 
 // peekClosed waits until rc's socket is readable and reports whether its peer has closed it (end of
 // stream, or an error such as a reset) rather than sent a byte. The peek leaves any byte where it is.
-// It returns false as well when the wait ends on the read deadline (stopWatch).
+// It returns false when the wait ends on the read deadline (stopWatch), and true when the wait fails
+// otherwise: the connection was closed here (APIServer.Close), and its request must end too.
 func peekClosed(rc syscall.RawConn) bool {
 	var b [1]byte
 	closed := false
@@ -22,5 +27,8 @@ func peekClosed(rc syscall.RawConn) bool {
 		}
 		return true
 	})
-	return err == nil && closed
+	if err != nil {
+		return !errors.Is(err, os.ErrDeadlineExceeded)
+	}
+	return closed
 }

@@ -408,7 +408,7 @@ type imageSink interface {
 }
 
 // submit routes a request to a worker, or queues it in the router; a request that came in on a worker's
-// own handler (WorkerHandler, recorded in ctx) goes to that worker. The stream it returns carries the
+// own listener (WorkerAPIServer, recorded in ctx) goes to that worker. The stream it returns carries the
 // output; an error means the request was refused: *sched.RejectError (it can never run), errBusy (too
 // many requests waiting), errClosed.
 func (s *Server) submit(ctx context.Context, req *sched.Request, st *Stream) error {
@@ -627,20 +627,8 @@ func (s *Server) drain() {
 	}
 }
 
-// pinKey is the context key of the worker a request was sent to (WorkerHandler).
+// pinKey is the context key of the worker a request was sent to (WorkerAPIServer).
 type pinKey struct{}
-
-// WorkerHandler is the HTTP API of worker w alone, for a listener of its own, so that an endpoint picker
-// that treats each worker as a pod can address it: every request goes to w, skipping the router's choice
-// and its queue (the router still counts it, so requests to the shared Handler route around it), and
-// /metrics is served by metrics (nil: the shared Handler's). It panics unless w is an aggregated worker.
-func (s *Server) WorkerHandler(w int, metrics http.Handler) http.Handler {
-	s.checkPin(w)
-	if metrics == nil {
-		metrics = s.o.Metrics
-	}
-	return s.netHandler(metrics, &w)
-}
 
 func (s *Server) checkPin(w int) {
 	if w < 0 || w >= len(s.workers) || s.decode != nil {
