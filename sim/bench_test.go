@@ -16,7 +16,6 @@ import (
 // BenchmarkConversationTrace replays the Mooncake conversation trace (12,031 requests, 59 minutes) with
 // vLLM's defaults and reports simulated seconds per wall second.
 func BenchmarkConversationTrace(b *testing.B) {
-	path := filepath.Join("..", "..", "shared", "data", "mooncake", "conversation_trace.jsonl")
 	for _, bc := range []struct {
 		name      string
 		workers   int
@@ -33,24 +32,12 @@ func BenchmarkConversationTrace(b *testing.B) {
 		{"8-workers-kv-bs64", 8, 64, 16384, router.KV, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			var simulated float64
-			for b.Loop() {
-				src, err := workload.OpenTrace(path, workload.TraceOptions{})
-				if err != nil {
-					b.Skipf("shared data not available: %v", err)
-				}
-				ro := router.DefaultOptions()
-				ro.Policy, ro.QueueThreshold = bc.policy, 0
-				res, err := Run(src, Options{Workers: bc.workers, Router: ro, Engine: engine.Options{
-					VLLM: vllm.Options{BlockSize: bc.blockSize, NumBlocks: bc.blocks, MaxNumSeqs: 256, MaxBatchedTokens: 8192,
-						ChunkedPrefill: true, PrefixCaching: true, Events: bc.policy == router.KV},
-					Timing: timing.Polynomial{}}, noMirror: bc.indexed})
-				if err != nil {
-					b.Fatal(err)
-				}
-				simulated += res.End.Seconds()
-			}
-			b.ReportMetric(simulated/b.Elapsed().Seconds(), "sim-s/s")
+			ro := router.DefaultOptions()
+			ro.Policy, ro.QueueThreshold = bc.policy, 0
+			benchTrace(b, Options{Workers: bc.workers, Router: ro, Engine: engine.Options{
+				VLLM: vllm.Options{BlockSize: bc.blockSize, NumBlocks: bc.blocks, MaxNumSeqs: 256, MaxBatchedTokens: 8192,
+					ChunkedPrefill: true, PrefixCaching: true, Events: bc.policy == router.KV},
+				Timing: timing.Polynomial{}}, noMirror: bc.indexed})
 		})
 	}
 }
@@ -59,7 +46,6 @@ func BenchmarkConversationTrace(b *testing.B) {
 // indexes one hash per token, from events seen at each pass's end) behind the KV router, and reports
 // simulated seconds per wall second. Its pool is mocker's default 262,144 tokens a worker.
 func BenchmarkConversationTraceSGLang(b *testing.B) {
-	path := filepath.Join("..", "..", "shared", "data", "mooncake", "conversation_trace.jsonl")
 	for _, bc := range []struct {
 		name  string
 		delay time.Duration // --router-event-delay-ms
@@ -68,26 +54,33 @@ func BenchmarkConversationTraceSGLang(b *testing.B) {
 		{"8-workers-kv-delay-20ms", 20 * time.Millisecond},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			var simulated float64
-			for b.Loop() {
-				src, err := workload.OpenTrace(path, workload.TraceOptions{})
-				if err != nil {
-					b.Skipf("shared data not available: %v", err)
-				}
-				ro := router.DefaultOptions()
-				ro.QueueThreshold = 0
-				res, err := Run(src, Options{Workers: 8, Router: ro, RouterEventDelay: bc.delay, Engine: engine.Options{
-					Backend: engine.SGLang,
-					SGLang: sglang.Options{PageSize: 1, NumPages: 262144, MaxRunning: 2048, MaxPrefillTokens: 16384,
-						ChunkedPrefillSize: 8192, ClipMaxNewTokens: 4096, Conservativeness: 1, Overlap: true,
-						PrefixCaching: true, Events: true},
-					Timing: timing.Polynomial{}}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				simulated += res.End.Seconds()
-			}
-			b.ReportMetric(simulated/b.Elapsed().Seconds(), "sim-s/s")
+			ro := router.DefaultOptions()
+			ro.QueueThreshold = 0
+			benchTrace(b, Options{Workers: 8, Router: ro, RouterEventDelay: bc.delay, Engine: engine.Options{
+				Backend: engine.SGLang,
+				SGLang: sglang.Options{PageSize: 1, NumPages: 262144, MaxRunning: 2048, MaxPrefillTokens: 16384,
+					ChunkedPrefillSize: 8192, ClipMaxNewTokens: 4096, Conservativeness: 1, Overlap: true,
+					PrefixCaching: true, Events: true},
+				Timing: timing.Polynomial{}}})
 		})
 	}
+}
+
+// benchTrace replays the conversation trace with o at each iteration and reports simulated seconds per
+// wall second.
+func benchTrace(b *testing.B, o Options) {
+	path := filepath.Join("..", "..", "shared", "data", "mooncake", "conversation_trace.jsonl")
+	var simulated float64
+	for b.Loop() {
+		src, err := workload.OpenTrace(path, workload.TraceOptions{})
+		if err != nil {
+			b.Skipf("shared data not available: %v", err)
+		}
+		res, err := Run(src, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		simulated += res.End.Seconds()
+	}
+	b.ReportMetric(simulated/b.Elapsed().Seconds(), "sim-s/s")
 }
