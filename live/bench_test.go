@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -101,12 +100,3 @@ func (d *discard) SetWriteDeadline(time.Time) error { return nil }
 type atomicCounter struct{ n atomic.Int64 }
 
 func (c *atomicCounter) next() int64 { return c.n.Add(1) % 1_000_000 }
-
-// cpuTime is the process's user and system CPU time.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Skip("no getrusage:", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
