@@ -137,32 +137,48 @@ func TestStoppedBeforeServing(t *testing.T) {
 	}
 }
 
-// TestCloseCancels: APIServer.Close cancels an unstreamed request in flight. Close closes the connection
-// under the watch, whose peek then fails with the descriptor closed: that used to read as "not closed",
-// so the request ran its full hour.
-func TestCloseCancels(t *testing.T) {
-	s, err := New(testOptions(1, hourMs, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	api := s.APIServer()
-	hs := serveAPI(t, api)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	io.WriteString(conn, rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 5}`))
-	w := s.Workers()[0]
-	waitUntil(t, "the request to decode", func() bool { return w.InFlight() == 1 && w.State()[0].ActiveBlocks > 0 })
-	api.Close()
-	waitUntil(t, "the request to be cancelled", func() bool { return w.InFlight() == 0 && w.State()[0].ActiveBlocks == 0 })
-	if err := w.checkInvariants(); err != nil {
-		t.Error(err)
+// TestStopCancels: stopping the API cancels an unstreamed request in flight, by Close or by a Shutdown
+// whose context ends before the request is answered. Close closes the connection under the watch,
+// whose peek then fails with the descriptor closed: that used to read as "not closed", so the request
+// ran its full hour; and a Shutdown past its context left fasthttp serving on the open connections.
+func TestStopCancels(t *testing.T) {
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		stop func(*APIServer) error
+		want error
+	}{
+		{"Close", (*APIServer).Close, nil},
+		{"Shutdown past its context", func(a *APIServer) error { return a.Shutdown(ended) }, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := New(testOptions(1, hourMs, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			api := s.APIServer()
+			hs := serveAPI(t, api)
+			conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			io.WriteString(conn, rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 5}`))
+			w := s.Workers()[0]
+			waitUntil(t, "the request to decode", func() bool { return w.InFlight() == 1 && w.State()[0].ActiveBlocks > 0 })
+			if err := tc.stop(api); !errors.Is(err, tc.want) {
+				t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+			}
+			waitUntil(t, "the request to be cancelled", func() bool { return w.InFlight() == 0 && w.State()[0].ActiveBlocks == 0 })
+			if err := w.checkInvariants(); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
 
@@ -172,15 +188,7 @@ func TestCloseCancels(t *testing.T) {
 func TestOversizedBodyGets413(t *testing.T) {
 	o := testOptions(1, 1, math.Inf(1))
 	o.MaxBodyBytes = 1 << 20
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	hs := serveAPI(t, s.APIServer())
+	_, hs, _ := start(t, o)
 	body := bytes.Repeat([]byte("a"), 8<<20)
 	for i := range 5 {
 		res, err := hs.Client().Post(hs.URL+"/v1/completions", "application/json", bytes.NewReader(body))
@@ -226,33 +234,4 @@ func TestHTTP10Stream(t *testing.T) {
 	if n := strings.Count(string(body), "data: "); !strings.HasPrefix(string(body), "data: ") || !strings.HasSuffix(string(body), "data: [DONE]\n\n") || n < 4 {
 		t.Errorf("body %q: want 3 tokens' events then [DONE]", body)
 	}
-}
-
-// TestShutdownPastItsContext: a Shutdown whose context ends before the requests in flight are answered
-// closes the connections still open, cancelling their requests: fasthttp would serve on on them.
-func TestShutdownPastItsContext(t *testing.T) {
-	s, err := New(testOptions(1, hourMs, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	api := s.APIServer()
-	hs := serveAPI(t, api)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	io.WriteString(conn, rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 5}`))
-	w := s.Workers()[0]
-	waitUntil(t, "the request to decode", func() bool { return w.InFlight() == 1 && w.State()[0].ActiveBlocks > 0 })
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	if err := api.Shutdown(ctx); !errors.Is(err, context.Canceled) {
-		t.Errorf("Shutdown past its context: %v, want context.Canceled", err)
-	}
-	waitUntil(t, "the request to be cancelled", func() bool { return w.InFlight() == 0 && w.State()[0].ActiveBlocks == 0 })
 }
