@@ -144,7 +144,7 @@ func (a *APIServer) stopAccepting() error {
 }
 
 func (a *APIServer) serve(ctx *fasthttp.RequestCtx) {
-	x := &fastExchange{ctx: ctx, conn: ctx.Conn(), a: a, timeout: a.s.o.HTTP.WriteTimeout}
+	x := &fastExchange{ctx: ctx, conn: ctx.Conn(), a: a}
 	a.s.answer(x, known(ctx.Method()), known(ctx.Path()), a.metrics)
 	if x.st == nil {
 		x.stopWatch()
@@ -175,12 +175,11 @@ func known(b []byte) string {
 // speedup are answered sooner, and the watch costs about a fifth of such a request). A stream also
 // learns it from a failed write.
 type fastExchange struct {
-	ctx     *fasthttp.RequestCtx
-	conn    net.Conn // ctx's, which the watch reads (fasthttp reuses ctx once the request is answered)
-	a       *APIServer
-	timeout time.Duration
-	st      *streamed // a stream's, written as its body
-	req     limitedBody
+	ctx  *fasthttp.RequestCtx
+	conn net.Conn // ctx's, which the watch reads (fasthttp reuses ctx once the request is answered)
+	a    *APIServer
+	st   *streamed // a stream's, written as its body
+	req  limitedBody
 
 	mu       sync.Mutex
 	gone     chan struct{} // closed when the client goes away; nil until Done
@@ -297,7 +296,7 @@ func (x *fastExchange) stream(st *streamed) {
 		return
 	}
 	x.ctx.SetStatusCode(http.StatusOK)
-	x.ctx.SetWriteDeadline(time.Now().Add(x.timeout)) // each write sets its own from here on
+	x.ctx.SetWriteDeadline(time.Now().Add(x.a.s.o.HTTP.WriteTimeout)) // each write sets its own from here on
 	x.st = st
 	x.ctx.Response.SetBodyStream(fastStream{x}, -1)
 }
@@ -322,7 +321,7 @@ func (f fastStream) Read([]byte) (int, error) {
 	return 0, errors.New("live: a stream is written, not read")
 }
 func (f fastStream) WriteTo(w io.Writer) (int64, error) {
-	out := &fastChunks{w: w, conn: f.x.conn, timeout: f.x.timeout}
+	out := &fastChunks{w: w, conn: f.x.conn, timeout: f.x.a.s.o.HTTP.WriteTimeout}
 	st := f.x.st
 	f.x.st = nil
 	st.write(out, f.x)
