@@ -57,18 +57,23 @@ func (c *Config) unreadBy(backends []string) error {
 		if slices.ContainsFunc(backends, func(b string) bool { return slices.Contains(o.backends, b) }) {
 			continue
 		}
+		key, v := o.key, any(nil)
+		if c.isGiven(key) {
+			v = c.fieldsByKey()[key].Interface()
+		}
+		for _, r := range Roles {
+			if v == nil && c.isGiven(r+"-"+o.key) {
+				key, v = r+"-"+o.key, c.Role(r).Get(o.key)
+			}
+		}
+		if v == nil {
+			continue
+		}
 		why := fmt.Sprintf("applies to --backend %s, and the deployment runs %s", strings.Join(o.backends, " or "), strings.Join(backends, " and "))
 		if o.instead != "" {
 			why += " (" + o.instead + ")"
 		}
-		if c.isGiven(o.key) {
-			return bad(o.key, c.fieldsByKey()[o.key].Interface(), why)
-		}
-		for _, r := range Roles {
-			if key := r + "-" + o.key; c.isGiven(key) {
-				return bad(key, c.Role(r).Get(o.key), why)
-			}
-		}
+		return bad(key, v, why)
 	}
 	return nil
 }
