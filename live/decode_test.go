@@ -1,15 +1,19 @@
 package live
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // FuzzDecodeAgrees: the v2 decoder, with v1Options, accepts exactly the bodies encoding/json accepts and
-// decodes them into the same requests, completions and chats alike (decodeBody relies on it).
+// decodes them into the same requests, completions and chats alike, and what decodeSimple accepts
+// encoding/json decodes into the same completion (decodeBody relies on both).
 func FuzzDecodeAgrees(f *testing.F) {
 	for _, s := range []string{
 		`{"model": "m", "prompt": "hi", "max_tokens": 16, "stream": false}`,
@@ -31,13 +35,65 @@ func FuzzDecodeAgrees(f *testing.F) {
 		`{"model": "m", "unknown": {"deep": [1, {"x": null}]}, "prompt": "p"}`,
 		`{"model": "m", "n": -0, "seed": 18446744073709551615}`,
 		`{"model": "m", "stop": ["` + "\x00" + `"]}`,
+		`{"model":"m","prompt":"p","max_tokens":16,"stream":true,"temperature":0.7,"top_p":1e-1,"user":"u"}`,
+		`{"model": "m", "prompt": "é", "n": 2, "seed": -9223372036854775808, "echo": false, "logprobs": null}`,
+		`{"model": "m", "prompt": "p", "max_tokens": 016}`,
+		`{"model": "m", "prompt": "p", "max_tokens": 2, "max_tokens": 3}`,
+		`{"model": "m", "prompt": "p", "Temperature": 1}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		agree(t, body, func() any { return new(completionRequest) })
 		agree(t, body, func() any { return new(chatRequest) })
+		var simple, std completionRequest
+		if decodeSimple(body, &simple) {
+			if err := json.Unmarshal(body, &std); err != nil || !reflect.DeepEqual(simple, std) {
+				t.Fatalf("%q: decodeSimple gives %+v; encoding/json %+v, %v", body, simple, std, err)
+			}
+		}
 	})
+}
+
+// TestDecodeSimple: the bodies decodeSimple reads, and what it makes of them; the bodies it leaves to the
+// general decoders (which refuse some of them, and decode the others in ways it does not).
+func TestDecodeSimple(t *testing.T) {
+	n := func(v int) *int { return &v }
+	s := func(v string) *string { return &v }
+	seed := int64(-9223372036854775808)
+	for body, want := range map[string]completionRequest{
+		`{"model":"m","prompt":"Request 1, é","max_tokens":16,"stream":false}`: {
+			common: common{Model: s("m"), MaxTokens: n(16)}, Prompt: promptField{text: "Request 1, é", plain: true}},
+		" {\n\t\"stream\" : true , \"n\":2,\"ignore_eos\":true,\"min_tokens\":-0 ,\"seed\":-9223372036854775808}\r\n": {
+			common: common{Stream: true, N: n(2), IgnoreEOS: true, MinTokens: n(0), Seed: &seed}},
+		`{"model":null,"max_tokens":null,"stream":null,"echo":true,"logprobs":3,"include_stop_str_in_output":true}`: {
+			common: common{IncludeStopStrInOutput: true}, Echo: true, Logprobs: n(3)},
+		`{"temperature":0.7,"top_p":1E+0,"user":"x","frequency_penalty":-1.5e-3,"logit_bias":null,"best_of":1}`: {},
+		`{}`: {},
+	} {
+		var got completionRequest
+		if !decodeSimple([]byte(body), &got) || !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: %+v; want %+v", body, got, want)
+		}
+	}
+	for _, body := range []string{
+		`{"prompt":"a\nb"}`,     // an escape
+		`{"prompt":["a","b"]}`,  // not a string
+		`{"prompt":null}`,       // promptField sees null
+		"{\"prompt\":\"\xff\"}", // invalid UTF-8: replaced
+		`{"max_tokens":1.0}`, `{"max_tokens":1e2}`, `{"max_tokens":016}`, `{"max_tokens":-}`,
+		`{"max_tokens":9223372036854775808}`, `{"seed":"1"}`, `{"stream":1}`,
+		`{"n":1,"n":2}`,                     // a name twice
+		`{"Model":"m"}`, `{"MAX_TOKENS":3}`, // names match without case
+		`{"stop":"x"}`, `{"stop_token_ids":[1]}`, `{"stream_options":{}}`,
+		`{"temperature":[1]}`, `{"x":{}}`, `{"temperature":.5}`,
+		`{"model":"m",}`, `{"model":"m"} x`, `{"model" "m"}`, `{`, ``, `[]`, `null`, `{"model":"m"`,
+	} {
+		r := completionRequest{Echo: true}
+		if decodeSimple([]byte(body), &r) || !r.Echo {
+			t.Errorf("%q: decoded (%+v); want it left to the general decoders, the request untouched", body, r)
+		}
+	}
 }
 
 func agree(t *testing.T, body []byte, fresh func() any) {
@@ -49,5 +105,26 @@ func agree(t *testing.T, body []byte, fresh func() any) {
 		t.Fatalf("%q into %T: encoding/json: %v; v2 with v1Options: %v", body, a, errA, errB)
 	case errA == nil && !reflect.DeepEqual(a, b):
 		t.Fatalf("%q into %T: encoding/json gives %+v; v2 with v1Options %+v", body, a, a, b)
+	}
+}
+
+// TestPlainText: plainText, which reads eight bytes at a time, agrees with a byte-by-byte reading for
+// every byte value at every position of strings of 1 to 17 bytes, around ASCII or UTF-8 text.
+func TestPlainText(t *testing.T) {
+	naive := func(s []byte) bool {
+		return !bytes.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == '\\' }) && utf8.Valid(s)
+	}
+	for _, fill := range []string{"a", "é"} {
+		for n := 1; n <= 17; n++ {
+			for i := range n {
+				for c := range 256 {
+					s := []byte(strings.Repeat(fill, n))[:n]
+					s[i] = byte(c)
+					if got, want := plainText(s), naive(s); got != want {
+						t.Fatalf("%q: %v; want %v", s, got, want)
+					}
+				}
+			}
+		}
 	}
 }

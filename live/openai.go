@@ -205,9 +205,13 @@ func (s *Server) readBody(x exchange, dst []byte) ([]byte, *apiError) {
 // where encoding/json validates it before decoding it (FuzzDecodeAgrees checks they agree).
 var v1Options = jsonv1.DefaultOptionsV1()
 
-// decodeBody decodes a JSON body into v, turning every failure into a 400 that says what is wrong. A body
-// the v2 decoder refuses is decoded again by encoding/json, whose errors the API's messages are made of.
+// decodeBody decodes a JSON body into v, turning every failure into a 400 that says what is wrong. A
+// completion of the usual shape takes decodeSimple; a body the v2 decoder refuses is decoded again by
+// encoding/json, whose errors the API's messages are made of.
 func decodeBody(body []byte, v any) *apiError {
+	if r, ok := v.(*completionRequest); ok && decodeSimple(body, r) {
+		return nil
+	}
 	if jsonv2.Unmarshal(body, v, v1Options) == nil {
 		return nil
 	}
