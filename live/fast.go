@@ -33,8 +33,6 @@ type APIServer struct {
 	lns    []*capListener
 	conns  map[*capConn]struct{} // open connections, for Close
 	closed bool                  // Shutdown or Close: Serve serves nothing more
-
-	watches atomic.Int64 // watches parked so far, which tests wait on
 }
 
 // APIServer returns a server for the API; Serve runs it on a listener.
@@ -390,7 +388,6 @@ func (x *fastExchange) watch() {
 	x.watching = make(chan struct{})
 	x.mu.Unlock()
 	defer close(x.watching)
-	x.a.watches.Add(1)
 	if peekClosed(rc) {
 		x.goneNow()
 	}

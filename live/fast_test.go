@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -80,16 +81,33 @@ func TestWatchedConnectionServesOn(t *testing.T) {
 	}
 	// 20 decode passes of 20 ms: the watch starts after watchDelay, well before the request ends.
 	req := rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 20, "ignore_eos": true}`)
+	// Each request's watch ends before its answer is written: the next one parks anew.
 	for i := range 2 {
 		io.WriteString(conn, req)
-		waitUntil(t, fmt.Sprintf("request %d's watch", i), func() bool { return api.watches.Load() == int64(i+1) })
+		waitUntil(t, fmt.Sprintf("request %d's watch", i), func() bool { return parkedWatches() == 1 })
 		read(fmt.Sprintf("request %d", i))
+		if n := parkedWatches(); n != 0 {
+			t.Fatalf("request %d answered with %d watches parked", i, n)
+		}
 	}
 	io.WriteString(conn, req)
-	waitUntil(t, "the first pipelined request's watch", func() bool { return api.watches.Load() == 3 })
+	waitUntil(t, "the first pipelined request's watch", func() bool { return parkedWatches() == 1 })
 	io.WriteString(conn, req)
 	read("first pipelined request")
 	read("second pipelined request")
+}
+
+// parkedWatches counts the goroutines parked in a watch's peek, from their stacks: the server keeps no
+// count of its own for tests to read.
+func parkedWatches() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "live.peekClosed(")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 // TestHeaderLimit: a request whose line and headers pass maxHeaderBytes is answered 431, and the server
