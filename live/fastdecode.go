@@ -14,6 +14,7 @@ import (
 // same request (FuzzDecodeAgrees checks it).
 func decodeSimple(body []byte, req *completionRequest) bool {
 	var r completionRequest
+	v := new(simpleValues)
 	d := simpleDecoder{b: body}
 	d.space()
 	if !d.byte('{') {
@@ -34,7 +35,7 @@ func decodeSimple(body []byte, req *completionRequest) bool {
 					return false
 				}
 				seen |= 1 << f
-				if !d.field(&r, f) {
+				if !d.field(&r, v, f) {
 					return false
 				}
 			} else if !lowerName(name) || !d.scalar() {
@@ -281,8 +282,15 @@ func (d *simpleDecoder) scalar() bool {
 	return d.bool(&b)
 }
 
-// field reads the value of field f into r.
-func (d *simpleDecoder) field(r *completionRequest, f int) bool {
+// simpleValues hold what a simply decoded request's pointers point to, in one allocation.
+type simpleValues struct {
+	model                             string
+	maxTokens, n, minTokens, logprobs int
+	seed                              int64
+}
+
+// field reads the value of field f into r; v holds its pointers' values.
+func (d *simpleDecoder) field(r *completionRequest, v *simpleValues, f int) bool {
 	switch f {
 	case fModel:
 		if d.null() {
@@ -290,8 +298,8 @@ func (d *simpleDecoder) field(r *completionRequest, f int) bool {
 		}
 		s, ok := d.str()
 		if ok {
-			m := string(s)
-			r.Model = &m
+			v.model = string(s)
+			r.Model = &v.model
 		}
 		return ok
 	case fPrompt: // a plain string, as promptField.UnmarshalJSON keeps it
@@ -309,24 +317,23 @@ func (d *simpleDecoder) field(r *completionRequest, f int) bool {
 	case fEcho:
 		return d.bool(&r.Echo)
 	case fSeed:
-		v, set, ok := d.int(64)
+		n, set, ok := d.int(64)
 		if set {
-			r.Seed = &v
+			v.seed, r.Seed = n, &v.seed
 		}
 		return ok
 	case fMaxTokens, fN, fMinTokens, fLogprobs:
-		v, set, ok := d.int(strconv.IntSize)
+		n, set, ok := d.int(strconv.IntSize)
 		if set {
-			n := int(v)
 			switch f {
 			case fMaxTokens:
-				r.MaxTokens = &n
+				v.maxTokens, r.MaxTokens = int(n), &v.maxTokens
 			case fN:
-				r.N = &n
+				v.n, r.N = int(n), &v.n
 			case fMinTokens:
-				r.MinTokens = &n
+				v.minTokens, r.MinTokens = int(n), &v.minTokens
 			case fLogprobs:
-				r.Logprobs = &n
+				v.logprobs, r.Logprobs = int(n), &v.logprobs
 			}
 		}
 		return ok
