@@ -33,6 +33,9 @@ type APIServer struct {
 	lns    []*capListener
 	conns  map[*capConn]struct{} // open connections, for Close
 	closed bool                  // Shutdown or Close: Serve serves nothing more
+	// HTTP/1.0 streams, on connections fasthttp handed over and no longer counts: Shutdown waits
+	// for them too.
+	hijacked sync.WaitGroup
 }
 
 // APIServer returns a server for the API; Serve runs it on a listener.
@@ -114,6 +117,16 @@ func (a *APIServer) Shutdown(ctx context.Context) error {
 	err := a.stopAccepting()
 	if serr := a.fs.ShutdownWithContext(ctx); serr != nil {
 		return errors.Join(err, serr, a.Close())
+	}
+	done := make(chan struct{})
+	go func() {
+		a.hijacked.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return errors.Join(err, ctx.Err(), a.Close())
 	}
 	return err
 }
@@ -285,15 +298,17 @@ func (x *fastExchange) stream(st *streamed) {
 	h := &x.ctx.Response.Header
 	h.SetContentType("text/event-stream")
 	h.Set("Cache-Control", "no-cache")
+	x.ctx.SetStatusCode(http.StatusOK)
 	if !x.ctx.Request.Header.IsHTTP11() {
 		// An HTTP/1.0 client must not be sent chunks (RFC 9112 §6.1), and fasthttp chunks a body of
-		// unknown length: the stream is written whole, its length known (max_tokens bounds it).
-		var b bufferedChunks
-		st.write(&b, x)
-		x.write(http.StatusOK, "", b)
+		// unknown length: the stream goes out on the connection itself, its end the connection's close.
+		h.SetContentLength(-2) // neither a length nor chunks; the connection closes
+		x.st = st
+		x.a.hijacked.Add(1)
+		x.ctx.HijackSetNoResponse(true)
+		x.ctx.Hijack(x.streamBare)
 		return
 	}
-	x.ctx.SetStatusCode(http.StatusOK)
 	x.ctx.SetWriteDeadline(time.Now().Add(x.a.s.o.HTTP.WriteTimeout)) // each write sets its own from here on
 	x.st = st
 	x.ctx.Response.SetBodyStream(fastStream{x}, -1)
@@ -356,12 +371,21 @@ func (c *fastChunks) write(b []byte) error {
 
 var errNotWritten = errors.New("the response was not written")
 
-// bufferedChunks is a stream's body collected whole, for an HTTP/1.0 client.
-type bufferedChunks []byte
-
-func (b *bufferedChunks) write(p []byte) error {
-	*b = append(*b, p...)
-	return nil
+// streamBare writes an HTTP/1.0 client's stream on its connection, c, handed over by fasthttp after the
+// handler (on a goroutine of its own, which Shutdown waits for), headers first, each batch as it comes;
+// fasthttp closes c afterwards.
+func (x *fastExchange) streamBare(c net.Conn) {
+	defer x.a.hijacked.Done()
+	st := x.st
+	x.st = nil
+	out := &fastChunks{w: c, conn: x.conn, timeout: x.a.s.o.HTTP.WriteTimeout}
+	if out.write(x.ctx.Response.Header.Header()) != nil {
+		x.goneNow()
+		st.write(failedChunks{}, x)
+	} else {
+		st.write(out, x)
+	}
+	x.stopWatch()
 }
 
 type failedChunks struct{}

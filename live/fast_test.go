@@ -222,7 +222,8 @@ func TestOversizedBodyGets413(t *testing.T) {
 }
 
 // TestHTTP10Stream: a stream asked for over HTTP/1.0 (nginx's default to its upstreams) comes without
-// chunked framing, which an HTTP/1.0 client cannot read (RFC 9112 §6.1): whole, with its length.
+// chunked framing, which an HTTP/1.0 client cannot read (RFC 9112 §6.1), and without a length: its end
+// is the connection's close.
 func TestHTTP10Stream(t *testing.T) {
 	_, hs, _ := start(t, testOptions(1, 1, math.Inf(1)))
 	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
@@ -231,8 +232,7 @@ func TestHTTP10Stream(t *testing.T) {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(patience))
-	req := strings.Replace(rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 3, "ignore_eos": true, "stream": true}`), "HTTP/1.1", "HTTP/1.0", 1)
-	io.WriteString(conn, req)
+	io.WriteString(conn, http10(`{"model": "test-model", "prompt": "hi", "max_tokens": 3, "ignore_eos": true, "stream": true}`))
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -242,14 +242,44 @@ func TestHTTP10Stream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.StatusCode != 200 || len(res.TransferEncoding) != 0 || res.ContentLength != int64(len(body)) {
-		t.Errorf("status %d, Transfer-Encoding %q, Content-Length %d for a body of %d bytes; want 200, none, the body's",
-			res.StatusCode, res.TransferEncoding, res.ContentLength, len(body))
+	if res.StatusCode != 200 || len(res.TransferEncoding) != 0 || res.ContentLength != -1 || !res.Close {
+		t.Errorf("status %d, Transfer-Encoding %q, Content-Length %d, close %v; want 200, none, none, the connection closed",
+			res.StatusCode, res.TransferEncoding, res.ContentLength, res.Close)
 	}
 	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Errorf("Content-Type %q, want text/event-stream", ct)
 	}
-	if n := strings.Count(string(body), "data: "); !strings.HasPrefix(string(body), "data: ") || !strings.HasSuffix(string(body), "data: [DONE]\n\n") || n < 4 {
-		t.Errorf("body %q: want 3 tokens' events then [DONE]", body)
+	if n := strings.Count(string(body), "data: "); !strings.HasPrefix(string(body), "data: ") || !strings.HasSuffix(string(body), "data: [DONE]\n\n") || n != 4 {
+		t.Errorf("body %q: want 3 tokens' events, the last with the finish, then [DONE]", body)
 	}
+}
+
+// TestHTTP10StreamFlows: an HTTP/1.0 stream's events are sent as its tokens come (it used to be held
+// until the request ended), and a client that leaves cancels it. Its 10,000 tokens, one a 50 ms pass,
+// would take over eight minutes.
+func TestHTTP10StreamFlows(t *testing.T) {
+	s, hs, _ := start(t, testOptions(1, 50, 1))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(patience))
+	io.WriteString(conn, http10(`{"model": "test-model", "prompt": "hi", "max_tokens": 10000, "ignore_eos": true, "stream": true}`))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	event, err := bufio.NewReader(res.Body).ReadString('\n')
+	if err != nil || !strings.HasPrefix(event, "data: {") || !strings.Contains(event, `"finish_reason":null`) {
+		t.Fatalf("first event %q, %v; want the first token's", event, err)
+	}
+	w := s.Workers()[0]
+	conn.Close()
+	waitUntil(t, "the request to be cancelled", func() bool { return w.InFlight() == 0 && w.State()[0].ActiveBlocks == 0 })
+}
+
+// http10 is a completion request with body as an HTTP/1.0 client sends it.
+func http10(body string) string {
+	return strings.Replace(rawRequest(body), "HTTP/1.1", "HTTP/1.0", 1)
 }
