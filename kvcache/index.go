@@ -78,18 +78,14 @@ func (ix *index) get(blocks []block, hash uint64) BlockID {
 	return ix.slots[ix.lookup(blocks, hash)].id
 }
 
-// putIfAbsent stores id (whose block already carries hash) unless hash is present; it returns the id now
-// stored.
-func (ix *index) putIfAbsent(blocks []block, hash uint64, id BlockID) BlockID {
+// insert stores id (whose block already carries hash) for an absent hash.
+func (ix *index) insert(blocks []block, hash uint64, id BlockID) {
 	if 8*(ix.n+1) > maxLoad8*len(ix.slots) {
 		ix.resize(2 * len(ix.slots))
 	}
 	i := ix.lookup(blocks, hash)
-	if s := &ix.slots[i]; s.id == none {
-		*s = slot{tagOf(hash), id}
-		ix.n++
-	}
-	return ix.slots[i].id
+	ix.slots[i] = slot{tagOf(hash), id}
+	ix.n++
 }
 
 // replace stores a new id for a present hash.

@@ -25,8 +25,12 @@ type block struct {
 	refs     int32
 	pos      int32   // its place in the LRU queue while it is inactive
 	same     BlockID // next resident copy of the same hash
-	samePrev BlockID // previous copy of the same hash; none for the copy byHash names
-	state    state
+	samePrev BlockID // previous copy of the same hash; none for the first copy
+	// A first copy's run (see Pool.byHash): the first copy of the hash before it in the sequence that
+	// committed it (none: it starts a run, and byHash names it), and of the hash after it (none: the run
+	// ends). Later copies are in no run.
+	prev, next BlockID
+	state      state
 }
 
 // Options configure a Pool.
@@ -38,6 +42,15 @@ type Options struct {
 }
 
 // Pool is a paged KV block pool. It is not safe for concurrent use.
+//
+// Its blocks' hashes are sequence hashes: a block's hash names its whole prefix, so each resident hash has
+// one hash before it in any sequence that holds it. A request's blocks are committed in sequence order,
+// each after the one before it, so the first copies of consecutive hashes form runs, linked both ways
+// (block.prev, next): a hash is committed into the run of the first copy of the hash before it when that
+// run ends there, and starts a run otherwise. Only a run's first block is in the hash index (byHash): a
+// lookup of a sequence's next hash checks the block after the previous one before it probes the index,
+// and a run's inner blocks are stored and evicted without touching it. The index stays small enough for
+// the CPU's caches, where one holding every block missed them on most probes.
 type Pool struct {
 	capacity int
 	caching  bool
@@ -47,7 +60,8 @@ type Pool struct {
 	freeList []BlockID // released blocks, reused before new ones
 	used     int       // private + cached blocks
 	inactive int       // cached blocks with no reference, all in the LRU queue
-	byHash   index     // first resident copy of each hash
+	byHash   index     // the first copy of each hash that starts a run
+	distinct int       // hashes resident (first copies)
 
 	// lru[lruHead:] holds the inactive blocks, least recently released first, and a hole (none) where a
 	// block left from the middle, reactivated. Eviction reads it in order, from one array: a list linked
@@ -109,14 +123,9 @@ func (p *Pool) Match(blocks []tokens.Block, dst []BlockID) (hits []BlockID, acti
 	if !p.caching {
 		return dst, 0
 	}
-	for i, b := range blocks {
-		if i%matchBatch == 0 {
-			for _, a := range blocks[i:min(i+matchBatch, len(blocks))] {
-				p.byHash.prefetch(a.Hash) // see index.prefetch
-			}
-		}
-		first := p.byHash.get(p.blocks, b.Hash)
-		if first == none {
+	first := none
+	for _, b := range blocks {
+		if first = p.find(first, b.Hash); first == none {
 			break
 		}
 		id := p.activeCopy(first)
@@ -134,20 +143,36 @@ func (p *Pool) Match(blocks []tokens.Block, dst []BlockID) (hits []BlockID, acti
 // none: the blocks a consumer of the pool's KV events holds (a router's overlap). Without events it is 0:
 // nothing was announced.
 func (p *Pool) Prefix(blocks []tokens.Block) int {
-	if !p.events || len(blocks) == 0 || p.byHash.get(p.blocks, blocks[0].Hash) == none {
-		return 0 // a router asks every target, and most lack most prompts: no batch of loads for them
+	if !p.events {
+		return 0
 	}
-	for i := 1; i < len(blocks); i++ {
-		if i%matchBatch == 1 {
-			for _, a := range blocks[i:min(i+matchBatch, len(blocks))] {
-				p.byHash.prefetch(a.Hash) // see index.prefetch
-			}
-		}
-		if p.byHash.get(p.blocks, blocks[i].Hash) == none {
+	first := none
+	for i, b := range blocks {
+		if first = p.find(first, b.Hash); first == none {
 			return i
 		}
 	}
 	return len(blocks)
+}
+
+// find returns the first copy of hash, which follows the hash whose first copy is prev in a sequence
+// (none: hash is a sequence's first), or none if hash is not resident. Its first copy is the block after
+// prev in prev's run, or starts a run.
+func (p *Pool) find(prev BlockID, hash uint64) BlockID {
+	if prev != none {
+		if n := p.blocks[prev].next; n != none && p.blocks[n].hash == hash {
+			return n
+		}
+	}
+	return p.byHash.get(p.blocks, hash)
+}
+
+// firstCopy returns the first copy of the hash block id holds.
+func (p *Pool) firstCopy(id BlockID) BlockID {
+	for p.blocks[id].samePrev != none {
+		id = p.blocks[id].samePrev
+	}
+	return id
 }
 
 // Cached is the number of distinct hashes resident: the blocks a consumer of the pool's KV events holds
@@ -156,12 +181,8 @@ func (p *Pool) Cached() int {
 	if !p.events {
 		return 0
 	}
-	return p.byHash.len()
+	return p.distinct
 }
-
-// matchBatch is how many blocks' index slots Match loads at a time: enough misses in flight to hide most
-// of the latency, few wasted loads past a prompt's first missing block.
-const matchBatch = 16
 
 // Referenced reports whether some request holds block id.
 func (p *Pool) Referenced(id BlockID) bool { return p.blocks[id].refs > 0 }
@@ -214,21 +235,10 @@ func (p *Pool) Allocate(table []BlockID, n int) []BlockID {
 		panic(fmt.Sprintf("kvcache: allocate %d blocks with %d free and %d inactive", n, p.Free(), p.inactive))
 	}
 	p.removed = p.removed[:0]
-	// Load the index slots of the blocks about to be evicted first (see index.prefetch).
-	evict := n - p.Free()
-	for _, id := range p.lru[p.lruHead:] {
-		if evict <= 0 {
-			break
-		}
-		if id != none {
-			p.byHash.prefetch(p.blocks[id].hash)
-			evict--
-		}
-	}
 	for range n {
 		id := p.take()
 		b := &p.blocks[id]
-		*b = block{state: private, refs: 1, same: none, samePrev: none}
+		*b = block{state: private, refs: 1, same: none, samePrev: none, prev: none, next: none}
 		p.used++
 		table = append(table, id)
 	}
@@ -279,19 +289,40 @@ func (p *Pool) take() BlockID {
 	return id
 }
 
-// forget removes a cached block from its hash chain, noting the hash if no copy is left.
+// forget removes a cached block from its hash's copies, noting the hash if no copy is left. A first copy
+// hands its place in its run to the next copy; the last copy leaves its run, and the block after it, if
+// any, starts one.
 func (p *Pool) forget(id BlockID) {
 	b := &p.blocks[id]
-	if b.samePrev != none {
+	switch {
+	case b.samePrev != none:
 		p.blocks[b.samePrev].same = b.same
-	} else if b.same != none {
-		p.byHash.replace(p.blocks, b.hash, b.same)
-	} else {
-		p.byHash.delete(p.blocks, b.hash)
+		if b.same != none {
+			p.blocks[b.same].samePrev = b.samePrev
+		}
+	case b.same != none:
+		c := &p.blocks[b.same]
+		c.samePrev, c.prev, c.next = none, b.prev, b.next
+		if b.prev != none {
+			p.blocks[b.prev].next = b.same
+		} else {
+			p.byHash.replace(p.blocks, b.hash, b.same)
+		}
+		if b.next != none {
+			p.blocks[b.next].prev = b.same
+		}
+	default:
+		if b.prev != none {
+			p.blocks[b.prev].next = none
+		} else {
+			p.byHash.delete(p.blocks, b.hash)
+		}
+		if n := b.next; n != none {
+			p.blocks[n].prev = none
+			p.byHash.insert(p.blocks, p.blocks[n].hash, n)
+		}
+		p.distinct--
 		p.removed = append(p.removed, b.hash)
-	}
-	if b.same != none {
-		p.blocks[b.same].samePrev = b.samePrev
 	}
 	b.state = free
 }
@@ -304,8 +335,9 @@ func (p *Pool) Commit(table []BlockID, blocks []tokens.Block, from, to int) {
 	if !p.caching {
 		return
 	}
-	for _, b := range blocks[from:to] {
-		p.byHash.prefetch(b.Hash) // see index.prefetch
+	prev := none // the first copy of the hash before block i
+	if from > 0 {
+		prev = p.firstCopy(table[from-1])
 	}
 	runStart := -1
 	for i := from; i < to; i++ {
@@ -316,7 +348,7 @@ func (p *Pool) Commit(table []BlockID, blocks []tokens.Block, from, to int) {
 		}
 		b.state = cached
 		b.hash = blocks[i].Hash
-		if first := p.byHash.putIfAbsent(p.blocks, b.hash, id); first != id {
+		if first := p.find(prev, b.hash); first != none {
 			// A duplicate copy: it takes capacity but the hash is already announced.
 			b.same, b.samePrev = p.blocks[first].same, first
 			if b.same != none {
@@ -327,8 +359,17 @@ func (p *Pool) Commit(table []BlockID, blocks []tokens.Block, from, to int) {
 				p.storeRun(blocks, runStart, i)
 				runStart = -1
 			}
+			prev = first
 			continue
 		}
+		p.distinct++
+		if prev != none && p.blocks[prev].next == none {
+			b.prev = prev
+			p.blocks[prev].next = id
+		} else {
+			p.byHash.insert(p.blocks, b.hash, id)
+		}
+		prev = id
 		if runStart < 0 {
 			runStart = i
 		}

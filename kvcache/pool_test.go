@@ -344,15 +344,20 @@ func TestPoolAgainstOracle(t *testing.T) {
 				if got := p.Prefix(pb); got != lead {
 					t.Fatalf("step %d: Prefix %d, the events announced the first %d of %d blocks", step, got, lead, len(pb))
 				}
+				copiesOf := map[uint64]int{}
+				for _, b := range p.blocks {
+					if b.state == cached {
+						copiesOf[b.hash]++
+					}
+				}
+				if len(copiesOf) != len(want) {
+					t.Fatalf("step %d: %d hashes resident, oracle %d", step, len(copiesOf), len(want))
+				}
 				for h, n := range want {
 					if !announced[h] {
 						t.Fatalf("step %d: resident %#x not announced", step, h)
 					}
-					copies := 0
-					for c := p.byHash.get(p.blocks, h); c != none; c = p.blocks[c].same {
-						copies++
-					}
-					if copies != n {
+					if copies := copiesOf[h]; copies != n {
 						t.Fatalf("step %d: hash %#x has %d copies, oracle %d", step, h, copies, n)
 					}
 				}
@@ -500,8 +505,8 @@ func TestLRUQueueStaysBounded(t *testing.T) {
 
 // TestPoolGrowsWithUse: a pool costs what it holds, not its capacity, so a thousand idle live workers with
 // mocker's default pool (55,522 blocks) are cheap: a new pool allocates under 16 KiB (its index sized for
-// its capacity was 2 MiB); filled to capacity, its index has grown to the 2^18 slots it was once given up
-// front, so a full pool runs at the same load as before.
+// its capacity was 2 MiB); filled to capacity by one sequence, it holds every hash in one run, and its
+// index names that run's first block alone.
 func TestPoolGrowsWithUse(t *testing.T) {
 	const capacity = 55522
 	var before, after runtime.MemStats
@@ -522,7 +527,7 @@ func TestPoolGrowsWithUse(t *testing.T) {
 	table := admit(t, p, seqBlocks(1, toks...), capacity)
 	p.Release(table)
 	check(t, p, 0, 0, capacity)
-	if p.byHash.len() != capacity || len(p.byHash.slots) != 1<<18 {
-		t.Errorf("full pool: %d hashes in %d index slots, want %d in %d", p.byHash.len(), len(p.byHash.slots), capacity, 1<<18)
+	if p.TierLen(GPU) != capacity || p.byHash.len() != 1 || len(p.byHash.slots) != 1024 {
+		t.Errorf("full pool: %d hashes, %d index entries in %d slots, want %d, 1 in 1024", p.TierLen(GPU), p.byHash.len(), len(p.byHash.slots), capacity)
 	}
 }
