@@ -64,15 +64,15 @@ func (p *Pool) CheckInvariants() error {
 // index names it.
 func (p *Pool) checkCopy(id BlockID) error {
 	b := &p.blocks[id]
-	if b.same != none && p.blocks[b.same].samePrev != id {
-		return fmt.Errorf("kvcache: block %d's next copy %d has previous copy %d", id, b.same, p.blocks[b.same].samePrev)
+	if c := b.same; c != none && (!p.blocks[c].later || p.blocks[c].prev != id) {
+		return fmt.Errorf("kvcache: block %d's next copy %d (later %v) has previous copy %d", id, c, p.blocks[c].later, p.blocks[c].prev)
 	}
-	if b.samePrev != none {
-		if p.blocks[b.samePrev].same != id {
-			return fmt.Errorf("kvcache: block %d's previous copy %d has next copy %d", id, b.samePrev, p.blocks[b.samePrev].same)
+	if b.later {
+		if q := &p.blocks[b.prev]; q.state != cached || q.same != id {
+			return fmt.Errorf("kvcache: block %d's previous copy %d (state %d) has next copy %d", id, b.prev, q.state, q.same)
 		}
-		if b.prev != none || b.next != none {
-			return fmt.Errorf("kvcache: later copy %d is in a run (%d before it, %d after)", id, b.prev, b.next)
+		if b.next != none {
+			return fmt.Errorf("kvcache: later copy %d is in a run, before %d", id, b.next)
 		}
 		return nil
 	}
@@ -80,8 +80,8 @@ func (p *Pool) checkCopy(id BlockID) error {
 		if got := p.byHash.get(p.blocks, b.hash); got != id {
 			return fmt.Errorf("kvcache: block %d starts a run, but the index names %d for hash %#x", id, got, b.hash)
 		}
-	} else if q := &p.blocks[b.prev]; q.state != cached || q.samePrev != none || q.next != id {
-		return fmt.Errorf("kvcache: block %d follows %d (state %d, previous copy %d), which is followed by %d", id, b.prev, q.state, q.samePrev, q.next)
+	} else if q := &p.blocks[b.prev]; q.state != cached || q.later || q.next != id {
+		return fmt.Errorf("kvcache: block %d follows %d (state %d, later copy %v), which is followed by %d", id, b.prev, q.state, q.later, q.next)
 	}
 	if b.next != none && p.blocks[b.next].prev != id {
 		return fmt.Errorf("kvcache: block %d is followed by %d, which follows %d", id, b.next, p.blocks[b.next].prev)
@@ -94,7 +94,7 @@ func (p *Pool) checkCopy(id BlockID) error {
 func (p *Pool) checkRuns() error {
 	firsts, starts := 0, 0
 	for id := range p.blocks {
-		if b := &p.blocks[id]; b.state == cached && b.samePrev == none {
+		if b := &p.blocks[id]; b.state == cached && !b.later {
 			firsts++
 			if b.prev == none {
 				starts++

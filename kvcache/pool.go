@@ -21,16 +21,16 @@ const (
 )
 
 type block struct {
-	hash     uint64
-	refs     int32
-	pos      int32   // its place in the LRU queue while it is inactive
-	same     BlockID // next resident copy of the same hash
-	samePrev BlockID // previous copy of the same hash; none for the first copy
-	// A first copy's run (see Pool.byHash): the first copy of the hash before it in the sequence that
-	// committed it (none: it starts a run, and byHash names it), and of the hash after it (none: the run
-	// ends). Later copies are in no run.
+	hash uint64
+	refs int32
+	pos  int32   // its place in the LRU queue while it is inactive
+	same BlockID // next resident copy of the same hash
+	// A first copy's run (see Pool): the first copy of the hash before it in the sequence that committed
+	// it (none: it starts a run, and byHash names it), and of the hash after it (none: the run ends). A
+	// later copy is in no run: prev is the copy before it. (One field for both keeps a block in 32 bytes.)
 	prev, next BlockID
 	state      state
+	later      bool // a later copy of its hash: not the one lookups find
 }
 
 // Options configure a Pool.
@@ -169,8 +169,8 @@ func (p *Pool) find(prev BlockID, hash uint64) BlockID {
 
 // firstCopy returns the first copy of the hash block id holds.
 func (p *Pool) firstCopy(id BlockID) BlockID {
-	for p.blocks[id].samePrev != none {
-		id = p.blocks[id].samePrev
+	for p.blocks[id].later {
+		id = p.blocks[id].prev
 	}
 	return id
 }
@@ -238,7 +238,7 @@ func (p *Pool) Allocate(table []BlockID, n int) []BlockID {
 	for range n {
 		id := p.take()
 		b := &p.blocks[id]
-		*b = block{state: private, refs: 1, same: none, samePrev: none, prev: none, next: none}
+		*b = block{state: private, refs: 1, same: none, prev: none, next: none}
 		p.used++
 		table = append(table, id)
 	}
@@ -295,14 +295,14 @@ func (p *Pool) take() BlockID {
 func (p *Pool) forget(id BlockID) {
 	b := &p.blocks[id]
 	switch {
-	case b.samePrev != none:
-		p.blocks[b.samePrev].same = b.same
+	case b.later:
+		p.blocks[b.prev].same = b.same
 		if b.same != none {
-			p.blocks[b.same].samePrev = b.samePrev
+			p.blocks[b.same].prev = b.prev
 		}
 	case b.same != none:
 		c := &p.blocks[b.same]
-		c.samePrev, c.prev, c.next = none, b.prev, b.next
+		c.later, c.prev, c.next = false, b.prev, b.next
 		if b.prev != none {
 			p.blocks[b.prev].next = b.same
 		} else {
@@ -350,9 +350,9 @@ func (p *Pool) Commit(table []BlockID, blocks []tokens.Block, from, to int) {
 		b.hash = blocks[i].Hash
 		if first := p.find(prev, b.hash); first != none {
 			// A duplicate copy: it takes capacity but the hash is already announced.
-			b.same, b.samePrev = p.blocks[first].same, first
+			b.later, b.same, b.prev = true, p.blocks[first].same, first
 			if b.same != none {
-				p.blocks[b.same].samePrev = id
+				p.blocks[b.same].prev = id
 			}
 			p.blocks[first].same = id
 			if runStart >= 0 {
@@ -456,7 +456,7 @@ func (p *Pool) TakeEvents(dst []Event) []Event {
 // returns it: the set a consumer of the pool's KV events holds (a test's oracle; O(capacity)).
 func (p *Pool) AppendCached(dst []uint64) []uint64 {
 	for id := range p.blocks {
-		if b := &p.blocks[id]; b.state == cached && b.samePrev == none {
+		if b := &p.blocks[id]; b.state == cached && !b.later {
 			dst = append(dst, b.hash)
 		}
 	}
