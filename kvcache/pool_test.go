@@ -540,3 +540,94 @@ func TestBlockIs32Bytes(t *testing.T) {
 		t.Errorf("a block takes %d bytes, want 32", n)
 	}
 }
+
+// TestSuffixOutlivesItsPrefix: a table released prefix first leaves its first block the LRU's oldest, so
+// it is evicted while the blocks after it stay. The next block then starts a run of its own: once the
+// first hash is cached again (a new block, which no run continues), the whole sequence is found, and
+// committing it again stores nothing.
+func TestSuffixOutlivesItsPrefix(t *testing.T) {
+	p := newPool(t, 5, true)
+	x := seqBlocks(1, 1, 2, 3)
+	tx := admit(t, p, x, 3)
+	p.Release(tx[:1])
+	p.Release(tx[1:])
+	check(t, p, 2, 0, 3)
+	p.TakeEvents(nil)
+	p.Release(p.Allocate(nil, 3)) // the two free blocks, then x's first
+	check(t, p, 3, 0, 2)
+	if evs := p.TakeEvents(nil); len(evs) != 1 || evs[0].Kind != Removed || !slices.Equal(evs[0].Hashes, []uint64{x[0].Hash}) {
+		t.Fatalf("events %v, want x's first block removed", evs)
+	}
+	if got := p.Prefix(x); got != 0 {
+		t.Fatalf("Prefix = %d without x's first block, want 0", got)
+	}
+	t0 := admit(t, p, x[:1], 1)
+	check(t, p, 2, 1, 2)
+	if evs := p.TakeEvents(nil); len(evs) != 1 || evs[0].Kind != Stored || len(evs[0].Blocks) != 1 || evs[0].Blocks[0] != x[0] {
+		t.Fatalf("events %v, want x's first block stored", evs)
+	}
+	if got := p.Prefix(x); got != 3 {
+		t.Fatalf("Prefix = %d with x's blocks all cached, want 3", got)
+	}
+	hits, active := p.Match(x, nil)
+	if want := []BlockID{t0[0], tx[1], tx[2]}; !slices.Equal(hits, want) || active != 1 {
+		t.Fatalf("Match = %v, %d active; want %v, 1", hits, active, want)
+	}
+	p.Release(t0)
+	check(t, p, 2, 0, 3)
+}
+
+// TestLaterCopyTakesOverARun: two requests compute a prompt's first block at once, and the second commits
+// the block after it too, which continues the first copy's run. When the first copy is evicted the later
+// copy takes its place in the run, so the second block is still found; evicting that one then leaves the
+// first block alone.
+func TestLaterCopyTakesOverARun(t *testing.T) {
+	p := newPool(t, 3, true)
+	a, b := seqBlocks(1, 1), seqBlocks(1, 1, 2)
+	ta := p.Allocate(nil, 1)
+	tb := p.Allocate(nil, 2)
+	p.Commit(ta, a, 0, 1)
+	p.Commit(tb, b, 0, 2) // tb[0] is a later copy of ta[0]; tb[1] follows ta[0]
+	check(t, p, 0, 3, 0)
+	p.Release(ta)
+	p.Release(tb)
+	p.TakeEvents(nil)
+	z := p.Allocate(nil, 1) // evicts ta[0]: tb[0] is left
+	check(t, p, 0, 1, 2)
+	if z[0] != ta[0] {
+		t.Fatalf("allocated block %d, want the evicted %d", z[0], ta[0])
+	}
+	if evs := p.TakeEvents(nil); len(evs) != 0 {
+		t.Fatalf("events %v evicting a copy with another resident, want none", evs)
+	}
+	if hits, _ := p.Match(b, nil); !slices.Equal(hits, tb) || p.Prefix(b) != 2 {
+		t.Fatalf("Match = %v, Prefix %d; want %v, 2", hits, p.Prefix(b), tb)
+	}
+	p.Release(z)
+	p.Release(p.Allocate(nil, 2)) // the free block, then tb[1]
+	check(t, p, 2, 0, 1)
+	if hits, _ := p.Match(b, nil); !slices.Equal(hits, tb[:1]) || p.Prefix(b) != 1 {
+		t.Fatalf("Match = %v, Prefix %d; want %v, 1", hits, p.Prefix(b), tb[:1])
+	}
+}
+
+// TestLaterCopyTakesOverMidRun: two requests compute the same two blocks at once. Evicting the first
+// copy of the second block hands its place after the first block to the later copy.
+func TestLaterCopyTakesOverMidRun(t *testing.T) {
+	p := newPool(t, 5, true)
+	x := seqBlocks(1, 1, 2)
+	ta := p.Allocate(nil, 2)
+	tb := p.Allocate(nil, 2)
+	p.Commit(ta, x, 0, 2)
+	p.Commit(tb, x, 0, 2)
+	p.Release(ta)
+	p.Release(tb)
+	check(t, p, 1, 0, 4)
+	z := p.Allocate(nil, 2) // the free block, then ta[1]
+	check(t, p, 0, 2, 3)
+	if hits, _ := p.Match(x, nil); !slices.Equal(hits, []BlockID{ta[0], tb[1]}) || p.Prefix(x) != 2 {
+		t.Fatalf("Match = %v, Prefix %d; want [%d %d], 2", hits, p.Prefix(x), ta[0], tb[1])
+	}
+	p.Release(z)
+	check(t, p, 2, 0, 3)
+}
