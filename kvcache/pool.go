@@ -3,6 +3,7 @@ package kvcache
 import (
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/mocker-sim/mocker/tokens"
 )
@@ -235,6 +236,7 @@ func (p *Pool) Allocate(table []BlockID, n int) []BlockID {
 		panic(fmt.Sprintf("kvcache: allocate %d blocks with %d free and %d inactive", n, p.Free(), p.inactive))
 	}
 	p.removed = p.removed[:0]
+	p.prefetchTake(n)
 	for range n {
 		id := p.take()
 		b := &p.blocks[id]
@@ -260,6 +262,39 @@ func (p *Pool) NewPass() {
 	if len(p.evs) == 0 {
 		p.hashes = p.hashes[:0]
 		p.tierBlocks = p.tierBlocks[:0]
+	}
+}
+
+// prefetchTake starts loading the blocks the next n takes return (see prefetchLine): Allocate writes each,
+// Commit reads it, and an evicted block's links are followed. The block after the last evicted one in
+// the LRU queue is loaded too: it is usually the one before it in its run, whose link the eviction
+// clears, and the next eviction's.
+func (p *Pool) prefetchTake(n int) {
+	line := none
+	for i := len(p.freeList) - 1; i >= 0 && n > 0; i-- {
+		p.prefetch(p.freeList[i], &line)
+		n--
+	}
+	n -= p.capacity - len(p.blocks) // never used: appended in order
+	if n <= 0 {
+		return
+	}
+	for _, id := range p.lru[p.lruHead:] {
+		if id != none {
+			p.prefetch(id, &line)
+			if n--; n < 0 {
+				return
+			}
+		}
+	}
+}
+
+// prefetch starts loading block id's cache line unless it was the last one asked for (line: its first
+// block's id): consecutive blocks, two to a line, are asked for once.
+func (p *Pool) prefetch(id BlockID, line *BlockID) {
+	if l := id &^ 1; l != *line {
+		*line = l
+		prefetchLine(unsafe.Pointer(&p.blocks[id]))
 	}
 }
 
@@ -394,6 +429,10 @@ func (p *Pool) storeRun(blocks []tokens.Block, from, to int) {
 // together the suffix is evicted before the prefix. Private blocks are freed; cached blocks whose last
 // reference goes become inactive but stay resident.
 func (p *Pool) Release(table []BlockID) {
+	line := none
+	for _, id := range table {
+		p.prefetch(id, &line) // the loop below stalled on each block's first load
+	}
 	for i := len(table) - 1; i >= 0; i-- {
 		id := table[i]
 		b := &p.blocks[id]
