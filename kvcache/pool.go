@@ -117,9 +117,9 @@ func (p *Pool) Events() bool { return p.events }
 // PrefixCaching reports whether blocks are shared by hash.
 func (p *Pool) PrefixCaching() bool { return p.caching }
 
-// Match appends to dst, for each leading block of a sequence that is resident, the copy a request would
-// share (one some request already references, if any), and returns dst and how many of those copies are
-// active: sharing them costs no capacity.
+// Match appends to dst, for each leading block of a sequence (its blocks from the first) that is resident,
+// the copy a request would share (one some request already references, if any), and returns dst and how
+// many of those copies are active: sharing them costs no capacity.
 func (p *Pool) Match(blocks []tokens.Block, dst []BlockID) (hits []BlockID, active int) {
 	if !p.caching {
 		return dst, 0
@@ -140,8 +140,8 @@ func (p *Pool) Match(blocks []tokens.Block, dst []BlockID) (hits []BlockID, acti
 	return dst, active
 }
 
-// Prefix is how many leading blocks of a sequence have a resident cached copy, up to the first that has
-// none: the blocks a consumer of the pool's KV events holds (a router's overlap). Without events it is 0:
+// Prefix is how many leading blocks of a sequence (its blocks from the first) have a resident cached copy,
+// up to the first that has none: the blocks a consumer of the pool's KV events holds (a router's overlap). Without events it is 0:
 // nothing was announced.
 func (p *Pool) Prefix(blocks []tokens.Block) int {
 	if !p.events {
