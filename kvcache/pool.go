@@ -141,8 +141,8 @@ func (p *Pool) Match(blocks []tokens.Block, dst []BlockID) (hits []BlockID, acti
 }
 
 // Prefix is how many leading blocks of a sequence (its blocks from the first) have a resident cached copy,
-// up to the first that has none: the blocks a consumer of the pool's KV events holds (a router's overlap). Without events it is 0:
-// nothing was announced.
+// up to the first that has none: the blocks a consumer of the pool's KV events holds (a router's
+// overlap). Without events it is 0: nothing was announced.
 func (p *Pool) Prefix(blocks []tokens.Block) int {
 	if !p.events {
 		return 0
