@@ -631,3 +631,56 @@ func TestLaterCopyTakesOverMidRun(t *testing.T) {
 	p.Release(z)
 	check(t, p, 2, 0, 3)
 }
+
+// TestForkOutlivesItsParentsFirstCopy: two prompts share their first block and part after it. The second
+// prompt's second block starts a run forked from the first copy of the first block, whose run goes on
+// with the first prompt's. When that first copy is evicted, the later copy that takes its place is where
+// the fork is looked for.
+func TestForkOutlivesItsParentsFirstCopy(t *testing.T) {
+	p := newPool(t, 4, true)
+	x, y := seqBlocks(1, 1, 2), seqBlocks(1, 1, 3)
+	ta := p.Allocate(nil, 2)
+	tb := p.Allocate(nil, 2)
+	p.Commit(ta, x, 0, 2)
+	p.Commit(tb, y, 0, 2) // tb[0] is a later copy of ta[0]; tb[1] forks from ta[0]
+	check(t, p, 0, 4, 0)
+	if hits, _ := p.Match(y, nil); !slices.Equal(hits, []BlockID{ta[0], tb[1]}) || p.Prefix(y) != 2 {
+		t.Fatalf("Match = %v, Prefix %d; want [%d %d], 2", hits, p.Prefix(y), ta[0], tb[1])
+	}
+	p.Release(ta)
+	p.Release(tb)
+	z := p.Allocate(nil, 2) // evicts ta[1], then ta[0]: tb[0] takes its place
+	check(t, p, 0, 2, 2)
+	if hits, _ := p.Match(y, nil); !slices.Equal(hits, tb) || p.Prefix(y) != 2 {
+		t.Fatalf("Match = %v, Prefix %d; want %v, 2", hits, p.Prefix(y), tb)
+	}
+	if hits, _ := p.Match(x, nil); !slices.Equal(hits, tb[:1]) || p.Prefix(x) != 1 {
+		t.Fatalf("Match = %v, Prefix %d; want %v, 1", hits, p.Prefix(x), tb[:1])
+	}
+	p.Release(z)
+}
+
+// TestForkOutlivesItsParent: a table released out of order (its first block before its fork) leaves the
+// fork resident once the block before it is evicted; when that block is cached again, the fork is found
+// after the new copy, which nothing forked from.
+func TestForkOutlivesItsParent(t *testing.T) {
+	p := newPool(t, 3, true)
+	x, y := seqBlocks(1, 1, 2), seqBlocks(1, 1, 3)
+	ta := admit(t, p, x, 2)
+	tb := admit(t, p, y, 2) // shares ta[0]; tb[1] forks from it
+	p.Release(tb[:1])
+	p.Release(ta)
+	p.Release(tb[1:])
+	check(t, p, 0, 0, 3)
+	p.Release(p.Allocate(nil, 2)) // evicts ta[1], then ta[0]: the fork is left
+	check(t, p, 2, 0, 1)
+	if p.Prefix(y) != 0 {
+		t.Fatalf("Prefix = %d without y's first block, want 0", p.Prefix(y))
+	}
+	t0 := admit(t, p, x[:1], 1)
+	if hits, _ := p.Match(y, nil); !slices.Equal(hits, []BlockID{t0[0], tb[1]}) || p.Prefix(y) != 2 {
+		t.Fatalf("Match = %v, Prefix %d; want [%d %d], 2", hits, p.Prefix(y), t0[0], tb[1])
+	}
+	p.Release(t0)
+	check(t, p, 1, 0, 2)
+}
