@@ -1,16 +1,12 @@
 package kvcache
 
-import "unsafe"
-
-// index maps a block hash to the first resident copy of it. It replaces a Go map on the pool's hottest
-// path (every block of every request is looked up, inserted and deleted once), so slots are small: a slot
-// holds the hash's low 32 bits (its tag) and the block id; the home slot is the tag's low bits (hashes
-// are already uniform), so probing, resizing and deleting never leave the table, and a full hash is
-// confirmed on the block itself only on a tag match. Linear probing, and deletion shifts later entries
-// back instead of leaving tombstones, so probe runs stay short under constant churn. The table is kept at
-// most 3/8 full (maxLoad8): under churn the probe and shift loops cost more than a larger table's cache
-// misses (the conversation replay ran 9 % faster than at 3/4, for 1 MiB more at mocker's default pool).
-// A pool never holds more hashes than blocks, which bounds the table.
+// index maps a block hash to a block: the pool's first copy of each hash that starts a run (see Pool), at
+// most 133 per pool in the conversation replay, where it once held every resident hash. Slots are small: a slot holds the hash's low 32
+// bits (its tag) and the block id; the home slot is the tag's low bits (hashes are already uniform), so
+// probing, resizing and deleting never leave the table, and a full hash is confirmed on the block itself
+// only on a tag match. Linear probing, and deletion shifts later entries back instead of leaving
+// tombstones, so probe runs stay short under constant churn. The table is kept at most 3/8 full
+// (maxLoad8), and a pool never holds more hashes than blocks, which bounds it.
 type index struct {
 	slots []slot
 	mask  uint64
@@ -69,27 +65,19 @@ func (ix *index) lookup(blocks []block, hash uint64) uint64 {
 	}
 }
 
-// prefetch starts loading hash's home slot. Callers touch a batch of independent slots before working on
-// them one by one: the loads' cache misses overlap instead of each update stalling on its own.
-func (ix *index) prefetch(hash uint64) { prefetchLine(unsafe.Pointer(&ix.slots[hash&ix.mask])) }
-
 // get returns the id stored for hash, or none.
 func (ix *index) get(blocks []block, hash uint64) BlockID {
 	return ix.slots[ix.lookup(blocks, hash)].id
 }
 
-// putIfAbsent stores id (whose block already carries hash) unless hash is present; it returns the id now
-// stored.
-func (ix *index) putIfAbsent(blocks []block, hash uint64, id BlockID) BlockID {
+// insert stores id (whose block already carries hash) for an absent hash.
+func (ix *index) insert(blocks []block, hash uint64, id BlockID) {
 	if 8*(ix.n+1) > maxLoad8*len(ix.slots) {
 		ix.resize(2 * len(ix.slots))
 	}
 	i := ix.lookup(blocks, hash)
-	if s := &ix.slots[i]; s.id == none {
-		*s = slot{tagOf(hash), id}
-		ix.n++
-	}
-	return ix.slots[i].id
+	ix.slots[i] = slot{tagOf(hash), id}
+	ix.n++
 }
 
 // replace stores a new id for a present hash.

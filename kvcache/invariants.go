@@ -3,8 +3,8 @@ package kvcache
 import "fmt"
 
 // CheckInvariants verifies the pool's accounting by walking every block: free + active + inactive =
-// capacity, the LRU list holds exactly the unreferenced cached blocks, every cached block is reachable
-// from its hash, and each lower tier's LRU list and index agree within its capacity. It is O(capacity); tests call it after every pass.
+// capacity, the LRU list holds exactly the unreferenced cached blocks, every cached block is linked among
+// its hash's copies and every first copy into a run that the index finds, and each lower tier's LRU list and index agree within its capacity. It is O(capacity); tests call it after every pass.
 func (p *Pool) CheckInvariants() error {
 	if f, a, i := p.Free(), p.Active(), p.Inactive(); f < 0 || a < 0 || i < 0 || f+a+i != p.capacity {
 		return fmt.Errorf("kvcache: free %d + active %d + inactive %d != capacity %d", f, a, i, p.capacity)
@@ -26,16 +26,8 @@ func (p *Pool) CheckInvariants() error {
 			if b.refs == 0 {
 				nUnref++
 			}
-			found := false
-			prev := none
-			for c := p.byHash.get(p.blocks, b.hash); c != none && !found; prev, c = c, p.blocks[c].same {
-				if p.blocks[c].samePrev != prev {
-					return fmt.Errorf("kvcache: block %d's previous copy is %d, want %d", c, p.blocks[c].samePrev, prev)
-				}
-				found = c == BlockID(id)
-			}
-			if !found {
-				return fmt.Errorf("kvcache: cached block %d not reachable from hash %#x", id, b.hash)
+			if err := p.checkCopy(BlockID(id)); err != nil {
+				return err
 			}
 		}
 	}
@@ -58,8 +50,71 @@ func (p *Pool) CheckInvariants() error {
 	if n != p.inactive || nUnref != p.inactive {
 		return fmt.Errorf("kvcache: LRU list has %d blocks, %d unreferenced cached, inactive count %d", n, nUnref, p.inactive)
 	}
+	if err := p.checkRuns(); err != nil {
+		return err
+	}
 	if p.tiers != nil {
 		return p.tiers.check()
+	}
+	return nil
+}
+
+// checkCopy verifies a cached block's links: its copies' chain runs both ways, a later copy is in no run,
+// and a first copy's run neighbours link back to it and are first copies, or it starts a run and the
+// index names it.
+func (p *Pool) checkCopy(id BlockID) error {
+	b := &p.blocks[id]
+	if c := b.same; c != none && (!p.blocks[c].later || p.blocks[c].prev != id) {
+		return fmt.Errorf("kvcache: block %d's next copy %d (later %v) has previous copy %d", id, c, p.blocks[c].later, p.blocks[c].prev)
+	}
+	if b.later {
+		if q := &p.blocks[b.prev]; q.state != cached || q.same != id {
+			return fmt.Errorf("kvcache: block %d's previous copy %d (state %d) has next copy %d", id, b.prev, q.state, q.same)
+		}
+		if b.next != none {
+			return fmt.Errorf("kvcache: later copy %d is in a run, before %d", id, b.next)
+		}
+		return nil
+	}
+	if b.prev == none {
+		if got := p.byHash.get(p.blocks, b.hash); got != id {
+			return fmt.Errorf("kvcache: block %d starts a run, but the index names %d for hash %#x", id, got, b.hash)
+		}
+	} else if q := &p.blocks[b.prev]; q.state != cached || q.later || q.next != id {
+		return fmt.Errorf("kvcache: block %d follows %d (state %d, later copy %v), which is followed by %d", id, b.prev, q.state, q.later, q.next)
+	}
+	if b.next != none && p.blocks[b.next].prev != id {
+		return fmt.Errorf("kvcache: block %d is followed by %d, which follows %d", id, b.next, p.blocks[b.next].prev)
+	}
+	return nil
+}
+
+// checkRuns verifies that the runs from the index's blocks hold every first copy, once, and that the
+// index holds nothing else.
+func (p *Pool) checkRuns() error {
+	firsts, starts := 0, 0
+	for id := range p.blocks {
+		if b := &p.blocks[id]; b.state == cached && !b.later {
+			firsts++
+			if b.prev == none {
+				starts++
+			}
+		}
+	}
+	if firsts != p.distinct {
+		return fmt.Errorf("kvcache: %d first copies, %d distinct hashes counted", firsts, p.distinct)
+	}
+	if starts != p.byHash.len() {
+		return fmt.Errorf("kvcache: %d runs, %d index entries", starts, p.byHash.len())
+	}
+	inRuns := 0
+	for _, s := range p.byHash.slots {
+		for id := s.id; id != none && inRuns <= firsts; id = p.blocks[id].next {
+			inRuns++
+		}
+	}
+	if inRuns != firsts {
+		return fmt.Errorf("kvcache: the runs hold %d blocks (more: a cycle), %d first copies", inRuns, firsts)
 	}
 	return nil
 }

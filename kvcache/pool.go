@@ -3,6 +3,7 @@ package kvcache
 import (
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/mocker-sim/mocker/tokens"
 )
@@ -21,12 +22,16 @@ const (
 )
 
 type block struct {
-	hash     uint64
-	refs     int32
-	pos      int32   // its place in the LRU queue while it is inactive
-	same     BlockID // next resident copy of the same hash
-	samePrev BlockID // previous copy of the same hash; none for the copy byHash names
-	state    state
+	hash uint64
+	refs int32
+	pos  int32   // its place in the LRU queue while it is inactive
+	same BlockID // next resident copy of the same hash
+	// A first copy's run (see Pool): the first copy of the hash before it in the sequence that committed
+	// it (none: it starts a run, and byHash names it), and of the hash after it (none: the run ends). A
+	// later copy is in no run: prev is the copy before it. (One field for both keeps a block in 32 bytes.)
+	prev, next BlockID
+	state      state
+	later      bool // a later copy of its hash: not the one lookups find
 }
 
 // Options configure a Pool.
@@ -38,6 +43,15 @@ type Options struct {
 }
 
 // Pool is a paged KV block pool. It is not safe for concurrent use.
+//
+// Its blocks' hashes are sequence hashes: a block's hash names its whole prefix, so each resident hash has
+// one hash before it in any sequence that holds it. A request's blocks are committed in sequence order,
+// each after the one before it, so the first copies of consecutive hashes form runs, linked both ways
+// (block.prev, next): a hash is committed into the run of the first copy of the hash before it when that
+// run ends there, and starts a run otherwise. Only a run's first block is in the hash index (byHash): a
+// lookup of a sequence's next hash checks the block after the previous one before it probes the index,
+// and a run's inner blocks are stored and evicted without touching it. The index stays small enough for
+// the CPU's caches, where one holding every block missed them on most probes.
 type Pool struct {
 	capacity int
 	caching  bool
@@ -47,7 +61,8 @@ type Pool struct {
 	freeList []BlockID // released blocks, reused before new ones
 	used     int       // private + cached blocks
 	inactive int       // cached blocks with no reference, all in the LRU queue
-	byHash   index     // first resident copy of each hash
+	byHash   index     // the first copy of each hash that starts a run
+	distinct int       // hashes resident (first copies)
 
 	// lru[lruHead:] holds the inactive blocks, least recently released first, and a hole (none) where a
 	// block left from the middle, reactivated. Eviction reads it in order, from one array: a list linked
@@ -102,21 +117,16 @@ func (p *Pool) Events() bool { return p.events }
 // PrefixCaching reports whether blocks are shared by hash.
 func (p *Pool) PrefixCaching() bool { return p.caching }
 
-// Match appends to dst, for each leading block of a sequence that is resident, the copy a request would
-// share (one some request already references, if any), and returns dst and how many of those copies are
-// active: sharing them costs no capacity.
+// Match appends to dst, for each leading block of a sequence (its blocks from the first) that is resident,
+// the copy a request would share (one some request already references, if any), and returns dst and how
+// many of those copies are active: sharing them costs no capacity.
 func (p *Pool) Match(blocks []tokens.Block, dst []BlockID) (hits []BlockID, active int) {
 	if !p.caching {
 		return dst, 0
 	}
-	for i, b := range blocks {
-		if i%matchBatch == 0 {
-			for _, a := range blocks[i:min(i+matchBatch, len(blocks))] {
-				p.byHash.prefetch(a.Hash) // see index.prefetch
-			}
-		}
-		first := p.byHash.get(p.blocks, b.Hash)
-		if first == none {
+	first := none
+	for _, b := range blocks {
+		if first = p.find(first, b.Hash); first == none {
 			break
 		}
 		id := p.activeCopy(first)
@@ -130,24 +140,40 @@ func (p *Pool) Match(blocks []tokens.Block, dst []BlockID) (hits []BlockID, acti
 	return dst, active
 }
 
-// Prefix is how many leading blocks of a sequence have a resident cached copy, up to the first that has
-// none: the blocks a consumer of the pool's KV events holds (a router's overlap). Without events it is 0:
-// nothing was announced.
+// Prefix is how many leading blocks of a sequence (its blocks from the first) have a resident cached copy,
+// up to the first that has none: the blocks a consumer of the pool's KV events holds (a router's
+// overlap). Without events it is 0: nothing was announced.
 func (p *Pool) Prefix(blocks []tokens.Block) int {
-	if !p.events || len(blocks) == 0 || p.byHash.get(p.blocks, blocks[0].Hash) == none {
-		return 0 // a router asks every target, and most lack most prompts: no batch of loads for them
+	if !p.events {
+		return 0
 	}
-	for i := 1; i < len(blocks); i++ {
-		if i%matchBatch == 1 {
-			for _, a := range blocks[i:min(i+matchBatch, len(blocks))] {
-				p.byHash.prefetch(a.Hash) // see index.prefetch
-			}
-		}
-		if p.byHash.get(p.blocks, blocks[i].Hash) == none {
+	first := none
+	for i, b := range blocks {
+		if first = p.find(first, b.Hash); first == none {
 			return i
 		}
 	}
 	return len(blocks)
+}
+
+// find returns the first copy of hash, which follows the hash whose first copy is prev in a sequence
+// (none: hash is a sequence's first), or none if hash is not resident. Its first copy is the block after
+// prev in prev's run, or starts a run.
+func (p *Pool) find(prev BlockID, hash uint64) BlockID {
+	if prev != none {
+		if n := p.blocks[prev].next; n != none && p.blocks[n].hash == hash {
+			return n
+		}
+	}
+	return p.byHash.get(p.blocks, hash)
+}
+
+// firstCopy returns the first copy of the hash block id holds.
+func (p *Pool) firstCopy(id BlockID) BlockID {
+	for p.blocks[id].later {
+		id = p.blocks[id].prev
+	}
+	return id
 }
 
 // Cached is the number of distinct hashes resident: the blocks a consumer of the pool's KV events holds
@@ -156,12 +182,8 @@ func (p *Pool) Cached() int {
 	if !p.events {
 		return 0
 	}
-	return p.byHash.len()
+	return p.distinct
 }
-
-// matchBatch is how many blocks' index slots Match loads at a time: enough misses in flight to hide most
-// of the latency, few wasted loads past a prompt's first missing block.
-const matchBatch = 16
 
 // Referenced reports whether some request holds block id.
 func (p *Pool) Referenced(id BlockID) bool { return p.blocks[id].refs > 0 }
@@ -214,21 +236,11 @@ func (p *Pool) Allocate(table []BlockID, n int) []BlockID {
 		panic(fmt.Sprintf("kvcache: allocate %d blocks with %d free and %d inactive", n, p.Free(), p.inactive))
 	}
 	p.removed = p.removed[:0]
-	// Load the index slots of the blocks about to be evicted first (see index.prefetch).
-	evict := n - p.Free()
-	for _, id := range p.lru[p.lruHead:] {
-		if evict <= 0 {
-			break
-		}
-		if id != none {
-			p.byHash.prefetch(p.blocks[id].hash)
-			evict--
-		}
-	}
+	p.prefetchTake(n)
 	for range n {
 		id := p.take()
 		b := &p.blocks[id]
-		*b = block{state: private, refs: 1, same: none, samePrev: none}
+		*b = block{state: private, refs: 1, same: none, prev: none, next: none}
 		p.used++
 		table = append(table, id)
 	}
@@ -250,6 +262,39 @@ func (p *Pool) NewPass() {
 	if len(p.evs) == 0 {
 		p.hashes = p.hashes[:0]
 		p.tierBlocks = p.tierBlocks[:0]
+	}
+}
+
+// prefetchTake starts loading the blocks the next n takes return (see prefetchLine): Allocate writes each,
+// Commit reads it, and an evicted block's links are followed. The block after the last evicted one in
+// the LRU queue is loaded too: it is usually the one before it in its run, whose link the eviction
+// clears, and the next eviction's.
+func (p *Pool) prefetchTake(n int) {
+	line := none
+	for i := len(p.freeList) - 1; i >= 0 && n > 0; i-- {
+		p.prefetch(p.freeList[i], &line)
+		n--
+	}
+	n -= p.capacity - len(p.blocks) // never used: appended in order
+	if n <= 0 {
+		return
+	}
+	for _, id := range p.lru[p.lruHead:] {
+		if id != none {
+			p.prefetch(id, &line)
+			if n--; n < 0 {
+				return
+			}
+		}
+	}
+}
+
+// prefetch starts loading block id's cache line unless it was the last one asked for (line: its first
+// block's id): consecutive blocks, two to a line, are asked for once.
+func (p *Pool) prefetch(id BlockID, line *BlockID) {
+	if l := id &^ 1; l != *line {
+		*line = l
+		prefetchLine(unsafe.Pointer(&p.blocks[id]))
 	}
 }
 
@@ -279,19 +324,40 @@ func (p *Pool) take() BlockID {
 	return id
 }
 
-// forget removes a cached block from its hash chain, noting the hash if no copy is left.
+// forget removes a cached block from its hash's copies, noting the hash if no copy is left. A first copy
+// hands its place in its run to the next copy; the last copy leaves its run, and the block after it, if
+// any, starts one.
 func (p *Pool) forget(id BlockID) {
 	b := &p.blocks[id]
-	if b.samePrev != none {
-		p.blocks[b.samePrev].same = b.same
-	} else if b.same != none {
-		p.byHash.replace(p.blocks, b.hash, b.same)
-	} else {
-		p.byHash.delete(p.blocks, b.hash)
+	switch {
+	case b.later:
+		p.blocks[b.prev].same = b.same
+		if b.same != none {
+			p.blocks[b.same].prev = b.prev
+		}
+	case b.same != none:
+		c := &p.blocks[b.same]
+		c.later, c.prev, c.next = false, b.prev, b.next
+		if b.prev != none {
+			p.blocks[b.prev].next = b.same
+		} else {
+			p.byHash.replace(p.blocks, b.hash, b.same)
+		}
+		if b.next != none {
+			p.blocks[b.next].prev = b.same
+		}
+	default:
+		if b.prev != none {
+			p.blocks[b.prev].next = none
+		} else {
+			p.byHash.delete(p.blocks, b.hash)
+		}
+		if n := b.next; n != none {
+			p.blocks[n].prev = none
+			p.byHash.insert(p.blocks, p.blocks[n].hash, n)
+		}
+		p.distinct--
 		p.removed = append(p.removed, b.hash)
-	}
-	if b.same != none {
-		p.blocks[b.same].samePrev = b.samePrev
 	}
 	b.state = free
 }
@@ -304,8 +370,9 @@ func (p *Pool) Commit(table []BlockID, blocks []tokens.Block, from, to int) {
 	if !p.caching {
 		return
 	}
-	for _, b := range blocks[from:to] {
-		p.byHash.prefetch(b.Hash) // see index.prefetch
+	prev := none // the first copy of the hash before block i
+	if from > 0 {
+		prev = p.firstCopy(table[from-1])
 	}
 	runStart := -1
 	for i := from; i < to; i++ {
@@ -316,19 +383,28 @@ func (p *Pool) Commit(table []BlockID, blocks []tokens.Block, from, to int) {
 		}
 		b.state = cached
 		b.hash = blocks[i].Hash
-		if first := p.byHash.putIfAbsent(p.blocks, b.hash, id); first != id {
+		if first := p.find(prev, b.hash); first != none {
 			// A duplicate copy: it takes capacity but the hash is already announced.
-			b.same, b.samePrev = p.blocks[first].same, first
+			b.later, b.same, b.prev = true, p.blocks[first].same, first
 			if b.same != none {
-				p.blocks[b.same].samePrev = id
+				p.blocks[b.same].prev = id
 			}
 			p.blocks[first].same = id
 			if runStart >= 0 {
 				p.storeRun(blocks, runStart, i)
 				runStart = -1
 			}
+			prev = first
 			continue
 		}
+		p.distinct++
+		if prev != none && p.blocks[prev].next == none {
+			b.prev = prev
+			p.blocks[prev].next = id
+		} else {
+			p.byHash.insert(p.blocks, b.hash, id)
+		}
+		prev = id
 		if runStart < 0 {
 			runStart = i
 		}
@@ -353,6 +429,10 @@ func (p *Pool) storeRun(blocks []tokens.Block, from, to int) {
 // together the suffix is evicted before the prefix. Private blocks are freed; cached blocks whose last
 // reference goes become inactive but stay resident.
 func (p *Pool) Release(table []BlockID) {
+	line := none
+	for _, id := range table {
+		p.prefetch(id, &line) // the loop below stalled on each block's first load
+	}
 	for i := len(table) - 1; i >= 0; i-- {
 		id := table[i]
 		b := &p.blocks[id]
@@ -415,7 +495,7 @@ func (p *Pool) TakeEvents(dst []Event) []Event {
 // returns it: the set a consumer of the pool's KV events holds (a test's oracle; O(capacity)).
 func (p *Pool) AppendCached(dst []uint64) []uint64 {
 	for id := range p.blocks {
-		if b := &p.blocks[id]; b.state == cached && b.samePrev == none {
+		if b := &p.blocks[id]; b.state == cached && !b.later {
 			dst = append(dst, b.hash)
 		}
 	}

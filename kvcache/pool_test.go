@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/mocker-sim/mocker/tokens"
 )
@@ -344,15 +345,20 @@ func TestPoolAgainstOracle(t *testing.T) {
 				if got := p.Prefix(pb); got != lead {
 					t.Fatalf("step %d: Prefix %d, the events announced the first %d of %d blocks", step, got, lead, len(pb))
 				}
+				copiesOf := map[uint64]int{}
+				for _, b := range p.blocks {
+					if b.state == cached {
+						copiesOf[b.hash]++
+					}
+				}
+				if len(copiesOf) != len(want) {
+					t.Fatalf("step %d: %d hashes resident, oracle %d", step, len(copiesOf), len(want))
+				}
 				for h, n := range want {
 					if !announced[h] {
 						t.Fatalf("step %d: resident %#x not announced", step, h)
 					}
-					copies := 0
-					for c := p.byHash.get(p.blocks, h); c != none; c = p.blocks[c].same {
-						copies++
-					}
-					if copies != n {
+					if copies := copiesOf[h]; copies != n {
 						t.Fatalf("step %d: hash %#x has %d copies, oracle %d", step, h, copies, n)
 					}
 				}
@@ -500,8 +506,8 @@ func TestLRUQueueStaysBounded(t *testing.T) {
 
 // TestPoolGrowsWithUse: a pool costs what it holds, not its capacity, so a thousand idle live workers with
 // mocker's default pool (55,522 blocks) are cheap: a new pool allocates under 16 KiB (its index sized for
-// its capacity was 2 MiB); filled to capacity, its index has grown to the 2^18 slots it was once given up
-// front, so a full pool runs at the same load as before.
+// its capacity was 2 MiB); filled to capacity by one sequence, it holds every hash in one run, and its
+// index names that run's first block alone.
 func TestPoolGrowsWithUse(t *testing.T) {
 	const capacity = 55522
 	var before, after runtime.MemStats
@@ -522,7 +528,159 @@ func TestPoolGrowsWithUse(t *testing.T) {
 	table := admit(t, p, seqBlocks(1, toks...), capacity)
 	p.Release(table)
 	check(t, p, 0, 0, capacity)
-	if p.byHash.len() != capacity || len(p.byHash.slots) != 1<<18 {
-		t.Errorf("full pool: %d hashes in %d index slots, want %d in %d", p.byHash.len(), len(p.byHash.slots), capacity, 1<<18)
+	if p.TierLen(GPU) != capacity || p.byHash.len() != 1 || len(p.byHash.slots) != 1024 {
+		t.Errorf("full pool: %d hashes, %d index entries in %d slots, want %d, 1 in 1024", p.TierLen(GPU), p.byHash.len(), len(p.byHash.slots), capacity)
 	}
+}
+
+// TestBlockIs32Bytes: a pool's blocks are read at random (an evicted block, a released table's), one cache
+// miss each; at 32 bytes two share a line and a default pool's 55,522 take 1.7 MiB.
+func TestBlockIs32Bytes(t *testing.T) {
+	if n := unsafe.Sizeof(block{}); n != 32 {
+		t.Errorf("a block takes %d bytes, want 32", n)
+	}
+}
+
+// TestSuffixOutlivesItsPrefix: a table released prefix first leaves its first block the LRU's oldest, so
+// it is evicted while the blocks after it stay. The next block then starts a run of its own: once the
+// first hash is cached again (a new block, which no run continues), the whole sequence is found, and
+// committing it again stores nothing.
+func TestSuffixOutlivesItsPrefix(t *testing.T) {
+	p := newPool(t, 5, true)
+	x := seqBlocks(1, 1, 2, 3)
+	tx := admit(t, p, x, 3)
+	p.Release(tx[:1])
+	p.Release(tx[1:])
+	check(t, p, 2, 0, 3)
+	p.TakeEvents(nil)
+	p.Release(p.Allocate(nil, 3)) // the two free blocks, then x's first
+	check(t, p, 3, 0, 2)
+	if evs := p.TakeEvents(nil); len(evs) != 1 || evs[0].Kind != Removed || !slices.Equal(evs[0].Hashes, []uint64{x[0].Hash}) {
+		t.Fatalf("events %v, want x's first block removed", evs)
+	}
+	if got := p.Prefix(x); got != 0 {
+		t.Fatalf("Prefix = %d without x's first block, want 0", got)
+	}
+	t0 := admit(t, p, x[:1], 1)
+	check(t, p, 2, 1, 2)
+	if evs := p.TakeEvents(nil); len(evs) != 1 || evs[0].Kind != Stored || len(evs[0].Blocks) != 1 || evs[0].Blocks[0] != x[0] {
+		t.Fatalf("events %v, want x's first block stored", evs)
+	}
+	if got := p.Prefix(x); got != 3 {
+		t.Fatalf("Prefix = %d with x's blocks all cached, want 3", got)
+	}
+	hits, active := p.Match(x, nil)
+	if want := []BlockID{t0[0], tx[1], tx[2]}; !slices.Equal(hits, want) || active != 1 {
+		t.Fatalf("Match = %v, %d active; want %v, 1", hits, active, want)
+	}
+	p.Release(t0)
+	check(t, p, 2, 0, 3)
+}
+
+// TestLaterCopyTakesOverARun: two requests compute a prompt's first block at once, and the second commits
+// the block after it too, which continues the first copy's run. When the first copy is evicted the later
+// copy takes its place in the run, so the second block is still found; evicting that one then leaves the
+// first block alone.
+func TestLaterCopyTakesOverARun(t *testing.T) {
+	p := newPool(t, 3, true)
+	a, b := seqBlocks(1, 1), seqBlocks(1, 1, 2)
+	ta := p.Allocate(nil, 1)
+	tb := p.Allocate(nil, 2)
+	p.Commit(ta, a, 0, 1)
+	p.Commit(tb, b, 0, 2) // tb[0] is a later copy of ta[0]; tb[1] follows ta[0]
+	check(t, p, 0, 3, 0)
+	p.Release(ta)
+	p.Release(tb)
+	p.TakeEvents(nil)
+	z := p.Allocate(nil, 1) // evicts ta[0]: tb[0] is left
+	check(t, p, 0, 1, 2)
+	if z[0] != ta[0] {
+		t.Fatalf("allocated block %d, want the evicted %d", z[0], ta[0])
+	}
+	if evs := p.TakeEvents(nil); len(evs) != 0 {
+		t.Fatalf("events %v evicting a copy with another resident, want none", evs)
+	}
+	if hits, _ := p.Match(b, nil); !slices.Equal(hits, tb) || p.Prefix(b) != 2 {
+		t.Fatalf("Match = %v, Prefix %d; want %v, 2", hits, p.Prefix(b), tb)
+	}
+	p.Release(z)
+	p.Release(p.Allocate(nil, 2)) // the free block, then tb[1]
+	check(t, p, 2, 0, 1)
+	if hits, _ := p.Match(b, nil); !slices.Equal(hits, tb[:1]) || p.Prefix(b) != 1 {
+		t.Fatalf("Match = %v, Prefix %d; want %v, 1", hits, p.Prefix(b), tb[:1])
+	}
+}
+
+// TestLaterCopyTakesOverMidRun: two requests compute the same two blocks at once. Evicting the first
+// copy of the second block hands its place after the first block to the later copy.
+func TestLaterCopyTakesOverMidRun(t *testing.T) {
+	p := newPool(t, 5, true)
+	x := seqBlocks(1, 1, 2)
+	ta := p.Allocate(nil, 2)
+	tb := p.Allocate(nil, 2)
+	p.Commit(ta, x, 0, 2)
+	p.Commit(tb, x, 0, 2)
+	p.Release(ta)
+	p.Release(tb)
+	check(t, p, 1, 0, 4)
+	z := p.Allocate(nil, 2) // the free block, then ta[1]
+	check(t, p, 0, 2, 3)
+	if hits, _ := p.Match(x, nil); !slices.Equal(hits, []BlockID{ta[0], tb[1]}) || p.Prefix(x) != 2 {
+		t.Fatalf("Match = %v, Prefix %d; want [%d %d], 2", hits, p.Prefix(x), ta[0], tb[1])
+	}
+	p.Release(z)
+	check(t, p, 2, 0, 3)
+}
+
+// TestForkOutlivesItsParentsFirstCopy: two prompts share their first block and part after it. The second
+// prompt's second block starts a run forked from the first copy of the first block, whose run goes on
+// with the first prompt's. When that first copy is evicted, the later copy that takes its place is where
+// the fork is looked for.
+func TestForkOutlivesItsParentsFirstCopy(t *testing.T) {
+	p := newPool(t, 4, true)
+	x, y := seqBlocks(1, 1, 2), seqBlocks(1, 1, 3)
+	ta := p.Allocate(nil, 2)
+	tb := p.Allocate(nil, 2)
+	p.Commit(ta, x, 0, 2)
+	p.Commit(tb, y, 0, 2) // tb[0] is a later copy of ta[0]; tb[1] forks from ta[0]
+	check(t, p, 0, 4, 0)
+	if hits, _ := p.Match(y, nil); !slices.Equal(hits, []BlockID{ta[0], tb[1]}) || p.Prefix(y) != 2 {
+		t.Fatalf("Match = %v, Prefix %d; want [%d %d], 2", hits, p.Prefix(y), ta[0], tb[1])
+	}
+	p.Release(ta)
+	p.Release(tb)
+	z := p.Allocate(nil, 2) // evicts ta[1], then ta[0]: tb[0] takes its place
+	check(t, p, 0, 2, 2)
+	if hits, _ := p.Match(y, nil); !slices.Equal(hits, tb) || p.Prefix(y) != 2 {
+		t.Fatalf("Match = %v, Prefix %d; want %v, 2", hits, p.Prefix(y), tb)
+	}
+	if hits, _ := p.Match(x, nil); !slices.Equal(hits, tb[:1]) || p.Prefix(x) != 1 {
+		t.Fatalf("Match = %v, Prefix %d; want %v, 1", hits, p.Prefix(x), tb[:1])
+	}
+	p.Release(z)
+}
+
+// TestForkOutlivesItsParent: a table released out of order (its first block before its fork) leaves the
+// fork resident once the block before it is evicted; when that block is cached again, the fork is found
+// after the new copy, which nothing forked from.
+func TestForkOutlivesItsParent(t *testing.T) {
+	p := newPool(t, 3, true)
+	x, y := seqBlocks(1, 1, 2), seqBlocks(1, 1, 3)
+	ta := admit(t, p, x, 2)
+	tb := admit(t, p, y, 2) // shares ta[0]; tb[1] forks from it
+	p.Release(tb[:1])
+	p.Release(ta)
+	p.Release(tb[1:])
+	check(t, p, 0, 0, 3)
+	p.Release(p.Allocate(nil, 2)) // evicts ta[1], then ta[0]: the fork is left
+	check(t, p, 2, 0, 1)
+	if p.Prefix(y) != 0 {
+		t.Fatalf("Prefix = %d without y's first block, want 0", p.Prefix(y))
+	}
+	t0 := admit(t, p, x[:1], 1)
+	if hits, _ := p.Match(y, nil); !slices.Equal(hits, []BlockID{t0[0], tb[1]}) || p.Prefix(y) != 2 {
+		t.Fatalf("Match = %v, Prefix %d; want [%d %d], 2", hits, p.Prefix(y), t0[0], tb[1])
+	}
+	p.Release(t0)
+	check(t, p, 1, 0, 2)
 }

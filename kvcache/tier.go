@@ -140,7 +140,7 @@ func (p *Pool) TierStats() TierStats {
 func (p *Pool) TierLen(m Medium) int {
 	switch {
 	case m == GPU:
-		return p.byHash.len()
+		return p.distinct
 	case p.tiers == nil:
 		return 0
 	case m == CPU:
