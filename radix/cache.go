@@ -54,6 +54,8 @@ type Cache struct {
 	removed []uint64        // hashes freed by the current Evict
 	tiers   *kvcache.Tiers  // nil: none
 	tierEvs []kvcache.Event // Evict's scratch
+
+	view *View // nil: none (see View)
 }
 
 // New returns an empty cache.
@@ -80,6 +82,9 @@ func New(o Options) (*Cache, error) {
 
 // Tiers are the lower tiers the cache writes its evicted pages to; nil when it has none.
 func (c *Cache) Tiers() *kvcache.Tiers { return c.tiers }
+
+// Events reports whether the cache records KV events.
+func (c *Cache) Events() bool { return c.events }
 
 // PageSize is the number of tokens per page.
 func (c *Cache) PageSize() int { return c.pageSize }
@@ -242,6 +247,12 @@ func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID, room int)
 		}
 		n.blocks = append(n.blocks, pages[present:]...)
 		n.ids = append(n.ids, ids[present:]...)
+		if c.view != nil {
+			n.stored = slices.Grow(n.stored, cap(n.ids)-len(n.stored))
+			for range len(pages) - present {
+				n.stored = append(n.stored, c.nextID) // the Stored event below
+			}
+		}
 		c.cached += len(pages) - present // locked: not evictable
 		c.touch(n)
 		deepest = n
@@ -283,6 +294,9 @@ func (c *Cache) Lock(node *Node) {
 func (c *Cache) Trim(node *Node) {
 	if n := len(node.ids); cap(node.ids)-n > n {
 		node.blocks, node.ids = slices.Clone(node.blocks), slices.Clone(node.ids)
+		if c.view != nil {
+			node.stored = slices.Clone(node.stored)
+		}
 	}
 }
 

@@ -140,6 +140,7 @@ type target struct {
 	id       Target
 	slot     int    // the target's set in the indexer
 	mirror   Mirror // nil: the indexer's set holds its GPU blocks
+	hears    Hearer // mirror, when it is one
 	requests int
 	prefill  int // active prefill tokens
 	partials int // active requests with a partial block
@@ -174,6 +175,15 @@ type Mirror interface {
 	Cached() int
 	// AppendCached appends the hash of each block it holds, once, and returns dst.
 	AppendCached(dst []uint64) []uint64
+}
+
+// A Hearer is a Mirror that lags its cache as the cache's events would: it holds the blocks announced by
+// the events it has heard, however far the cache has gone on since, so the caller may deliver the events
+// late (at a pass's end, after a delay). The router hands it each of its target's events as it gets them,
+// in order (a *radix.View is one).
+type Hearer interface {
+	Mirror
+	Heard(ev kvcache.Event)
 }
 
 type request struct {
@@ -232,11 +242,13 @@ func (r *Router) AddTarget(t Target) {
 }
 
 // SetMirror makes t's GPU cache m, read in place (see Mirror): from now on t's GPU Stored and Removed
-// events are ignored, and what they indexed is dropped. Lower tiers are still indexed from their events.
-// A nil m returns t to an index of its events, empty until they come. An absent target is ignored.
+// events are not indexed (a Hearer hears every event), and what they indexed is dropped. Lower tiers are
+// still indexed from their events. A nil m returns t to an index of its events, empty until they come. An
+// absent target is ignored.
 func (r *Router) SetMirror(t Target, m Mirror) {
 	if x := r.byID[t]; x != nil {
 		x.mirror = m
+		x.hears, _ = m.(Hearer)
 		r.ix.clearSlot(x.slot)
 	}
 }
@@ -293,11 +305,14 @@ func (r *Router) Queued() int { return r.queue.len() }
 // Removed removes the listed ones, Cleared drops them all (every tier's). A sequence hash names its whole
 // prefix, so a Stored event's parent adds nothing. A lower tier's events (Medium CPU or Disk) update that
 // tier's set, apart from the GPU's. Events of an absent target are ignored (they may trail its removal),
-// and so are the GPU's Stored and Removed events of a mirrored target (SetMirror).
+// and so are the GPU's Stored and Removed events of a mirrored target (SetMirror), but for its Hearer.
 func (r *Router) Apply(t Target, ev kvcache.Event) {
 	x := r.byID[t]
 	if x == nil {
 		return
+	}
+	if x.hears != nil {
+		x.hears.Heard(ev)
 	}
 	if ev.Medium != kvcache.GPU && ev.Kind != kvcache.Cleared {
 		set := &x.lower[min(int(ev.Medium), 2)-1]

@@ -1,0 +1,190 @@
+package radix
+
+import (
+	"sync/atomic"
+
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+// View is the cache as a consumer of its KV events sees it, read in place: the pages announced by the
+// events it has heard so far (Heard), however far the cache has gone on since. A router in the same
+// process reads it instead of indexing the events (router.Mirror), which spares it a hash-table update per
+// page stored or evicted — with one-token pages, one per token.
+//
+// The cache records, for each page in the tree, the id of the Stored event that added it; ids grow along
+// every path from the root, since a page is stored after its parent. A page in the tree is in the view
+// when its Stored event has been heard. A page evicted by a Removed event not yet heard is still in the
+// view: its node stays aside as a ghost, indexed by its first page's sequence hash, until the View hears
+// of its eviction. A prefix in the view is then a walk down the tree over heard pages, continued through
+// ghosts: once the view leaves the tree it never comes back, since a page added to the tree after its
+// parent's eviction was stored after that too (the argument is in Prefix).
+//
+// Heard is the consumer's; the rest is the cache's owner's. Heard touches only the view's own counters,
+// so a driver may deliver one worker's events while that worker plans its next passes on another
+// goroutine; ghosts are dropped by the goroutine using the cache, Evict or a query.
+type View struct {
+	c      *Cache
+	heard  atomic.Uint64 // events [0, heard) have been heard
+	cached int           // pages in the view
+
+	ghosts map[uint64]*Node // by first page's sequence hash: the earliest-removed ghost, then its next
+	queue  []*Node          // ghosts in eviction order
+}
+
+// View returns the cache's view, starting it on the first call, which must come before the cache
+// records any event: the view rebuilds the past from what the cache keeps of it, from the start. It
+// panics for a cache without events.
+func (c *Cache) View() *View {
+	if c.view != nil {
+		return c.view
+	}
+	if !c.events {
+		panic("radix: a view of a cache that records no events")
+	}
+	if c.nextID > 0 {
+		panic("radix: a view started after the cache's first event")
+	}
+	c.view = &View{c: c, ghosts: map[uint64]*Node{}}
+	return c.view
+}
+
+// Heard records that the consumer has been handed ev, the cache's next event (events are heard in the
+// order the cache emits them). Lower tiers' events count for their ids only.
+func (v *View) Heard(ev kvcache.Event) {
+	v.heard.Store(ev.ID + 1)
+	if ev.Medium != kvcache.GPU {
+		return
+	}
+	switch ev.Kind {
+	case kvcache.Stored:
+		v.cached += len(ev.Blocks)
+	case kvcache.Removed:
+		v.cached -= len(ev.Hashes)
+	}
+}
+
+// Cached is the number of pages in the view.
+func (v *View) Cached() int { return v.cached }
+
+// bury keeps an evicted node as a ghost: the Removed event that announces its eviction is the next the
+// cache emits.
+func (v *View) bury(n *Node) {
+	v.prune()
+	*n = Node{blocks: n.blocks, ids: n.ids, stored: n.stored, serial: n.serial, heapIdx: -1, removed: v.c.nextID}
+	v.queue = append(v.queue, n)
+	key := n.blocks[0].Hash
+	g := v.ghosts[key]
+	if g == nil {
+		v.ghosts[key] = n
+		return
+	}
+	for g.next != nil {
+		g = g.next
+	}
+	g.next = n
+}
+
+// prune drops the ghosts whose eviction has been heard, and recycles them.
+func (v *View) prune() {
+	heard := v.heard.Load()
+	k := 0
+	for k < len(v.queue) && v.queue[k].removed < heard {
+		g := v.queue[k]
+		key := g.blocks[0].Hash
+		if g.next != nil {
+			v.ghosts[key] = g.next // it was first: its chain is in eviction order
+		} else {
+			delete(v.ghosts, key)
+		}
+		v.queue[k] = nil
+		v.c.recycle(g)
+		k++
+	}
+	if k > 0 {
+		v.queue = append(v.queue[:0], v.queue[k:]...)
+	}
+}
+
+// Prefix is how many leading pages of a sequence's full pages (prefix first) are in the view, up to the
+// first missing one. It changes nothing a scheduler sees: no split, no stamp.
+//
+// The walk takes the tree's pages while their Stored events have been heard. Where it stops, at page i,
+// the view may go on only through ghosts. A page of the tree stored after its parent's eviction, or
+// after its parent was stored again, was stored after an event not heard (the eviction is not heard,
+// the view still holding the parent), so the tree never takes the view back; and a ghost the view holds
+// at page i starts at i: a page before i in it would be in the tree heard, and evicted not heard. Of the
+// ghosts starting at a page, only the earliest evicted can be in the view: a later one was stored after
+// that eviction, which is not heard.
+func (v *View) Prefix(pages []tokens.Block) int {
+	v.prune()
+	c, heard := v.c, v.heard.Load()
+	n, i := c.root, 0
+	for i < len(pages) {
+		next := c.child(n, pages[i].TokensHash)
+		if next == nil {
+			break
+		}
+		k := heardPages(next.stored[:commonPrefix(next.blocks, pages[i:])], heard)
+		i += k
+		if k < next.pages() {
+			break
+		}
+		n = next
+	}
+	for i < len(pages) && len(v.ghosts) > 0 {
+		g := v.ghosts[pages[i].Hash]
+		if g == nil {
+			break
+		}
+		k := 0
+		for k < g.pages() && i+k < len(pages) && g.blocks[k].Hash == pages[i+k].Hash && g.stored[k] < heard {
+			k++
+		}
+		i += k
+		if k < g.pages() {
+			break
+		}
+	}
+	return i
+}
+
+// heardPages is how many leading ids of stored (non-decreasing) are below heard.
+func heardPages(stored []uint64, heard uint64) int {
+	if n := len(stored); n == 0 || stored[n-1] < heard {
+		return n
+	}
+	k := 0
+	for k < len(stored) && stored[k] < heard {
+		k++
+	}
+	return k
+}
+
+// AppendCached appends to dst the sequence hash of every page in the view, once, and returns it (a
+// test's view of a router's index; O(pages)).
+func (v *View) AppendCached(dst []uint64) []uint64 {
+	v.prune()
+	heard := v.heard.Load()
+	stack := []*Node{v.c.root}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for j, b := range n.blocks {
+			if n.stored[j] < heard {
+				dst = append(dst, b.Hash)
+			}
+		}
+		for ch := n.first; ch != nil; ch = ch.next {
+			stack = append(stack, ch)
+		}
+	}
+	for _, g := range v.queue {
+		for j, b := range g.blocks {
+			if g.stored[j] < heard {
+				dst = append(dst, b.Hash)
+			}
+		}
+	}
+	return dst
+}
