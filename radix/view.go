@@ -17,8 +17,8 @@ import (
 // when its Stored event has been heard. A page evicted by a Removed event not yet heard is still in the
 // view: its node stays aside as a ghost, indexed by its first page's sequence hash, until the View hears
 // of its eviction. A prefix in the view is then a walk down the tree over heard pages, continued through
-// ghosts: once the view leaves the tree it never comes back, since a page added to the tree after its
-// parent's eviction was stored after that too (the argument is in Prefix).
+// ghosts, and the ghosts' pages may lead to other ghosts, never back to the tree (the argument is in
+// Prefix).
 //
 // Heard is the consumer's; the rest is the cache's owner's. Heard touches only the view's own counters,
 // so a driver may deliver one worker's events while that worker plans its next passes on another
@@ -109,13 +109,14 @@ func (v *View) prune() {
 // Prefix is how many leading pages of a sequence's full pages (prefix first) are in the view, up to the
 // first missing one. It changes nothing a scheduler sees: no split, no stamp.
 //
-// The walk takes the tree's pages while their Stored events have been heard. Where it stops, at page i,
-// the view may go on only through ghosts. A page of the tree stored after its parent's eviction, or
-// after its parent was stored again, was stored after an event not heard (the eviction is not heard,
-// the view still holding the parent), so the tree never takes the view back; and a ghost the view holds
-// at page i starts at i: a page before i in it would be in the tree heard, and evicted not heard. Of the
-// ghosts starting at a page, only the earliest evicted can be in the view: a later one was stored after
-// that eviction, which is not heard.
+// Each page of the view has one holder: the tree (where the page's Stored event was heard) or a ghost
+// (where it was heard and the eviction was not; a page is in the tree once at a time, so two cannot hold
+// it). The walk takes the tree's pages while it holds them, then ghosts, each from the page where the
+// last left the sequence, as long as they hold it. The holder of the page where one stops starts there:
+// a holder that held the page before would be the one the walk was in. The tree never takes over from a
+// ghost: a page held by the tree was there when the ghost's node was evicted as a leaf, so it is not a
+// child of the ghost's pages. And of the ghosts starting at a page, only the earliest evicted can hold
+// it: a later one was stored after that eviction, which is not heard.
 func (v *View) Prefix(pages []tokens.Block) int {
 	v.prune()
 	c, heard := v.c, v.heard.Load()
@@ -141,10 +142,10 @@ func (v *View) Prefix(pages []tokens.Block) int {
 		for k < g.pages() && i+k < len(pages) && g.blocks[k].Hash == pages[i+k].Hash && g.stored[k] < heard {
 			k++
 		}
-		i += k
-		if k < g.pages() {
+		if k == 0 {
 			break
 		}
+		i += k
 	}
 	return i
 }
