@@ -360,6 +360,9 @@ func (r *runner) applyKV(p *pool, t router.Target, epoch uint32, evs []kvcache.E
 		return
 	}
 	for _, ev := range evs {
+		if r.o.heard != nil {
+			r.o.heard(p, t, epoch, ev)
+		}
 		p.router.Apply(t, ev)
 	}
 }
