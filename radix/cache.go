@@ -241,15 +241,18 @@ func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID, room int)
 		c.state[id] = pageCached
 	}
 	if n == node && n != c.root && n.children == 0 && n.locks == 1 && n.lockRef == 1 {
-		if k := len(pages) - present; len(n.ids)+k > cap(n.ids) || len(n.blocks)+k > cap(n.blocks) {
+		k := len(pages) - present
+		if len(n.ids)+k > cap(n.ids) || len(n.blocks)+k > cap(n.blocks) || c.view != nil && len(n.stored)+k > cap(n.stored) {
 			n.blocks = slices.Grow(n.blocks, k+room)
 			n.ids = slices.Grow(n.ids, k+room)
+			if c.view != nil {
+				n.stored = slices.Grow(n.stored, k+room)
+			}
 		}
 		n.blocks = append(n.blocks, pages[present:]...)
 		n.ids = append(n.ids, ids[present:]...)
 		if c.view != nil {
-			n.stored = slices.Grow(n.stored, cap(n.ids)-len(n.stored))
-			for range len(pages) - present {
+			for range k {
 				n.stored = append(n.stored, c.nextID) // the Stored event below
 			}
 		}

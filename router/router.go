@@ -167,7 +167,8 @@ func (t *target) activeBlocks() int { return t.seqs.blocks + t.partials }
 // router: a caller that runs the target in the same process, and applies each of its events as soon as the
 // cache emits it, has the two always equal and spares the router the copy, a hash-table update per block
 // stored or evicted (a quarter to a third of an 8-worker replay's CPU time). It must hold exactly the
-// blocks the target's GPU events so far have announced. A *kvcache.Pool that records events is one.
+// blocks the target's GPU events so far have announced (a Hearer's: so far heard). A *kvcache.Pool that
+// records events is one.
 type Mirror interface {
 	// Prefix is how many leading blocks of a sequence the cache holds, up to its first missing block.
 	Prefix(blocks []tokens.Block) int
