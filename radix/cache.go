@@ -242,20 +242,15 @@ func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID, room int)
 	}
 	if n == node && n != c.root && n.children == 0 && n.locks == 1 && n.lockRef == 1 {
 		k := len(pages) - present
-		if len(n.ids)+k > cap(n.ids) || len(n.blocks)+k > cap(n.blocks) || c.view != nil && len(n.stored)+k > cap(n.stored) {
+		if len(n.ids)+k > cap(n.ids) || len(n.blocks)+k > cap(n.blocks) {
 			n.blocks = slices.Grow(n.blocks, k+room)
 			n.ids = slices.Grow(n.ids, k+room)
-			if c.view != nil {
-				n.stored = slices.Grow(n.stored, k+room)
-			}
+		}
+		if c.view != nil {
+			c.view.stored(n, c.nextID) // the Stored event below
 		}
 		n.blocks = append(n.blocks, pages[present:]...)
 		n.ids = append(n.ids, ids[present:]...)
-		if c.view != nil {
-			for range k {
-				n.stored = append(n.stored, c.nextID) // the Stored event below
-			}
-		}
 		c.cached += len(pages) - present // locked: not evictable
 		c.touch(n)
 		deepest = n
@@ -297,9 +292,6 @@ func (c *Cache) Lock(node *Node) {
 func (c *Cache) Trim(node *Node) {
 	if n := len(node.ids); cap(node.ids)-n > n {
 		node.blocks, node.ids = slices.Clone(node.blocks), slices.Clone(node.ids)
-		if c.view != nil {
-			node.stored = slices.Clone(node.stored)
-		}
 	}
 }
 

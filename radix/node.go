@@ -17,9 +17,8 @@ type Node struct {
 	// the other half is gone.
 	blocks []tokens.Block
 	ids    []PageID
-	// stored holds, per page, the id of the Stored event that added it (non-decreasing along any path),
-	// while the cache keeps a View; else nil.
-	stored []uint64
+	// runs say, while the cache keeps a View, which Stored event added each page (see storeRun).
+	runs []storeRun
 
 	serial   uint64 // creation order, unique per cache: names the node in the child index
 	stamp    uint64 // logical time of the last Match or Insert that walked through it
@@ -85,8 +84,7 @@ func (c *Cache) split(n *Node, k int) *Node {
 	p.ids = append(p.ids[:0], n.ids[:k]...)
 	n.blocks, n.ids = n.blocks[k:], n.ids[k:]
 	if c.view != nil {
-		p.stored = append(p.stored[:0], n.stored[:k]...)
-		n.stored = n.stored[k:]
+		p.runs, n.runs = splitRuns(p.runs, n.runs, k)
 	}
 	p.stamp = n.stamp
 	p.lockRef = n.lockRef
@@ -118,10 +116,7 @@ func (c *Cache) addChild(parent *Node, blocks []tokens.Block, ids []PageID, room
 	n.blocks = append(slices.Grow(n.blocks[:0], len(blocks)+room), blocks...)
 	n.ids = append(slices.Grow(n.ids[:0], len(ids)+room), ids...)
 	if c.view != nil {
-		n.stored = slices.Grow(n.stored[:0], len(ids)+room)
-		for range ids {
-			n.stored = append(n.stored, c.nextID) // the Stored event that follows
-		}
+		n.runs = append(n.runs[:0], storeRun{id: c.nextID}) // the Stored event that follows
 	}
 	n.stamp = stamp
 	n.parent, n.prev, n.next = parent, nil, parent.first
@@ -170,10 +165,10 @@ func (c *Cache) removeLeaf(n *Node) {
 func (c *Cache) recycle(n *Node) {
 	// Keep small slices for the next node; drop every pointer, and large arrays (a long request's whole
 	// edge) that would otherwise stay pinned by a recycled node.
-	blocks, ids, stored := n.blocks[:0], n.ids[:0], n.stored[:0]
+	blocks, ids := n.blocks[:0], n.ids[:0]
 	if cap(blocks) > maxKeptPages {
-		blocks, ids, stored = nil, nil, nil
+		blocks, ids = nil, nil
 	}
-	*n = Node{blocks: blocks, ids: ids, stored: stored, heapIdx: -1}
+	*n = Node{blocks: blocks, ids: ids, runs: n.runs[:0], heapIdx: -1}
 	c.spare = append(c.spare, n)
 }

@@ -1,6 +1,7 @@
 package radix
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/mocker-sim/mocker/kvcache"
@@ -71,7 +72,7 @@ func (v *View) Cached() int { return v.cached }
 // cache emits.
 func (v *View) bury(n *Node) {
 	v.prune()
-	*n = Node{blocks: n.blocks, ids: n.ids, stored: n.stored, serial: n.serial, heapIdx: -1, removed: v.c.nextID}
+	*n = Node{blocks: n.blocks, ids: n.ids, runs: n.runs, serial: n.serial, heapIdx: -1, removed: v.c.nextID}
 	v.queue = append(v.queue, n)
 	key := n.blocks[0].Hash
 	g := v.ghosts[key]
@@ -126,7 +127,7 @@ func (v *View) Prefix(pages []tokens.Block) int {
 		if next == nil {
 			break
 		}
-		k := heardPages(next.stored[:commonPrefix(next.blocks, pages[i:])], heard)
+		k := next.heardPages(commonPrefix(next.blocks, pages[i:]), heard)
 		i += k
 		if k < next.pages() {
 			break
@@ -139,9 +140,10 @@ func (v *View) Prefix(pages []tokens.Block) int {
 			break
 		}
 		k := 0
-		for k < g.pages() && i+k < len(pages) && g.blocks[k].Hash == pages[i+k].Hash && g.stored[k] < heard {
+		for k < g.pages() && i+k < len(pages) && g.blocks[k].Hash == pages[i+k].Hash {
 			k++
 		}
+		k = g.heardPages(k, heard)
 		if k == 0 {
 			break
 		}
@@ -150,16 +152,69 @@ func (v *View) Prefix(pages []tokens.Block) int {
 	return i
 }
 
-// heardPages is how many leading ids of stored (non-decreasing) are below heard.
-func heardPages(stored []uint64, heard uint64) int {
-	if n := len(stored); n == 0 || stored[n-1] < heard {
-		return n
-	}
-	k := 0
-	for k < len(stored) && stored[k] < heard {
-		k++
+// storeRun says that the pages of a node's edge from page at, up to the next run's, were added by the
+// Stored event id. A node's runs start at page 0, and their pages and ids increase: a node grows at its
+// end (Extend), each time by a new event. Runs whose events have been heard merge into the first, so a
+// node keeps one run, and one more per growth not yet heard, rather than an id per page.
+type storeRun struct {
+	at int32
+	id uint64
+}
+
+// heardPages is how many of the first k pages of n's edge were added by an event heard.
+func (n *Node) heardPages(k int, heard uint64) int {
+	for _, r := range n.runs {
+		if r.id >= heard {
+			return min(k, int(r.at))
+		}
 	}
 	return k
+}
+
+// stored records that the pages about to be appended to n's edge are added by the event id, merging the
+// runs already heard into one.
+func (v *View) stored(n *Node, id uint64) {
+	heard := v.heard.Load()
+	i := 0
+	for i+1 < len(n.runs) && n.runs[i+1].id < heard {
+		i++
+	}
+	if i > 0 {
+		n.runs = append(n.runs[:0], n.runs[i:]...)
+		n.runs[0].at = 0
+	}
+	n.runs = append(n.runs, storeRun{at: int32(n.pages()), id: id})
+}
+
+// splitRuns divides an edge's runs where a split cuts it after k pages: upper (recycled, its array
+// reused) gets the runs of the first k pages, and the runs of the rest start at 0.
+func splitRuns(upper, lower []storeRun, k int) ([]storeRun, []storeRun) {
+	j := 0 // the last run starting at or before page k
+	for j+1 < len(lower) && int(lower[j+1].at) <= k {
+		j++
+	}
+	upper = append(upper[:0], lower[:j]...)
+	if int(lower[j].at) < k {
+		upper = append(upper, lower[j])
+	}
+	lower = append(lower[:0], lower[j:]...)
+	for i := range lower {
+		lower[i].at = max(lower[i].at-int32(k), 0)
+	}
+	return upper, lower
+}
+
+// checkRuns verifies n's runs: from page 0, pages and ids increasing, within the edge.
+func (n *Node) checkRuns() error {
+	for i, r := range n.runs {
+		if i == 0 && r.at != 0 || i > 0 && (r.at <= n.runs[i-1].at || r.id <= n.runs[i-1].id) || int(r.at) >= n.pages() {
+			return fmt.Errorf("radix: node %d of %d pages has store runs %v", n.serial, n.pages(), n.runs)
+		}
+	}
+	if len(n.runs) == 0 {
+		return fmt.Errorf("radix: node %d has no store runs", n.serial)
+	}
+	return nil
 }
 
 // AppendCached appends to dst the sequence hash of every page in the view, once, and returns it (a
@@ -171,20 +226,16 @@ func (v *View) AppendCached(dst []uint64) []uint64 {
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for j, b := range n.blocks {
-			if n.stored[j] < heard {
-				dst = append(dst, b.Hash)
-			}
+		for _, b := range n.blocks[:n.heardPages(n.pages(), heard)] {
+			dst = append(dst, b.Hash)
 		}
 		for ch := n.first; ch != nil; ch = ch.next {
 			stack = append(stack, ch)
 		}
 	}
 	for _, g := range v.queue {
-		for j, b := range g.blocks {
-			if g.stored[j] < heard {
-				dst = append(dst, b.Hash)
-			}
+		for _, b := range g.blocks[:g.heardPages(g.pages(), heard)] {
+			dst = append(dst, b.Hash)
 		}
 	}
 	return dst

@@ -168,18 +168,6 @@ func TestViewAgainstLaggingIndex(t *testing.T) {
 						}
 						got := v.Prefix(q)
 						if got != want {
-							for j, b := range q {
-								g := v.ghosts[b.Hash]
-								gs := ""
-								for ; g != nil; g = g.next {
-									gs += fmt.Sprintf(" ghost(rem %d stored %v first=%v)", g.removed, g.stored, g.blocks[0].Hash == b.Hash)
-								}
-								t.Logf("page %d %x indexed %v tree %v%s", j, b.Hash, indexed[b.Hash], c.treePrefix(q) > j, gs)
-							}
-							t.Logf("heard %d queue %d", v.heard.Load(), len(v.queue))
-							for _, g := range v.queue {
-								t.Logf("ghost rem %d stored %v first %x", g.removed, g.stored, g.blocks[0].Hash)
-							}
 							t.Fatalf("step %d: view's prefix of %d pages is %d, indexer's %d", step, len(q), got, want)
 						}
 						if tree := c.treePrefix(q); got > tree {
