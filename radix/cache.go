@@ -327,6 +327,7 @@ func (c *Cache) Alloc(n int, dst []PageID) ([]PageID, bool) {
 	if n > c.FreePages() {
 		return dst, false
 	}
+	dst = slices.Grow(dst, n) // one allocation for a prompt's pages, not one per doubling
 	for range n {
 		var id PageID
 		if k := len(c.freeList); k > 0 {
