@@ -126,7 +126,7 @@ func (r *runner) mirror(w *worker) {
 		t := router.Target{Worker: w.id, Rank: rank}
 		if v := w.eng.EventView(rank); v != nil {
 			w.pool.router.SetMirror(t, v)
-		} else if bp := w.eng.EventPool(rank); bp != nil && r.mirrorPools && !w.eng.EventsAtPassEnd() {
+		} else if bp := w.eng.EventPool(rank); bp != nil && r.mirrorBP && !w.eng.EventsAtPassEnd() {
 			w.pool.router.SetMirror(t, bp)
 		}
 	}

@@ -219,18 +219,18 @@ type runner struct {
 	end      time.Duration // latest pass end delivered (lookahead delivers passes out of time order)
 	speedup  float64
 
-	pulled      uint64
-	exhausted   bool
-	nextID      uint64
-	ended       int
-	passes      int64
-	ahead       int64
-	coasted     int64
-	laned       int64
-	runObs      RunObserver // Options.Observer, if it is shown coasted passes as runs
-	lanes       *lanes      // nil: one thread
-	mirrors     bool        // routers read serving workers' prefix caches in place (mirrorable)
-	mirrorPools bool        // block pools too, not only radix views
+	pulled    uint64
+	exhausted bool
+	nextID    uint64
+	ended     int
+	passes    int64
+	ahead     int64
+	coasted   int64
+	laned     int64
+	runObs    RunObserver // Options.Observer, if it is shown coasted passes as runs
+	lanes     *lanes      // nil: one thread
+	mirrors   bool        // routers read serving workers' prefix caches in place (mirrorable)
+	mirrorBP  bool        // block pools too, not only radix views
 
 	reqs    []*request         // by id from reqBase on (ids are dense); nil once ended
 	reqBase uint64             // the id of reqs[0]: the earliest request in flight, or one after it
@@ -296,7 +296,7 @@ func Run(src workload.Source, o Options) (_ *Result, err error) {
 	if o.Observer != nil {
 		r.runObs, _ = runObserver(o.Observer)
 	}
-	r.mirrors, r.mirrorPools = r.mirrorable()
+	r.mirrors, r.mirrorBP = r.mirrorable()
 	if err := r.buildPools(); err != nil {
 		return nil, err
 	}
