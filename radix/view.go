@@ -13,13 +13,13 @@ import (
 // process reads it instead of indexing the events (router.Mirror), which spares it a hash-table update per
 // page stored or evicted — with one-token pages, one per token.
 //
-// The cache records, for each page in the tree, the id of the Stored event that added it; ids grow along
-// every path from the root, since a page is stored after its parent. A page in the tree is in the view
-// when its Stored event has been heard. A page evicted by a Removed event not yet heard is still in the
-// view: its node stays aside as a ghost, indexed by its first page's sequence hash, until the View hears
-// of its eviction. A prefix in the view is then a walk down the tree over heard pages, continued through
-// ghosts, and the ghosts' pages may lead to other ghosts, never back to the tree (the argument is in
-// Prefix).
+// The cache records, for each page in the tree, the id of the Stored event that added it (as runs per
+// node, storeRun); ids grow along every path from the root, since a page is stored after its parent. A
+// page in the tree is in the view when its Stored event has been heard. A page evicted by a Removed
+// event not yet heard is still in the view: its node stays aside as a ghost, indexed by its first page's
+// sequence hash, until the View hears of its eviction. A prefix in the view is then a walk down the tree
+// over heard pages, continued through ghosts, and the ghosts' pages may lead to other ghosts, never back
+// to the tree (the argument is in Prefix).
 //
 // Heard is the consumer's; the rest is the cache's owner's. Heard touches only the view's own counters,
 // so a driver may deliver one worker's events while that worker plans its next passes on another
