@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/radix"
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
@@ -209,6 +210,15 @@ func (e *Engine) CheckInvariants() error {
 func (e *Engine) EventPool(rank int) *kvcache.Pool {
 	if s, ok := e.ranks[rank].(*vllm.Scheduler); ok && s.Pool().Events() {
 		return s.Pool()
+	}
+	return nil
+}
+
+// EventView returns rank's radix cache as the consumer of its KV events sees it (radix.View) when the
+// rank is SGLang's and records KV events, else nil. Call it before the rank's first pass.
+func (e *Engine) EventView(rank int) *radix.View {
+	if s, ok := e.ranks[rank].(*sglang.Scheduler); ok && s.Cache().Events() {
+		return s.Cache().View()
 	}
 	return nil
 }

@@ -54,6 +54,8 @@ type Cache struct {
 	removed []uint64        // hashes freed by the current Evict
 	tiers   *kvcache.Tiers  // nil: none
 	tierEvs []kvcache.Event // Evict's scratch
+
+	view *View // nil: none (see View)
 }
 
 // New returns an empty cache.
@@ -80,6 +82,9 @@ func New(o Options) (*Cache, error) {
 
 // Tiers are the lower tiers the cache writes its evicted pages to; nil when it has none.
 func (c *Cache) Tiers() *kvcache.Tiers { return c.tiers }
+
+// Events reports whether the cache records KV events.
+func (c *Cache) Events() bool { return c.events }
 
 // PageSize is the number of tokens per page.
 func (c *Cache) PageSize() int { return c.pageSize }
@@ -236,9 +241,13 @@ func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID, room int)
 		c.state[id] = pageCached
 	}
 	if n == node && n != c.root && n.children == 0 && n.locks == 1 && n.lockRef == 1 {
-		if k := len(pages) - present; len(n.ids)+k > cap(n.ids) || len(n.blocks)+k > cap(n.blocks) {
+		k := len(pages) - present
+		if len(n.ids)+k > cap(n.ids) || len(n.blocks)+k > cap(n.blocks) {
 			n.blocks = slices.Grow(n.blocks, k+room)
 			n.ids = slices.Grow(n.ids, k+room)
+		}
+		if c.view != nil {
+			c.view.stored(n, c.nextID) // the Stored event below
 		}
 		n.blocks = append(n.blocks, pages[present:]...)
 		n.ids = append(n.ids, ids[present:]...)
@@ -318,6 +327,7 @@ func (c *Cache) Alloc(n int, dst []PageID) ([]PageID, bool) {
 	if n > c.FreePages() {
 		return dst, false
 	}
+	dst = slices.Grow(dst, n) // one allocation for a prompt's pages, not one per doubling
 	for range n {
 		var id PageID
 		if k := len(c.freeList); k > 0 {

@@ -47,7 +47,9 @@
 // is the sequence hash of the page before the first, none for page 0), and Evict records one Removed
 // event listing the sequence hashes of every page it frees, leaves first. A page hash is in the tree at
 // most once, so an indexer fed only these events holds exactly the cached pages. Event ids increase from
-// 0; TakeEvents hands them over. When a consumer sees them is the scheduler's business.
+// 0; TakeEvents hands them over. When a consumer sees them is the scheduler's business. A consumer in
+// the same process may read the cache in place instead, as the events it has heard so far describe it
+// (View), however late they reach it.
 //
 // The package is pure and deterministic: no clock, no I/O, no randomness. A Cache is not safe for
 // concurrent use.

@@ -27,6 +27,11 @@ func (c *Cache) CheckInvariants() error {
 			if ch.pages() == 0 || len(ch.blocks) != len(ch.ids) {
 				return fmt.Errorf("radix: node %d has %d pages and %d ids", ch.serial, len(ch.blocks), len(ch.ids))
 			}
+			if c.view != nil {
+				if err := ch.checkRuns(); err != nil {
+					return err
+				}
+			}
 			if got := c.index[childKey{n.serial, ch.blocks[0].TokensHash}]; got != ch {
 				return fmt.Errorf("radix: node %d is not indexed under its parent %d", ch.serial, n.serial)
 			}

@@ -17,6 +17,8 @@ type Node struct {
 	// the other half is gone.
 	blocks []tokens.Block
 	ids    []PageID
+	// runs say, while the cache keeps a View, which Stored event added each page (see storeRun).
+	runs []storeRun
 
 	serial   uint64 // creation order, unique per cache: names the node in the child index
 	stamp    uint64 // logical time of the last Match or Insert that walked through it
@@ -24,6 +26,10 @@ type Node struct {
 	locks    int32  // Lock calls naming this node, minus Unlock calls
 	children int32
 	heapIdx  int32 // position in the evictable heap, or -1
+
+	// removed is, for a ghost (an evicted node a View still shows, see view.go), the id of the Removed
+	// event that announced its eviction; the ghosts after it with the same first page follow on next.
+	removed uint64
 }
 
 // maxKeptPages bounds the edge capacity a recycled node keeps.
@@ -77,6 +83,9 @@ func (c *Cache) split(n *Node, k int) *Node {
 	p.blocks = append(p.blocks[:0], n.blocks[:k]...)
 	p.ids = append(p.ids[:0], n.ids[:k]...)
 	n.blocks, n.ids = n.blocks[k:], n.ids[k:]
+	if c.view != nil {
+		p.runs, n.runs = splitRuns(p.runs, n.runs, k)
+	}
 	p.stamp = n.stamp
 	p.lockRef = n.lockRef
 
@@ -106,6 +115,9 @@ func (c *Cache) addChild(parent *Node, blocks []tokens.Block, ids []PageID, room
 	n := c.newNode()
 	n.blocks = append(slices.Grow(n.blocks[:0], len(blocks)+room), blocks...)
 	n.ids = append(slices.Grow(n.ids[:0], len(ids)+room), ids...)
+	if c.view != nil {
+		n.runs = append(n.runs[:0], storeRun{id: c.nextID}) // the Stored event that follows
+	}
 	n.stamp = stamp
 	n.parent, n.prev, n.next = parent, nil, parent.first
 	if parent.first != nil {
@@ -124,8 +136,9 @@ func (c *Cache) addChild(parent *Node, blocks []tokens.Block, ids []PageID, room
 	return n
 }
 
-// removeLeaf unhooks an unlocked leaf (already out of the heap) from the tree and keeps it for reuse. Its
-// pages are the caller's to free.
+// removeLeaf unhooks an unlocked leaf (already out of the heap) from the tree and keeps it for reuse, or,
+// while the cache keeps a View, as a ghost until the View has heard of its eviction. Its pages are the
+// caller's to free.
 func (c *Cache) removeLeaf(n *Node) {
 	parent := n.parent
 	delete(c.index, childKey{parent.serial, n.blocks[0].TokensHash})
@@ -141,13 +154,21 @@ func (c *Cache) removeLeaf(n *Node) {
 	c.nodes--
 	c.cached -= len(n.ids)
 	c.evictable -= len(n.ids)
+	if c.view != nil {
+		c.view.bury(n)
+		return
+	}
+	c.recycle(n)
+}
 
+// recycle keeps an unhooked node for reuse.
+func (c *Cache) recycle(n *Node) {
 	// Keep small slices for the next node; drop every pointer, and large arrays (a long request's whole
 	// edge) that would otherwise stay pinned by a recycled node.
 	blocks, ids := n.blocks[:0], n.ids[:0]
 	if cap(blocks) > maxKeptPages {
 		blocks, ids = nil, nil
 	}
-	*n = Node{blocks: blocks, ids: ids, heapIdx: -1}
+	*n = Node{blocks: blocks, ids: ids, runs: n.runs[:0], heapIdx: -1}
 	c.spare = append(c.spare, n)
 }

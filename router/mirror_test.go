@@ -143,3 +143,52 @@ func TestMirrorKeepsLowerTiers(t *testing.T) {
 		t.Fatalf("after Cleared, lower tier overlap %d, want 0", got)
 	}
 }
+
+// hearer is a Mirror that records the events it is handed.
+type hearer struct {
+	*kvcache.Pool
+	heard []kvcache.Event
+}
+
+func (h *hearer) Heard(ev kvcache.Event) { h.heard = append(h.heard, ev) }
+
+// TestHearerHearsEveryEvent: a mirror that is a Hearer is handed each of its target's events, GPU and
+// lower tier, in order, and the GPU's are not indexed; a mirror that is not is handed nothing, and
+// another target's events go to its own.
+func TestHearerHearsEveryEvent(t *testing.T) {
+	r, err := New(kvOptions(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := Target{Worker: 0}, Target{Worker: 1}
+	r.AddTarget(a)
+	r.AddTarget(b)
+	p, _ := kvcache.New(kvcache.Options{Capacity: 8, PrefixCaching: true, Events: true})
+	h := &hearer{Pool: p}
+	r.SetMirror(a, h)
+	s := tokens.NewSequence(4)
+	s.Append(1, 2, 3, 4, 5, 6, 7, 8)
+	evs := []kvcache.Event{
+		{ID: 0, Kind: kvcache.Stored, Blocks: s.Blocks()},
+		{ID: 1, Kind: kvcache.Removed, Hashes: []uint64{s.Blocks()[1].Hash}},
+		{ID: 2, Kind: kvcache.Stored, Blocks: s.Blocks()[1:], Medium: kvcache.CPU},
+	}
+	for _, ev := range evs {
+		r.Apply(a, ev)
+		r.Apply(b, ev)
+	}
+	if len(h.heard) != len(evs) {
+		t.Fatalf("heard %d events, want %d", len(h.heard), len(evs))
+	}
+	for i, ev := range h.heard {
+		if ev.ID != evs[i].ID || ev.Kind != evs[i].Kind || ev.Medium != evs[i].Medium {
+			t.Fatalf("event %d heard as %+v, want %+v", i, ev, evs[i])
+		}
+	}
+	if n := r.ix.count(r.byID[a].slot); n != 0 {
+		t.Fatalf("the hearer's target indexed %d GPU blocks", n)
+	}
+	if got := r.Overlap(s.Blocks()); got[0] != 0 || got[1] != 1 {
+		t.Fatalf("overlaps %v, want [0 1] (the empty pool; the index without block 1)", got)
+	}
+}

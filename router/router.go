@@ -140,6 +140,7 @@ type target struct {
 	id       Target
 	slot     int    // the target's set in the indexer
 	mirror   Mirror // nil: the indexer's set holds its GPU blocks
+	hears    Hearer // mirror, when it is one
 	requests int
 	prefill  int // active prefill tokens
 	partials int // active requests with a partial block
@@ -166,7 +167,8 @@ func (t *target) activeBlocks() int { return t.seqs.blocks + t.partials }
 // router: a caller that runs the target in the same process, and applies each of its events as soon as the
 // cache emits it, has the two always equal and spares the router the copy, a hash-table update per block
 // stored or evicted (a quarter to a third of an 8-worker replay's CPU time). It must hold exactly the
-// blocks the target's GPU events so far have announced. A *kvcache.Pool that records events is one.
+// blocks the target's GPU events so far have announced (a Hearer's: so far heard). A *kvcache.Pool that
+// records events is one.
 type Mirror interface {
 	// Prefix is how many leading blocks of a sequence the cache holds, up to its first missing block.
 	Prefix(blocks []tokens.Block) int
@@ -174,6 +176,15 @@ type Mirror interface {
 	Cached() int
 	// AppendCached appends the hash of each block it holds, once, and returns dst.
 	AppendCached(dst []uint64) []uint64
+}
+
+// A Hearer is a Mirror that lags its cache as the cache's events would: it holds the blocks announced by
+// the events it has heard, however far the cache has gone on since, so the caller may deliver the events
+// late (at a pass's end, after a delay). The router hands it each of its target's events as it gets them,
+// in order (a *radix.View is one).
+type Hearer interface {
+	Mirror
+	Heard(ev kvcache.Event)
 }
 
 type request struct {
@@ -232,11 +243,13 @@ func (r *Router) AddTarget(t Target) {
 }
 
 // SetMirror makes t's GPU cache m, read in place (see Mirror): from now on t's GPU Stored and Removed
-// events are ignored, and what they indexed is dropped. Lower tiers are still indexed from their events.
-// A nil m returns t to an index of its events, empty until they come. An absent target is ignored.
+// events are not indexed (a Hearer hears every event), and what they indexed is dropped. Lower tiers are
+// still indexed from their events. A nil m returns t to an index of its events, empty until they come. An
+// absent target is ignored.
 func (r *Router) SetMirror(t Target, m Mirror) {
 	if x := r.byID[t]; x != nil {
 		x.mirror = m
+		x.hears, _ = m.(Hearer)
 		r.ix.clearSlot(x.slot)
 	}
 }
@@ -293,11 +306,14 @@ func (r *Router) Queued() int { return r.queue.len() }
 // Removed removes the listed ones, Cleared drops them all (every tier's). A sequence hash names its whole
 // prefix, so a Stored event's parent adds nothing. A lower tier's events (Medium CPU or Disk) update that
 // tier's set, apart from the GPU's. Events of an absent target are ignored (they may trail its removal),
-// and so are the GPU's Stored and Removed events of a mirrored target (SetMirror).
+// and so are the GPU's Stored and Removed events of a mirrored target (SetMirror), but for its Hearer.
 func (r *Router) Apply(t Target, ev kvcache.Event) {
 	x := r.byID[t]
 	if x == nil {
 		return
+	}
+	if x.hears != nil {
+		x.hears.Heard(ev)
 	}
 	if ev.Medium != kvcache.GPU && ev.Kind != kvcache.Cleared {
 		set := &x.lower[min(int(ev.Medium), 2)-1]

@@ -103,26 +103,31 @@ func (r *runner) serve(w *worker) {
 	}
 }
 
-// mirrorable reports whether routers may read the workers' block pools in place instead of indexing their
-// KV events (router.Mirror): where each event reaches the router at the instant its pool emits it, the
-// router's index and the pool are equal whenever the router reads them. That takes events published as
-// a pass starts, right after the pool changed, not at its end and not delayed. Lookahead and lanes keep
-// it: a request is routed only once every pass started before it has been applied, and no lane is
-// computing then.
-func (r *runner) mirrorable() bool {
-	return r.o.RouterEventDelay <= 0 && !r.o.RouterEventsAtPassEnd && !r.o.noMirror
+// mirrorable reports whether routers may read the workers' prefix caches in place instead of indexing
+// their KV events (router.Mirror). A block pool (vLLM's, TensorRT-LLM's) is read as it is, which is what
+// the router's index holds where each event reaches the router at the instant its pool emits it: events
+// published as a pass starts, right after the pool changed, not at its end and not delayed. Lookahead and
+// lanes keep it: a request is routed only once every pass started before it has been applied, and no
+// lane is computing then. SGLang's radix cache is read through its radix.View, which shows what the
+// events the router has heard announced, at pass end or delayed alike (poolsToo false: only views).
+func (r *runner) mirrorable() (on, poolsToo bool) {
+	return !r.o.noMirror, r.o.RouterEventDelay <= 0 && !r.o.RouterEventsAtPassEnd
 }
 
-// mirror makes the block pool of each of w's ranks its router's view of the rank's GPU cache, where the
-// rank publishes KV events when its passes start and has a pool that records them (vLLM's, TensorRT-LLM's;
-// SGLang publishes at pass end). Decode workers publish nothing, and their router indexes nothing.
+// mirror makes each of w's ranks' prefix caches its router's view of the rank's GPU cache: SGLang's radix
+// view, or, where mirrorable allows, a block pool that records events (vLLM's, TensorRT-LLM's) of a rank
+// that publishes them when its passes start. Decode workers publish nothing, and their router indexes
+// nothing.
 func (r *runner) mirror(w *worker) {
-	if w.pool.name == "decode" || w.eng.EventsAtPassEnd() {
+	if w.pool.name == "decode" {
 		return
 	}
 	for rank := range w.eng.DPSize() {
-		if bp := w.eng.EventPool(rank); bp != nil {
-			w.pool.router.SetMirror(router.Target{Worker: w.id, Rank: rank}, bp)
+		t := router.Target{Worker: w.id, Rank: rank}
+		if v := w.eng.EventView(rank); v != nil {
+			w.pool.router.SetMirror(t, v)
+		} else if bp := w.eng.EventPool(rank); bp != nil && r.mirrorBP && !w.eng.EventsAtPassEnd() {
+			w.pool.router.SetMirror(t, bp)
 		}
 	}
 }
@@ -355,6 +360,9 @@ func (r *runner) applyKV(p *pool, t router.Target, epoch uint32, evs []kvcache.E
 		return
 	}
 	for _, ev := range evs {
+		if r.o.heard != nil {
+			r.o.heard(p, t, epoch, ev)
+		}
 		p.router.Apply(t, ev)
 	}
 }

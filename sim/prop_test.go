@@ -15,11 +15,13 @@ import (
 
 	"github.com/mocker-sim/mocker/disagg"
 	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/timing"
+	"github.com/mocker-sim/mocker/tokens"
 	"github.com/mocker-sim/mocker/workload"
 )
 
@@ -331,6 +333,52 @@ func checkIndex(r *runner, w *worker) error {
 	return nil
 }
 
+// shadowIndex returns hooks that index every GPU KV event the ingress router is handed, per target (as
+// a router without mirrors would), and check, before each request is routed, that the router's overlap
+// of its prompt on every target is the index's: a router reading caches in place (runner.mirrorable)
+// credits what one indexing their events would, request by request, events at pass end and delayed
+// included. A worker's failure starts its targets' index afresh (its new epoch).
+func shadowIndex() (func(*pool, router.Target, uint32, kvcache.Event), func(*runner, []tokens.Block) error) {
+	type shadow struct {
+		epoch uint32
+		set   map[uint64]bool
+	}
+	index := map[router.Target]*shadow{}
+	heard := func(p *pool, t router.Target, epoch uint32, ev kvcache.Event) {
+		if p.name == "decode" || ev.Medium != kvcache.GPU {
+			return
+		}
+		sh := index[t]
+		if sh == nil || sh.epoch != epoch || ev.Kind == kvcache.Cleared {
+			sh = &shadow{epoch: epoch, set: map[uint64]bool{}}
+			index[t] = sh
+		}
+		for _, b := range ev.Blocks {
+			sh.set[b.Hash] = true
+		}
+		for _, h := range ev.Hashes {
+			delete(sh.set, h)
+		}
+	}
+	routing := func(r *runner, blocks []tokens.Block) error {
+		rt := r.ingress.router
+		got := slices.Clone(rt.Overlap(blocks))
+		for i, t := range rt.Targets() {
+			want := 0
+			if sh := index[t]; sh != nil && sh.epoch == r.ingress.workers[t.Worker].epoch {
+				for want < len(blocks) && sh.set[blocks[want].Hash] {
+					want++
+				}
+			}
+			if got[i] != want {
+				return fmt.Errorf("router's overlap on %v is %d blocks of %d, its events' %d", t, got[i], len(blocks), want)
+			}
+		}
+		return nil
+	}
+	return heard, routing
+}
+
 // missing lists (up to 5 of) the elements of sorted a not in sorted b.
 func missing(a, b []uint64) []uint64 {
 	var out []uint64
@@ -360,6 +408,7 @@ func runProp(t *testing.T, c *propCase) []byte {
 	o.CheckInvariants = true
 	o.limit, o.maxPasses = c.limit(c.source(t))
 	o.inspect = checkIndex
+	o.heard, o.routing = shadowIndex()
 	var res *Result
 	err := func() (err error) {
 		defer func() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mocker-sim/mocker/disagg"
 	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/planner"
 	"github.com/mocker-sim/mocker/report"
 	"github.com/mocker-sim/mocker/router"
@@ -89,6 +90,10 @@ type Options struct {
 	limit     time.Duration
 	maxPasses int64
 	inspect   func(r *runner, w *worker) error
+	// Tests: heard, if set, is handed every KV event a router is handed (with the worker's epoch), and
+	// routing, if set, every prompt the ingress router routes, before it does.
+	heard   func(p *pool, t router.Target, epoch uint32, ev kvcache.Event)
+	routing func(r *runner, blocks []tokens.Block) error
 }
 
 // Result is what a run produced.
@@ -224,7 +229,8 @@ type runner struct {
 	laned     int64
 	runObs    RunObserver // Options.Observer, if it is shown coasted passes as runs
 	lanes     *lanes      // nil: one thread
-	mirrors   bool        // routers read serving workers' block pools in place (mirrorable)
+	mirrors   bool        // routers read serving workers' prefix caches in place (mirrorable)
+	mirrorBP  bool        // block pools too, not only radix views
 
 	reqs    []*request         // by id from reqBase on (ids are dense); nil once ended
 	reqBase uint64             // the id of reqs[0]: the earliest request in flight, or one after it
@@ -290,7 +296,7 @@ func Run(src workload.Source, o Options) (_ *Result, err error) {
 	if o.Observer != nil {
 		r.runObs, _ = runObserver(o.Observer)
 	}
-	r.mirrors = r.mirrorable()
+	r.mirrors, r.mirrorBP = r.mirrorable()
 	if err := r.buildPools(); err != nil {
 		return nil, err
 	}
@@ -555,6 +561,11 @@ func (r *runner) route(req *request) error {
 		return r.requestEnded(req)
 	}
 	seq := r.routeSeq(req)
+	if r.o.routing != nil {
+		if err := r.o.routing(r, seq.Blocks()); err != nil {
+			return fmt.Errorf("request %d at %v: %w", req.id, r.now, err)
+		}
+	}
 	d, queued := r.ingress.router.Route(router.Request{ID: req.id, Blocks: seq.Blocks(), PromptTokens: seq.Len()})
 	if queued {
 		return nil

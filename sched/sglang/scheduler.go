@@ -789,9 +789,11 @@ func (s *Scheduler) cacheFull(r *request) {
 	}
 	// Extend takes over r's pages (freeing r's duplicates of pages someone cached first) below r's node,
 	// leaving room on r's leaf for the pages r's further chunks and output will add, so that caching
-	// them does not copy the whole edge again: at most as many as it caches now or a pass's prefill
-	// budget, so that a huge max_tokens reserves nothing huge (release trims what an early end leaves).
-	room := min(max((r.Seq.Len()-r.Generated+r.MaxTokens)/s.opt.PageSize-full, 0), max(full-r.locked, s.pagesFor(s.opt.MaxPrefillTokens)))
+	// them does not copy the whole edge again: the rest of its prompt, and of its output at most as many
+	// pages as it caches now or a pass's prefill budget, so that a huge max_tokens reserves nothing huge
+	// (release trims what an early end leaves).
+	prompt := (r.Seq.Len() - r.Generated) / s.opt.PageSize
+	room := min(max(prompt+r.MaxTokens/s.opt.PageSize-full, 0), max(prompt-full, 0)+max(full-r.locked, s.pagesFor(s.opt.MaxPrefillTokens)))
 	_, node := s.cache.Extend(r.node, r.Seq.Blocks()[r.locked:full], r.pages[r.locked:full], room)
 	s.cache.Lock(node)
 	if r.node != nil {

@@ -1,0 +1,242 @@
+package radix
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+// View is the cache as a consumer of its KV events sees it, read in place: the pages announced by the
+// events it has heard so far (Heard), however far the cache has gone on since. A router in the same
+// process reads it instead of indexing the events (router.Mirror), which spares it a hash-table update per
+// page stored or evicted — with one-token pages, one per token.
+//
+// The cache records, for each page in the tree, the id of the Stored event that added it (as runs per
+// node, storeRun); ids grow along every path from the root, since a page is stored after its parent. A
+// page in the tree is in the view when its Stored event has been heard. A page evicted by a Removed
+// event not yet heard is still in the view: its node stays aside as a ghost, indexed by its first page's
+// sequence hash, until the View hears of its eviction. A prefix in the view is then a walk down the tree
+// over heard pages, continued through ghosts, and the ghosts' pages may lead to other ghosts, never back
+// to the tree (the argument is in Prefix).
+//
+// Heard is the consumer's; the rest is the cache's owner's. Heard touches only the view's own counters,
+// so a driver may deliver one worker's events while that worker plans its next passes on another
+// goroutine; ghosts are dropped by the goroutine using the cache, Evict or a query.
+type View struct {
+	c      *Cache
+	heard  atomic.Uint64 // events [0, heard) have been heard
+	cached int           // pages in the view
+
+	ghosts map[uint64]*Node // by first page's sequence hash: the earliest-removed ghost, then its next
+	queue  []*Node          // ghosts in eviction order
+}
+
+// View returns the cache's view, starting it on the first call, which must come before the cache
+// records any event: the view rebuilds the past from what the cache keeps of it, from the start. It
+// panics for a cache without events.
+func (c *Cache) View() *View {
+	if c.view != nil {
+		return c.view
+	}
+	if !c.events {
+		panic("radix: a view of a cache that records no events")
+	}
+	if c.nextID > 0 {
+		panic("radix: a view started after the cache's first event")
+	}
+	c.view = &View{c: c, ghosts: map[uint64]*Node{}}
+	return c.view
+}
+
+// Heard records that the consumer has been handed ev, the cache's next event (events are heard in the
+// order the cache emits them). Lower tiers' events count for their ids only.
+func (v *View) Heard(ev kvcache.Event) {
+	v.heard.Store(ev.ID + 1)
+	if ev.Medium != kvcache.GPU {
+		return
+	}
+	switch ev.Kind {
+	case kvcache.Stored:
+		v.cached += len(ev.Blocks)
+	case kvcache.Removed:
+		v.cached -= len(ev.Hashes)
+	}
+}
+
+// Cached is the number of pages in the view.
+func (v *View) Cached() int { return v.cached }
+
+// bury keeps an evicted node as a ghost: the Removed event that announces its eviction is the next the
+// cache emits.
+func (v *View) bury(n *Node) {
+	v.prune()
+	*n = Node{blocks: n.blocks, ids: n.ids, runs: n.runs, serial: n.serial, heapIdx: -1, removed: v.c.nextID}
+	v.queue = append(v.queue, n)
+	key := n.blocks[0].Hash
+	g := v.ghosts[key]
+	if g == nil {
+		v.ghosts[key] = n
+		return
+	}
+	for g.next != nil {
+		g = g.next
+	}
+	g.next = n
+}
+
+// prune drops the ghosts whose eviction has been heard, and recycles them.
+func (v *View) prune() {
+	heard := v.heard.Load()
+	k := 0
+	for k < len(v.queue) && v.queue[k].removed < heard {
+		g := v.queue[k]
+		key := g.blocks[0].Hash
+		if g.next != nil {
+			v.ghosts[key] = g.next // it was first: its chain is in eviction order
+		} else {
+			delete(v.ghosts, key)
+		}
+		v.queue[k] = nil
+		v.c.recycle(g)
+		k++
+	}
+	if k > 0 {
+		v.queue = append(v.queue[:0], v.queue[k:]...)
+	}
+}
+
+// Prefix is how many leading pages of a sequence's full pages (prefix first) are in the view, up to the
+// first missing one. It changes nothing a scheduler sees: no split, no stamp.
+//
+// Each page of the view has one holder: the tree (where the page's Stored event was heard) or a ghost
+// (where it was heard and the eviction was not; a page is in the tree once at a time, so two cannot hold
+// it). The walk takes the tree's pages while it holds them, then ghosts, each from the page where the
+// last left the sequence, as long as they hold it. The holder of the page where one stops starts there:
+// a holder that held the page before would be the one the walk was in. The tree never takes over from a
+// ghost: a page held by the tree was there when the ghost's node was evicted as a leaf, so it is not a
+// child of the ghost's pages. And of the ghosts starting at a page, only the earliest evicted can hold
+// it: a later one was stored after that eviction, which is not heard.
+func (v *View) Prefix(pages []tokens.Block) int {
+	v.prune()
+	c, heard := v.c, v.heard.Load()
+	n, i := c.root, 0
+	for i < len(pages) {
+		next := c.child(n, pages[i].TokensHash)
+		if next == nil {
+			break
+		}
+		k := next.heardPages(commonPrefix(next.blocks, pages[i:]), heard)
+		i += k
+		if k < next.pages() {
+			break
+		}
+		n = next
+	}
+	for i < len(pages) && len(v.ghosts) > 0 {
+		g := v.ghosts[pages[i].Hash]
+		if g == nil {
+			break
+		}
+		k := 0
+		for k < g.pages() && i+k < len(pages) && g.blocks[k].Hash == pages[i+k].Hash {
+			k++
+		}
+		k = g.heardPages(k, heard)
+		if k == 0 {
+			break
+		}
+		i += k
+	}
+	return i
+}
+
+// storeRun says that the pages of a node's edge from page at, up to the next run's, were added by the
+// Stored event id. A node's runs start at page 0, and their pages and ids increase: a node grows at its
+// end (Extend), each time by a new event. Runs whose events have been heard merge into the first, so a
+// node keeps one run, and one more per growth not yet heard, rather than an id per page.
+type storeRun struct {
+	at int32
+	id uint64
+}
+
+// heardPages is how many of the first k pages of n's edge were added by an event heard.
+func (n *Node) heardPages(k int, heard uint64) int {
+	for _, r := range n.runs {
+		if r.id >= heard {
+			return min(k, int(r.at))
+		}
+	}
+	return k
+}
+
+// stored records that the pages about to be appended to n's edge are added by the event id, merging the
+// runs already heard into one.
+func (v *View) stored(n *Node, id uint64) {
+	heard := v.heard.Load()
+	i := 0
+	for i+1 < len(n.runs) && n.runs[i+1].id < heard {
+		i++
+	}
+	if i > 0 {
+		n.runs = append(n.runs[:0], n.runs[i:]...)
+		n.runs[0].at = 0
+	}
+	n.runs = append(n.runs, storeRun{at: int32(n.pages()), id: id})
+}
+
+// splitRuns divides an edge's runs where a split cuts it after k pages: upper (recycled, its array
+// reused) gets the runs of the first k pages, and the runs of the rest start at 0.
+func splitRuns(upper, lower []storeRun, k int) ([]storeRun, []storeRun) {
+	j := 0 // the last run starting at or before page k
+	for j+1 < len(lower) && int(lower[j+1].at) <= k {
+		j++
+	}
+	upper = append(upper[:0], lower[:j]...)
+	if int(lower[j].at) < k {
+		upper = append(upper, lower[j])
+	}
+	lower = append(lower[:0], lower[j:]...)
+	for i := range lower {
+		lower[i].at = max(lower[i].at-int32(k), 0)
+	}
+	return upper, lower
+}
+
+// checkRuns verifies n's runs: from page 0, pages and ids increasing, within the edge.
+func (n *Node) checkRuns() error {
+	for i, r := range n.runs {
+		if i == 0 && r.at != 0 || i > 0 && (r.at <= n.runs[i-1].at || r.id <= n.runs[i-1].id) || int(r.at) >= n.pages() {
+			return fmt.Errorf("radix: node %d of %d pages has store runs %v", n.serial, n.pages(), n.runs)
+		}
+	}
+	if len(n.runs) == 0 {
+		return fmt.Errorf("radix: node %d has no store runs", n.serial)
+	}
+	return nil
+}
+
+// AppendCached appends to dst the sequence hash of every page in the view, once, and returns it (a
+// test's view of a router's index; O(pages)).
+func (v *View) AppendCached(dst []uint64) []uint64 {
+	v.prune()
+	heard := v.heard.Load()
+	stack := []*Node{v.c.root}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, b := range n.blocks[:n.heardPages(n.pages(), heard)] {
+			dst = append(dst, b.Hash)
+		}
+		for ch := n.first; ch != nil; ch = ch.next {
+			stack = append(stack, ch)
+		}
+	}
+	for _, g := range v.queue {
+		for _, b := range g.blocks[:g.heardPages(g.pages(), heard)] {
+			dst = append(dst, b.Hash)
+		}
+	}
+	return dst
+}

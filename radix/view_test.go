@@ -1,0 +1,216 @@
+package radix
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+// TestViewAgainstLaggingIndex drives requests that match, prefill in chunks and decode page by page with
+// Extend under heavy eviction (a pool of 24 pages, prompts from a few shared-prefix families), while the
+// cache's events reach a consumer late: after each step a random number of the events not yet delivered
+// (often none, for many steps, so that pages are evicted and stored again before the consumer hears of
+// it) go to an indexer fed by them alone and to the View. After every step the View holds exactly the
+// indexer's pages (Cached, AppendCached), and its Prefix of every family's prompts, of the live requests'
+// sequences and of random prompts is the indexer's: leading pages it holds, up to the first it lacks.
+func TestViewAgainstLaggingIndex(t *testing.T) {
+	var restoredUnheard, ghostHits int
+	for _, ps := range []int{1, 2} {
+		for seed := uint64(1); seed <= 40; seed++ {
+			t.Run(fmt.Sprintf("page%d/seed%d", ps, seed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 7))
+				c, err := New(Options{PageSize: ps, NumPages: 24, Events: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				v := c.View()
+				if c.View() != v {
+					t.Fatal("View: a second call made another view")
+				}
+				type req struct {
+					seq    *tokens.Sequence
+					table  []PageID
+					locked int
+					node   *Node
+				}
+				var live []*req
+				var pending []kvcache.Event // emitted, not yet delivered
+				indexed := map[uint64]bool{}
+				evictedUnheard := map[uint64]bool{} // removed by a pending event
+				var probes [][]tokens.Block
+				for f := range 6 {
+					s := tokens.NewSequence(ps)
+					s.Append(prefixFamily(rand.New(rand.NewPCG(uint64(f), 1)))...)
+					probes = append(probes, s.Blocks())
+				}
+				release := func(r *req) {
+					c.Free(r.table[r.locked:])
+					if r.node != nil {
+						c.Unlock(r.node)
+					}
+				}
+				extend := func(r *req, full int) {
+					_, next := c.Extend(r.node, r.seq.Blocks()[r.locked:full], r.table[r.locked:full], rng.IntN(3))
+					c.Lock(next)
+					if r.node != nil {
+						c.Unlock(r.node)
+					}
+					r.locked, r.node = full, next
+				}
+				for step := range 400 {
+					switch k := rng.IntN(10); {
+					case len(live) < 3 && k < 4:
+						r := &req{seq: tokens.NewSequence(ps)}
+						r.seq.Append(prefixFamily(rng)...)
+						ids, node := c.Match(r.seq.Blocks(), nil)
+						c.Lock(node)
+						r.table, r.locked, r.node = ids, len(ids), node
+						need := (r.seq.Len()+ps-1)/ps - len(ids)
+						if c.FreePages() < need {
+							c.Evict(need - c.FreePages())
+						}
+						var ok bool
+						if r.table, ok = c.Alloc(need, r.table); !ok {
+							release(r)
+							continue
+						}
+						live = append(live, r)
+						// Its prompt goes into the tree in up to two chunks.
+						full := len(r.seq.Blocks())
+						if mid := r.locked + rng.IntN(full-r.locked+1); mid > r.locked && mid < full {
+							extend(r, mid)
+						}
+						if full > r.locked {
+							extend(r, full)
+						}
+					case len(live) > 0 && k < 8:
+						r := live[rng.IntN(len(live))]
+						if c.FreePages() < 1 {
+							c.Evict(1)
+						}
+						var ok bool
+						if r.table, ok = c.Alloc(1, r.table); !ok {
+							continue
+						}
+						for range ps {
+							r.seq.Append(uint32(rng.IntN(3)))
+						}
+						if full := len(r.seq.Blocks()); full > r.locked {
+							extend(r, full)
+						}
+					case len(live) > 0:
+						i := rng.IntN(len(live))
+						if rng.IntN(2) == 0 && live[i].node != nil {
+							c.Trim(live[i].node)
+						}
+						release(live[i])
+						live = slices.Delete(live, i, i+1)
+					}
+					if err := c.CheckInvariants(); err != nil {
+						t.Fatalf("step %d: %v", step, err)
+					}
+					for _, ev := range c.TakeEvents(nil) {
+						for _, b := range ev.Blocks {
+							if evictedUnheard[b.Hash] {
+								restoredUnheard++
+							}
+						}
+						for _, h := range ev.Hashes {
+							evictedUnheard[h] = true
+						}
+						pending = append(pending, ev)
+					}
+					// Deliver some: none at all three steps in four.
+					n := 0
+					if rng.IntN(4) == 0 {
+						n = rng.IntN(len(pending) + 1)
+					}
+					for _, ev := range pending[:n] {
+						v.Heard(ev)
+						for _, b := range ev.Blocks {
+							indexed[b.Hash] = true
+						}
+						for _, h := range ev.Hashes {
+							delete(indexed, h)
+							delete(evictedUnheard, h)
+						}
+					}
+					pending = slices.Delete(pending, 0, n)
+
+					if v.Cached() != len(indexed) {
+						t.Fatalf("step %d: view holds %d pages, indexer %d", step, v.Cached(), len(indexed))
+					}
+					got := v.AppendCached(nil)
+					want := make([]uint64, 0, len(indexed))
+					for h := range indexed {
+						want = append(want, h)
+					}
+					slices.Sort(got)
+					slices.Sort(want)
+					if !slices.Equal(got, want) {
+						t.Fatalf("step %d: view holds %x, indexer %x", step, got, want)
+					}
+					qs := slices.Clone(probes)
+					for _, r := range live {
+						qs = append(qs, r.seq.Blocks())
+					}
+					s := tokens.NewSequence(ps)
+					s.Append(prefixFamily(rng)...)
+					qs = append(qs, s.Blocks())
+					for _, q := range qs {
+						want := 0
+						for want < len(q) && indexed[q[want].Hash] {
+							want++
+						}
+						got := v.Prefix(q)
+						if got != want {
+							t.Fatalf("step %d: view's prefix of %d pages is %d, indexer's %d", step, len(q), got, want)
+						}
+						if tree := c.treePrefix(q); got > tree {
+							ghostHits++
+						}
+					}
+				}
+			})
+		}
+	}
+	// The cases the view exists for happened: pages stored again before their eviction was heard, and
+	// prefixes the view found only among its ghosts.
+	if restoredUnheard == 0 || ghostHits == 0 {
+		t.Fatalf("pages stored again before their eviction was heard: %d; prefixes longer than the tree's: %d", restoredUnheard, ghostHits)
+	}
+}
+
+// treePrefix is how many leading pages the tree holds now, whatever was heard.
+func (c *Cache) treePrefix(pages []tokens.Block) int {
+	n, i := c.root, 0
+	for i < len(pages) {
+		next := c.child(n, pages[i].TokensHash)
+		if next == nil {
+			break
+		}
+		k := commonPrefix(next.blocks, pages[i:])
+		i += k
+		if k < next.pages() {
+			break
+		}
+		n = next
+	}
+	return i
+}
+
+// TestViewStartsWithTheCache: a view cannot rebuild what happened before it started.
+func TestViewStartsWithTheCache(t *testing.T) {
+	c := newCache(t, 1, 8)
+	insertNew(t, c, seq(1, "ab"))
+	defer func() {
+		if recover() == nil {
+			t.Fatal("View after an event did not panic")
+		}
+	}()
+	c.View()
+}
