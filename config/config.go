@@ -606,7 +606,7 @@ func (c *Config) validateEngine() error {
 	case c.MaxNumBatchedTokens < 1:
 		return bad("max-num-batched-tokens", c.MaxNumBatchedTokens, "must be at least 1")
 	case c.MaxModelLen < 0:
-		return bad("max-model-len", c.MaxModelLen, "must not be negative (0: unlimited)")
+		return bad("max-model-len", c.MaxModelLen, "must not be negative (0: the model's max_position_embeddings)")
 	case c.DPSize < 1:
 		return bad("dp-size", c.DPSize, "must be at least 1")
 	case c.MaxLoRAs < 1:
