@@ -125,9 +125,9 @@ may share the workers. Engine flags must match the workers' (block size, KV pool
 
 // runWorker serves n fleet workers of o's one engine each until ctx ends, then drains them.
 func runWorker(ctx context.Context, cfg *config.Config, n int, o live.Options, name string, stderr io.Writer, ready chan<- *serving) error {
-	nc, err := nats.Connect(cfg.NATS, natsOptions("mocker worker")...)
+	nc, err := connectNATS(ctx, cfg.NATS, "mocker worker", true, "", stderr)
 	if err != nil {
-		return fmt.Errorf("nats %s: %w", cfg.NATS, err)
+		return err
 	}
 	defer nc.Close()
 	fws := make([]*live.FleetWorker, n)

@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -231,15 +230,20 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 			cleanup = append(cleanup, func() { ns.Shutdown(); ns.WaitForShutdown() })
 			url = u
 		}
-		opts := []nats.Option{nats.Name("mocker serve")}
+		who, hint := "mocker serve", "; --nats embedded runs one in this process, --nats none publishes no KV events"
 		if frontend {
-			opts = natsOptions("mocker frontend")
+			who, hint = "mocker frontend", ""
 		}
-		nc, err := nats.Connect(url, opts...)
+		nc, err := connectNATS(ctx, url, who, frontend, hint, stderr)
 		if err != nil {
-			return fmt.Errorf("nats %s: %w", url, err)
+			return err
 		}
-		cleanup = append(cleanup, func() { nc.Flush(); nc.Close() })
+		cleanup = append(cleanup, func() {
+			if nc.IsConnected() { // else Flush would wait for the server
+				nc.Flush()
+			}
+			nc.Close()
+		})
 		info.NATSURL = url
 		if frontend {
 			o.Fleet = &live.FleetOptions{Conn: nc, TTL: seconds(cfg.FleetTTLS)}
