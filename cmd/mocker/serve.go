@@ -154,6 +154,10 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		cfg.Workers = 1
 		defer func() { cfg.Workers = 0 }()
 	}
+	who := "mocker serve" // what this process is, on stderr
+	if frontend {
+		who = "mocker frontend"
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -230,9 +234,9 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 			cleanup = append(cleanup, func() { ns.Shutdown(); ns.WaitForShutdown() })
 			url = u
 		}
-		who, hint := "mocker serve", "; --nats embedded runs one in this process, --nats none publishes no KV events"
+		hint := "; --nats embedded runs one in this process, --nats none publishes no KV events"
 		if frontend {
-			who, hint = "mocker frontend", ""
+			hint = ""
 		}
 		nc, err := connectNATS(ctx, url, who, frontend, hint, stderr)
 		if err != nil {
@@ -299,26 +303,32 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	}
 	hs := srv.APIServer()
 	info.Addr, info.Bootstrap, info.Server = ln.Addr().String(), srv.BootstrapAddrs(), srv
-	fmt.Fprintf(stderr, "mocker serve: model %s on http://%s (%s)\n", name, info.Addr, describeServe(cfg, o.Workers))
-	if info.NATSURL != "" {
-		fmt.Fprintf(stderr, "mocker serve: KV events on NATS %s, subject %s (%s)\n", info.NATSURL, info.Subject, cfg.KVEventsFormat)
+	switch {
+	case frontend: // its workers are other processes: it publishes no KV events of its own
+		fmt.Fprintf(stderr, "%s: model %s on http://%s, routing (router %s) to the mocker workers it finds on NATS %s: start them with mocker worker --nats %s\n",
+			who, name, info.Addr, cfg.Router, info.NATSURL, info.NATSURL)
+	case info.NATSURL != "":
+		fmt.Fprintf(stderr, "%s: model %s on http://%s (%s)\n", who, name, info.Addr, describeServe(cfg, o.Workers))
+		fmt.Fprintf(stderr, "%s: KV events on NATS %s, subject %s (%s)\n", who, info.NATSURL, info.Subject, cfg.KVEventsFormat)
+	default:
+		fmt.Fprintf(stderr, "%s: model %s on http://%s (%s)\n", who, name, info.Addr, describeServe(cfg, o.Workers))
 	}
 	switch {
 	case cfg.DynamoZMQBroker != "":
-		fmt.Fprintf(stderr, "mocker serve: Dynamo event plane on ZMQ, connecting to the broker's XSUB %s\n", cfg.DynamoZMQBroker)
+		fmt.Fprintf(stderr, "%s: Dynamo event plane on ZMQ, connecting to the broker's XSUB %s\n", who, cfg.DynamoZMQBroker)
 	case len(info.PlaneAddrs) > 0:
-		fmt.Fprintf(stderr, "mocker serve: Dynamo event plane on ZMQ, worker w rank r publishing kv-events on socket 2×(w×dp-size+r) and kv_metrics on the next: %v\n", info.PlaneAddrs)
+		fmt.Fprintf(stderr, "%s: Dynamo event plane on ZMQ, worker w rank r publishing kv-events on socket 2×(w×dp-size+r) and kv_metrics on the next: %v\n", who, info.PlaneAddrs)
 	}
 	switch {
 	case cfg.KVEventsEndpoint != "" && vllmevents.Binds(cfg.KVEventsEndpoint):
-		fmt.Fprintf(stderr, "mocker serve: vLLM KV events on ZMQ %s (bound)\n", cfg.KVEventsEndpoint)
+		fmt.Fprintf(stderr, "%s: vLLM KV events on ZMQ %s (bound)\n", who, cfg.KVEventsEndpoint)
 	case cfg.KVEventsEndpoint != "":
-		fmt.Fprintf(stderr, "mocker serve: vLLM KV events on ZMQ, connecting to %s\n", cfg.KVEventsEndpoint)
+		fmt.Fprintf(stderr, "%s: vLLM KV events on ZMQ, connecting to %s\n", who, cfg.KVEventsEndpoint)
 	case cfg.ZMQKVEventsPort > 0:
-		fmt.Fprintf(stderr, "mocker serve: vLLM KV events on ZMQ tcp://%s:%d+\n", cfg.Host, cfg.ZMQKVEventsPort)
+		fmt.Fprintf(stderr, "%s: vLLM KV events on ZMQ tcp://%s:%d+\n", who, cfg.Host, cfg.ZMQKVEventsPort)
 	}
 	for i, a := range info.WorkerAddrs {
-		fmt.Fprintf(stderr, "mocker serve: worker %d alone on http://%s\n", i, a)
+		fmt.Fprintf(stderr, "%s: worker %d alone on http://%s\n", who, i, a)
 	}
 	// Each listener's Serve returns once; the first error stops the server.
 	errc := make(chan error, len(lns))
@@ -343,7 +353,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	fmt.Fprintln(stderr, "mocker serve: shutting down, draining requests in flight")
+	fmt.Fprintf(stderr, "%s: shutting down, draining requests in flight\n", who)
 	sctx, cancel := context.WithTimeout(context.Background(), seconds(cfg.ShutdownTimeoutS))
 	defer cancel()
 	for _, whs := range workerHS {
