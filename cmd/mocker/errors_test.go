@@ -6,10 +6,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mocker-sim/mocker/config"
 	"github.com/mocker-sim/mocker/live/natsevents"
 )
 
@@ -118,5 +120,68 @@ func TestFrontendSaysWhatItIs(t *testing.T) {
 		"mocker frontend: shutting down, draining requests in flight\n", info.Addr, info.NATSURL, info.NATSURL)
 	if got := stderr.String(); got != want {
 		t.Errorf("stderr\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestPortInUseNamed: a port another process listens on is an error naming the flag that chose it,
+// saying the port is in use and to choose another.
+func TestPortInUseNamed(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := busy.Addr().(*net.TCPAddr).Port
+	// --worker-ports port-1 needs worker 0's port free.
+	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port-1)); err != nil {
+		t.Skipf("port %d, below the busy one, is taken too: %v", port-1, err)
+	} else {
+		l.Close()
+	}
+	for _, tc := range []struct {
+		set  func(*config.Config)
+		want string // the error, or its end after "..."
+	}{
+		{func(c *config.Config) { c.Port = port },
+			fmt.Sprintf("--port %d: 127.0.0.1:%[1]d is already in use (another server listens there): choose another --port (0: any free port)", port)},
+		{func(c *config.Config) { c.WorkerPorts, c.Workers = port-1, 2 },
+			fmt.Sprintf("--worker-ports %d: worker 1's port, 127.0.0.1:%d, is already in use: choose another --worker-ports", port-1, port)},
+		{func(c *config.Config) { c.NATS, c.NATSPort = "embedded", port },
+			fmt.Sprintf("--nats-port %d: 127.0.0.1:%[1]d is already in use (another NATS server? --nats nats://127.0.0.1:%[1]d uses it): choose another --nats-port (0: any free port), or --nats none", port)},
+		{func(c *config.Config) { c.ZMQKVEventsPort = port }, "...bind: address already in use; choose another --zmq-kv-events-port"},
+		{func(c *config.Config) { c.KVEventsEndpoint = fmt.Sprintf("tcp://*:%d", port) }, "...bind: address already in use; choose another --kv-events-endpoint PORT"},
+		{func(c *config.Config) { c.DynamoZMQEndpoint = fmt.Sprintf("tcp://127.0.0.1:%d", port) }, "...bind: address already in use; choose another --dynamo-zmq-endpoint PORT (0: free ports)"},
+		{func(c *config.Config) { c.PrefillWorkers, c.DecodeWorkers, c.BootstrapPort = 1, 1, port },
+			"...bind: address already in use; choose another --bootstrap-port (0: free ports)"},
+	} {
+		cfg := serveConfig()
+		cfg.Port, cfg.NATS = 0, "none"
+		tc.set(&cfg)
+		err := serveFails(&cfg)
+		if want, ok := strings.CutPrefix(tc.want, "..."); ok {
+			if err == nil || !strings.HasSuffix(err.Error(), want) {
+				t.Errorf("%v, want ...%s", err, want)
+			}
+		} else if err == nil || err.Error() != want {
+			t.Errorf("%v, want %s", err, want)
+		}
+	}
+}
+
+// serveFails runs serve with cfg and returns its error; a server that starts instead is stopped and
+// reported as a nil error.
+func serveFails(cfg *config.Config) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan *serving, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, io.Discard, ready) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ready:
+		cancel()
+		<-done
+		return nil
 	}
 }

@@ -199,9 +199,12 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		o.Workers = 0
 	}
 	// Listen first: the workers' topics name their addresses. Serve owns the listeners once it runs.
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("--port %d: %s is already in use (another server listens there): choose another --port (0: any free port)", cfg.Port, addr)
+	} else if err != nil {
+		return fmt.Errorf("--host %s --port %d: %w", cfg.Host, cfg.Port, err)
 	}
 	lns := []net.Listener{ln}
 	defer func() {
@@ -214,9 +217,12 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		if cfg.WorkerPorts == 0 {
 			break
 		}
-		l, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WorkerPorts+i)))
-		if err != nil {
-			return fmt.Errorf("serve: worker %d: %w (choose another --worker-ports)", i, err)
+		addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WorkerPorts+i))
+		l, err := net.Listen("tcp", addr)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("--worker-ports %d: worker %d's port, %s, is already in use: choose another --worker-ports", cfg.WorkerPorts, i, addr)
+		} else if err != nil {
+			return fmt.Errorf("--worker-ports %d: worker %d: %w", cfg.WorkerPorts, i, err)
 		}
 		lns = append(lns, l)
 		workerLns = append(workerLns, l)
@@ -228,8 +234,10 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		url := cfg.NATS
 		if url == "embedded" {
 			ns, u, err := natsevents.StartEmbedded(cfg.NATSPort)
-			if err != nil {
-				return fmt.Errorf("nats: %w (choose another --nats-port, or --nats none)", err)
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return fmt.Errorf("--nats-port %d: 127.0.0.1:%d is already in use (another NATS server? --nats nats://127.0.0.1:%[1]d uses it): choose another --nats-port (0: any free port), or --nats none", cfg.NATSPort, cfg.NATSPort)
+			} else if err != nil {
+				return fmt.Errorf("--nats embedded: %w", err)
 			}
 			cleanup = append(cleanup, func() { ns.Shutdown(); ns.WaitForShutdown() })
 			url = u
@@ -264,7 +272,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	if ep := cmp.Or(cfg.DynamoZMQEndpoint, cfg.DynamoZMQBroker); ep != "" {
 		ps, err := live.NewZMQPlaneSink(ep, cfg.DynamoZMQBroker != "", plane)
 		if err != nil {
-			return fmt.Errorf("dynamo event plane on ZMQ: %w", err)
+			return inUse(fmt.Errorf("dynamo event plane on ZMQ: %w", err), "--dynamo-zmq-endpoint PORT (0: free ports)")
 		}
 		cleanup = append(cleanup, func() { ps.Close() })
 		o.Sinks, o.Recorder = append(o.Sinks, ps), ps.Recorders(o.Recorder)
@@ -287,7 +295,14 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 			MapFormat: cfg.KVEventsMapFormat, Topics: topics, LoRAs: loraNames,
 		})
 		if err != nil {
-			return err
+			ports := "--zmq-kv-events-port"
+			if cfg.KVEventsEndpoint != "" {
+				ports = "--kv-events-endpoint PORT"
+			}
+			if cfg.ZMQReplayPort > 0 {
+				ports += " or --zmq-replay-port"
+			}
+			return inUse(err, ports)
 		}
 		cleanup = append(cleanup, func() { zs.Close() })
 		o.Sinks = append(o.Sinks, zs)
@@ -295,11 +310,11 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 
 	srv, err := live.New(o)
 	if err != nil {
-		return err
+		return inUse(err, "--bootstrap-port (0: free ports)")
 	}
 	defer srv.Close()
 	if err := srv.Start(); err != nil {
-		return err
+		return inUse(err, "--bootstrap-port (0: free ports)")
 	}
 	hs := srv.APIServer()
 	info.Addr, info.Bootstrap, info.Server = ln.Addr().String(), srv.BootstrapAddrs(), srv
@@ -501,4 +516,12 @@ func describeServe(cfg *config.Config, workers int) string {
 		noun = "worker"
 	}
 	return fmt.Sprintf("%s, %d %s, router %s, speedup %g", cfg.Backend, workers, noun, cfg.Router, cfg.SpeedupRatio)
+}
+
+// inUse adds to a listener's error, when its port was taken, what to choose instead: flags.
+func inUse(err error, flags string) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w; choose another %s", err, flags)
+	}
+	return err
 }
