@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"reflect"
@@ -341,7 +342,7 @@ func (c *Config) Load(path string) error {
 		}
 		field, ok := fields[k.Value]
 		if !ok {
-			return fmt.Errorf("config %s line %d: unknown key %q", path, k.Line, k.Value)
+			return fmt.Errorf("config %s line %d: unknown key %q%s", path, k.Line, k.Value, didYouMean(k.Value, append(slices.Collect(maps.Keys(fields)), Roles...)))
 		}
 		if seen[k.Value] {
 			return fmt.Errorf("config %s line %d: key %q given twice", path, k.Line, k.Value)

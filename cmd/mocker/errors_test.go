@@ -185,3 +185,21 @@ func serveFails(cfg *config.Config) error {
 		return nil
 	}
 }
+
+// TestUnknownFlagSuggests: a mistyped flag names the flag it most likely meant, on every command; a
+// live command still says why it has no flag for a setting of predict's.
+func TestUnknownFlagSuggests(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"predict --num-request 5", "unknown flag: --num-request (did you mean --num-requests?)"},
+		{"predict --max-model-length 5", "unknown flag: --max-model-length (did you mean --max-model-len?)"},
+		{"serve --prt 8000", "unknown flag: --prt (did you mean --port?)"},
+		{"recommend --tp-lst 1", "unknown flag: --tp-lst (did you mean --tp-list?)"},
+		{"predict --xyzzy", "unknown flag: --xyzzy"},
+		{"serve --num-requests 5", "unknown flag: --num-requests: mocker serve cannot honour it: it is no setting of mocker serve (mocker predict's workload and reports have no place in a live deployment, which answers the requests its clients send)"},
+	} {
+		_, _, err := mocker(t, strings.Fields(tc.args)...)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %s", tc.args, err, tc.want)
+		}
+	}
+}

@@ -153,7 +153,8 @@ func runWorker(ctx context.Context, cfg *config.Config, n int, o live.Options, n
 		if fws[i], err = live.ServeFleet(nc, srv, id); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "mocker worker: %016x, model %s on NATS %s (%s)\n", id, name, cfg.NATS, describeServe(cfg, 1))
+		// The frontends route: a worker's own --router plays no part.
+		fmt.Fprintf(stderr, "mocker worker: %016x, model %s on NATS %s (%s, speedup %g)\n", id, name, cfg.NATS, cfg.Backend, cfg.SpeedupRatio)
 		if ready != nil && i == 0 {
 			ready <- &serving{NATSURL: cfg.NATS, Server: srv}
 		}
