@@ -638,7 +638,7 @@ func TestPredictModelContext(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", backend, err)
 		}
-		if want := "warning: 1 of 3 requests rejected; the first (trace line 3): prompt (40000 tokens) + max_tokens (961) exceeds max-model-len 40960\n"; !strings.Contains(stderr, want) {
+		if want := "warning: 1 of 3 requests rejected; the first (trace line 3): prompt (40000 tokens) + max_tokens (961) exceeds max-model-len 40960 (the model's max_position_embeddings; --max-model-len sets another)\n"; !strings.Contains(stderr, want) {
 			t.Errorf("%s: stderr %q, want %q", backend, stderr, want)
 		}
 		if !strings.Contains(out, "Successful requests:                     2\nRejected requests:                       1\n") {
@@ -650,11 +650,15 @@ func TestPredictModelContext(t *testing.T) {
 	}
 	// A synthetic workload too; --max-model-len still sets the bound.
 	_, _, err := mocker(t, "predict", "--model", "qwen3-32b", "--num-requests", "2", "--input-tokens", "40960", "--output-tokens", "1", "--synthetic-lengths", "fixed")
-	if err == nil || err.Error() != `no request completed: 2 of 2 requests rejected; the first (request "0"): prompt (40960 tokens) + max_tokens (1) exceeds max-model-len 40960` {
+	if err == nil || err.Error() != `no request completed: 2 of 2 requests rejected; the first (request "0"): prompt (40960 tokens) + max_tokens (1) exceeds max-model-len 40960 (the model's max_position_embeddings; --max-model-len sets another)` {
 		t.Errorf("synthetic: %v", err)
 	}
 	if _, _, err := mocker(t, "predict", "--model", "qwen3-32b", "--num-requests", "2", "--input-tokens", "40960", "--output-tokens", "1", "--synthetic-lengths", "fixed", "--max-model-len", "65536"); err != nil {
 		t.Errorf("--max-model-len 65536: %v", err)
+	}
+	_, _, err = mocker(t, "predict", "--model", "qwen3-32b", "--num-requests", "2", "--input-tokens", "40960", "--output-tokens", "1", "--synthetic-lengths", "fixed", "--max-model-len", "40960")
+	if err == nil || err.Error() != `no request completed: 2 of 2 requests rejected; the first (request "0"): prompt (40960 tokens) + max_tokens (1) exceeds max-model-len 40960` {
+		t.Errorf("--max-model-len 40960: %v", err)
 	}
 }
 
