@@ -761,6 +761,21 @@ func (c *Config) validateWorkload() error {
 	case c.Arrival == "burst" && c.isGiven("request-rate"):
 		return bad("request-rate", c.RequestRate, "does not apply to --arrival burst, which sends every request at time 0")
 	}
+	// --concurrency's clients send a request as their last one ends: the arrival process does nothing.
+	// A rate of inf says just that (vllm bench serve's --request-rate inf --max-concurrency N).
+	for _, s := range []struct {
+		key   string
+		v     any
+		given bool
+	}{
+		{"request-rate", c.RequestRate, c.isGiven("request-rate") && !math.IsInf(c.RequestRate, 1)},
+		{"arrival", c.Arrival, c.isGiven("arrival")},
+		{"burstiness", c.Burstiness, c.isGiven("burstiness")},
+	} {
+		if c.Concurrency > 0 && s.given {
+			return bad(s.key, s.v, fmt.Sprintf("does not apply with --concurrency %d, whose clients each send a request as their last one ends, whatever the arrival times", c.Concurrency))
+		}
+	}
 	return nil
 }
 
@@ -1177,6 +1192,13 @@ func (c *Config) SimOptions() (sim.Options, error) {
 		pc, err := planner.LoadConfig(c.PlannerConfig)
 		if err != nil {
 			return sim.Options{}, err
+		}
+		// The file's pools are the deployment's (agg alone, or prefill and decode: LoadConfig).
+		switch {
+		case c.PrefillWorkers == 0 && pc.Pools.Agg == nil:
+			return sim.Options{}, fmt.Errorf("planner-config %s: its pools are prefill and decode: give --prefill-workers and --decode-workers, or scale aggregated workers with pools: agg", c.PlannerConfig)
+		case c.PrefillWorkers > 0 && pc.Pools.Agg != nil:
+			return sim.Options{}, fmt.Errorf("planner-config %s: its pool is agg: scale --prefill-workers and --decode-workers with pools: prefill and decode", c.PlannerConfig)
 		}
 		o.Planner = pc
 	}
