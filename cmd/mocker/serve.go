@@ -318,15 +318,14 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	}
 	hs := srv.APIServer()
 	info.Addr, info.Bootstrap, info.Server = ln.Addr().String(), srv.BootstrapAddrs(), srv
-	switch {
-	case frontend: // its workers are other processes: it publishes no KV events of its own
+	if frontend { // its workers are other processes: it publishes no KV events of its own
 		fmt.Fprintf(stderr, "%s: model %s on http://%s, routing (router %s) to the mocker workers it finds on NATS %s: start them with mocker worker --nats %s\n",
 			who, name, info.Addr, cfg.Router, info.NATSURL, info.NATSURL)
-	case info.NATSURL != "":
+	} else {
 		fmt.Fprintf(stderr, "%s: model %s on http://%s (%s)\n", who, name, info.Addr, describeServe(cfg, o.Workers))
-		fmt.Fprintf(stderr, "%s: KV events on NATS %s, subject %s (%s)\n", who, info.NATSURL, info.Subject, cfg.KVEventsFormat)
-	default:
-		fmt.Fprintf(stderr, "%s: model %s on http://%s (%s)\n", who, name, info.Addr, describeServe(cfg, o.Workers))
+		if info.NATSURL != "" {
+			fmt.Fprintf(stderr, "%s: KV events on NATS %s, subject %s (%s)\n", who, info.NATSURL, info.Subject, cfg.KVEventsFormat)
+		}
 	}
 	switch {
 	case cfg.DynamoZMQBroker != "":
