@@ -30,6 +30,14 @@ func TestNATSUnreachableNamed(t *testing.T) {
 		t.Errorf("serve: %v, want %s", err, want)
 	}
 
+	// A fleet's commands need a server's URL: without one there is nothing to wait for.
+	for _, args := range [][]string{{"worker"}, {"worker", "--nats", "embedded"}, {"frontend"}} {
+		want := fmt.Sprintf("%s: --nats %q: want the URL of the fleet's NATS server", args[0], strings.TrimPrefix(strings.Join(args[1:], " "), "--nats "))
+		if _, _, err := mocker(t, args...); err == nil || err.Error() != want {
+			t.Errorf("%v: %v, want %s", args, err, want)
+		}
+	}
+
 	defer func(w time.Duration) { natsWait = w }(natsWait)
 	natsWait = 20 * time.Millisecond
 	for _, args := range [][]string{

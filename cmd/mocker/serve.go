@@ -164,8 +164,8 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	engines := cfg.Workers // a worker's fleet workers
 	if worker {
 		switch {
-		case cfg.NATS == "none" || cfg.NATS == "embedded":
-			return fmt.Errorf("worker: --nats %s: want the URL of the fleet's NATS server", cfg.NATS)
+		case cfg.NATS == "" || cfg.NATS == "none" || cfg.NATS == "embedded":
+			return fmt.Errorf("worker: --nats %q: want the URL of the fleet's NATS server", cfg.NATS)
 		case cfg.ZMQKVEventsPort > 0 || cfg.KVEventsEndpoint != "" || cfg.DynamoZMQEndpoint != "" || cfg.DynamoZMQBroker != "" || cfg.WorkerPorts > 0:
 			return errors.New("worker: publishes KV events on NATS only (no ZMQ or --worker-ports)")
 		case cfg.PrefillWorkers > 0:
