@@ -30,6 +30,14 @@ func TestNATSUnreachableNamed(t *testing.T) {
 		t.Errorf("serve: %v, want %s", err, want)
 	}
 
+	// A search's work queue: the coordinator and its workers.
+	for _, args := range [][]string{{"recommend", "--ttft-p90-ms", "500"}, {"sweep-worker"}} {
+		_, _, err := mocker(t, append(args, "--nats", unreachableNATS)...)
+		if want := "--nats " + unreachableNATS + ": no NATS server answers there (nats: no servers available for connection); the work queue needs a NATS server with JetStream: nats-server -js"; err == nil || err.Error() != want {
+			t.Errorf("%v: %v, want %s", args, err, want)
+		}
+	}
+
 	// A fleet's commands need a server's URL: without one there is nothing to wait for.
 	for _, args := range [][]string{{"worker"}, {"worker", "--nats", "embedded"}, {"frontend"}} {
 		want := fmt.Sprintf("%s: --nats %q: want the URL of the fleet's NATS server", args[0], strings.TrimPrefix(strings.Join(args[1:], " "), "--nats "))

@@ -14,17 +14,17 @@ import (
 // the server's first answer; a variable so that tests wait less.
 var natsWait = 10 * time.Second
 
-// connectNATS connects who (mocker serve, frontend, worker) to the NATS server at url, given by --nats.
-// A fleet's frontend and workers (fleet) keep retrying (natsOptions): they wait up to natsWait for the
-// first connection, saying so on stderr. Either way an error names the URL and the flag; hint, when
-// set, says what else the flag takes.
-func connectNATS(ctx context.Context, url, who string, fleet bool, hint string, stderr io.Writer) (*nats.Conn, error) {
+// connectNATS connects who (mocker serve, frontend, worker, recommend, sweep-worker) to the NATS server
+// at url, given by --nats, with extra options. A fleet's frontend and workers (fleet) keep retrying
+// (natsOptions): they wait up to natsWait for the first connection, saying so on stderr. Either way an
+// error names the URL and the flag; hint, when set, says what else to do.
+func connectNATS(ctx context.Context, url, who string, fleet bool, hint string, stderr io.Writer, extra ...nats.Option) (*nats.Conn, error) {
 	opts := []nats.Option{nats.Name(who)}
 	up := make(chan struct{}, 1) // the connected handler runs once
 	if fleet {
 		opts = append(natsOptions(who), nats.ConnectHandler(func(*nats.Conn) { up <- struct{}{} }))
 	}
-	nc, err := nats.Connect(url, opts...)
+	nc, err := nats.Connect(url, append(opts, extra...)...)
 	switch {
 	case errors.Is(err, nats.ErrNoServers):
 		return nil, fmt.Errorf("--nats %s: no NATS server answers there (%w)%s", url, err, hint)
