@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"reflect"
@@ -341,7 +342,7 @@ func (c *Config) Load(path string) error {
 		}
 		field, ok := fields[k.Value]
 		if !ok {
-			return fmt.Errorf("config %s line %d: unknown key %q", path, k.Line, k.Value)
+			return fmt.Errorf("config %s line %d: unknown key %q%s", path, k.Line, k.Value, didYouMean(k.Value, append(slices.Collect(maps.Keys(fields)), Roles...)))
 		}
 		if seen[k.Value] {
 			return fmt.Errorf("config %s line %d: key %q given twice", path, k.Line, k.Value)
@@ -606,7 +607,7 @@ func (c *Config) validateEngine() error {
 	case c.MaxNumBatchedTokens < 1:
 		return bad("max-num-batched-tokens", c.MaxNumBatchedTokens, "must be at least 1")
 	case c.MaxModelLen < 0:
-		return bad("max-model-len", c.MaxModelLen, "must not be negative (0: unlimited)")
+		return bad("max-model-len", c.MaxModelLen, "must not be negative (0: the model's max_position_embeddings)")
 	case c.DPSize < 1:
 		return bad("dp-size", c.DPSize, "must be at least 1")
 	case c.MaxLoRAs < 1:
@@ -759,6 +760,21 @@ func (c *Config) validateWorkload() error {
 		return bad("inter-turn-delay-ms", c.InterTurnDelayMs, "must be >= 0")
 	case c.Arrival == "burst" && c.isGiven("request-rate"):
 		return bad("request-rate", c.RequestRate, "does not apply to --arrival burst, which sends every request at time 0")
+	}
+	// --concurrency's clients send a request as their last one ends: the arrival process does nothing.
+	// A rate of inf says just that (vllm bench serve's --request-rate inf --max-concurrency N).
+	for _, s := range []struct {
+		key   string
+		v     any
+		given bool
+	}{
+		{"request-rate", c.RequestRate, c.isGiven("request-rate") && !math.IsInf(c.RequestRate, 1)},
+		{"arrival", c.Arrival, c.isGiven("arrival")},
+		{"burstiness", c.Burstiness, c.isGiven("burstiness")},
+	} {
+		if c.Concurrency > 0 && s.given {
+			return bad(s.key, s.v, fmt.Sprintf("does not apply with --concurrency %d, whose clients each send a request as their last one ends, whatever the arrival times", c.Concurrency))
+		}
 	}
 	return nil
 }
@@ -1176,6 +1192,13 @@ func (c *Config) SimOptions() (sim.Options, error) {
 		pc, err := planner.LoadConfig(c.PlannerConfig)
 		if err != nil {
 			return sim.Options{}, err
+		}
+		// The file's pools are the deployment's (agg alone, or prefill and decode: LoadConfig).
+		switch {
+		case c.PrefillWorkers == 0 && pc.Pools.Agg == nil:
+			return sim.Options{}, fmt.Errorf("planner-config %s: its pools are prefill and decode: give --prefill-workers and --decode-workers, or scale aggregated workers with pools: agg", c.PlannerConfig)
+		case c.PrefillWorkers > 0 && pc.Pools.Agg != nil:
+			return sim.Options{}, fmt.Errorf("planner-config %s: its pool is agg: scale --prefill-workers and --decode-workers with pools: prefill and decode", c.PlannerConfig)
 		}
 		o.Planner = pc
 	}

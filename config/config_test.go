@@ -1017,3 +1017,59 @@ func TestBurstTakesNoRate(t *testing.T) {
 		t.Errorf("burst alone: %v", err)
 	}
 }
+
+// TestConcurrencyTakesNoArrivals: --concurrency's clients send as their last request ends, so an
+// arrival process given with it would be ignored; it is refused instead, naming the key. Its defaults,
+// not given, and a rate of inf, which says the same as --concurrency, are no error.
+func TestConcurrencyTakesNoArrivals(t *testing.T) {
+	for key, set := range map[string]func(*Config){
+		"request-rate 3":   func(c *Config) { c.RequestRate = 3 },
+		"arrival gamma":    func(c *Config) { c.Arrival = "gamma" },
+		"burstiness 0.5":   func(c *Config) { c.Arrival, c.Burstiness = "gamma", 0.5 },
+		"arrival default":  nil,
+		"request-rate inf": func(c *Config) { c.RequestRate = math.Inf(1) },
+	} {
+		c := Default()
+		c.Concurrency = 4
+		c.Given("concurrency", "")
+		want := "<nil>"
+		if set != nil {
+			set(&c)
+			name, _, _ := strings.Cut(key, " ")
+			c.Given(name, "")
+		}
+		if set != nil && key != "request-rate inf" {
+			want = key + ": does not apply with --concurrency 4, whose clients each send a request as their last one ends, whatever the arrival times"
+		}
+		if err := c.Validate(); fmt.Sprint(err) != want {
+			t.Errorf("%s: error %v, want %s", key, err, want)
+		}
+	}
+}
+
+// TestPlannerPoolsMatchTheDeployment: a planner file whose pools are another deployment's (disaggregated
+// pools on aggregated workers, or the reverse) is an error naming the file and what to give, before the
+// run, where it failed inside the planner with "no timing model".
+func TestPlannerPoolsMatchTheDeployment(t *testing.T) {
+	agg, disagg := filepath.Join("..", "docs", "examples", "planner.yaml"), filepath.Join("..", "docs", "examples", "planner-disagg.yaml")
+	for _, tc := range []struct {
+		file    string
+		prefill int
+		want    string
+	}{
+		{agg, 0, ""},
+		{disagg, 1, ""},
+		{disagg, 0, "planner-config " + disagg + ": its pools are prefill and decode: give --prefill-workers and --decode-workers, or scale aggregated workers with pools: agg"},
+		{agg, 1, "planner-config " + agg + ": its pool is agg: scale --prefill-workers and --decode-workers with pools: prefill and decode"},
+	} {
+		c := Default()
+		c.PlannerConfig = tc.file
+		if tc.prefill > 0 {
+			c.Workers, c.PrefillWorkers, c.DecodeWorkers = 0, 1, 1
+		}
+		_, err := c.SimOptions()
+		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
+			t.Errorf("%s, prefill workers %d: %v, want %q", tc.file, tc.prefill, err, tc.want)
+		}
+	}
+}

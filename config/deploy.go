@@ -287,7 +287,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			NumBlocks:        d.KVBlocks,
 			MaxNumSeqs:       running,
 			MaxBatchedTokens: c.MaxNumBatchedTokens,
-			MaxModelLen:      c.MaxModelLen,
+			MaxModelLen:      c.contextLen(d),
 			ChunkedPrefill:   c.EnableChunkedPrefill,
 			PrefixCaching:    c.EnablePrefixCaching,
 			Preemption:       pre,
@@ -311,7 +311,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			MixedChunk:         c.sglangSpecAllows(c.SGLangEnableMixedChunk, "sglang-enable-mixed-chunk"),
 			Overlap:            c.sglangSpecAllows(c.SGLangOverlapSchedule, "sglang-overlap-schedule"),
 			PrefixCaching:      c.EnablePrefixCaching,
-			MaxModelLen:        c.MaxModelLen,
+			MaxModelLen:        c.contextLen(d),
 			Spec:               spec,
 			Events:             c.Router == "kv",
 			MaxLoRAsPerBatch:   c.MaxLoRAsPerBatch,
@@ -355,11 +355,17 @@ func (c *Config) maxNumSeqs(d *Deployment) int {
 	if d.System != nil {
 		mem = d.System.MemoryBytes
 	}
-	ctx := c.MaxModelLen
-	if ctx == 0 && d.Model != nil {
-		ctx = d.Model.MaxPositions
+	return c.backend().Spec().MaxRunning(mem, d.KVBlocks*d.BlockSize, c.contextLen(d), c.SpecNumTokens > 0, c.MoEDP())
+}
+
+// contextLen bounds each request's prompt + output tokens: --max-model-len, else the model's
+// max_position_embeddings, as vLLM's max_model_len and SGLang's context length default to; 0 (no model,
+// or one that gives none) is unbounded.
+func (c *Config) contextLen(d *Deployment) int {
+	if c.MaxModelLen > 0 || d.Model == nil {
+		return c.MaxModelLen
 	}
-	return c.backend().Spec().MaxRunning(mem, d.KVBlocks*d.BlockSize, ctx, c.SpecNumTokens > 0, c.MoEDP())
+	return d.Model.MaxPositions
 }
 
 // encoderCacheSize is --encoder-cache-size, or by default the pass token budget, as vLLM sizes its encoder

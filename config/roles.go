@@ -182,7 +182,7 @@ func (c *Config) loadRole(path, name string, v *yaml.Node) error {
 		f, auto, ok := r.field(k.Value)
 		switch {
 		case !ok:
-			return fmt.Errorf("config %s line %d: %s: unknown key %q (a pool sets %v)", path, k.Line, name, k.Value, RoleKeys())
+			return fmt.Errorf("config %s line %d: %s: unknown key %q%s (a pool sets %v)", path, k.Line, name, k.Value, didYouMean(k.Value, RoleKeys()), RoleKeys())
 		case seen[k.Value]:
 			return fmt.Errorf("config %s line %d: %s: key %q given twice", path, k.Line, name, k.Value)
 		}

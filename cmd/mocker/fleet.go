@@ -125,9 +125,9 @@ may share the workers. Engine flags must match the workers' (block size, KV pool
 
 // runWorker serves n fleet workers of o's one engine each until ctx ends, then drains them.
 func runWorker(ctx context.Context, cfg *config.Config, n int, o live.Options, name string, stderr io.Writer, ready chan<- *serving) error {
-	nc, err := nats.Connect(cfg.NATS, natsOptions("mocker worker")...)
+	nc, err := connectNATS(ctx, cfg.NATS, "mocker worker", true, "", stderr)
 	if err != nil {
-		return fmt.Errorf("nats %s: %w", cfg.NATS, err)
+		return err
 	}
 	defer nc.Close()
 	fws := make([]*live.FleetWorker, n)
@@ -153,7 +153,8 @@ func runWorker(ctx context.Context, cfg *config.Config, n int, o live.Options, n
 		if fws[i], err = live.ServeFleet(nc, srv, id); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "mocker worker: %016x, model %s on NATS %s (%s)\n", id, name, cfg.NATS, describeServe(cfg, 1))
+		// The frontends route: a worker's own --router plays no part.
+		fmt.Fprintf(stderr, "mocker worker: %016x, model %s on NATS %s (%s, speedup %g)\n", id, name, cfg.NATS, cfg.Backend, cfg.SpeedupRatio)
 		if ready != nil && i == 0 {
 			ready <- &serving{NATSURL: cfg.NATS, Server: srv}
 		}

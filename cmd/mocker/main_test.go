@@ -622,6 +622,46 @@ func TestRejectionsAreReported(t *testing.T) {
 	}
 }
 
+// TestPredictModelContext: without --max-model-len, predict bounds a request by the model's
+// max_position_embeddings (Qwen3-32B: 40,960), as vLLM's max_model_len and SGLang's context length
+// default to: a prompt + output of exactly 40,960 runs, one token more is rejected and counted, in the
+// summary, the report and the warning naming its trace line.
+func TestPredictModelContext(t *testing.T) {
+	dir := t.TempDir()
+	trace, rep := filepath.Join(dir, "t.jsonl"), filepath.Join(dir, "r.json")
+	os.WriteFile(trace, []byte(`{"timestamp": 0, "input_length": 100, "output_length": 5}
+{"timestamp": 1, "input_length": 40000, "output_length": 960}
+{"timestamp": 2, "input_length": 40000, "output_length": 961}
+`), 0o644)
+	for _, backend := range []string{"vllm", "sglang"} {
+		out, stderr, err := mocker(t, "predict", "--trace", trace, "--model", "qwen3-32b", "--backend", backend, "--report-json", rep)
+		if err != nil {
+			t.Fatalf("%s: %v", backend, err)
+		}
+		if want := "warning: 1 of 3 requests rejected; the first (trace line 3): prompt (40000 tokens) + max_tokens (961) exceeds max-model-len 40960 (the model's max_position_embeddings; --max-model-len sets another)\n"; !strings.Contains(stderr, want) {
+			t.Errorf("%s: stderr %q, want %q", backend, stderr, want)
+		}
+		if !strings.Contains(out, "Successful requests:                     2\nRejected requests:                       1\n") {
+			t.Errorf("%s: summary:\n%s", backend, out)
+		}
+		if r := readReport(t, rep); r["rejected_requests"] != 1 || r["completed_requests"] != 2 {
+			t.Errorf("%s: report: rejected %v, completed %v", backend, r["rejected_requests"], r["completed_requests"])
+		}
+	}
+	// A synthetic workload too; --max-model-len still sets the bound.
+	_, _, err := mocker(t, "predict", "--model", "qwen3-32b", "--num-requests", "2", "--input-tokens", "40960", "--output-tokens", "1", "--synthetic-lengths", "fixed")
+	if err == nil || err.Error() != `no request completed: 2 of 2 requests rejected; the first (request "0"): prompt (40960 tokens) + max_tokens (1) exceeds max-model-len 40960 (the model's max_position_embeddings; --max-model-len sets another)` {
+		t.Errorf("synthetic: %v", err)
+	}
+	if _, _, err := mocker(t, "predict", "--model", "qwen3-32b", "--num-requests", "2", "--input-tokens", "40960", "--output-tokens", "1", "--synthetic-lengths", "fixed", "--max-model-len", "65536"); err != nil {
+		t.Errorf("--max-model-len 65536: %v", err)
+	}
+	_, _, err = mocker(t, "predict", "--model", "qwen3-32b", "--num-requests", "2", "--input-tokens", "40960", "--output-tokens", "1", "--synthetic-lengths", "fixed", "--max-model-len", "40960")
+	if err == nil || err.Error() != `no request completed: 2 of 2 requests rejected; the first (request "0"): prompt (40960 tokens) + max_tokens (1) exceeds max-model-len 40960` {
+		t.Errorf("--max-model-len 40960: %v", err)
+	}
+}
+
 // TestOutputsCheckedBeforeTheRun: a report file that cannot be written fails at once, naming the
 // flag and the path (not a temporary file), before anything is simulated.
 func TestOutputsCheckedBeforeTheRun(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -203,7 +204,7 @@ func predict(ctx context.Context, cfg *config.Config, threads int, stdout, stder
 	if err := res.Collector.SpillErr(); err != nil {
 		fmt.Fprintln(stderr, "warning:", err) // the report is whole; the run's memory was not flat
 	}
-	errs = append(errs, rejections(res, stderr))
+	errs = append(errs, rejections(res, cfg.MaxModelLen == 0, stderr))
 	return errors.Join(errs...)
 }
 
@@ -221,9 +222,10 @@ func describePredict(cfg *config.Config, timing report.Timing) string {
 		cfg.Model, cfg.System, cfg.TP, deploy, cfg.Router, load, timing, cfg.Seed)
 }
 
-// rejections warns on stderr of rejected requests, saying how many and why the first was; a run in
-// which no request completed is an error.
-func rejections(res *sim.Result, stderr io.Writer) error {
+// rejections warns on stderr of rejected requests, saying how many and why the first was, and where
+// the bound came from when it is the model's context (modelContext: no --max-model-len); a run in which
+// no request completed is an error.
+func rejections(res *sim.Result, modelContext bool, stderr io.Writer) error {
 	s := &res.Summary
 	id, requestID, line, reason, ok := res.Collector.FirstRejection()
 	if !ok {
@@ -238,6 +240,9 @@ func rejections(res *sim.Result, stderr io.Writer) error {
 		which = fmt.Sprintf("trace line %d", line)
 	case requestID == "":
 		which = fmt.Sprintf("request %d", id)
+	}
+	if modelContext && strings.Contains(reason, "exceeds max-model-len") {
+		reason += " (the model's max_position_embeddings; --max-model-len sets another)"
 	}
 	why := fmt.Sprintf("%d of %d requests rejected; the first (%s): %s", s.RejectedRequests,
 		s.CompletedRequests+s.RejectedRequests+s.IncompleteRequests, which, reason)

@@ -253,9 +253,9 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 		var stop context.CancelFunc
 		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		nc, err := nats.Connect(rf.nats, nats.Name("mocker recommend"))
+		nc, err := connectNATS(ctx, rf.nats, "mocker recommend", false, jetStreamHint, io.Discard)
 		if err != nil {
-			return fmt.Errorf("--nats %s: %w", rf.nats, err)
+			return err
 		}
 		defer nc.Close()
 		co, err := sweep.NewCoordinator(ctx, nc, cfg, targets, rf.ackWait)
@@ -312,6 +312,9 @@ func frontier(rep *recommend.Report, targets []recommend.Target) *html.Frontier 
 	return f
 }
 
+// jetStreamHint says what serves a search's work queue.
+const jetStreamHint = "; the work queue needs a NATS server with JetStream: nats-server -js"
+
 func newSweepWorkerCmd() *cobra.Command {
 	var url string
 	var jobs int
@@ -328,9 +331,9 @@ leaves it to another once --nats-ack-wait (the coordinator's) has passed.`,
 			if jobs < 1 {
 				return fmt.Errorf("--jobs %d: at least 1", jobs)
 			}
-			nc, err := nats.Connect(url, nats.Name("mocker sweep-worker"), nats.MaxReconnects(-1))
+			nc, err := connectNATS(cmd.Context(), url, "mocker sweep-worker", false, jetStreamHint, io.Discard, nats.MaxReconnects(-1))
 			if err != nil {
-				return fmt.Errorf("--nats %s: %w", url, err)
+				return err
 			}
 			defer nc.Close()
 			readyOffline()

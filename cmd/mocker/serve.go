@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -155,14 +154,18 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		cfg.Workers = 1
 		defer func() { cfg.Workers = 0 }()
 	}
+	who := "mocker serve" // what this process is, on stderr
+	if frontend {
+		who = "mocker frontend"
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	engines := cfg.Workers // a worker's fleet workers
 	if worker {
 		switch {
-		case cfg.NATS == "none" || cfg.NATS == "embedded":
-			return fmt.Errorf("worker: --nats %s: want the URL of the fleet's NATS server", cfg.NATS)
+		case cfg.NATS == "" || cfg.NATS == "none" || cfg.NATS == "embedded":
+			return fmt.Errorf("worker: --nats %q: want the URL of the fleet's NATS server", cfg.NATS)
 		case cfg.ZMQKVEventsPort > 0 || cfg.KVEventsEndpoint != "" || cfg.DynamoZMQEndpoint != "" || cfg.DynamoZMQBroker != "" || cfg.WorkerPorts > 0:
 			return errors.New("worker: publishes KV events on NATS only (no ZMQ or --worker-ports)")
 		case cfg.PrefillWorkers > 0:
@@ -196,9 +199,12 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		o.Workers = 0
 	}
 	// Listen first: the workers' topics name their addresses. Serve owns the listeners once it runs.
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("--port %d: %s is already in use (another server listens there): choose another --port (0: any free port)", cfg.Port, addr)
+	} else if err != nil {
+		return fmt.Errorf("--host %s --port %d: %w", cfg.Host, cfg.Port, err)
 	}
 	lns := []net.Listener{ln}
 	defer func() {
@@ -211,9 +217,12 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		if cfg.WorkerPorts == 0 {
 			break
 		}
-		l, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WorkerPorts+i)))
-		if err != nil {
-			return fmt.Errorf("serve: worker %d: %w (choose another --worker-ports)", i, err)
+		addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WorkerPorts+i))
+		l, err := net.Listen("tcp", addr)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("--worker-ports %d: worker %d's port, %s, is already in use: choose another --worker-ports", cfg.WorkerPorts, i, addr)
+		} else if err != nil {
+			return fmt.Errorf("--worker-ports %d: worker %d: %w", cfg.WorkerPorts, i, err)
 		}
 		lns = append(lns, l)
 		workerLns = append(workerLns, l)
@@ -225,21 +234,28 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		url := cfg.NATS
 		if url == "embedded" {
 			ns, u, err := natsevents.StartEmbedded(cfg.NATSPort)
-			if err != nil {
-				return fmt.Errorf("nats: %w (choose another --nats-port, or --nats none)", err)
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return fmt.Errorf("--nats-port %d: 127.0.0.1:%d is already in use (another NATS server? --nats nats://127.0.0.1:%[1]d uses it): choose another --nats-port (0: any free port), or --nats none", cfg.NATSPort, cfg.NATSPort)
+			} else if err != nil {
+				return fmt.Errorf("--nats embedded: %w", err)
 			}
 			cleanup = append(cleanup, func() { ns.Shutdown(); ns.WaitForShutdown() })
 			url = u
 		}
-		opts := []nats.Option{nats.Name("mocker serve")}
+		hint := "; --nats embedded runs one in this process, --nats none publishes no KV events"
 		if frontend {
-			opts = natsOptions("mocker frontend")
+			hint = ""
 		}
-		nc, err := nats.Connect(url, opts...)
+		nc, err := connectNATS(ctx, url, who, frontend, hint, stderr)
 		if err != nil {
-			return fmt.Errorf("nats %s: %w", url, err)
+			return err
 		}
-		cleanup = append(cleanup, func() { nc.Flush(); nc.Close() })
+		cleanup = append(cleanup, func() {
+			if nc.IsConnected() { // else Flush would wait for the server
+				nc.Flush()
+			}
+			nc.Close()
+		})
 		info.NATSURL = url
 		if frontend {
 			o.Fleet = &live.FleetOptions{Conn: nc, TTL: seconds(cfg.FleetTTLS)}
@@ -256,7 +272,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	if ep := cmp.Or(cfg.DynamoZMQEndpoint, cfg.DynamoZMQBroker); ep != "" {
 		ps, err := live.NewZMQPlaneSink(ep, cfg.DynamoZMQBroker != "", plane)
 		if err != nil {
-			return fmt.Errorf("dynamo event plane on ZMQ: %w", err)
+			return inUse(fmt.Errorf("dynamo event plane on ZMQ: %w", err), "--dynamo-zmq-endpoint PORT (0: free ports)")
 		}
 		cleanup = append(cleanup, func() { ps.Close() })
 		o.Sinks, o.Recorder = append(o.Sinks, ps), ps.Recorders(o.Recorder)
@@ -279,7 +295,14 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 			MapFormat: cfg.KVEventsMapFormat, Topics: topics, LoRAs: loraNames,
 		})
 		if err != nil {
-			return err
+			ports := "--zmq-kv-events-port"
+			if cfg.KVEventsEndpoint != "" {
+				ports = "--kv-events-endpoint PORT"
+			}
+			if cfg.ZMQReplayPort > 0 {
+				ports += " or --zmq-replay-port"
+			}
+			return inUse(err, ports)
 		}
 		cleanup = append(cleanup, func() { zs.Close() })
 		o.Sinks = append(o.Sinks, zs)
@@ -287,34 +310,39 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 
 	srv, err := live.New(o)
 	if err != nil {
-		return err
+		return inUse(err, "--bootstrap-port (0: free ports)")
 	}
 	defer srv.Close()
 	if err := srv.Start(); err != nil {
-		return err
+		return inUse(err, "--bootstrap-port (0: free ports)")
 	}
 	hs := srv.APIServer()
 	info.Addr, info.Bootstrap, info.Server = ln.Addr().String(), srv.BootstrapAddrs(), srv
-	fmt.Fprintf(stderr, "mocker serve: model %s on http://%s (%s)\n", name, info.Addr, describeServe(cfg, o.Workers))
-	if info.NATSURL != "" {
-		fmt.Fprintf(stderr, "mocker serve: KV events on NATS %s, subject %s (%s)\n", info.NATSURL, info.Subject, cfg.KVEventsFormat)
+	if frontend { // its workers are other processes: it publishes no KV events of its own
+		fmt.Fprintf(stderr, "%s: model %s on http://%s, routing (router %s) to the mocker workers it finds on NATS %s: start them with mocker worker --nats %s\n",
+			who, name, info.Addr, cfg.Router, info.NATSURL, info.NATSURL)
+	} else {
+		fmt.Fprintf(stderr, "%s: model %s on http://%s (%s)\n", who, name, info.Addr, describeServe(cfg, o.Workers))
+		if info.NATSURL != "" {
+			fmt.Fprintf(stderr, "%s: KV events on NATS %s, subject %s (%s)\n", who, info.NATSURL, info.Subject, cfg.KVEventsFormat)
+		}
 	}
 	switch {
 	case cfg.DynamoZMQBroker != "":
-		fmt.Fprintf(stderr, "mocker serve: Dynamo event plane on ZMQ, connecting to the broker's XSUB %s\n", cfg.DynamoZMQBroker)
+		fmt.Fprintf(stderr, "%s: Dynamo event plane on ZMQ, connecting to the broker's XSUB %s\n", who, cfg.DynamoZMQBroker)
 	case len(info.PlaneAddrs) > 0:
-		fmt.Fprintf(stderr, "mocker serve: Dynamo event plane on ZMQ, worker w rank r publishing kv-events on socket 2×(w×dp-size+r) and kv_metrics on the next: %v\n", info.PlaneAddrs)
+		fmt.Fprintf(stderr, "%s: Dynamo event plane on ZMQ, worker w rank r publishing kv-events on socket 2×(w×dp-size+r) and kv_metrics on the next: %v\n", who, info.PlaneAddrs)
 	}
 	switch {
 	case cfg.KVEventsEndpoint != "" && vllmevents.Binds(cfg.KVEventsEndpoint):
-		fmt.Fprintf(stderr, "mocker serve: vLLM KV events on ZMQ %s (bound)\n", cfg.KVEventsEndpoint)
+		fmt.Fprintf(stderr, "%s: vLLM KV events on ZMQ %s (bound)\n", who, cfg.KVEventsEndpoint)
 	case cfg.KVEventsEndpoint != "":
-		fmt.Fprintf(stderr, "mocker serve: vLLM KV events on ZMQ, connecting to %s\n", cfg.KVEventsEndpoint)
+		fmt.Fprintf(stderr, "%s: vLLM KV events on ZMQ, connecting to %s\n", who, cfg.KVEventsEndpoint)
 	case cfg.ZMQKVEventsPort > 0:
-		fmt.Fprintf(stderr, "mocker serve: vLLM KV events on ZMQ tcp://%s:%d+\n", cfg.Host, cfg.ZMQKVEventsPort)
+		fmt.Fprintf(stderr, "%s: vLLM KV events on ZMQ tcp://%s:%d+\n", who, cfg.Host, cfg.ZMQKVEventsPort)
 	}
 	for i, a := range info.WorkerAddrs {
-		fmt.Fprintf(stderr, "mocker serve: worker %d alone on http://%s\n", i, a)
+		fmt.Fprintf(stderr, "%s: worker %d alone on http://%s\n", who, i, a)
 	}
 	// Each listener's Serve returns once; the first error stops the server.
 	errc := make(chan error, len(lns))
@@ -339,7 +367,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	fmt.Fprintln(stderr, "mocker serve: shutting down, draining requests in flight")
+	fmt.Fprintf(stderr, "%s: shutting down, draining requests in flight\n", who)
 	sctx, cancel := context.WithTimeout(context.Background(), seconds(cfg.ShutdownTimeoutS))
 	defer cancel()
 	for _, whs := range workerHS {
@@ -487,4 +515,12 @@ func describeServe(cfg *config.Config, workers int) string {
 		noun = "worker"
 	}
 	return fmt.Sprintf("%s, %d %s, router %s, speedup %g", cfg.Backend, workers, noun, cfg.Router, cfg.SpeedupRatio)
+}
+
+// inUse adds to a listener's error, when its port was taken, what to choose instead: flags.
+func inUse(err error, flags string) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w; choose another %s", err, flags)
+	}
+	return err
 }

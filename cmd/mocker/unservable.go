@@ -81,19 +81,27 @@ func ignoredBy(cmd string, c *config.Config, k string) string {
 	return ""
 }
 
-// unknownLiveFlag says why a live command has no flag for a setting of predict's given on its command
-// line, as refuseUnservable does for one in its --config file; other flag errors pass unchanged.
-func unknownLiveFlag(cmd *cobra.Command, err error) error {
+// unknownFlag adds to an unknown flag's error why a live command has no flag for a setting of
+// predict's, as refuseUnservable does for one in its --config file, or else the flag a typo most likely
+// meant; other flag errors pass unchanged.
+func unknownFlag(cmd *cobra.Command, err error) error {
 	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
-	if !ok || cmd.Name() != "serve" && cmd.Name() != "worker" && cmd.Name() != "frontend" {
+	if !ok {
 		return err
 	}
-	why := unservable[name]
-	if why == "" && newPredictCmd().Flags().Lookup(name) != nil {
-		why = "it is no setting of mocker " + cmd.Name() + " (mocker predict's workload and reports have no place in a live deployment, which answers the requests its clients send)"
+	if cmd.Name() == "serve" || cmd.Name() == "worker" || cmd.Name() == "frontend" {
+		why := unservable[name]
+		if why == "" && newPredictCmd().Flags().Lookup(name) != nil {
+			why = "it is no setting of mocker " + cmd.Name() + " (mocker predict's workload and reports have no place in a live deployment, which answers the requests its clients send)"
+		}
+		if why != "" {
+			return fmt.Errorf("%w: mocker %s cannot honour it: %s", err, cmd.Name(), why)
+		}
 	}
-	if why == "" {
-		return err
+	var known []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) { known = append(known, f.Name) })
+	if s := config.Suggest(name, known); s != "" {
+		return fmt.Errorf("%w (did you mean --%s?)", err, s)
 	}
-	return fmt.Errorf("%w: mocker %s cannot honour it: %s", err, cmd.Name(), why)
+	return err
 }

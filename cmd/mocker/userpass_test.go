@@ -26,12 +26,12 @@ func TestScalingJSONLNeedsPlanner(t *testing.T) {
 }
 
 // TestHelpSaysWhatZeroAndEmptyMean: --help says what a value that shows no default stands for: 0 for
-// --max-model-len, which a live server takes as the model's context length (liveOptions), as vLLM does;
+// --max-model-len, which every command takes as the model's context length (Config.contextLen), as vLLM does;
 // empty for --lora-dist, which is uniform.
 func TestHelpSaysWhatZeroAndEmptyMean(t *testing.T) {
 	for _, tc := range []struct{ cmd, flag, want string }{
-		{"predict", "--max-model-len", "0: unlimited in predict and recommend; serve, worker and frontend take the model's max_position_embeddings"},
-		{"serve", "--max-model-len", "0: unlimited in predict and recommend; serve, worker and frontend take the model's max_position_embeddings"},
+		{"predict", "--max-model-len", "0: the model's max_position_embeddings"},
+		{"serve", "--max-model-len", "0: the model's max_position_embeddings"},
 		{"predict", "--lora-dist", "uniform (empty: the default) or zipf"},
 	} {
 		out, _, err := mocker(t, tc.cmd, "--help")

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mocker-sim/mocker/config"
+	"github.com/mocker-sim/mocker/live/natsevents"
+)
+
+// unreachableNATS is a URL no NATS server answers: nothing listens on port 1.
+const unreachableNATS = "nats://127.0.0.1:1"
+
+// TestNATSUnreachableNamed: a NATS server that does not answer is an error naming the URL and --nats.
+// serve fails at once; a fleet's frontend and workers, which may start before their server, wait
+// natsWait for it first and say so.
+func TestNATSUnreachableNamed(t *testing.T) {
+	cfg := serveConfig()
+	cfg.Port, cfg.NATS = 0, unreachableNATS
+	var stderr bytes.Buffer
+	err := serve(context.Background(), &cfg, &stderr, nil)
+	if want := "--nats " + unreachableNATS + ": no NATS server answers there (nats: no servers available for connection); --nats embedded runs one in this process, --nats none publishes no KV events"; err == nil || err.Error() != want {
+		t.Errorf("serve: %v, want %s", err, want)
+	}
+
+	// A search's work queue: the coordinator and its workers.
+	for _, args := range [][]string{{"recommend", "--ttft-p90-ms", "500"}, {"sweep-worker"}} {
+		_, _, err := mocker(t, append(args, "--nats", unreachableNATS)...)
+		if want := "--nats " + unreachableNATS + ": no NATS server answers there (nats: no servers available for connection); the work queue needs a NATS server with JetStream: nats-server -js"; err == nil || err.Error() != want {
+			t.Errorf("%v: %v, want %s", args, err, want)
+		}
+	}
+
+	// A fleet's commands need a server's URL: without one there is nothing to wait for.
+	for _, args := range [][]string{{"worker"}, {"worker", "--nats", "embedded"}, {"frontend"}} {
+		want := fmt.Sprintf("%s: --nats %q: want the URL of the fleet's NATS server", args[0], strings.TrimPrefix(strings.Join(args[1:], " "), "--nats "))
+		if _, _, err := mocker(t, args...); err == nil || err.Error() != want {
+			t.Errorf("%v: %v, want %s", args, err, want)
+		}
+	}
+
+	defer func(w time.Duration) { natsWait = w }(natsWait)
+	natsWait = 20 * time.Millisecond
+	for _, args := range [][]string{
+		{"frontend", "--port", "0"},
+		{"serve", "--workers", "0", "--port", "0"},
+		{"worker"},
+	} {
+		_, stderr, err := mocker(t, append(args, "--nats", unreachableNATS)...)
+		if want := "--nats " + unreachableNATS + ": no NATS server answered there in 20ms"; err == nil || err.Error() != want {
+			t.Errorf("%v: %v, want %s", args, err, want)
+		}
+		who := "mocker frontend"
+		if args[0] == "worker" {
+			who = "mocker worker"
+		}
+		if want := who + ": waiting up to 20ms for the NATS server at " + unreachableNATS + " (--nats)\n"; stderr != want {
+			t.Errorf("%v: stderr %q, want %q", args, stderr, want)
+		}
+	}
+}
+
+// TestNATSWaitsForTheServer: a fleet's connection waits for a server that comes up after it started.
+func TestNATSWaitsForTheServer(t *testing.T) {
+	port := freePort(t)
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	type conn struct {
+		connected bool
+		err       error
+	}
+	done := make(chan conn, 1)
+	go func() {
+		nc, err := connectNATS(context.Background(), url, "mocker worker", true, "", pw)
+		if err != nil {
+			done <- conn{false, err}
+			return
+		}
+		defer nc.Close()
+		done <- conn{nc.IsConnected(), nil}
+	}()
+	// The wait has begun once it is announced; only then does the server start.
+	announced := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(pr).ReadString('\n')
+		announced <- line
+	}()
+	select {
+	case line := <-announced:
+		if !strings.HasPrefix(line, "mocker worker: waiting up to 10s for the NATS server at "+url) {
+			t.Fatalf("announced %q", line)
+		}
+	case c := <-done:
+		t.Fatalf("no wait announced before a server was up: %+v", c)
+	}
+	ns, _, err := natsevents.StartEmbedded(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	if c := <-done; !c.connected {
+		t.Errorf("connected %v, error %v", c.connected, c.err)
+	}
+}
+
+// TestFrontendSaysWhatItIs: serve --workers 0 runs no engine: it says it is a frontend routing to the
+// workers it finds on NATS, and how to start them, rather than "0 workers" and KV events it never publishes.
+func TestFrontendSaysWhatItIs(t *testing.T) {
+	cfg := serveConfig()
+	cfg.Workers, cfg.Port, cfg.NATSPort = 0, 0, 0
+	var stderr bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan *serving, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, &cfg, &stderr, ready) }()
+	var info *serving
+	select {
+	case info = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("mocker frontend: model llama-3.1-8b on http://%s, routing (router kv) to the mocker workers it finds on NATS %s: start them with mocker worker --nats %s\n"+
+		"mocker frontend: shutting down, draining requests in flight\n", info.Addr, info.NATSURL, info.NATSURL)
+	if got := stderr.String(); got != want {
+		t.Errorf("stderr\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestPortInUseNamed: a port another process listens on is an error naming the flag that chose it,
+// saying the port is in use and to choose another.
+func TestPortInUseNamed(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := busy.Addr().(*net.TCPAddr).Port
+	// --worker-ports port-1 needs worker 0's port free.
+	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port-1)); err != nil {
+		t.Skipf("port %d, below the busy one, is taken too: %v", port-1, err)
+	} else {
+		l.Close()
+	}
+	for _, tc := range []struct {
+		set  func(*config.Config)
+		want string // the error, or its end after "..."
+	}{
+		{func(c *config.Config) { c.Port = port },
+			fmt.Sprintf("--port %d: 127.0.0.1:%[1]d is already in use (another server listens there): choose another --port (0: any free port)", port)},
+		{func(c *config.Config) { c.WorkerPorts, c.Workers = port-1, 2 },
+			fmt.Sprintf("--worker-ports %d: worker 1's port, 127.0.0.1:%d, is already in use: choose another --worker-ports", port-1, port)},
+		{func(c *config.Config) { c.NATS, c.NATSPort = "embedded", port },
+			fmt.Sprintf("--nats-port %d: 127.0.0.1:%[1]d is already in use (another NATS server? --nats nats://127.0.0.1:%[1]d uses it): choose another --nats-port (0: any free port), or --nats none", port)},
+		{func(c *config.Config) { c.ZMQKVEventsPort = port }, "...bind: address already in use; choose another --zmq-kv-events-port"},
+		{func(c *config.Config) { c.KVEventsEndpoint = fmt.Sprintf("tcp://*:%d", port) }, "...bind: address already in use; choose another --kv-events-endpoint PORT"},
+		{func(c *config.Config) { c.DynamoZMQEndpoint = fmt.Sprintf("tcp://127.0.0.1:%d", port) }, "...bind: address already in use; choose another --dynamo-zmq-endpoint PORT (0: free ports)"},
+		{func(c *config.Config) { c.PrefillWorkers, c.DecodeWorkers, c.BootstrapPort = 1, 1, port },
+			"...bind: address already in use; choose another --bootstrap-port (0: free ports)"},
+	} {
+		cfg := serveConfig()
+		cfg.Port, cfg.NATS = 0, "none"
+		tc.set(&cfg)
+		err := serveFails(&cfg)
+		if want, ok := strings.CutPrefix(tc.want, "..."); ok {
+			if err == nil || !strings.HasSuffix(err.Error(), want) {
+				t.Errorf("%v, want ...%s", err, want)
+			}
+		} else if err == nil || err.Error() != want {
+			t.Errorf("%v, want %s", err, want)
+		}
+	}
+}
+
+// serveFails runs serve with cfg and returns its error; a server that starts instead is stopped and
+// reported as a nil error.
+func serveFails(cfg *config.Config) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan *serving, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, io.Discard, ready) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ready:
+		cancel()
+		<-done
+		return nil
+	}
+}
+
+// TestUnknownFlagSuggests: a mistyped flag names the flag it most likely meant, on every command; a
+// live command still says why it has no flag for a setting of predict's.
+func TestUnknownFlagSuggests(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"predict --num-request 5", "unknown flag: --num-request (did you mean --num-requests?)"},
+		{"predict --max-model-length 5", "unknown flag: --max-model-length (did you mean --max-model-len?)"},
+		{"serve --prt 8000", "unknown flag: --prt (did you mean --port?)"},
+		{"recommend --tp-lst 1", "unknown flag: --tp-lst (did you mean --tp-list?)"},
+		{"predict --xyzzy", "unknown flag: --xyzzy"},
+		{"serve --num-requests 5", "unknown flag: --num-requests: mocker serve cannot honour it: it is no setting of mocker serve (mocker predict's workload and reports have no place in a live deployment, which answers the requests its clients send)"},
+	} {
+		_, _, err := mocker(t, strings.Fields(tc.args)...)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %s", tc.args, err, tc.want)
+		}
+	}
+}
