@@ -1161,11 +1161,23 @@ func tabulate(xs []float64, f func(float64) float64) table1 {
 // batching amortises the fixed cost as measured. Decode requests are priced together: generation
 // attention at batch = their tokens (a speculative step's drafts count as requests) and past length =
 // their mean cached context.
-func (mdl *Model) Cost(b *timing.Batch) timing.Cost {
-	p := shapeOf(b)
+func (mdl *Model) Cost(b *timing.Batch) timing.Cost { return mdl.cost(b, shapeOf(b), &b.Group) }
+
+// PlainPricer implements timing.PlainModel: a plain pass's shape is its requests' count and their
+// cached tokens, which is all cost reads of a batch without prompt chunks.
+func (mdl *Model) PlainPricer() func(*timing.PlainPass) timing.Cost {
+	return func(pp *timing.PlainPass) timing.Cost {
+		n := pp.Requests
+		p := passShape{tokens: n, decodes: n, samplings: n, decodeTokens: n, decodeCtx: float64(pp.Cached)}
+		return mdl.cost(nil, p, &pp.Group)
+	}
+}
+
+// cost is Cost of a batch of shape p in group g; b is read only for its prompt chunks (p.prefills > 0).
+func (mdl *Model) cost(b *timing.Batch, p passShape, g *timing.Group) timing.Cost {
 	var pre, dec float64
 	if p.tokens > 0 {
-		lin := mdl.tokenWork(p, &b.Group)
+		lin := mdl.tokenWork(p, g)
 		share := lin * float64(p.prefillTokens) / float64(p.tokens)
 		pre, dec = share, lin-share
 	}
@@ -1324,6 +1336,8 @@ func (mdl *Model) groupTokens(p passShape, g *timing.Group) float64 {
 	switch {
 	case g.Ranks == 0:
 		return float64(p.tokens * mdl.dp)
+	case g.Ranks == 1: // the group is the batch: its tokens, padded or not
+		return float64(p.tokens)
 	case mdl.padToMax, !g.Prefill && 2*g.Tokens > g.MaxTokens*g.Ranks:
 		return float64(g.MaxTokens * g.Ranks)
 	}

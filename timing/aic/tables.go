@@ -299,20 +299,25 @@ func (g *attnGrid) perSeqSOL(x float64) float64 {
 // evaluated at x and the rows are blended linearly in batch; beyond the largest measured batch the
 // latency grows with the roofline, linearly in b.
 func (g *attnGrid) at(b, x float64) float64 {
-	sol1 := g.perSeqSOL(x)
 	n := len(g.batches)
 	if b >= g.batches[n-1] {
-		r := &g.rows[n-1]
-		return r.at(x, g.batches[n-1]*sol1) * b / g.batches[n-1]
+		return g.rowAt(n-1, x) * b / g.batches[n-1]
 	}
 	if b <= g.batches[0] {
-		r := &g.rows[0]
-		return r.at(x, g.batches[0]*sol1) * b / g.batches[0]
+		return g.rowAt(0, x) * b / g.batches[0]
 	}
 	i, t := seg(g.batches, b)
-	lo := g.rows[i].at(x, g.batches[i]*sol1)
-	hi := g.rows[i+1].at(x, g.batches[i+1]*sol1)
-	return lerp(lo, hi, t)
+	return lerp(g.rowAt(i, x), g.rowAt(i+1, x), t)
+}
+
+// rowAt is row i at x, with the roofline worked out only where the row extrapolates: a measured x does
+// not need it, and a decode step's attention is priced every pass.
+func (g *attnGrid) rowAt(i int, x float64) float64 {
+	r := &g.rows[i]
+	if r.inRange(x) {
+		return r.at(x, 0)
+	}
+	return r.at(x, g.batches[i]*g.perSeqSOL(x))
 }
 
 // convexAt is at's convex minorant (curve.convexAt) along x, blended across batch rows the same way.
