@@ -2,6 +2,7 @@ package report
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -128,6 +129,29 @@ func BenchmarkSettle(b *testing.B) {
 				d = rng.Uint64N(1 << 40)
 			}
 			s.add(d, 1)
+		}
+		s.settle()
+	}
+}
+
+// BenchmarkSettleReplay settles as the 8-worker conversation replay does, 135 times a run: 27,000 pending
+// runs (pass lengths under 134 ms, many repeated) into 25,000 distinct values.
+func BenchmarkSettleReplay(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	lengths := make([]uint64, 40_000)
+	for i := range lengths {
+		lengths[i] = 5_000_000 + rng.Uint64N(1<<27-5_000_000)
+	}
+	var s samples
+	for _, d := range lengths[:25_000] {
+		s.add(d, 1)
+	}
+	s.settle()
+	base := slices.Clone(s.keys)
+	for b.Loop() {
+		s.keys, s.counts = append(s.keys[:0], base...), s.counts[:len(base)]
+		for range 27_000 {
+			s.add(lengths[rng.IntN(len(lengths))], 1+uint32(rng.IntN(2)))
 		}
 		s.settle()
 	}
