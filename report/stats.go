@@ -41,6 +41,7 @@ type samples struct {
 	newN      int // samples in the pending runs
 
 	radix *radix     // sort scratch, shared by a collector's distributions; nil: made on first use
+	memo  *recurMemo // addRecurring's; nil: made on first use
 	spill *spillFile // nil: every sample stays in memory
 	runs  []run      // spilled, each ascending
 	// recurring says the values recur all through a run (ITL gaps: pass lengths), so that it keeps four times
@@ -70,6 +71,34 @@ func (s *samples) add(k uint64, n uint32) {
 	}
 	s.newKeys = append(s.newKeys, k)
 	s.newCounts = append(s.newCounts, n)
+}
+
+// recurMemo remembers, by a hash of a key, the pending run that has it, so that a key recurring among a
+// settle's samples (a pass's length is the gap of every request it decoded, added request after request)
+// adds to that run rather than making another one to sort. It holds the keys too, so that a lookup stays
+// in its 24 KiB; settle empties it with the runs.
+type recurMemo struct {
+	key [1 << recurBits]uint64
+	at  [1 << recurBits]int32 // the run's index + 1; 0: none
+}
+
+const recurBits = 11
+
+// addRecurring is add, finding a pending run of k in the memo first.
+func (s *samples) addRecurring(k uint64, n uint32) {
+	if s.memo == nil {
+		s.memo = new(recurMemo)
+	}
+	m := s.memo
+	h := k * 0x9e3779b97f4a7c15 >> (64 - recurBits)
+	if at := m.at[h] - 1; at >= 0 && m.key[h] == k && s.newCounts[at] <= math.MaxUint32-n {
+		s.n += int(n)
+		s.newN += int(n)
+		s.newCounts[at] += n
+		return
+	}
+	s.add(k, n)
+	m.key[h], m.at[h] = k, int32(len(s.newKeys)) // the last run has k, whether add made it or joined it
 }
 
 // reserve makes room for n more pending runs.
@@ -136,6 +165,9 @@ func (s *samples) settle() {
 		}
 	}
 	s.newKeys, s.newCounts, s.newN = s.newKeys[:0], s.newCounts[:0], 0
+	if s.memo != nil {
+		clear(s.memo.at[:])
+	}
 	if s.spill != nil && (len(s.keys) >= s.spill.limit && !s.recurring || len(s.keys) >= 4*s.spill.limit) {
 		if r, ok := s.spill.write(s.keys, s.counts); ok {
 			s.runs = append(s.runs, r)
