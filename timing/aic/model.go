@@ -1164,26 +1164,54 @@ func tabulate(xs []float64, f func(float64) float64) table1 {
 func (mdl *Model) Cost(b *timing.Batch) timing.Cost { return mdl.cost(b, shapeOf(b), &b.Group) }
 
 // PlainPricer implements timing.PlainModel: a plain pass's shape is its requests' count and their
-// cached tokens, which is all cost reads of a batch without prompt chunks.
+// cached tokens, which is all cost reads of a batch without prompt chunks, and only its generation
+// attention reads the cached tokens: the other terms are kept while the count and group stay.
 func (mdl *Model) PlainPricer() func(*timing.PlainPass) timing.Cost {
+	var terms passTerms
+	var g timing.Group
+	n := -1
 	return func(pp *timing.PlainPass) timing.Cost {
-		n := pp.Requests
-		p := passShape{tokens: n, decodes: n, samplings: n, decodeTokens: n, decodeCtx: float64(pp.Cached)}
-		return mdl.cost(nil, p, &pp.Group)
+		p := passShape{tokens: pp.Requests, decodes: pp.Requests, samplings: pp.Requests, decodeTokens: pp.Requests,
+			decodeCtx: float64(pp.Cached)}
+		if pp.Requests != n || pp.Group != g {
+			terms, n, g = mdl.terms(nil, p, &pp.Group), pp.Requests, pp.Group
+		}
+		return terms.cost(mdl.generationAttention(p))
 	}
 }
 
 // cost is Cost of a batch of shape p in group g; b is read only for its prompt chunks (p.prefills > 0).
 func (mdl *Model) cost(b *timing.Batch, p passShape, g *timing.Group) timing.Cost {
-	var pre, dec float64
-	if p.tokens > 0 {
-		lin := mdl.tokenWork(p, g)
-		share := lin * float64(p.prefillTokens) / float64(p.tokens)
-		pre, dec = share, lin-share
+	return mdl.terms(b, p, g).cost(mdl.generationAttention(p))
+}
+
+// passTerms are the terms of a pass's cost but its decodes' generation attention, the one that reads
+// their contexts: the token-count work lin and the prefill requests' share of it, the prompt chunks' own
+// work, and the decodes' other ops (decodeWork) and drafting factor.
+type passTerms struct {
+	lin, share, pre              float64
+	decOnly, linGen, smp, drafts float64
+}
+
+func (mdl *Model) terms(b *timing.Batch, p passShape, g *timing.Group) passTerms {
+	t := passTerms{
+		pre:     mdl.contextAttention(b, p) + mdl.prefillOnly(p) + mdl.linearContext(b, p),
+		decOnly: mdl.decodeOnly(p), linGen: mdl.linearGeneration(p), smp: mdl.sampling(p),
+		drafts: mdl.drafting(p),
 	}
-	pre += mdl.contextAttention(b, p) + mdl.prefillOnly(p) + mdl.linearContext(b, p)
-	dec += mdl.decodeWork(p)
-	dec *= 1 + mdl.drafting(p)
+	if p.tokens > 0 {
+		t.lin = mdl.tokenWork(p, g)
+		t.share = t.lin * float64(p.prefillTokens) / float64(p.tokens)
+	}
+	return t
+}
+
+// cost adds the terms up with the generation attention gen, in decodeWork's order.
+func (t passTerms) cost(gen float64) timing.Cost {
+	pre, dec := t.share, t.lin-t.share
+	pre += t.pre
+	dec += t.decOnly + gen + t.linGen + t.smp
+	dec *= 1 + t.drafts
 	return timing.Cost{Prefill: msDuration(pre), Decode: msDuration(dec)}
 }
 

@@ -205,8 +205,9 @@ func NoAllocs(m timing.Model, o Options) error {
 
 // Plain: a timing.PlainModel's pricer of plain decode passes (through the package's wrappers,
 // timing.PlainPricer) gives Cost of the batch each pass describes, bit for bit, as an engine drives it:
-// runs of passes whose contexts grow by a token each, of random sizes and groups one after another (a
-// pricer that keeps state from pass to pass must not carry it to the wrong one), without allocating.
+// runs of passes whose contexts grow by a token each, of random sizes and groups one after another, some
+// groups changing within a run (a pricer that keeps state from pass to pass must not carry it to the
+// wrong one), without allocating.
 // A model without such a pricer passes.
 func Plain(m timing.Model, o Options) error {
 	price := timing.PlainPricer(m)
@@ -233,7 +234,13 @@ func Plain(m timing.Model, o Options) error {
 		}
 		b.Group = p.Group
 		b.TotalKVTokens = 4 * o.MaxContext * o.MaxBatch
-		for range 1 + rng.IntN(20) {
+		for pass := range 1 + rng.IntN(20) {
+			if pass == 3 && p.Group.Ranks > 1 { // another rank's requests change, this one's do not
+				more := 1 + rng.IntN(o.MaxBatch)
+				p.Group.Tokens += more
+				p.Group.MaxTokens = max(p.Group.MaxTokens, more)
+				b.Group = p.Group
+			}
 			b.ActiveKVTokens = 0
 			for _, s := range b.Seqs {
 				b.ActiveKVTokens += s.New + s.Cached
