@@ -1170,13 +1170,14 @@ func (mdl *Model) PlainPricer() func(*timing.PlainPass) timing.Cost {
 	var terms passTerms
 	var g timing.Group
 	n := -1
+	hints := make([][4]int, len(mdl.attn)) // a coast's mean context moves by a token a pass
 	return func(pp *timing.PlainPass) timing.Cost {
 		p := passShape{tokens: pp.Requests, decodes: pp.Requests, samplings: pp.Requests, decodeTokens: pp.Requests,
 			decodeCtx: float64(pp.Cached)}
 		if pp.Requests != n || pp.Group != g {
 			terms, n, g = mdl.terms(nil, p, &pp.Group), pp.Requests, pp.Group
 		}
-		return terms.cost(mdl.generationAttention(p))
+		return terms.cost(mdl.generationNear(p, hints))
 	}
 }
 
@@ -1417,7 +1418,11 @@ func (mdl *Model) decodeOnly(p passShape) float64 {
 // generationAttention prices the decodes together: batch = their tokens, past length = their mean
 // cached context. A speculative step's drafts count as requests of their own, as AIConfigurator
 // prices a step with nextn drafts (generation ops at batch × (1 + nextn), sdk/inference_session.py).
-func (mdl *Model) generationAttention(p passShape) float64 {
+func (mdl *Model) generationAttention(p passShape) float64 { return mdl.generationNear(p, nil) }
+
+// generationNear is generationAttention with guesses of the segments its tables' rows read, one set per
+// kind of attention layer (attnOp.atNear): a plain pricer's, from pass to pass; nil: none.
+func (mdl *Model) generationNear(p passShape, hints [][4]int) float64 {
 	if p.decodes == 0 {
 		return 0
 	}
@@ -1426,7 +1431,11 @@ func (mdl *Model) generationAttention(p passShape) float64 {
 	step := p.decodeCtx / float64(p.decodes)
 	for j := range mdl.attn {
 		a := &mdl.attn[j]
-		v += a.layers * a.gen.at(batch, step)
+		var h *[4]int
+		if hints != nil {
+			h = &hints[j]
+		}
+		v += a.layers * a.gen.atNear(batch, step, h)
 	}
 	return v
 }
