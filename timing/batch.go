@@ -101,8 +101,9 @@ type PlainPass struct {
 type PlainModel interface {
 	Model
 	// PlainPricer returns a function whose value for a PlainPass is Cost of any batch the pass describes,
-	// bit for bit. It may keep state from call to call (what depends only on Requests): each caller (an
-	// engine) takes its own, and uses it from one goroutine.
+	// bit for bit. It may keep state from call to call (what depends only on Requests and Group, where the
+	// last pass's contexts fell in its tables): each caller (an engine) takes its own, and uses it from one
+	// goroutine.
 	PlainPricer() func(*PlainPass) Cost
 }
 
