@@ -59,8 +59,14 @@ func TestCoastIsStepRepeated(t *testing.T) {
 			}
 			arrivals = append(arrivals, arrival{at, sched.Request{ID: id, Prompt: toks, MaxTokens: rng.IntN(150), Rank: rng.IntN(dp)}})
 		}
+		// Polynomial prices a vLLM coast's passes alike; contextModel reads what changes from pass to pass,
+		// through its pricer of plain passes (Engine.coastPlain).
+		var model timing.Model = timing.Polynomial{}
+		if seed%2 == 0 {
+			model = contextModel{}
+		}
 		replay := func(coast bool) (log []string, m []sched.Metrics, n int) {
-			e, err := New(Options{Backend: backend, DPSize: dp, VLLM: vo, SGLang: so, Timing: timing.Polynomial{}})
+			e, err := New(Options{Backend: backend, DPSize: dp, VLLM: vo, SGLang: so, Timing: model})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,4 +145,35 @@ func TestCoastIsStepRepeated(t *testing.T) {
 		}
 	}
 	t.Logf("passes coasted by backend and dp size: %v", coasted)
+}
+
+// contextModel charges a pass for its requests' contexts and its group's tokens, so that a coast priced
+// with the wrong contexts or group shows; its PlainPricer prices plain passes alike from their counts.
+type contextModel struct{}
+
+func (contextModel) Cost(b *timing.Batch) timing.Cost {
+	var c timing.Cost
+	n, ctx := 0, 0
+	for _, s := range b.Seqs {
+		if s.Prefill {
+			c.Prefill += time.Duration(s.New) * time.Microsecond
+		} else {
+			n++
+			ctx += s.Cached
+		}
+	}
+	if n > 0 {
+		c.Decode = contextDecode(n, ctx, b.Group)
+	}
+	return c
+}
+
+func (contextModel) PlainPricer() func(*timing.PlainPass) timing.Cost {
+	return func(p *timing.PlainPass) timing.Cost {
+		return timing.Cost{Decode: contextDecode(p.Requests, p.Cached, p.Group)}
+	}
+}
+
+func contextDecode(n, ctx int, g timing.Group) time.Duration {
+	return time.Millisecond + time.Duration(ctx*100+n*1000+g.Tokens*3000+g.MaxTokens*g.Ranks*500)
 }

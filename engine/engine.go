@@ -46,9 +46,11 @@ type Engine struct {
 	enc     []*encoder    // per rank, made by the first request with images
 	encOpts EncoderOptions
 
-	// Coast's scratch: the coasting ranks and their batches.
+	// Coast's scratch: the coasting ranks and their batches, or with plain, their plain passes.
 	batches  []timing.Batch
 	coasting []scheduler
+	plain    func(*timing.PlainPass) timing.Cost // the model's pricer of plain passes; nil: it has none
+	plains   []timing.PlainPass
 }
 
 // RankPass is one rank's share of a pass.
@@ -84,7 +86,7 @@ func New(o Options) (*Engine, error) {
 	if o.Encoder.MsPerToken < 0 || o.Encoder.CacheTokens < 0 {
 		return nil, fmt.Errorf("engine: encoder %+v: must be >= 0", o.Encoder)
 	}
-	e := &Engine{backend: o.Backend, model: o.Timing, load: o.LoRALoad, encOpts: o.Encoder}
+	e := &Engine{backend: o.Backend, model: o.Timing, load: o.LoRALoad, encOpts: o.Encoder, plain: timing.PlainPricer(o.Timing)}
 	dp := max(o.DPSize, 1)
 	spec := o.Backend.Spec()
 	for i := range dp {
@@ -248,7 +250,9 @@ func (e *Engine) Step(now time.Duration) *Pass {
 		if sp.Empty() {
 			continue
 		}
-		g.Add(&sp.Batch)
+		if len(e.ranks) > 1 { // one rank's group is its batch (timing.Group)
+			g.Add(&sp.Batch)
+		}
 		p.Ranks = append(p.Ranks, RankPass{Pass: sp, Rank: i})
 	}
 	var longest time.Duration
@@ -297,6 +301,11 @@ func (e *Engine) Coast(now, until time.Duration, run *Run) {
 	}
 	if len(e.batches) < len(e.coasting) {
 		e.batches = make([]timing.Batch, len(e.ranks))
+		e.plains = make([]timing.PlainPass, len(e.ranks))
+	}
+	if e.plain != nil {
+		e.coastPlain(now, until, run)
+		return
 	}
 	for {
 		g := timing.Group{Ranks: len(e.ranks)}
@@ -305,13 +314,65 @@ func (e *Engine) Coast(now, until time.Duration, run *Run) {
 				return
 			}
 			c.PlainBatch(&e.batches[i])
-			g.Add(&e.batches[i])
+			if len(e.ranks) > 1 {
+				g.Add(&e.batches[i])
+			}
 		}
 		var longest time.Duration
 		for i := range e.coasting {
 			b := &e.batches[i]
 			b.Group = g
 			longest = max(longest, e.model.Cost(b).Total())
+		}
+		end := now + longest
+		if end >= until {
+			return
+		}
+		for _, c := range e.coasting {
+			run.Samples = c.PlainStep(run.Samples)
+		}
+		run.Ends = append(run.Ends, end)
+		now = end
+	}
+}
+
+// coastPlain is Coast with a model that prices plain passes from their counts (timing.PlainModel): a
+// coasting rank's batch is read once, and from pass to pass its requests' contexts grow by one token
+// each, which is all that changes.
+func (e *Engine) coastPlain(now, until time.Duration, run *Run) {
+	g := timing.Group{Ranks: len(e.ranks)}
+	for i, c := range e.coasting {
+		if !c.PlainDecode() {
+			return
+		}
+		b := &e.batches[i]
+		c.PlainBatch(b)
+		p := &e.plains[i]
+		*p = timing.PlainPass{Requests: len(b.Seqs)}
+		for _, s := range b.Seqs {
+			p.Cached += s.Cached
+		}
+		if len(e.ranks) > 1 {
+			g.Tokens += p.Requests
+			g.MaxTokens = max(g.MaxTokens, p.Requests)
+		}
+	}
+	plains := e.plains[:len(e.coasting)]
+	for i := range plains {
+		plains[i].Group = g
+	}
+	for pass := 0; ; pass++ {
+		if pass > 0 {
+			for i, c := range e.coasting {
+				if !c.PlainDecode() {
+					return
+				}
+				plains[i].Cached += plains[i].Requests
+			}
+		}
+		var longest time.Duration
+		for i := range plains {
+			longest = max(longest, e.plain(&plains[i]).Total())
 		}
 		end := now + longest
 		if end >= until {

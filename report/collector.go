@@ -624,10 +624,10 @@ func (c *Collector) settleGaps() {
 			switch {
 			case r == nil: // retired: completed, unless it has a reason for ending otherwise
 				if _, aborted := c.reasons[int(g.owner)]; !aborted {
-					c.itl.add(uint64(g.d), uint32(g.n))
+					c.itl.addRecurring(uint64(g.d), uint32(g.n))
 				}
 			case r.completed():
-				c.itl.add(uint64(g.d), uint32(g.n))
+				c.itl.addRecurring(uint64(g.d), uint32(g.n))
 			case r.state&ended == 0:
 				c.gaps[w/gapChunk] = append(c.gaps[w/gapChunk][:w%gapChunk], g)
 				w++

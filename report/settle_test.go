@@ -2,6 +2,7 @@ package report
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -130,5 +131,69 @@ func BenchmarkSettle(b *testing.B) {
 			s.add(d, 1)
 		}
 		s.settle()
+	}
+}
+
+// BenchmarkSettleReplay settles as the 8-worker conversation replay does, 135 times a run: 27,000 pending
+// runs (pass lengths under 134 ms, many repeated) into 25,000 distinct values.
+func BenchmarkSettleReplay(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	lengths := make([]uint64, 40_000)
+	for i := range lengths {
+		lengths[i] = 5_000_000 + rng.Uint64N(1<<27-5_000_000)
+	}
+	var s samples
+	for _, d := range lengths[:25_000] {
+		s.add(d, 1)
+	}
+	s.settle()
+	base := slices.Clone(s.keys)
+	for b.Loop() {
+		s.keys, s.counts = append(s.keys[:0], base...), s.counts[:len(base)]
+		for range 27_000 {
+			s.add(lengths[rng.IntN(len(lengths))], 1+uint32(rng.IntN(2)))
+		}
+		s.settle()
+	}
+}
+
+// TestAddRecurringJoinsRuns: gaps added request after request, each request's the same pass lengths,
+// make one pending run per length, not one per sample (a settle sorts fewer); with colliding memo
+// entries and settles between, random keys settle to the same values and counts as add's.
+func TestAddRecurringJoinsRuns(t *testing.T) {
+	var s samples
+	passes := []uint64{7_000_123, 7_000_456, 6_999_001, 7_000_123, 8_123_456}
+	for range 50 { // 50 requests decoded by the same passes
+		for _, d := range passes {
+			s.addRecurring(d, 1)
+		}
+	}
+	if len(s.newKeys) != 4 || s.newN != 250 || s.n != 250 {
+		t.Fatalf("%d pending runs of %d samples (%d in all), want 4 runs of 250", len(s.newKeys), s.newN, s.n)
+	}
+	s.settle()
+	if want := []uint64{6_999_001, 7_000_123, 7_000_456, 8_123_456}; !slices.Equal(s.keys, want) || !slices.Equal(s.counts, []uint64{50, 100, 50, 50}) {
+		t.Fatalf("settled %v × %v", s.keys, s.counts)
+	}
+
+	rng := rand.New(rand.NewPCG(5, 6))
+	var plain, memo samples
+	for round := range 20 {
+		for range 5000 {
+			k, n := rng.Uint64N(3000), 1+rng.Uint32N(3)
+			if round%2 == 1 {
+				k = rng.Uint64()
+			}
+			plain.add(k, n)
+			memo.addRecurring(k, n)
+		}
+		if len(memo.newKeys) > len(plain.newKeys) {
+			t.Fatalf("round %d: %d pending runs with the memo, %d without", round, len(memo.newKeys), len(plain.newKeys))
+		}
+		plain.settle()
+		memo.settle() // empties the memo
+		if !slices.Equal(memo.keys, plain.keys) || !slices.Equal(memo.counts, plain.counts) || memo.n != plain.n {
+			t.Fatalf("round %d: %d values settled (%d samples) with the memo, %d (%d) without", round, len(memo.keys), memo.n, len(plain.keys), plain.n)
+		}
 	}
 }

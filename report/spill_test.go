@@ -227,3 +227,37 @@ func TestSpillLeavesNoFile(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMergeVisitsInOrder: merging 0 to 70 cursors of sorted keys (some empty, many sharing keys) visits
+// every key of every cursor once, in ascending order, with its count.
+func TestMergeVisitsInOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for k := range 71 {
+		cs := make([]cursor, k)
+		var want []uint64
+		for i := range cs {
+			keys := make([]uint64, rng.IntN(40))
+			counts := make([]uint64, len(keys))
+			for j := range keys {
+				keys[j], counts[j] = rng.Uint64N(200), 1+rng.Uint64N(5)
+			}
+			slices.Sort(keys)
+			for j, key := range keys {
+				for range counts[j] {
+					want = append(want, key)
+				}
+			}
+			cs[i] = cursor{keys: keys, counts: counts}
+		}
+		slices.Sort(want)
+		var got []uint64
+		merge(cs, func(key, count uint64) {
+			for range count {
+				got = append(got, key)
+			}
+		})
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d cursors: merged %d keys %v..., want %d %v...", k, len(got), got[:min(8, len(got))], len(want), want[:min(8, len(want))])
+		}
+	}
+}

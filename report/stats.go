@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -40,6 +41,7 @@ type samples struct {
 	newN      int // samples in the pending runs
 
 	radix *radix     // sort scratch, shared by a collector's distributions; nil: made on first use
+	memo  *recurMemo // addRecurring's; nil: made on first use
 	spill *spillFile // nil: every sample stays in memory
 	runs  []run      // spilled, each ascending
 	// recurring says the values recur all through a run (ITL gaps: pass lengths), so that it keeps four times
@@ -71,6 +73,34 @@ func (s *samples) add(k uint64, n uint32) {
 	s.newCounts = append(s.newCounts, n)
 }
 
+// recurMemo remembers, by a hash of a key, the pending run that has it, so that a key recurring among a
+// settle's samples (a pass's length is the gap of every request it decoded, added request after request)
+// adds to that run rather than making another one to sort. It holds the keys too, so that a lookup stays
+// in its 24 KiB; settle empties it with the runs.
+type recurMemo struct {
+	key [1 << recurBits]uint64
+	at  [1 << recurBits]int32 // the run's index + 1; 0: none
+}
+
+const recurBits = 11
+
+// addRecurring is add, finding a pending run of k in the memo first.
+func (s *samples) addRecurring(k uint64, n uint32) {
+	if s.memo == nil {
+		s.memo = new(recurMemo)
+	}
+	m := s.memo
+	h := k * 0x9e3779b97f4a7c15 >> (64 - recurBits)
+	if at := m.at[h] - 1; at >= 0 && m.key[h] == k && s.newCounts[at] <= math.MaxUint32-n {
+		s.n += int(n)
+		s.newN += int(n)
+		s.newCounts[at] += n
+		return
+	}
+	s.add(k, n)
+	m.key[h], m.at[h] = k, int32(len(s.newKeys)) // the last run has k, whether add made it or joined it
+}
+
 // reserve makes room for n more pending runs.
 func (s *samples) reserve(n int) {
 	s.newKeys, s.newCounts = slices.Grow(s.newKeys, n), slices.Grow(s.newCounts, n)
@@ -99,16 +129,16 @@ func (s *samples) settle() {
 		}
 		return uint64(counts[j])
 	}
-	// Count the pending values not settled yet, each found by bisection (the settled values are many more
-	// than a settle's, and the merge reads them all once), then merge from the back into the room they take.
+	// Count the pending values not settled yet, each found by galloping from the last one found (a settle's
+	// values may be far fewer than the settled ones, or as many), then merge from the back into the room
+	// they take.
 	added, i := 0, 0
 	for j, k := range keys {
 		if j > 0 && keys[j-1] == k {
 			continue
 		}
-		at, found := slices.BinarySearch(s.keys[i:], k)
-		i += at
-		if !found {
+		i = gallop(s.keys, i, k)
+		if i == len(s.keys) || s.keys[i] != k {
 			added++
 		}
 	}
@@ -135,12 +165,29 @@ func (s *samples) settle() {
 		}
 	}
 	s.newKeys, s.newCounts, s.newN = s.newKeys[:0], s.newCounts[:0], 0
+	if s.memo != nil {
+		clear(s.memo.at[:])
+	}
 	if s.spill != nil && (len(s.keys) >= s.spill.limit && !s.recurring || len(s.keys) >= 4*s.spill.limit) {
 		if r, ok := s.spill.write(s.keys, s.counts); ok {
 			s.runs = append(s.runs, r)
 			s.keys, s.counts = s.keys[:0], s.counts[:0]
 		}
 	}
+}
+
+// gallop returns the first index from i of ascending keys whose key is at least k (len(keys) if none):
+// steps that double from i bracket it, and bisection finds it in the bracket, so a key near i costs a few
+// comparisons and a far one twice a bisection's.
+func gallop(keys []uint64, i int, k uint64) int {
+	lo, step := i, 1 // keys[lo-1] < k, when lo > i
+	for lo+step-1 < len(keys) && keys[lo+step-1] < k {
+		lo += step
+		step *= 2
+	}
+	hi := min(lo+step-1, len(keys)) // keys[hi] >= k, or hi is the end
+	at, _ := slices.BinarySearch(keys[lo:hi], k)
+	return lo + at
 }
 
 // walk settles s and visits its samples and extra's (ascending keys, one sample each) in ascending key
@@ -275,9 +322,13 @@ type radix struct {
 	count   []int
 }
 
-// sort sorts keys ascending with 16-bit digits, skipping the digits every key shares (the high ones of
-// small numbers), moving vals (nil, or one per key) along with their keys. The result is in the inputs
-// or in the scratch.
+// radixBits is the width of a digit: 2,048 counts (16 KiB) stay in the L1 cache, where a settle's tens of
+// thousands of keys would leave most of 65,536 counts untouched, and three digits cover pass lengths up to
+// 8.6 s.
+const radixBits = 11
+
+// sort sorts keys ascending by digits of radixBits, over the bits where the keys differ only, moving vals
+// (nil, or one per key) along with their keys. The result is in the inputs or in the scratch.
 func (x *radix) sort(keys []uint64, vals []uint32) ([]uint64, []uint32) {
 	n := len(keys)
 	if n < 2 {
@@ -290,22 +341,28 @@ func (x *radix) sort(keys []uint64, vals []uint32) ([]uint64, []uint32) {
 		tmpVals = x.tmpVals
 	}
 	if x.count == nil {
-		x.count = make([]int, 1<<16+1)
+		x.count = make([]int, 1<<radixBits+1)
 	}
 	count := x.count
-	for shift := uint(0); shift < 64; shift += 16 {
+	or, and := uint64(0), ^uint64(0)
+	for _, k := range keys {
+		or, and = or|k, and&k
+	}
+	differ := or ^ and // the bits some keys have and others lack: the others order nothing
+	const mask = 1<<radixBits - 1
+	for shift := uint(bits.TrailingZeros64(differ)); shift < 64 && differ>>shift != 0; shift += radixBits {
 		clear(count)
 		for _, k := range keys {
-			count[(k>>shift)&0xffff+1]++
+			count[(k>>shift)&mask+1]++
 		}
-		if count[(keys[0]>>shift)&0xffff+1] == len(keys) {
+		if count[(keys[0]>>shift)&mask+1] == len(keys) {
 			continue // every key has the same digit here: nothing to move
 		}
 		for i := 1; i < len(count); i++ {
 			count[i] += count[i-1]
 		}
 		for i, k := range keys {
-			d := (k >> shift) & 0xffff
+			d := (k >> shift) & mask
 			tmp[count[d]] = k
 			if vals != nil {
 				tmpVals[count[d]] = vals[i]

@@ -21,6 +21,9 @@ type Request struct {
 	// Seq, if set, is the prompt already hashed at the engine's block size (a router needed it): the
 	// scheduler copies its identities instead of hashing Prompt, which may then be nil.
 	Seq *tokens.Sequence
+	// GiveSeq says the caller lets go of Seq when Enqueue returns: a scheduler that would copy it whole
+	// takes it instead and leaves its own empty sequence in Seq, for the caller to reuse (MovePrompt).
+	GiveSeq bool
 	// Source, if set, makes the prompt again when the scheduler needs its blocks, in place of Prompt or Seq
 	// (which may then be nil): a vLLM scheduler with a long queue keeps only the source of a request that
 	// waits, so the queue holds no prompts.
@@ -72,6 +75,19 @@ func (r *Request) AppendPrompt(seq *tokens.Sequence) {
 	}
 	seq.AddItems(r.Images...)
 	seq.Append(r.Prompt...)
+}
+
+// MovePrompt is AppendPrompt into *seq, an empty sequence, except that a Seq given up (GiveSeq) that
+// AppendPrompt would copy whole, keeping tokens as *seq does, is swapped with *seq instead: the scheduler
+// holds the caller's sequence, the caller gets back the empty one. The prompt is the same either way.
+func (r *Request) MovePrompt(seq **tokens.Sequence) {
+	s := *seq
+	if r.GiveSeq && r.Seq != nil && r.Seq.BlockSize() == s.BlockSize() && r.Seq.Keeping() == s.Keeping() &&
+		(r.Seq.Tokens() != nil || !s.Keeping()) {
+		*seq, r.Seq = r.Seq, s
+		return
+	}
+	r.AppendPrompt(s)
 }
 
 // Scheduler is one data-parallel rank's scheduler, as the engine drives it: requests in, a Pass planned

@@ -623,8 +623,10 @@ func (r *runner) dispatch(req *request, d router.Decision) error {
 		Images: req.turn.Images}
 	if r.decode == nil {
 		sr.Source = req
+		sr.GiveSeq = true // dropSeq lets go of it: the scheduler may keep it rather than copy it
 	}
 	err := w.eng.Enqueue(sr)
+	req.seq = sr.Seq // an empty one in its place if the scheduler took it
 	r.dropSeq(req)
 	if err != nil {
 		var rej *sched.RejectError

@@ -26,7 +26,9 @@ type Batch struct {
 // Group is the data-parallel group of a pass: its ranks, idle ones included, the new tokens the
 // ranks that step compute in it (Σ Seq.New over their batches) and the most any one of them computes,
 // and whether any of them computes prompt tokens (SGLang's is_extend_in_batch, which picks how the
-// ranks' tokens are gathered).
+// ranks' tokens are gathered). A group of one rank is its batch: the engine leaves Tokens, MaxTokens and
+// Prefill zero then (summing them would cost a pass over the batch for nothing), and a model reads them
+// off the batch.
 type Group struct {
 	Ranks     int
 	Tokens    int
@@ -82,6 +84,45 @@ func (c Cost) Total() time.Duration { return c.Prefill + c.Decode }
 // Model prices a pass.
 type Model interface {
 	Cost(b *Batch) Cost
+}
+
+// PlainPass is a plain decode pass (the engine's Coast) as a PlainModel reads it: each of Requests
+// requests computes one token after its cached context and samples it; none computes prompt tokens. A
+// run of plain passes differs from pass to pass only in Cached, which grows by Requests each pass: the
+// caller keeps it so instead of making and reading a Batch of Requests Seqs every pass.
+type PlainPass struct {
+	Requests int   // each a Seq{New: 1, Cached: its context, Samples: true}
+	Cached   int   // Σ the requests' Cached
+	Group    Group // as Batch.Group
+}
+
+// PlainModel is a Model that prices a plain decode pass from its PlainPass alone, which it can when its
+// Cost reads nothing else of such a batch (not the KV occupancy, as Polynomial does).
+type PlainModel interface {
+	Model
+	// PlainPricer returns a function whose value for a PlainPass is Cost of any batch the pass describes,
+	// bit for bit. It may keep state from call to call (what depends only on Requests and Group, where the
+	// last pass's contexts fell in its tables): each caller (an engine) takes its own, and uses it from one
+	// goroutine.
+	PlainPricer() func(*PlainPass) Cost
+}
+
+// PlainPricer returns m's pricer of plain decode passes (PlainModel.PlainPricer), through the wrappers
+// of this package, or nil when m has none.
+func PlainPricer(m Model) func(*PlainPass) Cost {
+	switch m := m.(type) {
+	case PlainModel:
+		return m.PlainPricer()
+	case Scaled:
+		if f := PlainPricer(m.Model); f != nil {
+			return func(p *PlainPass) Cost { return m.scaled(f(p)) }
+		}
+	case HostOverhead:
+		if f := PlainPricer(m.Model); f != nil {
+			return func(p *PlainPass) Cost { return m.withHost(f(p), p.Requests, p.Requests) }
+		}
+	}
+	return nil
 }
 
 // ms converts float milliseconds to a Duration, rounding to the nanosecond.

@@ -27,6 +27,17 @@ func (f Fixed) Cost(b *Batch) Cost {
 	return c
 }
 
+// PlainPricer implements PlainModel: a plain pass samples and computes no prompt token.
+func (f Fixed) PlainPricer() func(*PlainPass) Cost {
+	return func(p *PlainPass) Cost {
+		var c Cost
+		if p.Requests > 0 {
+			c.Decode = ms(math.Max(f.DecodeMs, minDecodeMs))
+		}
+		return c
+	}
+}
+
 // Polynomial is Dynamo's default, uncalibrated model (reference §6):
 //
 //	prefill_ms = 4.209989e-07·T² + 1.518344e-02·T + 1.650142e+01, T = batch × (isl − prefix) new tokens, 0 if T = 0
@@ -62,9 +73,14 @@ type HostOverhead struct {
 
 // Cost implements Model.
 func (h HostOverhead) Cost(b *Batch) Cost {
-	c := h.Model.Cost(b)
-	host := h.PerRequest * time.Duration(len(b.Seqs))
-	if n, _ := b.Sampling(); n > 0 {
+	n, _ := b.Sampling()
+	return h.withHost(h.Model.Cost(b), len(b.Seqs), n)
+}
+
+// withHost adds the host time of a pass of seqs requests, sampling of them, to its GPU time c.
+func (h HostOverhead) withHost(c Cost, seqs, sampling int) Cost {
+	host := h.PerRequest * time.Duration(seqs)
+	if sampling > 0 {
 		c.Decode += host
 	} else {
 		c.Prefill += host
@@ -81,8 +97,10 @@ type Scaled struct {
 }
 
 // Cost implements Model.
-func (s Scaled) Cost(b *Batch) Cost {
-	c := s.Model.Cost(b)
+func (s Scaled) Cost(b *Batch) Cost { return s.scaled(s.Model.Cost(b)) }
+
+// scaled divides the model's cost c by the ratios.
+func (s Scaled) scaled(c Cost) Cost {
 	sp, dsp := ratio(s.Speedup), ratio(s.DecodeSpeedup)
 	c.Prefill = scale(c.Prefill, sp)
 	c.Decode = scale(c.Decode, sp*dsp)

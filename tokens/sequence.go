@@ -111,6 +111,15 @@ func (s *Sequence) Tokens() []uint32 { return s.all }
 
 // Append adds tokens to the end of the sequence, hashing each block as it fills.
 func (s *Sequence) Append(toks ...uint32) {
+	if len(toks) == 1 && len(s.tail)+1 < s.blockSize && s.tail != nil {
+		// A decode step's token that completes no block: most of what is appended, one at a time.
+		if s.keep {
+			s.all = append(s.all, toks[0])
+		}
+		s.n++
+		s.tail = append(s.tail, toks[0])
+		return
+	}
 	if s.keep {
 		s.all = append(s.all, toks...)
 	}

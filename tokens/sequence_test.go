@@ -37,8 +37,17 @@ func TestSequenceAppendIsIncremental(t *testing.T) {
 			pieces.Append(toks[i : i+k]...)
 			i += k
 		}
-		if !slices.Equal(whole.Blocks(), pieces.Blocks()) || !slices.Equal(whole.Tail(), pieces.Tail()) {
+		if !slices.Equal(whole.Blocks(), pieces.Blocks()) || !slices.Equal(whole.Tail(), pieces.Tail()) || pieces.Len() != len(toks) {
 			t.Errorf("block size %d: incremental append differs from whole append", bs)
+		}
+		ones := NewSequence(bs) // a token at a time, as decode steps append, keeping them
+		ones.KeepTokens()
+		for _, tok := range toks {
+			ones.Append(tok)
+		}
+		if !slices.Equal(whole.Blocks(), ones.Blocks()) || !slices.Equal(whole.Tail(), ones.Tail()) || ones.Len() != len(toks) ||
+			!slices.Equal(ones.Tokens(), toks) {
+			t.Errorf("block size %d: appending a token at a time differs from whole append", bs)
 		}
 		if got, want := len(whole.Blocks()), len(toks)/bs; got != want {
 			t.Errorf("block size %d: %d full blocks, want %d", bs, got, want)

@@ -88,7 +88,7 @@ func (d *dataset) apply(r *Request) {
 	e := d.entry(r.Key)
 	x := &d.entries[e]
 	r.InputLen, r.OutputLen = x.in, x.out
-	r.prefix, r.prefixLen = x.prefix, x.prefixLen
+	r.prefix, r.prefixLen = x.prefix, int32(x.prefixLen)
 	r.entry, r.salt = uint64(e)+1, d.salt
 }
 

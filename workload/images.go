@@ -162,16 +162,16 @@ func (g *synthetic) syntheticImages(r *Request) {
 	if n == 0 {
 		return
 	}
-	r.imageLen = n * size
+	r.imageLen = int32(n * size) // at most MaxTokens (checked)
 	r.Images = make([]tokens.Item, n)
 	for k := range r.Images {
 		id := uint64(g.o.ImagePool) + r.Key*uint64(n) + uint64(k) // past the pool's ids
 		if g.o.ImagePool > 0 {
 			id = uint64(g.imagePick.IntN(g.o.ImagePool))
 		}
-		r.Images[k] = tokens.Item{Key: mix64(g.imageSeed + (id+1)*golden), Start: r.prefixLen + k*size, Len: size}
+		r.Images[k] = tokens.Item{Key: mix64(g.imageSeed + (id+1)*golden), Start: int(r.prefixLen) + k*size, Len: size}
 	}
-	r.InputLen = min(r.InputLen, MaxTokens-r.imageLen) + r.imageLen
+	r.InputLen = min(r.InputLen, MaxTokens-int(r.imageLen)) + int(r.imageLen)
 }
 
 // checkImages validates the synthetic image options.

@@ -657,7 +657,7 @@ func (r *mooncakeRow) request(blockSize int, draw bool) (Request, string, error)
 		OutputTokenIDs: r.outputIDs,
 		Priority:       r.priority,
 		LoRA:           r.lora,
-		blockSize:      blockSize,
+		blockSize:      int32(blockSize), // at most MaxTokens (ReadTrace)
 	}
 	switch {
 	case r.has[fText] && r.has[fMessages]:

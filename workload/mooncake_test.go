@@ -146,7 +146,7 @@ func TestMooncakeErrors(t *testing.T) {
 
 func TestReadTraceOptionErrors(t *testing.T) {
 	const ok = `{"timestamp": 0, "input_length": 4, "output_length": 1}`
-	for _, opts := range []TraceOptions{{TraceBlockSize: -1}, {Format: "parquet"}} {
+	for _, opts := range []TraceOptions{{TraceBlockSize: -1}, {TraceBlockSize: MaxTokens + 1}, {Format: "parquet"}} {
 		_, err := ReadTrace(strings.NewReader(ok), "t.jsonl", opts)
 		if err == nil || !strings.HasPrefix(err.Error(), "trace t.jsonl: ") {
 			t.Errorf("ReadTrace(%+v) = %v, want an error naming the file", opts, err)

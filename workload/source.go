@@ -40,13 +40,15 @@ type Request struct {
 
 	// How the tokens are made (see AppendTokens). A zero Request makes
 	// InputLen request-unique tokens, which is what tests of other packages
-	// usually want.
+	// usually want. The lengths are at most MaxTokens: int32s, next to the
+	// bools above, keep a Request to 256 bytes (an overloaded replay holds
+	// every waiting conversation's turns).
+	blockSize int32    // trace: tokens per hash id
+	prefixLen int32    // synthetic: leading tokens taken from the shared prefix group
+	imageLen  int32    // synthetic: ImageToken placeholders after the prefix, the images' spans
 	prompt    []uint32 // trace: the tokens of a text_input or messages row, InputLen of them
 	hashes    []uint32 // trace: low 32 bits of each hash id, one per block of blockSize tokens
-	blockSize int      // trace: tokens per hash id
-	prefixLen int      // synthetic: leading tokens taken from the shared prefix group
 	prefix    uint64   // synthetic: seed of the group's prefix tokens
-	imageLen  int      // synthetic: ImageToken placeholders after the prefix, the images' spans
 	salt      uint64   // mixed with Key (or entry) into the request-unique tokens
 	entry     uint64   // synthetic with a dataset pool: 1 + the entry whose prompt the request repeats; 0: its own
 }

@@ -295,7 +295,7 @@ func (g *synthetic) Next() (*Session, error) {
 	r := &s.Turns[0]
 	r.InputLen = g.o.Input.draw(g.inputs, 1)
 	r.OutputLen = g.o.Output.draw(g.outputs, 0)
-	r.prefixLen = min(g.prefixLen, r.InputLen)
+	r.prefixLen = int32(min(g.prefixLen, r.InputLen))
 	r.prefix = prefix
 	g.syntheticImages(r)
 	if n > 1 {
@@ -341,7 +341,9 @@ func (g *synthetic) nextClient() (*Session, error) {
 		r.InputLen = g.o.Input.draw(g.inputs, 1)
 		r.OutputLen = g.o.Output.draw(g.outputs, 0)
 		r.salt = g.salt
-		r.prefix, r.prefixLen = g.group(r.InputLen)
+		var n int
+		r.prefix, n = g.group(r.InputLen)
+		r.prefixLen = int32(n)
 		g.syntheticImages(r)
 	}
 	return &Session{Turns: turns}, nil

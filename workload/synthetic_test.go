@@ -215,7 +215,7 @@ func TestSyntheticSharedPrefix(t *testing.T) {
 			t.Fatalf("request %d: %d tokens, InputLen %d", i, len(tok), r.InputLen)
 		}
 		p := min(100, r.InputLen)
-		if r.prefixLen != p {
+		if int(r.prefixLen) != p {
 			t.Fatalf("request %d: prefix %d tokens, want %d", i, r.prefixLen, p)
 		}
 		if p < 100 {

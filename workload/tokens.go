@@ -53,15 +53,16 @@ func (r *Request) fill(out []uint32, from int) {
 		return
 	}
 	i, end := from, from+len(out)
-	if r.blockSize > 0 && i < len(r.hashes)*r.blockSize {
-		for ; i < end && i < len(r.hashes)*r.blockSize; i++ {
-			out[i-from] = r.hashes[i/r.blockSize]
+	if bs := int(r.blockSize); bs > 0 && i < len(r.hashes)*bs {
+		for ; i < end && i < len(r.hashes)*bs; i++ {
+			out[i-from] = r.hashes[i/bs]
 		}
 	}
-	for stop := min(r.prefixLen, end); i < stop; i++ {
+	prefixLen := int(r.prefixLen)
+	for stop := min(prefixLen, end); i < stop; i++ {
 		out[i-from] = uint32(mix64(r.prefix+uint64(i)*golden)>>32) &^ uniqueBit
 	}
-	for stop := min(r.prefixLen+r.imageLen, end); i < stop; i++ {
+	for stop := min(prefixLen+int(r.imageLen), end); i < stop; i++ {
 		out[i-from] = ImageToken
 	}
 	if i < end {
@@ -93,12 +94,12 @@ func (r *Request) AppendSequence(seq *tokens.Sequence) {
 func (r *Request) AppendPromptTo(seq *tokens.Sequence) {
 	n := max(r.InputLen, 0)
 	i := 0
-	if r.blockSize > 0 {
+	if bs := int(r.blockSize); bs > 0 {
 		for _, h := range r.hashes {
 			if i >= n {
 				break
 			}
-			k := min(r.blockSize, n-i)
+			k := min(bs, n-i)
 			seq.AppendRun(h, k)
 			i += k
 		}

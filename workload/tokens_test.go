@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/mocker-sim/mocker/tokens"
 )
@@ -153,5 +154,16 @@ func TestAppendSequenceMatchesTokens(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRequestSize: a Request is 256 bytes (an overloaded conversation replay holds every waiting
+// session's turns): the unexported lengths are int32s packed beside the bools.
+func TestRequestSize(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the size is a 64-bit platform's")
+	}
+	if n := unsafe.Sizeof(Request{}); n != 256 {
+		t.Fatalf("a Request is %d bytes, want 256", n)
 	}
 }

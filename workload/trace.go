@@ -97,6 +97,8 @@ func ReadTrace(r io.Reader, name string, opts TraceOptions) (Source, error) {
 		bs = DefaultTraceBlockSize
 	case bs < 0:
 		return nil, &TraceError{Path: name, Err: fmt.Errorf("trace block size must be >= 1, got %d", bs)}
+	case bs > MaxTokens:
+		return nil, &TraceError{Path: name, Err: fmt.Errorf("trace block size must be <= %d, got %d", MaxTokens, bs)}
 	}
 	lr := &lineReader{br: bufio.NewReaderSize(r, 64<<10)}
 	format := opts.Format

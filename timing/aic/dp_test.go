@@ -160,7 +160,8 @@ func TestAttentionDPPadsToLargest(t *testing.T) {
 
 // TestGroupTokens: the tokens the group's MoE layers process. vLLM: ranks × the largest rank's.
 // SGLang: the sum with a prompt chunk on any rank; decodes only, ranks × the largest where 2 × the
-// sum exceeds it (all-gather mode), else the sum. Without a group: every rank as this one.
+// sum exceeds it (all-gather mode), else the sum. Without a group: every rank as this one; a group of
+// one rank: this one.
 func TestGroupTokens(t *testing.T) {
 	vllm, sglang := &Model{dp: 4, padToMax: true}, &Model{dp: 4}
 	p := passShape{tokens: 16}
@@ -177,6 +178,10 @@ func TestGroupTokens(t *testing.T) {
 		{sglang, timing.Group{Ranks: 4, Tokens: 52, MaxTokens: 16, Prefill: true}, 52}, // a prompt chunk: sum
 		{sglang, timing.Group{Ranks: 4, Tokens: 32, MaxTokens: 16}, 32},                // 64 = 64: sum
 		{sglang, timing.Group{}, 64},
+		// One rank: the group is the batch, whatever its other fields say (the engine leaves them zero).
+		{vllm, timing.Group{Ranks: 1}, 16},
+		{sglang, timing.Group{Ranks: 1}, 16},
+		{sglang, timing.Group{Ranks: 1, Tokens: 16, MaxTokens: 16, Prefill: true}, 16},
 	} {
 		if got := tc.mdl.groupTokens(p, &tc.g); got != tc.want {
 			t.Errorf("pad to max %v, group %+v: %v tokens, want %v", tc.mdl.padToMax, tc.g, got, tc.want)

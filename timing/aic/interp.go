@@ -43,6 +43,21 @@ func seg(xs []float64, v float64) (int, float64) {
 	return lo, (v - xs[lo]) / (xs[hi] - xs[lo])
 }
 
+// segNear is seg with a guess: when h is not nil and v lies in the segment *h names, below its end, that
+// is the segment seg finds, and the bisection is skipped; else seg finds it and *h keeps it for the next
+// call. A caller whose v moves a little from call to call (a coast's mean context) keeps h.
+func segNear(xs []float64, v float64, h *int) (int, float64) {
+	if h == nil {
+		return seg(xs, v)
+	}
+	if i := *h; i >= 0 && i+1 < len(xs) && xs[i] <= v && v < xs[i+1] {
+		return i, (v - xs[i]) / (xs[i+1] - xs[i])
+	}
+	i, t := seg(xs, v)
+	*h = i
+	return i, t
+}
+
 func lerp(a, b, t float64) float64 { return a + (b-a)*t }
 
 // sqrtLerp blends in sqrt space: exact for latency ∝ (a + b·s)². The end points come back exactly.
@@ -141,7 +156,10 @@ func edgeUtil(x, y []float64, sol func(float64) float64, k int, high bool) float
 }
 
 // at evaluates the curve at v; solV is the roofline at v, used only outside the measured range.
-func (c *curve) at(v, solV float64) float64 {
+func (c *curve) at(v, solV float64) float64 { return c.atNear(v, solV, nil) }
+
+// atNear is at, finding v's segment from the guess h (segNear).
+func (c *curve) atNear(v, solV float64, h *int) float64 {
 	n := len(c.x)
 	switch {
 	case v < c.x[0]:
@@ -151,7 +169,7 @@ func (c *curve) at(v, solV float64) float64 {
 	case n == 1:
 		return c.y[0]
 	}
-	i, t := seg(c.x, v)
+	i, t := segNear(c.x, v, h)
 	if c.sqrt {
 		return sqrtLerp(c.y[i], c.y[i+1], t)
 	}

@@ -9,6 +9,24 @@ import (
 
 func near(a, b, rel float64) bool { return math.Abs(a-b) <= rel*math.Max(math.Abs(a), math.Abs(b)) }
 
+// TestSegNear: from any guess, in range or not, segNear finds what seg finds, and keeps it as the next
+// guess; a nil guess is seg.
+func TestSegNear(t *testing.T) {
+	xs := []float64{1, 2, 4, 8, 16, 32, 33}
+	for _, v := range []float64{-1, 0, 1, 1.5, 2, 3.999, 4, 7, 8, 16, 31, 32, 32.5, 33, 40} {
+		wi, wt := seg(xs, v)
+		for guess := -2; guess <= len(xs)+1; guess++ {
+			h := guess
+			if i, tp := segNear(xs, v, &h); i != wi || tp != wt || h != wi {
+				t.Errorf("segNear(%v) from %d = %d, %v (guess now %d), want %d, %v", v, guess, i, tp, h, wi, wt)
+			}
+		}
+		if i, tp := segNear(xs, v, nil); i != wi || tp != wt {
+			t.Errorf("segNear(%v, nil) = %d, %v, want %d, %v", v, i, tp, wi, wt)
+		}
+	}
+}
+
 func TestSeg(t *testing.T) {
 	xs := []float64{1, 2, 4, 8}
 	for _, tc := range []struct {

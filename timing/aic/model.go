@@ -1161,17 +1161,58 @@ func tabulate(xs []float64, f func(float64) float64) table1 {
 // batching amortises the fixed cost as measured. Decode requests are priced together: generation
 // attention at batch = their tokens (a speculative step's drafts count as requests) and past length =
 // their mean cached context.
-func (mdl *Model) Cost(b *timing.Batch) timing.Cost {
-	p := shapeOf(b)
-	var pre, dec float64
-	if p.tokens > 0 {
-		lin := mdl.tokenWork(p, &b.Group)
-		share := lin * float64(p.prefillTokens) / float64(p.tokens)
-		pre, dec = share, lin-share
+func (mdl *Model) Cost(b *timing.Batch) timing.Cost { return mdl.cost(b, shapeOf(b), &b.Group) }
+
+// PlainPricer implements timing.PlainModel: a plain pass's shape is its requests' count and their
+// cached tokens, which is all cost reads of a batch without prompt chunks, and only its generation
+// attention reads the cached tokens: the other terms are kept while the count and group stay.
+func (mdl *Model) PlainPricer() func(*timing.PlainPass) timing.Cost {
+	var terms passTerms
+	var g timing.Group
+	n := -1
+	hints := make([][4]int, len(mdl.attn)) // a coast's mean context moves by a token a pass
+	return func(pp *timing.PlainPass) timing.Cost {
+		p := passShape{tokens: pp.Requests, decodes: pp.Requests, samplings: pp.Requests, decodeTokens: pp.Requests,
+			decodeCtx: float64(pp.Cached)}
+		if pp.Requests != n || pp.Group != g {
+			terms, n, g = mdl.terms(nil, p, &pp.Group), pp.Requests, pp.Group
+		}
+		return terms.cost(mdl.generationNear(p, hints))
 	}
-	pre += mdl.contextAttention(b, p) + mdl.prefillOnly(p) + mdl.linearContext(b, p)
-	dec += mdl.decodeWork(p)
-	dec *= 1 + mdl.drafting(p)
+}
+
+// cost is Cost of a batch of shape p in group g; b is read only for its prompt chunks (p.prefills > 0).
+func (mdl *Model) cost(b *timing.Batch, p passShape, g *timing.Group) timing.Cost {
+	return mdl.terms(b, p, g).cost(mdl.generationAttention(p))
+}
+
+// passTerms are the terms of a pass's cost but its decodes' generation attention, the one that reads
+// their contexts: the token-count work lin and the prefill requests' share of it, the prompt chunks' own
+// work, and the decodes' other ops (decodeWork) and drafting factor.
+type passTerms struct {
+	lin, share, pre              float64
+	decOnly, linGen, smp, drafts float64
+}
+
+func (mdl *Model) terms(b *timing.Batch, p passShape, g *timing.Group) passTerms {
+	t := passTerms{
+		pre:     mdl.contextAttention(b, p) + mdl.prefillOnly(p) + mdl.linearContext(b, p),
+		decOnly: mdl.decodeOnly(p), linGen: mdl.linearGeneration(p), smp: mdl.sampling(p),
+		drafts: mdl.drafting(p),
+	}
+	if p.tokens > 0 {
+		t.lin = mdl.tokenWork(p, g)
+		t.share = t.lin * float64(p.prefillTokens) / float64(p.tokens)
+	}
+	return t
+}
+
+// cost adds the terms up with the generation attention gen, in decodeWork's order.
+func (t passTerms) cost(gen float64) timing.Cost {
+	pre, dec := t.share, t.lin-t.share
+	pre += t.pre
+	dec += t.decOnly + gen + t.linGen + t.smp
+	dec *= 1 + t.drafts
 	return timing.Cost{Prefill: msDuration(pre), Decode: msDuration(dec)}
 }
 
@@ -1324,6 +1365,8 @@ func (mdl *Model) groupTokens(p passShape, g *timing.Group) float64 {
 	switch {
 	case g.Ranks == 0:
 		return float64(p.tokens * mdl.dp)
+	case g.Ranks == 1: // the group is the batch: its tokens, padded or not
+		return float64(p.tokens)
 	case mdl.padToMax, !g.Prefill && 2*g.Tokens > g.MaxTokens*g.Ranks:
 		return float64(g.MaxTokens * g.Ranks)
 	}
@@ -1375,7 +1418,11 @@ func (mdl *Model) decodeOnly(p passShape) float64 {
 // generationAttention prices the decodes together: batch = their tokens, past length = their mean
 // cached context. A speculative step's drafts count as requests of their own, as AIConfigurator
 // prices a step with nextn drafts (generation ops at batch × (1 + nextn), sdk/inference_session.py).
-func (mdl *Model) generationAttention(p passShape) float64 {
+func (mdl *Model) generationAttention(p passShape) float64 { return mdl.generationNear(p, nil) }
+
+// generationNear is generationAttention with guesses of the segments its tables' rows read, one set per
+// kind of attention layer (attnOp.atNear): a plain pricer's, from pass to pass; nil: none.
+func (mdl *Model) generationNear(p passShape, hints [][4]int) float64 {
 	if p.decodes == 0 {
 		return 0
 	}
@@ -1384,7 +1431,11 @@ func (mdl *Model) generationAttention(p passShape) float64 {
 	step := p.decodeCtx / float64(p.decodes)
 	for j := range mdl.attn {
 		a := &mdl.attn[j]
-		v += a.layers * a.gen.at(batch, step)
+		var h *[4]int
+		if hints != nil {
+			h = &hints[j]
+		}
+		v += a.layers * a.gen.atNear(batch, step, h)
 	}
 	return v
 }

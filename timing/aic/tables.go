@@ -298,21 +298,34 @@ func (g *attnGrid) perSeqSOL(x float64) float64 {
 // at is the latency in ms of one attention call over b sequences at x: each bracketing batch row is
 // evaluated at x and the rows are blended linearly in batch; beyond the largest measured batch the
 // latency grows with the roofline, linearly in b.
-func (g *attnGrid) at(b, x float64) float64 {
-	sol1 := g.perSeqSOL(x)
+func (g *attnGrid) at(b, x float64) float64 { return g.atNear(b, x, nil) }
+
+// atNear is at, finding x's segment in the first and second rows it reads from the guesses h[0] and
+// h[1] (segNear); h may be nil.
+func (g *attnGrid) atNear(b, x float64, h *[2]int) float64 {
+	var h0, h1 *int
+	if h != nil {
+		h0, h1 = &h[0], &h[1]
+	}
 	n := len(g.batches)
 	if b >= g.batches[n-1] {
-		r := &g.rows[n-1]
-		return r.at(x, g.batches[n-1]*sol1) * b / g.batches[n-1]
+		return g.rowAt(n-1, x, h0) * b / g.batches[n-1]
 	}
 	if b <= g.batches[0] {
-		r := &g.rows[0]
-		return r.at(x, g.batches[0]*sol1) * b / g.batches[0]
+		return g.rowAt(0, x, h0) * b / g.batches[0]
 	}
 	i, t := seg(g.batches, b)
-	lo := g.rows[i].at(x, g.batches[i]*sol1)
-	hi := g.rows[i+1].at(x, g.batches[i+1]*sol1)
-	return lerp(lo, hi, t)
+	return lerp(g.rowAt(i, x, h0), g.rowAt(i+1, x, h1), t)
+}
+
+// rowAt is row i at x, with the roofline worked out only where the row extrapolates: a measured x does
+// not need it, and a decode step's attention is priced every pass.
+func (g *attnGrid) rowAt(i int, x float64, h *int) float64 {
+	r := &g.rows[i]
+	if r.inRange(x) {
+		return r.atNear(x, 0, h)
+	}
+	return r.at(x, g.batches[i]*g.perSeqSOL(x))
 }
 
 // convexAt is at's convex minorant (curve.convexAt) along x, blended across batch rows the same way.
@@ -442,10 +455,18 @@ type attnOp struct {
 	scale  float64 // beyond the measured heads: lat(lo) × scale
 }
 
-func (a *attnOp) at(b, x float64) float64 {
-	v := a.lo.at(b, x)
+func (a *attnOp) at(b, x float64) float64 { return a.atNear(b, x, nil) }
+
+// atNear is at with guesses of the segments of x in the rows it reads (attnGrid.atNear): h[0:2] for the
+// lower head count's grid, h[2:4] for the higher one's; h may be nil.
+func (a *attnOp) atNear(b, x float64, h *[4]int) float64 {
+	var lo, hi *[2]int
+	if h != nil {
+		lo, hi = (*[2]int)(h[0:2]), (*[2]int)(h[2:4])
+	}
+	v := a.lo.atNear(b, x, lo)
 	if a.hi != nil {
-		v = lerp(v, a.hi.at(b, x), a.t)
+		v = lerp(v, a.hi.atNear(b, x, hi), a.t)
 	}
 	return v * a.scale
 }

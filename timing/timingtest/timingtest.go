@@ -2,8 +2,9 @@
 // test with its models. It holds a model to what the engine and the reports rely on: an empty pass
 // costs nothing; the same batch costs the same; no part is negative; a pass that samples no token has no
 // decode part and one that computes no prompt token no prefill part; more work never costs less (one
-// more request, more new tokens, a longer context, a fuller cache); and pricing a pass allocates nothing,
-// since Cost runs once per simulated forward pass.
+// more request, more new tokens, a longer context, a fuller cache); pricing a pass allocates nothing,
+// since Cost runs once per simulated forward pass; and a model that prices plain decode passes from their
+// counts (timing.PlainModel) gives Cost's value, bit for bit.
 package timingtest
 
 import (
@@ -41,7 +42,7 @@ var Checks = []struct {
 	Name  string
 	Check func(timing.Model, Options) error
 }{
-	{"Zero", Zero}, {"Split", Split}, {"Monotone", Monotone}, {"NoAllocs", NoAllocs},
+	{"Zero", Zero}, {"Split", Split}, {"Monotone", Monotone}, {"NoAllocs", NoAllocs}, {"Plain", Plain},
 }
 
 // Run runs every check on m.
@@ -198,6 +199,65 @@ func NoAllocs(m timing.Model, o Options) error {
 	i := 0
 	if n := testing.AllocsPerRun(100, func() { m.Cost(&bs[i%len(bs)]); i++ }); n > 0 {
 		return fmt.Errorf("Cost allocates %.1f times per pass", n)
+	}
+	return nil
+}
+
+// Plain: a timing.PlainModel's pricer of plain decode passes (through the package's wrappers,
+// timing.PlainPricer) gives Cost of the batch each pass describes, bit for bit, as an engine drives it:
+// runs of passes whose contexts grow by a token each, of random sizes and groups one after another, some
+// groups changing within a run (a pricer that keeps state from pass to pass must not carry it to the
+// wrong one), without allocating.
+// A model without such a pricer passes.
+func Plain(m timing.Model, o Options) error {
+	price := timing.PlainPricer(m)
+	if price == nil {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(4, 4))
+	var b timing.Batch
+	for run := range 100 {
+		n := 1 + rng.IntN(o.MaxBatch)
+		if run%10 == 9 {
+			n = 1 + rng.IntN(3) // small batches, where the tables' edges are
+		}
+		b.Seqs = b.Seqs[:0]
+		p := timing.PlainPass{Requests: n}
+		for range n {
+			s := timing.Seq{New: 1, Cached: rng.IntN(o.MaxContext), Samples: true}
+			b.Seqs = append(b.Seqs, s)
+			p.Cached += s.Cached
+		}
+		if ranks := rng.IntN(4); ranks > 0 { // 0: a batch priced without its group
+			others := rng.IntN(ranks) * (1 + rng.IntN(o.MaxBatch))
+			p.Group = timing.Group{Ranks: ranks, Tokens: n + others, MaxTokens: max(n, others)}
+		}
+		b.Group = p.Group
+		b.TotalKVTokens = 4 * o.MaxContext * o.MaxBatch
+		for pass := range 1 + rng.IntN(20) {
+			if pass == 3 && p.Group.Ranks > 1 { // another rank's requests change, this one's do not
+				more := 1 + rng.IntN(o.MaxBatch)
+				p.Group.Tokens += more
+				p.Group.MaxTokens = max(p.Group.MaxTokens, more)
+				b.Group = p.Group
+			}
+			b.ActiveKVTokens = 0
+			for _, s := range b.Seqs {
+				b.ActiveKVTokens += s.New + s.Cached
+			}
+			if got, want := price(&p), m.Cost(&b); got != want {
+				return fmt.Errorf("a plain pass of %d requests over %d cached tokens (group %+v): its pricer says %+v, Cost %+v",
+					n, p.Cached, p.Group, got, want)
+			}
+			for i := range b.Seqs {
+				b.Seqs[i].Cached++
+			}
+			p.Cached += n
+		}
+	}
+	p := timing.PlainPass{Requests: 8, Cached: 8 * 1000}
+	if allocs := testing.AllocsPerRun(100, func() { price(&p); p.Cached += p.Requests }); allocs > 0 {
+		return fmt.Errorf("the plain pricer allocates %.1f times per pass", allocs)
 	}
 	return nil
 }

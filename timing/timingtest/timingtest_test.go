@@ -30,6 +30,22 @@ func (m broken) Cost(b *timing.Batch) timing.Cost {
 	return c
 }
 
+// plainOff is Fixed with a pricer of plain passes that charges one more nanosecond from the second pass of
+// a run.
+type plainOff struct{ timing.Fixed }
+
+func (m plainOff) PlainPricer() func(*timing.PlainPass) timing.Cost {
+	f, last := m.Fixed.PlainPricer(), -1
+	return func(p *timing.PlainPass) timing.Cost {
+		c := f(p)
+		if p.Cached == last+p.Requests {
+			c.Decode++
+		}
+		last = p.Cached
+		return c
+	}
+}
+
 // TestBrokenModelsFail: each deliberate defect fails the check that covers it; the sound model passes.
 func TestBrokenModelsFail(t *testing.T) {
 	o := timingtest.Options{MaxBatch: 256, MaxContext: 32768, MaxChunk: 8192}
@@ -48,4 +64,7 @@ func TestBrokenModelsFail(t *testing.T) {
 		}
 	}
 	timingtest.Run(t, broken{}, timingtest.Options{})
+	if err := timingtest.Plain(plainOff{timing.Fixed{PrefillMs: 10, DecodeMs: 5}}, o); err == nil || !strings.Contains(err.Error(), "its pricer says") {
+		t.Errorf("a plain pricer off from the second pass of a run: got %v, want an error with %q", err, "its pricer says")
+	}
 }

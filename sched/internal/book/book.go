@@ -150,7 +150,7 @@ func (b *Book[P]) newRequest(r *sched.Request, bare bool) P {
 		b.WithLoRA++
 	}
 	if !bare {
-		r.AppendPrompt(q.Seq)
+		r.MovePrompt(&q.Seq)
 	}
 	return req
 }
