@@ -30,7 +30,7 @@ func TestSoleViewCountsEvents(t *testing.T) {
 				}
 				views[1].Sole()
 				var pending [2][]kvcache.Event
-				var counted, removed int
+				var counted, removed, tiered int
 				steps := [2]func() [][]tokens.Block{drive(caches[0], ps, seed), drive(caches[1], ps, seed)}
 				deliver := rand.New(rand.NewPCG(seed, 11))
 				for step := range 300 {
@@ -51,6 +51,8 @@ func TestSoleViewCountsEvents(t *testing.T) {
 							if full.Kind == kvcache.Removed {
 								removed++
 							}
+						} else if full.Medium != kvcache.GPU {
+							tiered++
 						}
 						if bare.String() != want.String() || bare.Size() != full.Size() {
 							t.Fatalf("step %d: event %v, want %v", step, bare, want)
@@ -75,8 +77,8 @@ func TestSoleViewCountsEvents(t *testing.T) {
 						}
 					}
 				}
-				if counted == 0 || removed == 0 {
-					t.Fatalf("%d events counted, %d of them Removed: the drive stored or evicted nothing", counted, removed)
+				if counted == 0 || removed == 0 || tiered == 0 {
+					t.Fatalf("%d events counted, %d of them Removed, %d of the host tier: the drive stored, evicted or wrote back nothing", counted, removed, tiered)
 				}
 			})
 		}
