@@ -44,6 +44,11 @@ type Event struct {
 	// Removed: sequence hashes no longer resident.
 	Hashes []uint64
 
+	// Count is, on a Stored or Removed event that leaves out its Blocks or Hashes, how many it would list:
+	// a radix cache whose only consumer reads it in place (radix.View.Sole) builds no slices no one reads.
+	// 0 on an event that lists them (see Size).
+	Count int
+
 	// Medium is where the blocks were stored or removed: GPU (the zero value) for the pool itself, CPU or
 	// Disk for a lower tier, whose Stored events have no parent.
 	Medium Medium
@@ -61,8 +66,14 @@ func (e Event) String() string {
 		Hashes    []uint64
 	}
 	s := fmt.Sprintf("%+v", fields{e.ID, e.Kind, e.Parent, e.HasParent, e.Blocks, e.Hashes})
+	if e.Count != 0 {
+		s = s[:len(s)-1] + fmt.Sprintf(" Count:%d}", e.Count)
+	}
 	if e.Medium != GPU {
 		s = s[:len(s)-1] + " Medium:" + e.Medium.String() + "}"
 	}
 	return s
 }
+
+// Size is the number of blocks a Stored or Removed event names, listed or counted.
+func (e Event) Size() int { return len(e.Blocks) + len(e.Hashes) + e.Count }

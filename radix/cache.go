@@ -34,6 +34,7 @@ type Cache struct {
 	pageSize int
 	numPages int
 	events   bool
+	bare     bool // GPU Stored and Removed events carry their Count only (View.Sole)
 
 	state    []pageState // per page handed out at least once; grows up to numPages
 	freeList []PageID    // freed pages, reused before never-used ones
@@ -182,7 +183,7 @@ func (c *Cache) Insert(pages []tokens.Block, ids []PageID) (present int) {
 	}
 	c.addChild(n, pages[i:], ids[i:], 0, c.clock)
 	if c.events {
-		ev := kvcache.Event{Kind: kvcache.Stored, Blocks: slices.Clone(pages[i:])}
+		ev := c.storedEvent(pages[i:])
 		if i > 0 {
 			ev.Parent, ev.HasParent = pages[i-1].Hash, true
 		}
@@ -258,7 +259,7 @@ func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID, room int)
 		deepest = c.addChild(n, pages[present:], ids[present:], room, c.clock)
 	}
 	if c.events {
-		ev := kvcache.Event{Kind: kvcache.Stored, Blocks: slices.Clone(pages[present:])}
+		ev := c.storedEvent(pages[present:])
 		switch {
 		case present > 0:
 			ev.Parent, ev.HasParent = pages[present-1].Hash, true

@@ -49,7 +49,8 @@
 // most once, so an indexer fed only these events holds exactly the cached pages. Event ids increase from
 // 0; TakeEvents hands them over. When a consumer sees them is the scheduler's business. A consumer in
 // the same process may read the cache in place instead, as the events it has heard so far describe it
-// (View), however late they reach it.
+// (View), however late they reach it; when it is their only consumer (View.Sole), the events count
+// their pages (kvcache.Event.Count) instead of listing them.
 //
 // The package is pure and deterministic: no clock, no I/O, no randomness. A Cache is not safe for
 // concurrent use.

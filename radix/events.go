@@ -1,6 +1,20 @@
 package radix
 
-import "github.com/mocker-sim/mocker/kvcache"
+import (
+	"slices"
+
+	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/tokens"
+)
+
+// storedEvent is the Stored event of pages newly in the tree, without its parent: the pages copied, or,
+// for a bare cache, counted.
+func (c *Cache) storedEvent(pages []tokens.Block) kvcache.Event {
+	if c.bare {
+		return kvcache.Event{Kind: kvcache.Stored, Count: len(pages)}
+	}
+	return kvcache.Event{Kind: kvcache.Stored, Blocks: slices.Clone(pages)}
+}
 
 func (c *Cache) emit(ev kvcache.Event) {
 	ev.ID = c.nextID

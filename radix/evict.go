@@ -21,7 +21,7 @@ func (c *Cache) Evict(numPages int) (freed int) {
 			id := n.ids[j]
 			c.state[id] = pageFree
 			c.freeList = append(c.freeList, id)
-			if c.events || c.tiers != nil {
+			if c.events && !c.bare || c.tiers != nil {
 				c.removed = append(c.removed, n.blocks[j].Hash)
 			}
 		}
@@ -31,7 +31,11 @@ func (c *Cache) Evict(numPages int) (freed int) {
 			c.heap.push(parent)
 		}
 	}
-	if len(c.removed) > 0 && c.events {
+	switch {
+	case freed == 0 || !c.events:
+	case c.bare:
+		c.emit(kvcache.Event{Kind: kvcache.Removed, Count: freed})
+	default:
 		c.emit(kvcache.Event{Kind: kvcache.Removed, Hashes: slices.Clone(c.removed)})
 	}
 	if len(c.removed) > 0 && c.tiers != nil {

@@ -59,11 +59,17 @@ func (v *View) Heard(ev kvcache.Event) {
 	}
 	switch ev.Kind {
 	case kvcache.Stored:
-		v.cached += len(ev.Blocks)
+		v.cached += ev.Size()
 	case kvcache.Removed:
-		v.cached -= len(ev.Hashes)
+		v.cached -= ev.Size()
 	}
 }
+
+// Sole says that the view is the only consumer of the cache's GPU events, which need then say only how
+// many pages they store or remove: from now on the cache's Stored and Removed events carry their Count,
+// not the pages' hashes, which with one-token pages it would copy per token for no one to read. A caller
+// that publishes or records the events must not call it. Lower tiers' events stay whole.
+func (v *View) Sole() { v.c.bare = true }
 
 // Cached is the number of pages in the view.
 func (v *View) Cached() int { return v.cached }

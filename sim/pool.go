@@ -117,7 +117,9 @@ func (r *runner) mirrorable() (on, poolsToo bool) {
 // mirror makes each of w's ranks' prefix caches its router's view of the rank's GPU cache: SGLang's radix
 // view, or, where mirrorable allows, a block pool that records events (vLLM's, TensorRT-LLM's) of a rank
 // that publishes them when its passes start. Decode workers publish nothing, and their router indexes
-// nothing.
+// nothing. Unless an Observer is shown the passes' events, a view's cache then counts its GPU events'
+// pages rather than listing them (radix.View.Sole): the router needs only how many each event stores or
+// removes.
 func (r *runner) mirror(w *worker) {
 	if w.pool.name == "decode" {
 		return
@@ -126,6 +128,9 @@ func (r *runner) mirror(w *worker) {
 		t := router.Target{Worker: w.id, Rank: rank}
 		if v := w.eng.EventView(rank); v != nil {
 			w.pool.router.SetMirror(t, v)
+			if r.o.heard == nil && r.o.Observer == nil {
+				v.Sole() // the router reads the cache through the view, and nothing else reads its events
+			}
 		} else if bp := w.eng.EventPool(rank); bp != nil && r.mirrorBP && !w.eng.EventsAtPassEnd() {
 			w.pool.router.SetMirror(t, bp)
 		}

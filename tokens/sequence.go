@@ -77,6 +77,15 @@ func (s *Sequence) Reset() {
 	s.items, s.item = s.items[:0], 0
 }
 
+// Grow makes room for n more tokens, so that appending them allocates the sequence's arrays once rather
+// than growing them run by run.
+func (s *Sequence) Grow(n int) {
+	s.blocks = slices.Grow(s.blocks, (s.n+n)/s.blockSize-len(s.blocks))
+	if s.keep {
+		s.all = slices.Grow(s.all, n)
+	}
+}
+
 // AddItems declares the items of the sequence, sorted by Start and not overlapping, before the tokens
 // they cover are appended (the blocks already full are not hashed again).
 func (s *Sequence) AddItems(items ...Item) {

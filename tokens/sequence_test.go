@@ -205,3 +205,30 @@ func TestSequenceSeed(t *testing.T) {
 		t.Errorf("after Reset: seed %#x, blocks %v, want the base model's %v", a.Seed(), a.Blocks(), base.Blocks())
 	}
 }
+
+// TestSequenceGrow: after Grow(n), appending n tokens (runs and single tokens, a partial block left over,
+// tokens kept) grows neither array, and makes the blocks and tokens a sequence without Grow makes.
+func TestSequenceGrow(t *testing.T) {
+	fill := func(s *Sequence) {
+		s.Append(7, 8, 9)
+		s.AppendRun(3, 40)
+		s.AppendRun(5, 21)
+		s.Append(1, 2)
+	}
+	plain := NewSequence(4)
+	plain.KeepTokens()
+	plain.Append(6)
+	fill(plain)
+	grown := NewSequence(4)
+	grown.KeepTokens()
+	grown.Append(6)
+	grown.Grow(66)
+	blocks, toks := cap(grown.Blocks()), cap(grown.Tokens())
+	fill(grown)
+	if cap(grown.Blocks()) != blocks || cap(grown.Tokens()) != toks || blocks < 16 {
+		t.Errorf("appending 66 tokens after Grow(66) took the arrays from %d blocks and %d tokens to %d and %d", blocks, toks, cap(grown.Blocks()), cap(grown.Tokens()))
+	}
+	if !slices.Equal(grown.Blocks(), plain.Blocks()) || !slices.Equal(grown.Tokens(), plain.Tokens()) || grown.Len() != 67 {
+		t.Errorf("grown sequence: %d tokens, blocks %v, tokens %v; want 67, %v, %v", grown.Len(), grown.Blocks(), grown.Tokens(), plain.Blocks(), plain.Tokens())
+	}
+}

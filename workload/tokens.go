@@ -93,6 +93,7 @@ func (r *Request) AppendSequence(seq *tokens.Sequence) {
 // a conversation's prompt declares none of its history's.
 func (r *Request) AppendPromptTo(seq *tokens.Sequence) {
 	n := max(r.InputLen, 0)
+	seq.Grow(n)
 	i := 0
 	if bs := int(r.blockSize); bs > 0 {
 		for _, h := range r.hashes {

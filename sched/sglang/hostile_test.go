@@ -50,6 +50,9 @@ func TestPageListGrowsWithUse(t *testing.T) {
 	if c := cap(r.pages); c > 64 {
 		t.Fatalf("a 4-token prompt's page list has capacity %d after admission, want at most 64", c)
 	}
+	if c := cap(r.pages); c < 8 {
+		t.Fatalf("a 4-token prompt's page list has capacity %d after admission, want room for 4 output pages too", c)
+	}
 	// Its leaf in the tree keeps room for the pages it will add, but no more than a pass's prefill budget
 	// (16,384 pages of 20 bytes here, where room for its max_tokens would take 17.6 MB).
 	if grew := after.TotalAlloc - before.TotalAlloc; r.locked != 4 || grew > 2<<20 {
@@ -72,5 +75,29 @@ func TestPageListGrowsWithUse(t *testing.T) {
 	s.buffers(next)
 	if c := cap(next.pages); c != maxSparePages || s.pageLists.Len() != 0 {
 		t.Errorf("a new request got a page list of capacity %d, %d more kept; want %d (the short one) and none", c, s.pageLists.Len(), maxSparePages)
+	}
+}
+
+// TestPageListSizedOnce: a prompt admitted in chunks and decoded to its end appends its pages to the one
+// array its admission gave it (its prompt's pages and its output's), not one grown chunk by chunk and
+// step by step.
+func TestPageListSizedOnce(t *testing.T) {
+	o := opts(1, 4096)
+	o.ChunkedPrefillSize, o.MaxPrefillTokens = 300, 300
+	h := newHarness(t, o)
+	h.Enqueue(1, schedtest.Prompt(0, 1000), 40)
+	h.Step()
+	r := h.S.book.Live[1]
+	first, held := cap(r.pages), 0
+	for step := 0; h.S.book.Live[1] != nil && step < 100; step++ {
+		if c := cap(r.pages); c != first {
+			t.Fatalf("step %d: page list capacity %d, %d after admission", step, c, first)
+		}
+		held = max(held, len(r.pages))
+		h.Step()
+	}
+	// Room for its 1,040 tokens, and at most a size class above them.
+	if held < 1000+38 || first < 1000+40 || first > 1300 {
+		t.Fatalf("page list of capacity %d after admission held at most %d pages, want room for 1,040 and 1,038 at least held", first, held)
 	}
 }

@@ -239,7 +239,7 @@ func (s *Scheduler) room(req *request, maxTokens int) (cached int, ok bool) {
 	}
 	req.order = s.arrived
 	s.arrived++
-	req.pages = append(req.pages[:0], s.hits...)
+	req.pages = append(s.pageList(req), s.hits...)
 	req.locked, req.node = len(s.hits), node
 	req.pages, _ = s.cache.Alloc(need, req.pages)
 	s.private += need
@@ -317,6 +317,15 @@ func (s *Scheduler) newRequest(bare bool) *request {
 		s.buffers(r)
 	}
 	return r
+}
+
+// pageList returns r's page list emptied, with room for its prompt's pages and its output's, these up to
+// the clip and to as many tokens as the prompt has (no more than appending would grow the list to, so a
+// huge max_tokens reserves nothing huge). Its chunks and decode steps then append to one array, where
+// growing it as they come would copy a long prompt's list several times over.
+func (s *Scheduler) pageList(r *request) []radix.PageID {
+	prompt := r.Seq.Len() - r.Generated // a resumed request's sequence holds its output so far
+	return slices.Grow(r.pages[:0], s.pagesFor(r.Seq.Len()+min(r.MaxTokens-r.Generated, s.opt.ClipMaxNewTokens, prompt)))
 }
 
 // freeBuffers moves r's sequence and page list to the free lists, for the next prompt made: a request
@@ -555,7 +564,7 @@ func (s *Scheduler) admit() bool {
 			return false, false
 		}
 		if first {
-			r.pages = append(r.pages[:0], s.hits...)
+			r.pages = append(s.pageList(r), s.hits...)
 			r.locked, r.node = len(s.hits), node
 			r.Computed = prefix
 			s.book.Admit(&r.Request, prefix)
