@@ -4,7 +4,8 @@ import "fmt"
 
 // CheckInvariants verifies the pool's accounting by walking every block: free + active + inactive =
 // capacity, the LRU list holds exactly the unreferenced cached blocks, every cached block is linked among
-// its hash's copies and every first copy into a run that the index finds, and each lower tier's LRU list and index agree within its capacity. It is O(capacity); tests call it after every pass.
+// its hash's copies and every first copy into a run that the index finds, and each lower tier's LRU list
+// and index agree within its capacity. It is O(capacity); tests call it after every pass.
 func (p *Pool) CheckInvariants() error {
 	if f, a, i := p.Free(), p.Active(), p.Inactive(); f < 0 || a < 0 || i < 0 || f+a+i != p.capacity {
 		return fmt.Errorf("kvcache: free %d + active %d + inactive %d != capacity %d", f, a, i, p.capacity)
