@@ -75,8 +75,8 @@ func TestViewAgainstLaggingIndex(t *testing.T) {
 						}
 						var ok bool
 						if r.table, ok = c.Alloc(need, r.table); !ok {
-							release(r)
-							continue
+							release(r) // this step's Evict is still checked below
+							break
 						}
 						live = append(live, r)
 						// Its prompt goes into the tree in up to two chunks.
@@ -94,7 +94,7 @@ func TestViewAgainstLaggingIndex(t *testing.T) {
 						}
 						var ok bool
 						if r.table, ok = c.Alloc(1, r.table); !ok {
-							continue
+							break
 						}
 						for range ps {
 							r.seq.Append(uint32(rng.IntN(3)))
@@ -174,6 +174,17 @@ func TestViewAgainstLaggingIndex(t *testing.T) {
 							ghostHits++
 						}
 					}
+				}
+				// Once every event is heard, the owner's next eviction drops every ghost.
+				for _, ev := range append(pending, c.TakeEvents(nil)...) {
+					v.Heard(ev)
+				}
+				v.prune()
+				if len(v.queue) != 0 || len(v.ghosts) != 0 {
+					t.Fatalf("every event heard and the next eviction: %d ghosts queued, %d chained", len(v.queue), len(v.ghosts))
+				}
+				if err := c.CheckInvariants(); err != nil {
+					t.Fatal(err)
 				}
 			})
 		}
