@@ -50,9 +50,14 @@ func (c *Cache) View() *View {
 	return c.view
 }
 
-// Heard records that the consumer has been handed ev, the cache's next event (events are heard in the
-// order the cache emits them). Lower tiers' events count for their ids only.
+// Heard records that the consumer has been handed ev, the cache's next event. Lower tiers' events count
+// for their ids only. It panics on an event out of order (each must be heard once, in the order the cache
+// emits them: one missed or repeated would corrupt every later answer) and on a Cleared event, which a
+// radix cache never emits and a view cannot honour: it shows this cache's past, not an empty one.
 func (v *View) Heard(ev kvcache.Event) {
+	if want := v.heard.Load(); ev.ID != want || ev.Kind == kvcache.Cleared {
+		panic(fmt.Sprintf("radix: a view heard %v event %d, expected the cache's event %d (not a cleared one)", ev.Kind, ev.ID, want))
+	}
 	v.heard.Store(ev.ID + 1)
 	if ev.Medium != kvcache.GPU {
 		return

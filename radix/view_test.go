@@ -225,3 +225,33 @@ func TestViewStartsWithTheCache(t *testing.T) {
 	}()
 	c.View()
 }
+
+// TestViewHearsInOrder: an event missed, repeated or out of order, and a Cleared event, which the view
+// cannot honour, panic naming the event heard and the one expected; events in order are heard.
+func TestViewHearsInOrder(t *testing.T) {
+	c := newCache(t, 1, 8)
+	v := c.View()
+	insertNew(t, c, seq(1, "ab"))
+	insertNew(t, c, seq(1, "cd"))
+	evs := c.TakeEvents(nil)
+	if len(evs) != 2 || evs[0].ID != 0 || evs[1].ID != 1 {
+		t.Fatalf("events %+v, want two, ids 0 and 1", evs)
+	}
+	mustPanic := func(ev kvcache.Event, want string) {
+		t.Helper()
+		defer func() {
+			if got := recover(); got != want {
+				t.Fatalf("Heard(%v event %d): panic %v, want %q", ev.Kind, ev.ID, got, want)
+			}
+		}()
+		v.Heard(ev)
+	}
+	mustPanic(evs[1], "radix: a view heard stored event 1, expected the cache's event 0 (not a cleared one)")
+	v.Heard(evs[0])
+	mustPanic(evs[0], "radix: a view heard stored event 0, expected the cache's event 1 (not a cleared one)")
+	mustPanic(kvcache.Event{Kind: kvcache.Cleared, ID: 1}, "radix: a view heard cleared event 1, expected the cache's event 1 (not a cleared one)")
+	v.Heard(evs[1])
+	if got := v.Prefix(seq(1, "cd")); got != 2 || v.Cached() != 4 {
+		t.Fatalf("all heard: Prefix(cd) %d, Cached %d; want 2, 4", got, v.Cached())
+	}
+}
