@@ -23,7 +23,8 @@ import (
 //
 // Heard is the consumer's; the rest is the cache's owner's. Heard touches only the view's own counters,
 // so a driver may deliver one worker's events while that worker plans its next passes on another
-// goroutine; ghosts are dropped by the goroutine using the cache, Evict or a query.
+// goroutine. Prefix, Cached and AppendCached only read (several readers may share the view), but not
+// while the owner changes the cache; the owner drops the ghosts heard of when it evicts.
 type View struct {
 	c      *Cache
 	heard  atomic.Uint64 // events [0, heard) have been heard
@@ -113,7 +114,8 @@ func (v *View) prune() {
 }
 
 // Prefix is how many leading pages of a sequence's full pages (prefix first) are in the view, up to the
-// first missing one. It changes nothing a scheduler sees: no split, no stamp.
+// first missing one. It only reads: no split, no stamp, and ghosts already heard of are passed over (the
+// owner's next eviction drops them).
 //
 // Each page of the view has one holder: the tree (where the page's Stored event was heard) or a ghost
 // (where it was heard and the eviction was not; a page is in the tree once at a time, so two cannot hold
@@ -121,10 +123,9 @@ func (v *View) prune() {
 // last left the sequence, as long as they hold it. The holder of the page where one stops starts there:
 // a holder that held the page before would be the one the walk was in. The tree never takes over from a
 // ghost: a page held by the tree was there when the ghost's node was evicted as a leaf, so it is not a
-// child of the ghost's pages. And of the ghosts starting at a page, only the earliest evicted can hold
-// it: a later one was stored after that eviction, which is not heard.
+// child of the ghost's pages. And of the ghosts starting at a page, only the earliest evicted whose
+// eviction is not heard can hold it: a later one was stored after that eviction.
 func (v *View) Prefix(pages []tokens.Block) int {
-	v.prune()
 	c, heard := v.c, v.heard.Load()
 	n, i := c.root, 0
 	for i < len(pages) {
@@ -141,6 +142,9 @@ func (v *View) Prefix(pages []tokens.Block) int {
 	}
 	for i < len(pages) && len(v.ghosts) > 0 {
 		g := v.ghosts[pages[i].Hash]
+		for g != nil && g.removed < heard {
+			g = g.next
+		}
 		if g == nil {
 			break
 		}
@@ -225,7 +229,6 @@ func (n *Node) checkRuns() error {
 // AppendCached appends to dst the sequence hash of every page in the view, once, and returns it (a
 // test's view of a router's index; O(pages)).
 func (v *View) AppendCached(dst []uint64) []uint64 {
-	v.prune()
 	heard := v.heard.Load()
 	stack := []*Node{v.c.root}
 	for len(stack) > 0 {
@@ -239,6 +242,9 @@ func (v *View) AppendCached(dst []uint64) []uint64 {
 		}
 	}
 	for _, g := range v.queue {
+		if g.removed < heard {
+			continue // heard of: not in the view
+		}
 		for _, b := range g.blocks[:g.heardPages(g.pages(), heard)] {
 			dst = append(dst, b.Hash)
 		}

@@ -141,6 +141,8 @@ func TestViewAgainstLaggingIndex(t *testing.T) {
 					}
 					pending = slices.Delete(pending, 0, n)
 
+					// The queries below only read: no ghost dropped, no node recycled.
+					queued, chains, spare := len(v.queue), len(v.ghosts), len(c.spare)
 					if v.Cached() != len(indexed) {
 						t.Fatalf("step %d: view holds %d pages, indexer %d", step, v.Cached(), len(indexed))
 					}
@@ -173,6 +175,9 @@ func TestViewAgainstLaggingIndex(t *testing.T) {
 						if tree := c.treePrefix(q); got > tree {
 							ghostHits++
 						}
+					}
+					if len(v.queue) != queued || len(v.ghosts) != chains || len(c.spare) != spare {
+						t.Fatalf("step %d: the view's queries changed %d ghosts queued, %d chains, %d spare nodes to %d, %d, %d", step, queued, chains, spare, len(v.queue), len(v.ghosts), len(c.spare))
 					}
 				}
 				// Once every event is heard, the owner's next eviction drops every ghost.
