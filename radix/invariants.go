@@ -1,6 +1,9 @@
 package radix
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // CheckInvariants verifies the cache's bookkeeping by walking the whole tree and pool: parent, child and
 // index links agree; every node's lock count is its own locks plus its children's lock counts; the heap holds exactly the unlocked leaves, in heap order; the
@@ -128,10 +131,13 @@ func (c *Cache) CheckInvariants() error {
 // check verifies the view's ghosts: out of the tree, queued in the order of their Removed events (events
 // the cache has emitted), and chained under their first page in that order, each once.
 func (v *View) check() error {
+	if v.head < 0 || v.head > len(v.queue) || slices.ContainsFunc(v.queue[:v.head], func(g *Node) bool { return g != nil }) {
+		return fmt.Errorf("radix: the ghost queue's head %d of %d holds on to a dropped ghost", v.head, len(v.queue))
+	}
 	next := map[uint64]*Node{} // each chain's ghost the queue should come to next
 	keys := []uint64{}
 	var last uint64
-	for i, g := range v.queue {
+	for i, g := range v.queue[v.head:] {
 		if g.parent != nil || g.first != nil || g.pages() == 0 {
 			return fmt.Errorf("radix: ghost %d (queued at %d) has parent %p, first child %p, %d pages", g.serial, i, g.parent, g.first, g.pages())
 		}

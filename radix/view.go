@@ -31,7 +31,8 @@ type View struct {
 	cached int           // pages in the view
 
 	ghosts map[uint64]*Node // by first page's sequence hash: the earliest-removed ghost, then its next
-	queue  []*Node          // ghosts in eviction order
+	queue  []*Node          // queue[head:]: the ghosts in eviction order
+	head   int
 }
 
 // View returns the cache's view, starting it on the first call, which must come before the cache
@@ -92,24 +93,26 @@ func (v *View) bury(n *Node) {
 	g.next = n
 }
 
-// prune drops the ghosts whose eviction has been heard, and recycles them.
+// prune drops the ghosts whose eviction has been heard, and recycles them. The queue is compacted once
+// more than half of it is dropped, so each ghost is moved O(1) times however many wait behind it.
 func (v *View) prune() {
 	heard := v.heard.Load()
-	k := 0
-	for k < len(v.queue) && v.queue[k].removed < heard {
-		g := v.queue[k]
+	for v.head < len(v.queue) && v.queue[v.head].removed < heard {
+		g := v.queue[v.head]
 		key := g.blocks[0].Hash
 		if g.next != nil {
 			v.ghosts[key] = g.next // it was first: its chain is in eviction order
 		} else {
 			delete(v.ghosts, key)
 		}
-		v.queue[k] = nil
+		v.queue[v.head] = nil
 		v.c.recycle(g)
-		k++
+		v.head++
 	}
-	if k > 0 {
-		v.queue = append(v.queue[:0], v.queue[k:]...)
+	if 2*v.head > len(v.queue) {
+		n := copy(v.queue, v.queue[v.head:])
+		clear(v.queue[n:])
+		v.queue, v.head = v.queue[:n], 0
 	}
 }
 
@@ -241,7 +244,7 @@ func (v *View) AppendCached(dst []uint64) []uint64 {
 			stack = append(stack, ch)
 		}
 	}
-	for _, g := range v.queue {
+	for _, g := range v.queue[v.head:] {
 		if g.removed < heard {
 			continue // heard of: not in the view
 		}
