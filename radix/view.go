@@ -116,6 +116,17 @@ func (v *View) prune() {
 	}
 }
 
+// Close ends the view, whose consumer will hear no more (a worker that left its router): the cache keeps
+// no ghosts and no store runs from now on, and the ghosts it kept are recycled. The cache cannot start
+// another view, and the closed one must not be read.
+func (v *View) Close() {
+	for _, g := range v.queue[v.head:] {
+		v.c.recycle(g)
+	}
+	v.queue, v.head, v.ghosts = nil, 0, nil
+	v.c.view = nil
+}
+
 // Prefix is how many leading pages of a sequence's full pages (prefix first) are in the view, up to the
 // first missing one. It only reads: no split, no stamp, and ghosts already heard of are passed over (the
 // owner's next eviction drops them).

@@ -260,3 +260,38 @@ func TestViewHearsInOrder(t *testing.T) {
 		t.Fatalf("all heard: Prefix(cd) %d, Cached %d; want 2, 4", got, v.Cached())
 	}
 }
+
+// TestViewClose: a closed view's ghosts are recycled, whatever was heard, and the cache evicts without
+// keeping more; it records its events still, and cannot start another view.
+func TestViewClose(t *testing.T) {
+	c := newCache(t, 1, 4)
+	v := c.View()
+	insertNew(t, c, seq(1, "ab"))
+	insertNew(t, c, seq(1, "cd"))
+	if got := c.Evict(2); got != 2 {
+		t.Fatalf("Evict(2) = %d", got)
+	}
+	check(t, c)
+	if len(v.queue) != 1 || len(v.ghosts) != 1 {
+		t.Fatalf("after one leaf's eviction, nothing heard: %d ghosts queued, %d chained; want 1, 1", len(v.queue), len(v.ghosts))
+	}
+	spare := len(c.spare)
+	v.Close()
+	if c.view != nil || len(c.spare) != spare+1 || v.ghosts != nil || len(v.queue) != 0 {
+		t.Fatalf("closed: view %p, %d spare nodes (want %d), ghosts %v, %d queued", c.view, len(c.spare), spare+1, v.ghosts, len(v.queue))
+	}
+	check(t, c)
+	if got := c.Evict(2); got != 2 || len(c.spare) != spare+2 {
+		t.Fatalf("Evict(2) after Close = %d, %d spare nodes; want 2, %d (the leaf recycled at once)", got, len(c.spare), spare+2)
+	}
+	check(t, c)
+	if evs := c.TakeEvents(nil); len(evs) != 4 || evs[3].Kind != kvcache.Removed {
+		t.Fatalf("events %+v: want two stored, two removed", evs)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("View after Close did not panic")
+		}
+	}()
+	c.View()
+}

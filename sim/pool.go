@@ -9,6 +9,7 @@ import (
 	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/planner"
+	"github.com/mocker-sim/mocker/radix"
 	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sched"
 )
@@ -53,6 +54,7 @@ type worker struct {
 	returns int                    // scheduled comebacks after failures
 	run     engine.Run             // coast's
 	lane    lane                   // its stretch of the window, with threads (lanes.go)
+	views   []*radix.View          // the radix views its router reads (mirror), until it drains (unmirror)
 }
 
 func (r *runner) newPool(name string, eo engine.Options, ro router.Options, n int) (*pool, error) {
@@ -126,10 +128,21 @@ func (r *runner) mirror(w *worker) {
 		t := router.Target{Worker: w.id, Rank: rank}
 		if v := w.eng.EventView(rank); v != nil {
 			w.pool.router.SetMirror(t, v)
+			w.views = append(w.views, v)
 		} else if bp := w.eng.EventPool(rank); bp != nil && r.mirrorBP && !w.eng.EventsAtPassEnd() {
 			w.pool.router.SetMirror(t, bp)
 		}
 	}
+}
+
+// unmirror closes w's radix views once its router has removed it (draining): the router no longer hears
+// its events, so every node it evicts would otherwise stay a ghost for the rest of the run. No lane runs
+// then (there are none with a planner).
+func (r *runner) unmirror(w *worker) {
+	for _, v := range w.views {
+		v.Close()
+	}
+	w.views = nil
 }
 
 // wake marks a worker that may have work to start: it got a request, freed memory, or finished a pass.
