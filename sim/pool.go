@@ -100,26 +100,19 @@ func (r *runner) serve(w *worker) {
 	for rank := range w.eng.DPSize() {
 		w.pool.router.AddTarget(router.Target{Worker: w.id, Rank: rank})
 	}
-	if r.mirrors {
+	if !r.o.noMirror {
 		r.mirror(w)
 	}
 }
 
-// mirrorable reports whether routers may read the workers' prefix caches in place instead of indexing
-// their KV events (router.Mirror). A block pool (vLLM's, TensorRT-LLM's) is read as it is, which is what
-// the router's index holds where each event reaches the router at the instant its pool emits it: events
-// published as a pass starts, right after the pool changed, not at its end and not delayed. Lookahead and
-// lanes keep it: a request is routed only once every pass started before it has been applied, and no
-// lane is computing then. SGLang's radix cache is read through its radix.View, which shows what the
-// events the router has heard announced, at pass end or delayed alike (poolsToo false: only views).
-func (r *runner) mirrorable() (on, poolsToo bool) {
-	return !r.o.noMirror, r.o.RouterEventDelay <= 0 && !r.o.RouterEventsAtPassEnd
-}
-
-// mirror makes each of w's ranks' prefix caches its router's view of the rank's GPU cache: SGLang's radix
-// view, or, where mirrorable allows, a block pool that records events (vLLM's, TensorRT-LLM's) of a rank
-// that publishes them when its passes start. Decode workers publish nothing, and their router indexes
-// nothing.
+// mirror makes each of w's ranks' prefix caches its router's view of the rank's GPU cache (router.Mirror),
+// read in place instead of indexing its KV events. SGLang's radix cache is read through its radix.View,
+// which shows what the events the router has heard announced, at pass end or delayed alike. A block pool
+// (vLLM's, TensorRT-LLM's, which publish their events as a pass starts) is read as it is, which is what
+// the router's index holds only where each event reaches the router at the instant its pool emits it:
+// not at pass end (--router-events-at-pass-end) and not delayed. Lookahead and lanes keep it: a request
+// is routed only once every pass started before it has been applied, and no lane is computing then.
+// Decode workers publish nothing, and their router indexes nothing.
 func (r *runner) mirror(w *worker) {
 	if w.pool.name == "decode" {
 		return
@@ -129,7 +122,7 @@ func (r *runner) mirror(w *worker) {
 		if v := w.eng.EventView(rank); v != nil {
 			w.pool.router.SetMirror(t, v)
 			w.views = append(w.views, v)
-		} else if bp := w.eng.EventPool(rank); bp != nil && r.mirrorBP && !w.eng.EventsAtPassEnd() {
+		} else if bp := w.eng.EventPool(rank); bp != nil && r.o.RouterEventDelay <= 0 && !r.o.RouterEventsAtPassEnd {
 			w.pool.router.SetMirror(t, bp)
 		}
 	}

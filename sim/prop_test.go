@@ -335,7 +335,7 @@ func checkIndex(r *runner, w *worker) error {
 
 // shadowIndex returns hooks that index every GPU KV event the ingress router is handed, per target (as
 // a router without mirrors would), and check, before each request is routed, that the router's overlap
-// of its prompt on every target is the index's: a router reading caches in place (runner.mirrorable)
+// of its prompt on every target is the index's: a router reading caches in place (runner.mirror)
 // credits what one indexing their events would, request by request, events at pass end and delayed
 // included. A worker's failure starts its targets' index afresh (its new epoch).
 func shadowIndex() (func(*pool, router.Target, uint32, kvcache.Event), func(*runner, []tokens.Block) error) {
@@ -500,7 +500,7 @@ func propCheck(t *testing.T, seed uint64) {
 	c := newPropCase(seed)
 	a := runProp(t, c)
 	// The second run's routers index every KV event where the first's may read the pools in place
-	// (runner.mirrorable): the same report says that the two are one, and checkIndex checks the index.
+	// (runner.mirror): the same report says that the two are one, and checkIndex checks the index.
 	c.o.noMirror = true
 	if b := runProp(t, c); !bytes.Equal(a, b) {
 		t.Fatalf("same seed, different reports (the second indexing KV events, not reading pools in place)\n%s", c.describe())
