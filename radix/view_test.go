@@ -295,3 +295,30 @@ func TestViewClose(t *testing.T) {
 	}()
 	c.View()
 }
+
+// BenchmarkViewLaggingEvictions: a full cache of one-page leaves stores a new leaf and evicts the oldest
+// each iteration, while its view hears the events 8,192 behind, so about 4,096 ghosts wait at any time and
+// each eviction drops the one heard of. A ghost should cost O(1), not a move of every ghost behind it.
+func BenchmarkViewLaggingEvictions(b *testing.B) {
+	const pages, lag = 1024, 8192
+	c, err := New(Options{PageSize: 1, NumPages: pages, Events: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := c.View()
+	var pending []kvcache.Event
+	for i := 0; b.Loop(); i++ {
+		if c.FreePages() == 0 {
+			c.Evict(1)
+		}
+		ids, _ := c.Alloc(1, nil)
+		s := tokens.NewSequence(1)
+		s.Append(uint32(i), uint32(i>>16))
+		c.Insert(s.Blocks()[:1], ids)
+		pending = c.TakeEvents(pending)
+		if len(pending) > lag {
+			v.Heard(pending[0])
+			pending = pending[1:]
+		}
+	}
+}
