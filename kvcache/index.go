@@ -1,12 +1,12 @@
 package kvcache
 
-// index maps a block hash to a block: the pool's first copy of each hash that starts a run (see Pool), at
-// most 133 per pool in the conversation replay, where it once held every resident hash. Slots are small: a slot holds the hash's low 32
-// bits (its tag) and the block id; the home slot is the tag's low bits (hashes are already uniform), so
-// probing, resizing and deleting never leave the table, and a full hash is confirmed on the block itself
-// only on a tag match. Linear probing, and deletion shifts later entries back instead of leaving
-// tombstones, so probe runs stay short under constant churn. The table is kept at most 3/8 full
-// (maxLoad8), and a pool never holds more hashes than blocks, which bounds it.
+// index maps a block hash to a block: the pool's first copy of each hash that starts a run (see Pool), a
+// few hundred at most in the replays, where it once held every resident hash. Slots are small: a slot
+// holds the hash's low 32 bits (its tag) and the block id; the home slot is the tag's low bits (hashes
+// are already uniform), so probing, resizing and deleting never leave the table, and a full hash is
+// confirmed on the block itself only on a tag match. Linear probing, and deletion shifts later entries
+// back instead of leaving tombstones, so probe runs stay short under constant churn. The table is kept at
+// most 3/8 full (maxLoad8), and a pool never holds more hashes than blocks, which bounds it.
 type index struct {
 	slots []slot
 	mask  uint64

@@ -4,7 +4,8 @@ import "fmt"
 
 // CheckInvariants verifies the pool's accounting by walking every block: free + active + inactive =
 // capacity, the LRU list holds exactly the unreferenced cached blocks, every cached block is linked among
-// its hash's copies and every first copy into a run that the index finds, and each lower tier's LRU list and index agree within its capacity. It is O(capacity); tests call it after every pass.
+// its hash's copies and every first copy into a run that the index finds, and each lower tier's LRU list
+// and index agree within its capacity. It is O(capacity); tests call it after every pass.
 func (p *Pool) CheckInvariants() error {
 	if f, a, i := p.Free(), p.Active(), p.Inactive(); f < 0 || a < 0 || i < 0 || f+a+i != p.capacity {
 		return fmt.Errorf("kvcache: free %d + active %d + inactive %d != capacity %d", f, a, i, p.capacity)
@@ -59,17 +60,17 @@ func (p *Pool) CheckInvariants() error {
 	return nil
 }
 
-// checkCopy verifies a cached block's links: its copies' chain runs both ways, a later copy is in no run,
-// and a first copy's run neighbours link back to it and are first copies, or it starts a run and the
-// index names it.
+// checkCopy verifies a cached block's links: its copies' chain runs both ways through copies of its hash
+// (Match hands out any of them as that hash), a later copy is in no run, and a first copy's run
+// neighbours link back to it and are first copies, or it starts a run and the index names it.
 func (p *Pool) checkCopy(id BlockID) error {
 	b := &p.blocks[id]
-	if c := b.same; c != none && (!p.blocks[c].later || p.blocks[c].prev != id) {
-		return fmt.Errorf("kvcache: block %d's next copy %d (later %v) has previous copy %d", id, c, p.blocks[c].later, p.blocks[c].prev)
+	if c := b.same; c != none && (!p.blocks[c].later || p.blocks[c].prev != id || p.blocks[c].hash != b.hash) {
+		return fmt.Errorf("kvcache: block %d (hash %#x)'s next copy %d (later %v, hash %#x) has previous copy %d", id, b.hash, c, p.blocks[c].later, p.blocks[c].hash, p.blocks[c].prev)
 	}
 	if b.later {
-		if q := &p.blocks[b.prev]; q.state != cached || q.same != id {
-			return fmt.Errorf("kvcache: block %d's previous copy %d (state %d) has next copy %d", id, b.prev, q.state, q.same)
+		if q := &p.blocks[b.prev]; q.state != cached || q.same != id || q.hash != b.hash {
+			return fmt.Errorf("kvcache: block %d (hash %#x)'s previous copy %d (state %d, hash %#x) has next copy %d", id, b.hash, b.prev, q.state, q.hash, q.same)
 		}
 		if b.next != none {
 			return fmt.Errorf("kvcache: later copy %d is in a run, before %d", id, b.next)

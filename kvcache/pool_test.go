@@ -197,50 +197,108 @@ func TestPrefixCachingOff(t *testing.T) {
 	}
 }
 
-// oracle is a naive model of the pool: a list of resident copies with their release order.
+// oracle is a naive model of the pool: the blocks in use, with their release order, and each resident
+// hash's copies in the order the pool keeps them.
 type oracle struct {
 	capacity int
 	copies   []*oCopy
+	chains   map[uint64][]*oCopy // each resident hash's copies: the first copy, then the later ones, newest first
 	clock    int
 }
 
 type oCopy struct {
+	id       BlockID // the pool's block that holds it
 	hash     uint64
 	private  bool
 	refs     int
 	released int // clock at the last release to zero refs
 }
 
+// share is the copy of hash a hit references: one some request references, if any, else the first copy.
+func (o *oracle) share(hash uint64) *oCopy {
+	chain := o.chains[hash]
+	for _, c := range chain {
+		if c.refs > 0 {
+			return c
+		}
+	}
+	return chain[0]
+}
+
+// commit makes a private copy cached as hash: the first copy of a hash not resident, else the newest of
+// its later copies.
+func (o *oracle) commit(c *oCopy, hash uint64) {
+	c.private, c.hash = false, hash
+	chain := o.chains[hash]
+	if len(chain) == 0 {
+		o.chains[hash] = []*oCopy{c}
+		return
+	}
+	o.chains[hash] = slices.Insert(chain, 1, c)
+}
+
+// take is a fresh private copy, evicting the least recently released unreferenced copy if the pool is full.
+func (o *oracle) take() *oCopy {
+	if len(o.copies) == o.capacity {
+		victim := -1
+		for vi, c := range o.copies {
+			if !c.private && c.refs == 0 && (victim < 0 || c.released < o.copies[victim].released) {
+				victim = vi
+			}
+		}
+		v := o.copies[victim]
+		o.copies = slices.Delete(o.copies, victim, victim+1)
+		o.chains[v.hash] = slices.DeleteFunc(o.chains[v.hash], func(x *oCopy) bool { return x == v })
+		if len(o.chains[v.hash]) == 0 {
+			delete(o.chains, v.hash)
+		}
+	}
+	c := &oCopy{private: true, refs: 1}
+	o.copies = append(o.copies, c)
+	return c
+}
+
 func (o *oracle) resident() map[uint64]int {
 	m := map[uint64]int{}
-	for _, c := range o.copies {
-		if !c.private {
-			m[c.hash]++
-		}
+	for h, chain := range o.chains {
+		m[h] = len(chain)
 	}
 	return m
 }
 
 // TestPoolAgainstOracle drives the pool and a naive model with the same random requests and compares the
-// resident hashes, the accounting, and the set of hashes announced by events after every operation.
+// resident hashes, the copies hits share, the accounting, and the set of hashes announced by events after
+// every operation. Requests are admitted uncommitted and commit their blocks in chunks on later steps,
+// as passes compute them, so two requests compute the same prefix at once and later copies take over
+// from first copies that are evicted.
 func TestPoolAgainstOracle(t *testing.T) {
-	for seed := uint64(1); seed <= 20; seed++ {
+	laterCopies := 0
+	for seed := uint64(1); seed <= 40; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			const bs, capacity = 2, 24
 			p := newPool(t, capacity, true)
-			o := &oracle{capacity: capacity}
+			o := &oracle{capacity: capacity, chains: map[uint64][]*oCopy{}}
 			type live struct {
-				table  []BlockID
-				copies []*oCopy
+				table     []BlockID
+				blocks    []tokens.Block
+				copies    []*oCopy
+				committed int // table[:committed] is cached
 			}
-			var running []live
+			var running []*live
 			announced := map[uint64]bool{}
-			for step := 0; step < 400; step++ {
-				if len(running) > 0 && (rng.IntN(3) == 0 || p.Free()+p.Inactive() < 8) {
+			for step := 0; step < 600; step++ {
+				var pending []*live // live requests with full blocks still to commit
+				for _, r := range running {
+					if r.committed < len(r.blocks) {
+						pending = append(pending, r)
+					}
+				}
+				switch a := rng.IntN(8); {
+				case len(running) > 0 && (a < 1 || p.Free()+p.Inactive() < 6):
 					i := rng.IntN(len(running))
 					r := running[i]
-					running = append(running[:i], running[i+1:]...)
+					running = slices.Delete(running, i, i+1)
 					p.Release(r.table)
 					for j := len(r.copies) - 1; j >= 0; j-- {
 						c := r.copies[j]
@@ -253,7 +311,18 @@ func TestPoolAgainstOracle(t *testing.T) {
 							c.released = o.clock
 						}
 					}
-				} else {
+				case len(pending) > 0 && a < 3:
+					r := pending[rng.IntN(len(pending))]
+					to := r.committed + 1 + rng.IntN(len(r.blocks)-r.committed)
+					p.Commit(r.table, r.blocks, r.committed, to)
+					for k := r.committed; k < to; k++ {
+						if len(o.chains[r.blocks[k].Hash]) > 0 {
+							laterCopies++
+						}
+						o.commit(r.copies[k], r.blocks[k].Hash)
+					}
+					r.committed = to
+				default:
 					// A sequence from a small family of shared prefixes.
 					n := 1 + rng.IntN(9)
 					toks := make([]uint32, n)
@@ -266,44 +335,36 @@ func TestPoolAgainstOracle(t *testing.T) {
 					}
 					blocks := seqBlocks(bs, toks...)
 					total := (n + bs - 1) / bs
-					hitIDs, _ := p.Match(blocks, nil)
+					hitIDs, active := p.Match(blocks, nil)
 					hits := len(hitIDs)
+					r := &live{blocks: blocks, committed: hits}
+					for k, b := range blocks[:hits] {
+						c := o.share(b.Hash)
+						if c.refs > 0 {
+							active--
+						}
+						if hitIDs[k] != c.id {
+							t.Fatalf("step %d: hit %d shares block %d, the oracle block %d", step, k, hitIDs[k], c.id)
+						}
+						r.copies = append(r.copies, c)
+					}
+					if active != 0 {
+						t.Fatalf("step %d: Match counts %d more active hits than the oracle", step, active)
+					}
 					if !p.CanAllocate(hitIDs, total-hits) {
 						continue
 					}
-					table := p.Acquire(nil, hitIDs)
-					table = p.Allocate(table, total-hits)
-					p.Commit(table, blocks, hits, len(blocks))
-					// The oracle: hits reuse an active copy if any, else the first inactive one.
-					var mine []*oCopy
-					for _, b := range blocks[:hits] {
-						var pick *oCopy
-						for _, c := range o.copies {
-							if !c.private && c.hash == b.Hash && (pick == nil || pick.refs == 0 && c.refs > 0) {
-								pick = c
-							}
-						}
-						pick.refs++
-						mine = append(mine, pick)
+					r.table = p.Acquire(nil, hitIDs)
+					r.table = p.Allocate(r.table, total-hits)
+					for _, c := range r.copies {
+						c.refs++
 					}
-					for k := hits; k < total; k++ {
-						if len(o.copies) == o.capacity {
-							victim := -1
-							for vi, c := range o.copies {
-								if !c.private && c.refs == 0 && (victim < 0 || c.released < o.copies[victim].released) {
-									victim = vi
-								}
-							}
-							o.copies = append(o.copies[:victim], o.copies[victim+1:]...)
-						}
-						c := &oCopy{private: true, refs: 1}
-						if k < len(blocks) {
-							c.private, c.hash = false, blocks[k].Hash
-						}
-						o.copies = append(o.copies, c)
-						mine = append(mine, c)
+					for _, id := range r.table[hits:] {
+						c := o.take()
+						c.id = id
+						r.copies = append(r.copies, c)
 					}
-					running = append(running, live{table, mine})
+					running = append(running, r)
 				}
 				if err := p.CheckInvariants(); err != nil {
 					t.Fatalf("step %d: %v", step, err)
@@ -367,6 +428,10 @@ func TestPoolAgainstOracle(t *testing.T) {
 				}
 			}
 		})
+	}
+	t.Logf("%d later copies committed", laterCopies)
+	if laterCopies < 100 {
+		t.Fatalf("%d later copies committed: the driver no longer has requests compute a prefix at once", laterCopies)
 	}
 }
 

@@ -1,6 +1,9 @@
 package radix
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // CheckInvariants verifies the cache's bookkeeping by walking the whole tree and pool: parent, child and
 // index links agree; every node's lock count is its own locks plus its children's lock counts; the heap holds exactly the unlocked leaves, in heap order; the
@@ -30,6 +33,13 @@ func (c *Cache) CheckInvariants() error {
 			if c.view != nil {
 				if err := ch.checkRuns(); err != nil {
 					return err
+				}
+				// Store ids do not decrease along a path (View.Prefix rests on it): a node only grows
+				// or merges its runs while it has no children.
+				if n != r {
+					if last := n.runs[len(n.runs)-1]; ch.runs[0].id < last.id {
+						return fmt.Errorf("radix: node %d's first store run %v comes before its parent %d's last %v", ch.serial, ch.runs[0], n.serial, last)
+					}
 				}
 			}
 			if got := c.index[childKey{n.serial, ch.blocks[0].TokensHash}]; got != ch {
@@ -107,8 +117,55 @@ func (c *Cache) CheckInvariants() error {
 	if len(c.state) > c.numPages {
 		return fmt.Errorf("radix: %d pages handed out, capacity %d", len(c.state), c.numPages)
 	}
+	if c.view != nil {
+		if err := c.view.check(); err != nil {
+			return err
+		}
+	}
 	if c.tiers != nil {
 		return c.tiers.CheckInvariants()
+	}
+	return nil
+}
+
+// check verifies the view's ghosts: out of the tree, queued in the order of their Removed events (events
+// the cache has emitted), and chained under their first page in that order, each once.
+func (v *View) check() error {
+	if v.head < 0 || v.head > len(v.queue) || slices.ContainsFunc(v.queue[:v.head], func(g *Node) bool { return g != nil }) {
+		return fmt.Errorf("radix: the ghost queue's head %d of %d holds on to a dropped ghost", v.head, len(v.queue))
+	}
+	next := map[uint64]*Node{} // each chain's ghost the queue should come to next
+	keys := []uint64{}
+	var last uint64
+	for i, g := range v.queue[v.head:] {
+		if g.parent != nil || g.first != nil || g.pages() == 0 {
+			return fmt.Errorf("radix: ghost %d (queued at %d) has parent %p, first child %p, %d pages", g.serial, i, g.parent, g.first, g.pages())
+		}
+		if g.removed < last || g.removed >= v.c.nextID {
+			return fmt.Errorf("radix: ghost %d queued at %d was removed by event %d, after %d, before the next event %d", g.serial, i, g.removed, last, v.c.nextID)
+		}
+		last = g.removed
+		if err := g.checkRuns(); err != nil {
+			return err
+		}
+		key := g.blocks[0].Hash
+		want, ok := next[key]
+		if !ok {
+			want = v.ghosts[key]
+			keys = append(keys, key)
+		}
+		if g != want {
+			return fmt.Errorf("radix: ghost %d queued at %d, but its first page's chain has %p there", g.serial, i, want)
+		}
+		next[key] = g.next
+	}
+	for _, key := range keys {
+		if g := next[key]; g != nil {
+			return fmt.Errorf("radix: ghost %d is chained under %#x but not queued", g.serial, key)
+		}
+	}
+	if len(keys) != len(v.ghosts) {
+		return fmt.Errorf("radix: %d ghost chains, %d first pages among the queued ghosts", len(v.ghosts), len(keys))
 	}
 	return nil
 }

@@ -23,14 +23,16 @@ import (
 //
 // Heard is the consumer's; the rest is the cache's owner's. Heard touches only the view's own counters,
 // so a driver may deliver one worker's events while that worker plans its next passes on another
-// goroutine; ghosts are dropped by the goroutine using the cache, Evict or a query.
+// goroutine. Prefix, Cached and AppendCached only read (several readers may share the view), but not
+// while the owner changes the cache; the owner drops the ghosts heard of when it evicts.
 type View struct {
 	c      *Cache
 	heard  atomic.Uint64 // events [0, heard) have been heard
 	cached int           // pages in the view
 
 	ghosts map[uint64]*Node // by first page's sequence hash: the earliest-removed ghost, then its next
-	queue  []*Node          // ghosts in eviction order
+	queue  []*Node          // queue[head:]: the ghosts in eviction order
+	head   int
 }
 
 // View returns the cache's view, starting it on the first call, which must come before the cache
@@ -50,9 +52,14 @@ func (c *Cache) View() *View {
 	return c.view
 }
 
-// Heard records that the consumer has been handed ev, the cache's next event (events are heard in the
-// order the cache emits them). Lower tiers' events count for their ids only.
+// Heard records that the consumer has been handed ev, the cache's next event. Lower tiers' events count
+// for their ids only. It panics on an event out of order (each must be heard once, in the order the cache
+// emits them: one missed or repeated would corrupt every later answer) and on a Cleared event, which a
+// radix cache never emits and a view cannot honour: it shows this cache's past, not an empty one.
 func (v *View) Heard(ev kvcache.Event) {
+	if want := v.heard.Load(); ev.ID != want || ev.Kind == kvcache.Cleared {
+		panic(fmt.Sprintf("radix: a view heard %v event %d, expected the cache's event %d (not a cleared one)", ev.Kind, ev.ID, want))
+	}
 	v.heard.Store(ev.ID + 1)
 	if ev.Medium != kvcache.GPU {
 		return
@@ -92,29 +99,43 @@ func (v *View) bury(n *Node) {
 	g.next = n
 }
 
-// prune drops the ghosts whose eviction has been heard, and recycles them.
+// prune drops the ghosts whose eviction has been heard, and recycles them. The queue is compacted once
+// more than half of it is dropped, so each ghost is moved O(1) times however many wait behind it.
 func (v *View) prune() {
 	heard := v.heard.Load()
-	k := 0
-	for k < len(v.queue) && v.queue[k].removed < heard {
-		g := v.queue[k]
+	for v.head < len(v.queue) && v.queue[v.head].removed < heard {
+		g := v.queue[v.head]
 		key := g.blocks[0].Hash
 		if g.next != nil {
 			v.ghosts[key] = g.next // it was first: its chain is in eviction order
 		} else {
 			delete(v.ghosts, key)
 		}
-		v.queue[k] = nil
+		v.queue[v.head] = nil
 		v.c.recycle(g)
-		k++
+		v.head++
 	}
-	if k > 0 {
-		v.queue = append(v.queue[:0], v.queue[k:]...)
+	if 2*v.head > len(v.queue) {
+		n := copy(v.queue, v.queue[v.head:])
+		clear(v.queue[n:])
+		v.queue, v.head = v.queue[:n], 0
 	}
 }
 
+// Close ends the view, whose consumer will hear no more (a worker that left its router): the cache keeps
+// no ghosts and no store runs from now on, and the ghosts it kept are recycled. The cache cannot start
+// another view, and the closed one must not be read.
+func (v *View) Close() {
+	for _, g := range v.queue[v.head:] {
+		v.c.recycle(g)
+	}
+	v.queue, v.head, v.ghosts = nil, 0, nil
+	v.c.view = nil
+}
+
 // Prefix is how many leading pages of a sequence's full pages (prefix first) are in the view, up to the
-// first missing one. It changes nothing a scheduler sees: no split, no stamp.
+// first missing one. It only reads: no split, no stamp, and ghosts already heard of are passed over (the
+// owner's next eviction drops them).
 //
 // Each page of the view has one holder: the tree (where the page's Stored event was heard) or a ghost
 // (where it was heard and the eviction was not; a page is in the tree once at a time, so two cannot hold
@@ -122,10 +143,9 @@ func (v *View) prune() {
 // last left the sequence, as long as they hold it. The holder of the page where one stops starts there:
 // a holder that held the page before would be the one the walk was in. The tree never takes over from a
 // ghost: a page held by the tree was there when the ghost's node was evicted as a leaf, so it is not a
-// child of the ghost's pages. And of the ghosts starting at a page, only the earliest evicted can hold
-// it: a later one was stored after that eviction, which is not heard.
+// child of the ghost's pages. And of the ghosts starting at a page, only the earliest evicted whose
+// eviction is not heard can hold it: a later one was stored after that eviction.
 func (v *View) Prefix(pages []tokens.Block) int {
-	v.prune()
 	c, heard := v.c, v.heard.Load()
 	n, i := c.root, 0
 	for i < len(pages) {
@@ -142,6 +162,9 @@ func (v *View) Prefix(pages []tokens.Block) int {
 	}
 	for i < len(pages) && len(v.ghosts) > 0 {
 		g := v.ghosts[pages[i].Hash]
+		for g != nil && g.removed < heard {
+			g = g.next
+		}
 		if g == nil {
 			break
 		}
@@ -226,7 +249,6 @@ func (n *Node) checkRuns() error {
 // AppendCached appends to dst the sequence hash of every page in the view, once, and returns it (a
 // test's view of a router's index; O(pages)).
 func (v *View) AppendCached(dst []uint64) []uint64 {
-	v.prune()
 	heard := v.heard.Load()
 	stack := []*Node{v.c.root}
 	for len(stack) > 0 {
@@ -239,7 +261,10 @@ func (v *View) AppendCached(dst []uint64) []uint64 {
 			stack = append(stack, ch)
 		}
 	}
-	for _, g := range v.queue {
+	for _, g := range v.queue[v.head:] {
+		if g.removed < heard {
+			continue // heard of: not in the view
+		}
 		for _, b := range g.blocks[:g.heardPages(g.pages(), heard)] {
 			dst = append(dst, b.Hash)
 		}

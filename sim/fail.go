@@ -145,6 +145,8 @@ func (r *runner) workerDown(w *worker, f Failure) error {
 	for rank := range w.eng.DPSize() {
 		p.router.RemoveTarget(router.Target{Worker: w.id, Rank: rank})
 	}
+	// Its views go with its old engine: nothing to close.
+	w.views = nil
 	eo := p.eng
 	eo.Seed = engine.RankSeed(engine.RankSeed(p.eng.Seed, int(w.serial)), int(w.epoch))
 	e, err := engine.New(eo)

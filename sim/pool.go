@@ -9,6 +9,7 @@ import (
 	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/planner"
+	"github.com/mocker-sim/mocker/radix"
 	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sched"
 )
@@ -53,6 +54,7 @@ type worker struct {
 	returns int                    // scheduled comebacks after failures
 	run     engine.Run             // coast's
 	lane    lane                   // its stretch of the window, with threads (lanes.go)
+	views   []*radix.View          // the radix views its router reads (mirror), until it drains (unmirror)
 }
 
 func (r *runner) newPool(name string, eo engine.Options, ro router.Options, n int) (*pool, error) {
@@ -98,28 +100,21 @@ func (r *runner) serve(w *worker) {
 	for rank := range w.eng.DPSize() {
 		w.pool.router.AddTarget(router.Target{Worker: w.id, Rank: rank})
 	}
-	if r.mirrors {
+	if !r.o.noMirror {
 		r.mirror(w)
 	}
 }
 
-// mirrorable reports whether routers may read the workers' prefix caches in place instead of indexing
-// their KV events (router.Mirror). A block pool (vLLM's, TensorRT-LLM's) is read as it is, which is what
-// the router's index holds where each event reaches the router at the instant its pool emits it: events
-// published as a pass starts, right after the pool changed, not at its end and not delayed. Lookahead and
-// lanes keep it: a request is routed only once every pass started before it has been applied, and no
-// lane is computing then. SGLang's radix cache is read through its radix.View, which shows what the
-// events the router has heard announced, at pass end or delayed alike (poolsToo false: only views).
-func (r *runner) mirrorable() (on, poolsToo bool) {
-	return !r.o.noMirror, r.o.RouterEventDelay <= 0 && !r.o.RouterEventsAtPassEnd
-}
-
-// mirror makes each of w's ranks' prefix caches its router's view of the rank's GPU cache: SGLang's radix
-// view, or, where mirrorable allows, a block pool that records events (vLLM's, TensorRT-LLM's) of a rank
-// that publishes them when its passes start. Decode workers publish nothing, and their router indexes
-// nothing. Unless an Observer is shown the passes' events, a view's cache then counts its GPU events'
-// pages rather than listing them (radix.View.Sole): the router needs only how many each event stores or
-// removes.
+// mirror makes each of w's ranks' prefix caches its router's view of the rank's GPU cache (router.Mirror),
+// read in place instead of indexing its KV events. SGLang's radix cache is read through its radix.View,
+// which shows what the events the router has heard announced, at pass end or delayed alike. A block pool
+// (vLLM's, TensorRT-LLM's, which publish their events as a pass starts) is read as it is, which is what
+// the router's index holds only where each event reaches the router at the instant its pool emits it:
+// not at pass end (--router-events-at-pass-end) and not delayed. Lookahead and lanes keep it: a request
+// is routed only once every pass started before it has been applied, and no lane is computing then.
+// Decode workers publish nothing, and their router indexes nothing.
+// Unless an Observer is shown the passes' events, a view's cache then counts its GPU events' pages
+// rather than listing them (radix.View.Sole): the router needs only how many each event stores or removes.
 func (r *runner) mirror(w *worker) {
 	if w.pool.name == "decode" {
 		return
@@ -131,10 +126,21 @@ func (r *runner) mirror(w *worker) {
 			if r.o.heard == nil && r.o.Observer == nil {
 				v.Sole() // the router reads the cache through the view, and nothing else reads its events
 			}
-		} else if bp := w.eng.EventPool(rank); bp != nil && r.mirrorBP && !w.eng.EventsAtPassEnd() {
+			w.views = append(w.views, v)
+		} else if bp := w.eng.EventPool(rank); bp != nil && r.o.RouterEventDelay <= 0 && !r.o.RouterEventsAtPassEnd {
 			w.pool.router.SetMirror(t, bp)
 		}
 	}
+}
+
+// unmirror closes w's radix views once its router has removed it (draining): the router no longer hears
+// its events, so every node it evicts would otherwise stay a ghost for the rest of the run. No lane runs
+// then (there are none with a planner).
+func (r *runner) unmirror(w *worker) {
+	for _, v := range w.views {
+		v.Close()
+	}
+	w.views = nil
 }
 
 // wake marks a worker that may have work to start: it got a request, freed memory, or finished a pass.

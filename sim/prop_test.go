@@ -335,7 +335,7 @@ func checkIndex(r *runner, w *worker) error {
 
 // shadowIndex returns hooks that index every GPU KV event the ingress router is handed, per target (as
 // a router without mirrors would), and check, before each request is routed, that the router's overlap
-// of its prompt on every target is the index's: a router reading caches in place (runner.mirrorable)
+// of its prompt on every target is the index's: a router reading caches in place (runner.mirror)
 // credits what one indexing their events would, request by request, events at pass end and delayed
 // included. A worker's failure starts its targets' index afresh (its new epoch).
 func shadowIndex() (func(*pool, router.Target, uint32, kvcache.Event), func(*runner, []tokens.Block) error) {
@@ -468,8 +468,8 @@ func runProp(t *testing.T, c *propCase) []byte {
 // TestProperties runs random workloads on random deployments (see newPropCase) and checks that every
 // request ends, completed with the tokens it asked for or rejected, within a bounded simulated time
 // (propLimit); that the engines' accounting holds after every pass; that the router's index equals the
-// engines' caches; and that a second run, whose routers index every KV event instead of reading block
-// pools in place, gives the same report, byte for byte. MOCKER_PROP_CASES sets the number of cases (500
+// engines' caches; and that a second run, whose routers index every KV event instead of reading prefix
+// caches in place (pools or radix views), gives the same report, byte for byte. MOCKER_PROP_CASES sets the number of cases (500
 // by default), MOCKER_PROP_FROM the first seed (1); a failure prints its seed, its configuration and the
 // command that replays it.
 func TestProperties(t *testing.T) {
@@ -499,11 +499,11 @@ func TestProperties(t *testing.T) {
 func propCheck(t *testing.T, seed uint64) {
 	c := newPropCase(seed)
 	a := runProp(t, c)
-	// The second run's routers index every KV event where the first's may read the pools in place
-	// (runner.mirrorable): the same report says that the two are one, and checkIndex checks the index.
+	// The second run's routers index every KV event where the first's may read prefix caches in place
+	// (pools or radix views, runner.mirror): the same report says that the two are one, and checkIndex checks the index.
 	c.o.noMirror = true
 	if b := runProp(t, c); !bytes.Equal(a, b) {
-		t.Fatalf("same seed, different reports (the second indexing KV events, not reading pools in place)\n%s", c.describe())
+		t.Fatalf("same seed, different reports (the second indexing KV events, not reading prefix caches in place)\n%s", c.describe())
 	}
 }
 

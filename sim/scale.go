@@ -153,6 +153,7 @@ func (r *runner) resize(p *pool, target int) error {
 		for rank := range w.eng.DPSize() {
 			p.router.RemoveTarget(router.Target{Worker: w.id, Rank: rank})
 		}
+		r.unmirror(w)
 		if w.pass == nil && w.eng.Idle() && len(w.pending) == 0 {
 			r.retire(w)
 		}

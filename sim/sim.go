@@ -83,7 +83,7 @@ type Options struct {
 	Finished func(ttft, e2e time.Duration, first bool) bool
 
 	noLookahead bool // tests: every pass goes through the event heap
-	noMirror    bool // tests: routers index every worker's KV events (see runner.mirrorable)
+	noMirror    bool // tests: routers index every worker's KV events (see runner.mirror)
 	// Tests: a run that goes past limit (simulated time) or maxPasses (passes) fails instead of running on,
 	// so a livelock shows as an error; 0 is no limit. inspect, if set, runs after every delivered pass and
 	// once per worker at the end.
@@ -229,8 +229,6 @@ type runner struct {
 	laned     int64
 	runObs    RunObserver // Options.Observer, if it is shown coasted passes as runs
 	lanes     *lanes      // nil: one thread
-	mirrors   bool        // routers read serving workers' prefix caches in place (mirrorable)
-	mirrorBP  bool        // block pools too, not only radix views
 
 	reqs    []*request         // by id from reqBase on (ids are dense); nil once ended
 	reqBase uint64             // the id of reqs[0]: the earliest request in flight, or one after it
@@ -296,7 +294,6 @@ func Run(src workload.Source, o Options) (_ *Result, err error) {
 	if o.Observer != nil {
 		r.runObs, _ = runObserver(o.Observer)
 	}
-	r.mirrors, r.mirrorBP = r.mirrorable()
 	if err := r.buildPools(); err != nil {
 		return nil, err
 	}

@@ -37,8 +37,8 @@ type threadsRun struct {
 // each, what an observer is shown pass by pass (each batch's Group too) or with coasted runs, and the
 // order of the Progress and Finished callbacks (which stop some runs early). A quarter run with invariant
 // checks (no coasting). A run leaves no goroutine behind, stopped early or not. It fails if no case ran a
-// window on lanes. The one-thread run's routers index KV events, the four threads' read block pools in
-// place where they may (runner.mirrorable). MOCKER_THREADS_CASES sets the number of cases (300).
+// window on lanes. The one-thread run's routers index KV events, the four threads' read prefix caches in
+// place (pools or radix views) where they may (runner.mirror). MOCKER_THREADS_CASES sets the number of cases (300).
 func TestThreadsChangeNothing(t *testing.T) {
 	n := uint64(300)
 	if s := os.Getenv("MOCKER_THREADS_CASES"); s != "" {
@@ -53,7 +53,7 @@ func TestThreadsChangeNothing(t *testing.T) {
 	var laned, cases int64
 	for seed := uint64(1); seed <= n; seed++ {
 		c := newPropCase(seed)
-		c.o.noMirror = true // one thread indexing KV events, four reading block pools in place (mirrorable)
+		c.o.noMirror = true // one thread indexing KV events, four reading prefix caches in place (pools or radix views)
 		one := threadsCase(t, c, 1)
 		c.o.noMirror = false
 		four := threadsCase(t, c, 4)
