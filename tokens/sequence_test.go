@@ -232,3 +232,15 @@ func TestSequenceGrow(t *testing.T) {
 		t.Errorf("grown sequence: %d tokens, blocks %v, tokens %v; want 67, %v, %v", grown.Len(), grown.Blocks(), grown.Tokens(), plain.Blocks(), plain.Tokens())
 	}
 }
+
+// BenchmarkAppendRunTrace makes a conversation-trace prompt: 24 hash ids of 512 tokens, at block 16.
+func BenchmarkAppendRunTrace(b *testing.B) {
+	s := NewSequence(16)
+	for range b.N {
+		s.Reset()
+		for id := range uint32(24) {
+			s.AppendRun(id, 512)
+		}
+		s.AppendRun(99, 300)
+	}
+}
