@@ -37,6 +37,7 @@ func TestUnknownKeySuggests(t *testing.T) {
 		"num-request: 5\n":      `line 1: unknown key "num-request" (did you mean "num-requests"?)`,
 		"decode:\n  tpp: 2\n":   `line 2: decode: unknown key "tpp" (did you mean "tp"?) (a pool sets [tp ep `, // the list goes on
 		"prefil:\n  tp: 2\n":    `line 1: unknown key "prefil" (did you mean "prefill"?)`,
+		"tp-size: 2\n":          `line 1: unknown key "tp-size" (did you mean "tp"?)`, // SGLang's name, one edit from dp-size
 		"qqqqqqqqqqqqq: true\n": `line 1: unknown key "qqqqqqqqqqqqq"`,
 	} {
 		path := filepath.Join(t.TempDir(), "c.yaml")

@@ -211,6 +211,21 @@ func TestUnknownFlagSuggests(t *testing.T) {
 		{"serve --prt 8000", "unknown flag: --prt (did you mean --port?)"},
 		{"recommend --tp-lst 1", "unknown flag: --tp-lst (did you mean --tp-list?)"},
 		{"predict --xyzzy", "unknown flag: --xyzzy"},
+		// Other engines' names for mocker's settings: never a near name that means something else.
+		{"predict --tp-size 2", "unknown flag: --tp-size (did you mean --tp?)"},
+		{"predict --tensor-parallel-size 2", "unknown flag: --tensor-parallel-size (did you mean --tp?)"},
+		{"predict --ep-size 2", "unknown flag: --ep-size (did you mean --ep?)"},
+		{"predict --dp 8", "unknown flag: --dp (did you mean --dp-size?)"},
+		{"predict --enable-dp-attention", "unknown flag: --enable-dp-attention (did you mean --dp-attention?)"},
+		{"predict --context-length 4096", "unknown flag: --context-length (did you mean --max-model-len?)"},
+		{"predict --max-running-requests 64", "unknown flag: --max-running-requests (did you mean --max-num-seqs?)"},
+		{"predict --mem-fraction-static 0.8", "unknown flag: --mem-fraction-static (did you mean --gpu-memory-utilization?)"},
+		{"predict --num-prompts 100", "unknown flag: --num-prompts (did you mean --num-requests?)"},
+		{"predict --random-input-len 100", "unknown flag: --random-input-len (did you mean --input-tokens?)"},
+		{"serve --served-model-name m", "unknown flag: --served-model-name (did you mean --model-name?)"},
+		{"serve --num-prompts 5", "unknown flag: --num-prompts"},                     // a live command runs no workload
+		{"predict -tp 2", "unknown shorthand flag: 't' in -tp (did you mean --tp?)"}, // vLLM's
+		{"predict -dp=2", "unknown shorthand flag: 'd' in -dp=2 (did you mean --dp-size?)"},
 		{"serve --num-requests 5", "unknown flag: --num-requests: mocker serve cannot honour it: it is no setting of mocker serve (mocker predict's workload and reports have no place in a live deployment, which answers the requests its clients send)"},
 	} {
 		_, _, err := mocker(t, strings.Fields(tc.args)...)
