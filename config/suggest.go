@@ -31,10 +31,14 @@ var otherEngines = map[string]string{
 
 // Suggest is the name in known that a mistyped name most likely meant, for a "did you mean" hint.
 // Another engine's name for a setting (otherEngines) gets mocker's name for it, or nothing when known
-// lacks it. Otherwise: the nearest within two edits (a letter added, dropped or changed), or a name
-// that one is a prefix of the other and shares four letters or more with it ("max-model-length" for
-// max-model-len); "" when none is that near. Ties go to the first in sorted order, so the hint does not
-// depend on map order.
+// lacks it. Otherwise, nearest first:
+//   - one edit away (a letter added, dropped or changed), and a name that extends the typed one first;
+//   - a name that extends the typed one of three letters or more ("max-model" for max-model-len), or
+//     that the typed one lengthens the last word of ("max-model-length");
+//   - two edits away.
+//
+// A typed name too short to guess from (more edits than half its letters) gets nothing, and so does a
+// tie: "prefill" in a list of prefill-* flags names none, rather than the first sorted.
 func Suggest(name string, known []string) string {
 	if mocker, ok := otherEngines[name]; ok {
 		if slices.Contains(known, mocker) {
@@ -42,15 +46,29 @@ func Suggest(name string, known []string) string {
 		}
 		return ""
 	}
-	best, bestD := "", 3
-	for _, k := range slices.Sorted(slices.Values(known)) {
-		d := editDistance(name, k)
-		if short := min(len(name), len(k)); d > 2 && short >= 4 && (strings.HasPrefix(name, k) || strings.HasPrefix(k, name)) {
-			d = 2
+	best, bestScore, tie := "", 5, false
+	for _, k := range known {
+		if k == name || k == best {
+			continue
 		}
-		if d < bestD && k != name {
-			best, bestD = k, d
+		score := 5 // no match
+		if d := editDistance(name, k); d <= 2 && d <= len(name)/2 {
+			score = 2 * d
 		}
+		extends := len(name) >= 3 && strings.HasPrefix(k, name)
+		lengthens := len(k) >= 4 && strings.HasPrefix(name, k) && !strings.HasPrefix(name[len(k):], "-")
+		if extends || lengthens {
+			score = min(score-1, 3)
+		}
+		switch {
+		case score < bestScore:
+			best, bestScore, tie = k, score, false
+		case score == bestScore:
+			tie = true
+		}
+	}
+	if tie {
+		return ""
 	}
 	return best
 }

@@ -211,6 +211,14 @@ func TestUnknownFlagSuggests(t *testing.T) {
 		{"serve --prt 8000", "unknown flag: --prt (did you mean --port?)"},
 		{"recommend --tp-lst 1", "unknown flag: --tp-lst (did you mean --tp-list?)"},
 		{"predict --xyzzy", "unknown flag: --xyzzy"},
+		// Nothing rather than a guess: too short, or as near to several flags.
+		{"predict --h", "unknown flag: --h"},
+		{"recommend --itl 50", "unknown flag: --itl (did you mean --itl-p90-ms?)"},
+		{"serve --work 2", "unknown flag: --work"}, // --workers or --worker-ports
+		{"predict --work 2", "unknown flag: --work (did you mean --workers?)"},
+		{"predict --prefill", "unknown flag: --prefill"},
+		{"predict --decode", "unknown flag: --decode"},
+		{"predict --model-len 5", "unknown flag: --model-len"},
 		// Other engines' names for mocker's settings: never a near name that means something else.
 		{"predict --tp-size 2", "unknown flag: --tp-size (did you mean --tp?)"},
 		{"predict --tensor-parallel-size 2", "unknown flag: --tensor-parallel-size (did you mean --tp?)"},
