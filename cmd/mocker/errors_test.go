@@ -219,6 +219,10 @@ func TestUnknownFlagSuggests(t *testing.T) {
 		{"predict --prefill", "unknown flag: --prefill"},
 		{"predict --decode", "unknown flag: --decode"},
 		{"predict --model-len 5", "unknown flag: --model-len"},
+		// Never a hidden flag: a developer's, or one the command ignores.
+		{"predict --cpuprofil x", "unknown flag: --cpuprofil"},
+		{"estimate --worker 2", "unknown flag: --worker"},
+		{"estimate --chunked-prefill-size 4096", "unknown flag: --chunked-prefill-size"},
 		// Other engines' names for mocker's settings: never a near name that means something else.
 		{"predict --tp-size 2", "unknown flag: --tp-size (did you mean --tp?)"},
 		{"predict --tensor-parallel-size 2", "unknown flag: --tensor-parallel-size (did you mean --tp?)"},

@@ -98,8 +98,7 @@ func unknownFlag(cmd *cobra.Command, err error) error {
 			return fmt.Errorf("%w: mocker %s cannot honour it: %s", err, cmd.Name(), why)
 		}
 	}
-	var known []string
-	cmd.Flags().VisitAll(func(f *pflag.Flag) { known = append(known, f.Name) })
+	known := shownFlags(cmd)
 	if s := config.Suggest(name, known); s != "" {
 		return fmt.Errorf("%w (did you mean --%s?)", err, s)
 	}
@@ -115,8 +114,7 @@ func oneDash(cmd *cobra.Command, err error) error {
 	if !ok || !found || len(name) < 2 {
 		return err
 	}
-	var known []string
-	cmd.Flags().VisitAll(func(f *pflag.Flag) { known = append(known, f.Name) })
+	known := shownFlags(cmd)
 	s := name
 	if !slices.Contains(known, name) {
 		s = config.Suggest(name, known)
@@ -125,4 +123,16 @@ func oneDash(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w (did you mean --%s?)", err, s)
 	}
 	return err
+}
+
+// shownFlags are the names of cmd's flags that its help shows: a hidden one is a developer's
+// (--cpuprofile) or one cmd ignores (estimate's --workers), no flag to point a user to.
+func shownFlags(cmd *cobra.Command) []string {
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	return names
 }
