@@ -396,8 +396,9 @@ func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
 	if err != nil {
 		return live.Options{}, nil, err
 	}
-	if cfg.MaxModelLen == 0 && d.Model != nil {
-		cfg.MaxModelLen = d.Model.MaxPositions
+	contextLen, err := cfg.ContextLen()
+	if err != nil {
+		return live.Options{}, nil, err
 	}
 	pools, err := cfg.Pools()
 	if err != nil {
@@ -431,7 +432,7 @@ func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
 	if err != nil {
 		return live.Options{}, nil, err
 	}
-	maxLen := cfg.MaxModelLen
+	maxLen := contextLen
 	if maxLen == 0 {
 		maxLen = 1 << 17 // the token-count histograms' last bucket
 	}
@@ -454,7 +455,7 @@ func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
 		Router:           ro,
 		ModelName:        name,
 		LoRAModules:      loras,
-		MaxModelLen:      cfg.MaxModelLen,
+		MaxModelLen:      contextLen,
 		DefaultMaxTokens: cfg.DefaultMaxTokens,
 		OutputLength:     lengths,
 		MaxWaiting:       cfg.MaxWaiting,

@@ -26,7 +26,7 @@ func TestScalingJSONLNeedsPlanner(t *testing.T) {
 }
 
 // TestHelpSaysWhatZeroAndEmptyMean: --help says what a value that shows no default stands for: 0 for
-// --max-model-len, which every command takes as the model's context length (Config.contextLen), as vLLM does;
+// --max-model-len, which every command takes as the model's context length (Config.ContextLen), as vLLM does;
 // empty for --lora-dist, which is uniform.
 func TestHelpSaysWhatZeroAndEmptyMean(t *testing.T) {
 	for _, tc := range []struct{ cmd, flag, want string }{
