@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -43,6 +44,22 @@ func TestNATSUnreachableNamed(t *testing.T) {
 		want := fmt.Sprintf("%s: --nats %q: want the URL of the fleet's NATS server", args[0], strings.TrimPrefix(strings.Join(args[1:], " "), "--nats "))
 		if _, _, err := mocker(t, args...); err == nil || err.Error() != want {
 			t.Errorf("%v: %v, want %s", args, err, want)
+		}
+	}
+
+	// Stopped while waiting (SIGINT, SIGTERM): a normal stop, without an error, as a started server's;
+	// natsWait is still 10 s.
+	for _, worker := range []bool{false, true} {
+		cfg := serveConfig()
+		cfg.Workers, cfg.Port, cfg.NATS = 0, 0, unreachableNATS
+		if worker {
+			cfg.Workers = 1
+		}
+		ctx, stop := context.WithCancelCause(context.Background())
+		stop(errors.New("interrupt signal received")) // as signal.NotifyContext's cause
+		var stderr bytes.Buffer
+		if err := serveAs(ctx, &cfg, &stderr, nil, worker); err != nil {
+			t.Errorf("worker %v, stopped while waiting: %v (stderr %q)", worker, err, &stderr)
 		}
 	}
 

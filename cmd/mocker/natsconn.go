@@ -14,9 +14,15 @@ import (
 // the server's first answer; a variable so that tests wait less.
 var natsWait = 10 * time.Second
 
+// errStoppedWaiting is connectNATS's answer when the command is stopped (SIGINT, SIGTERM) while it
+// waits for the server: a normal stop, which its caller ends without an error, as a started server
+// stopped the same way does.
+var errStoppedWaiting = errors.New("stopped while waiting for the NATS server")
+
 // connectNATS connects who (mocker serve, frontend, worker, recommend, sweep-worker) to the NATS server
 // at url, given by --nats, with extra options. A fleet's frontend and workers (fleet) keep retrying
-// (natsOptions): they wait up to natsWait for the first connection, saying so on stderr. Either way an
+// (natsOptions): they wait up to natsWait for the first connection, saying so on stderr, or until ctx
+// ends (errStoppedWaiting). Either way an
 // error names the URL and the flag; hint, when set, says what else to do.
 func connectNATS(ctx context.Context, url, who string, fleet bool, hint string, stderr io.Writer, extra ...nats.Option) (*nats.Conn, error) {
 	opts := []nats.Option{nats.Name(who)}
@@ -44,6 +50,6 @@ func connectNATS(ctx context.Context, url, who string, fleet bool, hint string, 
 		return nil, fmt.Errorf("--nats %s: no NATS server answered there in %v%s", url, natsWait, hint)
 	case <-ctx.Done():
 		nc.Close()
-		return nil, context.Cause(ctx)
+		return nil, errStoppedWaiting
 	}
 }

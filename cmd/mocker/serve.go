@@ -247,7 +247,9 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 			hint = ""
 		}
 		nc, err := connectNATS(ctx, url, who, frontend, hint, stderr)
-		if err != nil {
+		if errors.Is(err, errStoppedWaiting) {
+			return nil
+		} else if err != nil {
 			return err
 		}
 		cleanup = append(cleanup, func() {
