@@ -156,6 +156,41 @@ func TestFrontendSaysWhatItIs(t *testing.T) {
 	}
 }
 
+// TestWorkerSaysWhatItIs: a fleet worker's first line names its fleet id, model, NATS server, backend
+// and speedup; not a --router, which plays no part in it (the frontends route).
+func TestWorkerSaysWhatItIs(t *testing.T) {
+	ns, url, err := natsevents.StartEmbedded(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	cfg := serveConfig()
+	cfg.NATS, cfg.Backend = url, "sglang"
+	var stderr bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan *serving, 1)
+	done := make(chan error, 1)
+	go func() { done <- serveAs(ctx, &cfg, &stderr, ready, true) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("worker: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(stderr.String(), "\n")
+	var id uint64
+	if _, err := fmt.Sscanf(line, "mocker worker: %x,", &id); err != nil {
+		t.Fatalf("first line %q: %v", line, err)
+	}
+	if want := fmt.Sprintf("mocker worker: %016x, model llama-3.1-8b on NATS %s (sglang, speedup 1000)", id, url); line != want {
+		t.Errorf("first line\n%s\nwant\n%s", line, want)
+	}
+}
+
 // TestPortInUseNamed: a port another process listens on is an error naming the flag that chose it,
 // saying the port is in use and to choose another.
 func TestPortInUseNamed(t *testing.T) {
