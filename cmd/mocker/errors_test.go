@@ -217,6 +217,10 @@ func TestPortInUseNamed(t *testing.T) {
 		{func(c *config.Config) { c.NATS, c.NATSPort = "embedded", port },
 			fmt.Sprintf("--nats-port %d: 127.0.0.1:%[1]d is already in use (another NATS server? --nats nats://127.0.0.1:%[1]d uses it): choose another --nats-port (0: any free port), or --nats none", port)},
 		{func(c *config.Config) { c.ZMQKVEventsPort = port }, "...bind: address already in use; choose another --zmq-kv-events-port"},
+		// With replay sockets too, the flag whose port is taken, not both.
+		{func(c *config.Config) { c.ZMQKVEventsPort, c.ZMQReplayPort = port, port-1 }, "...bind: address already in use; choose another --zmq-kv-events-port"},
+		{func(c *config.Config) { c.ZMQKVEventsPort, c.ZMQReplayPort = port-1, port }, "...bind: address already in use; choose another --zmq-replay-port"},
+		{func(c *config.Config) { c.KVEventsEndpoint, c.ZMQReplayPort = fmt.Sprintf("tcp://*:%d", port-1), port }, "...bind: address already in use; choose another --zmq-replay-port"},
 		{func(c *config.Config) { c.KVEventsEndpoint = fmt.Sprintf("tcp://*:%d", port) }, "...bind: address already in use; choose another --kv-events-endpoint PORT"},
 		{func(c *config.Config) { c.DynamoZMQEndpoint = fmt.Sprintf("tcp://127.0.0.1:%d", port) }, "...bind: address already in use; choose another --dynamo-zmq-endpoint PORT (0: free ports)"},
 		{func(c *config.Config) { c.PrefillWorkers, c.DecodeWorkers, c.BootstrapPort = 1, 1, port },
