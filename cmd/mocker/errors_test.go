@@ -96,7 +96,7 @@ func TestNATSWaitsForTheServer(t *testing.T) {
 	}
 	done := make(chan conn, 1)
 	go func() {
-		nc, err := connectNATS(context.Background(), url, "mocker worker", true, "", pw)
+		nc, err := waitNATS(context.Background(), url, "mocker worker", pw)
 		if err != nil {
 			done <- conn{false, err}
 			return

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -242,11 +243,12 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 			cleanup = append(cleanup, func() { ns.Shutdown(); ns.WaitForShutdown() })
 			url = u
 		}
-		hint := "; --nats embedded runs one in this process, --nats none publishes no KV events"
+		var nc *nats.Conn
 		if frontend {
-			hint = ""
+			nc, err = waitNATS(ctx, url, who, stderr)
+		} else {
+			nc, err = dialNATS(url, who, "; --nats embedded runs one in this process, --nats none publishes no KV events")
 		}
-		nc, err := connectNATS(ctx, url, who, frontend, hint, stderr)
 		if errors.Is(err, errStoppedWaiting) {
 			return nil
 		} else if err != nil {
