@@ -27,6 +27,8 @@ var otherEngines = map[string]string{
 	"max-concurrency":      "concurrency",
 	"random-input-len":     "input-tokens",
 	"random-output-len":    "output-tokens",
+	"input-len":            "input-tokens",  // vllm bench throughput and latency
+	"output-len":           "output-tokens", // not output-length-dist, which it extends
 }
 
 // Suggest is the name in known that a mistyped name most likely meant, for a "did you mean" hint.

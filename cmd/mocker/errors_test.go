@@ -290,6 +290,7 @@ func TestUnknownFlagSuggests(t *testing.T) {
 		{"predict --mem-fraction-static 0.8", "unknown flag: --mem-fraction-static (did you mean --gpu-memory-utilization?)"},
 		{"predict --num-prompts 100", "unknown flag: --num-prompts (did you mean --num-requests?)"},
 		{"predict --random-input-len 100", "unknown flag: --random-input-len (did you mean --input-tokens?)"},
+		{"predict --output-len 100", "unknown flag: --output-len (did you mean --output-tokens?)"},
 		{"serve --served-model-name m", "unknown flag: --served-model-name (did you mean --model-name?)"},
 		{"serve --num-prompts 5", "unknown flag: --num-prompts"},                     // a live command runs no workload
 		{"predict -tp 2", "unknown shorthand flag: 't' in -tp (did you mean --tp?)"}, // vLLM's
