@@ -287,7 +287,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			NumBlocks:        d.KVBlocks,
 			MaxNumSeqs:       running,
 			MaxBatchedTokens: c.MaxNumBatchedTokens,
-			MaxModelLen:      c.contextLen(d),
+			MaxModelLen:      c.contextLen(d.Model),
 			ChunkedPrefill:   c.EnableChunkedPrefill,
 			PrefixCaching:    c.EnablePrefixCaching,
 			Preemption:       pre,
@@ -311,7 +311,7 @@ func (c *Config) EngineOptions() (engine.Options, error) {
 			MixedChunk:         c.sglangSpecAllows(c.SGLangEnableMixedChunk, "sglang-enable-mixed-chunk"),
 			Overlap:            c.sglangSpecAllows(c.SGLangOverlapSchedule, "sglang-overlap-schedule"),
 			PrefixCaching:      c.EnablePrefixCaching,
-			MaxModelLen:        c.contextLen(d),
+			MaxModelLen:        c.contextLen(d.Model),
 			Spec:               spec,
 			Events:             c.Router == "kv",
 			MaxLoRAsPerBatch:   c.MaxLoRAsPerBatch,
@@ -355,17 +355,27 @@ func (c *Config) maxNumSeqs(d *Deployment) int {
 	if d.System != nil {
 		mem = d.System.MemoryBytes
 	}
-	return c.backend().Spec().MaxRunning(mem, d.KVBlocks*d.BlockSize, c.contextLen(d), c.SpecNumTokens > 0, c.MoEDP())
+	return c.backend().Spec().MaxRunning(mem, d.KVBlocks*d.BlockSize, c.contextLen(d.Model), c.SpecNumTokens > 0, c.MoEDP())
 }
 
-// contextLen bounds each request's prompt + output tokens: --max-model-len, else the model's
+// ContextLen bounds each request's prompt + output tokens: --max-model-len, else the model's
 // max_position_embeddings, as vLLM's max_model_len and SGLang's context length default to; 0 (no model,
-// or one that gives none) is unbounded.
-func (c *Config) contextLen(d *Deployment) int {
-	if c.MaxModelLen > 0 || d.Model == nil {
+// or one that gives none) is unbounded. Every command bounds a request by it: predict's and recommend's
+// engines, serve's frontend and workers.
+func (c *Config) ContextLen() (int, error) {
+	m, err := c.resolveModel()
+	if err != nil {
+		return 0, err
+	}
+	return c.contextLen(m), nil
+}
+
+// contextLen is ContextLen with the model m resolved.
+func (c *Config) contextLen(m *model.Model) int {
+	if c.MaxModelLen > 0 || m == nil {
 		return c.MaxModelLen
 	}
-	return d.Model.MaxPositions
+	return m.MaxPositions
 }
 
 // encoderCacheSize is --encoder-cache-size, or by default the pass token budget, as vLLM sizes its encoder

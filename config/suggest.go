@@ -5,20 +5,72 @@ import (
 	"strings"
 )
 
-// Suggest is the name in known that a mistyped name most likely meant, for a "did you mean" hint: the
-// nearest within two edits (a letter added, dropped or changed), or a name that one is a prefix of the
-// other and shares four letters or more with it ("max-model-length" for max-model-len); "" when none
-// is that near. Ties go to the first in sorted order, so the hint does not depend on map order.
+// otherEngines maps the names vLLM, SGLang and their benchmarks give a setting to mocker's name for the
+// same setting. An engine's own name is often a few edits from a different mocker flag (SGLang's
+// tp-size from dp-size), and following such a hint would change the deployment without a word.
+var otherEngines = map[string]string{
+	"tensor-parallel-size": "tp",      // vLLM, SGLang
+	"tp-size":              "tp",      // SGLang
+	"expert-parallel-size": "ep",      // SGLang
+	"ep-size":              "ep",      // SGLang
+	"data-parallel-size":   "dp-size", // vLLM, SGLang
+	"dp":                   "dp-size", // vLLM's -dp, SGLang's --dp
+	"context-length":       "max-model-len",
+	"max-running-requests": "max-num-seqs",
+	"enable-dp-attention":  "dp-attention",
+	"chunked-prefill-size": "sglang-chunked-prefill-size",
+	"max-prefill-tokens":   "sglang-max-prefill-tokens",
+	"schedule-policy":      "sglang-schedule-policy",
+	"mem-fraction-static":  "gpu-memory-utilization",
+	"served-model-name":    "model-name",
+	"num-prompts":          "num-requests", // vllm bench serve, SGLang's bench_serving
+	"max-concurrency":      "concurrency",
+	"random-input-len":     "input-tokens",
+	"random-output-len":    "output-tokens",
+	"input-len":            "input-tokens",  // vllm bench throughput and latency
+	"output-len":           "output-tokens", // not output-length-dist, which it extends
+}
+
+// Suggest is the name in known that a mistyped name most likely meant, for a "did you mean" hint.
+// Another engine's name for a setting (otherEngines) gets mocker's name for it, or nothing when known
+// lacks it. Otherwise, nearest first:
+//   - one edit away (a letter added, dropped or changed), and a name that extends the typed one first;
+//   - a name that extends the typed one of three letters or more ("max-model" for max-model-len), or
+//     that the typed one lengthens the last word of ("max-model-length");
+//   - two edits away.
+//
+// A typed name too short to guess from (more edits than half its letters) gets nothing, and so does a
+// tie: "prefill" in a list of prefill-* flags names none, rather than the first sorted.
 func Suggest(name string, known []string) string {
-	best, bestD := "", 3
-	for _, k := range slices.Sorted(slices.Values(known)) {
-		d := editDistance(name, k)
-		if short := min(len(name), len(k)); d > 2 && short >= 4 && (strings.HasPrefix(name, k) || strings.HasPrefix(k, name)) {
-			d = 2
+	if mocker, ok := otherEngines[name]; ok {
+		if slices.Contains(known, mocker) {
+			return mocker
 		}
-		if d < bestD && k != name {
-			best, bestD = k, d
+		return ""
+	}
+	best, bestScore, tie := "", 5, false
+	for _, k := range known {
+		if k == name || k == best {
+			continue
 		}
+		score := 5 // no match
+		if d := editDistance(name, k); d <= 2 && d <= len(name)/2 {
+			score = 2 * d
+		}
+		extends := len(name) >= 3 && strings.HasPrefix(k, name)
+		lengthens := len(k) >= 4 && strings.HasPrefix(name, k) && !strings.HasPrefix(name[len(k):], "-")
+		if extends || lengthens {
+			score = min(score-1, 3)
+		}
+		switch {
+		case score < bestScore:
+			best, bestScore, tie = k, score, false
+		case score == bestScore:
+			tie = true
+		}
+	}
+	if tie {
+		return ""
 	}
 	return best
 }

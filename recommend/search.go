@@ -69,6 +69,9 @@ func Search(base *config.Config, sp *Space, o Options) (*Report, error) {
 	if len(shapes) == 0 {
 		return nil, fmt.Errorf("no deployment in the search space is valid: %s", strings.Join(refused, "; "))
 	}
+	if err := withinContext(base); err != nil {
+		return nil, err
+	}
 	// The bounds read the workload once per KV block size.
 	ps := map[int][]prompt{}
 	if slices.ContainsFunc(o.Targets, func(t Target) bool { return t.Metric != report.E2E }) {

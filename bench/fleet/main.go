@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -60,24 +61,26 @@ func run(bin string, procs, per int, rate float64, duration time.Duration, maxTo
 			return fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	}
-	front := exec.Command(bin, "serve", "--workers", "0", "--nats", "embedded", "--port", "0", "--speedup-ratio", "inf")
+	// The bench chooses the frontend's ports itself, rather than reading them from its startup line,
+	// whose wording is for people.
+	httpPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	natsPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	addr, natsURL := fmt.Sprintf("127.0.0.1:%d", httpPort), fmt.Sprintf("nats://127.0.0.1:%d", natsPort)
+	front := exec.Command(bin, "serve", "--workers", "0", "--nats", "embedded", "--nats-port", strconv.Itoa(natsPort),
+		"--port", strconv.Itoa(httpPort), "--speedup-ratio", "inf")
 	lines, err := start(front)
 	if err != nil {
 		return err
 	}
 	defer stop(front, os.Interrupt)
-	addr, natsURL := "", ""
-	for addr == "" || natsURL == "" {
-		line, ok := <-lines
-		if !ok {
-			return errors.New("the frontend exited before listening")
-		}
-		if v, ok := field(line, "http://"); ok {
-			addr = v
-		}
-		if v, ok := field(line, "nats://"); ok {
-			natsURL = "nats://" + strings.TrimSuffix(v, ",")
-		}
+	if err := waitHealthy(addr, lines); err != nil {
+		return err
 	}
 	go drain(lines)
 
@@ -182,14 +185,40 @@ func stop(cmd *exec.Cmd, sig os.Signal) {
 	t.Stop()
 }
 
-// field is the word after prefix in line.
-func field(line, prefix string) (string, bool) {
-	i := strings.Index(line, prefix)
-	if i < 0 {
-		return "", false
+// freePort is a TCP port free on 127.0.0.1 now, for a server the bench starts.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
 	}
-	v, _, _ := strings.Cut(line[i+len(prefix):], " ")
-	return v, true
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitHealthy polls the frontend at addr until it answers /health, for up to 30 s; the frontend's
+// stderr lines, until then, say why if it exits first.
+func waitHealthy(addr string, lines <-chan string) error {
+	hc := &http.Client{Timeout: time.Second}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var said []string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				return fmt.Errorf("the frontend exited before listening: %s", strings.Join(said, "; "))
+			}
+			said = append(said, line)
+		case <-tick.C:
+			if res, err := hc.Get("http://" + addr + "/health"); err == nil {
+				res.Body.Close()
+				if res.StatusCode == http.StatusOK {
+					return nil
+				}
+			}
+		}
+	}
+	return fmt.Errorf("the frontend did not answer http://%s/health in 30 s", addr)
 }
 
 // waitRegistered pings the mocker-worker NATS service until n workers answer, for up to 60 s.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -46,6 +47,22 @@ func TestNATSUnreachableNamed(t *testing.T) {
 		}
 	}
 
+	// Stopped while waiting (SIGINT, SIGTERM): a normal stop, without an error, as a started server's;
+	// natsWait is still 10 s.
+	for _, worker := range []bool{false, true} {
+		cfg := serveConfig()
+		cfg.Workers, cfg.Port, cfg.NATS = 0, 0, unreachableNATS
+		if worker {
+			cfg.Workers = 1
+		}
+		ctx, stop := context.WithCancelCause(context.Background())
+		stop(errors.New("interrupt signal received")) // as signal.NotifyContext's cause
+		var stderr bytes.Buffer
+		if err := serveAs(ctx, &cfg, &stderr, nil, worker); err != nil {
+			t.Errorf("worker %v, stopped while waiting: %v (stderr %q)", worker, err, &stderr)
+		}
+	}
+
 	defer func(w time.Duration) { natsWait = w }(natsWait)
 	natsWait = 20 * time.Millisecond
 	for _, args := range [][]string{
@@ -79,7 +96,7 @@ func TestNATSWaitsForTheServer(t *testing.T) {
 	}
 	done := make(chan conn, 1)
 	go func() {
-		nc, err := connectNATS(context.Background(), url, "mocker worker", true, "", pw)
+		nc, err := waitNATS(context.Background(), url, "mocker worker", pw)
 		if err != nil {
 			done <- conn{false, err}
 			return
@@ -139,6 +156,41 @@ func TestFrontendSaysWhatItIs(t *testing.T) {
 	}
 }
 
+// TestWorkerSaysWhatItIs: a fleet worker's first line names its fleet id, model, NATS server, backend
+// and speedup; not a --router, which plays no part in it (the frontends route).
+func TestWorkerSaysWhatItIs(t *testing.T) {
+	ns, url, err := natsevents.StartEmbedded(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	cfg := serveConfig()
+	cfg.NATS, cfg.Backend = url, "sglang"
+	var stderr bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan *serving, 1)
+	done := make(chan error, 1)
+	go func() { done <- serveAs(ctx, &cfg, &stderr, ready, true) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("worker: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(stderr.String(), "\n")
+	var id uint64
+	if _, err := fmt.Sscanf(line, "mocker worker: %x,", &id); err != nil {
+		t.Fatalf("first line %q: %v", line, err)
+	}
+	if want := fmt.Sprintf("mocker worker: %016x, model llama-3.1-8b on NATS %s (sglang, speedup 1000)", id, url); line != want {
+		t.Errorf("first line\n%s\nwant\n%s", line, want)
+	}
+}
+
 // TestPortInUseNamed: a port another process listens on is an error naming the flag that chose it,
 // saying the port is in use and to choose another.
 func TestPortInUseNamed(t *testing.T) {
@@ -165,6 +217,10 @@ func TestPortInUseNamed(t *testing.T) {
 		{func(c *config.Config) { c.NATS, c.NATSPort = "embedded", port },
 			fmt.Sprintf("--nats-port %d: 127.0.0.1:%[1]d is already in use (another NATS server? --nats nats://127.0.0.1:%[1]d uses it): choose another --nats-port (0: any free port), or --nats none", port)},
 		{func(c *config.Config) { c.ZMQKVEventsPort = port }, "...bind: address already in use; choose another --zmq-kv-events-port"},
+		// With replay sockets too, the flag whose port is taken, not both.
+		{func(c *config.Config) { c.ZMQKVEventsPort, c.ZMQReplayPort = port, port-1 }, "...bind: address already in use; choose another --zmq-kv-events-port"},
+		{func(c *config.Config) { c.ZMQKVEventsPort, c.ZMQReplayPort = port-1, port }, "...bind: address already in use; choose another --zmq-replay-port"},
+		{func(c *config.Config) { c.KVEventsEndpoint, c.ZMQReplayPort = fmt.Sprintf("tcp://*:%d", port-1), port }, "...bind: address already in use; choose another --zmq-replay-port"},
 		{func(c *config.Config) { c.KVEventsEndpoint = fmt.Sprintf("tcp://*:%d", port) }, "...bind: address already in use; choose another --kv-events-endpoint PORT"},
 		{func(c *config.Config) { c.DynamoZMQEndpoint = fmt.Sprintf("tcp://127.0.0.1:%d", port) }, "...bind: address already in use; choose another --dynamo-zmq-endpoint PORT (0: free ports)"},
 		{func(c *config.Config) { c.PrefillWorkers, c.DecodeWorkers, c.BootstrapPort = 1, 1, port },
@@ -211,6 +267,34 @@ func TestUnknownFlagSuggests(t *testing.T) {
 		{"serve --prt 8000", "unknown flag: --prt (did you mean --port?)"},
 		{"recommend --tp-lst 1", "unknown flag: --tp-lst (did you mean --tp-list?)"},
 		{"predict --xyzzy", "unknown flag: --xyzzy"},
+		// Nothing rather than a guess: too short, or as near to several flags.
+		{"predict --h", "unknown flag: --h"},
+		{"recommend --itl 50", "unknown flag: --itl (did you mean --itl-p90-ms?)"},
+		{"serve --work 2", "unknown flag: --work"}, // --workers or --worker-ports
+		{"predict --work 2", "unknown flag: --work (did you mean --workers?)"},
+		{"predict --prefill", "unknown flag: --prefill"},
+		{"predict --decode", "unknown flag: --decode"},
+		{"predict --model-len 5", "unknown flag: --model-len"},
+		// Never a hidden flag: a developer's, or one the command ignores.
+		{"predict --cpuprofil x", "unknown flag: --cpuprofil"},
+		{"estimate --worker 2", "unknown flag: --worker"},
+		{"estimate --chunked-prefill-size 4096", "unknown flag: --chunked-prefill-size"},
+		// Other engines' names for mocker's settings: never a near name that means something else.
+		{"predict --tp-size 2", "unknown flag: --tp-size (did you mean --tp?)"},
+		{"predict --tensor-parallel-size 2", "unknown flag: --tensor-parallel-size (did you mean --tp?)"},
+		{"predict --ep-size 2", "unknown flag: --ep-size (did you mean --ep?)"},
+		{"predict --dp 8", "unknown flag: --dp (did you mean --dp-size?)"},
+		{"predict --enable-dp-attention", "unknown flag: --enable-dp-attention (did you mean --dp-attention?)"},
+		{"predict --context-length 4096", "unknown flag: --context-length (did you mean --max-model-len?)"},
+		{"predict --max-running-requests 64", "unknown flag: --max-running-requests (did you mean --max-num-seqs?)"},
+		{"predict --mem-fraction-static 0.8", "unknown flag: --mem-fraction-static (did you mean --gpu-memory-utilization?)"},
+		{"predict --num-prompts 100", "unknown flag: --num-prompts (did you mean --num-requests?)"},
+		{"predict --random-input-len 100", "unknown flag: --random-input-len (did you mean --input-tokens?)"},
+		{"predict --output-len 100", "unknown flag: --output-len (did you mean --output-tokens?)"},
+		{"serve --served-model-name m", "unknown flag: --served-model-name (did you mean --model-name?)"},
+		{"serve --num-prompts 5", "unknown flag: --num-prompts"},                     // a live command runs no workload
+		{"predict -tp 2", "unknown shorthand flag: 't' in -tp (did you mean --tp?)"}, // vLLM's
+		{"predict -dp=2", "unknown shorthand flag: 'd' in -dp=2 (did you mean --dp-size?)"},
 		{"serve --num-requests 5", "unknown flag: --num-requests: mocker serve cannot honour it: it is no setting of mocker serve (mocker predict's workload and reports have no place in a live deployment, which answers the requests its clients send)"},
 	} {
 		_, _, err := mocker(t, strings.Fields(tc.args)...)

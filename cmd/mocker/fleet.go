@@ -125,8 +125,10 @@ may share the workers. Engine flags must match the workers' (block size, KV pool
 
 // runWorker serves n fleet workers of o's one engine each until ctx ends, then drains them.
 func runWorker(ctx context.Context, cfg *config.Config, n int, o live.Options, name string, stderr io.Writer, ready chan<- *serving) error {
-	nc, err := connectNATS(ctx, cfg.NATS, "mocker worker", true, "", stderr)
-	if err != nil {
+	nc, err := waitNATS(ctx, cfg.NATS, "mocker worker", stderr)
+	if errors.Is(err, errStoppedWaiting) {
+		return nil
+	} else if err != nil {
 		return err
 	}
 	defer nc.Close()

@@ -662,6 +662,27 @@ func TestPredictModelContext(t *testing.T) {
 	}
 }
 
+// TestContextHint: a request beyond the model's context says where that bound came from; one beyond a
+// --max-model-len given, or rejected for another reason, is left as the engine says it.
+func TestContextHint(t *testing.T) {
+	const beyond = "prompt (40000 tokens) + max_tokens (961) exceeds max-model-len 40960"
+	const pool = "needs 3 KV blocks for prompt (40 tokens) + max_tokens (1), the pool has 1"
+	for _, tc := range []struct {
+		maxModelLen  int
+		reason, want string
+	}{
+		{0, beyond, beyond + " (the model's max_position_embeddings; --max-model-len sets another)"},
+		{40960, beyond, beyond},
+		{0, pool, pool},
+	} {
+		cfg := config.Default()
+		cfg.MaxModelLen = tc.maxModelLen
+		if got := contextHint(&cfg, tc.reason); got != tc.want {
+			t.Errorf("--max-model-len %d, %q: %q, want %q", tc.maxModelLen, tc.reason, got, tc.want)
+		}
+	}
+}
+
 // TestOutputsCheckedBeforeTheRun: a report file that cannot be written fails at once, naming the
 // flag and the path (not a temporary file), before anything is simulated.
 func TestOutputsCheckedBeforeTheRun(t *testing.T) {

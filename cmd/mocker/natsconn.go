@@ -14,20 +14,32 @@ import (
 // the server's first answer; a variable so that tests wait less.
 var natsWait = 10 * time.Second
 
-// connectNATS connects who (mocker serve, frontend, worker, recommend, sweep-worker) to the NATS server
-// at url, given by --nats, with extra options. A fleet's frontend and workers (fleet) keep retrying
-// (natsOptions): they wait up to natsWait for the first connection, saying so on stderr. Either way an
-// error names the URL and the flag; hint, when set, says what else to do.
-func connectNATS(ctx context.Context, url, who string, fleet bool, hint string, stderr io.Writer, extra ...nats.Option) (*nats.Conn, error) {
-	opts := []nats.Option{nats.Name(who)}
-	up := make(chan struct{}, 1) // the connected handler runs once
-	if fleet {
-		opts = append(natsOptions(who), nats.ConnectHandler(func(*nats.Conn) { up <- struct{}{} }))
-	}
-	nc, err := nats.Connect(url, append(opts, extra...)...)
+// errStoppedWaiting is waitNATS's answer when the command is stopped (SIGINT, SIGTERM) while it waits
+// for the server: a normal stop, which its caller ends without an error, as a started server stopped
+// the same way does.
+var errStoppedWaiting = errors.New("stopped while waiting for the NATS server")
+
+// dialNATS connects who (mocker serve, recommend, sweep-worker) to the NATS server at url, given by
+// --nats, with extra options, or fails at once with an error naming the URL and the flag; hint, when
+// set, says what else to do.
+func dialNATS(url, who, hint string, extra ...nats.Option) (*nats.Conn, error) {
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name(who)}, extra...)...)
 	switch {
 	case errors.Is(err, nats.ErrNoServers):
 		return nil, fmt.Errorf("--nats %s: no NATS server answers there (%w)%s", url, err, hint)
+	case err != nil:
+		return nil, fmt.Errorf("--nats %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+// waitNATS connects who, a fleet's frontend or worker, which may start before its server, to the NATS
+// server at url, given by --nats: the connection keeps retrying (natsOptions), and waitNATS waits up to
+// natsWait for its first answer, saying so on stderr, or until ctx ends (errStoppedWaiting).
+func waitNATS(ctx context.Context, url, who string, stderr io.Writer) (*nats.Conn, error) {
+	up := make(chan struct{}, 1) // the connected handler runs once
+	nc, err := nats.Connect(url, append(natsOptions(who), nats.ConnectHandler(func(*nats.Conn) { up <- struct{}{} }))...)
+	switch {
 	case err != nil:
 		return nil, fmt.Errorf("--nats %s: %w", url, err)
 	case nc.IsConnected():
@@ -41,9 +53,9 @@ func connectNATS(ctx context.Context, url, who string, fleet bool, hint string, 
 		return nc, nil
 	case <-t.C:
 		nc.Close()
-		return nil, fmt.Errorf("--nats %s: no NATS server answered there in %v%s", url, natsWait, hint)
+		return nil, fmt.Errorf("--nats %s: no NATS server answered there in %v", url, natsWait)
 	case <-ctx.Done():
 		nc.Close()
-		return nil, context.Cause(ctx)
+		return nil, errStoppedWaiting
 	}
 }

@@ -204,7 +204,7 @@ func predict(ctx context.Context, cfg *config.Config, threads int, stdout, stder
 	if err := res.Collector.SpillErr(); err != nil {
 		fmt.Fprintln(stderr, "warning:", err) // the report is whole; the run's memory was not flat
 	}
-	errs = append(errs, rejections(res, cfg.MaxModelLen == 0, stderr))
+	errs = append(errs, rejections(res, cfg, stderr))
 	return errors.Join(errs...)
 }
 
@@ -222,10 +222,9 @@ func describePredict(cfg *config.Config, timing report.Timing) string {
 		cfg.Model, cfg.System, cfg.TP, deploy, cfg.Router, load, timing, cfg.Seed)
 }
 
-// rejections warns on stderr of rejected requests, saying how many and why the first was, and where
-// the bound came from when it is the model's context (modelContext: no --max-model-len); a run in which
-// no request completed is an error.
-func rejections(res *sim.Result, modelContext bool, stderr io.Writer) error {
+// rejections warns on stderr of rejected requests, saying how many and why the first was (contextHint);
+// a run in which no request completed is an error.
+func rejections(res *sim.Result, cfg *config.Config, stderr io.Writer) error {
 	s := &res.Summary
 	id, requestID, line, reason, ok := res.Collector.FirstRejection()
 	if !ok {
@@ -241,16 +240,24 @@ func rejections(res *sim.Result, modelContext bool, stderr io.Writer) error {
 	case requestID == "":
 		which = fmt.Sprintf("request %d", id)
 	}
-	if modelContext && strings.Contains(reason, "exceeds max-model-len") {
-		reason += " (the model's max_position_embeddings; --max-model-len sets another)"
-	}
 	why := fmt.Sprintf("%d of %d requests rejected; the first (%s): %s", s.RejectedRequests,
-		s.CompletedRequests+s.RejectedRequests+s.IncompleteRequests, which, reason)
+		s.CompletedRequests+s.RejectedRequests+s.IncompleteRequests, which, contextHint(cfg, reason))
 	if s.CompletedRequests == 0 {
 		return fmt.Errorf("no request completed: %s", why)
 	}
 	fmt.Fprintf(stderr, "warning: %s\n", why)
 	return nil
+}
+
+// contextHint is an engine's reason for rejecting a request, and where the bound came from when it is
+// the model's context: with no --max-model-len a user may not know there was one. The engines' admission
+// (sched/internal/book/book.go) words that rejection "... exceeds max-model-len N", the only bound it
+// names so.
+func contextHint(cfg *config.Config, reason string) string {
+	if cfg.MaxModelLen == 0 && strings.Contains(reason, " exceeds max-model-len ") {
+		return reason + " (the model's max_position_embeddings; --max-model-len sets another)"
+	}
+	return reason
 }
 
 // output is a report file of predict: its flag, its path ("" when not asked for) and what writes it.

@@ -253,7 +253,7 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 		var stop context.CancelFunc
 		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		nc, err := connectNATS(ctx, rf.nats, "mocker recommend", false, jetStreamHint, io.Discard)
+		nc, err := dialNATS(rf.nats, "mocker recommend", jetStreamHint)
 		if err != nil {
 			return err
 		}
@@ -331,7 +331,7 @@ leaves it to another once --nats-ack-wait (the coordinator's) has passed.`,
 			if jobs < 1 {
 				return fmt.Errorf("--jobs %d: at least 1", jobs)
 			}
-			nc, err := connectNATS(cmd.Context(), url, "mocker sweep-worker", false, jetStreamHint, io.Discard, nats.MaxReconnects(-1))
+			nc, err := dialNATS(url, "mocker sweep-worker", jetStreamHint, nats.MaxReconnects(-1))
 			if err != nil {
 				return err
 			}

@@ -263,3 +263,40 @@ func TestRecommendHTML(t *testing.T) {
 		t.Errorf("recommend --perfetto: %v, want it refused", err)
 	}
 }
+
+// TestRecommendRefusesBeyondContext: a workload with requests beyond the context is refused before
+// the search, which no deployment could pass: the bound is the model's (Qwen3-32B: 40,960) or
+// --max-model-len's, not the deployment's. The count is predict's, a conversation's history included.
+func TestRecommendRefusesBeyondContext(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "t.jsonl")
+	rows := `{"timestamp": 0, "input_length": 100, "output_length": 5}
+{"timestamp": 1, "input_length": 40000, "output_length": 960}
+{"timestamp": 2, "input_length": 40000, "output_length": 961}
+`
+	os.WriteFile(trace, []byte(rows), 0o644)
+	search := []string{"recommend", "--model", "qwen3-32b", "--ttft-p90-ms", "20000", "--tp-list", "2", "--max-workers", "2"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--trace", trace}, "1 of 3 requests exceed the model's context, 40960 tokens (its max_position_embeddings), so every deployment would reject them and fail: " +
+			"the first (trace line 3) has prompt (40000 tokens) + max_tokens (961); give --max-model-len to serve a longer context"},
+		{[]string{"--trace", trace, "--max-model-len", "4096"}, "max-model-len 4096: 2 of 3 requests exceed it, so every deployment would reject them and fail: " +
+			"the first (trace line 2) has prompt (40000 tokens) + max_tokens (960)"},
+		// The third turn of each conversation carries 32,000 tokens of history: 47,000 + 1,000.
+		{[]string{"--num-requests", "4", "--turns-per-session", "3", "--input-tokens", "15000", "--output-tokens", "1000", "--synthetic-lengths", "fixed"},
+			`4 of 12 requests exceed the model's context, 40960 tokens (its max_position_embeddings), so every deployment would reject them and fail: ` +
+				`the first (request "2") has prompt (47000 tokens) + max_tokens (1000); give --max-model-len to serve a longer context`},
+	} {
+		out, _, err := mocker(t, append(search, tc.args...)...)
+		if err == nil || err.Error() != tc.want || out != "" {
+			t.Errorf("%v: %v, stdout %q; want %s", tc.args, err, out, tc.want)
+		}
+	}
+	// predict rejects as many, the same first.
+	_, stderr, err := mocker(t, "predict", "--model", "qwen3-32b", "--num-requests", "4", "--turns-per-session", "3", "--input-tokens", "15000",
+		"--output-tokens", "1000", "--synthetic-lengths", "fixed")
+	if want := `warning: 4 of 12 requests rejected; the first (request "2"): prompt (47000 tokens) + max_tokens (1000) exceeds max-model-len 40960`; err != nil || !strings.Contains(stderr, want) {
+		t.Errorf("predict: %v, stderr %q; want %s", err, stderr, want)
+	}
+}

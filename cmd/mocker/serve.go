@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -242,12 +243,15 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 			cleanup = append(cleanup, func() { ns.Shutdown(); ns.WaitForShutdown() })
 			url = u
 		}
-		hint := "; --nats embedded runs one in this process, --nats none publishes no KV events"
+		var nc *nats.Conn
 		if frontend {
-			hint = ""
+			nc, err = waitNATS(ctx, url, who, stderr)
+		} else {
+			nc, err = dialNATS(url, who, "; --nats embedded runs one in this process, --nats none publishes no KV events")
 		}
-		nc, err := connectNATS(ctx, url, who, frontend, hint, stderr)
-		if err != nil {
+		if errors.Is(err, errStoppedWaiting) {
+			return nil
+		} else if err != nil {
 			return err
 		}
 		cleanup = append(cleanup, func() {
@@ -295,14 +299,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 			MapFormat: cfg.KVEventsMapFormat, Topics: topics, LoRAs: loraNames,
 		})
 		if err != nil {
-			ports := "--zmq-kv-events-port"
-			if cfg.KVEventsEndpoint != "" {
-				ports = "--kv-events-endpoint PORT"
-			}
-			if cfg.ZMQReplayPort > 0 {
-				ports += " or --zmq-replay-port"
-			}
-			return inUse(err, ports)
+			return inUse(err, zmqPortFlag(cfg, o.Workers*eo.DPSize, err))
 		}
 		cleanup = append(cleanup, func() { zs.Close() })
 		o.Sinks = append(o.Sinks, zs)
@@ -396,8 +393,9 @@ func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
 	if err != nil {
 		return live.Options{}, nil, err
 	}
-	if cfg.MaxModelLen == 0 && d.Model != nil {
-		cfg.MaxModelLen = d.Model.MaxPositions
+	contextLen, err := cfg.ContextLen()
+	if err != nil {
+		return live.Options{}, nil, err
 	}
 	pools, err := cfg.Pools()
 	if err != nil {
@@ -431,7 +429,7 @@ func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
 	if err != nil {
 		return live.Options{}, nil, err
 	}
-	maxLen := cfg.MaxModelLen
+	maxLen := contextLen
 	if maxLen == 0 {
 		maxLen = 1 << 17 // the token-count histograms' last bucket
 	}
@@ -454,7 +452,7 @@ func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
 		Router:           ro,
 		ModelName:        name,
 		LoRAModules:      loras,
-		MaxModelLen:      cfg.MaxModelLen,
+		MaxModelLen:      contextLen,
 		DefaultMaxTokens: cfg.DefaultMaxTokens,
 		OutputLength:     lengths,
 		MaxWaiting:       cfg.MaxWaiting,
@@ -515,6 +513,36 @@ func describeServe(cfg *config.Config, workers int) string {
 		noun = "worker"
 	}
 	return fmt.Sprintf("%s, %d %s, router %s, speedup %g", cfg.Backend, workers, noun, cfg.Router, cfg.SpeedupRatio)
+}
+
+// zmqPortFlag names the flag that chose the port a ZMQ sink of n sockets found in use (err): the PUB
+// sockets' (--zmq-kv-events-port, or --kv-events-endpoint's PORT) or the replay sockets'
+// (--zmq-replay-port), each numbered from its flag's port by worker and rank; both when the port
+// cannot tell.
+func zmqPortFlag(cfg *config.Config, n int, err error) string {
+	pub, from := "--zmq-kv-events-port", cfg.ZMQKVEventsPort
+	if cfg.KVEventsEndpoint != "" {
+		pub = "--kv-events-endpoint PORT"
+		ep := cfg.KVEventsEndpoint
+		from, _ = strconv.Atoi(ep[strings.LastIndexByte(ep, ':')+1:]) // 0: no port to tell by
+	}
+	if cfg.ZMQReplayPort == 0 {
+		return pub
+	}
+	var op *net.OpError
+	if !errors.As(err, &op) {
+		return pub + " or --zmq-replay-port"
+	}
+	addr, _ := op.Addr.(*net.TCPAddr)
+	inPub := addr != nil && from > 0 && addr.Port >= from && addr.Port < from+n
+	inReplay := addr != nil && addr.Port >= cfg.ZMQReplayPort && addr.Port < cfg.ZMQReplayPort+n
+	switch {
+	case inReplay && !inPub:
+		return "--zmq-replay-port"
+	case inPub && !inReplay:
+		return pub
+	}
+	return pub + " or --zmq-replay-port"
 }
 
 // inUse adds to a listener's error, when its port was taken, what to choose instead: flags.

@@ -83,11 +83,11 @@ func ignoredBy(cmd string, c *config.Config, k string) string {
 
 // unknownFlag adds to an unknown flag's error why a live command has no flag for a setting of
 // predict's, as refuseUnservable does for one in its --config file, or else the flag a typo most likely
-// meant; other flag errors pass unchanged.
+// meant; a long name given one dash (vLLM's -tp) gets its flag. Other flag errors pass unchanged.
 func unknownFlag(cmd *cobra.Command, err error) error {
 	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
 	if !ok {
-		return err
+		return oneDash(cmd, err)
 	}
 	if cmd.Name() == "serve" || cmd.Name() == "worker" || cmd.Name() == "frontend" {
 		why := unservable[name]
@@ -98,10 +98,41 @@ func unknownFlag(cmd *cobra.Command, err error) error {
 			return fmt.Errorf("%w: mocker %s cannot honour it: %s", err, cmd.Name(), why)
 		}
 	}
-	var known []string
-	cmd.Flags().VisitAll(func(f *pflag.Flag) { known = append(known, f.Name) })
+	known := shownFlags(cmd)
 	if s := config.Suggest(name, known); s != "" {
 		return fmt.Errorf("%w (did you mean --%s?)", err, s)
 	}
 	return err
+}
+
+// oneDash adds to pflag's error for an unknown shorthand, "unknown shorthand flag: 't' in -tp", the
+// long flag that -tp names (vLLM's -tp and -dp are its --tensor-parallel-size and --data-parallel-size).
+func oneDash(cmd *cobra.Command, err error) error {
+	rest, ok := strings.CutPrefix(err.Error(), "unknown shorthand flag: ")
+	_, name, found := strings.Cut(rest, "' in -")
+	name, _, _ = strings.Cut(name, "=")
+	if !ok || !found || len(name) < 2 {
+		return err
+	}
+	known := shownFlags(cmd)
+	s := name
+	if !slices.Contains(known, name) {
+		s = config.Suggest(name, known)
+	}
+	if s != "" {
+		return fmt.Errorf("%w (did you mean --%s?)", err, s)
+	}
+	return err
+}
+
+// shownFlags are the names of cmd's flags that its help shows: a hidden one is a developer's
+// (--cpuprofile) or one cmd ignores (estimate's --workers), no flag to point a user to.
+func shownFlags(cmd *cobra.Command) []string {
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	return names
 }

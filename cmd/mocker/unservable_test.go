@@ -85,6 +85,27 @@ func TestLiveOptionsRouterEvents(t *testing.T) {
 	}
 }
 
+// TestLiveOptionsContextLen: serve bounds a request as predict does (Config.ContextLen): by
+// --max-model-len, else the model's max_position_embeddings (Llama-3.1-8B, the default: 131,072), in the
+// frontend's check and the engines' alike, and leaves the configuration as it found it.
+func TestLiveOptionsContextLen(t *testing.T) {
+	for _, tc := range []struct{ given, want int }{{0, 131072}, {4096, 4096}} {
+		cfg := config.Default()
+		cfg.MaxModelLen = tc.given
+		o, _, err := liveOptions(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.MaxModelLen != tc.want || o.Engine.VLLM.MaxModelLen != tc.want || o.Engine.SGLang.MaxModelLen != tc.want {
+			t.Errorf("--max-model-len %d: frontend %d, vLLM %d, SGLang %d; want %d", tc.given, o.MaxModelLen,
+				o.Engine.VLLM.MaxModelLen, o.Engine.SGLang.MaxModelLen, tc.want)
+		}
+		if cfg.MaxModelLen != tc.given {
+			t.Errorf("--max-model-len %d: the configuration says %d after", tc.given, cfg.MaxModelLen)
+		}
+	}
+}
+
 // TestLiveOptionsImagesAndLoRAs: serve's --image-tokens and --lora-modules reach the live server (a
 // merge once dropped --image-tokens silently).
 func TestLiveOptionsImagesAndLoRAs(t *testing.T) {

@@ -26,12 +26,14 @@ func TestScalingJSONLNeedsPlanner(t *testing.T) {
 }
 
 // TestHelpSaysWhatZeroAndEmptyMean: --help says what a value that shows no default stands for: 0 for
-// --max-model-len, which every command takes as the model's context length (Config.contextLen), as vLLM does;
-// empty for --lora-dist, which is uniform.
+// --max-model-len, which every command takes as the model's context length (Config.ContextLen), as vLLM does;
+// empty for --lora-dist, which is uniform. --max-model-len's line, shared by every command, says what each
+// does with a longer request.
 func TestHelpSaysWhatZeroAndEmptyMean(t *testing.T) {
 	for _, tc := range []struct{ cmd, flag, want string }{
 		{"predict", "--max-model-len", "0: the model's max_position_embeddings"},
 		{"serve", "--max-model-len", "0: the model's max_position_embeddings"},
+		{"serve", "--max-model-len", "a live server (serve, frontend, worker) answers it with a 400, predict counts it, recommend refuses the workload"},
 		{"predict", "--lora-dist", "uniform (empty: the default) or zipf"},
 	} {
 		out, _, err := mocker(t, tc.cmd, "--help")
