@@ -26,6 +26,7 @@ func rawRequest(body string) string {
 // connection while its handler runs, so an unstreamed request learns of it from the watch's peek, a
 // stream (which has nothing to write) from the same.
 func TestClientGoneCancels(t *testing.T) {
+	needsPeek(t)
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			s, hs, _ := start(t, testOptions(1, hourMs, 1))
@@ -50,6 +51,7 @@ func TestClientGoneCancels(t *testing.T) {
 // it, and a request sent while the one before it is watched (pipelined) ends the watch with its first
 // byte, which the peek leaves to it: both are answered in order, the first one whole.
 func TestWatchedConnectionServesOn(t *testing.T) {
+	needsPeek(t)
 	s, err := New(testOptions(1, 20, 1))
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +167,7 @@ func TestStoppedBeforeServing(t *testing.T) {
 // closed: that used to read as "not closed", so the request ran its full hour; and a Shutdown past its
 // context left fasthttp serving on the open connections.
 func TestStopCancels(t *testing.T) {
+	needsPeek(t)
 	ended, cancel := context.WithCancel(t.Context())
 	cancel()
 	for _, tc := range []struct {
