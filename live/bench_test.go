@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // BenchmarkCompletion measures the server's cost per short completion (27 prompt tokens, 16 output
@@ -100,3 +102,28 @@ func (d *discard) SetWriteDeadline(time.Time) error { return nil }
 type atomicCounter struct{ n atomic.Int64 }
 
 func (c *atomicCounter) next() int64 { return c.n.Add(1) % 1_000_000 }
+
+// BenchmarkDecode measures decoding bench/serve's completion body (a 100-token prompt) by decodeSimple
+// and by the v2 decoder with v1Options, which decodeBody falls back to.
+func BenchmarkDecode(b *testing.B) {
+	body := []byte(`{"model":"llama-3.1-8b","prompt":"Request 000001 asks the simulated model a short question about the weather in a city it has never seen, politely.` +
+		strings.Repeat(" Please", 72) + `","max_tokens":16,"stream":false}`)
+	for _, tc := range []struct {
+		name   string
+		decode func(*completionRequest) bool
+	}{
+		{"simple", func(r *completionRequest) bool { return decodeSimple(body, r) }},
+		{"v2", func(r *completionRequest) bool { return jsonv2.Unmarshal(body, r, v1Options) == nil }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var r completionRequest
+			for b.Loop() {
+				r = completionRequest{}
+				if !tc.decode(&r) {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
+}

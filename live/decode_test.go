@@ -46,13 +46,24 @@ func FuzzDecodeAgrees(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		agree(t, body, func() any { return new(completionRequest) })
 		agree(t, body, func() any { return new(chatRequest) })
-		var simple, std completionRequest
+		var std completionRequest
+		simple, orig := untouched()
 		if decodeSimple(body, &simple) {
 			if err := json.Unmarshal(body, &std); err != nil || !reflect.DeepEqual(simple, std) {
 				t.Fatalf("%q: decodeSimple gives %+v; encoding/json %+v, %v", body, simple, std, err)
 			}
+		} else if !reflect.DeepEqual(simple, orig) || *orig.N != 7 || *orig.Model != "kept" {
+			t.Fatalf("%q: refused, but the request became %+v", body, simple)
 		}
 	})
+}
+
+// untouched is a request with a field of each kind set, twice: one to decode into, one to compare it
+// with (its pointers are the same, so a write through one shows).
+func untouched() (completionRequest, completionRequest) {
+	n, m := 7, "kept"
+	r := completionRequest{common: common{Model: &m, N: &n, Stream: true}, Echo: true}
+	return r, r
 }
 
 // TestDecodeSimple: the bodies decodeSimple reads, and what it makes of them; the bodies it leaves to the
@@ -89,9 +100,54 @@ func TestDecodeSimple(t *testing.T) {
 		`{"temperature":[1]}`, `{"x":{}}`, `{"temperature":.5}`,
 		`{"model":"m",}`, `{"model":"m"} x`, `{"model" "m"}`, `{`, ``, `[]`, `null`, `{"model":"m"`,
 	} {
-		r := completionRequest{Echo: true}
-		if decodeSimple([]byte(body), &r) || !r.Echo {
+		r, orig := untouched()
+		if decodeSimple([]byte(body), &r) || !reflect.DeepEqual(r, orig) || *orig.N != 7 || *orig.Model != "kept" {
 			t.Errorf("%q: decoded (%+v); want it left to the general decoders, the request untouched", body, r)
+		}
+	}
+}
+
+// TestDecodeSimpleKnowsEveryField: every JSON name of completionRequest, its embedded common's too, is
+// one decodeSimple knows, reading it or leaving its body to the general decoders: a field added to
+// either would otherwise be skipped as an unknown name, its value lost.
+func TestDecodeSimpleKnowsEveryField(t *testing.T) {
+	var check func(reflect.Type)
+	check = func(typ reflect.Type) {
+		for f := range typ.Fields() {
+			if f.Anonymous {
+				check(f.Type)
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				t.Errorf("%s.%s has no JSON name: decodeSimple matches names exactly", typ, f.Name)
+				continue
+			}
+			if _, known := simpleField([]byte(name)); !known {
+				t.Errorf("%s.%s (%q) is not a field decodeSimple knows", typ, f.Name, name)
+			}
+		}
+	}
+	check(reflect.TypeFor[completionRequest]())
+}
+
+// TestDecodeSimpleAllocs: decodeSimple allocates a request's strings and, only if the body sets one
+// of the pointer fields, one block for all their values; a body it refuses costs nothing.
+func TestDecodeSimpleAllocs(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector allocates")
+	}
+	for body, want := range map[string]float64{
+		`{"prompt":"a\nb"}`: 0, `{"prompt":["a"]}`: 0, `{"stop":"x"}`: 0, `{}`: 0,
+		`{"prompt":"hello","stream":true}`:                                  1,
+		`{"prompt":"hello","max_tokens":16,"n":2,"seed":1}`:                 2,
+		`{"model":"mo","prompt":"hello","max_tokens":16,"stream":false}`:    3,
+		`{"model":null,"prompt":"hello","max_tokens":null,"logprobs":null}`: 1,
+	} {
+		var r completionRequest
+		b := []byte(body)
+		if got := testing.AllocsPerRun(100, func() { decodeSimple(b, &r) }); got != want {
+			t.Errorf("%s: %v allocations, want %v", body, got, want)
 		}
 	}
 }

@@ -29,13 +29,15 @@ type APIServer struct {
 	pin     int
 	pinned  bool
 
-	mu     sync.Mutex
-	lns    []*capListener
-	conns  map[*capConn]struct{} // open connections, for Close
-	closed bool                  // Shutdown or Close: Serve serves nothing more
-	// HTTP/1.0 streams, on connections fasthttp handed over and no longer counts: Shutdown waits
-	// for them too.
-	hijacked sync.WaitGroup
+	mu      sync.Mutex
+	lns     []*capListener
+	conns   map[*capConn]struct{} // open connections, for Close
+	closed  bool                  // Shutdown or Close: Serve serves nothing more
+	serving sync.WaitGroup        // Serve calls running fasthttp's: Shutdown waits for them to return
+	// HTTP/1.0 streams, on connections fasthttp hands over and then no longer counts: Shutdown waits
+	// for them too, on drained (made by the first to wait, closed when streams is back to 0).
+	streams int
+	drained chan struct{}
 }
 
 // APIServer returns a server for the API; Serve runs it on a listener.
@@ -106,29 +108,62 @@ func (a *APIServer) Serve(ln net.Listener) error {
 		return nil
 	}
 	a.lns = append(a.lns, cl)
+	a.serving.Add(1)
 	a.mu.Unlock()
+	defer a.serving.Done()
 	return a.fs.Serve(cl)
 }
 
 // Shutdown stops accepting connections and waits (until ctx ends) for the requests in flight to be
 // answered; idle connections are closed, and a busy one once its response is out. If ctx ends first,
-// the connections still open are closed (Close): fasthttp would otherwise serve on on them.
+// the connections still open are closed (Close): fasthttp would otherwise serve on on them. With
+// nothing open it returns nil, whether or not ctx has ended.
 func (a *APIServer) Shutdown(ctx context.Context) error {
 	err := a.stopAccepting()
+	// fasthttp counts a Serve in Accept as a connection open until it sees its listener closed, which
+	// with ctx ended would fail an idle server's Shutdown; its listener closed, Serve returns at once.
+	a.serving.Wait()
 	if serr := a.fs.ShutdownWithContext(ctx); serr != nil {
 		return errors.Join(err, serr, a.Close())
 	}
-	done := make(chan struct{})
-	go func() {
-		a.hijacked.Wait()
-		close(done)
-	}()
+	drained := a.streamsDrained()
+	if drained == nil {
+		return err
+	}
 	select {
-	case <-done:
+	case <-drained:
 	case <-ctx.Done():
 		return errors.Join(err, ctx.Err(), a.Close())
 	}
 	return err
+}
+
+// streamsDrained is closed when no HTTP/1.0 stream is open; nil if none is now.
+func (a *APIServer) streamsDrained() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.streams == 0 {
+		return nil
+	}
+	if a.drained == nil {
+		a.drained = make(chan struct{})
+	}
+	return a.drained
+}
+
+func (a *APIServer) streamStarted() {
+	a.mu.Lock()
+	a.streams++
+	a.mu.Unlock()
+}
+
+func (a *APIServer) streamEnded() {
+	a.mu.Lock()
+	if a.streams--; a.streams == 0 && a.drained != nil {
+		close(a.drained)
+		a.drained = nil
+	}
+	a.mu.Unlock()
 }
 
 // Close stops accepting connections and closes every open one: requests in flight are cancelled.
@@ -299,18 +334,20 @@ func (x *fastExchange) stream(st *streamed) {
 	h.SetContentType("text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	x.ctx.SetStatusCode(http.StatusOK)
+	x.st = st
 	if !x.ctx.Request.Header.IsHTTP11() {
 		// An HTTP/1.0 client must not be sent chunks (RFC 9112 §6.1), and fasthttp chunks a body of
 		// unknown length: the stream goes out on the connection itself, its end the connection's close.
 		h.SetContentLength(-2) // neither a length nor chunks; the connection closes
-		x.st = st
-		x.a.hijacked.Add(1)
+		x.a.streamStarted()
+		if cc, ok := x.conn.(*capConn); ok {
+			cc.handOver.Store(x)
+		}
 		x.ctx.HijackSetNoResponse(true)
 		x.ctx.Hijack(x.streamBare)
 		return
 	}
 	x.ctx.SetWriteDeadline(time.Now().Add(x.a.s.o.HTTP.WriteTimeout)) // each write sets its own from here on
-	x.st = st
 	x.ctx.Response.SetBodyStream(fastStream{x}, -1)
 }
 
@@ -342,13 +379,20 @@ func (f fastStream) WriteTo(w io.Writer) (int64, error) {
 }
 
 func (f fastStream) Close() error {
-	if st := f.x.st; st != nil { // its response was never written
-		f.x.st = nil
-		f.x.goneNow()
-		st.write(failedChunks{}, f.x)
+	if f.x.st != nil { // its response was never written
+		f.x.abandon()
 	}
 	f.x.stopWatch()
 	return nil
+}
+
+// abandon runs a stream that will not be written as its client gone, so that its requests are
+// cancelled.
+func (x *fastExchange) abandon() {
+	st := x.st
+	x.st = nil
+	x.goneNow()
+	st.write(failedChunks{}, x)
 }
 
 type fastChunks struct {
@@ -373,19 +417,30 @@ var errNotWritten = errors.New("the response was not written")
 
 // streamBare writes an HTTP/1.0 client's stream on its connection, c, handed over by fasthttp after the
 // handler (on a goroutine of its own, which Shutdown waits for), headers first, each batch as it comes;
-// fasthttp closes c afterwards.
+// fasthttp closes c afterwards. fasthttp closes c without handing it over if it fails to set a deadline
+// or to flush before: capConn.Close then ends the stream (bareFailed), whichever of the two takes it.
 func (x *fastExchange) streamBare(c net.Conn) {
-	defer x.a.hijacked.Done()
-	st := x.st
-	x.st = nil
+	if cc, ok := x.conn.(*capConn); ok && !cc.handOver.CompareAndSwap(x, nil) {
+		return // closed first: the stream has ended
+	}
 	out := &fastChunks{w: c, conn: x.conn, timeout: x.a.s.o.HTTP.WriteTimeout}
 	if out.write(x.ctx.Response.Header.Header()) != nil {
-		x.goneNow()
-		st.write(failedChunks{}, x)
-	} else {
-		st.write(out, x)
+		x.bareFailed()
+		return
 	}
+	st := x.st
+	x.st = nil
+	st.write(out, x)
 	x.stopWatch()
+	x.a.streamEnded()
+}
+
+// bareFailed ends an HTTP/1.0 stream that will not be written: its requests are cancelled, and
+// Shutdown no longer waits for it.
+func (x *fastExchange) bareFailed() {
+	x.abandon()
+	x.stopWatch()
+	x.a.streamEnded()
 }
 
 type failedChunks struct{}
@@ -496,6 +551,9 @@ type capConn struct {
 	l      *capListener
 	once   sync.Once
 	linger atomic.Bool // answered 413 with its body unread: Close lingers
+	// An HTTP/1.0 stream fasthttp is to hand this connection over to: if it is closed instead, Close
+	// ends the stream.
+	handOver atomic.Pointer[fastExchange]
 }
 
 // lingerDelay is how long a connection answered 413 waits, its write side closed, before it closes:
@@ -511,6 +569,9 @@ func (c *capConn) Close() error {
 		time.Sleep(lingerDelay)
 	}
 	err := c.Conn.Close()
+	if x := c.handOver.Swap(nil); x != nil {
+		x.bareFailed()
+	}
 	c.once.Do(func() {
 		c.l.a.mu.Lock()
 		delete(c.l.a.conns, c)

@@ -26,6 +26,7 @@ func rawRequest(body string) string {
 // connection while its handler runs, so an unstreamed request learns of it from the watch's peek, a
 // stream (which has nothing to write) from the same.
 func TestClientGoneCancels(t *testing.T) {
+	needsPeek(t)
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			s, hs, _ := start(t, testOptions(1, hourMs, 1))
@@ -50,6 +51,7 @@ func TestClientGoneCancels(t *testing.T) {
 // it, and a request sent while the one before it is watched (pipelined) ends the watch with its first
 // byte, which the peek leaves to it: both are answered in order, the first one whole.
 func TestWatchedConnectionServesOn(t *testing.T) {
+	needsPeek(t)
 	s, err := New(testOptions(1, 20, 1))
 	if err != nil {
 		t.Fatal(err)
@@ -99,12 +101,16 @@ func TestWatchedConnectionServesOn(t *testing.T) {
 
 // parkedWatches counts the goroutines parked in a watch's peek, from their stacks: the server keeps no
 // count of its own for tests to read.
-func parkedWatches() int {
+func parkedWatches() int { return inStacks("live.peekClosed(") }
+
+// inStacks counts the frames of function call (a name and its opening parenthesis) in every goroutine's
+// stack.
+func inStacks(call string) int {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "live.peekClosed(")
+			return strings.Count(string(buf[:n]), call)
 		}
 		buf = make([]byte, 2*len(buf))
 	}
@@ -155,11 +161,13 @@ func TestStoppedBeforeServing(t *testing.T) {
 	}
 }
 
-// TestStopCancels: stopping the API cancels an unstreamed request in flight, by Close or by a Shutdown
-// whose context ends before the request is answered. Close closes the connection under the watch,
-// whose peek then fails with the descriptor closed: that used to read as "not closed", so the request
-// ran its full hour; and a Shutdown past its context left fasthttp serving on the open connections.
+// TestStopCancels: stopping the API cancels a request in flight, unstreamed or an HTTP/1.0 stream (on a
+// connection fasthttp handed over), by Close or by a Shutdown whose context ends before the request is
+// answered. Close closes the connection under the watch, whose peek then fails with the descriptor
+// closed: that used to read as "not closed", so the request ran its full hour; and a Shutdown past its
+// context left fasthttp serving on the open connections.
 func TestStopCancels(t *testing.T) {
+	needsPeek(t)
 	ended, cancel := context.WithCancel(t.Context())
 	cancel()
 	for _, tc := range []struct {
@@ -170,33 +178,38 @@ func TestStopCancels(t *testing.T) {
 		{"Close", (*APIServer).Close, nil},
 		{"Shutdown past its context", func(a *APIServer) error { return a.Shutdown(ended) }, context.Canceled},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, err := New(testOptions(1, hourMs, 1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(s.Close)
-			api := s.APIServer()
-			hs := serveAPI(t, api)
-			conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			io.WriteString(conn, rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 5}`))
-			w := s.Workers()[0]
-			waitUntil(t, "the request to decode", func() bool { return w.InFlight() == 1 && w.State()[0].ActiveBlocks > 0 })
-			if err := tc.stop(api); !errors.Is(err, tc.want) {
-				t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
-			}
-			waitUntil(t, "the request to be cancelled", func() bool { return w.InFlight() == 0 && w.State()[0].ActiveBlocks == 0 })
-			if err := w.checkInvariants(); err != nil {
-				t.Error(err)
-			}
-		})
+		for _, req := range []struct{ name, raw string }{
+			{"unstreamed", rawRequest(`{"model": "test-model", "prompt": "hi", "max_tokens": 5}`)},
+			{"HTTP/1.0 stream", http10(`{"model": "test-model", "prompt": "hi", "max_tokens": 5, "stream": true}`)},
+		} {
+			t.Run(tc.name+"/"+req.name, func(t *testing.T) {
+				s, err := New(testOptions(1, hourMs, 1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(s.Close)
+				api := s.APIServer()
+				hs := serveAPI(t, api)
+				conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				io.WriteString(conn, req.raw)
+				w := s.Workers()[0]
+				waitUntil(t, "the request to decode", func() bool { return w.InFlight() == 1 && w.State()[0].ActiveBlocks > 0 })
+				if err := tc.stop(api); !errors.Is(err, tc.want) {
+					t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+				}
+				waitUntil(t, "the request to be cancelled", func() bool { return w.InFlight() == 0 && w.State()[0].ActiveBlocks == 0 })
+				if err := w.checkInvariants(); err != nil {
+					t.Error(err)
+				}
+			})
+		}
 	}
 }
 
@@ -283,3 +296,139 @@ func TestHTTP10StreamFlows(t *testing.T) {
 func http10(body string) string {
 	return strings.Replace(rawRequest(body), "HTTP/1.1", "HTTP/1.0", 1)
 }
+
+// TestShutdownIdle: Shutdown with nothing open returns nil even when its context has already ended
+// (`mocker serve --shutdown-timeout 0`). It used to wait for the HTTP/1.0 streams on a goroutine of its
+// own, and so returned the context's error before that goroutine had seen there were none; and fasthttp
+// counts a Serve in Accept as a connection open until it sees its listener closed, so its own Shutdown
+// also reported a timeout now and then. Each try waits for Serve to accept first.
+func TestShutdownIdle(t *testing.T) {
+	s, err := New(testOptions(1, 1, math.Inf(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	for i := range 20 {
+		api := s.APIServer()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		errc := make(chan error, 1)
+		go func() { errc <- api.Serve(ln) }()
+		waitUntil(t, "Serve to accept", func() bool { return inStacks("fasthttp.acceptConn(") == 1 })
+		if err := api.Shutdown(ended); err != nil {
+			t.Fatalf("try %d: Shutdown of an idle API with its context ended: %v, want nil", i, err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatalf("try %d: Serve: %v", i, err)
+		}
+	}
+}
+
+// TestHTTP10StreamShutdown: Shutdown waits for an HTTP/1.0 stream, on a connection fasthttp handed over
+// and no longer counts, to be written whole.
+func TestHTTP10StreamShutdown(t *testing.T) {
+	s, err := New(testOptions(1, 50, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	api := s.APIServer()
+	hs := serveAPI(t, api)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(patience))
+	// 20 decode passes of 50 ms: the stream has about a second to go when Shutdown starts.
+	io.WriteString(conn, http10(`{"model": "test-model", "prompt": "hi", "max_tokens": 20, "ignore_eos": true, "stream": true}`))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := bufio.NewReader(res.Body)
+	if event, err := body.ReadString('\n'); err != nil || !strings.HasPrefix(event, "data: {") {
+		t.Fatalf("first event %q, %v", event, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), patience)
+	defer cancel()
+	if err := api.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if n := s.Workers()[0].InFlight(); n != 0 {
+		t.Errorf("Shutdown returned with %d requests in flight", n)
+	}
+	rest, err := io.ReadAll(body)
+	if err != nil || !strings.HasSuffix(string(rest), "data: [DONE]\n\n") || strings.Count(string(rest), "data: ") != 20 {
+		t.Errorf("the rest of the stream %q, %v: want 19 tokens' events, then [DONE]", rest, err)
+	}
+}
+
+// TestHTTP10HandOverFails: an HTTP/1.0 stream whose connection fasthttp never hands over (a write
+// deadline it fails to set, a flush that fails) is cancelled when fasthttp closes that connection, and
+// Shutdown does not wait for it. It used to be neither written nor cancelled: its request ran its full
+// hour, and Shutdown waited for it until its context ended.
+func TestHTTP10HandOverFails(t *testing.T) {
+	s, err := New(testOptions(1, hourMs, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	api := s.APIServer()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- api.Serve(noWriteDeadlines{ln}) }()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(patience))
+	io.WriteString(conn, http10(`{"model": "test-model", "prompt": "hi", "max_tokens": 5, "stream": true}`))
+	// fasthttp closes the connection, unanswered, after the handler has submitted the request.
+	if b, err := io.ReadAll(conn); err != nil || len(b) != 0 {
+		t.Fatalf("read %q, %v; want the connection closed unanswered", b, err)
+	}
+	w := s.Workers()[0]
+	waitUntil(t, "the request to be cancelled", func() bool { return w.InFlight() == 0 && w.State()[0].ActiveBlocks == 0 })
+	if err := w.checkInvariants(); err != nil {
+		t.Error(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), patience)
+	defer cancel()
+	if err := api.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown with nothing open: %v, want nil", err)
+	}
+	if err := <-errc; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+}
+
+// noWriteDeadlines is a listener whose connections fail to set a write deadline: fasthttp then leaves
+// its connection loop between the handler and the hand-over of a hijacked connection.
+type noWriteDeadlines struct{ net.Listener }
+
+func (l noWriteDeadlines) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return noWriteDeadline{c}, nil
+}
+
+type noWriteDeadline struct{ net.Conn }
+
+func (noWriteDeadline) SetWriteDeadline(time.Time) error { return errors.New("no write deadline") }

@@ -339,9 +339,10 @@ func (w *Worker) run() {
 			select {
 			case <-w.wake:
 				if instant {
-					// Passes take no time (infinite speedup): woken by one request, the worker would run
-					// its passes before the next request is submitted, each request nearly alone (six
-					// passes a request under load). Requests being submitted now go first and share them.
+					// Passes take no time (the last one did): woken by one request, the worker would run
+					// its passes before the next request is submitted, each request nearly alone (about
+					// six passes a request under load at infinite speedup). Requests being submitted now
+					// go first and share them.
 					runtime.Gosched()
 				}
 				continue

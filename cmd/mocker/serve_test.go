@@ -565,6 +565,31 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 }
 
+// TestServeShutdownTimeoutZero: `--shutdown-timeout 0` is valid, and an idle server given it shuts down
+// cleanly: serve returns nil (it used to fail with "context deadline exceeded", exit 1).
+func TestServeShutdownTimeoutZero(t *testing.T) {
+	cfg := serveConfig()
+	cfg.NATS = "none"
+	cfg.Port = 0
+	cfg.ShutdownTimeoutS = 0
+	for i := range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan *serving, 1)
+		done := make(chan error, 1)
+		go func() { done <- serve(ctx, &cfg, io.Discard, ready) }()
+		select {
+		case <-ready:
+		case err := <-done:
+			cancel()
+			t.Fatalf("serve: %v", err)
+		}
+		cancel() // as SIGTERM does
+		if err := <-done; err != nil {
+			t.Fatalf("try %d: an idle server with --shutdown-timeout 0: %v, want nil", i, err)
+		}
+	}
+}
+
 // TestServeMetricsBackends: --backend sglang and trtllm export their engines' names, the ones llm-d's
 // picker reads for them (queue, running, KV usage, the pool's page size and pages), and no vLLM name.
 func TestServeMetricsBackends(t *testing.T) {
