@@ -52,21 +52,7 @@ func TestClientGoneCancels(t *testing.T) {
 // byte, which the peek leaves to it: both are answered in order, the first one whole.
 func TestWatchedConnectionServesOn(t *testing.T) {
 	needsPeek(t)
-	s, err := New(testOptions(1, 20, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	api := s.APIServer()
-	hs := serveAPI(t, api)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	_, _, conn := dialServed(t, testOptions(1, 20, 1))
 	conn.SetDeadline(time.Now().Add(patience))
 	br := bufio.NewReader(conn)
 	read := func(what string) {
@@ -183,21 +169,7 @@ func TestStopCancels(t *testing.T) {
 			{"HTTP/1.0 stream", http10(`{"model": "test-model", "prompt": "hi", "max_tokens": 5, "stream": true}`)},
 		} {
 			t.Run(tc.name+"/"+req.name, func(t *testing.T) {
-				s, err := New(testOptions(1, hourMs, 1))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Start(); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(s.Close)
-				api := s.APIServer()
-				hs := serveAPI(t, api)
-				conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer conn.Close()
+				s, api, conn := dialServed(t, testOptions(1, hourMs, 1))
 				io.WriteString(conn, req.raw)
 				w := s.Workers()[0]
 				waitUntil(t, "the request to decode", func() bool { return w.InFlight() == 1 && w.State()[0].ActiveBlocks > 0 })
@@ -331,21 +303,7 @@ func TestShutdownIdle(t *testing.T) {
 // TestHTTP10StreamShutdown: Shutdown waits for an HTTP/1.0 stream, on a connection fasthttp handed over
 // and no longer counts, to be written whole.
 func TestHTTP10StreamShutdown(t *testing.T) {
-	s, err := New(testOptions(1, 50, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	api := s.APIServer()
-	hs := serveAPI(t, api)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	s, api, conn := dialServed(t, testOptions(1, 50, 1))
 	conn.SetDeadline(time.Now().Add(patience))
 	// 20 decode passes of 50 ms: the stream has about a second to go when Shutdown starts.
 	io.WriteString(conn, http10(`{"model": "test-model", "prompt": "hi", "max_tokens": 20, "ignore_eos": true, "stream": true}`))

@@ -78,6 +78,29 @@ type testServer struct {
 // Client is an HTTP client of the server's own, whose idle connections close with it.
 func (ts *testServer) Client() *http.Client { return ts.client }
 
+// dialServed starts a server with o, serves its API and dials it: a raw connection for the tests that
+// write requests by hand (pipelined, HTTP/1.0) and stop the API under them. Each closes at cleanup: the
+// connection, then the API, then the server.
+func dialServed(t testing.TB, o Options) (*Server, *APIServer, net.Conn) {
+	t.Helper()
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	api := s.APIServer()
+	hs := serveAPI(t, api)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return s, api, conn
+}
+
 // serveAPI serves api on a loopback port until the test ends; Serve must then return nil.
 func serveAPI(t testing.TB, api *APIServer) *testServer {
 	t.Helper()
