@@ -56,6 +56,15 @@ func testOptions(prefillMs, decodeMs, speedup float64) Options {
 // client for it.
 func start(t testing.TB, o Options) (*Server, *testServer, openai.Client) {
 	t.Helper()
+	s, _, hs := startAPI(t, o)
+	c := openai.NewClient(option.WithBaseURL(hs.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	return s, hs, c
+}
+
+// startAPI runs a server and serves its API on a loopback port; at cleanup the API closes, then the
+// server.
+func startAPI(t testing.TB, o Options) (*Server, *APIServer, *testServer) {
+	t.Helper()
 	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -64,9 +73,8 @@ func start(t testing.TB, o Options) (*Server, *testServer, openai.Client) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close) // after the API's cleanup, which serveAPI registers below
-	hs := serveAPI(t, s.APIServer())
-	c := openai.NewClient(option.WithBaseURL(hs.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
-	return s, hs, c
+	api := s.APIServer()
+	return s, api, serveAPI(t, api)
 }
 
 // testServer is an API served on a loopback port.
@@ -83,16 +91,7 @@ func (ts *testServer) Client() *http.Client { return ts.client }
 // connection, then the API, then the server.
 func dialServed(t testing.TB, o Options) (*Server, *APIServer, net.Conn) {
 	t.Helper()
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	api := s.APIServer()
-	hs := serveAPI(t, api)
+	s, api, hs := startAPI(t, o)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
