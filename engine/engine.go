@@ -301,7 +301,9 @@ func (e *Engine) Coast(now, until time.Duration, run *Run) {
 	}
 	if len(e.batches) < len(e.coasting) {
 		e.batches = make([]timing.Batch, len(e.ranks))
-		e.plains = make([]timing.PlainPass, len(e.ranks))
+		if e.plain != nil {
+			e.plains = make([]timing.PlainPass, len(e.ranks))
+		}
 	}
 	if e.plain != nil {
 		e.coastPlain(now, until, run)
