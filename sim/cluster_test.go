@@ -151,11 +151,11 @@ func TestKVRouterFollowsEvents(t *testing.T) {
 	}
 }
 
-// TestPlannerScalesWithLoad: a burst of load makes the planner add a worker, ready after its startup
-// time; the quiet after it drains it again; GPU-hours are the integral of the worker count.
-func TestPlannerScalesWithLoad(t *testing.T) {
+// burstThenQuiet is a trace of 20 requests/s for 30 s then 1 request/s for 60 s (2,000-token prompts, 100
+// output tokens), and a planner that scales one aggregated pool between 1 and 4 workers for it.
+func burstThenQuiet() (*strings.Builder, planner.Config) {
 	var b strings.Builder
-	for i := range 600 { // 20 req/s for 30 s, then 1 req/s for 60 s
+	for i := range 600 {
 		b.WriteString(`{"timestamp": ` + itoa(i*50) + `, "input_length": 2000, "output_length": 100}` + "\n")
 	}
 	for i := range 60 {
@@ -167,6 +167,13 @@ func TestPlannerScalesWithLoad(t *testing.T) {
 	cfg.TTFTTarget = 300 * time.Millisecond
 	cfg.ITLTarget = 40 * time.Millisecond
 	cfg.Pools.Agg = &planner.PoolConfig{Min: 1, Max: 4}
+	return &b, cfg
+}
+
+// TestPlannerScalesWithLoad: a burst of load makes the planner add a worker, ready after its startup
+// time; the quiet after it drains it again; GPU-hours are the integral of the worker count.
+func TestPlannerScalesWithLoad(t *testing.T) {
+	b, cfg := burstThenQuiet()
 	o := Options{Workers: 1, Planner: &cfg, Engine: engine.Options{
 		VLLM:   vllm.Options{BlockSize: 16, NumBlocks: 8000, MaxNumSeqs: 64, MaxBatchedTokens: 8192, ChunkedPrefill: true, PrefixCaching: true},
 		Timing: timing.Polynomial{}}}

@@ -1,12 +1,10 @@
 package sim
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/mocker-sim/mocker/engine"
-	"github.com/mocker-sim/mocker/planner"
 	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/timing"
@@ -16,19 +14,7 @@ import (
 // planner drains closes them as its router removes it (it hears no more of the worker's events, whose
 // evictions would otherwise stay ghosts for the rest of the run).
 func TestDrainClosesViews(t *testing.T) {
-	var b strings.Builder
-	for i := range 600 { // 20 req/s for 30 s, then 1 req/s for 60 s
-		b.WriteString(`{"timestamp": ` + itoa(i*50) + `, "input_length": 2000, "output_length": 100}` + "\n")
-	}
-	for i := range 60 {
-		b.WriteString(`{"timestamp": ` + itoa(30000+i*1000) + `, "input_length": 2000, "output_length": 100}` + "\n")
-	}
-	cfg := planner.DefaultConfig()
-	cfg.AdjustmentInterval = 10 * time.Second
-	cfg.StartupTime = 5 * time.Second
-	cfg.TTFTTarget = 300 * time.Millisecond
-	cfg.ITLTarget = 40 * time.Millisecond
-	cfg.Pools.Agg = &planner.PoolConfig{Min: 1, Max: 4}
+	b, cfg := burstThenQuiet()
 	o := Options{Workers: 1, Planner: &cfg, Router: router.DefaultOptions(), RouterEventDelay: 20 * time.Millisecond,
 		Engine: engine.Options{Backend: engine.SGLang, DPSize: 2,
 			SGLang: sglang.Options{PageSize: 16, NumPages: 2000, MaxRunning: 64, MaxPrefillTokens: 8192, ChunkedPrefillSize: 4096,
