@@ -19,34 +19,16 @@ func TestHandlerAllocs(t *testing.T) {
 	if raceDetector {
 		t.Skip("the race detector allocates")
 	}
-	for _, tc := range []struct {
-		stream    bool
-		maxTokens int
-		echo      bool
-		want      float64
-	}{
-		{false, 16, false, 24},
-		{true, 16, false, 29},
-		{false, 700, false, 24},
-		{false, 16, true, 24},
-	} {
+	for _, tc := range allocCases {
 		t.Run(fmt.Sprintf("stream=%v,max_tokens=%d,echo=%v", tc.stream, tc.maxTokens, tc.echo), func(t *testing.T) {
-			s, err := New(testOptions(5, 1, math.Inf(1)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := allocServer(t)
 			h := s.Handler()
 			const runs = 200
-			filler := strings.Repeat(" Please", 74) // 26 + 74 tokens
-			reqs := make([]*http.Request, runs+1)   // AllocsPerRun runs f once more to warm up
+			reqs := make([]*http.Request, runs+1) // AllocsPerRun runs f once more to warm up
 			ws := make([]*discard, runs+1)
 			for i := range reqs {
-				body := fmt.Sprintf(`{"model":"test-model","prompt":"Request %06d asks the simulated model a short question about the weather in a city it has never seen, politely.%s","max_tokens":%d,"echo":%v,"stream":%v}`, i, filler, tc.maxTokens, tc.echo, tc.stream)
-				reqs[i], err = http.NewRequest("POST", "/v1/completions", strings.NewReader(body))
+				var err error
+				reqs[i], err = http.NewRequest("POST", "/v1/completions", strings.NewReader(tc.body(i)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -62,8 +44,8 @@ func TestHandlerAllocs(t *testing.T) {
 					t.Fatalf("request %d: status %d, %d bytes", i, w.code, w.n)
 				}
 			}
-			if got != tc.want {
-				t.Errorf("%v allocations per completion, want %v", got, tc.want)
+			if got != tc.handler {
+				t.Errorf("%v allocations per completion, want %v", got, tc.handler)
 			}
 		})
 	}
@@ -77,34 +59,15 @@ func TestAPIServerAllocs(t *testing.T) {
 	if raceDetector {
 		t.Skip("the race detector allocates")
 	}
-	for _, tc := range []struct {
-		stream    bool
-		maxTokens int
-		echo      bool
-		want      float64
-	}{
-		{false, 16, false, 26},
-		{true, 16, false, 32},
-		{false, 700, false, 26},
-		{false, 16, true, 26},
-	} {
+	for _, tc := range allocCases {
 		t.Run(fmt.Sprintf("stream=%v,max_tokens=%d,echo=%v", tc.stream, tc.maxTokens, tc.echo), func(t *testing.T) {
-			s, err := New(testOptions(5, 1, math.Inf(1)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := allocServer(t)
 			api := s.APIServer()
 			const runs = 200
-			filler := strings.Repeat(" Please", 74) // 26 + 74 tokens
-			conns := make([]*memConn, runs+1)       // AllocsPerRun runs f once more to warm up
+			conns := make([]*memConn, runs+1) // AllocsPerRun runs f once more to warm up
 			for i := range conns {
-				body := fmt.Sprintf(`{"model":"test-model","prompt":"Request %06d asks the simulated model a short question about the weather in a city it has never seen, politely.%s","max_tokens":%d,"echo":%v,"stream":%v}`, i, filler, tc.maxTokens, tc.echo, tc.stream)
 				conns[i] = &memConn{}
-				conns[i].in.Reset([]byte(rawRequest(body)))
+				conns[i].in.Reset([]byte(rawRequest(tc.body(i))))
 			}
 			i := 0
 			got := testing.AllocsPerRun(runs, func() {
@@ -116,11 +79,47 @@ func TestAPIServerAllocs(t *testing.T) {
 					t.Fatalf("request %d: %q..., %d bytes", i, c.head, c.n)
 				}
 			}
-			if got != tc.want {
-				t.Errorf("%v allocations per completion, want %v", got, tc.want)
+			if got != tc.api {
+				t.Errorf("%v allocations per completion, want %v", got, tc.api)
 			}
 		})
 	}
+}
+
+// allocCases are the completions whose allocations TestHandlerAllocs and TestAPIServerAllocs pin: through
+// the net/http handler, and through the APIServer.
+var allocCases = []allocCase{
+	{false, 16, false, 24, 26},
+	{true, 16, false, 29, 32},
+	{false, 700, false, 24, 26},
+	{false, 16, true, 24, 26},
+}
+
+type allocCase struct {
+	stream       bool
+	maxTokens    int
+	echo         bool
+	handler, api float64 // allocations per completion
+}
+
+// body is the case's i'th request: a prompt of 100 tokens (26 + 74), each request's its own.
+func (tc allocCase) body(i int) string {
+	filler := strings.Repeat(" Please", 74)
+	return fmt.Sprintf(`{"model":"test-model","prompt":"Request %06d asks the simulated model a short question about the weather in a city it has never seen, politely.%s","max_tokens":%d,"echo":%v,"stream":%v}`, i, filler, tc.maxTokens, tc.echo, tc.stream)
+}
+
+// allocServer starts a server whose passes take no time, closed at cleanup.
+func allocServer(t *testing.T) *Server {
+	t.Helper()
+	s, err := New(testOptions(5, 1, math.Inf(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
 }
 
 // memConn is a connection in memory: it reads in, and counts what is written (keeping its first bytes).
