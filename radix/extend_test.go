@@ -91,66 +91,10 @@ func TestExtendChurn(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				type req struct {
-					seq    *tokens.Sequence
-					table  []PageID
-					locked int
-					node   *Node
-				}
-				var live []*req
+				w := &churn{c: c, ps: ps, rng: rng, priorities: 1}
 				indexed := map[uint64]bool{}
-				release := func(r *req) {
-					c.Free(r.table[r.locked:])
-					if r.node != nil {
-						c.Unlock(r.node)
-					}
-				}
 				for step := 0; step < 400; step++ {
-					switch k := rng.IntN(10); {
-					case len(live) < 3 && k < 4:
-						r := &req{seq: tokens.NewSequence(ps)}
-						r.seq.Append(prefixFamily(rng)...)
-						ids, node := c.Match(r.seq.Blocks(), nil)
-						c.Lock(node)
-						r.table, r.locked, r.node = ids, len(ids), node
-						need := (r.seq.Len()+ps-1)/ps - len(ids) // the partial tail page too
-						if c.FreePages() < need {
-							c.Evict(need - c.FreePages())
-						}
-						var ok bool
-						if r.table, ok = c.Alloc(need, r.table); !ok {
-							release(r)
-							continue
-						}
-						live = append(live, r)
-					case len(live) > 0 && k < 8:
-						r := live[rng.IntN(len(live))]
-						if c.FreePages() < 1 {
-							c.Evict(1)
-						}
-						var ok bool
-						if r.table, ok = c.Alloc(1, r.table); !ok {
-							continue
-						}
-						// Decode one page's worth: the prompt's partial tail, if any, stays private.
-						for range ps {
-							r.seq.Append(uint32(rng.IntN(3)))
-						}
-						full := len(r.seq.Blocks())
-						if full <= r.locked {
-							continue
-						}
-						_, next := c.Extend(r.node, r.seq.Blocks()[r.locked:full], r.table[r.locked:full], 0)
-						c.Lock(next)
-						if r.node != nil {
-							c.Unlock(r.node)
-						}
-						r.locked, r.node = full, next
-					case len(live) > 0:
-						i := rng.IntN(len(live))
-						release(live[i])
-						live = append(live[:i], live[i+1:]...)
-					}
+					w.step()
 					if err := c.CheckInvariants(); err != nil {
 						t.Fatalf("step %d: %v", step, err)
 					}
@@ -183,20 +127,6 @@ func TestExtendChurn(t *testing.T) {
 			})
 		}
 	}
-}
-
-// prefixFamily returns a prompt from a few shared-prefix families.
-func prefixFamily(rng *rand.Rand) []uint32 {
-	n := 2 + rng.IntN(14)
-	p := make([]uint32, n)
-	fam := uint32(rng.IntN(3))
-	for i := range p {
-		p[i] = fam*100 + uint32(i)
-		if i > n/2 {
-			p[i] = uint32(rng.IntN(1000))
-		}
-	}
-	return p
 }
 
 func toks(t ...uint32) []uint32 { return t }

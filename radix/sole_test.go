@@ -85,80 +85,12 @@ func TestSoleViewCountsEvents(t *testing.T) {
 	}
 }
 
-// drive returns a step of a random workload on c (requests that match, prefill and decode page by page
-// with Extend, evicting as they need, and end), the same for every cache given the same seed; each step
-// returns the live requests' sequences and a random prompt, to probe views with.
+// drive returns a step of a random workload on c (a churn), the same for every cache given the same
+// seed; each step returns the live requests' sequences and a random prompt, to probe views with.
 func drive(c *Cache, ps int, seed uint64) func() [][]tokens.Block {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	type req struct {
-		seq    *tokens.Sequence
-		table  []PageID
-		locked int
-		node   *Node
+	w := &churn{c: c, ps: ps, rng: rand.New(rand.NewPCG(seed, 7)), priorities: 3}
+	return func() [][]tokens.Block {
+		w.step()
+		return w.probes(nil)
 	}
-	var live []*req
-	release := func(r *req) {
-		c.Free(r.table[r.locked:])
-		if r.node != nil {
-			c.Unlock(r.node)
-		}
-	}
-	extend := func(r *req) {
-		full := len(r.seq.Blocks())
-		if full == r.locked {
-			return
-		}
-		_, next := c.Extend(r.node, r.seq.Blocks()[r.locked:full], r.table[r.locked:full], rng.IntN(3))
-		c.Lock(next)
-		if r.node != nil {
-			c.Unlock(r.node)
-		}
-		r.locked, r.node = full, next
-	}
-	step := func() [][]tokens.Block {
-		switch k := rng.IntN(10); {
-		case len(live) < 3 && k < 4:
-			r := &req{seq: tokens.NewSequence(ps)}
-			r.seq.Append(prefixFamily(rng)...)
-			ids, node := c.Match(r.seq.Blocks(), nil)
-			c.Lock(node)
-			r.table, r.locked, r.node = ids, len(ids), node
-			need := (r.seq.Len()+ps-1)/ps - len(ids)
-			if c.FreePages() < need {
-				c.Evict(need - c.FreePages())
-			}
-			var ok bool
-			if r.table, ok = c.Alloc(need, r.table); !ok {
-				release(r)
-				break
-			}
-			live = append(live, r)
-			extend(r)
-		case len(live) > 0 && k < 8:
-			r := live[rng.IntN(len(live))]
-			if c.FreePages() < 1 {
-				c.Evict(1)
-			}
-			var ok bool
-			if r.table, ok = c.Alloc(1, r.table); !ok {
-				break
-			}
-			for range ps {
-				r.seq.Append(uint32(rng.IntN(3)))
-			}
-			extend(r)
-		case len(live) > 0:
-			i := rng.IntN(len(live))
-			release(live[i])
-			live = slices.Delete(live, i, i+1)
-		}
-		var probes [][]tokens.Block
-		for _, r := range live {
-			probes = append(probes, r.seq.Blocks())
-		}
-		s := tokens.NewSequence(ps)
-		s.Append(prefixFamily(rng)...)
-		return append(probes, s.Blocks())
-	}
-	return step
 }

@@ -31,13 +31,6 @@ func TestViewAgainstLaggingIndex(t *testing.T) {
 				if c.View() != v {
 					t.Fatal("View: a second call made another view")
 				}
-				type req struct {
-					seq    *tokens.Sequence
-					table  []PageID
-					locked int
-					node   *Node
-				}
-				var live []*req
 				var pending []kvcache.Event // emitted, not yet delivered
 				indexed := map[uint64]bool{}
 				evictedUnheard := map[uint64]bool{} // removed by a pending event
@@ -47,69 +40,9 @@ func TestViewAgainstLaggingIndex(t *testing.T) {
 					s.Append(prefixFamily(rand.New(rand.NewPCG(uint64(f), 1)))...)
 					probes = append(probes, s.Blocks())
 				}
-				release := func(r *req) {
-					c.Free(r.table[r.locked:])
-					if r.node != nil {
-						c.Unlock(r.node)
-					}
-				}
-				extend := func(r *req, full int) {
-					_, next := c.Extend(r.node, r.seq.Blocks()[r.locked:full], r.table[r.locked:full], rng.IntN(3))
-					c.Lock(next)
-					if r.node != nil {
-						c.Unlock(r.node)
-					}
-					r.locked, r.node = full, next
-				}
+				w := &churn{c: c, ps: ps, rng: rng, priorities: 3, chunked: true, trim: true}
 				for step := range 400 {
-					switch k := rng.IntN(10); {
-					case len(live) < 3 && k < 4:
-						r := &req{seq: tokens.NewSequence(ps)}
-						r.seq.Append(prefixFamily(rng)...)
-						ids, node := c.Match(r.seq.Blocks(), nil)
-						c.Lock(node)
-						r.table, r.locked, r.node = ids, len(ids), node
-						need := (r.seq.Len()+ps-1)/ps - len(ids)
-						if c.FreePages() < need {
-							c.Evict(need - c.FreePages())
-						}
-						var ok bool
-						if r.table, ok = c.Alloc(need, r.table); !ok {
-							release(r) // this step's Evict is still checked below
-							break
-						}
-						live = append(live, r)
-						// Its prompt goes into the tree in up to two chunks.
-						full := len(r.seq.Blocks())
-						if mid := r.locked + rng.IntN(full-r.locked+1); mid > r.locked && mid < full {
-							extend(r, mid)
-						}
-						if full > r.locked {
-							extend(r, full)
-						}
-					case len(live) > 0 && k < 8:
-						r := live[rng.IntN(len(live))]
-						if c.FreePages() < 1 {
-							c.Evict(1)
-						}
-						var ok bool
-						if r.table, ok = c.Alloc(1, r.table); !ok {
-							break
-						}
-						for range ps {
-							r.seq.Append(uint32(rng.IntN(3)))
-						}
-						if full := len(r.seq.Blocks()); full > r.locked {
-							extend(r, full)
-						}
-					case len(live) > 0:
-						i := rng.IntN(len(live))
-						if rng.IntN(2) == 0 && live[i].node != nil {
-							c.Trim(live[i].node)
-						}
-						release(live[i])
-						live = slices.Delete(live, i, i+1)
-					}
+					w.step()
 					if err := c.CheckInvariants(); err != nil {
 						t.Fatalf("step %d: %v", step, err)
 					}
@@ -156,13 +89,7 @@ func TestViewAgainstLaggingIndex(t *testing.T) {
 					if !slices.Equal(got, want) {
 						t.Fatalf("step %d: view holds %x, indexer %x", step, got, want)
 					}
-					qs := slices.Clone(probes)
-					for _, r := range live {
-						qs = append(qs, r.seq.Blocks())
-					}
-					s := tokens.NewSequence(ps)
-					s.Append(prefixFamily(rng)...)
-					qs = append(qs, s.Blocks())
+					qs := w.probes(slices.Clone(probes))
 					for _, q := range qs {
 						want := 0
 						for want < len(q) && indexed[q[want].Hash] {
