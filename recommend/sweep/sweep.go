@@ -44,6 +44,10 @@ const (
 	ResultPrefix  = "mocker.sweep.results." // + the coordinator's run id
 	WorkerGroup   = "sweep-workers"         // the work queue's durable consumer
 	resultsMaxAge = time.Hour
+	// apiTimeout bounds each JetStream API call without a deadline of its own (creating the streams,
+	// publishing a job or a result): nats.go's 5 s default fails a sweep whose server or host is busy,
+	// as the race detector's runs on a loaded machine showed.
+	apiTimeout = 30 * time.Second
 )
 
 // message is a job on the work queue.
@@ -81,7 +85,7 @@ func NewCoordinator(ctx context.Context, nc *nats.Conn, base *config.Config, tar
 	if ackWait < time.Second {
 		return nil, fmt.Errorf("ack wait %v: at least 1s", ackWait)
 	}
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(apiTimeout))
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +193,7 @@ func (c *Coordinator) Close() {
 // share of the cores (sim.Options.Threads). It waits for a coordinator to create the queue. log gets a
 // line as each job starts and ends.
 func Serve(ctx context.Context, nc *nats.Conn, parallel int, log io.Writer) error {
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(apiTimeout))
 	if err != nil {
 		return err
 	}

@@ -147,7 +147,7 @@ func TestCloseTakesJobsBack(t *testing.T) {
 		_, err := co.Run(recommend.Job{Shape: recommend.Shape{Backend: "vllm", TP: 1, EP: 1, MaxNumSeqs: 256, MaxNumBatchedTokens: 512, Router: "round-robin"}, Scale: 1, Rate: 1})
 		errc <- err
 	}()
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(apiTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
