@@ -676,7 +676,27 @@ func (c *Config) validateDeployment() error {
 		return bad("host-overhead-us", c.HostOverheadUs, "must be a finite number >= 0")
 	}
 	if c.PrefillWorkers == 0 { // disaggregated: validateRoles checks each pool's
-		return c.validateDPAttention()
+		if err := c.validateDPAttention(); err != nil {
+			return err
+		}
+		return c.validateTPSplit()
+	}
+	return nil
+}
+
+// validateTPSplit refuses a --tp that cannot shard the model's attention (model.Model.TPError), whatever
+// the timing model: vLLM and SGLang refuse it at start-up. A model that does not resolve is left to
+// Deployment, which says why; a --tp below 1 to validateDeployment.
+func (c *Config) validateTPSplit() error {
+	if c.TP < 1 {
+		return nil
+	}
+	m, err := c.resolveModel()
+	if err != nil || m == nil {
+		return nil
+	}
+	if err := m.TPError(c.TP); err != nil {
+		return bad("tp", c.TP, err.Error())
 	}
 	return nil
 }

@@ -303,3 +303,24 @@ func TestUnknownFlagSuggests(t *testing.T) {
 		}
 	}
 }
+
+// TestImpossibleTPNamed: a TP the model's attention heads do not split over is refused by every
+// command that deploys the model, naming the setting and the TPs that do split them, whatever the
+// timing model; a pool's own TP is named as its flag.
+func TestImpossibleTPNamed(t *testing.T) {
+	heads := "llama-3.1-8b's 32 attention heads do not split over 3 GPUs (TP must divide 32: 1, 2, 4, 8, 16, 32)"
+	for _, tc := range []struct{ args, want string }{
+		{"predict --tp 3 --num-requests 10", "tp 3: " + heads},
+		{"predict --tp 3 --timing fixed --num-requests 10", "tp 3: " + heads},
+		{"predict --prefill-workers 1 --decode-workers 1 --prefill-tp 3", "prefill-tp 3: " + heads},
+		{"predict --prefill-workers 1 --decode-workers 1 --tp 3 --prefill-tp 2", "decode workers: tp 3: " + heads},
+		{"estimate --tp 3 --prefill-tokens 100", "tp 3: " + heads},
+		{"serve --tp 3 --port 0 --nats none", "tp 3: " + heads},
+		{"predict --model minimax-m2.5 --tp 12", "tp 12: minimax-m2.5's 8 key/value heads do not split over 12 GPUs, nor replicate over them evenly (TP must divide 48 and divide or be a multiple of 8: 1, 2, 4, 8, 16, 24, 48)"},
+	} {
+		_, _, err := mocker(t, strings.Fields(tc.args)...)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %s", tc.args, err, tc.want)
+		}
+	}
+}
