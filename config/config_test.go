@@ -852,7 +852,7 @@ func TestDeploymentErrorsNamed(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{"seed: 1\nmodel: llama3\n", "config " + path + ` line 2: model: unknown model "llama3" (catalog: `},
 		{"seed: 1\nsystem: a100\n", "config " + path + ` line 2: system: hardware: unknown system "a100"`},
-		{"model-config: " + path + ".json\n", "config " + path + " line 1: model-config: open " + path + ".json: "},
+		{"model-config: " + path + ".json\n", "config " + path + " line 1: --model-config " + path + ".json: no such file or directory"},
 	} {
 		os.WriteFile(path, []byte(tc.body), 0o644)
 		c := Default()

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -317,6 +319,41 @@ func TestImpossibleTPNamed(t *testing.T) {
 		{"estimate --tp 3 --prefill-tokens 100", "tp 3: " + heads},
 		{"serve --tp 3 --port 0 --nats none", "tp 3: " + heads},
 		{"predict --model minimax-m2.5 --tp 12", "tp 12: minimax-m2.5's 8 key/value heads do not split over 12 GPUs, nor replicate over them evenly (TP must divide 48 and divide or be a multiple of 8: 1, 2, 4, 8, 16, 24, 48)"},
+	} {
+		_, _, err := mocker(t, strings.Fields(tc.args)...)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestInputFilesNamed: an input file that cannot be read is named by its flag and path, as an output
+// file is ("--FLAG PATH: why"), on every command that reads it; from a --config file, by its line too. A
+// file that is read keeps its reader's errors, which name the file, the line and the field.
+func TestInputFilesNamed(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	trace, bad, conf := filepath.Join(dir, "t.jsonl"), filepath.Join(dir, "bad.jsonl"), filepath.Join(dir, "c.yaml")
+	os.WriteFile(trace, []byte(`{"timestamp": 0, "input_length": 100, "output_length": 5}`+"\n"), 0o644)
+	os.WriteFile(bad, []byte(`{"timestamp": 0, "input_length": "x"}`+"\n"), 0o644)
+	os.WriteFile(conf, []byte("seed: 1\ntrace: "+missing+"\n"), 0o644)
+	enoent := ": no such file or directory"
+	for _, tc := range []struct{ args, want string }{
+		{"predict --trace " + missing, "--trace " + missing + enoent},
+		{"predict --trace " + dir, "--trace " + dir + ": is a directory"},
+		{"predict --trace " + bad, "trace " + bad + " line 1: input_length: want a number, got string"},
+		{"predict --config " + missing, "--config " + missing + enoent},
+		{"predict --config " + dir, "--config " + dir + ": is a directory"},
+		{"predict --config " + conf, "config " + conf + " line 2: --trace " + missing + enoent},
+		{"predict --model-config " + missing, "--model-config " + missing + enoent},
+		{"predict --model-config " + dir, "--model-config " + dir + ": config.json" + enoent},
+		{"predict --trace " + trace + " --tokenizer " + missing, "--tokenizer " + missing + enoent},
+		{"predict --planner-config " + missing, "--planner-config " + missing + enoent},
+		{"predict --timing profile --profile " + missing, "--profile " + missing + ": not a built-in profile (h200-llama-3.1-8b-bf16, h200-qwen3-32b-bf16) nor a file" + enoent},
+		{"predict --perf-db " + missing, "--perf-db " + missing + enoent},
+		{"predict --perf-db " + trace, "--perf-db " + trace + ": h200_sxm: not a directory"},
+		{"estimate --prefill-tokens 10 --perf-db " + missing, "--perf-db " + missing + enoent},
+		{"serve --port 0 --nats none --tokenizer " + missing, "--tokenizer " + missing + enoent},
 	} {
 		_, _, err := mocker(t, strings.Fields(tc.args)...)
 		if err == nil || err.Error() != tc.want {
