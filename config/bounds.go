@@ -66,13 +66,13 @@ func (c *Config) isGiven(key string) bool {
 func readConfig(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, FileError("config", path, err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, FileError("config", path, fmt.Errorf("config %s: %w", path, err))
 	case len(data) > maxConfigBytes:
 		return nil, fmt.Errorf("config %s: larger than %d KiB (not a settings file?)", path, maxConfigBytes>>10)
 	}

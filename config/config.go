@@ -676,7 +676,27 @@ func (c *Config) validateDeployment() error {
 		return bad("host-overhead-us", c.HostOverheadUs, "must be a finite number >= 0")
 	}
 	if c.PrefillWorkers == 0 { // disaggregated: validateRoles checks each pool's
-		return c.validateDPAttention()
+		if err := c.validateDPAttention(); err != nil {
+			return err
+		}
+		return c.validateTPSplit()
+	}
+	return nil
+}
+
+// validateTPSplit refuses a --tp that cannot shard the model's attention (model.Model.TPError), whatever
+// the timing model: vLLM and SGLang refuse it at start-up. A model that does not resolve is left to
+// Deployment, which says why; a --tp below 1 to validateDeployment.
+func (c *Config) validateTPSplit() error {
+	if c.TP < 1 {
+		return nil
+	}
+	m, err := c.resolveModel()
+	if err != nil || m == nil {
+		return nil
+	}
+	if err := m.TPError(c.TP); err != nil {
+		return bad("tp", c.TP, err.Error())
 	}
 	return nil
 }
@@ -970,7 +990,8 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 			return nil, err
 		}
 		opts.Warn = warn
-		return workload.OpenTrace(c.Trace, opts)
+		src, err := workload.OpenTrace(c.Trace, opts)
+		return src, c.fileError("trace", c.Trace, err)
 	}
 	in, out, shared := c.spread()
 	src, err := workload.NewSynthetic(workload.SyntheticOptions{
@@ -1191,7 +1212,7 @@ func (c *Config) SimOptions() (sim.Options, error) {
 	if c.PlannerConfig != "" {
 		pc, err := planner.LoadConfig(c.PlannerConfig)
 		if err != nil {
-			return sim.Options{}, err
+			return sim.Options{}, c.fileError("planner-config", c.PlannerConfig, err)
 		}
 		// The file's pools are the deployment's (agg alone, or prefill and decode: LoadConfig).
 		switch {
@@ -1297,27 +1318,33 @@ func validTCPEndpoint(ep string) bool {
 	return err == nil && p >= 0 && p <= 65535
 }
 
+// PromptTokenizer tokenises prompts given as text (a served request's, a trace row's): --tokenizer, else
+// the built-in tokenizer, with the BOS a catalog model's tokenizer puts before every prompt.
+func (c *Config) PromptTokenizer() (tokenize.Tokenizer, error) {
+	if c.Tokenizer != "" {
+		tk, err := tokenize.FromFile(c.Tokenizer)
+		return tk, c.fileError("tokenizer", c.Tokenizer, err)
+	}
+	m, err := c.resolveModel()
+	if err != nil {
+		return nil, err
+	}
+	tk := tokenize.Builtin()
+	if m != nil && m.AddsBOS {
+		tk = tokenize.WithBOS(tk, m.BOS)
+	}
+	return tk, nil
+}
+
 // traceOptions are the trace reader's options. Rows given as text are tokenised as serve tokenises a
 // request (--tokenizer, else the built-in tokenizer with the catalog model's BOS), and a row without an
 // output length is a request without max_tokens: --default-max-tokens, ended early where
 // --output-length-dist draws, keyed by --seed and the row.
 func (c *Config) traceOptions() (workload.TraceOptions, error) {
 	opts := workload.TraceOptions{TraceBlockSize: c.TraceBlockSize, Format: c.TraceFormat, ImageTokens: c.ImageTokens}
-	if c.Tokenizer != "" {
-		tk, err := tokenize.FromFile(c.Tokenizer)
-		if err != nil {
-			return opts, err
-		}
-		opts.Tokenizer = tk
-	} else {
-		d, err := c.Deployment()
-		if err != nil {
-			return opts, err
-		}
-		opts.Tokenizer = tokenize.Builtin()
-		if d.Model != nil && d.Model.AddsBOS {
-			opts.Tokenizer = tokenize.WithBOS(opts.Tokenizer, d.Model.BOS)
-		}
+	var err error
+	if opts.Tokenizer, err = c.PromptTokenizer(); err != nil {
+		return opts, err
 	}
 	lengths, err := outlen.Parse(c.OutputLengthDist)
 	if err != nil {

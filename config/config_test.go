@@ -66,6 +66,12 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.TP, c.EP = 2, 4 }, "ep 4: must divide tp 2"},
 		{func(c *Config) { c.TP, c.DPSize, c.EP = 1, 4, 4 }, "ep 4: must divide tp 1 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"},
 		{func(c *Config) { c.TP, c.DPSize, c.DPAttention, c.EP = 1, 4, true, 8 }, "ep 8: must divide tp 1 × dp-size 4 (with --dp-attention the experts are sharded over ep of the 4 GPUs)"},
+		// A TP the model's heads do not split over is no deployment, whatever the timing model.
+		{func(c *Config) { c.TP = 3 }, "tp 3: llama-3.1-8b's 32 attention heads do not split over 3 GPUs (TP must divide 32: 1, 2, 4, 8, 16, 32)"},
+		{func(c *Config) { c.TP, c.Timing = 3, "fixed" }, "tp 3: llama-3.1-8b's 32 attention heads do not split over 3 GPUs"},
+		{func(c *Config) { c.Model, c.TP = "minimax-m2.5", 12 }, "tp 12: minimax-m2.5's 8 key/value heads do not split over 12 GPUs, nor replicate over them evenly"},
+		{func(c *Config) { c.PrefillWorkers, c.DecodeWorkers = 1, 1; _ = c.Prefill.Set("tp", "3") }, "prefill-tp 3: llama-3.1-8b's 32 attention heads do not split over 3 GPUs"},
+		{func(c *Config) { c.PrefillWorkers, c.DecodeWorkers, c.TP = 1, 1, 3; _ = c.Prefill.Set("tp", "2") }, "decode workers: tp 3: llama-3.1-8b's 32 attention heads"},
 		{func(c *Config) { c.Model, c.DPAttention = "qwen3-30b-a3b", true }, "dp-attention true: needs dp-size 2 or more (dp-size 1: a single rank shares its MoE layers with no other)"},
 		{func(c *Config) { c.DPSize, c.DPAttention, c.Timing = 2, true, "fixed" }, "dp-attention true: needs the op-level timing model (--timing default), which prices the MoE layers over all the ranks' tokens; timing fixed would price each rank as a replica"},
 		{func(c *Config) { c.Backend, c.DPSize, c.DPAttention = "trtllm", 2, true }, "dp-attention true: needs the op-level timing model (--timing default), which prices the MoE layers over all the ranks' tokens; timing profile"},
@@ -73,7 +79,7 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) {
 			c.PrefillWorkers, c.DecodeWorkers, c.DPSize, c.DPAttention = 1, 1, 2, true
 			_ = c.Prefill.Set("dp-size", "1")
-		}, "dp-attention true: needs dp-size 2 or more (dp-size 1: a single rank shares its MoE layers with no other) (the prefill workers)"},
+		}, "prefill workers: dp-attention true: needs dp-size 2 or more (dp-size 1: a single rank shares its MoE layers with no other)"},
 		{func(c *Config) { c.BootstrapMaxConns = 0 }, "bootstrap-max-conns 0"},
 		{func(c *Config) { c.KVEventsEndpoint, c.ZMQKVEventsPort = "tcp://*:5557", 5557 }, `kv-events-endpoint "tcp://*:5557": conflicts with --zmq-kv-events-port`},
 		{func(c *Config) { c.KVEventsEndpoint = "udp://x:1" }, `kv-events-endpoint "udp://x:1": want tcp://HOST:PORT`},
@@ -846,7 +852,7 @@ func TestDeploymentErrorsNamed(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{"seed: 1\nmodel: llama3\n", "config " + path + ` line 2: model: unknown model "llama3" (catalog: `},
 		{"seed: 1\nsystem: a100\n", "config " + path + ` line 2: system: hardware: unknown system "a100"`},
-		{"model-config: " + path + ".json\n", "config " + path + " line 1: model-config: open " + path + ".json: "},
+		{"model-config: " + path + ".json\n", "config " + path + " line 1: --model-config " + path + ".json: no such file or directory"},
 	} {
 		os.WriteFile(path, []byte(tc.body), 0o644)
 		c := Default()

@@ -40,6 +40,9 @@ func (c *Config) resolveModel() (*model.Model, error) {
 	switch {
 	case c.ModelConfig != "":
 		m, err := model.FromHFConfig(c.ModelConfig)
+		if fe := FileError("model-config", c.ModelConfig, err); fe != err {
+			return nil, c.at("model-config", fe)
+		}
 		if err != nil { // model's errors begin "model: ": the user gave model-config
 			err = errors.New("model-config: " + strings.TrimPrefix(err.Error(), "model: "))
 		}
@@ -196,7 +199,8 @@ func (c *Config) buildTiming(d *Deployment) (timing.Model, registry.Info, error)
 	if d.Model != nil {
 		p.GEMMQuant, p.MoEQuant = c.QuantModes(d.Model)
 	}
-	return e.New(p)
+	m, info, err := e.New(p)
+	return m, info, c.fileError("perf-db", c.PerfDB, err)
 }
 
 // TimingName is the timing model that prices passes: --timing, except where the backend's registration

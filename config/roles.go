@@ -236,12 +236,14 @@ func (c *Config) validateRoles() error {
 	for i, name := range Roles {
 		keys := c.Role(name).Keys()
 		if c.PrefillWorkers > 0 {
-			var se *settingError
-			if err := pools[i].validateDPAttention(); errors.As(err, &se) {
-				if slices.Contains(keys, se.key) {
-					return &settingError{name + "-" + se.key, name + "-" + se.msg}
+			for _, check := range []func() error{pools[i].validateDPAttention, pools[i].validateTPSplit} {
+				var se *settingError
+				if err := check(); errors.As(err, &se) {
+					if slices.Contains(keys, se.key) {
+						return &settingError{name + "-" + se.key, name + "-" + se.msg}
+					}
+					return &settingError{se.key, fmt.Sprintf("%s workers: %s", name, se.msg)}
 				}
-				return &settingError{se.key, fmt.Sprintf("%s (the %s workers)", se.msg, name)}
 			}
 		}
 		if len(keys) == 0 {

@@ -3,6 +3,7 @@ package recommend
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -282,5 +283,33 @@ func TestTargetWithinReplyHeader(t *testing.T) {
 	// The first token shown is the 4th: a pass that prefills and samples (25 ms), then 3 decode passes (5 ms).
 	if best := rep.Candidates[0]; !best.Pass || !(best.Checks[0].Ms >= 40) {
 		t.Errorf("4-token replies, TTFT target: best %+v, want a pass at 40 ms or more", best)
+	}
+}
+
+// TestImpossibleTPRefused: a TP of the space that the model's attention heads do not split over is a
+// shape refused with the reason, not a failed search; the other TPs are searched. Fixed timing, which
+// prices any TP, refuses it too: no engine starts on it.
+func TestImpossibleTPRefused(t *testing.T) {
+	base := small()
+	base.Model = "llama-3.1-8b"
+	sp := space()
+	sp.TP = []int{1, 3, 2}
+	sp.Modes, sp.Ratios, sp.PrefillTP, sp.DecodeTP = []string{"agg", "disagg"}, []Ratio{{1, 1}}, []int{3}, []int{1}
+	shapes, refused, err := sp.shapes(&base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range shapes {
+		names = append(names, s.String())
+	}
+	if want := []string{"vllm agg tp1 seqs 256 mbt 512 round-robin", "vllm agg tp2 seqs 256 mbt 512 round-robin"}; !slices.Equal(names, want) {
+		t.Errorf("shapes %q, want %q", names, want)
+	}
+	heads := "llama-3.1-8b's 32 attention heads do not split over 3 GPUs (TP must divide 32: 1, 2, 4, 8, 16, 32)"
+	want := []string{"vllm agg tp3 seqs 256 mbt 512 round-robin: tp 3: " + heads,
+		"vllm disagg 1:1 tp3/1 seqs 256 mbt 512 round-robin: prefill-tp 3: " + heads}
+	if !slices.Equal(refused, want) {
+		t.Errorf("refused:\n%s\nwant:\n%s", strings.Join(refused, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -296,6 +298,62 @@ func TestUnknownFlagSuggests(t *testing.T) {
 		{"predict -tp 2", "unknown shorthand flag: 't' in -tp (did you mean --tp?)"}, // vLLM's
 		{"predict -dp=2", "unknown shorthand flag: 'd' in -dp=2 (did you mean --dp-size?)"},
 		{"serve --num-requests 5", "unknown flag: --num-requests: mocker serve cannot honour it: it is no setting of mocker serve (mocker predict's workload and reports have no place in a live deployment, which answers the requests its clients send)"},
+	} {
+		_, _, err := mocker(t, strings.Fields(tc.args)...)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestImpossibleTPNamed: a TP the model's attention heads do not split over is refused by every
+// command that deploys the model, naming the setting and the TPs that do split them, whatever the
+// timing model; a pool's own TP is named as its flag.
+func TestImpossibleTPNamed(t *testing.T) {
+	heads := "llama-3.1-8b's 32 attention heads do not split over 3 GPUs (TP must divide 32: 1, 2, 4, 8, 16, 32)"
+	for _, tc := range []struct{ args, want string }{
+		{"predict --tp 3 --num-requests 10", "tp 3: " + heads},
+		{"predict --tp 3 --timing fixed --num-requests 10", "tp 3: " + heads},
+		{"predict --prefill-workers 1 --decode-workers 1 --prefill-tp 3", "prefill-tp 3: " + heads},
+		{"predict --prefill-workers 1 --decode-workers 1 --tp 3 --prefill-tp 2", "decode workers: tp 3: " + heads},
+		{"estimate --tp 3 --prefill-tokens 100", "tp 3: " + heads},
+		{"serve --tp 3 --port 0 --nats none", "tp 3: " + heads},
+		{"predict --model minimax-m2.5 --tp 12", "tp 12: minimax-m2.5's 8 key/value heads do not split over 12 GPUs, nor replicate over them evenly (TP must divide 48 and divide or be a multiple of 8: 1, 2, 4, 8, 16, 24, 48)"},
+	} {
+		_, _, err := mocker(t, strings.Fields(tc.args)...)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestInputFilesNamed: an input file that cannot be read is named by its flag and path, as an output
+// file is ("--FLAG PATH: why"), on every command that reads it; from a --config file, by its line too. A
+// file that is read keeps its reader's errors, which name the file, the line and the field.
+func TestInputFilesNamed(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	trace, bad, conf := filepath.Join(dir, "t.jsonl"), filepath.Join(dir, "bad.jsonl"), filepath.Join(dir, "c.yaml")
+	os.WriteFile(trace, []byte(`{"timestamp": 0, "input_length": 100, "output_length": 5}`+"\n"), 0o644)
+	os.WriteFile(bad, []byte(`{"timestamp": 0, "input_length": "x"}`+"\n"), 0o644)
+	os.WriteFile(conf, []byte("seed: 1\ntrace: "+missing+"\n"), 0o644)
+	enoent := ": no such file or directory"
+	for _, tc := range []struct{ args, want string }{
+		{"predict --trace " + missing, "--trace " + missing + enoent},
+		{"predict --trace " + dir, "--trace " + dir + ": is a directory"},
+		{"predict --trace " + bad, "trace " + bad + " line 1: input_length: want a number, got string"},
+		{"predict --config " + missing, "--config " + missing + enoent},
+		{"predict --config " + dir, "--config " + dir + ": is a directory"},
+		{"predict --config " + conf, "config " + conf + " line 2: --trace " + missing + enoent},
+		{"predict --model-config " + missing, "--model-config " + missing + enoent},
+		{"predict --model-config " + dir, "--model-config " + dir + ": config.json" + enoent},
+		{"predict --trace " + trace + " --tokenizer " + missing, "--tokenizer " + missing + enoent},
+		{"predict --planner-config " + missing, "--planner-config " + missing + enoent},
+		{"predict --timing profile --profile " + missing, "--profile " + missing + ": not a built-in profile (h200-llama-3.1-8b-bf16, h200-qwen3-32b-bf16) nor a file" + enoent},
+		{"predict --perf-db " + missing, "--perf-db " + missing + enoent},
+		{"predict --perf-db " + trace, "--perf-db " + trace + ": h200_sxm: not a directory"},
+		{"estimate --prefill-tokens 10 --perf-db " + missing, "--perf-db " + missing + enoent},
+		{"serve --port 0 --nats none --tokenizer " + missing, "--tokenizer " + missing + enoent},
 	} {
 		_, _, err := mocker(t, strings.Fields(tc.args)...)
 		if err == nil || err.Error() != tc.want {

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -110,13 +114,50 @@ func estimate(cfg *config.Config, shape batchShape, breakdown bool, w io.Writer)
 		TimingSource  string        `json:"timing_source,omitempty"`
 		TimingVersion string        `json:"timing_version,omitempty"`
 		Ops           []timing.Part `json:"ops,omitempty"`
-	}{PassMs: c.Total().Seconds() * 1e3, PrefillMs: c.Prefill.Seconds() * 1e3, DecodeMs: c.Decode.Seconds() * 1e3,
+	}{PassMs: msOf(c.Total()), PrefillMs: msOf(c.Prefill), DecodeMs: msOf(c.Decode),
 		TimingModel: info.Model, TimingSource: info.Source, TimingVersion: info.Version}
 	if breakdown {
-		out.Ops = timing.Parts(m, &b)
+		out.Ops = roundParts(timing.Parts(m, &b), c.Total())
 	}
 	enc := json.NewEncoder(w)
 	return enc.Encode(out)
+}
+
+// msOf is d in milliseconds, to the nanosecond: the decimal the JSON prints has at most 6 places.
+func msOf(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// roundParts rounds each part to the nanosecond, as the pass's times are, so that the printed parts
+// still sum exactly to the printed total (pass_ms): each part is rounded down, and the nanoseconds
+// left over go one each to the parts with the largest remainders (taken back from those with the
+// smallest, should the parts sum above the total).
+func roundParts(parts []timing.Part, total time.Duration) []timing.Part {
+	if len(parts) == 0 {
+		return parts
+	}
+	ns := make([]int64, len(parts))
+	frac := make([]float64, len(parts))
+	order := make([]int, len(parts)) // largest remainder first; ties in the parts' order
+	left := int64(total)
+	for i, p := range parts {
+		x := p.Ms * 1e6
+		ns[i] = int64(math.Floor(x))
+		frac[i] = x - math.Floor(x)
+		order[i] = i
+		left -= ns[i]
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(frac[b], frac[a]) })
+	n := len(order)
+	for k := 0; left > 0; k, left = k+1, left-1 {
+		ns[order[k%n]]++
+	}
+	for k := 0; left < 0; k, left = k+1, left+1 {
+		ns[order[n-1-k%n]]--
+	}
+	out := make([]timing.Part, len(parts))
+	for i, p := range parts {
+		out[i] = timing.Part{Op: p.Op, Ms: msOf(time.Duration(ns[i]))}
+	}
+	return out
 }
 
 // batch is the timing.Batch of the shape on a pool of totalKV tokens; the KV in use is the shape's own.

@@ -23,7 +23,6 @@ import (
 	"github.com/mocker-sim/mocker/live/natsevents"
 	"github.com/mocker-sim/mocker/live/outlen"
 	"github.com/mocker-sim/mocker/live/vllmevents"
-	"github.com/mocker-sim/mocker/tokenize"
 )
 
 func newServeCmd() *cobra.Command {
@@ -388,11 +387,8 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 // liveOptions maps the configuration onto a live server's options, and the metrics its workers record
 // into; the sinks and a frontend's fleet, which need connections, are added by the caller.
 func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
-	// A catalog model brings what vLLM reads from its checkpoint: max_model_len and the tokenizer's BOS.
-	d, err := cfg.Deployment()
-	if err != nil {
-		return live.Options{}, nil, err
-	}
+	// A catalog model brings what vLLM reads from its checkpoint: max_model_len and the tokenizer's BOS
+	// (PromptTokenizer).
 	contextLen, err := cfg.ContextLen()
 	if err != nil {
 		return live.Options{}, nil, err
@@ -414,16 +410,9 @@ func liveOptions(cfg *config.Config) (live.Options, *metrics.Metrics, error) {
 			name = cfg.Model
 		}
 	}
-	var tk tokenize.Tokenizer
-	if cfg.Tokenizer != "" {
-		if tk, err = tokenize.FromFile(cfg.Tokenizer); err != nil {
-			return live.Options{}, nil, err
-		}
-	} else {
-		tk = tokenize.Builtin()
-		if d.Model != nil && d.Model.AddsBOS {
-			tk = tokenize.WithBOS(tk, d.Model.BOS)
-		}
+	tk, err := cfg.PromptTokenizer()
+	if err != nil {
+		return live.Options{}, nil, err
 	}
 	lengths, err := outlen.Parse(cfg.OutputLengthDist) // validated
 	if err != nil {

@@ -106,7 +106,7 @@ func TestFlagOverridesFilesModel(t *testing.T) {
 	os.WriteFile(withConfig, []byte("model-config: "+missing+"\n"), 0o644)
 	run := []string{"predict", "--num-requests", "2", "--timing", "fixed", "--prefill-ms", "1", "--decode-ms", "1"}
 	_, _, err := mocker(t, append(run, "--config", withModel, "--model-config", missing)...)
-	if want := "model-config: open " + missing + ": no such file or directory"; fmt.Sprint(err) != want {
+	if want := "--model-config " + missing + ": no such file or directory"; fmt.Sprint(err) != want {
 		t.Errorf("--model-config over the file's model: error %v, want %q", err, want)
 	}
 	// The file's missing model-config, read, would be an error.

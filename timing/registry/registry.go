@@ -7,6 +7,7 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -97,6 +98,11 @@ func opLevel(p Params) (timing.Model, Info, error) {
 	if p.Quantization == "mxfp4" && !p.Model.MoE() {
 		return nil, Info{}, fmt.Errorf("timing default: quantization mxfp4 quantizes only routed experts (the gpt-oss format) and model %s has none", p.Model.Name)
 	}
+	if p.PerfDB != "" {
+		if _, err := os.Stat(p.PerfDB); err != nil {
+			return nil, Info{}, err // an *os.PathError, which config words as --perf-db's (config.FileError)
+		}
+	}
 	src := aic.Discover(p.PerfDB, p.System.Name)
 	a, err := aic.New(aic.Options{Model: p.Model, System: p.System, Root: src.Root, Backend: p.Backend, Version: p.BackendVersion,
 		TP: p.TP, EP: p.EP, AttentionDP: p.AttentionDP, GEMMQuant: p.GEMMQuant, KVCacheDtype: p.KVCacheDtype, MoEQuant: p.MoEQuant})
@@ -129,7 +135,8 @@ func stepProfile(p Params) (timing.Model, Info, error) {
 	}
 	st, err := os.Stat(name)
 	if err != nil {
-		return nil, info, fmt.Errorf("profile %q: not a built-in profile (%v) nor a file: %w", name, profile.BuiltinNames(), err)
+		// Worded as config.FileError words a missing input file (os.Stat's error is an *os.PathError).
+		return nil, info, fmt.Errorf("--profile %s: not a built-in profile (%s) nor a file: %w", name, strings.Join(profile.BuiltinNames(), ", "), errors.Unwrap(err))
 	}
 	if st.IsDir() {
 		m, err := profile.LoadPlanner(name)
