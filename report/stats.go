@@ -44,9 +44,9 @@ type samples struct {
 	memo  *recurMemo // addRecurring's; nil: made on first use
 	spill *spillFile // nil: every sample stays in memory
 	runs  []run      // spilled, each ascending
-	// recurring says the values recur all through a run (ITL gaps: pass lengths), so that it keeps
-	// recurLimit times the spill file's limit in memory: a run then holds a longer stretch of the run's
-	// samples once each, and the runs repeat fewer values.
+	// recurring says the values recur all through a run (ITL gaps: pass lengths), so that it keeps four times
+	// the spill file's limit in memory: a run then holds a longer stretch of the run's samples once each,
+	// and the runs repeat fewer values.
 	recurring bool
 }
 
@@ -168,20 +168,13 @@ func (s *samples) settle() {
 	if s.memo != nil {
 		clear(s.memo.at[:])
 	}
-	if s.spill != nil && (len(s.keys) >= s.spill.limit && !s.recurring || len(s.keys) >= recurLimit*s.spill.limit) {
+	if s.spill != nil && (len(s.keys) >= s.spill.limit && !s.recurring || len(s.keys) >= 4*s.spill.limit) {
 		if r, ok := s.spill.write(s.keys, s.counts); ok {
 			s.runs = append(s.runs, r)
 			s.keys, s.counts = s.keys[:0], s.counts[:0]
 		}
 	}
 }
-
-// recurLimit is how many times the spill file's limit a recurring distribution keeps in memory (2 MiB of
-// values and counts). The 8-worker conversation replay's ITL (4.1 M samples, 0.28 M distinct values)
-// spilled 48 runs of 1.9 M entries at 4 times, which its report folded; at 16, 6 runs of 0.8 M entries,
-// and the settles' merges into the larger set cost less than that saved (pprof of five runs each: 0.15
-// → 0.12 s a run in settling and the summary; 8 and 32 times did no better).
-const recurLimit = 16
 
 // gallop returns the first index from i of ascending keys whose key is at least k (len(keys) if none):
 // steps that double from i bracket it, and bisection finds it in the bracket, so a key near i costs a few
