@@ -197,22 +197,23 @@ func (s *Sequence) pushHash(th uint64) {
 	s.blocks = append(s.blocks, Block{Hash: h, TokensHash: th})
 }
 
-// pushUniform appends k full blocks of tokens hash th, none overlapping an item, and returns k: pushHash
-// k times, in one loop (every block of a trace's prompt comes this way; its sequence hashes chain, so
-// that loop is the time they take).
-func (s *Sequence) pushUniform(th uint64, k int) int {
+// pushUniform appends k full blocks of tokens hash th, none overlapping an item: pushHash k times, in one
+// loop (every block of a trace's prompt comes this way; its sequence hashes chain, so that loop is the
+// time they take).
+func (s *Sequence) pushUniform(th uint64, k int) {
 	n := len(s.blocks)
 	s.blocks = slices.Grow(s.blocks, k)[:n+k]
-	h := th // the first block's sequence hash is its tokens hash
+	var h uint64 // the sequence hash of the block before block i
 	if n > 0 {
-		h = SeqHash(s.blocks[n-1].Hash, th)
+		h = s.blocks[n-1].Hash
 	}
-	for i := n; ; {
-		s.blocks[i] = Block{Hash: h, TokensHash: th}
-		if i++; i == n+k {
-			return k
+	for i := n; i < n+k; i++ {
+		if i == 0 {
+			h = th // the first block's sequence hash is its tokens hash
+		} else {
+			h = SeqHash(h, th)
 		}
-		h = SeqHash(h, th)
+		s.blocks[i] = Block{Hash: h, TokensHash: th}
 	}
 }
 
@@ -255,7 +256,9 @@ func (s *Sequence) AppendRun(tok uint32, n int) {
 				n -= s.blockSize
 				continue
 			}
-			n -= s.pushUniform(s.uniformBlockHash(tok), n/s.blockSize) * s.blockSize
+			k := n / s.blockSize
+			s.pushUniform(s.uniformBlockHash(tok), k)
+			n -= k * s.blockSize
 			continue
 		}
 		s.tail = append(s.tail, tok)
