@@ -177,3 +177,93 @@ func (contextModel) PlainPricer() func(*timing.PlainPass) timing.Cost {
 func contextDecode(n, ctx int, g timing.Group) time.Duration {
 	return time.Millisecond + time.Duration(ctx*100+n*1000+g.Tokens*3000+g.MaxTokens*g.Ranks*500)
 }
+
+// TestStepPricesPlainPassesAlike: Step prices a plain decode pass by the model's plain pricer and any other
+// by Cost; with a model whose Cost charges what makes a pass not plain (prompt tokens, drafts, a request
+// that does not sample), stepping with the pricer and without one (costOnly hides it) gives the same pass
+// lengths, so the pricer took the plain passes alone. Some passes must have been plain, some not.
+func TestStepPricesPlainPassesAlike(t *testing.T) {
+	plain, other := 0, 0
+	for seed := uint64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		dp := 1 + rng.IntN(2)
+		vo := vllm.Options{BlockSize: 4, NumBlocks: 60 + rng.IntN(100), MaxBatchedTokens: []int{0, 8, 64}[rng.IntN(3)],
+			ChunkedPrefill: true, PrefixCaching: true, Events: true}
+		if seed%3 == 0 {
+			vo.Spec = sched.Spec{Tokens: 2, AcceptRates: []float64{0.7, 0.4}}
+		}
+		var reqs []sched.Request
+		for id := range uint64(30) {
+			toks := make([]uint32, 1+rng.IntN(40))
+			for i := range toks {
+				toks[i] = uint32(id%4)*100 + uint32(i)
+			}
+			reqs = append(reqs, sched.Request{ID: id, Prompt: toks, MaxTokens: 1 + rng.IntN(60), Rank: rng.IntN(dp)})
+		}
+		replay := func(model timing.Model) (lengths []time.Duration) {
+			e, err := New(Options{Backend: VLLM, DPSize: dp, VLLM: vo, Timing: model, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Duration(0)
+			for i, r := range reqs {
+				if err := e.Enqueue(&r); err != nil {
+					t.Fatal(err)
+				}
+				for range i % 3 { // a few passes between arrivals
+					p := e.Step(now)
+					if p.Empty() {
+						break
+					}
+					lengths = append(lengths, p.End-now)
+					now = p.End
+				}
+			}
+			for !e.Idle() {
+				p := e.Step(now)
+				lengths = append(lengths, p.End-now)
+				now = p.End
+			}
+			return lengths
+		}
+		got, want := replay(strictModel{}), replay(costOnly{strictModel{}})
+		if !slices.Equal(got, want) {
+			t.Fatalf("seed %d: pass lengths with the plain pricer %v, without %v", seed, got, want)
+		}
+		for _, d := range got {
+			if d%time.Millisecond == 0 { // strictModel: a plain pass costs whole milliseconds
+				plain++
+			} else {
+				other++
+			}
+		}
+	}
+	if plain < 100 || other < 100 {
+		t.Fatalf("%d passes ended on whole milliseconds, %d not: the test does not exercise both pricings", plain, other)
+	}
+}
+
+// strictModel charges a plain decode pass 1 ms a request, and any other pass 1 ns more for each token that
+// is not a plain decode step's; its plain pricer knows only the former.
+type strictModel struct{}
+
+func (strictModel) Cost(b *timing.Batch) timing.Cost {
+	c := timing.Cost{Decode: time.Duration(len(b.Seqs)) * time.Millisecond}
+	for _, s := range b.Seqs {
+		if s.New != 1 || s.Prefill || !s.Samples {
+			c.Prefill += time.Duration(s.New)
+		}
+	}
+	return c
+}
+
+func (strictModel) PlainPricer() func(*timing.PlainPass) timing.Cost {
+	return func(p *timing.PlainPass) timing.Cost {
+		return timing.Cost{Decode: time.Duration(p.Requests) * time.Millisecond}
+	}
+}
+
+// costOnly hides a model's plain pricer.
+type costOnly struct{ m timing.Model }
+
+func (c costOnly) Cost(b *timing.Batch) timing.Cost { return c.m.Cost(b) }

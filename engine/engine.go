@@ -51,6 +51,8 @@ type Engine struct {
 	coasting []scheduler
 	plain    func(*timing.PlainPass) timing.Cost // the model's pricer of plain passes; nil: it has none
 	plains   []timing.PlainPass
+
+	stepPlain timing.PlainPass // cost's: a local would escape to the heap through plain
 }
 
 // RankPass is one rank's share of a pass.
@@ -259,7 +261,7 @@ func (e *Engine) Step(now time.Duration) *Pass {
 	for j := range p.Ranks {
 		rp := &p.Ranks[j]
 		rp.Batch.Group = g
-		c := e.model.Cost(&rp.Batch)
+		c := e.cost(&rp.Batch)
 		// Loading adapters comes before the pass's compute, prefill or not: counted with the prefill.
 		c.Prefill += time.Duration(rp.LoRALoads) * e.load
 		if e.enc != nil && e.enc[rp.Rank] != nil {
@@ -270,6 +272,24 @@ func (e *Engine) Step(now time.Duration) *Pass {
 	}
 	p.End = now + longest
 	return p
+}
+
+// cost prices a rank's batch; a plain decode pass (each request computes and samples its next token, none
+// a prompt token: a pass that ends no coast only because a block fills or a request finishes) by the
+// model's plain pricer, which gives the same bits (timing.PlainModel) for less work.
+func (e *Engine) cost(b *timing.Batch) timing.Cost {
+	if e.plain == nil || len(b.Seqs) == 0 {
+		return e.model.Cost(b)
+	}
+	p := &e.stepPlain
+	*p = timing.PlainPass{Requests: len(b.Seqs), Group: b.Group}
+	for _, s := range b.Seqs {
+		if s.New != 1 || s.Prefill || !s.Samples {
+			return e.model.Cost(b)
+		}
+		p.Cached += s.Cached
+	}
+	return e.plain(p)
 }
 
 // Run is what Coast did: plain decode passes, back to back.

@@ -453,23 +453,33 @@ func (p *Pool) Release(table []BlockID) {
 	}
 }
 
-// pushLRU appends id, newly inactive, to the LRU queue. A full queue is compacted in place when at most
-// half of it is blocks (the rest: evicted entries before its head, and holes), so each compaction
-// reclaims at least as many entries as it moves; otherwise it grows.
+// pushLRU appends id, newly inactive, to the LRU queue. A full queue is compacted (its evicted entries
+// before the head and its holes dropped) in place when at most half of it is blocks, so each compaction
+// reclaims at least as many entries as it moves; otherwise into an array twice as large, up to twice the
+// pool's capacity, where it always fits in place (append's growth by quarters made a full pool's queue
+// ten arrays on the way).
 func (p *Pool) pushLRU(id BlockID) {
-	if len(p.lru) == cap(p.lru) && 2*p.inactive <= len(p.lru) {
-		n := 0
-		for _, q := range p.lru[p.lruHead:] {
-			if q != none {
-				p.lru[n] = q
-				p.blocks[q].pos = int32(n)
-				n++
-			}
+	if n := len(p.lru); n == cap(p.lru) {
+		if 2*p.inactive <= n {
+			p.compactLRU(p.lru[:0])
+		} else {
+			p.compactLRU(make([]BlockID, 0, min(max(2*n, 1024), 2*p.capacity)))
 		}
-		p.lru, p.lruHead = p.lru[:n], 0
 	}
 	p.blocks[id].pos = int32(len(p.lru))
 	p.lru = append(p.lru, id)
+}
+
+// compactLRU moves the queue's blocks, in order, to dst (empty; the queue's own array at its start, which
+// the writes never pass) and makes it the queue.
+func (p *Pool) compactLRU(dst []BlockID) {
+	for _, q := range p.lru[p.lruHead:] {
+		if q != none {
+			p.blocks[q].pos = int32(len(dst))
+			dst = append(dst, q)
+		}
+	}
+	p.lru, p.lruHead = dst, 0
 }
 
 // unlink takes an inactive block out of the LRU queue, leaving a hole.

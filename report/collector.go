@@ -454,18 +454,44 @@ func (c *Collector) TokenRun(id int, ats []time.Duration) {
 		return
 	}
 	r := c.live(id, ats[0], "TokenRun")
-	for _, at := range ats {
-		if at < r.last {
-			panic(fmt.Sprintf("report: TokenRun: request %d at %v, before its previous event at %v", id, at, r.last))
+	for i := 1; i < len(ats); i++ {
+		if ats[i] < ats[i-1] {
+			panic(fmt.Sprintf("report: TokenRun: request %d at %v, before its previous event at %v", id, ats[i], ats[i-1]))
 		}
-		r.last = at
+	}
+	r.last = ats[len(ats)-1]
+	rest := ats
+	for len(rest) > 0 && (r.hidden < c.header || r.deliveries < 2) { // the header's tokens, the first two deliveries
 		if r.hidden < c.header {
 			r.hidden++
-			continue
+		} else {
+			c.deliver(r, id, rest[0])
 		}
-		c.deliver(r, id, at)
+		rest = rest[1:]
+	}
+	if len(rest) > 0 {
+		c.addGaps(r, int32(id), rest)
 	}
 	r.outputTokens = count("TokenRun", id, "output tokens", int(r.outputTokens)+len(ats))
+}
+
+// addGaps records deliveries at each of ats (ascending) of request owner, record r, which has had two at
+// least: each one's gap, as deliver and addGap would one by one, with the entry the last gap went to at
+// hand, so that a run of equal gaps costs a comparison each.
+func (c *Collector) addGaps(r *request, owner int32, ats []time.Duration) {
+	prev := r.lastToken
+	g := c.lastGap(owner)
+	for _, at := range ats {
+		d := at - prev
+		prev = at
+		if g != nil && g.d == d && g.n < math.MaxInt32 {
+			g.n++
+			continue
+		}
+		g = c.pushGap(d, owner)
+	}
+	r.lastToken = prev
+	r.deliveries += int32(len(ats))
 }
 
 // Finished records that request id completed at `at`. A request that produced no output
@@ -575,16 +601,27 @@ type gap struct {
 
 // addGap records one sample of d for request owner.
 func (c *Collector) addGap(d time.Duration, owner int32) {
-	n := len(c.gaps)
-	if n > 0 {
-		chunk := c.gaps[n-1]
-		if k := len(chunk); k > 0 {
-			if g := &chunk[k-1]; g.d == d && g.owner == owner && g.n < math.MaxInt32 {
-				g.n++
-				return
-			}
+	if g := c.lastGap(owner); g != nil && g.d == d && g.n < math.MaxInt32 {
+		g.n++
+		return
+	}
+	c.pushGap(d, owner)
+}
+
+// lastGap returns the latest entry of gaps if it is owner's, else nil.
+func (c *Collector) lastGap(owner int32) *gap {
+	if n := len(c.gaps); n > 0 {
+		if k := len(c.gaps[n-1]); k > 0 && c.gaps[n-1][k-1].owner == owner {
+			return &c.gaps[n-1][k-1]
 		}
 	}
+	return nil
+}
+
+// pushGap records one sample of d for request owner in an entry of its own, settling first when the
+// chunks are full, and returns the entry.
+func (c *Collector) pushGap(d time.Duration, owner int32) *gap {
+	n := len(c.gaps)
 	if n >= max(c.settleAt, minSettle) && len(c.gaps[n-1]) == gapChunk {
 		c.settleGaps()
 	}
@@ -600,6 +637,7 @@ func (c *Collector) addGap(d time.Duration, owner int32) {
 	}
 	last := &c.gaps[len(c.gaps)-1]
 	*last = append(*last, gap{d, owner, 1})
+	return &(*last)[len(*last)-1]
 }
 
 // minSettle is the fewest chunks of gaps (512 KiB) that make settleGaps worth its pass over them.

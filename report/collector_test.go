@@ -3,8 +3,10 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -358,6 +360,70 @@ func TestTokenRunIsTokensRepeated(t *testing.T) {
 		}
 	}()
 	c.TokenRun(0, []time.Duration{2 * msec, msec})
+}
+
+// TestTokenRunOracle: on random runs — a header to hide, runs that start before a request's first or
+// second delivery, equal gaps in a row, requests interleaved, and enough entries to settle — TokenRun leaves
+// the same entries, summary and records as one Tokens call per token.
+func TestTokenRunOracle(t *testing.T) {
+	for seed := range uint64(20) {
+		record := func(run bool) ([]byte, [][]gap) {
+			rng := rand.New(rand.NewPCG(seed, 3))
+			c := NewCollector()
+			c.SetHeader(rng.IntN(3))
+			const requests = 6
+			now := make([]time.Duration, requests)
+			for id := range requests {
+				c.Arrived(id, 0, 10, 1<<20)
+			}
+			for range 3000 {
+				id := rng.IntN(requests)
+				ats := make([]time.Duration, rng.IntN(40))
+				step := time.Duration(1 + rng.IntN(3))
+				for i := range ats {
+					if rng.IntN(4) == 0 {
+						step = time.Duration(rng.IntN(5)) // 0: two tokens at once
+					}
+					now[id] += step
+					ats[i] = now[id]
+				}
+				if run {
+					c.TokenRun(id, ats)
+					continue
+				}
+				for _, at := range ats {
+					c.Tokens(id, at, 1)
+				}
+			}
+			for id := range requests {
+				if id%3 == 2 {
+					c.Failed(id, now[id], "gone") // its gaps never count
+				} else {
+					c.Finished(id, now[id])
+				}
+			}
+			gaps := make([][]gap, len(c.gaps))
+			for i, chunk := range c.gaps {
+				gaps[i] = slices.Clone(chunk)
+			}
+			var b bytes.Buffer
+			if err := c.Summary().WriteJSON(&b); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.WriteRequestsJSONL(&b); err != nil {
+				t.Fatal(err)
+			}
+			return b.Bytes(), gaps
+		}
+		got, gotGaps := record(true)
+		want, wantGaps := record(false)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("seed %d: TokenRun:\n%s\nTokens:\n%s", seed, got, want)
+		}
+		if !reflect.DeepEqual(gotGaps, wantGaps) {
+			t.Fatalf("seed %d: TokenRun and Tokens left different gap entries", seed)
+		}
+	}
 }
 
 // TestEqualGapsShareAnEntry: a request's equal gaps in a row take one entry; another request's or another

@@ -197,6 +197,26 @@ func (s *Sequence) pushHash(th uint64) {
 	s.blocks = append(s.blocks, Block{Hash: h, TokensHash: th})
 }
 
+// pushUniform appends k full blocks of tokens hash th, none overlapping an item: pushHash k times, in one
+// loop (every block of a trace's prompt comes this way; its sequence hashes chain, so that loop is the
+// time they take).
+func (s *Sequence) pushUniform(th uint64, k int) {
+	n := len(s.blocks)
+	s.blocks = slices.Grow(s.blocks, k)[:n+k]
+	var h uint64 // the sequence hash of the block before block i
+	if n > 0 {
+		h = s.blocks[n-1].Hash
+	}
+	for i := n; i < n+k; i++ {
+		if i == 0 {
+			h = th // the first block's sequence hash is its tokens hash
+		} else {
+			h = SeqHash(h, th)
+		}
+		s.blocks[i] = Block{Hash: h, TokensHash: th}
+	}
+}
+
 // extra folds into th the keys of the items overlapping the block about to be pushed.
 func (s *Sequence) extra(th uint64) uint64 {
 	lo := len(s.blocks) * s.blockSize
@@ -231,8 +251,14 @@ func (s *Sequence) AppendRun(tok uint32, n int) {
 	}
 	for n > 0 {
 		if len(s.tail) == 0 && n >= s.blockSize {
-			s.pushHash(s.uniformBlockHash(tok))
-			n -= s.blockSize
+			if s.item < len(s.items) { // an item may overlap the block: its key joins the tokens hash
+				s.pushHash(s.uniformBlockHash(tok))
+				n -= s.blockSize
+				continue
+			}
+			k := n / s.blockSize
+			s.pushUniform(s.uniformBlockHash(tok), k)
+			n -= k * s.blockSize
 			continue
 		}
 		s.tail = append(s.tail, tok)

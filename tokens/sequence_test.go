@@ -1,6 +1,7 @@
 package tokens
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -112,6 +113,33 @@ func TestSequenceUniformBlocks(t *testing.T) {
 	s.Append(9, 9, 9, 9)
 	if got, want := s.Blocks()[0].TokensHash, BlockHash([]uint32{9, 9, 9, 9}); got != want || s.Len() != 4 {
 		t.Fatalf("after Reset: %#x, want %#x", got, want)
+	}
+}
+
+// TestAppendRunOracle: random runs of one token, some as long as many blocks, some declared items among
+// them, make the same blocks and tail under AppendRun as under Append of their tokens.
+func TestAppendRunOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for round := range 200 {
+		bs := 1 + rng.IntN(16)
+		a, b := NewSequence(bs), NewSequence(bs)
+		if round%4 == 0 {
+			items := []Item{{Key: 0xfeed, Start: rng.IntN(50), Len: 1 + rng.IntN(20)}}
+			a.AddItems(items...)
+			b.AddItems(items...)
+		}
+		var toks []uint32
+		for range 1 + rng.IntN(12) {
+			tok, n := uint32(rng.IntN(3)), rng.IntN(6*bs)
+			a.AppendRun(tok, n)
+			for range n {
+				toks = append(toks, tok)
+			}
+		}
+		b.Append(toks...)
+		if !slices.Equal(a.Blocks(), b.Blocks()) || !slices.Equal(a.Tail(), b.Tail()) || a.Len() != b.Len() {
+			t.Fatalf("round %d (block size %d): AppendRun %x/%v, Append %x/%v", round, bs, a.Blocks(), a.Tail(), b.Blocks(), b.Tail())
+		}
 	}
 }
 
