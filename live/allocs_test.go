@@ -90,7 +90,7 @@ func TestAPIServerAllocs(t *testing.T) {
 // the net/http handler, and through the APIServer.
 var allocCases = []allocCase{
 	{false, 16, false, 24, 26},
-	{true, 16, false, 29, 32},
+	{true, 16, false, 29, 30},
 	{false, 700, false, 24, 26},
 	{false, 16, true, 24, 26},
 }

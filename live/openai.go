@@ -1045,6 +1045,26 @@ type streamed struct {
 	rs    response
 }
 
+// endsFirst waits, as write would before its first write, for the response's first output, and reports
+// whether every choice had ended by then (its whole stream is ready: at a high speedup, a short one
+// usually is). A chat stream writes its roles before any output: never. The output stays for write.
+func (st *streamed) endsFirst(ctx context.Context) bool {
+	if st.rs.chat {
+		return false
+	}
+	select {
+	case <-st.ready: // follow reads every choice before it waits: the signal is not needed again
+	case <-ctx.Done():
+		return false
+	}
+	for _, c := range st.rs.choices {
+		if !c.st.ended() {
+			return false
+		}
+	}
+	return true
+}
+
 // write writes the response's events to out, as its choices' output comes; ctx ends when its client
 // goes away.
 func (st *streamed) write(out chunkWriter, ctx context.Context) {

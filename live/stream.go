@@ -98,6 +98,13 @@ func (s *Stream) Cached() int {
 	return s.cached
 }
 
+// ended reports whether the request has finished or failed (Next has yet to say so).
+func (s *Stream) ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
+}
+
 func (s *Stream) signal() {
 	select {
 	case s.ready <- struct{}{}:
