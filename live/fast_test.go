@@ -411,8 +411,7 @@ func TestEndsFirst(t *testing.T) {
 			ready := make(chan struct{}, 1)
 			var cs []*choice
 			for _, ended := range tc.ended {
-				st := newStream(1, 1, time.Time{})
-				st.ready = ready
+				st := newStream(1, 1, time.Time{}, ready)
 				st.push([]uint32{7}, ended) // signals ready
 				cs = append(cs, &choice{st: st})
 			}

@@ -914,8 +914,8 @@ func (s *Server) generate(x exchange, p *sampling, chat bool, prompts []prompt) 
 			req := s.newRequest(pr.ids, maxes[i], p.lora, pr.images...)
 			s.plan(c, req, p, maxes[i], &buf)
 			req.MaxTokens = c.tokens
-			c.st = newStream(req.ID, len(pr.ids), arrived)
-			c.st.ready, c.st.finish, c.st.quiet = ready, c.finish, !p.stream
+			c.st = newStream(req.ID, len(pr.ids), arrived, ready)
+			c.st.finish, c.st.quiet = c.finish, !p.stream
 			c.st.expect(c.tokens)
 			if err := s.submit(x.context(), req, c.st); err != nil {
 				for _, d := range cs {
