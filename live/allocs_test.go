@@ -89,10 +89,10 @@ func TestAPIServerAllocs(t *testing.T) {
 // allocCases are the completions whose allocations TestHandlerAllocs and TestAPIServerAllocs pin: through
 // the net/http handler, and through the APIServer.
 var allocCases = []allocCase{
-	{false, 16, false, 24, 26},
-	{true, 16, false, 29, 32},
-	{false, 700, false, 24, 26},
-	{false, 16, true, 24, 26},
+	{false, 16, false, 23, 25},
+	{true, 16, false, 28, 29},
+	{false, 700, false, 23, 25},
+	{false, 16, true, 23, 25},
 }
 
 type allocCase struct {

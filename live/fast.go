@@ -334,11 +334,11 @@ func (x *fastExchange) stream(st *streamed) {
 	h.SetContentType("text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	x.ctx.SetStatusCode(http.StatusOK)
-	x.st = st
 	if !x.ctx.Request.Header.IsHTTP11() {
 		// An HTTP/1.0 client must not be sent chunks (RFC 9112 §6.1), and fasthttp chunks a body of
 		// unknown length: the stream goes out on the connection itself, its end the connection's close.
 		h.SetContentLength(-2) // neither a length nor chunks; the connection closes
+		x.st = st
 		x.a.streamStarted()
 		if cc, ok := x.conn.(*capConn); ok {
 			cc.handOver.Store(x)
@@ -347,8 +347,25 @@ func (x *fastExchange) stream(st *streamed) {
 		x.ctx.Hijack(x.streamBare)
 		return
 	}
+	if st.endsFirst(x) {
+		// Its first write would carry the whole stream, and fasthttp's end of the chunks a second
+		// (a system call each, the costliest part of a short stream): the body goes out with a length
+		// instead, in one write with the headers. Answered by the handler, as a whole response is: its
+		// watch ends with it (x.st nil).
+		st.write(fastBody{&x.ctx.Response}, x)
+		return
+	}
+	x.st = st
 	x.ctx.SetWriteDeadline(time.Now().Add(x.a.s.o.HTTP.WriteTimeout)) // each write sets its own from here on
 	x.ctx.Response.SetBodyStream(fastStream{x}, -1)
+}
+
+// fastBody collects a stream that ended before its first write into its response's body.
+type fastBody struct{ r *fasthttp.Response }
+
+func (b fastBody) write(p []byte) error {
+	b.r.AppendBody(p)
+	return nil
 }
 
 func (x *fastExchange) serveHTTP(h http.Handler) {

@@ -10,6 +10,8 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -390,3 +392,106 @@ func (l noWriteDeadlines) Accept() (net.Conn, error) {
 type noWriteDeadline struct{ net.Conn }
 
 func (noWriteDeadline) SetWriteDeadline(time.Time) error { return errors.New("no write deadline") }
+
+// TestEndsFirst: a stream whose every choice has ended by its first output is ready whole; one with a
+// choice still running, a chat stream (its roles go out first) and one whose client left are not.
+func TestEndsFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		chat, gone bool
+		ended      []bool // by choice
+		want       bool
+	}{
+		{"all ended", false, false, []bool{true, true}, true},
+		{"one running", false, false, []bool{true, false}, false},
+		{"chat", true, false, []bool{true}, false},
+		{"client gone", false, true, []bool{true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ready := make(chan struct{}, 1)
+			var cs []*choice
+			for _, ended := range tc.ended {
+				st := newStream(1, 1, time.Time{}, ready)
+				st.push([]uint32{7}, ended) // signals ready
+				cs = append(cs, &choice{st: st})
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.gone {
+				<-ready
+				cancel()
+			}
+			st := &streamed{ready: ready, rs: response{chat: tc.chat, choices: cs}}
+			if got := st.endsFirst(ctx); got != tc.want {
+				t.Errorf("endsFirst %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStreamEndedFirst: at infinite speedup a short stream has ended when its first output comes (with
+// one P, the worker runs every pass before the handler looks): the APIServer sends it in one write,
+// with a length rather than chunks, and its events are the bytes net/http's handler streams.
+func TestStreamEndedFirst(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	body := allocCase{stream: true, maxTokens: 16}.body(0)
+	c := &recConn{}
+	c.in.Reset([]byte(rawRequest(body)))
+	if err := allocServer(t).APIServer().fs.ServeConn(c); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(&c.out), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.writes != 1 || len(res.TransferEncoding) != 0 || res.ContentLength != int64(len(got)) {
+		t.Errorf("%d writes, Transfer-Encoding %q, Content-Length %d for %d bytes; want one write, a length and no chunks",
+			c.writes, res.TransferEncoding, res.ContentLength, len(got))
+	}
+	w := httptest.NewRecorder()
+	allocServer(t).Handler().ServeHTTP(w, httptest.NewRequest("POST", "/v1/completions", strings.NewReader(body)))
+	created := regexp.MustCompile(`"created":\d+`)
+	want := created.ReplaceAll(w.Body.Bytes(), nil)
+	if got = created.ReplaceAll(got, nil); !bytes.Equal(got, want) || !bytes.HasSuffix(got, []byte("data: [DONE]\n\n")) {
+		t.Errorf("body\n%s\nwant net/http's\n%s", got, want)
+	}
+}
+
+// TestStreamEndedFirstEndsWatch: a stream answered whole by its handler (TestStreamEndedFirst) ends its
+// watch as a whole response does, on a connection that then idles: a watch left armed would start
+// watchDelay later, peek at the next request and clear its read deadline.
+func TestStreamEndedFirstEndsWatch(t *testing.T) {
+	needsPeek(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	_, _, conn := dialServed(t, testOptions(5, 1, math.Inf(1)))
+	conn.SetDeadline(time.Now().Add(patience))
+	io.WriteString(conn, rawRequest(allocCase{stream: true, maxTokens: 16}.body(0)))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(res.Body)
+	if err != nil || res.ContentLength != int64(len(body)) {
+		t.Fatalf("Content-Length %d for %d bytes (%v): want the stream whole", res.ContentLength, len(body), err)
+	}
+	time.Sleep(3 * watchDelay)
+	if n := parkedWatches(); n != 0 {
+		t.Errorf("%d watches parked on the idle connection, want none", n)
+	}
+}
+
+// recConn is a memConn that keeps what is written, and counts the writes.
+type recConn struct {
+	memConn
+	out    bytes.Buffer
+	writes int
+}
+
+func (c *recConn) Write(b []byte) (int, error) {
+	c.writes++
+	return c.out.Write(b)
+}

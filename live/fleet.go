@@ -165,7 +165,7 @@ func (fw *FleetWorker) handle(r micro.Request) {
 		return
 	}
 	req := fw.srv.newRequest(m.Prompt, m.MaxTokens, m.LoRA, m.Images...)
-	st := newStream(req.ID, len(m.Prompt), time.Now())
+	st := newStream(req.ID, len(m.Prompt), time.Now(), nil)
 	st.finish = m.Finish
 	fw.running.Add(1)
 	if err := fw.srv.submit(context.WithValue(context.Background(), pinKey{}, 0), req, st); err != nil {

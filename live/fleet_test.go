@@ -497,7 +497,7 @@ func FuzzFleetChunk(f *testing.F) {
 	defer s.Close()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		w := &remote{id: 9, slot: 5, dp: 1, reqs: map[uint64]*remoteReq{}}
-		st := newStream(1, 4, time.Now())
+		st := newStream(1, 4, time.Now(), nil)
 		rr := &remoteReq{req: s.newRequest([]uint32{1, 2, 3, 4}, 8, ""), st: st, w: w}
 		rr.req.ID = 1
 		s.mu.Lock()

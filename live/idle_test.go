@@ -82,7 +82,7 @@ func TestWaitingIsKept(t *testing.T) {
 		defer s.Close()
 		for range 3 {
 			req := s.newRequest([]uint32{1, 2, 3}, 4, "")
-			if err := s.workers[7].Submit(req, newStream(req.ID, 3, time.Now())); err != nil {
+			if err := s.workers[7].Submit(req, newStream(req.ID, 3, time.Now(), nil)); err != nil {
 				t.Fatal(err)
 			}
 		}

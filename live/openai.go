@@ -914,8 +914,8 @@ func (s *Server) generate(x exchange, p *sampling, chat bool, prompts []prompt) 
 			req := s.newRequest(pr.ids, maxes[i], p.lora, pr.images...)
 			s.plan(c, req, p, maxes[i], &buf)
 			req.MaxTokens = c.tokens
-			c.st = newStream(req.ID, len(pr.ids), arrived)
-			c.st.ready, c.st.finish, c.st.quiet = ready, c.finish, !p.stream
+			c.st = newStream(req.ID, len(pr.ids), arrived, ready)
+			c.st.finish, c.st.quiet = c.finish, !p.stream
 			c.st.expect(c.tokens)
 			if err := s.submit(x.context(), req, c.st); err != nil {
 				for _, d := range cs {
@@ -1043,6 +1043,26 @@ const streamRoom = 4 << 10
 type streamed struct {
 	ready <-chan struct{}
 	rs    response
+}
+
+// endsFirst waits, as write would before its first write, for the response's first output, and reports
+// whether every choice had ended by then (its whole stream is ready: at a high speedup, a short one
+// usually is). A chat stream writes its roles before any output: never. The output stays for write.
+func (st *streamed) endsFirst(ctx context.Context) bool {
+	if st.rs.chat {
+		return false
+	}
+	select {
+	case <-st.ready: // follow reads every choice before it waits: the signal is not needed again
+	case <-ctx.Done():
+		return false
+	}
+	for _, c := range st.rs.choices {
+		if !c.st.ended() {
+			return false
+		}
+	}
+	return true
 }
 
 // write writes the response's events to out, as its choices' output comes; ctx ends when its client

@@ -27,7 +27,7 @@ func (s *Server) admit(ctx context.Context, prompt []uint32, maxTokens int) (*St
 		return nil, e
 	}
 	req := s.newRequest(prompt, maxTokens, "")
-	st := newStream(req.ID, len(prompt), time.Now())
+	st := newStream(req.ID, len(prompt), time.Now(), nil)
 	if err := s.submit(ctx, req, st); err != nil {
 		return nil, submitError(err)
 	}

@@ -858,7 +858,7 @@ func TestMetricsBeforeLastToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := newStream(1, 40, time.Now())
+	st := newStream(1, 40, time.Now(), nil)
 	rec := &streamRecorder{st: st}
 	w := newWorker(0, 0, eng, sched.Aggregated, true, false, Hooks{Recorder: func(int, int) Recorder { return rec }}, time.Now())
 	w.start()

@@ -46,8 +46,13 @@ func (s *Stream) reason() string {
 	return s.finish
 }
 
-func newStream(id uint64, promptTokens int, arrived time.Time) *Stream {
-	return &Stream{ID: id, prompt: promptTokens, arrived: arrived, ready: make(chan struct{}, 1)}
+// newStream returns a request's stream, signalling ready (nil: a channel of its own; a response's
+// choices share one).
+func newStream(id uint64, promptTokens int, arrived time.Time, ready chan struct{}) *Stream {
+	if ready == nil {
+		ready = make(chan struct{}, 1)
+	}
+	return &Stream{ID: id, prompt: promptTokens, arrived: arrived, ready: ready}
 }
 
 // passRoom is the tokens (and passes) a streamed response's buffers are sized for before its first
@@ -96,6 +101,13 @@ func (s *Stream) Cached() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cached
+}
+
+// ended reports whether the request has finished or failed (Next has yet to say so).
+func (s *Stream) ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
 }
 
 func (s *Stream) signal() {

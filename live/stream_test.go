@@ -22,7 +22,7 @@ func signalled(s *Stream) bool {
 // An unstreamed response's stream wakes its handler once, when the request ends, however many passes
 // it took; the tokens of every pass are still there, with no pass's end kept.
 func TestQuietStreamSignalsOnlyItsEnd(t *testing.T) {
-	s := newStream(1, 3, time.Time{})
+	s := newStream(1, 3, time.Time{}, nil)
 	s.quiet = true
 	s.push([]uint32{1}, false)
 	s.push([]uint32{2, 3}, false)
@@ -42,7 +42,7 @@ func TestQuietStreamSignalsOnlyItsEnd(t *testing.T) {
 // A quiet stream hands its handler the buffer expect sized rather than a copy, and tokens pushed after
 // a hand-over go on in the rest of that buffer without touching what was handed over.
 func TestQuietStreamHandsOver(t *testing.T) {
-	s := newStream(1, 3, time.Time{})
+	s := newStream(1, 3, time.Time{}, nil)
 	s.quiet = true
 	s.expect(4)
 	buf := s.pending[:4]
@@ -65,7 +65,7 @@ func TestQuietStreamHandsOver(t *testing.T) {
 }
 
 func TestQuietStreamSignalsFailure(t *testing.T) {
-	s := newStream(1, 3, time.Time{})
+	s := newStream(1, 3, time.Time{}, nil)
 	s.quiet = true
 	s.push([]uint32{1}, false)
 	s.fail(errCancelled)
@@ -79,7 +79,7 @@ func TestQuietStreamSignalsFailure(t *testing.T) {
 
 // A streamed response's stream signals every pass: each is a chunk.
 func TestStreamSignalsEveryPass(t *testing.T) {
-	s := newStream(1, 3, time.Time{})
+	s := newStream(1, 3, time.Time{}, nil)
 	for i := range 3 {
 		s.push([]uint32{uint32(i)}, false)
 		if !signalled(s) {
