@@ -882,7 +882,7 @@ func loadAndValidate(path string) error {
 
 // TestTimingFlagsNeedTheirModel: a flag only one timing model reads is refused where no pool is priced
 // by that model, with the file and line that gave it; where a pool is, or the backend's default is that
-// model (TensorRT-LLM's profile), it is taken.
+// model (TensorRT-LLM's profile), it is taken. Validate opens no file: /db need not exist.
 func TestTimingFlagsNeedTheirModel(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	for _, tc := range []struct{ body, want string }{
@@ -903,6 +903,17 @@ func TestTimingFlagsNeedTheirModel(t *testing.T) {
 		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  profile: h200-llama-3.1-8b-bf16\n",
 			"config " + path + " line 4: prefill-profile h200-llama-3.1-8b-bf16: applies to --timing profile, and the prefill passes are priced by --timing default"},
 		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  timing: profile\n  profile: h200-llama-3.1-8b-bf16\n", ""},
+		// The op-level model alone reads a database and its version, and prices the experts' shards.
+		{"timing: fixed\nperf-db: /db\n", "config " + path + " line 2: perf-db /db: applies to --timing default, and the passes are priced by --timing fixed"},
+		{"backend: trtllm\nperf-db: /db\n", "config " + path + " line 2: perf-db /db: applies to --timing default, and the passes are priced by --timing profile"},
+		{"timing: polynomial\nbackend-version: 0.24.0\n", "config " + path + " line 2: backend-version 0.24.0: applies to --timing default, and the passes are priced by --timing polynomial"},
+		{"model: qwen3-30b-a3b\ntp: 2\nep: 2\ntiming: fixed\n", "config " + path + " line 3: ep 2: applies to --timing default, and the passes are priced by --timing fixed"},
+		{"model: qwen3-30b-a3b\ntp: 2\nep: 2\nperf-db: /db\nbackend-version: 0.24.0\n", ""},
+		{"timing: fixed\nperf-db: /db\nprefill-workers: 1\ndecode-workers: 1\ndecode:\n  timing: default\n", ""},
+		{"timing: fixed\nprefill-workers: 1\ndecode-workers: 1\ndecode:\n  backend-version: 0.24.0\n",
+			"config " + path + " line 5: decode-backend-version 0.24.0: applies to --timing default, and the decode passes are priced by --timing fixed"},
+		{"model: qwen3-30b-a3b\ntp: 2\nprefill-workers: 1\ndecode-workers: 1\nprefill:\n  timing: polynomial\n  ep: 2\n",
+			"config " + path + " line 7: prefill-ep 2: applies to --timing default, and the prefill passes are priced by --timing polynomial"},
 	} {
 		os.WriteFile(path, []byte(tc.body), 0o644)
 		err := loadAndValidate(path)
