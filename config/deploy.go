@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/timing"
+	"github.com/mocker-sim/mocker/timing/aic"
 	"github.com/mocker-sim/mocker/timing/registry"
 )
 
@@ -200,6 +202,10 @@ func (c *Config) buildTiming(d *Deployment) (timing.Model, registry.Info, error)
 		p.GEMMQuant, p.MoEQuant = c.QuantModes(d.Model)
 	}
 	m, info, err := e.New(p)
+	if c.PerfDB == "" && e.Name == registry.Models[0].Name {
+		// The op-level model read the database $MOCKER_PERF_DB names, if set: worded as --perf-db's.
+		return m, info, pathError("$"+aic.EnvPerfDB, os.Getenv(aic.EnvPerfDB), err)
+	}
 	return m, info, c.fileError("perf-db", c.PerfDB, err)
 }
 

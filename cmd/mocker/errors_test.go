@@ -361,3 +361,28 @@ func TestInputFilesNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestPerfDBVariableNamed: $MOCKER_PERF_DB naming no directory is worded as --perf-db is, by the
+// variable, wherever the op-level model would read it; where no pool's passes are priced by that model
+// it is not read, and --perf-db given wins over it.
+func TestPerfDBVariableNamed(t *testing.T) {
+	dir := t.TempDir()
+	missing, file := filepath.Join(dir, "missing"), filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	for _, tc := range []struct{ env, args, want string }{
+		{missing, "predict --num-requests 5", "$MOCKER_PERF_DB " + missing + ": no such file or directory"},
+		{file, "predict --num-requests 5", "$MOCKER_PERF_DB " + file + ": h200_sxm: not a directory"},
+		{missing, "estimate --prefill-tokens 10", "$MOCKER_PERF_DB " + missing + ": no such file or directory"},
+		{missing, "predict --num-requests 5 --prefill-workers 1 --decode-workers 1 --timing fixed --decode-timing default",
+			"decode workers: $MOCKER_PERF_DB " + missing + ": no such file or directory"},
+		{missing, "predict --num-requests 5 --perf-db " + file, "--perf-db " + file + ": h200_sxm: not a directory"},
+		{missing, "predict --num-requests 5 --timing fixed", ""},
+		{missing, "predict --num-requests 5 --backend trtllm", ""}, // priced by the profile
+	} {
+		t.Setenv("MOCKER_PERF_DB", tc.env)
+		_, _, err := mocker(t, strings.Fields(tc.args)...)
+		if tc.want == "" && err != nil || tc.want != "" && fmt.Sprint(err) != tc.want {
+			t.Errorf("$MOCKER_PERF_DB=%s %s: %v, want %q", tc.env, tc.args, err, tc.want)
+		}
+	}
+}

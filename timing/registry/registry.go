@@ -98,12 +98,14 @@ func opLevel(p Params) (timing.Model, Info, error) {
 	if p.Quantization == "mxfp4" && !p.Model.MoE() {
 		return nil, Info{}, fmt.Errorf("timing default: quantization mxfp4 quantizes only routed experts (the gpt-oss format) and model %s has none", p.Model.Name)
 	}
-	if p.PerfDB != "" {
-		if _, err := os.Stat(p.PerfDB); err != nil {
-			return nil, Info{}, err // an *os.PathError, which config words as --perf-db's (config.FileError)
+	src := aic.Discover(p.PerfDB, p.System.Name)
+	if src.How == "flag" || src.How == "env" {
+		// A directory given that is not there is an *os.PathError, which config words as the
+		// setting's or the variable's (config.FileError): "$MOCKER_PERF_DB /x: no such file or directory".
+		if _, err := os.Stat(src.Root); err != nil {
+			return nil, Info{}, err
 		}
 	}
-	src := aic.Discover(p.PerfDB, p.System.Name)
 	a, err := aic.New(aic.Options{Model: p.Model, System: p.System, Root: src.Root, Backend: p.Backend, Version: p.BackendVersion,
 		TP: p.TP, EP: p.EP, AttentionDP: p.AttentionDP, GEMMQuant: p.GEMMQuant, KVCacheDtype: p.KVCacheDtype, MoEQuant: p.MoEQuant})
 	if err != nil {
