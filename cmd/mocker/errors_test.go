@@ -306,9 +306,9 @@ func TestUnknownFlagSuggests(t *testing.T) {
 	}
 }
 
-// TestImpossibleTPNamed: a TP the model's attention heads do not split over is refused by every
-// command that deploys the model, naming the setting and the TPs that do split them, whatever the
-// timing model; a pool's own TP is named as its flag.
+// TestImpossibleTPNamed: a TP the model's attention heads (or linear-attention heads, or MLP) do not
+// split over is refused by every command that deploys the model, naming the setting and the TPs that do
+// split them, whatever the timing model; a pool's own TP is named as its flag.
 func TestImpossibleTPNamed(t *testing.T) {
 	heads := "llama-3.1-8b's 32 attention heads do not split over 3 GPUs (TP must divide 32: 1, 2, 4, 8, 16, 32)"
 	for _, tc := range []struct{ args, want string }{
@@ -319,6 +319,8 @@ func TestImpossibleTPNamed(t *testing.T) {
 		{"estimate --tp 3 --prefill-tokens 100", "tp 3: " + heads},
 		{"serve --tp 3 --port 0 --nats none", "tp 3: " + heads},
 		{"predict --model minimax-m2.5 --tp 12", "tp 12: minimax-m2.5's 8 key/value heads do not split over 12 GPUs, nor replicate over them evenly (TP must divide 48 and divide or be a multiple of 8: 1, 2, 4, 8, 16, 24, 48)"},
+		// Gated DeltaNet's heads split too, as vLLM and SGLang divide them, whatever the timing model.
+		{"predict --model qwen3.5-397b-a17b --tp 32 --timing fixed", "tp 32: qwen3.5-397b-a17b's 16/64 linear-attention key/value heads do not split over 32 GPUs (TP must divide 32, 16 and 64: 1, 2, 4, 8, 16)"},
 	} {
 		_, _, err := mocker(t, strings.Fields(tc.args)...)
 		if err == nil || err.Error() != tc.want {
