@@ -118,6 +118,10 @@ func TestRecommendRefuses(t *testing.T) {
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--ratios", "1:0", "--modes", "disagg"}, `--ratios: ratio "1:0": want PREFILL:DECODE workers`},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--report-json", "/nonexistent/r.json"}, "--report-json /nonexistent/r.json: directory /nonexistent"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--find-max-rate", "--objective", "tokens-per-gpu"}, "--find-max-rate and --objective"},
+		// Only the op-level timing model reads the experts' sharding.
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--model", "qwen3-30b-a3b", "--ep-list", "1,2", "--timing", "fixed"}, "--ep-list 1,2: applies to --timing default, and the passes are priced by --timing fixed"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--model", "qwen3-30b-a3b", "--ep-list", "2", "--backends", "trtllm"}, "--ep-list 2: applies to --timing default, and the passes are priced by --timing profile"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--model", "qwen3-30b-a3b", "--tp", "2", "--ep", "2", "--timing", "polynomial"}, "ep 2: applies to --timing default, and the passes are priced by --timing polynomial"},
 	} {
 		_, _, err := mocker(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
