@@ -684,11 +684,14 @@ func (c *Config) validateDeployment() error {
 	return nil
 }
 
-// validateTPSplit refuses a --tp that cannot shard the model's attention (model.Model.TPError), whatever
-// the timing model: vLLM and SGLang refuse it at start-up. A model that does not resolve is left to
-// Deployment, which says why; a --tp below 1 to validateDeployment.
+// validateTPSplit refuses a --tp that cannot shard the model (model.Model.TPError), or whose experts'
+// share of the GPUs (tp × dp-size with --dp-attention, over --ep) cannot split them
+// (model.Model.ExpertTPError), whatever the timing model: vLLM and SGLang refuse it at start-up. A model
+// that does not resolve is left to Deployment, which says why; a --tp or --ep below 1, or an --ep that
+// does not divide the GPUs, to validateDeployment.
 func (c *Config) validateTPSplit() error {
-	if c.TP < 1 {
+	gpus := c.TP * c.MoEDP()
+	if c.TP < 1 || c.EP < 1 || gpus%c.EP != 0 {
 		return nil
 	}
 	m, err := c.resolveModel()
@@ -697,6 +700,16 @@ func (c *Config) validateTPSplit() error {
 	}
 	if err := m.TPError(c.TP); err != nil {
 		return bad("tp", c.TP, err.Error())
+	}
+	if err := m.ExpertTPError(gpus / c.EP); err != nil {
+		key, v, over := "tp", c.TP, ""
+		if c.EP > 1 {
+			key, v = "ep", c.EP
+		}
+		if gpus != c.TP || c.EP > 1 {
+			over = fmt.Sprintf(" (the experts' TP: tp %d × dp-size %d / ep %d)", c.TP, c.MoEDP(), c.EP)
+		}
+		return bad(key, v, err.Error()+over)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -70,6 +71,7 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.TP = 3 }, "tp 3: llama-3.1-8b's 32 attention heads do not split over 3 GPUs (TP must divide 32: 1, 2, 4, 8, 16, 32)"},
 		{func(c *Config) { c.TP, c.Timing = 3, "fixed" }, "tp 3: llama-3.1-8b's 32 attention heads do not split over 3 GPUs"},
 		{func(c *Config) { c.Model, c.TP = "minimax-m2.5", 12 }, "tp 12: minimax-m2.5's 8 key/value heads do not split over 12 GPUs, nor replicate over them evenly"},
+		{func(c *Config) { c.Model, c.TP, c.Timing = "qwen3.5-397b-a17b", 32, "fixed" }, "tp 32: qwen3.5-397b-a17b's 16/64 linear-attention key/value heads do not split over 32 GPUs (TP must divide 32, 16 and 64: 1, 2, 4, 8, 16)"},
 		{func(c *Config) { c.PrefillWorkers, c.DecodeWorkers = 1, 1; _ = c.Prefill.Set("tp", "3") }, "prefill-tp 3: llama-3.1-8b's 32 attention heads do not split over 3 GPUs"},
 		{func(c *Config) { c.PrefillWorkers, c.DecodeWorkers, c.TP = 1, 1, 3; _ = c.Prefill.Set("tp", "2") }, "decode workers: tp 3: llama-3.1-8b's 32 attention heads"},
 		{func(c *Config) { c.Model, c.DPAttention = "qwen3-30b-a3b", true }, "dp-attention true: needs dp-size 2 or more (dp-size 1: a single rank shares its MoE layers with no other)"},
@@ -882,7 +884,7 @@ func loadAndValidate(path string) error {
 
 // TestTimingFlagsNeedTheirModel: a flag only one timing model reads is refused where no pool is priced
 // by that model, with the file and line that gave it; where a pool is, or the backend's default is that
-// model (TensorRT-LLM's profile), it is taken.
+// model (TensorRT-LLM's profile), it is taken. Validate opens no file: /db need not exist.
 func TestTimingFlagsNeedTheirModel(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	for _, tc := range []struct{ body, want string }{
@@ -903,6 +905,17 @@ func TestTimingFlagsNeedTheirModel(t *testing.T) {
 		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  profile: h200-llama-3.1-8b-bf16\n",
 			"config " + path + " line 4: prefill-profile h200-llama-3.1-8b-bf16: applies to --timing profile, and the prefill passes are priced by --timing default"},
 		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  timing: profile\n  profile: h200-llama-3.1-8b-bf16\n", ""},
+		// The op-level model alone reads a database and its version, and prices the experts' shards.
+		{"timing: fixed\nperf-db: /db\n", "config " + path + " line 2: perf-db /db: applies to --timing default, and the passes are priced by --timing fixed"},
+		{"backend: trtllm\nperf-db: /db\n", "config " + path + " line 2: perf-db /db: applies to --timing default, and the passes are priced by --timing profile"},
+		{"timing: polynomial\nbackend-version: 0.24.0\n", "config " + path + " line 2: backend-version 0.24.0: applies to --timing default, and the passes are priced by --timing polynomial"},
+		{"model: qwen3-30b-a3b\ntp: 2\nep: 2\ntiming: fixed\n", "config " + path + " line 3: ep 2: applies to --timing default, and the passes are priced by --timing fixed"},
+		{"model: qwen3-30b-a3b\ntp: 2\nep: 2\nperf-db: /db\nbackend-version: 0.24.0\n", ""},
+		{"timing: fixed\nperf-db: /db\nprefill-workers: 1\ndecode-workers: 1\ndecode:\n  timing: default\n", ""},
+		{"timing: fixed\nprefill-workers: 1\ndecode-workers: 1\ndecode:\n  backend-version: 0.24.0\n",
+			"config " + path + " line 5: decode-backend-version 0.24.0: applies to --timing default, and the decode passes are priced by --timing fixed"},
+		{"model: qwen3-30b-a3b\ntp: 2\nprefill-workers: 1\ndecode-workers: 1\nprefill:\n  timing: polynomial\n  ep: 2\n",
+			"config " + path + " line 7: prefill-ep 2: applies to --timing default, and the prefill passes are priced by --timing polynomial"},
 	} {
 		os.WriteFile(path, []byte(tc.body), 0o644)
 		err := loadAndValidate(path)
@@ -1076,6 +1089,44 @@ func TestPlannerPoolsMatchTheDeployment(t *testing.T) {
 		_, err := c.SimOptions()
 		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
 			t.Errorf("%s, prefill workers %d: %v, want %q", tc.file, tc.prefill, err, tc.want)
+		}
+	}
+}
+
+// TestTPSplitsTheExperts: the routed experts split evenly over their own TP, tp × dp-size (with
+// --dp-attention) / ep, whatever the timing model: 1000 does not split 16 ways. Where --ep or the ranks
+// make that TP, the error says so; where --ep shrinks it, it names --ep.
+func TestTPSplitsTheExperts(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "model", "testdata", "qwen3-235b-a22b", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "moe-1000") // the model's name
+	raw = bytes.Replace(raw, []byte(`"moe_intermediate_size": 1536`), []byte(`"moe_intermediate_size": 1000`), 1)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const over16 = "expert MLP size 1000 does not split over 16 GPUs"
+	for _, tc := range []struct {
+		tp, dp, ep int
+		timing     string
+		want       string // "" when valid
+	}{
+		{8, 1, 1, "fixed", ""}, // 125 rows each
+		{16, 1, 1, "fixed", "tp 16: moe-1000's " + over16},
+		{16, 1, 2, "default", ""},
+		{32, 1, 2, "default", "ep 2: moe-1000's " + over16 + " (the experts' TP: tp 32 × dp-size 1 / ep 2)"},
+		{8, 2, 1, "default", "tp 8: moe-1000's " + over16 + " (the experts' TP: tp 8 × dp-size 2 / ep 1)"},
+	} {
+		c := Default()
+		c.ModelConfig, c.TP, c.EP, c.Timing = dir, tc.tp, tc.ep, tc.timing
+		c.DPSize, c.DPAttention = tc.dp, tc.dp > 1
+		err := c.Validate()
+		if tc.want == "" && err != nil || tc.want != "" && fmt.Sprint(err) != tc.want {
+			t.Errorf("tp %d dp %d ep %d: %v, want %q", tc.tp, tc.dp, tc.ep, err, tc.want)
 		}
 	}
 }

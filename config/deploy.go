@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
 	"github.com/mocker-sim/mocker/timing"
+	"github.com/mocker-sim/mocker/timing/aic"
 	"github.com/mocker-sim/mocker/timing/registry"
 )
 
@@ -81,10 +83,8 @@ func (c *Config) Deployment() (*Deployment, error) {
 		}
 		return nil, fmt.Errorf("dp-attention: the %d ranks share the routed experts, and %s has none (without --dp-attention they are replicas)", c.DPSize, name)
 	}
-	if c.System != "" {
-		if d.System, err = hardware.Lookup(c.System); err != nil {
-			return nil, c.at("system", fmt.Errorf("system: %w", err))
-		}
+	if d.System, err = c.system(); err != nil {
+		return nil, err
 	}
 	if d.Model != nil {
 		if d.WeightBytes, err = c.weightBytes(d.Model); err != nil {
@@ -193,14 +193,72 @@ func (c *Config) buildTiming(d *Deployment) (timing.Model, registry.Info, error)
 	if err != nil {
 		return nil, registry.Info{}, err
 	}
-	p := registry.Params{Model: d.Model, System: d.System, Backend: c.Backend, TP: c.TP, EP: c.EP, AttentionDP: c.MoEDP(),
+	m, info, err := e.New(c.timingParams(d.Model, d.System))
+	return m, info, c.timingFileError(e, err)
+}
+
+// timingParams are the deployment's and the timing flags' values a timing model is built from, with
+// the model m and the system sys resolved.
+func (c *Config) timingParams(m *model.Model, sys *hardware.System) registry.Params {
+	p := registry.Params{Model: m, System: sys, Backend: c.Backend, TP: c.TP, EP: c.EP, AttentionDP: c.MoEDP(),
 		Quantization: c.Quantization, KVCacheDtype: c.KVCacheDtype, PerfDB: c.PerfDB, BackendVersion: c.BackendVersion,
 		Profile: c.Profile, PrefillMs: c.PrefillMs, DecodeMs: c.DecodeMs}
-	if d.Model != nil {
-		p.GEMMQuant, p.MoEQuant = c.QuantModes(d.Model)
+	if m != nil {
+		p.GEMMQuant, p.MoEQuant = c.QuantModes(m)
 	}
-	m, info, err := e.New(p)
-	return m, info, c.fileError("perf-db", c.PerfDB, err)
+	return p
+}
+
+// timingFileError words err of the timing model e as an input file's (FileError): the op-level model's
+// database given by --perf-db or, without it, by $MOCKER_PERF_DB.
+func (c *Config) timingFileError(e *registry.Entry, err error) error {
+	if c.PerfDB == "" && e.Name == registry.Models[0].Name {
+		return pathError("$"+aic.EnvPerfDB, os.Getenv(aic.EnvPerfDB), err)
+	}
+	return c.fileError("perf-db", c.PerfDB, err)
+}
+
+// CheckShared checks what every shape of the deployment shares, whatever its TP, EP, workers and batch
+// limits: the model, the GPU system, and what its timing model (each pool's) needs that the shape does
+// not change (registry.Entry.Shared: its data's directory, its profile's file, ...). Its error would be
+// every shape's: recommend raises it once, before its search.
+func (c *Config) CheckShared() error {
+	m, err := c.resolveModel()
+	if err != nil {
+		return err
+	}
+	sys, err := c.system()
+	if err != nil {
+		return err
+	}
+	pools := []*Config{c}
+	if c.PrefillWorkers > 0 {
+		pools = []*Config{c.ForRole(Roles[0]), c.ForRole(Roles[1])}
+	}
+	for _, pool := range pools {
+		e, err := registry.Lookup(pool.TimingName())
+		if err != nil {
+			return err
+		}
+		if e.Shared != nil {
+			if err := e.Shared(pool.timingParams(m, sys)); err != nil {
+				return pool.timingFileError(e, err)
+			}
+		}
+	}
+	return nil
+}
+
+// system is the GPU system --system names; nil when it names none.
+func (c *Config) system() (*hardware.System, error) {
+	if c.System == "" {
+		return nil, nil
+	}
+	s, err := hardware.Lookup(c.System)
+	if err != nil {
+		return nil, c.at("system", fmt.Errorf("system: %w", err))
+	}
+	return s, nil
 }
 
 // TimingName is the timing model that prices passes: --timing, except where the backend's registration

@@ -12,15 +12,19 @@ import (
 // that PATH, or the file read from that directory ("--KEY DIR: config.json: why"), cannot be opened or
 // read (an *os.PathError, whose operation and path the flag's would repeat). Any other error is its
 // reader's, which names the file, the line and the field, and is returned as it is.
-func FileError(key, path string, err error) error {
+func FileError(key, path string, err error) error { return pathError("--"+key, path, err) }
+
+// pathError is FileError for the input file or directory that name gives: a flag, or an environment
+// variable ("$MOCKER_PERF_DB DIR: why").
+func pathError(name, path string, err error) error {
 	var pe *os.PathError
 	switch {
 	case path == "" || !errors.As(err, &pe):
 		return err
 	case pe.Path == path:
-		return fmt.Errorf("--%s %s: %w", key, path, pe.Err)
+		return fmt.Errorf("%s %s: %w", name, path, pe.Err)
 	case filepath.Dir(pe.Path) == filepath.Clean(path):
-		return fmt.Errorf("--%s %s: %s: %w", key, path, filepath.Base(pe.Path), pe.Err)
+		return fmt.Errorf("%s %s: %s: %w", name, path, filepath.Base(pe.Path), pe.Err)
 	}
 	return err
 }

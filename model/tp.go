@@ -6,20 +6,45 @@ import (
 	"strings"
 )
 
-// TPError says why tensor parallelism tp cannot shard m's attention the way vLLM and SGLang shard it,
-// or is nil when it can. Each GPU takes an equal share of the query heads (vLLM refuses num_attention_heads
-// % tp != 0 at start-up), and an equal share of the key/value heads or, with fewer of them than GPUs,
-// each key/value head is replicated on an equal number of GPUs (QKVParallelLinear in both engines: kv % tp
-// == 0 or tp % kv == 0). An MLA model caches one latent that all its heads share, so only its query heads
-// split. It panics unless tp is positive.
+// TPError says why tensor parallelism tp cannot shard m the way vLLM and SGLang shard it, or is nil when
+// it can. Each GPU takes an equal share of the query heads (vLLM refuses num_attention_heads % tp != 0 at
+// start-up), and an equal share of the key/value heads or, with fewer of them than GPUs, each key/value
+// head is replicated on an equal number of GPUs (QKVParallelLinear in both engines: kv % tp == 0 or
+// tp % kv == 0). An MLA model caches one latent that all its heads share, so only its query heads split.
+// A dense MLP's intermediate size splits evenly (ColumnParallelLinear and RowParallelLinear divide it by
+// tp, asserting), and so do Gated DeltaNet layers' key and value heads (both engines divide() each by tp).
+// The routed experts split by their own TP (ExpertTPError). It panics unless tp is positive.
 func (m *Model) TPError(tp int) error {
 	mustPositive("TPError", 1, tp)
 	switch {
+	case m.shards(tp):
+		return nil
 	case m.Heads%tp != 0:
 		return fmt.Errorf("%s's %d attention heads do not split over %d GPUs (TP must divide %d: %s)", m.Name, m.Heads, tp, m.Heads, m.tpList())
 	case !m.kvSplits(tp):
 		return fmt.Errorf("%s's %d key/value heads do not split over %d GPUs, nor replicate over them evenly (TP must divide %d and divide or be a multiple of %d: %s)",
 			m.Name, m.KVHeads, tp, m.Heads, m.KVHeads, m.tpList())
+	case m.Intermediate%tp != 0:
+		return fmt.Errorf("%s's MLP size %d does not split over %d GPUs (TP must divide %d and %d: %s)", m.Name, m.Intermediate, tp, m.Heads, m.Intermediate, m.tpList())
+	default:
+		return fmt.Errorf("%s's %d/%d linear-attention key/value heads do not split over %d GPUs (TP must divide %d, %d and %d: %s)",
+			m.Name, m.LinearKeyHeads, m.LinearValueHeads, tp, m.Heads, m.LinearKeyHeads, m.LinearValueHeads, m.tpList())
+	}
+}
+
+// shards reports whether tp GPUs shard m evenly (TPError nil).
+func (m *Model) shards(tp int) bool {
+	return m.Heads%tp == 0 && m.kvSplits(tp) && m.Intermediate%tp == 0 && m.linearSplits(tp)
+}
+
+// ExpertTPError says why the routed experts cannot be split over moeTP GPUs each, the experts' tensor
+// parallelism (tp × attention data parallelism / ep), or is nil when they can: vLLM's FusedMoE asserts
+// moe_intermediate_size % tp == 0 over its MoE group, SGLang's divides it by its moe_tp_size. It panics
+// unless moeTP is positive.
+func (m *Model) ExpertTPError(moeTP int) error {
+	mustPositive("ExpertTPError", 1, moeTP)
+	if m.MoEIntermediate%moeTP != 0 {
+		return fmt.Errorf("%s's expert MLP size %d does not split over %d GPUs", m.Name, m.MoEIntermediate, moeTP)
 	}
 	return nil
 }
@@ -31,11 +56,16 @@ func (m *Model) kvSplits(tp int) bool {
 	return m.MLA() || kv <= 0 || kv%tp == 0 || tp%kv == 0
 }
 
-// tpList lists the tensor parallelisms that shard m's attention (TPError nil), all of which divide Heads.
+// linearSplits reports whether tp GPUs take equal shares of m's linear-attention key and value heads.
+func (m *Model) linearSplits(tp int) bool {
+	return m.LinearLayers == 0 || m.LinearKeyHeads%tp == 0 && m.LinearValueHeads%tp == 0
+}
+
+// tpList lists the tensor parallelisms that shard m (TPError nil), all of which divide Heads.
 func (m *Model) tpList() string {
 	var tps []string
 	for tp := 1; tp <= m.Heads; tp++ {
-		if m.Heads%tp == 0 && m.kvSplits(tp) {
+		if m.shards(tp) {
 			tps = append(tps, strconv.Itoa(tp))
 		}
 	}

@@ -1,13 +1,15 @@
 package model_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/mocker-sim/mocker/model"
 )
 
 // TestTPError: a TP must divide the query heads, and divide or be a multiple of the key/value heads
-// (vLLM's and SGLang's rule); MLA's latent cache replicates whatever the TP.
+// (vLLM's and SGLang's rule); MLA's latent cache replicates whatever the TP. It must divide a dense MLP's
+// size and linear attention's heads; the error lists the TPs that pass every check.
 func TestTPError(t *testing.T) {
 	for _, tc := range []struct {
 		m    *model.Model
@@ -25,6 +27,12 @@ func TestTPError(t *testing.T) {
 		{mustLookup(t, "deepseek-v3"), 16, ""},       // MLA: no key/value heads to split
 		{mustLookup(t, "deepseek-v3"), 3, "deepseek-v3's 128 attention heads do not split over 3 GPUs (TP must divide 128: 1, 2, 4, 8, 16, 32, 64, 128)"},
 		{&model.Model{Name: "m", Heads: 12, KVHeads: 4}, 6, "m's 4 key/value heads do not split over 6 GPUs, nor replicate over them evenly (TP must divide 12 and divide or be a multiple of 4: 1, 2, 4, 12)"},
+		// A dense MLP's intermediate size and Gated DeltaNet's key/value heads split evenly too.
+		{&model.Model{Name: "m", Heads: 16, KVHeads: 16, Intermediate: 1000}, 16, "m's MLP size 1000 does not split over 16 GPUs (TP must divide 16 and 1000: 1, 2, 4, 8)"},
+		{&model.Model{Name: "m", Heads: 16, KVHeads: 16, Intermediate: 1000}, 8, ""},
+		{mustLookup(t, "qwen3.5-397b-a17b"), 32, "qwen3.5-397b-a17b's 16/64 linear-attention key/value heads do not split over 32 GPUs (TP must divide 32, 16 and 64: 1, 2, 4, 8, 16)"},
+		{mustLookup(t, "qwen3.5-397b-a17b"), 3, "qwen3.5-397b-a17b's 32 attention heads do not split over 3 GPUs (TP must divide 32: 1, 2, 4, 8, 16)"},
+		{mustLookup(t, "qwen3-30b-a3b"), 32, ""}, // no dense layers: its experts split by their own TP
 	} {
 		err := tc.m.TPError(tc.tp)
 		switch {
@@ -32,6 +40,20 @@ func TestTPError(t *testing.T) {
 			t.Errorf("%s tp %d: %v, want nil", tc.m.Name, tc.tp, err)
 		case tc.want != "" && (err == nil || err.Error() != tc.want):
 			t.Errorf("%s tp %d: %v, want %q", tc.m.Name, tc.tp, err, tc.want)
+		}
+	}
+}
+
+// TestExpertTPError: the routed experts' MLP size must split over the experts' own TP.
+func TestExpertTPError(t *testing.T) {
+	m := mustLookup(t, "qwen3-30b-a3b") // 768 = 2^8 × 3
+	for _, tc := range []struct {
+		tp   int
+		want string // "" when they split
+	}{{1, ""}, {3, ""}, {256, ""}, {5, "qwen3-30b-a3b's expert MLP size 768 does not split over 5 GPUs"}, {512, "qwen3-30b-a3b's expert MLP size 768 does not split over 512 GPUs"}} {
+		err := m.ExpertTPError(tc.tp)
+		if tc.want == "" && err != nil || tc.want != "" && fmt.Sprint(err) != tc.want {
+			t.Errorf("tp %d: %v, want %q", tc.tp, err, tc.want)
 		}
 	}
 }

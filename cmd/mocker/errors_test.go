@@ -306,9 +306,9 @@ func TestUnknownFlagSuggests(t *testing.T) {
 	}
 }
 
-// TestImpossibleTPNamed: a TP the model's attention heads do not split over is refused by every
-// command that deploys the model, naming the setting and the TPs that do split them, whatever the
-// timing model; a pool's own TP is named as its flag.
+// TestImpossibleTPNamed: a TP the model's attention heads (or linear-attention heads, or MLP) do not
+// split over is refused by every command that deploys the model, naming the setting and the TPs that do
+// split them, whatever the timing model; a pool's own TP is named as its flag.
 func TestImpossibleTPNamed(t *testing.T) {
 	heads := "llama-3.1-8b's 32 attention heads do not split over 3 GPUs (TP must divide 32: 1, 2, 4, 8, 16, 32)"
 	for _, tc := range []struct{ args, want string }{
@@ -319,6 +319,8 @@ func TestImpossibleTPNamed(t *testing.T) {
 		{"estimate --tp 3 --prefill-tokens 100", "tp 3: " + heads},
 		{"serve --tp 3 --port 0 --nats none", "tp 3: " + heads},
 		{"predict --model minimax-m2.5 --tp 12", "tp 12: minimax-m2.5's 8 key/value heads do not split over 12 GPUs, nor replicate over them evenly (TP must divide 48 and divide or be a multiple of 8: 1, 2, 4, 8, 16, 24, 48)"},
+		// Gated DeltaNet's heads split too, as vLLM and SGLang divide them, whatever the timing model.
+		{"predict --model qwen3.5-397b-a17b --tp 32 --timing fixed", "tp 32: qwen3.5-397b-a17b's 16/64 linear-attention key/value heads do not split over 32 GPUs (TP must divide 32, 16 and 64: 1, 2, 4, 8, 16)"},
 	} {
 		_, _, err := mocker(t, strings.Fields(tc.args)...)
 		if err == nil || err.Error() != tc.want {
@@ -358,6 +360,31 @@ func TestInputFilesNamed(t *testing.T) {
 		_, _, err := mocker(t, strings.Fields(tc.args)...)
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%s: %v, want %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestPerfDBVariableNamed: $MOCKER_PERF_DB naming no directory is worded as --perf-db is, by the
+// variable, wherever the op-level model would read it; where no pool's passes are priced by that model
+// it is not read, and --perf-db given wins over it.
+func TestPerfDBVariableNamed(t *testing.T) {
+	dir := t.TempDir()
+	missing, file := filepath.Join(dir, "missing"), filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	for _, tc := range []struct{ env, args, want string }{
+		{missing, "predict --num-requests 5", "$MOCKER_PERF_DB " + missing + ": no such file or directory"},
+		{file, "predict --num-requests 5", "$MOCKER_PERF_DB " + file + ": h200_sxm: not a directory"},
+		{missing, "estimate --prefill-tokens 10", "$MOCKER_PERF_DB " + missing + ": no such file or directory"},
+		{missing, "predict --num-requests 5 --prefill-workers 1 --decode-workers 1 --timing fixed --decode-timing default",
+			"decode workers: $MOCKER_PERF_DB " + missing + ": no such file or directory"},
+		{missing, "predict --num-requests 5 --perf-db " + file, "--perf-db " + file + ": h200_sxm: not a directory"},
+		{missing, "predict --num-requests 5 --timing fixed", ""},
+		{missing, "predict --num-requests 5 --backend trtllm", ""}, // priced by the profile
+	} {
+		t.Setenv("MOCKER_PERF_DB", tc.env)
+		_, _, err := mocker(t, strings.Fields(tc.args)...)
+		if tc.want == "" && err != nil || tc.want != "" && fmt.Sprint(err) != tc.want {
+			t.Errorf("$MOCKER_PERF_DB=%s %s: %v, want %q", tc.env, tc.args, err, tc.want)
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/mocker-sim/mocker/recommend/sweep"
 	"github.com/mocker-sim/mocker/report"
 	"github.com/mocker-sim/mocker/report/html"
+	"github.com/mocker-sim/mocker/timing/registry"
 )
 
 // recommendFlags are recommend's own settings: the targets, the objective and the search space.
@@ -205,6 +206,23 @@ func validOnSome(cfg *config.Config, backends []string) error {
 	return first
 }
 
+// epListRead refuses --ep-list where no swept backend's passes are priced by the op-level model, the
+// one timing model that reads the experts' sharding, as config refuses --ep there.
+func epListRead(fs *pflag.FlagSet, cfg *config.Config, backends []string) error {
+	opLevel := registry.Models[0].Name
+	if !fs.Changed("ep-list") {
+		return nil
+	}
+	var pricedBy string
+	for _, b := range backends {
+		c := cfg.OnBackend(b)
+		if pricedBy = c.TimingName(); pricedBy == opLevel {
+			return nil
+		}
+	}
+	return fmt.Errorf("--ep-list %s: applies to --timing %s, and the passes are priced by --timing %s", strings.Trim(fs.Lookup("ep-list").Value.String(), "[]"), opLevel, pricedBy)
+}
+
 func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf *recommendFlags, stdout, stderr io.Writer) error {
 	for _, f := range []string{"requests-jsonl", "scaling-jsonl", "perfetto", "perfetto-window"} {
 		if fs.Changed(f) {
@@ -224,6 +242,9 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 		return err
 	}
 	if err := validOnSome(cfg, sp.Backends); err != nil {
+		return err
+	}
+	if err := epListRead(fs, cfg, sp.Backends); err != nil {
 		return err
 	}
 	o := recommend.Options{Targets: targets, Objective: rf.objective, Threads: rf.threads}

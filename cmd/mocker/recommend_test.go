@@ -118,6 +118,10 @@ func TestRecommendRefuses(t *testing.T) {
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--ratios", "1:0", "--modes", "disagg"}, `--ratios: ratio "1:0": want PREFILL:DECODE workers`},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--report-json", "/nonexistent/r.json"}, "--report-json /nonexistent/r.json: directory /nonexistent"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--find-max-rate", "--objective", "tokens-per-gpu"}, "--find-max-rate and --objective"},
+		// Only the op-level timing model reads the experts' sharding.
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--model", "qwen3-30b-a3b", "--ep-list", "1,2", "--timing", "fixed"}, "--ep-list 1,2: applies to --timing default, and the passes are priced by --timing fixed"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--model", "qwen3-30b-a3b", "--ep-list", "2", "--backends", "trtllm"}, "--ep-list 2: applies to --timing default, and the passes are priced by --timing profile"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--model", "qwen3-30b-a3b", "--tp", "2", "--ep", "2", "--timing", "polynomial"}, "ep 2: applies to --timing default, and the passes are priced by --timing polynomial"},
 	} {
 		_, _, err := mocker(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -298,5 +302,34 @@ func TestRecommendRefusesBeyondContext(t *testing.T) {
 		"--output-tokens", "1000", "--synthetic-lengths", "fixed")
 	if want := `warning: 4 of 12 requests rejected; the first (request "2"): prompt (47000 tokens) + max_tokens (1000) exceeds max-model-len 40960`; err != nil || !strings.Contains(stderr, want) {
 		t.Errorf("predict: %v, stderr %q; want %s", err, stderr, want)
+	}
+}
+
+// TestRecommendSharedErrorOnce: an error no shape of the space changes (an input file, the model, the
+// system, the timing model's data) is raised once, before the search, not once per shape; where it
+// holds on one swept backend only, the others' shapes are searched.
+func TestRecommendSharedErrorOnce(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	enoent := ": no such file or directory"
+	search := []string{"recommend", "--ttft-p90-ms", "500", "--num-requests", "20", "--tp-list", "1,2,4", "--max-workers", "2"}
+	for _, tc := range []struct{ env, args, want string }{
+		{"", "--model-config " + missing, "--model-config " + missing + enoent},
+		{"", "--perf-db " + missing, "--perf-db " + missing + enoent},
+		{missing, "", "$MOCKER_PERF_DB " + missing + enoent},
+		{"", "--timing profile --profile " + missing, "--profile " + missing + ": not a built-in profile (h200-llama-3.1-8b-bf16, h200-qwen3-32b-bf16) nor a file" + enoent},
+		{"", "--system h900", `system: hardware: unknown system "h900" (known: b200_sxm, h100_sxm, h200_sxm; or load an AIConfigurator system YAML)`},
+		{"", "--quantization mxfp4", "timing default: quantization mxfp4 quantizes only routed experts (the gpt-oss format) and model llama-3.1-8b has none"},
+		{"", "--backends trtllm --model qwen3-30b-a3b", "timing profile: no built-in profile for qwen3-30b-a3b on h200_sxm (h200-qwen3-30b-a3b-bf16); give --profile PATH, or --timing polynomial"},
+	} {
+		t.Setenv("MOCKER_PERF_DB", tc.env)
+		out, _, err := mocker(t, append(search, strings.Fields(tc.args)...)...)
+		if err == nil || err.Error() != tc.want || out != "" {
+			t.Errorf("%s: %v, stdout %q; want %s", tc.args, err, out, tc.want)
+		}
+	}
+	// TensorRT-LLM's shapes are priced by a profile qwen3-30b-a3b has none of; vLLM's are searched.
+	out, _, err := mocker(t, append(search[:len(search)-4], "--tp-list", "1", "--max-workers", "1", "--backends", "vllm,trtllm", "--model", "qwen3-30b-a3b")...)
+	if err != nil || !strings.Contains(out, "1 × vllm agg tp1") || !strings.Contains(out, "trtllm agg tp1 seqs auto mbt 8192 round-robin: timing profile: no built-in profile") {
+		t.Errorf("vllm and trtllm: %v\n%s", err, out)
 	}
 }

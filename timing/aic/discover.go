@@ -61,16 +61,25 @@ var (
 // or environment is used as it is: a wrong one is an error when the model reads it, not a reason
 // to fall back.
 func Discover(flag, system string) Source {
-	if flag != "" {
-		return Source{Root: flag, How: "flag"}
-	}
-	if env := getenv(EnvPerfDB); env != "" {
-		return Source{Root: env, How: "env"}
+	if src, ok := Given(flag); ok {
+		return src
 	}
 	if root := pythonDataDir(pythonPaths(), system); root != "" {
 		return Source{Root: root, How: "python"}
 	}
 	return Source{Root: EmbeddedRoot, How: "embedded"}
+}
+
+// Given is the database a directory given names: flag (--perf-db) or, without it, $MOCKER_PERF_DB; ok
+// false when neither does.
+func Given(flag string) (src Source, ok bool) {
+	if flag != "" {
+		return Source{Root: flag, How: "flag"}, true
+	}
+	if env := getenv(EnvPerfDB); env != "" {
+		return Source{Root: env, How: "env"}, true
+	}
+	return Source{}, false
 }
 
 // pythonDataDir returns the first AIConfigurator systems data directory under the Python path

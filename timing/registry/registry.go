@@ -49,13 +49,17 @@ type Entry struct {
 	// (timingtest.Options.Slack): 0 for an analytic model, the measured noise for one read off tables.
 	Slack float64
 	New   func(Params) (timing.Model, Info, error)
+	// Shared, if set, checks what New checks that no deployment's shape (its TP, EP, workers and batch
+	// limits) changes: the model and system it needs, the files it reads. Its error is New's, which a
+	// search raises once rather than for every shape.
+	Shared func(Params) error
 }
 
 // Models is the registry, in the order --timing's help lists them; the first is the default.
 var Models = []Entry{
-	{Name: "default", Slack: 0.05, New: opLevel,
+	{Name: "default", Slack: 0.05, New: opLevel, Shared: opLevelShared,
 		Help: "op-level: per-kernel measurements from AIConfigurator's database, found by --perf-db, $MOCKER_PERF_DB, an installed aiconfigurator Python package, else the built-in H200 vLLM/SGLang tables; on --backend trtllm the profile"},
-	{Name: "profile", Slack: 0.25, New: stepProfile,
+	{Name: "profile", Slack: 0.25, New: stepProfile, Shared: func(p Params) error { _, _, err := profileSource(p); return err },
 		Help: "step times of a plain PyTorch decoder, ~1.8x slower than vLLM's kernels"},
 	{Name: "polynomial", New: func(Params) (timing.Model, Info, error) { return timing.Polynomial{}, Info{}, nil },
 		Help: "Dynamo's default"},
@@ -89,19 +93,8 @@ func Help() string {
 
 // opLevel builds the op-level model (--timing default) on the database aic.Discover finds.
 func opLevel(p Params) (timing.Model, Info, error) {
-	if p.Model == nil || p.System == nil {
-		return nil, Info{}, fmt.Errorf("timing default: needs --model (or --model-config) and --system")
-	}
-	if p.Backend == "trtllm" {
-		return nil, Info{}, fmt.Errorf("timing default: no TensorRT-LLM tables are supported; use --backend vllm or sglang timing, or --timing profile")
-	}
-	if p.Quantization == "mxfp4" && !p.Model.MoE() {
-		return nil, Info{}, fmt.Errorf("timing default: quantization mxfp4 quantizes only routed experts (the gpt-oss format) and model %s has none", p.Model.Name)
-	}
-	if p.PerfDB != "" {
-		if _, err := os.Stat(p.PerfDB); err != nil {
-			return nil, Info{}, err // an *os.PathError, which config words as --perf-db's (config.FileError)
-		}
+	if err := opLevelShared(p); err != nil {
+		return nil, Info{}, err
 	}
 	src := aic.Discover(p.PerfDB, p.System.Name)
 	a, err := aic.New(aic.Options{Model: p.Model, System: p.System, Root: src.Root, Backend: p.Backend, Version: p.BackendVersion,
@@ -112,31 +105,40 @@ func opLevel(p Params) (timing.Model, Info, error) {
 	return a, Info{Source: src.String(), Version: p.Backend + " " + a.Version()}, nil
 }
 
+// opLevelShared is what opLevel checks that no shape changes: the model and system it needs, the
+// backend, the quantization, and the directory --perf-db or $MOCKER_PERF_DB gives, if either does (one
+// that is not there is an *os.PathError, which config words as the setting's or the variable's,
+// config.FileError: "$MOCKER_PERF_DB /x: no such file or directory").
+func opLevelShared(p Params) error {
+	switch {
+	case p.Model == nil || p.System == nil:
+		return fmt.Errorf("timing default: needs --model (or --model-config) and --system")
+	case p.Backend == "trtllm":
+		return fmt.Errorf("timing default: no TensorRT-LLM tables are supported; use --backend vllm or sglang timing, or --timing profile")
+	case p.Quantization == "mxfp4" && !p.Model.MoE():
+		return fmt.Errorf("timing default: quantization mxfp4 quantizes only routed experts (the gpt-oss format) and model %s has none", p.Model.Name)
+	}
+	if src, ok := aic.Given(p.PerfDB); ok {
+		_, err := os.Stat(src.Root)
+		return err
+	}
+	return nil
+}
+
 // stepProfile opens --profile: a built-in profile name, a profiler results directory (Dynamo's planner
 // profile), or a step-time CSV of ours. Unset, it is the built-in profile of the model on the system.
 func stepProfile(p Params) (timing.Model, Info, error) {
-	name := p.Profile
-	if name == "" {
-		if p.Model == nil || p.System == nil {
-			return nil, Info{}, fmt.Errorf("timing profile: no --profile, and no --model and --system to choose a built-in one")
-		}
-		sys, _, _ := strings.Cut(p.System.Name, "_") // "h200" for "h200_sxm"
-		name = fmt.Sprintf("%s-%s-%s", sys, p.Model.Name, precision(p))
-		if _, err := profile.Builtin(name); err != nil {
-			return nil, Info{}, fmt.Errorf("timing profile: no built-in profile for %s on %s (%s); give --profile PATH, or --timing polynomial", p.Model.Name, p.System.Name, name)
-		}
+	name, st, err := profileSource(p)
+	if err != nil {
+		return nil, Info{Source: name}, err
 	}
 	if p.TP != 1 {
 		return nil, Info{}, fmt.Errorf("timing profile: profiles are measured at tp 1, got --tp %d", p.TP)
 	}
 	info := Info{Source: name}
-	if s, err := profile.Builtin(name); err == nil {
-		return s, info, nil
-	}
-	st, err := os.Stat(name)
-	if err != nil {
-		// Worded as config.FileError words a missing input file (os.Stat's error is an *os.PathError).
-		return nil, info, fmt.Errorf("--profile %s: not a built-in profile (%s) nor a file: %w", name, strings.Join(profile.BuiltinNames(), ", "), errors.Unwrap(err))
+	if st == nil {
+		s, err := profile.Builtin(name)
+		return s, info, err
 	}
 	if st.IsDir() {
 		m, err := profile.LoadPlanner(name)
@@ -148,6 +150,31 @@ func stepProfile(p Params) (timing.Model, Info, error) {
 	}
 	m, err := profile.LoadSteps(name, modelName)
 	return m, info, err
+}
+
+// profileSource is the profile stepProfile opens, which no shape changes: its name, and its file's
+// information (nil for a built-in profile); the error says why there is none.
+func profileSource(p Params) (name string, st os.FileInfo, err error) {
+	name = p.Profile
+	if name == "" {
+		if p.Model == nil || p.System == nil {
+			return "", nil, fmt.Errorf("timing profile: no --profile, and no --model and --system to choose a built-in one")
+		}
+		sys, _, _ := strings.Cut(p.System.Name, "_") // "h200" for "h200_sxm"
+		name = fmt.Sprintf("%s-%s-%s", sys, p.Model.Name, precision(p))
+		if _, err := profile.Builtin(name); err != nil {
+			return "", nil, fmt.Errorf("timing profile: no built-in profile for %s on %s (%s); give --profile PATH, or --timing polynomial", p.Model.Name, p.System.Name, name)
+		}
+		return name, nil, nil
+	}
+	if _, err := profile.Builtin(name); err == nil {
+		return name, nil, nil
+	}
+	if st, err = os.Stat(name); err != nil {
+		// Worded as config.FileError words a missing input file (os.Stat's error is an *os.PathError).
+		return name, nil, fmt.Errorf("--profile %s: not a built-in profile (%s) nor a file: %w", name, strings.Join(profile.BuiltinNames(), ", "), errors.Unwrap(err))
+	}
+	return name, st, nil
 }
 
 // precision names the weights' precision as profiles do: the quantization (the flag's, else the
