@@ -346,15 +346,10 @@ func (e *Engine) Coast(now, until time.Duration, run *Run) {
 			b.Group = g
 			longest = max(longest, e.model.Cost(b).Total())
 		}
-		end := now + longest
-		if end >= until {
+		var ok bool
+		if now, ok = e.coastStep(now+longest, until, run); !ok {
 			return
 		}
-		for _, c := range e.coasting {
-			run.Samples = c.PlainStep(run.Samples)
-		}
-		run.Ends = append(run.Ends, end)
-		now = end
 	}
 }
 
@@ -396,16 +391,24 @@ func (e *Engine) coastPlain(now, until time.Duration, run *Run) {
 		for i := range plains {
 			longest = max(longest, e.plain(&plains[i]).Total())
 		}
-		end := now + longest
-		if end >= until {
+		var ok bool
+		if now, ok = e.coastStep(now+longest, until, run); !ok {
 			return
 		}
-		for _, c := range e.coasting {
-			run.Samples = c.PlainStep(run.Samples)
-		}
-		run.Ends = append(run.Ends, end)
-		now = end
 	}
+}
+
+// coastStep ends a coasting pass at end unless that is at or past until (the caller's next event): every
+// coasting rank steps and the run records the pass. It reports whether the pass was made.
+func (e *Engine) coastStep(end, until time.Duration, run *Run) (time.Duration, bool) {
+	if end >= until {
+		return end, false
+	}
+	for _, c := range e.coasting {
+		run.Samples = c.PlainStep(run.Samples)
+	}
+	run.Ends = append(run.Ends, end)
+	return end, true
 }
 
 // RankSeed derives the seed of one stream (a rank, a worker) from a base seed, so streams differ and a new
