@@ -21,7 +21,7 @@ func TestHandlerAllocs(t *testing.T) {
 	}
 	for _, tc := range allocCases {
 		t.Run(fmt.Sprintf("stream=%v,max_tokens=%d,echo=%v", tc.stream, tc.maxTokens, tc.echo), func(t *testing.T) {
-			s := allocServer(t)
+			s := instantServer(t)
 			h := s.Handler()
 			const runs = 200
 			reqs := make([]*http.Request, runs+1) // AllocsPerRun runs f once more to warm up
@@ -61,7 +61,7 @@ func TestAPIServerAllocs(t *testing.T) {
 	}
 	for _, tc := range allocCases {
 		t.Run(fmt.Sprintf("stream=%v,max_tokens=%d,echo=%v", tc.stream, tc.maxTokens, tc.echo), func(t *testing.T) {
-			s := allocServer(t)
+			s := instantServer(t)
 			api := s.APIServer()
 			const runs = 200
 			conns := make([]*memConn, runs+1) // AllocsPerRun runs f once more to warm up
@@ -108,8 +108,8 @@ func (tc allocCase) body(i int) string {
 	return fmt.Sprintf(`{"model":"test-model","prompt":"Request %06d asks the simulated model a short question about the weather in a city it has never seen, politely.%s","max_tokens":%d,"echo":%v,"stream":%v}`, i, filler, tc.maxTokens, tc.echo, tc.stream)
 }
 
-// allocServer starts a server whose passes take no time, closed at cleanup.
-func allocServer(t *testing.T) *Server {
+// instantServer starts a server whose passes take no time, closed at cleanup.
+func instantServer(t testing.TB) *Server {
 	t.Helper()
 	s, err := New(testOptions(5, 1, math.Inf(1)))
 	if err != nil {

@@ -48,14 +48,7 @@ func BenchmarkCompletion(b *testing.B) {
 func BenchmarkHandler(b *testing.B) {
 	for _, stream := range []bool{false, true} {
 		b.Run(fmt.Sprintf("stream=%v", stream), func(b *testing.B) {
-			s, err := New(testOptions(5, 1, math.Inf(1)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := s.Start(); err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(s.Close)
+			s := instantServer(b)
 			h := s.Handler()
 			filler := strings.Repeat(" Please", 74) // 26 + 74 tokens
 			var n atomicCounter

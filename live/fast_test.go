@@ -437,7 +437,7 @@ func TestStreamEndedFirst(t *testing.T) {
 	body := allocCase{stream: true, maxTokens: 16}.body(0)
 	c := &recConn{}
 	c.in.Reset([]byte(rawRequest(body)))
-	if err := allocServer(t).APIServer().fs.ServeConn(c); err != nil {
+	if err := instantServer(t).APIServer().fs.ServeConn(c); err != nil {
 		t.Fatal(err)
 	}
 	res, err := http.ReadResponse(bufio.NewReader(&c.out), nil)
@@ -453,7 +453,7 @@ func TestStreamEndedFirst(t *testing.T) {
 			c.writes, res.TransferEncoding, res.ContentLength, len(got))
 	}
 	w := httptest.NewRecorder()
-	allocServer(t).Handler().ServeHTTP(w, httptest.NewRequest("POST", "/v1/completions", strings.NewReader(body)))
+	instantServer(t).Handler().ServeHTTP(w, httptest.NewRequest("POST", "/v1/completions", strings.NewReader(body)))
 	created := regexp.MustCompile(`"created":\d+`)
 	want := created.ReplaceAll(w.Body.Bytes(), nil)
 	if got = created.ReplaceAll(got, nil); !bytes.Equal(got, want) || !bytes.HasSuffix(got, []byte("data: [DONE]\n\n")) {

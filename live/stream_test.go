@@ -2,7 +2,6 @@ package live
 
 import (
 	"errors"
-	"math"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -102,14 +101,7 @@ func (w *writes) Write(b []byte) (int, error) {
 // A stream's last chunks, the usage chunk and [DONE] leave in one write (one system call, not two, per
 // stream), and the stream's bytes are what they were.
 func TestStreamEndsInOneWrite(t *testing.T) {
-	s, err := New(testOptions(5, 1, math.Inf(1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := instantServer(t)
 	for _, body := range []string{
 		`{"model":"test-model","prompt":"hi there","max_tokens":4,"ignore_eos":true,"stream":true}`,
 		`{"model":"test-model","prompt":"hi there","max_tokens":4,"ignore_eos":true,"stream":true,"n":2,"stream_options":{"include_usage":true}}`,

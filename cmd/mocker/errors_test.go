@@ -134,21 +134,10 @@ func TestNATSWaitsForTheServer(t *testing.T) {
 // workers it finds on NATS, and how to start them, rather than "0 workers" and KV events it never publishes.
 func TestFrontendSaysWhatItIs(t *testing.T) {
 	cfg := serveConfig()
-	cfg.Workers, cfg.Port, cfg.NATSPort = 0, 0, 0
+	cfg.Workers = 0
 	var stderr bytes.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan *serving, 1)
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, &cfg, &stderr, ready) }()
-	var info *serving
-	select {
-	case info = <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("serve: %v", err)
-	}
-	cancel()
-	if err := <-done; err != nil {
+	info, stop := runServe(t, cfg, &stderr)
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf("mocker frontend: model llama-3.1-8b on http://%s, routing (router kv) to the mocker workers it finds on NATS %s: start them with mocker worker --nats %s\n"+

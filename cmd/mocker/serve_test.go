@@ -31,25 +31,32 @@ import (
 	"github.com/mocker-sim/mocker/tokens"
 )
 
-// startServe runs `mocker serve` in-process with cfg (free ports) and returns what it started and a
-// client; the server stops when the test ends.
-func startServe(t *testing.T, cfg config.Config) (*serving, openai.Client) {
+// runServe runs `mocker serve` in-process with cfg on free ports, its log to stderr; it returns what it
+// started and a stop that ends it and returns serve's error.
+func runServe(t *testing.T, cfg config.Config, stderr io.Writer) (*serving, func() error) {
 	t.Helper()
 	cfg.Port, cfg.NATSPort = 0, 0
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan *serving, 1)
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, &cfg, io.Discard, ready) }()
-	var info *serving
+	go func() { done <- serve(ctx, &cfg, stderr, ready) }()
 	select {
-	case info = <-ready:
+	case info := <-ready:
+		return info, func() error { cancel(); return <-done }
 	case err := <-done:
 		cancel()
 		t.Fatalf("serve: %v", err)
+		return nil, nil
 	}
+}
+
+// startServe runs `mocker serve` in-process with cfg (free ports) and returns what it started and a
+// client; the server stops when the test ends.
+func startServe(t *testing.T, cfg config.Config) (*serving, openai.Client) {
+	t.Helper()
+	info, stop := runServe(t, cfg, io.Discard)
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("serve ended with %v", err)
 		}
 	})
