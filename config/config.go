@@ -222,6 +222,8 @@ type Config struct {
 	given map[string]string `yaml:"-"`
 	// role is the pool whose settings these are (ForRole); "" for the whole configuration.
 	role string `yaml:"-"`
+	// roleKeys are the settings that pool gave itself (Role.Keys), to name them as given: --prefill-profile.
+	roleKeys []string `yaml:"-"`
 }
 
 // Default is the configuration of `mocker predict` with no flags: one vLLM worker with vLLM's defaults and

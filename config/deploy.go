@@ -209,13 +209,17 @@ func (c *Config) timingParams(m *model.Model, sys *hardware.System) registry.Par
 	return p
 }
 
-// timingFileError words err of the timing model e as an input file's (FileError): the op-level model's
-// database given by --perf-db or, without it, by $MOCKER_PERF_DB.
+// timingFileError words err of the timing model e as an input file's (FileError), named by the setting
+// that gave it (a pool's own: --prefill-profile): the op-level model's database given by --perf-db or,
+// without it, by $MOCKER_PERF_DB; the profile model's file given by --profile.
 func (c *Config) timingFileError(e *registry.Entry, err error) error {
 	if c.PerfDB == "" && e.Name == registry.Models[0].Name {
 		return pathError("$"+aic.EnvPerfDB, os.Getenv(aic.EnvPerfDB), err)
 	}
-	return c.fileError("perf-db", c.PerfDB, err)
+	if fe := c.fileError(c.settingKey("perf-db"), c.PerfDB, err); fe != err {
+		return fe
+	}
+	return c.fileError(c.settingKey("profile"), c.Profile, err)
 }
 
 // CheckShared checks what every shape of the deployment shares, whatever its TP, EP, workers and batch

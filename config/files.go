@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // FileError words the error of reading the input file that setting key names (--config, --trace,
@@ -35,4 +36,13 @@ func (c *Config) fileError(key, path string, err error) error {
 		return c.at(key, fe)
 	}
 	return err
+}
+
+// settingKey is the setting that gave key's value: the pool's own (prefill-KEY) where c is one pool's
+// settings (ForRole) and the pool set key itself, else key.
+func (c *Config) settingKey(key string) string {
+	if slices.Contains(c.roleKeys, key) {
+		return c.role + "-" + key
+	}
+	return key
 }

@@ -201,7 +201,7 @@ func (c *Config) loadRole(path, name string, v *yaml.Node) error {
 // engines.
 func (c *Config) ForRole(name string) *Config {
 	rc := *c
-	rc.Prefill, rc.Decode, rc.role = Role{}, Role{}, name
+	rc.Prefill, rc.Decode, rc.role, rc.roleKeys = Role{}, Role{}, name, c.Role(name).Keys()
 	fields := rc.fieldsByKey()
 	r := reflect.ValueOf(c.Role(name)).Elem()
 	for i := range r.NumField() {

@@ -341,6 +341,11 @@ func TestInputFilesNamed(t *testing.T) {
 		{"predict --trace " + trace + " --tokenizer " + missing, "--tokenizer " + missing + enoent},
 		{"predict --planner-config " + missing, "--planner-config " + missing + enoent},
 		{"predict --timing profile --profile " + missing, "--profile " + missing + ": not a built-in profile (h200-llama-3.1-8b-bf16, h200-qwen3-32b-bf16) nor a file" + enoent},
+		// A pool's own file is named by the pool's setting; a shared one by the shared setting.
+		{"predict --prefill-workers 1 --decode-workers 1 --prefill-timing profile --prefill-profile " + missing,
+			"prefill workers: --prefill-profile " + missing + ": not a built-in profile (h200-llama-3.1-8b-bf16, h200-qwen3-32b-bf16) nor a file" + enoent},
+		{"predict --prefill-workers 1 --decode-workers 1 --timing profile --profile " + missing,
+			"prefill workers: --profile " + missing + ": not a built-in profile (h200-llama-3.1-8b-bf16, h200-qwen3-32b-bf16) nor a file" + enoent},
 		{"predict --perf-db " + missing, "--perf-db " + missing + enoent},
 		{"predict --perf-db " + trace, "--perf-db " + trace + ": h200_sxm: not a directory"},
 		{"estimate --prefill-tokens 10 --perf-db " + missing, "--perf-db " + missing + enoent},

@@ -171,8 +171,9 @@ func profileSource(p Params) (name string, st os.FileInfo, err error) {
 		return name, nil, nil
 	}
 	if st, err = os.Stat(name); err != nil {
-		// Worded as config.FileError words a missing input file (os.Stat's error is an *os.PathError).
-		return name, nil, fmt.Errorf("--profile %s: not a built-in profile (%s) nor a file: %w", name, strings.Join(profile.BuiltinNames(), ", "), errors.Unwrap(err))
+		// A path error, which config words by the setting that named it (config.FileError).
+		return name, nil, &os.PathError{Op: "open", Path: name,
+			Err: fmt.Errorf("not a built-in profile (%s) nor a file: %w", strings.Join(profile.BuiltinNames(), ", "), errors.Unwrap(err))}
 	}
 	return name, st, nil
 }
