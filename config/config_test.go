@@ -911,6 +911,9 @@ func TestTimingFlagsNeedTheirModel(t *testing.T) {
 		{"timing: polynomial\nbackend-version: 0.24.0\n", "config " + path + " line 2: backend-version 0.24.0: applies to --timing default, and the passes are priced by --timing polynomial"},
 		{"model: qwen3-30b-a3b\ntp: 2\nep: 2\ntiming: fixed\n", "config " + path + " line 3: ep 2: applies to --timing default, and the passes are priced by --timing fixed"},
 		{"model: qwen3-30b-a3b\ntp: 2\nep: 2\nperf-db: /db\nbackend-version: 0.24.0\n", ""},
+		// --ep 1 is no expert parallelism, every model's: taken under any timing, shared or a pool's.
+		{"model: qwen3-30b-a3b\ntp: 2\nep: 1\ntiming: fixed\n", ""},
+		{"model: qwen3-30b-a3b\ntp: 2\nprefill-workers: 1\ndecode-workers: 1\nprefill:\n  timing: polynomial\n  ep: 1\n", ""},
 		{"timing: fixed\nperf-db: /db\nprefill-workers: 1\ndecode-workers: 1\ndecode:\n  timing: default\n", ""},
 		{"timing: fixed\nprefill-workers: 1\ndecode-workers: 1\ndecode:\n  backend-version: 0.24.0\n",
 			"config " + path + " line 5: decode-backend-version 0.24.0: applies to --timing default, and the decode passes are priced by --timing fixed"},

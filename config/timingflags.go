@@ -8,11 +8,16 @@ import (
 )
 
 // timingOwn are the settings that only one timing model reads. The op-level model alone reads a
-// database (--perf-db, --backend-version) and prices the experts' shards (--ep); $MOCKER_PERF_DB is
-// no setting, and is read only where that model prices passes.
-var timingOwn = []struct{ key, timing string }{
-	{"prefill-ms", "fixed"}, {"decode-ms", "fixed"}, {"profile", "profile"},
-	{"perf-db", registry.Models[0].Name}, {"backend-version", registry.Models[0].Name}, {"ep", registry.Models[0].Name},
+// database (--perf-db, --backend-version) and prices the experts' shards (--ep; --ep 1, no expert
+// parallelism, is every model's and refused by none); $MOCKER_PERF_DB is no setting, and is read only
+// where that model prices passes.
+var timingOwn = []struct {
+	key, timing string
+	inert       func(*Config) bool // nil, or whether the value given changes nothing under any model
+}{
+	{"prefill-ms", "fixed", nil}, {"decode-ms", "fixed", nil}, {"profile", "profile", nil},
+	{"perf-db", registry.Models[0].Name, nil}, {"backend-version", registry.Models[0].Name, nil},
+	{"ep", registry.Models[0].Name, func(c *Config) bool { return c.EP == 1 }},
 }
 
 // validateTimingFlags refuses a timing model's own setting given where no pool's passes are priced by
@@ -29,7 +34,7 @@ func (c *Config) validateTimingFlags() error {
 		for _, r := range Roles {
 			pool := c.ForRole(r)
 			for _, f := range timingOwn {
-				if key := r + "-" + f.key; c.isGiven(key) && pool.TimingName() != f.timing {
+				if key := r + "-" + f.key; c.isGiven(key) && pool.TimingName() != f.timing && (f.inert == nil || !f.inert(pool)) {
 					return bad(key, c.Role(r).Get(f.key), fmt.Sprintf("applies to --timing %s, and the %s passes are priced by --timing %s", f.timing, r, pool.TimingName()))
 				}
 			}
@@ -41,7 +46,7 @@ func (c *Config) validateTimingFlags() error {
 		pricedBy = fmt.Sprintf("%s (%s) and %s (%s)", names[0], Roles[0], names[1], Roles[1])
 	}
 	for _, f := range timingOwn {
-		if c.isGiven(f.key) && !slices.Contains(names, f.timing) {
+		if c.isGiven(f.key) && !slices.Contains(names, f.timing) && (f.inert == nil || !f.inert(c)) {
 			return bad(f.key, c.fieldsByKey()[f.key].Interface(), fmt.Sprintf("applies to --timing %s, and the passes are priced by --timing %s", f.timing, pricedBy))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -207,10 +208,14 @@ func validOnSome(cfg *config.Config, backends []string) error {
 }
 
 // epListRead refuses --ep-list where no swept backend's passes are priced by the op-level model, the
-// one timing model that reads the experts' sharding, as config refuses --ep there.
+// one timing model that reads the experts' sharding, as config refuses --ep there (a list of 1 alone,
+// no expert parallelism, changes nothing and is taken).
 func epListRead(fs *pflag.FlagSet, cfg *config.Config, backends []string) error {
 	opLevel := registry.Models[0].Name
 	if !fs.Changed("ep-list") {
+		return nil
+	}
+	if eps, _ := fs.GetIntSlice("ep-list"); !slices.ContainsFunc(eps, func(ep int) bool { return ep != 1 }) {
 		return nil
 	}
 	var pricedBy string

@@ -130,6 +130,17 @@ func TestRecommendRefuses(t *testing.T) {
 	}
 }
 
+// TestRecommendTakesEPOne: --ep-list 1 and --ep 1 are no expert parallelism, every timing model's: a
+// search under fixed timing takes them.
+func TestRecommendTakesEPOne(t *testing.T) {
+	for _, flag := range []string{"--ep-list", "--ep"} {
+		out, _, err := mocker(t, append(small, "--ttft-p90-ms", "60", "--model", "qwen3-30b-a3b", "--tp-list", "1", "--max-workers", "1", flag, "1")...)
+		if err != nil || !strings.Contains(out, "Searched 1 shape") {
+			t.Errorf("%s 1: error %v; output:\n%s", flag, err, out)
+		}
+	}
+}
+
 // TestRecommendBackendOwnFlags: a backend's own setting applies to that backend's shapes and refuses
 // none of the others; one that no backend of the space reads is refused.
 func TestRecommendBackendOwnFlags(t *testing.T) {
