@@ -74,6 +74,11 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.Model, c.TP, c.Timing = "qwen3.5-397b-a17b", 32, "fixed" }, "tp 32: qwen3.5-397b-a17b's 16/64 linear-attention key/value heads do not split over 32 GPUs (TP must divide 32, 16 and 64: 1, 2, 4, 8, 16)"},
 		{func(c *Config) { c.PrefillWorkers, c.DecodeWorkers = 1, 1; _ = c.Prefill.Set("tp", "3") }, "prefill-tp 3: llama-3.1-8b's 32 attention heads do not split over 3 GPUs"},
 		{func(c *Config) { c.PrefillWorkers, c.DecodeWorkers, c.TP = 1, 1, 3; _ = c.Prefill.Set("tp", "2") }, "decode workers: tp 3: llama-3.1-8b's 32 attention heads"},
+		// A shared --tp both pools fail on alike is named as given, once, not as one pool's.
+		{func(c *Config) { c.PrefillWorkers, c.DecodeWorkers, c.TP = 1, 1, 3 }, "tp 3: llama-3.1-8b's 32 attention heads do not split over 3 GPUs"},
+		{func(c *Config) {
+			c.Model, c.PrefillWorkers, c.DecodeWorkers, c.DPSize, c.DPAttention = "qwen3-30b-a3b", 1, 1, 1, true
+		}, "dp-attention true: needs dp-size 2 or more"},
 		{func(c *Config) { c.Model, c.DPAttention = "qwen3-30b-a3b", true }, "dp-attention true: needs dp-size 2 or more (dp-size 1: a single rank shares its MoE layers with no other)"},
 		{func(c *Config) { c.DPSize, c.DPAttention, c.Timing = 2, true, "fixed" }, "dp-attention true: needs the op-level timing model (--timing default), which prices the MoE layers over all the ranks' tokens; timing fixed would price each rank as a replica"},
 		{func(c *Config) { c.Backend, c.DPSize, c.DPAttention = "trtllm", 2, true }, "dp-attention true: needs the op-level timing model (--timing default), which prices the MoE layers over all the ranks' tokens; timing profile"},
