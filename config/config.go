@@ -1003,8 +1003,19 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 			return nil, err
 		}
 		opts.Warn = warn
+		var read traceReads
+		read.watch(&opts)
 		src, err := workload.OpenTrace(c.Trace, opts)
-		return src, c.fileError("trace", c.Trace, err)
+		if err != nil {
+			return nil, c.fileError("trace", c.Trace, err)
+		}
+		if err := c.validateTraceRead(read); err != nil {
+			return nil, err
+		}
+		return src, nil
+	}
+	if err := c.validateSyntheticGiven(); err != nil {
+		return nil, err
 	}
 	in, out, shared := c.spread()
 	src, err := workload.NewSynthetic(workload.SyntheticOptions{
