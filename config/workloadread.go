@@ -23,7 +23,7 @@ var traceOnly = []struct{ key, instead string }{
 }
 
 // validateSyntheticGiven refuses, on the synthetic workload, a setting given that only a trace reads,
-// and --image-tokens where no synthetic prompt has an image.
+// and one whose subject the synthetic workload, as set, does not have.
 func (c *Config) validateSyntheticGiven() error {
 	fields := c.fieldsByKey()
 	for _, s := range traceOnly {
@@ -36,8 +36,19 @@ func (c *Config) validateSyntheticGiven() error {
 		}
 		return c.at(s.key, bad(s.key, fields[s.key].Interface(), why))
 	}
-	if c.isGiven("image-tokens") && c.ImagesPerRequest == 0 {
-		return c.at("image-tokens", bad("image-tokens", c.ImageTokens, "sizes images, and the synthetic prompts have none (--images-per-request 0)"))
+	const turns = "is the wait between a session's turns, and --turns-per-session is 1"
+	for _, s := range []struct {
+		key, why string
+		unread   bool
+	}{
+		{"image-tokens", "sizes images, and the synthetic prompts have none (--images-per-request 0)", c.ImagesPerRequest == 0},
+		{"dataset-sampling-strategy", "orders the requests' picks from the pool of --num-dataset-entries, which is 0 (every prompt new)", c.NumDatasetEntries == 0},
+		{"inter-turn-delay-ms", turns, c.TurnsPerSession <= 1},
+		{"inter-turn-delay-dist", turns, c.TurnsPerSession <= 1},
+	} {
+		if s.unread && c.isGiven(s.key) {
+			return c.at(s.key, bad(s.key, fields[s.key].Interface(), s.why))
+		}
 	}
 	return nil
 }

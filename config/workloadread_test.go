@@ -20,6 +20,9 @@ func TestSyntheticRefusesTraceOnly(t *testing.T) {
 		{"default-max-tokens", "5", "default-max-tokens 5: applies to a trace, not to the synthetic workload (a request's output length is drawn from --output-tokens)"},
 		{"output-length-dist", "fixed", "output-length-dist fixed: applies to a trace, not to the synthetic workload (a request's output length is drawn from --output-tokens)"},
 		{"image-tokens", "100", "image-tokens 100: sizes images, and the synthetic prompts have none (--images-per-request 0)"},
+		{"dataset-sampling-strategy", "random", "dataset-sampling-strategy random: orders the requests' picks from the pool of --num-dataset-entries, which is 0 (every prompt new)"},
+		{"inter-turn-delay-ms", "5", "inter-turn-delay-ms 5: is the wait between a session's turns, and --turns-per-session is 1"},
+		{"inter-turn-delay-dist", "exponential", "inter-turn-delay-dist exponential: is the wait between a session's turns, and --turns-per-session is 1"},
 	} {
 		c := Default()
 		path := filepath.Join(t.TempDir(), "c.yaml")
@@ -35,12 +38,25 @@ func TestSyntheticRefusesTraceOnly(t *testing.T) {
 			t.Errorf("%s: Source() = %v, want %q", tc.key, err, want)
 		}
 	}
-	// Images make --image-tokens read.
-	c := Default()
-	c.ImagesPerRequest, c.ImageTokens = 1, 100
-	c.Given("image-tokens", "")
-	if _, err := c.Source(); err != nil {
-		t.Errorf("image-tokens with images: Source() = %v", err)
+	// Images, a pool of prompts and turns make them read.
+	// (a pool of prompts does not combine with turns: two runs).
+	for _, set := range []func(c *Config){
+		func(c *Config) {
+			c.ImagesPerRequest, c.ImageTokens, c.NumDatasetEntries, c.DatasetSampling = 1, 100, 10, "random"
+			c.Given("image-tokens", "")
+			c.Given("dataset-sampling-strategy", "")
+		},
+		func(c *Config) {
+			c.TurnsPerSession, c.InterTurnDelayMs, c.InterTurnDelayDist = 2, 5, "exponential"
+			c.Given("inter-turn-delay-ms", "")
+			c.Given("inter-turn-delay-dist", "")
+		},
+	} {
+		c := Default()
+		set(&c)
+		if _, err := c.Source(); err != nil {
+			t.Errorf("read where the workload has their subject: Source() = %v", err)
+		}
 	}
 }
 
