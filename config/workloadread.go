@@ -53,7 +53,7 @@ func (c *Config) validateSyntheticGiven() error {
 	return nil
 }
 
-// traceReads records which of the settings a trace's rows may leave unread its reading read: the
+// traceReads records what reading a trace used of the settings its rows may leave unread: the
 // tokenizer (rows given as text) and the output-length draw (rows without output_length).
 type traceReads struct {
 	encoded, drawn bool
