@@ -688,9 +688,12 @@ func (c *Config) validateDeployment() error {
 
 // validateTPSplit refuses a --tp that cannot shard the model (model.Model.TPError), or whose experts'
 // share of the GPUs (tp × dp-size with --dp-attention, over --ep) cannot split them
-// (model.Model.ExpertTPError), whatever the timing model: vLLM and SGLang refuse it at start-up. A model
-// that does not resolve is left to Deployment, which says why; a --tp or --ep below 1, or an --ep that
-// does not divide the GPUs, to validateDeployment.
+// (model.Model.ExpertTPError), and an --ep the backend cannot shard the experts by: on vLLM, whose
+// --enable-expert-parallel shards them over all the GPUs or none, other than 1 or all; on SGLang and
+// TensorRT-LLM, one the experts do not split evenly into (model.Model.ExpertEPError). The engines refuse
+// these at start-up, so they are refused whatever the timing model. A model that does not resolve is left
+// to Deployment, which says why; a --tp or --ep below 1, or an --ep that does not divide the GPUs, to
+// validateDeployment.
 func (c *Config) validateTPSplit() error {
 	gpus := c.TP * c.MoEDP()
 	if c.TP < 1 || c.EP < 1 || gpus%c.EP != 0 {
@@ -712,6 +715,16 @@ func (c *Config) validateTPSplit() error {
 			over = fmt.Sprintf(" (the experts' TP: tp %d × dp-size %d / ep %d)", c.TP, c.MoEDP(), c.EP)
 		}
 		return bad(key, v, err.Error()+over)
+	}
+	if c.EP > 1 && c.backend() == engine.VLLM && c.EP != gpus {
+		span := fmt.Sprintf("tp %d", c.TP)
+		if gpus != c.TP {
+			span = fmt.Sprintf("tp %d × dp-size %d", c.TP, c.MoEDP())
+		}
+		return bad("ep", c.EP, fmt.Sprintf("vLLM shards the experts over all the GPUs or none (--enable-expert-parallel): ep 1 or %d (%s)", gpus, span))
+	}
+	if err := m.ExpertEPError(c.EP); err != nil && c.backend() != engine.VLLM {
+		return bad("ep", c.EP, fmt.Sprintf("%s (%s shards them evenly; vLLM takes any ep)", err, c.Backend))
 	}
 	return nil
 }
@@ -1005,8 +1018,19 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 			return nil, err
 		}
 		opts.Warn = warn
+		var read traceReads
+		read.watch(&opts)
 		src, err := workload.OpenTrace(c.Trace, opts)
-		return src, c.fileError("trace", c.Trace, err)
+		if err != nil {
+			return nil, c.fileError("trace", c.Trace, err)
+		}
+		if err := c.validateTraceRead(read); err != nil {
+			return nil, err
+		}
+		return src, nil
+	}
+	if err := c.validateSyntheticGiven(); err != nil {
+		return nil, err
 	}
 	in, out, shared := c.spread()
 	src, err := workload.NewSynthetic(workload.SyntheticOptions{

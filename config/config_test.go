@@ -67,6 +67,17 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.TP, c.EP = 2, 4 }, "ep 4: must divide tp 2"},
 		{func(c *Config) { c.TP, c.DPSize, c.EP = 1, 4, 4 }, "ep 4: must divide tp 1 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"},
 		{func(c *Config) { c.TP, c.DPSize, c.DPAttention, c.EP = 1, 4, true, 8 }, "ep 8: must divide tp 1 × dp-size 4 (with --dp-attention the experts are sharded over ep of the 4 GPUs)"},
+		// vLLM shards the experts over all the GPUs or none; SGLang and TensorRT-LLM into equal shards.
+		{func(c *Config) { c.Model, c.TP, c.EP = "qwen3-30b-a3b", 4, 2 }, "ep 2: vLLM shards the experts over all the GPUs or none (--enable-expert-parallel): ep 1 or 4 (tp 4)"},
+		{func(c *Config) { c.Model, c.TP, c.EP, c.Timing = "qwen3-30b-a3b", 4, 2, "fixed" }, "ep 2: vLLM shards the experts over all the GPUs or none"},
+		{func(c *Config) { c.Model, c.TP, c.DPSize, c.DPAttention, c.EP = "qwen3-30b-a3b", 2, 4, true, 4 }, "ep 4: vLLM shards the experts over all the GPUs or none (--enable-expert-parallel): ep 1 or 8 (tp 2 × dp-size 4)"},
+		{func(c *Config) {
+			c.Model, c.Backend, c.TP, c.DPSize, c.DPAttention, c.EP = "qwen3-30b-a3b", "sglang", 1, 6, true, 3
+		}, "ep 3: qwen3-30b-a3b's 128 routed experts do not split into 3 equal shards (sglang shards them evenly; vLLM takes any ep)"},
+		{func(c *Config) {
+			c.PrefillWorkers, c.DecodeWorkers, c.Model, c.Backend, c.TP, c.DPSize, c.DPAttention = 1, 1, "qwen3-30b-a3b", "sglang", 1, 6, true
+			_ = c.Decode.Set("ep", "6")
+		}, "decode-ep 6: qwen3-30b-a3b's 128 routed experts do not split into 6 equal shards"},
 		// A TP the model's heads do not split over is no deployment, whatever the timing model.
 		{func(c *Config) { c.TP = 3 }, "tp 3: llama-3.1-8b's 32 attention heads do not split over 3 GPUs (TP must divide 32: 1, 2, 4, 8, 16, 32)"},
 		{func(c *Config) { c.TP, c.Timing = 3, "fixed" }, "tp 3: llama-3.1-8b's 32 attention heads do not split over 3 GPUs"},
@@ -74,6 +85,11 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.Model, c.TP, c.Timing = "qwen3.5-397b-a17b", 32, "fixed" }, "tp 32: qwen3.5-397b-a17b's 16/64 linear-attention key/value heads do not split over 32 GPUs (TP must divide 32, 16 and 64: 1, 2, 4, 8, 16)"},
 		{func(c *Config) { c.PrefillWorkers, c.DecodeWorkers = 1, 1; _ = c.Prefill.Set("tp", "3") }, "prefill-tp 3: llama-3.1-8b's 32 attention heads do not split over 3 GPUs"},
 		{func(c *Config) { c.PrefillWorkers, c.DecodeWorkers, c.TP = 1, 1, 3; _ = c.Prefill.Set("tp", "2") }, "decode workers: tp 3: llama-3.1-8b's 32 attention heads"},
+		// A shared --tp both pools fail on alike is named as given, once, not as one pool's.
+		{func(c *Config) { c.PrefillWorkers, c.DecodeWorkers, c.TP = 1, 1, 3 }, "tp 3: llama-3.1-8b's 32 attention heads do not split over 3 GPUs"},
+		{func(c *Config) {
+			c.Model, c.PrefillWorkers, c.DecodeWorkers, c.DPSize, c.DPAttention = "qwen3-30b-a3b", 1, 1, 1, true
+		}, "dp-attention true: needs dp-size 2 or more"},
 		{func(c *Config) { c.Model, c.DPAttention = "qwen3-30b-a3b", true }, "dp-attention true: needs dp-size 2 or more (dp-size 1: a single rank shares its MoE layers with no other)"},
 		{func(c *Config) { c.DPSize, c.DPAttention, c.Timing = 2, true, "fixed" }, "dp-attention true: needs the op-level timing model (--timing default), which prices the MoE layers over all the ranks' tokens; timing fixed would price each rank as a replica"},
 		{func(c *Config) { c.Backend, c.DPSize, c.DPAttention = "trtllm", 2, true }, "dp-attention true: needs the op-level timing model (--timing default), which prices the MoE layers over all the ranks' tokens; timing profile"},
@@ -1125,7 +1141,8 @@ func TestTPSplitsTheExperts(t *testing.T) {
 		{8, 2, 1, "default", "tp 8: moe-1000's " + over16 + " (the experts' TP: tp 8 × dp-size 2 / ep 1)"},
 	} {
 		c := Default()
-		c.ModelConfig, c.TP, c.EP, c.Timing = dir, tc.tp, tc.ep, tc.timing
+		// SGLang: its --ep may be any that divides the GPUs (vLLM's is 1 or all of them).
+		c.Backend, c.ModelConfig, c.TP, c.EP, c.Timing = "sglang", dir, tc.tp, tc.ep, tc.timing
 		c.DPSize, c.DPAttention = tc.dp, tc.dp > 1
 		err := c.Validate()
 		if tc.want == "" && err != nil || tc.want != "" && fmt.Sprint(err) != tc.want {

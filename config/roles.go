@@ -233,19 +233,13 @@ func (c *Config) validateRoles() error {
 		return &settingError{"prefill-workers", fmt.Sprintf("prefill-workers %d × their dp-size and decode-workers %d × theirs are %d engine ranks; at most %d (%s)",
 			c.PrefillWorkers, c.DecodeWorkers, ranks, MaxRanks, rankMemory)}
 	}
+	if c.PrefillWorkers > 0 {
+		if err := c.validatePoolSplits(pools); err != nil {
+			return err
+		}
+	}
 	for i, name := range Roles {
 		keys := c.Role(name).Keys()
-		if c.PrefillWorkers > 0 {
-			for _, check := range []func() error{pools[i].validateDPAttention, pools[i].validateTPSplit} {
-				var se *settingError
-				if err := check(); errors.As(err, &se) {
-					if slices.Contains(keys, se.key) {
-						return &settingError{name + "-" + se.key, name + "-" + se.msg}
-					}
-					return &settingError{se.key, fmt.Sprintf("%s workers: %s", name, se.msg)}
-				}
-			}
-		}
 		if len(keys) == 0 {
 			continue
 		}
@@ -260,6 +254,32 @@ func (c *Config) validateRoles() error {
 				return &settingError{name + "-" + se.key, name + "-" + se.msg}
 			}
 			return err
+		}
+	}
+	return nil
+}
+
+// validatePoolSplits checks each pool's --dp-attention and sharding (validateDPAttention,
+// validateTPSplit), pools in the order of Roles. An error about a pool's own setting names it
+// ('prefill-tp 3: ...'); one about a shared setting names it as the user gave it, once ('tp 3: ...')
+// where both pools fail on it alike, else with the pool it fails in ('decode workers: tp 3: ...').
+func (c *Config) validatePoolSplits(pools []*Config) error {
+	for _, check := range []func(*Config) error{(*Config).validateDPAttention, (*Config).validateTPSplit} {
+		errs := make([]*settingError, len(Roles))
+		for i := range Roles {
+			errors.As(check(pools[i]), &errs[i])
+		}
+		for i, name := range Roles {
+			se := errs[i]
+			switch {
+			case se == nil:
+			case slices.Contains(c.Role(name).Keys(), se.key):
+				return &settingError{name + "-" + se.key, name + "-" + se.msg}
+			case !slices.ContainsFunc(errs, func(o *settingError) bool { return o == nil || *o != *se }):
+				return se
+			default:
+				return &settingError{se.key, fmt.Sprintf("%s workers: %s", name, se.msg)}
+			}
 		}
 	}
 	return nil

@@ -49,6 +49,19 @@ func (m *Model) ExpertTPError(moeTP int) error {
 	return nil
 }
 
+// ExpertEPError says why the routed experts cannot be split into ep equal shards of whole experts, or
+// is nil when they can (or ep is 1): SGLang's FusedMoE and TensorRT-LLM's (without its load balancer)
+// assert num_experts % ep_size == 0. vLLM refuses no such split (determine_expert_map gives the first
+// num_experts % ep ranks one expert more), so its deployments are not asked. It panics unless ep is
+// positive.
+func (m *Model) ExpertEPError(ep int) error {
+	mustPositive("ExpertEPError", 1, ep)
+	if ep > 1 && m.MoE() && m.Experts%ep != 0 {
+		return fmt.Errorf("%s's %d routed experts do not split into %d equal shards", m.Name, m.Experts, ep)
+	}
+	return nil
+}
+
 // kvSplits reports whether tp GPUs hold m's key/value heads evenly: split, or each replicated the same
 // number of times.
 func (m *Model) kvSplits(tp int) bool {

@@ -57,3 +57,26 @@ func TestExpertTPError(t *testing.T) {
 		}
 	}
 }
+
+// TestExpertEPError: the routed experts split into ep equal shards of whole experts, or ep is 1; a dense
+// model has none to split.
+func TestExpertEPError(t *testing.T) {
+	moe, dense := mustLookup(t, "qwen3-30b-a3b"), mustLookup(t, "llama-3.1-8b")
+	for _, tc := range []struct {
+		m    *model.Model
+		ep   int
+		want string
+	}{
+		{moe, 1, ""},
+		{moe, 8, ""},
+		{moe, 128, ""},
+		{moe, 3, "qwen3-30b-a3b's 128 routed experts do not split into 3 equal shards"},
+		{moe, 6, "qwen3-30b-a3b's 128 routed experts do not split into 6 equal shards"},
+		{dense, 3, ""},
+	} {
+		err := tc.m.ExpertEPError(tc.ep)
+		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
+			t.Errorf("%s.ExpertEPError(%d) = %v, want %q", tc.m.Name, tc.ep, err, tc.want)
+		}
+	}
+}

@@ -263,7 +263,7 @@ func TestInvalidSettingsAreNamed(t *testing.T) {
 		{[]string{"--speedup-ratio", "0"}, "speedup-ratio"},
 		{[]string{"--tp", "8", "--ep", "3"}, "ep 3: must divide tp 8"},
 		{[]string{"--model", "llama-3.1-8b", "--tp", "2", "--ep", "2"}, "ep 2: shards routed experts, and model llama-3.1-8b has none"},
-		{[]string{"--model", "qwen3-30b-a3b", "--backend", "vllm", "--tp", "8", "--ep", "4"}, "vLLM shards the experts over all TP GPUs (EP 1 or 8)"},
+		{[]string{"--model", "qwen3-30b-a3b", "--backend", "vllm", "--tp", "8", "--ep", "4"}, "ep 4: vLLM shards the experts over all the GPUs or none (--enable-expert-parallel): ep 1 or 8 (tp 8)"},
 		{[]string{"--block-size", "x"}, "block-size"},
 		{[]string{"--num-gpu-blocks", "many"}, `invalid argument "many" for "--num-gpu-blocks" flag: want an integer or auto`},
 		{[]string{"--concurrency-desync-ms", "nan"}, `invalid argument "nan" for "--concurrency-desync-ms" flag: want a number or auto`},

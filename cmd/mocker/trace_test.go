@@ -17,7 +17,7 @@ func TestPredictPeerTraces(t *testing.T) {
 	dir := t.TempDir()
 	peer := filepath.Join("..", "..", "workload", "testdata", "peer")
 	base := []string{"predict", "--trace-block-size", "4", "--timing", "fixed", "--prefill-ms", "10", "--decode-ms", "5",
-		"--block-size", "4", "--num-gpu-blocks", "256", "--default-max-tokens", "50", "--output-length-dist", "fixed"}
+		"--block-size", "4", "--num-gpu-blocks", "256"}
 	tests := []struct {
 		file    string
 		in, out []int // by request id
@@ -39,7 +39,10 @@ func TestPredictPeerTraces(t *testing.T) {
 			for range 2 {
 				jsonl := filepath.Join(dir, "r.jsonl")
 				args := append(base, "--trace", filepath.Join(peer, tt.file), "--requests-jsonl", jsonl)
-				if tt.file == "bailian.jsonl" {
+				switch tt.file {
+				case "aiperf_text.jsonl": // the one with rows without output_length (the others' would be refused, unread)
+					args = append(args, "--default-max-tokens", "50", "--output-length-dist", "fixed")
+				case "bailian.jsonl":
 					args = append(args, "--trace-block-size", "16") // the published traces'
 				}
 				_, stderr, err := mocker(t, args...)
