@@ -147,8 +147,9 @@ func TestCoastIsStepRepeated(t *testing.T) {
 	t.Logf("passes coasted by backend and dp size: %v", coasted)
 }
 
-// contextModel charges a pass for its requests' contexts and its group's tokens, so that a coast priced
-// with the wrong contexts or group shows; its PlainPricer prices plain passes alike from their counts.
+// contextModel charges a pass for its requests' contexts and its group (its ranks' tokens, and whether
+// any computes prompt tokens), so that a coast priced with the wrong contexts or group shows; its
+// PlainPricer prices plain passes alike from their counts.
 type contextModel struct{}
 
 func (contextModel) Cost(b *timing.Batch) timing.Cost {
@@ -174,19 +175,27 @@ func (contextModel) PlainPricer() func(*timing.PlainPass) timing.Cost {
 	}
 }
 
+// contextDecode is contextModel's price of n decode steps with ctx tokens of context in all, in group g:
+// whole hundreds of nanoseconds.
 func contextDecode(n, ctx int, g timing.Group) time.Duration {
-	return time.Millisecond + time.Duration(ctx*100+n*1000+g.Tokens*3000+g.MaxTokens*g.Ranks*500)
+	d := time.Millisecond + time.Duration(ctx*100+n*1000+g.Tokens*3000+g.MaxTokens*g.Ranks*500)
+	if g.Prefill {
+		d += 700
+	}
+	return d
 }
 
 // TestStepPricesPlainPassesAlike: Step prices a plain decode pass by the model's plain pricer and any other
-// by Cost; with a model whose Cost charges what makes a pass not plain (prompt tokens, drafts, a request
-// that does not sample), stepping with the pricer and without one (costOnly hides it) gives the same pass
-// lengths, so the pricer took the plain passes alone. Some passes must have been plain, some not.
+// by Cost; with a model that charges every pass its requests' contexts and its group, and a pass that is
+// not plain what makes it so (prompt tokens, drafts, a request that does not sample), stepping with the
+// pricer and without one (costOnly hides it) gives the same pass lengths, so the pricer took the plain
+// passes alone, with their contexts and group. Some passes must have been plain, some not, with one
+// rank and with two.
 func TestStepPricesPlainPassesAlike(t *testing.T) {
-	plain, other := 0, 0
+	plain, other := map[int]int{}, map[int]int{} // by dp size
 	for seed := uint64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 9))
-		dp := 1 + rng.IntN(2)
+		dp := 1 + int(seed%2)
 		vo := vllm.Options{BlockSize: 4, NumBlocks: 60 + rng.IntN(100), MaxBatchedTokens: []int{0, 8, 64}[rng.IntN(3)],
 			ChunkedPrefill: true, PrefixCaching: true, Events: true}
 		if seed%3 == 0 {
@@ -228,39 +237,40 @@ func TestStepPricesPlainPassesAlike(t *testing.T) {
 		}
 		got, want := replay(strictModel{}), replay(costOnly{strictModel{}})
 		if !slices.Equal(got, want) {
-			t.Fatalf("seed %d: pass lengths with the plain pricer %v, without %v", seed, got, want)
+			t.Fatalf("seed %d (dp %d): pass lengths with the plain pricer %v, without %v", seed, dp, got, want)
 		}
 		for _, d := range got {
-			if d%time.Millisecond == 0 { // strictModel: a plain pass costs whole milliseconds
-				plain++
+			if d%100 == 0 { // strictModel: a plain pass costs whole hundreds of nanoseconds
+				plain[dp]++
 			} else {
-				other++
+				other[dp]++
 			}
 		}
 	}
-	if plain < 100 || other < 100 {
-		t.Fatalf("%d passes ended on whole milliseconds, %d not: the test does not exercise both pricings", plain, other)
-	}
-}
-
-// strictModel charges a plain decode pass 1 ms a request, and any other pass 1 ns more for each token that
-// is not a plain decode step's; its plain pricer knows only the former.
-type strictModel struct{}
-
-func (strictModel) Cost(b *timing.Batch) timing.Cost {
-	c := timing.Cost{Decode: time.Duration(len(b.Seqs)) * time.Millisecond}
-	for _, s := range b.Seqs {
-		if s.New != 1 || s.Prefill || !s.Samples {
-			c.Prefill += time.Duration(s.New)
+	for dp := 1; dp <= 2; dp++ {
+		if plain[dp] < 100 || other[dp] < 100 {
+			t.Fatalf("dp %d: %d passes ended on whole hundreds of nanoseconds, %d not: the test does not exercise both pricings", dp, plain[dp], other[dp])
 		}
 	}
-	return c
 }
 
-func (strictModel) PlainPricer() func(*timing.PlainPass) timing.Cost {
-	return func(p *timing.PlainPass) timing.Cost {
-		return timing.Cost{Decode: time.Duration(p.Requests) * time.Millisecond}
+// strictModel charges a pass contextModel's decode price for all its requests (their contexts, its
+// group), and one that is not a plain decode pass 1 ns more for each request that makes it so and
+// 100 ns for each of their tokens: a plain pass costs whole hundreds of nanoseconds, another not (with
+// fewer than 100 such requests). Its plain pricer, contextModel's, knows only the former.
+type strictModel struct{ contextModel }
+
+func (strictModel) Cost(b *timing.Batch) timing.Cost {
+	var c timing.Cost
+	ctx := 0
+	for _, s := range b.Seqs {
+		ctx += s.Cached
+		if s.New != 1 || s.Prefill || !s.Samples {
+			c.Prefill += time.Duration(1 + 100*s.New)
+		}
 	}
+	c.Decode = contextDecode(len(b.Seqs), ctx, b.Group)
+	return c
 }
 
 // costOnly hides a model's plain pricer.

@@ -348,10 +348,10 @@ func (x *fastExchange) stream(st *streamed) {
 		return
 	}
 	if st.endsFirst(x) {
-		// Its first write would carry the whole stream, and fasthttp's end of the chunks a second
-		// (a system call each, the costliest part of a short stream): the body goes out with a length
-		// instead, in one write with the headers. Answered by the handler, as a whole response is: its
-		// watch ends with it (x.st nil).
+		// Its first write would carry the whole stream (a batch at most), and fasthttp's end of the
+		// chunks a second (a system call each, the costliest part of a short stream): the body goes out
+		// with a length instead, in one write with the headers. Answered by the handler, as a whole
+		// response is: its watch ends with it (x.st nil).
 		st.write(fastBody{&x.ctx.Response}, x)
 		return
 	}

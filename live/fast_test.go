@@ -3,6 +3,7 @@ package live
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -393,26 +396,35 @@ type noWriteDeadline struct{ net.Conn }
 
 func (noWriteDeadline) SetWriteDeadline(time.Time) error { return errors.New("no write deadline") }
 
-// TestEndsFirst: a stream whose every choice has ended by its first output is ready whole; one with a
-// choice still running, a chat stream (its roles go out first) and one whose client left are not.
+// TestEndsFirst: a stream whose every choice has ended by its first output is ready whole, while its
+// output fits one batch rendered (reckoned at 200 bytes and the model's name a token: 163 tokens of
+// 201 fit streamBatch, 164 do not); one with a choice still running, a chat stream (its roles go out
+// first) and one whose client left are not.
 func TestEndsFirst(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		chat, gone bool
 		ended      []bool // by choice
+		tokens     []int  // by choice; 1 if none
 		want       bool
 	}{
-		{"all ended", false, false, []bool{true, true}, true},
-		{"one running", false, false, []bool{true, false}, false},
-		{"chat", true, false, []bool{true}, false},
-		{"client gone", false, true, []bool{true}, false},
+		{"all ended", false, false, []bool{true, true}, nil, true},
+		{"one running", false, false, []bool{true, false}, nil, false},
+		{"chat", true, false, []bool{true}, nil, false},
+		{"client gone", false, true, []bool{true}, nil, false},
+		{"a batch", false, false, []bool{true, true}, []int{81, 82}, true},
+		{"over a batch", false, false, []bool{true, true}, []int{82, 82}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ready := make(chan struct{}, 1)
 			var cs []*choice
-			for _, ended := range tc.ended {
+			for i, ended := range tc.ended {
 				st := newStream(1, 1, time.Time{}, ready)
-				st.push([]uint32{7}, ended) // signals ready
+				toks := []uint32{7}
+				if tc.tokens != nil {
+					toks = make([]uint32, tc.tokens[i])
+				}
+				st.push(toks, ended) // signals ready
 				cs = append(cs, &choice{st: st})
 			}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -421,7 +433,8 @@ func TestEndsFirst(t *testing.T) {
 				<-ready
 				cancel()
 			}
-			st := &streamed{ready: ready, rs: response{chat: tc.chat, choices: cs}}
+			s := &Server{o: Options{ModelName: "m"}}
+			st := &streamed{ready: ready, rs: response{s: s, p: &sampling{logprobs: -1}, chat: tc.chat, choices: cs}}
 			if got := st.endsFirst(ctx); got != tc.want {
 				t.Errorf("endsFirst %v, want %v", got, tc.want)
 			}
@@ -435,6 +448,35 @@ func TestEndsFirst(t *testing.T) {
 func TestStreamEndedFirst(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	body := allocCase{stream: true, maxTokens: 16}.body(0)
+	res, got, c := serveRecorded(t, body)
+	if c.writes != 1 || len(res.TransferEncoding) != 0 || res.ContentLength != int64(len(got)) {
+		t.Errorf("%d writes, Transfer-Encoding %q, Content-Length %d for %d bytes; want one write, a length and no chunks",
+			c.writes, res.TransferEncoding, res.ContentLength, len(got))
+	}
+	sameAsNetHTTP(t, got, body)
+}
+
+// TestStreamEndedFirstLong: a stream that has ended by its first output but would not fit one batch
+// (4 choices of 500 tokens, ~375 KB) is not rendered whole: it goes out in chunks of at most a batch
+// (and one chunk), its events the bytes net/http's handler streams.
+func TestStreamEndedFirstLong(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	body := strings.Replace(allocCase{stream: true, maxTokens: 500}.body(0), `"stream"`, `"n":4,"stream"`, 1)
+	res, got, c := serveRecorded(t, body)
+	if !slices.Equal(res.TransferEncoding, []string{"chunked"}) || res.ContentLength != -1 || c.largest > streamBatch+1024 {
+		t.Errorf("Transfer-Encoding %q, Content-Length %d, %d writes of at most %d bytes for %d; want chunks of at most %d + one chunk",
+			res.TransferEncoding, res.ContentLength, c.writes, c.largest, len(got), streamBatch)
+	}
+	if n := bytes.Count(got, []byte(`"text":`)); n != 2000 {
+		t.Errorf("%d chunks, want 2000", n)
+	}
+	sameAsNetHTTP(t, got, body)
+}
+
+// serveRecorded has a zero-time server's APIServer answer the completion body on a connection in
+// memory, and returns its response, the response's body and the connection.
+func serveRecorded(t *testing.T, body string) (*http.Response, []byte, *recConn) {
+	t.Helper()
 	c := &recConn{}
 	c.in.Reset([]byte(rawRequest(body)))
 	if err := instantServer(t).APIServer().fs.ServeConn(c); err != nil {
@@ -448,17 +490,37 @@ func TestStreamEndedFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.writes != 1 || len(res.TransferEncoding) != 0 || res.ContentLength != int64(len(got)) {
-		t.Errorf("%d writes, Transfer-Encoding %q, Content-Length %d for %d bytes; want one write, a length and no chunks",
-			c.writes, res.TransferEncoding, res.ContentLength, len(got))
-	}
+	return res, got, c
+}
+
+// sameAsNetHTTP checks that got is the stream net/http's handler sends for the completion body, its
+// times aside, and each choice's events in the order of its passes (how the events of several choices
+// interleave depends on when the handler looks).
+func sameAsNetHTTP(t *testing.T, got []byte, body string) {
+	t.Helper()
 	w := httptest.NewRecorder()
 	instantServer(t).Handler().ServeHTTP(w, httptest.NewRequest("POST", "/v1/completions", strings.NewReader(body)))
 	created := regexp.MustCompile(`"created":\d+`)
-	want := created.ReplaceAll(w.Body.Bytes(), nil)
-	if got = created.ReplaceAll(got, nil); !bytes.Equal(got, want) || !bytes.HasSuffix(got, []byte("data: [DONE]\n\n")) {
+	want := byChoice(created.ReplaceAll(w.Body.Bytes(), nil))
+	if got = created.ReplaceAll(got, nil); !bytes.Equal(byChoice(got), want) || !bytes.HasSuffix(got, []byte("data: [DONE]\n\n")) {
 		t.Errorf("body\n%s\nwant net/http's\n%s", got, want)
 	}
+}
+
+// byChoice orders a stream's events by choice, stably: those of no choice (usage, [DONE]) last.
+func byChoice(b []byte) []byte {
+	evs := bytes.SplitAfter(b, []byte("\n\n"))
+	index := regexp.MustCompile(`"choices":\[\{"index":(\d+)`)
+	choice := func(ev []byte) int {
+		m := index.FindSubmatch(ev)
+		if m == nil {
+			return math.MaxInt
+		}
+		i, _ := strconv.Atoi(string(m[1]))
+		return i
+	}
+	slices.SortStableFunc(evs, func(a, b []byte) int { return cmp.Compare(choice(a), choice(b)) })
+	return bytes.Join(evs, nil)
 }
 
 // TestStreamEndedFirstEndsWatch: a stream answered whole by its handler (TestStreamEndedFirst) ends its
@@ -484,14 +546,15 @@ func TestStreamEndedFirstEndsWatch(t *testing.T) {
 	}
 }
 
-// recConn is a memConn that keeps what is written, and counts the writes.
+// recConn is a memConn that keeps what is written, and counts the writes and their largest.
 type recConn struct {
 	memConn
-	out    bytes.Buffer
-	writes int
+	out             bytes.Buffer
+	writes, largest int
 }
 
 func (c *recConn) Write(b []byte) (int, error) {
 	c.writes++
+	c.largest = max(c.largest, len(b))
 	return c.out.Write(b)
 }

@@ -1046,8 +1046,9 @@ type streamed struct {
 }
 
 // endsFirst waits, as write would before its first write, for the response's first output, and reports
-// whether every choice had ended by then (its whole stream is ready: at a high speedup, a short one
-// usually is). A chat stream writes its roles before any output: never. The output stays for write.
+// whether every choice had ended by then with output that fits one batch rendered (its whole stream is
+// ready, and small: at a high speedup, a short one usually is). A chat stream writes its roles before
+// any output: never. The output stays for write.
 func (st *streamed) endsFirst(ctx context.Context) bool {
 	if st.rs.chat {
 		return false
@@ -1057,12 +1058,15 @@ func (st *streamed) endsFirst(ctx context.Context) bool {
 	case <-ctx.Done():
 		return false
 	}
+	toks := 0
 	for _, c := range st.rs.choices {
-		if !c.st.ended() {
+		done, n := c.st.ended()
+		if !done {
 			return false
 		}
+		toks += n
 	}
-	return true
+	return st.rs.streamBytes(toks) <= streamBatch
 }
 
 // write writes the response's events to out, as its choices' output comes; ctx ends when its client

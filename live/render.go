@@ -198,8 +198,11 @@ func (rs *response) head(b []byte, object string) []byte {
 	b = append(b, `","created":`...)
 	b = strconv.AppendInt(b, rs.created, 10)
 	b = append(b, `,"model":`...)
-	return appendJSONString(b, cmp.Or(rs.p.lora, rs.s.o.ModelName)) // vLLM answers with the adapter's name
+	return appendJSONString(b, rs.model())
 }
+
+// model is the name a response answers with: vLLM's is the adapter's, when one is asked for.
+func (rs *response) model() string { return cmp.Or(rs.p.lora, rs.s.o.ModelName) }
 
 func appendUsage(b []byte, prompt, generated int, cached int) []byte {
 	b = append(b, `{"prompt_tokens":`...)
@@ -306,6 +309,28 @@ func (rs *response) chunk(b []byte, c *choice, text []byte, lps *logprobs, final
 	b = rs.appendLogprobs(append(b, `,"logprobs":`...), lps)
 	b = append(rs.appendFinish(b, c, final), "}]"...)
 	return append(rs.chunkUsage(b, c), "}\n\n"...)
+}
+
+// streamBytes reckons what a (completions) stream whose choices hold toks tokens, all of them, takes
+// rendered, erring high: each token alone in its chunk (a pass of one token, the most chunks its tokens
+// can take), about 200 bytes and the model's name with its text, 120 more with logprobs and 30 a top
+// logprob, 70 with running usage; and with echo, each choice's prompt text and its logprobs.
+func (rs *response) streamBytes(toks int) int {
+	chunk, lp := 200+len(rs.model()), 0
+	if rs.p.logprobs >= 0 {
+		lp = 120 + 30*rs.p.logprobs
+	}
+	if rs.p.running {
+		chunk += 70
+	}
+	n := toks * (chunk + lp)
+	if rs.p.echo {
+		for _, c := range rs.choices {
+			pr := &rs.prompts[c.prompt]
+			n += len(pr.text) + len(pr.ids)*lp
+		}
+	}
+	return n
 }
 
 // roleChunk announces the assistant on chat choice c, before its tokens, as vLLM does.

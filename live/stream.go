@@ -103,11 +103,12 @@ func (s *Stream) Cached() int {
 	return s.cached
 }
 
-// ended reports whether the request has finished or failed (Next has yet to say so).
-func (s *Stream) ended() bool {
+// ended reports whether the request has finished or failed (Next has yet to say so), and how many
+// tokens Next has yet to hand over.
+func (s *Stream) ended() (done bool, pending int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.done
+	return s.done, len(s.pending)
 }
 
 func (s *Stream) signal() {
