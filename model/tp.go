@@ -20,15 +20,14 @@ func (m *Model) TPError(tp int) error {
 	case m.shards(tp):
 		return nil
 	case m.Heads%tp != 0:
-		return fmt.Errorf("%s's %d attention heads do not split over %d GPUs (TP must divide %d: %s)", m.Name, m.Heads, tp, m.Heads, m.tpList())
+		return fmt.Errorf("%s's %d attention heads do not split over %d GPUs (%s)", m.Name, m.Heads, tp, m.tpRule())
 	case !m.kvSplits(tp):
-		return fmt.Errorf("%s's %d key/value heads do not split over %d GPUs, nor replicate over them evenly (TP must divide %d and divide or be a multiple of %d: %s)",
-			m.Name, m.KVHeads, tp, m.Heads, m.KVHeads, m.tpList())
+		return fmt.Errorf("%s's %d key/value heads do not split over %d GPUs, nor replicate over them evenly (%s)", m.Name, m.KVHeads, tp, m.tpRule())
 	case m.Intermediate%tp != 0:
-		return fmt.Errorf("%s's MLP size %d does not split over %d GPUs (TP must divide %d and %d: %s)", m.Name, m.Intermediate, tp, m.Heads, m.Intermediate, m.tpList())
+		return fmt.Errorf("%s's MLP size %d does not split over %d GPUs (%s)", m.Name, m.Intermediate, tp, m.tpRule())
 	default:
-		return fmt.Errorf("%s's %d/%d linear-attention key/value heads do not split over %d GPUs (TP must divide %d, %d and %d: %s)",
-			m.Name, m.LinearKeyHeads, m.LinearValueHeads, tp, m.Heads, m.LinearKeyHeads, m.LinearValueHeads, m.tpList())
+		return fmt.Errorf("%s's %d/%d linear-attention key/value heads do not split over %d GPUs (%s)",
+			m.Name, m.LinearKeyHeads, m.LinearValueHeads, tp, m.tpRule())
 	}
 }
 
@@ -74,13 +73,36 @@ func (m *Model) linearSplits(tp int) bool {
 	return m.LinearLayers == 0 || m.LinearKeyHeads%tp == 0 && m.LinearValueHeads%tp == 0
 }
 
-// tpList lists the tensor parallelisms that shard m (TPError nil), all of which divide Heads.
-func (m *Model) tpList() string {
+// tpRule states what a TP must do to shard m, and the TPs that do: divide the query heads, and meet
+// each other constraint that rules out some divisor of them (the MLP size, the linear-attention heads, the
+// key/value heads), so that the rule stated is the one the list follows.
+func (m *Model) tpRule() string {
+	binds := func(ok func(tp int) bool) bool {
+		for tp := 1; tp <= m.Heads; tp++ {
+			if m.Heads%tp == 0 && !ok(tp) {
+				return true
+			}
+		}
+		return false
+	}
+	divide := []string{strconv.Itoa(m.Heads)}
+	for _, n := range []int{m.Intermediate, m.LinearKeyHeads, m.LinearValueHeads} {
+		if n > 0 && binds(func(tp int) bool { return n%tp == 0 }) {
+			divide = append(divide, strconv.Itoa(n))
+		}
+	}
+	rule := "TP must divide " + divide[0]
+	if k := len(divide); k > 1 {
+		rule = "TP must divide " + strings.Join(divide[:k-1], ", ") + " and " + divide[k-1]
+	}
+	if binds(m.kvSplits) {
+		rule += fmt.Sprintf(" and divide or be a multiple of %d", m.KVHeads)
+	}
 	var tps []string
 	for tp := 1; tp <= m.Heads; tp++ {
 		if m.shards(tp) {
 			tps = append(tps, strconv.Itoa(tp))
 		}
 	}
-	return strings.Join(tps, ", ")
+	return rule + ": " + strings.Join(tps, ", ")
 }

@@ -30,8 +30,8 @@ func TestTPError(t *testing.T) {
 		// A dense MLP's intermediate size and Gated DeltaNet's key/value heads split evenly too.
 		{&model.Model{Name: "m", Heads: 16, KVHeads: 16, Intermediate: 1000}, 16, "m's MLP size 1000 does not split over 16 GPUs (TP must divide 16 and 1000: 1, 2, 4, 8)"},
 		{&model.Model{Name: "m", Heads: 16, KVHeads: 16, Intermediate: 1000}, 8, ""},
-		{mustLookup(t, "qwen3.5-397b-a17b"), 32, "qwen3.5-397b-a17b's 16/64 linear-attention key/value heads do not split over 32 GPUs (TP must divide 32, 16 and 64: 1, 2, 4, 8, 16)"},
-		{mustLookup(t, "qwen3.5-397b-a17b"), 3, "qwen3.5-397b-a17b's 32 attention heads do not split over 3 GPUs (TP must divide 32: 1, 2, 4, 8, 16)"},
+		{mustLookup(t, "qwen3.5-397b-a17b"), 32, "qwen3.5-397b-a17b's 16/64 linear-attention key/value heads do not split over 32 GPUs (TP must divide 32 and 16: 1, 2, 4, 8, 16)"},
+		{mustLookup(t, "qwen3.5-397b-a17b"), 3, "qwen3.5-397b-a17b's 32 attention heads do not split over 3 GPUs (TP must divide 32 and 16: 1, 2, 4, 8, 16)"},
 		{mustLookup(t, "qwen3-30b-a3b"), 32, ""}, // no dense layers: its experts split by their own TP
 	} {
 		err := tc.m.TPError(tc.tp)
