@@ -95,3 +95,20 @@ func (c Config) OnBackend(backend string) Config {
 	}
 	return c
 }
+
+// HoldsOnSome is nil when check accepts c deployed on one of backends (OnBackend) at least, else the
+// first backend's error: a sweep over backends takes a setting some backend it sweeps can run.
+func (c Config) HoldsOnSome(backends []string, check func(*Config) error) error {
+	var first error
+	for _, b := range backends {
+		on := c.OnBackend(b)
+		err := check(&on)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}

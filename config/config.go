@@ -538,7 +538,7 @@ func (c *Config) validate() error {
 
 // syntheticOnly are the settings that shape only the synthetic workload, each with what takes its place
 // with a trace ("" for nothing). Their defaults apply to no trace, so only one given explicitly is refused.
-var syntheticOnly = []struct{ key, instead string }{
+var syntheticOnly = []unreadSetting{
 	{"num-requests", "a trace replays every row"},
 	{"synthetic-lengths", ""},
 	{"input-tokens", "a row gives its prompt"},
@@ -558,24 +558,33 @@ var syntheticOnly = []struct{ key, instead string }{
 	{"lora-dist", ""},
 }
 
+// unreadSetting is a setting one kind of workload leaves unread, with what it has in its place ("" for
+// nothing).
+type unreadSetting struct{ key, instead string }
+
 // validateTraceGiven refuses, with a trace, a synthetic-only setting given explicitly: it would do
 // nothing, silently.
 func (c *Config) validateTraceGiven() error {
 	if c.Trace == "" {
 		return nil
 	}
-	fields := c.fieldsByKey()
-	for _, s := range syntheticOnly {
+	_, err := c.firstGiven(syntheticOnly, "applies to the synthetic workload, not to a trace")
+	return err
+}
+
+// firstGiven refuses the first of settings given explicitly, which the run's workload leaves unread:
+// why, then what the workload has in its place, if anything. It returns the setting's key with the error.
+func (c *Config) firstGiven(settings []unreadSetting, why string) (string, error) {
+	for _, s := range settings {
 		if !c.isGiven(s.key) {
 			continue
 		}
-		why := "applies to the synthetic workload, not to a trace"
 		if s.instead != "" {
 			why += " (" + s.instead + ")"
 		}
-		return bad(s.key, fields[s.key].Interface(), why)
+		return s.key, bad(s.key, c.fieldsByKey()[s.key].Interface(), why)
 	}
-	return nil
+	return "", nil
 }
 
 // validateEngine checks the engine settings config maps onto engine.Options, where they mean more

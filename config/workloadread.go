@@ -14,7 +14,7 @@ import (
 
 // traceOnly are the settings only a trace's rows read, each with what the synthetic workload has in
 // their place ("" for nothing).
-var traceOnly = []struct{ key, instead string }{
+var traceOnly = []unreadSetting{
 	{"trace-format", ""},
 	{"trace-block-size", ""},
 	{"tokenizer", "its prompts are token ids, never text"},
@@ -25,17 +25,10 @@ var traceOnly = []struct{ key, instead string }{
 // validateSyntheticGiven refuses, on the synthetic workload, a setting given that only a trace reads,
 // and one whose subject the synthetic workload, as set, does not have.
 func (c *Config) validateSyntheticGiven() error {
-	fields := c.fieldsByKey()
-	for _, s := range traceOnly {
-		if !c.isGiven(s.key) {
-			continue
-		}
-		why := "applies to a trace, not to the synthetic workload"
-		if s.instead != "" {
-			why += " (" + s.instead + ")"
-		}
-		return c.at(s.key, bad(s.key, fields[s.key].Interface(), why))
+	if key, err := c.firstGiven(traceOnly, "applies to a trace, not to the synthetic workload"); err != nil {
+		return c.at(key, err)
 	}
+	fields := c.fieldsByKey()
 	const turns = "is the wait between a session's turns, and --turns-per-session is 1"
 	for _, s := range []struct {
 		key, why string

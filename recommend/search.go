@@ -65,7 +65,7 @@ func Search(base *config.Config, sp *Space, o Options) (*Report, error) {
 	// What no shape changes is checked once, not once per shape: the model, the GPU system, and what the
 	// timing model needs (its data's directory, its profile's file). Where it fails on some backends
 	// only, their shapes are refused and the others searched.
-	if err := sharedOnSome(base, sp.Backends); err != nil {
+	if err := base.HoldsOnSome(sp.Backends, (*config.Config).CheckShared); err != nil {
 		return nil, err
 	}
 	shapes, refused, err := sp.shapes(base)
@@ -137,23 +137,6 @@ func Search(base *config.Config, sp *Space, o Options) (*Report, error) {
 	}
 	wg.Wait()
 	return assemble(o, shapes, refused, out)
-}
-
-// sharedOnSome is nil when what every shape shares (config.Config.CheckShared) holds on one of backends
-// at least, else the first backend's error.
-func sharedOnSome(base *config.Config, backends []string) error {
-	var first error
-	for _, b := range backends {
-		c := base.OnBackend(b)
-		err := c.CheckShared()
-		if err == nil {
-			return nil
-		}
-		if first == nil {
-			first = err
-		}
-	}
-	return first
 }
 
 // shapeOut is what the search of one shape found.

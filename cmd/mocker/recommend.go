@@ -189,24 +189,6 @@ func (rf *recommendFlags) targets() ([]recommend.Target, error) {
 	return ts, nil
 }
 
-// validOnSome accepts the base settings when they are valid on one of backends (--profile where trtllm,
-// priced by profile, is swept); else it returns the first backend's error. A shape a backend cannot run
-// is the search's to refuse.
-func validOnSome(cfg *config.Config, backends []string) error {
-	var first error
-	for _, b := range backends {
-		base := cfg.OnBackend(b)
-		err := base.Validate()
-		if err == nil {
-			return nil
-		}
-		if first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
 // epListRead refuses --ep-list where no swept backend's passes are priced by the op-level model, the
 // one timing model that reads the experts' sharding, as config refuses --ep there (a list of 1 alone,
 // no expert parallelism, changes nothing and is taken).
@@ -246,7 +228,9 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 	if err := cfg.UnreadByBackends(sp.Backends...); err != nil {
 		return err
 	}
-	if err := validOnSome(cfg, sp.Backends); err != nil {
+	// The base settings are taken when valid on one of the backends (--profile where trtllm, priced by
+	// profile, is swept); a shape a backend cannot run is the search's to refuse.
+	if err := cfg.HoldsOnSome(sp.Backends, (*config.Config).Validate); err != nil {
 		return err
 	}
 	if err := epListRead(fs, cfg, sp.Backends); err != nil {
