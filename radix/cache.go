@@ -121,9 +121,9 @@ func (c *Cache) Match(pages []tokens.Block, dst []PageID) (ids []PageID, node *N
 		if next == nil {
 			break
 		}
-		k := commonPrefix(next.blocks, pages)
+		k := commonPrefix(next.hashes, pages)
 		if k < next.pages() {
-			next = c.split(next, k)
+			next = c.split(next, k, pages[k-1].Hash)
 		}
 		c.touch(next)
 		dst = append(dst, next.ids...)
@@ -159,9 +159,9 @@ func (c *Cache) Insert(pages []tokens.Block, ids []PageID) (present int) {
 		if next == nil {
 			break
 		}
-		k := commonPrefix(next.blocks, pages[i:])
+		k := commonPrefix(next.hashes, pages[i:])
 		if k < next.pages() {
-			next = c.split(next, k)
+			next = c.split(next, k, pages[i+k-1].Hash)
 		}
 		c.touch(next)
 		for j, id := range ids[i : i+k] {
@@ -218,9 +218,9 @@ func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID, room int)
 		if next == nil {
 			break
 		}
-		k := commonPrefix(next.blocks, pages[present:])
+		k := commonPrefix(next.hashes, pages[present:])
 		if k < next.pages() {
-			next = c.split(next, k)
+			next = c.split(next, k, pages[present+k-1].Hash)
 		}
 		c.touch(next)
 		for j, id := range next.ids[:k] {
@@ -243,15 +243,16 @@ func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID, room int)
 	}
 	if n == node && n != c.root && n.children == 0 && n.locks == 1 && n.lockRef == 1 {
 		k := len(pages) - present
-		if len(n.ids)+k > cap(n.ids) || len(n.blocks)+k > cap(n.blocks) {
-			n.blocks = slices.Grow(n.blocks, k+room)
+		if len(n.ids)+k > cap(n.ids) || len(n.hashes)+k > cap(n.hashes) {
+			n.hashes = slices.Grow(n.hashes, k+room)
 			n.ids = slices.Grow(n.ids, k+room)
 		}
 		if c.view != nil {
 			c.view.stored(n, c.nextID) // the Stored event below
 		}
-		n.blocks = append(n.blocks, pages[present:]...)
+		n.hashes = appendTokensHashes(n.hashes, pages[present:])
 		n.ids = append(n.ids, ids[present:]...)
+		n.tip = pages[len(pages)-1].Hash
 		c.cached += len(pages) - present // locked: not evictable
 		c.touch(n)
 		deepest = n
@@ -264,7 +265,7 @@ func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID, room int)
 		case present > 0:
 			ev.Parent, ev.HasParent = pages[present-1].Hash, true
 		case node != c.root:
-			ev.Parent, ev.HasParent = node.blocks[node.pages()-1].Hash, true
+			ev.Parent, ev.HasParent = node.tip, true
 		}
 		c.emit(ev)
 	}
@@ -292,7 +293,7 @@ func (c *Cache) Lock(node *Node) {
 // changes only what the tree allocates.
 func (c *Cache) Trim(node *Node) {
 	if n := len(node.ids); cap(node.ids)-n > n {
-		node.blocks, node.ids = slices.Clone(node.blocks), slices.Clone(node.ids)
+		node.hashes, node.ids = slices.Clone(node.hashes), slices.Clone(node.ids)
 	}
 }
 
@@ -363,8 +364,8 @@ func (c *Cache) AppendCached(dst []uint64) []uint64 {
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, b := range n.blocks {
-			dst = append(dst, b.Hash)
+		if n != c.root {
+			dst = c.appendSeqHashes(dst, n)
 		}
 		for ch := n.first; ch != nil; ch = ch.next {
 			stack = append(stack, ch)

@@ -21,9 +21,11 @@ func (c *Cache) Evict(numPages int) (freed int) {
 			id := n.ids[j]
 			c.state[id] = pageFree
 			c.freeList = append(c.freeList, id)
-			if c.events && !c.bare || c.tiers != nil {
-				c.removed = append(c.removed, n.blocks[j].Hash)
-			}
+		}
+		if c.events && !c.bare || c.tiers != nil {
+			at := len(c.removed)
+			c.removed = c.appendSeqHashes(c.removed, n)
+			slices.Reverse(c.removed[at:])
 		}
 		freed += len(n.ids)
 		c.removeLeaf(n)

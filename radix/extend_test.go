@@ -16,8 +16,10 @@ func cachedHashes(c *Cache) map[uint64]bool {
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, b := range n.blocks {
-			m[b.Hash] = true
+		if n != c.root {
+			for _, h := range c.appendSeqHashes(nil, n) {
+				m[h] = true
+			}
 		}
 		for ch := n.first; ch != nil; ch = ch.next {
 			stack = append(stack, ch)
@@ -141,8 +143,8 @@ func TestExtendRoom(t *testing.T) {
 	_, node := c.Extend(nil, s.Blocks(), table, 8)
 	c.Lock(node)
 	edge := &node.ids[0]
-	if cap(node.ids) < 12 || cap(node.blocks) < 12 {
-		t.Fatalf("leaf of 4 pages with room 8: capacity %d ids, %d blocks; want at least 12", cap(node.ids), cap(node.blocks))
+	if cap(node.ids) < 12 || cap(node.hashes) < 12 {
+		t.Fatalf("leaf of 4 pages with room 8: capacity %d ids, %d hashes; want at least 12", cap(node.ids), cap(node.hashes))
 	}
 	for i := range 3 {
 		s.Append(uint32(10 + i))
@@ -161,8 +163,8 @@ func TestExtendRoom(t *testing.T) {
 	t2, _ := c.Alloc(1, nil)
 	_, leaf := c.Extend(nil, s2.Blocks(), t2, 100)
 	c.Trim(leaf) // its request ended at once: 100 pages of room for a 1-page edge go
-	if cap(leaf.ids) > 8 || cap(leaf.blocks) > 8 || leaf.pages() != 1 || leaf.ids[0] != t2[0] {
-		t.Errorf("trimmed leaf: %d pages, capacity %d ids and %d blocks", leaf.pages(), cap(leaf.ids), cap(leaf.blocks))
+	if cap(leaf.ids) > 8 || cap(leaf.hashes) > 8 || leaf.pages() != 1 || leaf.ids[0] != t2[0] {
+		t.Errorf("trimmed leaf: %d pages, capacity %d ids and %d hashes", leaf.pages(), cap(leaf.ids), cap(leaf.hashes))
 	}
 	if err := c.CheckInvariants(); err != nil {
 		t.Fatal(err)

@@ -25,10 +25,10 @@ func seq(ps int, s string) []tokens.Block {
 	return sq.Blocks()
 }
 
-// label names a page by its letter, for dumps.
-func label(ps int, b tokens.Block) string {
+// label names a page by its letter (th its tokens hash), for dumps.
+func label(ps int, th uint64) string {
 	for r := 'a'; r <= 'z'; r++ {
-		if seq(ps, string(r))[0].TokensHash == b.TokensHash {
+		if seq(ps, string(r))[0].TokensHash == th {
 			return string(r)
 		}
 	}
@@ -56,8 +56,8 @@ func dump(c *Cache) string {
 		}
 		key := func(n *Node) string {
 			var s strings.Builder
-			for _, p := range n.blocks {
-				s.WriteString(label(c.pageSize, p))
+			for _, th := range n.hashes {
+				s.WriteString(label(c.pageSize, th))
 			}
 			return s.String()
 		}
@@ -100,6 +100,31 @@ func check(t testing.TB, c *Cache) {
 	t.Helper()
 	if err := c.CheckInvariants(); err != nil {
 		t.Fatal(err)
+	}
+	checkTips(t, c)
+}
+
+// checkTips verifies what CheckInvariants leaves out as too slow for every pass (a hash per cached page):
+// each node's tip is the sequence hash its edge's tokens hashes chain to from its parent's.
+func checkTips(t testing.TB, c *Cache) {
+	t.Helper()
+	stack := []*Node{c.root}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for ch := n.first; ch != nil; ch = ch.next {
+			h := ch.hashes[0]
+			if n != c.root {
+				h = tokens.SeqHash(n.tip, h)
+			}
+			for _, th := range ch.hashes[1:] {
+				h = tokens.SeqHash(h, th)
+			}
+			if h != ch.tip {
+				t.Fatalf("node %d: tip %#x, its edge chains to %#x", ch.serial, ch.tip, h)
+			}
+			stack = append(stack, ch)
+		}
 	}
 }
 

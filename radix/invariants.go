@@ -27,8 +27,8 @@ func (c *Cache) CheckInvariants() error {
 			if ch.parent != n || ch.prev != prev {
 				return fmt.Errorf("radix: node %d: parent %p (want %p), prev %p (want %p)", ch.serial, ch.parent, n, ch.prev, prev)
 			}
-			if ch.pages() == 0 || len(ch.blocks) != len(ch.ids) {
-				return fmt.Errorf("radix: node %d has %d pages and %d ids", ch.serial, len(ch.blocks), len(ch.ids))
+			if ch.pages() == 0 || len(ch.hashes) != len(ch.ids) {
+				return fmt.Errorf("radix: node %d has %d pages and %d ids", ch.serial, len(ch.hashes), len(ch.ids))
 			}
 			if c.view != nil {
 				if err := ch.checkRuns(); err != nil {
@@ -42,7 +42,7 @@ func (c *Cache) CheckInvariants() error {
 					}
 				}
 			}
-			if got := c.index[childKey{n.serial, ch.blocks[0].TokensHash}]; got != ch {
+			if got := c.index[childKey{n.serial, ch.hashes[0]}]; got != ch {
 				return fmt.Errorf("radix: node %d is not indexed under its parent %d", ch.serial, n.serial)
 			}
 			kids++
@@ -148,7 +148,7 @@ func (v *View) check() error {
 		if err := g.checkRuns(); err != nil {
 			return err
 		}
-		key := g.blocks[0].Hash
+		key := g.head
 		want, ok := next[key]
 		if !ok {
 			want = v.ghosts[key]

@@ -12,11 +12,14 @@ type Node struct {
 	parent            *Node // nil for the root and for evicted nodes
 	first, prev, next *Node // first child; siblings in the parent's child list
 
-	// The edge: the identities of its pages (the key, compared by TokensHash) and their page ids (the
+	// The edge: its pages' tokens hashes (the key, tokens.Block.TokensHash) and their page ids (the
 	// value). A split copies the upper half out, so no node pins a larger array than its own edge once
-	// the other half is gone.
-	blocks []tokens.Block
+	// the other half is gone. A page's sequence hash is not kept (at one-token pages it would double what
+	// a cached token costs, and the copy of every new edge): it chains from the parent's tip through the
+	// edge's tokens hashes (appendSeqHashes), and only events and lower tiers ask for it.
+	hashes []uint64
 	ids    []PageID
+	tip    uint64 // the sequence hash of the edge's last page
 	// runs say, while the cache keeps a View, which Stored event added each page (see storeRun).
 	runs []storeRun
 
@@ -30,6 +33,7 @@ type Node struct {
 	// removed is, for a ghost (an evicted node a View still shows, see view.go), the id of the Removed
 	// event that announced its eviction; the ghosts after it with the same first page follow on next.
 	removed uint64
+	head    uint64 // a ghost's first page's sequence hash (it has no parent to chain from)
 }
 
 // maxKeptPages bounds the edge capacity a recycled node keeps.
@@ -50,13 +54,47 @@ func (c *Cache) child(n *Node, h uint64) *Node {
 	return c.index[childKey{n.serial, h}]
 }
 
-// commonPrefix is the number of leading pages of the edge and of pages with equal tokens hashes.
-func commonPrefix(edge, pages []tokens.Block) int {
+// commonPrefix is the number of leading pages of the edge (tokens hashes) and of pages with equal tokens
+// hashes.
+func commonPrefix(edge []uint64, pages []tokens.Block) int {
 	k := 0
-	for k < len(edge) && k < len(pages) && edge[k].TokensHash == pages[k].TokensHash {
+	for k < len(edge) && k < len(pages) && edge[k] == pages[k].TokensHash {
 		k++
 	}
 	return k
+}
+
+// appendTokensHashes appends the tokens hash of each of pages to dst and returns it.
+func appendTokensHashes(dst []uint64, pages []tokens.Block) []uint64 {
+	n := len(dst)
+	dst = slices.Grow(dst, len(pages))[:n+len(pages)]
+	for i, b := range pages {
+		dst[n+i] = b.TokensHash
+	}
+	return dst
+}
+
+// appendSeqHashes appends the sequence hashes of the pages of n's edge to dst, in order, and returns it:
+// they chain from the tip of n's parent (a child of the root starts afresh, its first page's sequence
+// hash being its tokens hash; a ghost from its head), as tokens.Sequence chains them.
+func (c *Cache) appendSeqHashes(dst []uint64, n *Node) []uint64 {
+	ths := n.hashes
+	var h uint64
+	switch {
+	case n.parent == nil: // a ghost
+		h, ths = n.head, ths[1:]
+		dst = append(dst, h)
+	case n.parent != c.root:
+		h = n.parent.tip
+	default:
+		h, ths = ths[0], ths[1:]
+		dst = append(dst, h)
+	}
+	for _, th := range ths {
+		h = tokens.SeqHash(h, th)
+		dst = append(dst, h)
+	}
+	return dst
 }
 
 // newNode returns a blank node, reusing an evicted one when there is one.
@@ -75,14 +113,16 @@ func (c *Cache) newNode() *Node {
 	return n
 }
 
-// split cuts n's edge after k pages (0 < k < n.pages()) and returns the new node holding the first k.
-// n keeps the rest and its identity, so a caller holding n (locked) still holds the same deepest page,
-// and n's children stay indexed under n. The new node inherits n's locks, so no count changes.
-func (c *Cache) split(n *Node, k int) *Node {
+// split cuts n's edge after k pages (0 < k < n.pages()) and returns the new node holding the first k,
+// whose last page's sequence hash is tip (the caller's page there). n keeps the rest and its identity,
+// so a caller holding n (locked) still holds the same deepest page, and n's children stay indexed under
+// n. The new node inherits n's locks, so no count changes.
+func (c *Cache) split(n *Node, k int, tip uint64) *Node {
 	p := c.newNode()
-	p.blocks = append(p.blocks[:0], n.blocks[:k]...)
+	p.hashes = append(p.hashes[:0], n.hashes[:k]...)
 	p.ids = append(p.ids[:0], n.ids[:k]...)
-	n.blocks, n.ids = n.blocks[k:], n.ids[k:]
+	p.tip = tip
+	n.hashes, n.ids = n.hashes[k:], n.ids[k:]
 	if c.view != nil {
 		p.runs, n.runs = splitRuns(p.runs, n.runs, k)
 	}
@@ -100,12 +140,12 @@ func (c *Cache) split(n *Node, k int) *Node {
 	if n.next != nil {
 		n.next.prev = p
 	}
-	c.index[childKey{parent.serial, p.blocks[0].TokensHash}] = p
+	c.index[childKey{parent.serial, p.hashes[0]}] = p
 
 	// n becomes p's only child.
 	n.parent, n.prev, n.next = p, nil, nil
 	p.first, p.children = n, 1
-	c.index[childKey{p.serial, n.blocks[0].TokensHash}] = n
+	c.index[childKey{p.serial, n.hashes[0]}] = n
 	c.nodes++
 	return p
 }
@@ -113,8 +153,9 @@ func (c *Cache) split(n *Node, k int) *Node {
 // addChild hangs a new unlocked leaf holding pages (copied) under parent, with capacity for room more.
 func (c *Cache) addChild(parent *Node, blocks []tokens.Block, ids []PageID, room int, stamp uint64) *Node {
 	n := c.newNode()
-	n.blocks = append(slices.Grow(n.blocks[:0], len(blocks)+room), blocks...)
+	n.hashes = appendTokensHashes(slices.Grow(n.hashes[:0], len(blocks)+room), blocks)
 	n.ids = append(slices.Grow(n.ids[:0], len(ids)+room), ids...)
+	n.tip = blocks[len(blocks)-1].Hash
 	if c.view != nil {
 		n.runs = append(n.runs[:0], storeRun{id: c.nextID}) // the Stored event that follows
 	}
@@ -141,7 +182,7 @@ func (c *Cache) addChild(parent *Node, blocks []tokens.Block, ids []PageID, room
 // caller's to free.
 func (c *Cache) removeLeaf(n *Node) {
 	parent := n.parent
-	delete(c.index, childKey{parent.serial, n.blocks[0].TokensHash})
+	delete(c.index, childKey{parent.serial, n.hashes[0]})
 	if n.prev != nil {
 		n.prev.next = n.next
 	} else {
@@ -155,7 +196,11 @@ func (c *Cache) removeLeaf(n *Node) {
 	c.cached -= len(n.ids)
 	c.evictable -= len(n.ids)
 	if c.view != nil {
-		c.view.bury(n)
+		head := n.hashes[0]
+		if parent != c.root {
+			head = tokens.SeqHash(parent.tip, head)
+		}
+		c.view.bury(n, head)
 		return
 	}
 	c.recycle(n)
@@ -165,10 +210,10 @@ func (c *Cache) removeLeaf(n *Node) {
 func (c *Cache) recycle(n *Node) {
 	// Keep small slices for the next node; drop every pointer, and large arrays (a long request's whole
 	// edge) that would otherwise stay pinned by a recycled node.
-	blocks, ids := n.blocks[:0], n.ids[:0]
-	if cap(blocks) > maxKeptPages {
-		blocks, ids = nil, nil
+	hashes, ids := n.hashes[:0], n.ids[:0]
+	if cap(hashes) > maxKeptPages {
+		hashes, ids = nil, nil
 	}
-	*n = Node{blocks: blocks, ids: ids, runs: n.runs[:0], heapIdx: -1}
+	*n = Node{hashes: hashes, ids: ids, runs: n.runs[:0], heapIdx: -1}
 	c.spare = append(c.spare, n)
 }

@@ -81,13 +81,13 @@ func (v *View) Sole() { v.c.bare = true }
 // Cached is the number of pages in the view.
 func (v *View) Cached() int { return v.cached }
 
-// bury keeps an evicted node as a ghost: the Removed event that announces its eviction is the next the
-// cache emits.
-func (v *View) bury(n *Node) {
+// bury keeps an evicted node, whose first page's sequence hash is head, as a ghost: the Removed event that
+// announces its eviction is the next the cache emits.
+func (v *View) bury(n *Node, head uint64) {
 	v.prune()
-	*n = Node{blocks: n.blocks, ids: n.ids, runs: n.runs, serial: n.serial, heapIdx: -1, removed: v.c.nextID}
+	*n = Node{hashes: n.hashes, ids: n.ids, runs: n.runs, serial: n.serial, heapIdx: -1, removed: v.c.nextID, head: head}
 	v.queue = append(v.queue, n)
-	key := n.blocks[0].Hash
+	key := head
 	g := v.ghosts[key]
 	if g == nil {
 		v.ghosts[key] = n
@@ -105,7 +105,7 @@ func (v *View) prune() {
 	heard := v.heard.Load()
 	for v.head < len(v.queue) && v.queue[v.head].removed < heard {
 		g := v.queue[v.head]
-		key := g.blocks[0].Hash
+		key := g.head
 		if g.next != nil {
 			v.ghosts[key] = g.next // it was first: its chain is in eviction order
 		} else {
@@ -153,7 +153,7 @@ func (v *View) Prefix(pages []tokens.Block) int {
 		if next == nil {
 			break
 		}
-		k := next.heardPages(commonPrefix(next.blocks, pages[i:]), heard)
+		k := next.heardPages(commonPrefix(next.hashes, pages[i:]), heard)
 		i += k
 		if k < next.pages() {
 			break
@@ -168,11 +168,9 @@ func (v *View) Prefix(pages []tokens.Block) int {
 		if g == nil {
 			break
 		}
-		k := 0
-		for k < g.pages() && i+k < len(pages) && g.blocks[k].Hash == pages[i+k].Hash {
-			k++
-		}
-		k = g.heardPages(k, heard)
+		// The first pages' sequence hashes agree (the ghost's key), so the later ones agree where their
+		// tokens hashes do: each chains from the one before.
+		k := g.heardPages(commonPrefix(g.hashes, pages[i:]), heard)
 		if k == 0 {
 			break
 		}
@@ -254,8 +252,9 @@ func (v *View) AppendCached(dst []uint64) []uint64 {
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, b := range n.blocks[:n.heardPages(n.pages(), heard)] {
-			dst = append(dst, b.Hash)
+		if n != v.c.root {
+			at := len(dst)
+			dst = v.c.appendSeqHashes(dst, n)[:at+n.heardPages(n.pages(), heard)]
 		}
 		for ch := n.first; ch != nil; ch = ch.next {
 			stack = append(stack, ch)
@@ -265,9 +264,8 @@ func (v *View) AppendCached(dst []uint64) []uint64 {
 		if g.removed < heard {
 			continue // heard of: not in the view
 		}
-		for _, b := range g.blocks[:g.heardPages(g.pages(), heard)] {
-			dst = append(dst, b.Hash)
-		}
+		at := len(dst)
+		dst = v.c.appendSeqHashes(dst, g)[:at+g.heardPages(g.pages(), heard)]
 	}
 	return dst
 }
