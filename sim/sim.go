@@ -577,6 +577,9 @@ func (r *runner) route(req *request) error {
 func (r *runner) routeSeq(req *request) *tokens.Sequence {
 	if req.seq == nil {
 		req.seq = r.newSeq(req.turn.LoRA)
+		// Room for the output as well: an engine that takes the sequence (sched.Request.GiveSeq) appends
+		// it there, where growing would copy the whole prompt.
+		req.seq.Grow(req.turn.InputLen + req.turn.OutputLen)
 		req.AppendSequence(req.seq)
 	}
 	return req.seq

@@ -114,6 +114,9 @@ func (s *Scheduler) prompt(r *request) {
 		return
 	}
 	s.buffers(r)
+	// Room for its output too (up to the clip, and no more than its prompt, as pageList): a decode step
+	// appends its token to the same sequence, which would otherwise grow by copying the whole prompt.
+	r.Seq.Grow(r.SrcLen + min(r.MaxTokens, s.opt.ClipMaxNewTokens, r.SrcLen))
 	r.MakePrompt("sglang")
 }
 

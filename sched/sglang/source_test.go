@@ -224,3 +224,29 @@ func TestSpareSequencesBoundedInBlocks(t *testing.T) {
 		t.Fatalf("%d sequences kept with room for %d blocks; want 4 and %d", n, b, maxSpareSeqBlocks)
 	}
 }
+
+// TestSourcePromptSizedForOutput: a prompt made from its source at admission has room for its output (up
+// to the clip, and to the prompt's length), so decoding appends to the array it was made in, which
+// growing would copy; a clip shorter than the output bounds the room.
+func TestSourcePromptSizedForOutput(t *testing.T) {
+	for _, c := range []struct{ maxTokens, clip, room int }{{40, 4096, 40}, {40, 16, 16}, {5000, 4096, 300}} {
+		o := opts(1, 8192)
+		o.ClipMaxNewTokens = c.clip
+		h := newHarness(t, o)
+		if err := h.S.Enqueue(&sched.Request{ID: 1, Source: &schedtest.CountingSource{Toks: schedtest.Prompt(0, 300)}, MaxTokens: c.maxTokens}); err != nil {
+			t.Fatal(err)
+		}
+		h.Step()
+		r := h.S.book.Live[1]
+		blocks := &r.Seq.Blocks()[0]
+		if got := cap(r.Seq.Blocks()); got < 300+c.room || got > 300+c.room+64 {
+			t.Fatalf("max tokens %d, clip %d: the prompt's sequence has room for %d blocks, want %d (and at most a size class more)", c.maxTokens, c.clip, got, 300+c.room)
+		}
+		for range min(c.room, c.maxTokens) - 1 {
+			h.Step()
+		}
+		if r.Seq.Len() < 300+min(c.room, c.maxTokens)-1 || &r.Seq.Blocks()[0] != blocks {
+			t.Fatalf("max tokens %d, clip %d: after %d tokens the sequence moved (%v)", c.maxTokens, c.clip, r.Seq.Len()-300, &r.Seq.Blocks()[0] != blocks)
+		}
+	}
+}
