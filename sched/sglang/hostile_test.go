@@ -50,8 +50,8 @@ func TestPageListGrowsWithUse(t *testing.T) {
 	if c := cap(r.pages); c > 64 {
 		t.Fatalf("a 4-token prompt's page list has capacity %d after admission, want at most 64", c)
 	}
-	if c := cap(r.pages); c < 8 {
-		t.Fatalf("a 4-token prompt's page list has capacity %d after admission, want room for 4 output pages too", c)
+	if c := cap(r.pages); c < 5 {
+		t.Fatalf("a 4-token prompt's page list has capacity %d after admission, want room for its 4 pages and its first decode step's", c)
 	}
 	// Its leaf in the tree keeps room for the pages it will add, but no more than a pass's prefill budget
 	// (16,384 pages of 20 bytes here, where room for its max_tokens would take 17.6 MB).
@@ -79,25 +79,37 @@ func TestPageListGrowsWithUse(t *testing.T) {
 }
 
 // TestPageListSizedOnce: a prompt admitted in chunks and decoded to its end appends its pages to the one
-// array its admission gave it (its prompt's pages and its output's), not one grown chunk by chunk and
-// step by step.
+// array its admission gave it, not one grown chunk by chunk and step by step. With prefix caching the
+// list holds only the pages not yet cached (a chunk's, a decode step's: the tree takes each page as it
+// fills), so it is sized for the first chunk; without, it holds every page, its prompt's and its
+// output's.
 func TestPageListSizedOnce(t *testing.T) {
-	o := opts(1, 4096)
-	o.ChunkedPrefillSize, o.MaxPrefillTokens = 300, 300
-	h := newHarness(t, o)
-	h.Enqueue(1, schedtest.Prompt(0, 1000), 40)
-	h.Step()
-	r := h.S.book.Live[1]
-	first, held := cap(r.pages), 0
-	for step := 0; h.S.book.Live[1] != nil && step < 100; step++ {
-		if c := cap(r.pages); c != first {
-			t.Fatalf("step %d: page list capacity %d, %d after admission", step, c, first)
-		}
-		held = max(held, len(r.pages))
+	for _, caching := range []bool{true, false} {
+		o := opts(1, 4096)
+		o.ChunkedPrefillSize, o.MaxPrefillTokens, o.PrefixCaching = 300, 300, caching
+		h := newHarness(t, o)
+		h.Enqueue(1, schedtest.Prompt(0, 1000), 40)
 		h.Step()
-	}
-	// Room for its 1,040 tokens, and at most a size class above them.
-	if held < 1000+38 || first < 1000+40 || first > 1300 {
-		t.Fatalf("page list of capacity %d after admission held at most %d pages, want room for 1,040 and 1,038 at least held", first, held)
+		r := h.S.book.Live[1]
+		first, held := cap(r.pages), 0
+		for step := 0; h.S.book.Live[1] != nil && step < 100; step++ {
+			if c := cap(r.pages); c != first {
+				t.Fatalf("caching %v, step %d: page list capacity %d, %d after admission", caching, step, c, first)
+			}
+			held = max(held, len(r.pages))
+			h.Step()
+		}
+		if h.S.book.Live[1] != nil {
+			t.Fatalf("caching %v: not done after 100 steps", caching)
+		}
+		// Room for the first chunk's 300 pages and a decode step's (with caching, every computed page
+		// moves to the tree: none stays listed), or for its 1,040 tokens; at most a size class above.
+		lo, hi, most := 301, 400, 0
+		if !caching {
+			lo, hi, most = 1040, 1300, 1038
+		}
+		if first < lo || first > hi || held != most {
+			t.Fatalf("caching %v: page list of capacity %d after admission held at most %d pages, want room for %d (at most %d) and %d held", caching, first, held, lo, hi, most)
+		}
 	}
 }

@@ -33,23 +33,23 @@ func (s *Scheduler) CheckInvariants() error {
 		if s.book.Live[r.ID] != r {
 			return fmt.Errorf("sglang: request %d is not live", r.ID)
 		}
-		if want := s.pagesFor(r.Computed); len(r.pages) != want {
-			return fmt.Errorf("sglang: request %d computed %d tokens but holds %d pages, want %d", r.ID, r.Computed, len(r.pages), want)
+		if want := s.pagesFor(r.Computed); r.held() != want {
+			return fmt.Errorf("sglang: request %d computed %d tokens but holds %d pages, want %d", r.ID, r.Computed, r.held(), want)
 		}
-		if r.locked > len(r.pages) || r.Generated > r.MaxTokens || r.Computed > r.Length() {
-			return fmt.Errorf("sglang: request %d locked %d of %d pages, generated %d of %d", r.ID, r.locked, len(r.pages), r.Generated, r.MaxTokens)
+		if r.Generated > r.MaxTokens || r.Computed > r.Length() {
+			return fmt.Errorf("sglang: request %d generated %d of %d, computed %d of %d tokens", r.ID, r.Generated, r.MaxTokens, r.Computed, r.Length())
 		}
-		private += len(r.pages) - r.locked
+		private += len(r.pages)
 	}
 	for r := range s.tier.All() {
-		if s.book.Live[r.ID] != r || r.Computed != 0 || r.locked >= len(r.pages) || r.node == nil {
-			return fmt.Errorf("sglang: onboarding request %d (live %v) computed %d, locks %d of %d pages", r.ID, s.book.Live[r.ID] == r, r.Computed, r.locked, len(r.pages))
+		if s.book.Live[r.ID] != r || r.Computed != 0 || len(r.pages) == 0 || r.node == nil {
+			return fmt.Errorf("sglang: onboarding request %d (live %v) computed %d, locks %d pages and loads %d", r.ID, s.book.Live[r.ID] == r, r.Computed, r.locked, len(r.pages))
 		}
-		private += len(r.pages) - r.locked
+		private += len(r.pages)
 	}
 	for _, r := range slices.Concat(s.waiting, s.arrivals, s.deferred) {
-		if len(r.pages) != 0 || r.Computed != 0 {
-			return fmt.Errorf("sglang: waiting request %d holds %d pages", r.ID, len(r.pages))
+		if r.held() != 0 || r.Computed != 0 {
+			return fmt.Errorf("sglang: waiting request %d holds %d pages", r.ID, r.held())
 		}
 		if (r.Src == nil) == (r.Seq == nil) || r.Src != nil && (r.Preemptions > 0 || cap(r.pages) != 0) {
 			return fmt.Errorf("sglang: waiting request %d holds a sequence %v and a source %v (retracted %d times, a page list of %d)",
@@ -58,10 +58,10 @@ func (s *Scheduler) CheckInvariants() error {
 	}
 	for _, m := range []map[uint64]*request{s.book.Held, s.book.Reserved} {
 		for _, r := range m {
-			if s.book.Live[r.ID] != nil || r.locked > len(r.pages) {
-				return fmt.Errorf("sglang: held or reserved request %d is live, or locks %d of %d pages", r.ID, r.locked, len(r.pages))
+			if s.book.Live[r.ID] != nil {
+				return fmt.Errorf("sglang: held or reserved request %d is live", r.ID)
 			}
-			private += len(r.pages) - r.locked
+			private += len(r.pages)
 		}
 	}
 	if private != s.private {

@@ -97,8 +97,11 @@ func (o Options) Validate() error {
 // request is a request's state; its Seq is nil while src holds the prompt.
 type request struct {
 	book.Request
-	order  uint64         // arrival order, for stable tie-breaks
-	pages  []radix.PageID // KV pages in order: [0, locked) owned by the tree, the rest private
+	order uint64 // arrival order, for stable tie-breaks
+	// KV pages: the first locked are the tree's (not listed: the tree holds their ids), then pages, the
+	// private ones, in order. Caching a page moves it from pages to the tree, so the list holds only
+	// the pages not cached yet (a chunk's, a decode step's), not a whole prompt's.
+	pages  []radix.PageID
 	locked int
 	node   *radix.Node // deepest locked tree node; nil when none
 
@@ -243,7 +246,7 @@ func (s *Scheduler) room(req *request, maxTokens int) (cached int, ok bool) {
 	}
 	req.order = s.arrived
 	s.arrived++
-	req.pages = append(s.pageList(req), s.hits...)
+	req.pages = s.pageList(req, need)
 	req.locked, req.node = len(s.hits), node
 	req.pages, _ = s.cache.Alloc(need, req.pages)
 	s.private += need
@@ -289,7 +292,7 @@ func (s *Scheduler) Activate(id uint64) bool {
 		return false
 	}
 	// The prompt's full pages arrived complete; only the tail page waits for the recomputed token.
-	keep := s.pagesFor(r.Computed)
+	keep := s.pagesFor(r.Computed) - r.locked
 	s.cache.Free(r.pages[keep:])
 	s.private -= len(r.pages) - keep
 	r.pages = r.pages[:keep]
@@ -325,14 +328,22 @@ func (s *Scheduler) newRequest(bare bool) *request {
 	return r
 }
 
-// pageList returns r's page list emptied, with room for its prompt's pages and its output's, these up to
-// the clip and to as many tokens as the prompt has (no more than appending would grow the list to, so a
-// huge max_tokens reserves nothing huge). Its chunks and decode steps then append to one array, where
-// growing it as they come would copy a long prompt's list several times over.
-func (s *Scheduler) pageList(r *request) []radix.PageID {
+// pageList returns r's page list emptied, with room for the need pages its admission allocates, and, with
+// prefix caching, a page more (its first decode step's): caching moves its pages to the tree as they fill.
+// Without it the list keeps every page, so it has room for its output too, up to the clip and to as many
+// tokens as the prompt has (no more than appending would grow the list to, so a huge max_tokens reserves
+// nothing huge). Its chunks and decode steps then append to one array, where growing it as they come
+// would copy a long prompt's list several times over.
+func (s *Scheduler) pageList(r *request, need int) []radix.PageID {
+	if s.opt.PrefixCaching {
+		return slices.Grow(r.pages[:0], need+1)
+	}
 	prompt := r.Seq.Len() - r.Generated // a resumed request's sequence holds its output so far
 	return slices.Grow(r.pages[:0], s.pagesFor(r.Seq.Len()+min(r.MaxTokens-r.Generated, s.opt.ClipMaxNewTokens, prompt)))
 }
+
+// held is the number of pages r holds: the tree's it has locked, and its private ones.
+func (r *request) held() int { return r.locked + len(r.pages) }
 
 // freeBuffers moves r's sequence and page list to the free lists, for the next prompt made: a request
 // that waits as its source holds neither. Beyond maxSpare they are dropped, and so are a long page list
@@ -565,7 +576,7 @@ func (s *Scheduler) admit() bool {
 		}
 		need := s.pagesFor(prefix+chunk) - len(s.hits)
 		if !first {
-			need = s.pagesFor(prefix+chunk) - len(r.pages)
+			need = s.pagesFor(prefix+chunk) - r.held()
 		}
 		if !s.reserve(need) {
 			if node != nil {
@@ -575,7 +586,7 @@ func (s *Scheduler) admit() bool {
 			return false, false
 		}
 		if first {
-			r.pages = append(s.pageList(r), s.hits...)
+			r.pages = s.pageList(r, need)
 			r.locked, r.node = len(s.hits), node
 			r.Computed = prefix
 			s.book.Admit(&r.Request, prefix)
@@ -683,7 +694,7 @@ func (s *Scheduler) decode() {
 	need := func() int {
 		n := 0
 		for _, r := range s.running {
-			n += s.pagesFor(r.Computed+1+drafts) - len(r.pages)
+			n += s.pagesFor(r.Computed+1+drafts) - r.held()
 		}
 		return n
 	}
@@ -712,10 +723,10 @@ func (s *Scheduler) decode() {
 		// Retraction stops at one request, and a mixed pass's extend takes pages first: a request may lack
 		// room for its drafts (it verifies fewer) or even its next token (it skips this pass).
 		d := drafts
-		for d > 0 && s.pagesFor(r.Computed+1+d)-len(r.pages) > s.cache.FreePages() {
+		for d > 0 && s.pagesFor(r.Computed+1+d)-r.held() > s.cache.FreePages() {
 			d--
 		}
-		if n := s.pagesFor(r.Computed+1+d) - len(r.pages); n > 0 {
+		if n := s.pagesFor(r.Computed+1+d) - r.held(); n > 0 {
 			var ok bool
 			if r.pages, ok = s.cache.Alloc(n, r.pages); !ok {
 				continue
@@ -741,7 +752,7 @@ func (s *Scheduler) PlainDecode() bool {
 	page := s.opt.PageSize
 	for _, r := range s.running {
 		next := r.Computed + 1
-		if !r.Plain() || s.pagesFor(next) > len(r.pages) || s.opt.PrefixCaching && next/page > r.locked ||
+		if !r.Plain() || s.pagesFor(next) > r.held() || s.opt.PrefixCaching && next/page > r.locked ||
 			r.LoRA != "" && !slices.Contains(s.resident, r.LoRA) {
 			return false
 		}
@@ -814,20 +825,22 @@ func (s *Scheduler) cacheFull(r *request) {
 	// (release trims what an early end leaves).
 	prompt := (r.Seq.Len() - r.Generated) / s.opt.PageSize
 	room := min(max(prompt+r.MaxTokens/s.opt.PageSize-full, 0), max(prompt-full, 0)+max(full-r.locked, s.pagesFor(s.opt.MaxPrefillTokens)))
-	_, node := s.cache.Extend(r.node, r.Seq.Blocks()[r.locked:full], r.pages[r.locked:full], room)
+	n := full - r.locked
+	_, node := s.cache.Extend(r.node, r.Seq.Blocks()[r.locked:full], r.pages[:n], room)
 	s.cache.Lock(node)
 	if r.node != nil {
 		s.cache.Unlock(r.node)
 	}
-	s.private -= full - r.locked
+	s.private -= n
+	r.pages = r.pages[:copy(r.pages, r.pages[n:])] // the tree has them now
 	r.locked, r.node = full, node
 }
 
 // release caches r's full pages, frees the rest and unlocks it: r holds nothing afterwards.
 func (s *Scheduler) release(r *request) {
 	s.cacheFull(r)
-	s.cache.Free(r.pages[r.locked:])
-	s.private -= len(r.pages) - r.locked
+	s.cache.Free(r.pages)
+	s.private -= len(r.pages)
 	if r.node != nil {
 		s.cache.Trim(r.node)
 		s.cache.Unlock(r.node)
@@ -860,7 +873,7 @@ func (s *Scheduler) finishPass() {
 		done := s.book.Sample(&r.Request)
 		if r.PassDrafts > 0 {
 			// The accepted drafts' KV is valid; the pages reserved for rejected ones go back.
-			if keep := max(s.pagesFor(r.Computed), r.locked); keep < len(r.pages) {
+			if keep := max(s.pagesFor(r.Computed)-r.locked, 0); keep < len(r.pages) {
 				s.cache.Free(r.pages[keep:])
 				s.private -= len(r.pages) - keep
 				r.pages = r.pages[:keep]

@@ -30,7 +30,7 @@ func TestDecodeAllocationIsPageAware(t *testing.T) {
 	var slots []int
 	for range 3 {
 		h.Step()
-		slots = append(slots, len(h.S.book.Live[1].pages)*4)
+		slots = append(slots, h.S.book.Live[1].held()*4)
 	}
 	if !slices.Equal(slots, []int{8, 8, 12}) {
 		t.Fatalf("allocated slots %v, want [8 8 12]", slots)

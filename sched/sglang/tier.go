@@ -40,8 +40,7 @@ func (s *Scheduler) onboard(r *request, node *radix.Node, limit int) (started, w
 	// Onboard first: the write-backs of the pages reserve evicts must not push these out of their tier.
 	ready := t.Onboard(blocks[:n])
 	s.reserve(n)
-	r.pages = append(r.pages[:0], s.hits...)
-	r.pages, _ = s.cache.Alloc(n, r.pages)
+	r.pages, _ = s.cache.Alloc(n, r.pages[:0])
 	r.locked, r.node = hits, node
 	s.private += n
 	s.tier.Start(r, ready)
@@ -54,8 +53,8 @@ func (s *Scheduler) onboard(r *request, node *radix.Node, limit int) (started, w
 func (s *Scheduler) loaded() {
 	landed := s.tier.Landed()
 	for _, r := range landed {
-		n := len(r.pages) - r.locked
-		s.cache.Extend(r.node, r.Seq.Blocks()[r.locked:len(r.pages)], r.pages[r.locked:], 0) // unlocked next: nothing grows it
+		n := len(r.pages)
+		s.cache.Extend(r.node, r.Seq.Blocks()[r.locked:r.held()], r.pages, 0) // unlocked next: nothing grows it
 		s.private -= n
 		if r.node != nil {
 			s.cache.Unlock(r.node)
