@@ -1,6 +1,7 @@
 package router
 
 import (
+	"math/bits"
 	"slices"
 
 	"github.com/mocker-sim/mocker/tokens"
@@ -25,15 +26,59 @@ type seqTree struct {
 // here or below), so a node's refs are at least the sum of its children's and a request ends at a node
 // exactly when they exceed it.
 type seqNode struct {
-	hashes []uint64 // the edge's sequence hashes, from just below the parent to this node; owned
+	hashes []uint64 // the edge's sequence hashes, from just below the parent to this node, in buf
+	buf    *edgeBuf
 	refs   int
 	parent *seqNode
 	keys   []uint64   // first hash of each child's edge, sorted
 	kids   []*seqNode // in keys order
 }
 
-// nodePool recycles nodes so that routing does not allocate one per request split.
-type nodePool struct{ free []*seqNode }
+// edgeBuf is an array that edges' hashes are kept in: a new edge's own, which the halves of its splits
+// go on slicing (users counts the nodes that do). Once no node uses it, it goes back to the pool for the
+// next request's edge: every routed prompt adds its blocks' hashes, 8 bytes a block, which at one-token
+// blocks would otherwise be a new array as long as its prompt each time.
+type edgeBuf struct {
+	hashes []uint64 // its whole array; a power of two long
+	users  int
+}
+
+// nodePool recycles nodes so that routing does not allocate one per request split, and edge arrays, by
+// their power-of-two length, up to maxKeptHashes hashes in all.
+type nodePool struct {
+	free []*seqNode
+	bufs [64][]*edgeBuf // by the log2 of their length
+	kept int            // hashes the kept arrays hold
+}
+
+// maxKeptHashes bounds the edge arrays a router keeps for reuse (4 MiB).
+const maxKeptHashes = 1 << 19
+
+// buf returns an edge array of at least n hashes (n > 0), used by one node.
+func (p *nodePool) buf(n int) *edgeBuf {
+	c := bits.Len(uint(n - 1))
+	if k := len(p.bufs[c]); k > 0 {
+		b := p.bufs[c][k-1]
+		p.bufs[c][k-1] = nil
+		p.bufs[c] = p.bufs[c][:k-1]
+		p.kept -= len(b.hashes)
+		b.users = 1
+		return b
+	}
+	return &edgeBuf{hashes: make([]uint64, 1<<c), users: 1}
+}
+
+// release ends one node's use of b, keeping b for reuse once no node uses it (while the pool has room).
+func (p *nodePool) release(b *edgeBuf) {
+	if b.users--; b.users > 0 {
+		return
+	}
+	if n := len(b.hashes); p.kept+n <= maxKeptHashes {
+		c := bits.Len(uint(n - 1))
+		p.bufs[c] = append(p.bufs[c], b)
+		p.kept += n
+	}
+}
 
 func (p *nodePool) get() *seqNode {
 	if n := len(p.free); n > 0 {
@@ -44,8 +89,11 @@ func (p *nodePool) get() *seqNode {
 	return &seqNode{}
 }
 
-// put recycles x. Its hashes are dropped, not reused: another node may share their array (see split).
+// put recycles x, and its edge array if no other node slices it (see split).
 func (p *nodePool) put(x *seqNode) {
+	if x.buf != nil {
+		p.release(x.buf)
+	}
 	clear(x.kids)
 	*x = seqNode{keys: x.keys[:0], kids: x.kids[:0]}
 	p.free = append(p.free, x)
@@ -96,7 +144,8 @@ func (t *seqTree) add(blocks []tokens.Block, pool *nodePool) *seqNode {
 		at, ok := slices.BinarySearch(n.keys, blocks[i].Hash)
 		if !ok {
 			leaf := pool.get()
-			leaf.hashes = make([]uint64, len(blocks)-i)
+			leaf.buf = pool.buf(len(blocks) - i)
+			leaf.hashes = leaf.buf.hashes[:len(blocks)-i]
 			for j := range leaf.hashes {
 				leaf.hashes[j] = blocks[i+j].Hash
 			}
@@ -119,12 +168,14 @@ func (t *seqTree) add(blocks []tokens.Block, pool *nodePool) *seqNode {
 }
 
 // split cuts the edge of n's child at index at after k hashes, inserting a node there, and returns it.
-// Both halves keep slicing the same array; nothing ever writes to an edge after its creation, so sharing
-// is safe, and it lets a later merge of the two halves rejoin them without copying.
+// Both halves keep slicing the same array; nothing writes to an edge's hashes while a node uses them,
+// so sharing is safe, and it lets a later merge of the two halves rejoin them without copying.
 func (t *seqTree) split(n *seqNode, at, k int, pool *nodePool) *seqNode {
 	c := n.kids[at]
 	mid := pool.get()
 	mid.hashes, mid.refs, mid.parent = c.hashes[:k], c.refs, n
+	mid.buf = c.buf
+	c.buf.users++
 	c.hashes, c.parent = c.hashes[k:], mid
 	mid.keys = append(mid.keys, c.hashes[0])
 	mid.kids = append(mid.kids, c)
@@ -163,18 +214,21 @@ func (t *seqTree) merge(x *seqNode, pool *nodePool) {
 		return
 	}
 	c, p := x.kids[0], x.parent
-	c.hashes = join(x.hashes, c.hashes)
+	c.hashes, c.buf = join(x.hashes, c.hashes, c.buf, pool)
 	c.parent = p
 	at, _ := slices.BinarySearch(p.keys, x.hashes[0])
 	p.kids[at] = c // same first hash
 	pool.put(x)
 }
 
-// join returns a followed by b, re-slicing when b directly follows a in the same array (two halves of a
-// split) and copying otherwise.
-func join(a, b []uint64) []uint64 {
+// join returns a followed by b, and the array it is in: re-slicing when b directly follows a in the same
+// array (two halves of a split) and copying into a new one otherwise, whose use replaces bb's, b's array.
+func join(a, b []uint64, bb *edgeBuf, pool *nodePool) ([]uint64, *edgeBuf) {
 	if n := len(a); n+len(b) <= cap(a) && &a[:n+1][n] == &b[0] {
-		return a[:n+len(b)]
+		return a[:n+len(b)], bb
 	}
-	return append(slices.Clip(a), b...)
+	nb := pool.buf(len(a) + len(b))
+	ab := append(append(nb.hashes[:0], a...), b...)
+	pool.release(bb)
+	return ab, nb
 }

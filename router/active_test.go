@@ -106,3 +106,52 @@ func checkTree(t *testing.T, n *seqNode, refs map[uint64]int) int {
 	}
 	return nodes
 }
+
+// TestEdgeArraysReused: a finished request's edge array serves the next request's edge; a split's halves
+// share one array, which goes back to the pool only when neither uses it; the pool keeps at most
+// maxKeptHashes hashes.
+func TestEdgeArraysReused(t *testing.T) {
+	prompt := func(first uint32, n int) []tokens.Block {
+		s := tokens.NewSequence(1)
+		for i := range n {
+			s.Append(first + uint32(i))
+		}
+		return s.Blocks()
+	}
+	var tree seqTree
+	var pool nodePool
+	end := tree.add(prompt(0, 100), &pool)
+	arr := end.buf.hashes
+	tree.remove(end, &pool)
+	if pool.kept != 128 || len(pool.bufs[7]) != 1 {
+		t.Fatalf("after the only request left: %d hashes kept, %d arrays of 128; want 128 and 1", pool.kept, len(pool.bufs[7]))
+	}
+	b := prompt(1000, 90)
+	long := tree.add(b, &pool)
+	if &long.hashes[0] != &arr[0] || pool.kept != 0 {
+		t.Fatalf("the next request's edge has a new array (%v), %d hashes kept; want the first's and 0", &long.hashes[0] != &arr[0], pool.kept)
+	}
+	short := tree.add(b[:50], &pool) // splits the edge after 50
+	if short.buf != long.buf || long.buf.users != 2 || &short.hashes[0] != &arr[0] || &long.hashes[0] != &arr[50] {
+		t.Fatalf("the split's halves: same array %v, %d users; want the same, 2", short.buf == long.buf, long.buf.users)
+	}
+	tree.remove(long, &pool) // the upper half stays: 50 hashes, still in the array
+	if pool.kept != 0 || short.buf.users != 1 || tree.blocks != 50 {
+		t.Fatalf("one half left: %d hashes kept, %d users, %d blocks; want 0, 1, 50", pool.kept, short.buf.users, tree.blocks)
+	}
+	tree.remove(short, &pool)
+	if pool.kept != 128 || tree.blocks != 0 {
+		t.Fatalf("both halves gone: %d hashes kept, %d blocks; want 128 and 0", pool.kept, tree.blocks)
+	}
+	// Past maxKeptHashes, arrays are dropped.
+	var ends []*seqNode
+	for i := range maxKeptHashes/1024 + 2 {
+		ends = append(ends, tree.add(prompt(uint32(1_000_000*(i+1)), 1024), &pool))
+	}
+	for _, e := range ends {
+		tree.remove(e, &pool)
+	}
+	if n := len(pool.bufs[10]); pool.kept > maxKeptHashes || pool.kept != 128+n*1024 || n != maxKeptHashes/1024-1 {
+		t.Fatalf("%d hashes kept in %d arrays of 1,024 (and one of 128); want at most %d, in %d", pool.kept, n, maxKeptHashes, maxKeptHashes/1024-1)
+	}
+}
