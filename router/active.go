@@ -51,8 +51,8 @@ type nodePool struct {
 	kept int            // hashes the kept arrays hold
 }
 
-// maxKeptHashes bounds the edge arrays a router keeps for reuse (4 MiB).
-const maxKeptHashes = 1 << 19
+// maxKeptHashes bounds the edge arrays a router keeps for reuse (8 MiB).
+const maxKeptHashes = 1 << 20
 
 // buf returns an edge array of at least n hashes (n > 0), used by one node.
 func (p *nodePool) buf(n int) *edgeBuf {
