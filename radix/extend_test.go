@@ -170,3 +170,35 @@ func TestExtendRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSplitCopiesTheShorterHalf: a split moves the shorter half of an edge to arrays of its own, the
+// longer one keeping the edge's; the lower half keeps the room the edge had past its end.
+func TestSplitCopiesTheShorterHalf(t *testing.T) {
+	for _, k := range []int{2, 8} {
+		c := newCache(t, 1, 64)
+		s := tokens.NewSequence(1)
+		s.Append(toks(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)...)
+		table, _ := c.Alloc(10, nil)
+		_, leaf := c.Extend(nil, s.Blocks(), table, 6)
+		hashes, ids := leaf.hashes, leaf.ids // the edge's arrays
+		_, upper := c.Match(s.Blocks()[:k], nil)
+		if upper == leaf || upper.pages() != k || leaf.pages() != 10-k || leaf.parent != upper {
+			t.Fatalf("k=%d: match split the leaf into %d and %d pages", k, upper.pages(), leaf.pages())
+		}
+		long, short := upper, leaf
+		if k < 5 {
+			long, short = leaf, upper
+		}
+		at := 0 // where the long half starts in the edge's arrays
+		if long == leaf {
+			at = k
+		}
+		if &long.hashes[0] != &hashes[at] || &long.ids[0] != &ids[at] || &short.hashes[0] == &hashes[0] || &short.ids[0] == &ids[0] {
+			t.Errorf("k=%d: the %d-page half moved or the %d-page half kept the edge's arrays", k, long.pages(), short.pages())
+		}
+		if room := cap(leaf.hashes) - leaf.pages(); room < 6 || cap(leaf.ids)-leaf.pages() < 6 {
+			t.Errorf("k=%d: the lower half has room for %d more pages, want the edge's 6", k, room)
+		}
+		check(t, c)
+	}
+}

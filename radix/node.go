@@ -13,8 +13,8 @@ type Node struct {
 	first, prev, next *Node // first child; siblings in the parent's child list
 
 	// The edge: its pages' tokens hashes (the key, tokens.Block.TokensHash) and their page ids (the
-	// value). A split copies the upper half out, so no node pins a larger array than its own edge once
-	// the other half is gone. A page's sequence hash is not kept (at one-token pages it would double what
+	// value). A split copies the shorter half out, so that no node pins much more than its own edge
+	// once the other half is gone. A page's sequence hash is not kept (at one-token pages it would double what
 	// a cached token costs, and the copy of every new edge): it chains from the parent's tip through the
 	// edge's tokens hashes (appendSeqHashes), and only events and lower tiers ask for it.
 	hashes []uint64
@@ -116,13 +116,22 @@ func (c *Cache) newNode() *Node {
 // split cuts n's edge after k pages (0 < k < n.pages()) and returns the new node holding the first k,
 // whose last page's sequence hash is tip (the caller's page there). n keeps the rest and its identity,
 // so a caller holding n (locked) still holds the same deepest page, and n's children stay indexed under
-// n. The new node inherits n's locks, so no count changes.
+// n. The new node inherits n's locks, so no count changes. The shorter half moves to arrays of its own
+// (n keeping the room its arrays have past its edge): a conversation's next turn splits the last one's
+// leaf near its end, where copying the first k pages out would copy nearly the whole edge.
 func (c *Cache) split(n *Node, k int, tip uint64) *Node {
 	p := c.newNode()
-	p.hashes = append(p.hashes[:0], n.hashes[:k]...)
-	p.ids = append(p.ids[:0], n.ids[:k]...)
+	if rest := n.pages() - k; k <= rest {
+		p.hashes = append(p.hashes[:0], n.hashes[:k]...)
+		p.ids = append(p.ids[:0], n.ids[:k]...)
+		n.hashes, n.ids = n.hashes[k:], n.ids[k:]
+	} else {
+		hashes := append(make([]uint64, 0, cap(n.hashes)-k), n.hashes[k:]...)
+		ids := append(make([]PageID, 0, cap(n.ids)-k), n.ids[k:]...)
+		p.hashes, p.ids = n.hashes[:k:k], n.ids[:k:k]
+		n.hashes, n.ids = hashes, ids
+	}
 	p.tip = tip
-	n.hashes, n.ids = n.hashes[k:], n.ids[k:]
 	if c.view != nil {
 		p.runs, n.runs = splitRuns(p.runs, n.runs, k)
 	}
