@@ -120,7 +120,8 @@ type Router struct {
 
 	targets []*target // in order of addition: every iteration goes this way
 	byID    map[Target]*target
-	next    int // round-robin position in targets
+	applied *target // the target Apply found last: a pass's events come one at a time for one target
+	next    int     // round-robin position in targets
 
 	ix    *indexer
 	nodes nodePool
@@ -263,6 +264,9 @@ func (r *Router) RemoveTarget(t Target) {
 		return
 	}
 	delete(r.byID, t)
+	if r.applied == x {
+		r.applied = nil
+	}
 	i := slices.Index(r.targets, x)
 	r.targets = slices.Delete(r.targets, i, i+1)
 	if i < r.next {
@@ -308,9 +312,12 @@ func (r *Router) Queued() int { return r.queue.len() }
 // tier's set, apart from the GPU's. Events of an absent target are ignored (they may trail its removal),
 // and so are the GPU's Stored and Removed events of a mirrored target (SetMirror), but for its Hearer.
 func (r *Router) Apply(t Target, ev kvcache.Event) {
-	x := r.byID[t]
-	if x == nil {
-		return
+	x := r.applied
+	if x == nil || x.id != t {
+		if x = r.byID[t]; x == nil {
+			return
+		}
+		r.applied = x
 	}
 	if x.hears != nil {
 		x.hears.Heard(ev)

@@ -373,6 +373,12 @@ func TestRemoveTarget(t *testing.T) {
 	if got := r.Overlap(p.Blocks); !slices.Equal(got, []int{0, 0}) {
 		t.Fatalf("Overlap = %v, want [0 0]", got)
 	}
+	// The re-added A's events reach it, not the removed one's state (A now comes after B).
+	store(r, tA, p)
+	if got := r.Overlap(p.Blocks); r.Indexed(tA) != len(p.Blocks) || !slices.Equal(got, []int{0, len(p.Blocks)}) {
+		t.Fatalf("re-added A indexes %d blocks, Overlap = %v; want %d and [0 %d]", r.Indexed(tA), got, len(p.Blocks), len(p.Blocks))
+	}
+	r.Apply(tA, kvcache.Event{Kind: kvcache.Cleared})
 	// The request id is free again.
 	place(t, r, tB, p)
 	r.Finished(1)
