@@ -49,8 +49,12 @@ type childKey struct {
 // pages is the number of pages on the node's edge.
 func (n *Node) pages() int { return len(n.ids) }
 
-// child returns the child of n whose edge starts with the page hashed h, or nil.
+// child returns the child of n whose edge starts with the page hashed h, or nil. A leaf asks no map: a
+// request decoding below its own leaf looks for a child at every page it caches.
 func (c *Cache) child(n *Node, h uint64) *Node {
+	if n.children == 0 {
+		return nil
+	}
 	return c.index[childKey{n.serial, h}]
 }
 
