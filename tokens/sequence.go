@@ -80,9 +80,6 @@ func (s *Sequence) Reset() {
 // Grow makes room for n more tokens, so that appending them allocates the sequence's arrays once rather
 // than growing them run by run.
 func (s *Sequence) Grow(n int) {
-	if want := (s.n + n) / s.blockSize; len(s.blocks) == 0 && want > cap(s.blocks) {
-		s.blocks = make([]Block, 0, want) // (slices.Grow would copy a reset sequence's old blocks)
-	}
 	s.blocks = slices.Grow(s.blocks, (s.n+n)/s.blockSize-len(s.blocks))
 	if s.keep {
 		s.all = slices.Grow(s.all, n)
