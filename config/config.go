@@ -1027,13 +1027,13 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 			return nil, err
 		}
 		opts.Warn = warn
-		var read traceReads
-		read.watch(&opts)
+		var used workload.TraceUse
+		opts.Use = &used
 		src, err := workload.OpenTrace(c.Trace, opts)
 		if err != nil {
 			return nil, c.fileError("trace", c.Trace, err)
 		}
-		if err := c.validateTraceRead(read); err != nil {
+		if err := c.validateTraceRead(used); err != nil {
 			return nil, err
 		}
 		return src, nil
