@@ -190,7 +190,7 @@ func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions,
 		if err != nil {
 			return nil, fail(field, err)
 		}
-		use.BlockSize = use.BlockSize || row.hashN > 0 // request dropped a text row's
+		use.BlockSize = use.BlockSize || row.hashN > 0 // 0 for a text row, whose hash ids request ignores
 		if row.has[fRequestID] {
 			if first, ok := idKey[row.id]; ok {
 				return nil, fail(row.name[fRequestID], fmt.Errorf("%q is also the id of line %d", row.id, reqs[first].Line))
