@@ -51,6 +51,20 @@ func TestCheckLoad(t *testing.T) {
 	}
 }
 
+// TestCheckClient: -client names one of the two load generators, or is refused with the flag named.
+func TestCheckClient(t *testing.T) {
+	for kind, want := range map[string]string{
+		"lean":    "",
+		"nethttp": "",
+		"wrk":     `-client "wrk": want lean or nethttp`,
+		"":        `-client "": want lean or nethttp`,
+	} {
+		if got := errString(checkClient(kind)); got != want {
+			t.Errorf("checkClient(%q) = %q, want %q", kind, got, want)
+		}
+	}
+}
+
 func errString(err error) string {
 	if err == nil {
 		return ""
