@@ -106,8 +106,9 @@ func serveMocker(t *testing.T, decodeMs, speedup float64) string {
 }
 
 // TestClientsAgainstMocker: both clients run both phases against a real mocker API, closed loop and
-// open, at infinite speedup (every answer has a length, a short stream's too) and at 1 ms a pass (a
-// stream comes in chunks, which the test first checks with net/http), every answer checked.
+// open, at infinite speedup (an answer has a length, a short stream's too when it ends by its first
+// output, as it usually does there) and at 1 ms a pass (a stream of 4 tokens takes 4 passes, so it
+// comes in chunks, which the test first checks with net/http), every answer checked.
 func TestClientsAgainstMocker(t *testing.T) {
 	filler, err := padding(40)
 	if err != nil {
@@ -116,7 +117,7 @@ func TestClientsAgainstMocker(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		speedup float64
-		chunked bool
+		chunked bool // streams surely come in chunks
 	}{{"instant", math.Inf(1), false}, {"1ms", 1, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			addr := serveMocker(t, 1, c.speedup)
@@ -128,8 +129,8 @@ func TestClientsAgainstMocker(t *testing.T) {
 			}
 			io.Copy(io.Discard, res.Body)
 			res.Body.Close()
-			if got := slices.Equal(res.TransferEncoding, []string{"chunked"}); got != c.chunked {
-				t.Fatalf("a stream's Transfer-Encoding is %q; the test wants chunked %v", res.TransferEncoding, c.chunked)
+			if c.chunked && !slices.Equal(res.TransferEncoding, []string{"chunked"}) {
+				t.Fatalf("a stream's Transfer-Encoding is %q; the test wants chunks", res.TransferEncoding)
 			}
 			for _, kind := range []string{"lean", "nethttp"} {
 				for _, rate := range []float64{0, 1000} {
