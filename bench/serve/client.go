@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -31,7 +32,8 @@ func checkClient(kind string) error {
 func newClient(kind, addr string, conns int) client {
 	if kind == "nethttp" {
 		return &netClient{
-			hc:  &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}},
+			hc: &http.Client{Timeout: answerTimeout,
+				Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}},
 			url: "http://" + addr + completionsPath,
 		}
 	}
@@ -39,6 +41,9 @@ func newClient(kind, addr string, conns int) client {
 }
 
 const completionsPath = "/v1/completions"
+
+// answerTimeout bounds one request's exchange, on either client.
+const answerTimeout = time.Minute
 
 var streamEnd = []byte("data: [DONE]\n\n")
 
@@ -141,6 +146,10 @@ func (lc *leanConn) roundTrip(addr, path string, body []byte, stream bool) error
 	lc.req = strconv.AppendInt(lc.req, int64(len(body)), 10)
 	lc.req = append(lc.req, "\r\n\r\n"...)
 	lc.req = append(lc.req, body...)
+	// A server that stops answering fails the run rather than hanging it.
+	if err := lc.nc.SetDeadline(time.Now().Add(answerTimeout)); err != nil {
+		return err
+	}
 	status, keep, err := lc.exchange()
 	if err != nil || !keep {
 		lc.nc.Close()
@@ -217,7 +226,7 @@ func (lc *leanConn) line() ([]byte, error) {
 // read appends n bytes of the body.
 func (lc *leanConn) read(n int) error {
 	at := len(lc.body)
-	lc.body = append(lc.body, make([]byte, n)...)
+	lc.body = slices.Grow(lc.body, n)[:at+n]
 	_, err := io.ReadFull(lc.r, lc.body[at:])
 	return err
 }
