@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
@@ -14,10 +15,13 @@ import (
 )
 
 // TestCoastIsStepRepeated drives two engines with the same random arrivals, one with Step alone and one
-// coasting until each next arrival before stepping: both must emit the same tokens and KV events at the
-// same times and end in the same state.
+// coasting until each next arrival before stepping, through block boundaries (Run.Blocks): both must emit
+// the same tokens and KV events (ids, blocks, parents, hashes, ranks) at the same times and end in the same
+// state. vLLM's and TensorRT-LLM's coasts must have crossed block boundaries, evicting blocks too.
 func TestCoastIsStepRepeated(t *testing.T) {
 	coasted := map[string]int{} // by backend and dp size
+	crossed := map[string]int{} // coasted passes with KV events, by backend
+	evicted := 0                // Removed events in coasts
 	for seed := uint64(1); seed <= 60; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		backend := []Backend{VLLM, TRTLLM, SGLang}[seed%3]
@@ -70,7 +74,7 @@ func TestCoastIsStepRepeated(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var run Run
+			run := Run{Blocks: true}
 			now, next := time.Duration(0), 0
 			for next < len(arrivals) || !e.Idle() {
 				for next < len(arrivals) && arrivals[next].at <= now {
@@ -94,7 +98,18 @@ func TestCoastIsStepRepeated(t *testing.T) {
 					if len(run.Ends) > 0 {
 						k = len(run.Samples) / len(run.Ends)
 					}
+					from, em := 0, run.Emitted
 					for j, end := range run.Ends {
+						for ; len(em) > 0 && em[0].Pass == j; em = em[1:] {
+							for _, ev := range run.Events[from:em[0].End] {
+								log = append(log, fmt.Sprintf("%v rank %d event %v", now, em[0].Rank, ev))
+								if ev.Kind == kvcache.Removed {
+									evicted++
+								}
+							}
+							from = em[0].End
+							crossed[backend.String()]++
+						}
 						for _, s := range run.Samples[j*k : (j+1)*k] {
 							log = append(log, fmt.Sprintf("%v %d %d", end, s.ID, s.Token))
 						}
@@ -109,8 +124,10 @@ func TestCoastIsStepRepeated(t *testing.T) {
 				}
 				for _, rp := range p.Ranks {
 					for _, ev := range rp.Events {
-						log = append(log, fmt.Sprintf("%v event %d %d %v", p.Start, ev.Kind, len(ev.Blocks), ev.Hashes))
+						log = append(log, fmt.Sprintf("%v rank %d event %v", p.Start, rp.Rank, ev))
 					}
+				}
+				for _, rp := range p.Ranks {
 					for _, out := range rp.Outputs {
 						for _, tok := range out.Tokens {
 							log = append(log, fmt.Sprintf("%v %d %d", p.End, out.ID, tok))
@@ -144,7 +161,10 @@ func TestCoastIsStepRepeated(t *testing.T) {
 			t.Fatalf("passes coasted by backend and dp size: %v: the test does not exercise Coast on %s", coasted, k)
 		}
 	}
-	t.Logf("passes coasted by backend and dp size: %v", coasted)
+	if crossed["vllm"] < 100 || crossed["trtllm"] < 100 || evicted == 0 {
+		t.Fatalf("coasted passes with KV events by backend %v, %d Removed events among them: the test does not exercise block boundaries", crossed, evicted)
+	}
+	t.Logf("passes coasted by backend and dp size: %v; with KV events, by backend: %v (%d Removed events)", coasted, crossed, evicted)
 }
 
 // contextModel charges a pass for its requests' contexts and its group (its ranks' tokens, and whether

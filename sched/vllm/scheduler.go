@@ -343,37 +343,78 @@ func (s *Scheduler) Step() *sched.Pass {
 // request computes exactly its next token with no block to allocate or complete and without finishing.
 // Such a pass changes nothing but the requests' tokens: no admission, KV event or completion.
 func (s *Scheduler) PlainDecode() bool {
-	if s.waiting.len() > 0 || len(s.running) == 0 || s.tier.Len() > 0 || !s.book.Plain() ||
-		s.opt.MaxBatchedTokens > 0 && len(s.running) > s.opt.MaxBatchedTokens {
-		return false
-	}
-	for _, r := range s.running {
-		next := r.Computed + 1
-		if r.prefilling || !r.Plain() || s.blocksFor(next) > len(r.table) || s.fullBlocks(next) > r.committed {
-			return false
-		}
-	}
-	return true
+	fresh, full, ok := s.decoding()
+	return ok && fresh == 0 && full == 0
 }
 
-// PlainBatch fills b with the next pass when PlainDecode holds, without applying it.
+// DecodePass reports whether the next pass is a decode pass: a plain decode step (PlainDecode) but that a
+// request may start a block with its token, which the pool holds without preempting anyone (free or
+// evicting an inactive block), or complete one, which is cached (KV events). PlainStep applies it as Step
+// would. Not over lower KV tiers, where an evicted block is written back, in time.
+func (s *Scheduler) DecodePass() bool {
+	fresh, full, ok := s.decoding()
+	if !ok || fresh+full == 0 {
+		return ok
+	}
+	return !s.pool.Tiered() && fresh <= s.pool.Free()+s.pool.Inactive()
+}
+
+// decoding reports whether every running request's next pass computes exactly its next token, nothing
+// waiting and none finishing, and how many of them start a block with it (fresh) and complete one (full).
+func (s *Scheduler) decoding() (fresh, full int, ok bool) {
+	if s.waiting.len() > 0 || len(s.running) == 0 || s.tier.Len() > 0 || !s.book.Plain() ||
+		s.opt.MaxBatchedTokens > 0 && len(s.running) > s.opt.MaxBatchedTokens {
+		return 0, 0, false
+	}
+	for _, r := range s.running {
+		if r.prefilling || !r.Plain() {
+			return 0, 0, false
+		}
+		next := r.Computed + 1
+		if s.blocksFor(next) > len(r.table) {
+			fresh++
+		}
+		if s.fullBlocks(next) > r.committed {
+			full++
+		}
+	}
+	return fresh, full, true
+}
+
+// PlainBatch fills b with the next pass when PlainDecode or DecodePass holds, without applying it.
 func (s *Scheduler) PlainBatch(b *timing.Batch) {
 	b.Seqs = b.Seqs[:0]
+	fresh := 0
 	for _, r := range s.running {
 		b.Seqs = append(b.Seqs, r.PlainSeq())
+		if s.blocksFor(r.Computed+1) > len(r.table) {
+			fresh++
+		}
 	}
-	b.ActiveKVTokens = s.pool.Active() * s.opt.BlockSize
+	// Step's batch counts the blocks the pass allocates.
+	b.ActiveKVTokens = (s.pool.Active() + fresh) * s.opt.BlockSize
 	b.TotalKVTokens = s.pool.Capacity() * s.opt.BlockSize
 }
 
 // PlainStep applies the pass PlainBatch described, as Step would, appending to dst each running request's
-// id and sampled token, in running order, and returns dst.
+// id and sampled token, in running order, and returns dst. A decode pass's blocks are allocated and
+// committed in that order too, as Step schedules them; TakeEvents then has its KV events.
 func (s *Scheduler) PlainStep(dst []sched.Sample) []sched.Sample {
 	for _, r := range s.running {
+		if s.blocksFor(r.Computed+1) > len(r.table) {
+			r.table = s.pool.Allocate(r.table, 1)
+		}
 		dst = append(dst, r.PlainStep())
+		if s.fullBlocks(r.Computed) > r.committed {
+			s.commit(r)
+		}
 	}
 	return dst
 }
+
+// TakeEvents appends the KV events of the decode passes PlainStep applied since the last Step or call to
+// dst, and returns it. They stay valid until the next Step.
+func (s *Scheduler) TakeEvents(dst []kvcache.Event) []kvcache.Event { return s.pool.TakeEvents(dst) }
 
 // scheduleRunning gives the budget to running requests in order, preempting when the pool is full. It
 // reports whether anything was preempted.
