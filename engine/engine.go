@@ -58,7 +58,7 @@ type Engine struct {
 	batches  []timing.Batch
 	coasting []scheduler
 	coastIDs []int
-	decoders []decoder // per coasting rank, nil for one that coasts plain passes only
+	decoders []decoder                           // per coasting rank, nil for one that coasts plain passes only
 	plain    func(*timing.PlainPass) timing.Cost // the model's pricer of plain passes; nil: it has none
 	plains   []timing.PlainPass
 
