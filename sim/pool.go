@@ -397,7 +397,7 @@ func (r *runner) applyKV(p *pool, t router.Target, epoch uint32, evs []kvcache.E
 	}
 	for _, ev := range evs {
 		if r.o.heard != nil {
-			r.o.heard(p, t, epoch, ev)
+			r.o.heard(p, t, epoch, r.now, ev)
 		}
 		p.router.Apply(t, ev)
 	}
