@@ -343,28 +343,49 @@ func (s *Scheduler) Step() *sched.Pass {
 // request computes exactly its next token with no block to allocate or complete and without finishing.
 // Such a pass changes nothing but the requests' tokens: no admission, KV event or completion.
 func (s *Scheduler) PlainDecode() bool {
-	fresh, full, ok := s.decoding()
+	if s.waiting.len() > 0 {
+		return false
+	}
+	fresh, full, ok := s.decoding(nil)
 	return ok && fresh == 0 && full == 0
 }
 
 // DecodePass reports whether the next pass is a decode pass: a plain decode step (PlainDecode) but that a
 // request may start a block with its token, which the pool holds without preempting anyone (free or
-// evicting an inactive block), or complete one, which is cached (KV events). PlainStep applies it as Step
-// would. Not over lower KV tiers, where an evicted block is written back, in time.
+// evicting an inactive block), or complete one, which is cached (KV events), and that requests may wait
+// that the pass cannot admit (headBlocked). PlainStep applies it as Step would. Not over lower KV tiers,
+// where an evicted block is written back, in time.
 func (s *Scheduler) DecodePass() bool {
-	fresh, full, ok := s.decoding()
-	if !ok || fresh+full == 0 {
-		return ok
+	if s.pool.Tiered() {
+		return s.PlainDecode()
 	}
-	return !s.pool.Tiered() && fresh <= s.pool.Free()+s.pool.Inactive()
+	var head *request
+	if s.waiting.len() > 0 {
+		if head = s.waiting.front(); s.waiting.transfers > 0 || s.opt.MaxLoRAs > 0 {
+			return false // admission may pass over the front or start a transfer
+		}
+		s.prompt(head) // as Step's admission would
+	}
+	fresh, _, ok := s.decoding(head)
+	if !ok || fresh > s.pool.Free()+s.pool.Inactive() {
+		return false
+	}
+	return head == nil || s.headBlocked(head, fresh)
 }
 
-// decoding reports whether every running request's next pass computes exactly its next token, nothing
-// waiting and none finishing, and how many of them start a block with it (fresh) and complete one (full).
-func (s *Scheduler) decoding() (fresh, full int, ok bool) {
-	if s.waiting.len() > 0 || len(s.running) == 0 || s.tier.Len() > 0 || !s.book.Plain() ||
+// decoding reports whether every running request's next pass computes exactly its next token without
+// finishing, and how many of them start a block with it (fresh) and complete one (full). With head (the
+// front of the queue), no completed block may be one of head's prompt blocks (at the same place in its
+// sequence, where alone its hash can be): it could lengthen head's cached prefix, or make a block of it
+// active, before the pass's admission looks.
+func (s *Scheduler) decoding(head *request) (fresh, full int, ok bool) {
+	if len(s.running) == 0 || s.tier.Len() > 0 || !s.book.Plain() ||
 		s.opt.MaxBatchedTokens > 0 && len(s.running) > s.opt.MaxBatchedTokens {
 		return 0, 0, false
+	}
+	var prompt []tokens.Block
+	if head != nil {
+		prompt = head.Seq.Blocks()
 	}
 	for _, r := range s.running {
 		if r.prefilling || !r.Plain() {
@@ -376,9 +397,56 @@ func (s *Scheduler) decoding() (fresh, full int, ok bool) {
 		}
 		if s.fullBlocks(next) > r.committed {
 			full++
+			if c := r.committed; c < len(prompt) && prompt[c].Hash == r.Seq.Blocks()[c].Hash {
+				return 0, 0, false
+			}
 		}
 	}
 	return fresh, full, true
+}
+
+// headBlocked reports whether the admission of a decode pass that allocates fresh blocks cannot admit
+// head, the front of the queue, for reasons the pass's own changes cannot undo: no budget or sequence
+// left, no room for its prompt beside the active blocks (not with ChunkFit, which asks only for the
+// chunk), or (without chunked prefill) a budget too small for its uncached part. Looked at before the
+// pass, its cached prefix is as long and as active as it will be (evictions only shorten it; decoding
+// ruled out the blocks that would lengthen it), and the pass's blocks are counted as allocated. Whether
+// the blocks of its chunk can be allocated is not such a reason: evicting its inactive hits frees room.
+func (s *Scheduler) headBlocked(head *request, fresh int) bool {
+	budget := math.MaxInt
+	if s.opt.MaxBatchedTokens > 0 {
+		budget = s.opt.MaxBatchedTokens - len(s.running)
+	}
+	if budget <= 0 || s.opt.MaxNumSeqs > 0 && len(s.running) >= s.opt.MaxNumSeqs {
+		return true
+	}
+	bs := s.opt.BlockSize
+	length := head.Seq.Len()
+	var activeHits int
+	s.hits, activeHits = s.pool.Match(head.Seq.Blocks(), s.hits[:0])
+	hits := len(s.hits)
+	if hits*bs >= length {
+		hits = (length - 1) / bs
+	}
+	for _, id := range s.hits[hits:] {
+		if s.pool.Referenced(id) {
+			activeHits--
+		}
+	}
+	if s.opt.Capacity != ChunkFit {
+		want, reserved := s.blocksFor(length), 0
+		if s.opt.Capacity == GuaranteedNoEvict {
+			want = s.need(head)
+			for _, r := range s.running {
+				reserved += s.need(r) - len(r.table)
+			}
+			reserved -= fresh // the pass's blocks leave the reservations for the active ones
+		}
+		if want-activeHits > s.pool.Capacity()-s.pool.Active()-fresh-reserved {
+			return true
+		}
+	}
+	return !s.opt.ChunkedPrefill && length-hits*bs > budget
 }
 
 // PlainBatch fills b with the next pass when PlainDecode or DecodePass holds, without applying it.
