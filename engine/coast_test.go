@@ -335,6 +335,7 @@ func (c costOnly) Cost(b *timing.Batch) timing.Cost { return c.m.Cost(b) }
 // with a budget of 32 tokens, 14 requests decode and B (24 tokens, one block cached) waits for its
 // uncached part to fit the 18 tokens left; A, whose output goes on with B's prompt, completes B's second
 // block in the fifth pass, whose admission then takes B. Coasted and stepped, B is admitted in that pass.
+// B of 22 tokens fits the budget at once: no pass is coasted while it waits.
 func TestCoastStopsWhereAWaitingPrefixGrows(t *testing.T) {
 	o := Options{Backend: VLLM, Timing: contextModel{},
 		VLLM: vllm.Options{BlockSize: 4, NumBlocks: 100, MaxBatchedTokens: 32, PrefixCaching: true, Events: true}}
@@ -366,20 +367,24 @@ func TestCoastStopsWhereAWaitingPrefixGrows(t *testing.T) {
 	if m := e.Metrics()[0]; m.Running != 14 {
 		t.Fatalf("%d requests run after three passes, want 14", m.Running)
 	}
-	arrivals = append(arrivals, coastArrival{now, sched.Request{ID: 14, Prompt: seq(0, 24), MaxTokens: 2}})
-	want, wantM, _ := replayCoast(t, o, arrivals, false)
-	got, gotM, st := replayCoast(t, o, arrivals, true)
-	if !slices.Equal(got, want) || !slices.Equal(gotM, wantM) {
-		i := 0
-		for i < min(len(got), len(want)) && got[i] == want[i] {
-			i++
+	for _, c := range []struct{ length, waited, hits int }{{24, 1, 8}, {22, 0, 4}} {
+		b := coastArrival{now, sched.Request{ID: 14, Prompt: seq(0, c.length), MaxTokens: 2}}
+		arrivals := append(slices.Clip(arrivals), b)
+		want, wantM, _ := replayCoast(t, o, arrivals, false)
+		got, gotM, st := replayCoast(t, o, arrivals, true)
+		if !slices.Equal(got, want) || !slices.Equal(gotM, wantM) {
+			i := 0
+			for i < min(len(got), len(want)) && got[i] == want[i] {
+				i++
+			}
+			t.Fatalf("B of %d tokens: coasting diverges at line %d of %d/%d:\n%q\n%q", c.length, i, len(got), len(want),
+				got[i:min(i+3, len(got))], want[i:min(i+3, len(want))])
 		}
-		t.Fatalf("coasting diverges at line %d of %d/%d:\n%q\n%q", i, len(got), len(want), got[i:min(i+3, len(got))], want[i:min(i+3, len(want))])
-	}
-	if st.waited != 1 {
-		t.Fatalf("%d passes coasted while B waited, want 1 (the fourth)", st.waited)
-	}
-	if h := wantM[0].PrefixHits; h != 8 {
-		t.Fatalf("B was admitted with %d tokens cached, want 8 (A's prompt block and the block it completed)", h)
+		if st.waited != c.waited {
+			t.Fatalf("B of %d tokens: %d passes coasted while it waited, want %d", c.length, st.waited, c.waited)
+		}
+		if h := wantM[0].PrefixHits; h != int64(c.hits) {
+			t.Fatalf("B of %d tokens was admitted with %d tokens cached, want %d", c.length, h, c.hits)
+		}
 	}
 }

@@ -353,17 +353,18 @@ func (s *Scheduler) PlainDecode() bool {
 // DecodePass reports whether the next pass is a decode pass: a plain decode step (PlainDecode) but that a
 // request may start a block with its token, which the pool holds without preempting anyone (free or
 // evicting an inactive block), or complete one, which is cached (KV events), and that requests may wait
-// that the pass cannot admit (headBlocked). PlainStep applies it as Step would. Not over lower KV tiers,
-// where an evicted block is written back, in time.
+// that the pass cannot admit (admitsNone, headBlocked). PlainStep applies it as Step would. Not over lower
+// KV tiers, where an evicted block is written back, in time.
 func (s *Scheduler) DecodePass() bool {
 	if s.pool.Tiered() {
 		return s.PlainDecode()
 	}
 	var head *request
-	if s.waiting.len() > 0 {
-		if head = s.waiting.front(); s.waiting.transfers > 0 || s.opt.MaxLoRAs > 0 {
+	if s.waiting.len() > 0 && !s.admitsNone() {
+		if s.waiting.transfers > 0 || s.opt.MaxLoRAs > 0 {
 			return false // admission may pass over the front or start a transfer
 		}
+		head = s.waiting.front()
 		s.prompt(head) // as Step's admission would
 	}
 	fresh, _, ok := s.decoding(head)
@@ -405,21 +406,20 @@ func (s *Scheduler) decoding(head *request) (fresh, full int, ok bool) {
 	return fresh, full, true
 }
 
+// admitsNone reports whether a decode pass leaves its admission no budget or no sequence.
+func (s *Scheduler) admitsNone() bool {
+	return s.opt.MaxBatchedTokens > 0 && len(s.running) >= s.opt.MaxBatchedTokens ||
+		s.opt.MaxNumSeqs > 0 && len(s.running) >= s.opt.MaxNumSeqs
+}
+
 // headBlocked reports whether the admission of a decode pass that allocates fresh blocks cannot admit
-// head, the front of the queue, for reasons the pass's own changes cannot undo: no budget or sequence
-// left, no room for its prompt beside the active blocks (not with ChunkFit, which asks only for the
-// chunk), or (without chunked prefill) a budget too small for its uncached part. Looked at before the
+// head, the front of the queue, for reasons the pass's own changes cannot undo: no room for its prompt
+// beside the active blocks (not with ChunkFit, which asks only for the chunk), or (without chunked
+// prefill) a budget too small for its uncached part. Looked at before the
 // pass, its cached prefix is as long and as active as it will be (evictions only shorten it; decoding
 // ruled out the blocks that would lengthen it), and the pass's blocks are counted as allocated. Whether
 // the blocks of its chunk can be allocated is not such a reason: evicting its inactive hits frees room.
 func (s *Scheduler) headBlocked(head *request, fresh int) bool {
-	budget := math.MaxInt
-	if s.opt.MaxBatchedTokens > 0 {
-		budget = s.opt.MaxBatchedTokens - len(s.running)
-	}
-	if budget <= 0 || s.opt.MaxNumSeqs > 0 && len(s.running) >= s.opt.MaxNumSeqs {
-		return true
-	}
 	bs := s.opt.BlockSize
 	length := head.Seq.Len()
 	var activeHits int
@@ -446,7 +446,7 @@ func (s *Scheduler) headBlocked(head *request, fresh int) bool {
 			return true
 		}
 	}
-	return !s.opt.ChunkedPrefill && length-hits*bs > budget
+	return !s.opt.ChunkedPrefill && s.opt.MaxBatchedTokens > 0 && length-hits*bs > s.opt.MaxBatchedTokens-len(s.running)
 }
 
 // PlainBatch fills b with the next pass when PlainDecode or DecodePass holds, without applying it.
