@@ -38,6 +38,10 @@ func TestCoastIsStepRepeated(t *testing.T) {
 			PrefixCaching:    rng.IntN(4) > 0,
 			Events:           true,
 			Capacity:         []vllm.Capacity{vllm.MaxUtilization, vllm.ChunkFit}[rng.IntN(2)],
+			MaxLoRAs:         rng.IntN(3),
+		}
+		if backend != SGLang {
+			vo.MaxCPULoRAs = []int{0, vo.MaxLoRAs, vo.MaxLoRAs + 1}[rng.IntN(3)]
 		}
 		so := sglang.Options{
 			PageSize:           bs,
@@ -61,6 +65,9 @@ func TestCoastIsStepRepeated(t *testing.T) {
 				toks[i] = uint32(id%3)*1000 + uint32(i)
 			}
 			req := sched.Request{ID: id, Prompt: toks, MaxTokens: rng.IntN(150), Rank: rng.IntN(dp)}
+			if backend != SGLang {
+				req.LoRA = []string{"", "", "a", "b", "c"}[rng.IntN(5)]
+			}
 			if rng.IntN(2) == 0 {
 				// Its output goes on with its prompt's pattern, as a longer prompt of the same group does:
 				// the blocks it completes may be such a waiting prompt's next ones.
@@ -76,7 +83,7 @@ func TestCoastIsStepRepeated(t *testing.T) {
 		if seed%2 == 0 {
 			model = contextModel{}
 		}
-		o := Options{Backend: backend, DPSize: dp, VLLM: vo, SGLang: so, Timing: model}
+		o := Options{Backend: backend, DPSize: dp, VLLM: vo, SGLang: so, Timing: model, LoRALoad: 3 * time.Millisecond}
 		want, wantM, _ := replayCoast(t, o, arrivals, false)
 		got, gotM, st := replayCoast(t, o, arrivals, true)
 		if !slices.Equal(got, want) || !slices.Equal(gotM, wantM) {

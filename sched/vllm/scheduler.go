@@ -361,10 +361,10 @@ func (s *Scheduler) DecodePass() bool {
 	}
 	var head *request
 	if s.waiting.len() > 0 && !s.admitsNone() {
-		if s.waiting.transfers > 0 || s.opt.MaxLoRAs > 0 {
+		head = s.waiting.front()
+		if s.waiting.transfers > 0 || s.opt.MaxLoRAs > 0 && head.LoRA != "" {
 			return false // admission may pass over the front or start a transfer
 		}
-		head = s.waiting.front()
 		s.prompt(head) // as Step's admission would
 	}
 	fresh, _, ok := s.decoding(head)
@@ -375,7 +375,7 @@ func (s *Scheduler) DecodePass() bool {
 }
 
 // decoding reports whether every running request's next pass computes exactly its next token without
-// finishing, and how many of them start a block with it (fresh) and complete one (full). With head (the
+// finishing, with its adapter loaded, and how many of them start a block with it (fresh) and complete one (full). With head (the
 // front of the queue), no completed block may be one of head's prompt blocks (at the same place in its
 // sequence, where alone its hash can be): it could lengthen head's cached prefix, or make a block of it
 // active, before the pass's admission looks.
@@ -389,8 +389,8 @@ func (s *Scheduler) decoding(head *request) (fresh, full int, ok bool) {
 		prompt = head.Seq.Blocks()
 	}
 	for _, r := range s.running {
-		if r.prefilling || !r.Plain() {
-			return 0, 0, false
+		if r.prefilling || !r.Plain() || r.LoRA != "" && !slices.Contains(s.resident, r.LoRA) {
+			return 0, 0, false // a prompt token, the last token, or an adapter to load first
 		}
 		next := r.Computed + 1
 		if s.blocksFor(next) > len(r.table) {
@@ -471,6 +471,9 @@ func (s *Scheduler) PlainStep(dst []sched.Sample) []sched.Sample {
 	for _, r := range s.running {
 		if s.blocksFor(r.Computed+1) > len(r.table) {
 			r.table = s.pool.Allocate(r.table, 1)
+		}
+		if r.LoRA != "" {
+			s.useLoRA(r.LoRA) // resident (decoding): the least recently used order, as finishPass keeps it
 		}
 		dst = append(dst, r.PlainStep())
 		if s.fullBlocks(r.Computed) > r.committed {
