@@ -34,7 +34,8 @@ type Options struct {
 type scheduler = sched.Scheduler
 
 // decoder is a scheduler whose coasts may cross KV block boundaries (vLLM's): its decode passes allocate and
-// commit blocks, and emit KV events (vllm.Scheduler.DecodePass).
+// commit blocks, emit KV events, and may leave requests waiting that they cannot admit
+// (vllm.Scheduler.DecodePass).
 type decoder interface {
 	DecodePass() bool
 	TakeEvents([]kvcache.Event) []kvcache.Event
@@ -305,9 +306,9 @@ func (e *Engine) cost(b *timing.Batch) timing.Cost {
 // Run is what Coast did: decode passes, back to back.
 type Run struct {
 	// Blocks, set by the caller before Coast, lets the coast cross KV block boundaries: a vLLM rank's
-	// decode passes may allocate and commit blocks (vllm.Scheduler.DecodePass), whose KV events the caller
-	// then delivers from Events, and the engine's state (Metrics) changes within the run. Without it,
-	// every pass is plain.
+	// decode passes may allocate and commit blocks, and leave requests waiting that they cannot admit
+	// (vllm.Scheduler.DecodePass); the caller then delivers their KV events from Events, and the engine's
+	// state (Metrics) changes within the run. Without it, every pass is plain.
 	Blocks bool
 
 	Ends []time.Duration // each pass's end; the first started at Coast's now, each next one at the previous end
@@ -333,9 +334,9 @@ type Emitted struct {
 // token and nothing else happens: nothing waits, and no block is allocated or completed (no KV event) and
 // no request finishes; with data parallelism, every rank with requests is in that state, and the pass
 // ends with the slowest. With run.Blocks, a vLLM rank's pass may also allocate and commit blocks as Step
-// would (but preempts no one), and run.Events has its KV events. Coast is Step repeated without the
-// per-pass work such passes do not need; a driver uses it when nobody observes the engine before until.
-// An engine whose next pass is not one returns an empty run.
+// would (but preempts no one) beside waiting requests it cannot admit, and run.Events has its KV events.
+// Coast is Step repeated without the per-pass work such passes do not need; a driver uses it when nobody
+// observes the engine before until. An engine whose next pass is not one returns an empty run.
 func (e *Engine) Coast(now, until time.Duration, run *Run) {
 	run.Ends, run.Samples, run.Events, run.Emitted = run.Ends[:0], run.Samples[:0], run.Events[:0], run.Emitted[:0]
 	e.coasting, e.coastIDs, e.decoders = e.coasting[:0], e.coastIDs[:0], e.decoders[:0]

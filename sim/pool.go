@@ -275,8 +275,8 @@ func (r *runner) metrics(w *worker) []sched.Metrics {
 }
 
 // coastDone delivers the tokens of w's decode passes (engine.Coast: every running request computes its
-// next token, and allocates or commits its blocks, nothing else happens), and their KV events as step and
-// delivered would, skipping what such passes do not need of those.
+// next token, allocating and committing its blocks, and nothing is admitted, preempted or finished), and
+// their KV events as step and delivered would, skipping what such passes do not need of those.
 func (r *runner) coastDone(w *worker, start time.Duration, run *engine.Run, m []sched.Metrics) {
 	passes := len(run.Ends)
 	if len(run.Emitted) > 0 {

@@ -91,8 +91,7 @@ type Options struct {
 	maxPasses int64
 	inspect   func(r *runner, w *worker) error
 	// Tests: heard, if set, is handed every KV event a router is handed (with the worker's epoch and the
-	// simulated time), and
-	// routing, if set, every prompt the ingress router routes, before it does.
+	// simulated time), and routing, if set, every prompt the ingress router routes, before it does.
 	heard   func(p *pool, t router.Target, epoch uint32, at time.Duration, ev kvcache.Event)
 	routing func(r *runner, blocks []tokens.Block) error
 }

@@ -375,10 +375,10 @@ func (s *Scheduler) DecodePass() bool {
 }
 
 // decoding reports whether every running request's next pass computes exactly its next token without
-// finishing, with its adapter loaded, and how many of them start a block with it (fresh) and complete one (full). With head (the
-// front of the queue), no completed block may be one of head's prompt blocks (at the same place in its
-// sequence, where alone its hash can be): it could lengthen head's cached prefix, or make a block of it
-// active, before the pass's admission looks.
+// finishing, with its adapter loaded, and how many of them start a block with it (fresh) and complete one
+// (full). With head (the front of the queue), no completed block may be one of head's prompt blocks (at
+// the same place in its sequence, where alone its hash can be): it could lengthen head's cached prefix, or
+// make a block of it active, before the pass's admission looks.
 func (s *Scheduler) decoding(head *request) (fresh, full int, ok bool) {
 	if len(s.running) == 0 || s.tier.Len() > 0 || !s.book.Plain() ||
 		s.opt.MaxBatchedTokens > 0 && len(s.running) > s.opt.MaxBatchedTokens {
@@ -415,10 +415,10 @@ func (s *Scheduler) admitsNone() bool {
 // headBlocked reports whether the admission of a decode pass that allocates fresh blocks cannot admit
 // head, the front of the queue, for reasons the pass's own changes cannot undo: no room for its prompt
 // beside the active blocks (not with ChunkFit, which asks only for the chunk), or (without chunked
-// prefill) a budget too small for its uncached part. Looked at before the
-// pass, its cached prefix is as long and as active as it will be (evictions only shorten it; decoding
-// ruled out the blocks that would lengthen it), and the pass's blocks are counted as allocated. Whether
-// the blocks of its chunk can be allocated is not such a reason: evicting its inactive hits frees room.
+// prefill) a budget too small for its uncached part. Looked at before the pass, its cached prefix is as
+// long and as active as it will be (evictions only shorten it; decoding ruled out the blocks that would
+// lengthen it), and the pass's blocks are counted as allocated. Whether the blocks of its chunk can be
+// allocated is not such a reason: evicting its inactive hits frees room.
 func (s *Scheduler) headBlocked(head *request, fresh int) bool {
 	bs := s.opt.BlockSize
 	length := head.Seq.Len()
