@@ -20,6 +20,7 @@ import (
 	"github.com/mocker-sim/mocker/engine"
 	"github.com/mocker-sim/mocker/live"
 	"github.com/mocker-sim/mocker/live/outlen"
+	"github.com/mocker-sim/mocker/model"
 	"github.com/mocker-sim/mocker/planner"
 	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sched"
@@ -725,6 +726,9 @@ func (c *Config) validateTPSplit() error {
 		}
 		return bad(key, v, err.Error()+over)
 	}
+	if err := c.sharedExpertSplit(m, gpus); err != nil {
+		return err
+	}
 	if c.EP > 1 && c.backend() == engine.VLLM && c.EP != gpus {
 		span := fmt.Sprintf("tp %d", c.TP)
 		if gpus != c.TP {
@@ -734,6 +738,32 @@ func (c *Config) validateTPSplit() error {
 	}
 	if err := m.ExpertEPError(c.EP); err != nil && c.backend() != engine.VLLM {
 		return bad("ep", c.EP, fmt.Sprintf("%s (%s shards them evenly; vLLM takes any ep)", err, c.Backend))
+	}
+	return nil
+}
+
+// sharedExpertSplit refuses a TP the shared experts' MLP does not split over (model.Model.SharedExpertTPError):
+// on vLLM the attention TP, but where expert parallelism spans data-parallel ranks, which replicates
+// them (use_sequence_parallel_moe: --enable-expert-parallel, tp > 1 and dp > 1); on SGLang every GPU,
+// its TP group (shared-expert fusion, which would split them as a routed expert, is off with ep > 1).
+// Without --ep the routed experts' split over the same GPUs (ExpertTPError) implies it.
+func (c *Config) sharedExpertSplit(m *model.Model, gpus int) error {
+	over, span := 0, ""
+	switch {
+	case c.EP == 1:
+	case c.backend() == engine.VLLM && (c.TP == 1 || c.MoEDP() == 1):
+		over = c.TP
+	case c.backend() == engine.SGLang:
+		over = gpus
+		if gpus != c.TP {
+			span = fmt.Sprintf(" (the shared experts' TP: tp %d × dp-size %d)", c.TP, c.MoEDP())
+		}
+	}
+	if over == 0 {
+		return nil
+	}
+	if err := m.SharedExpertTPError(over); err != nil {
+		return bad("tp", c.TP, err.Error()+span)
 	}
 	return nil
 }
@@ -1027,13 +1057,13 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 			return nil, err
 		}
 		opts.Warn = warn
-		var read traceReads
-		read.watch(&opts)
+		var used workload.TraceUse
+		opts.Use = &used
 		src, err := workload.OpenTrace(c.Trace, opts)
 		if err != nil {
 			return nil, c.fileError("trace", c.Trace, err)
 		}
-		if err := c.validateTraceRead(read); err != nil {
+		if err := c.validateTraceRead(used); err != nil {
 			return nil, err
 		}
 		return src, nil

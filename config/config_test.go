@@ -1112,6 +1112,45 @@ func TestPlannerPoolsMatchTheDeployment(t *testing.T) {
 	}
 }
 
+// TestTPSplitsTheSharedExperts: with --ep, which takes the routed experts off the attention TP, the
+// shared experts' MLP (1 × 1000 here) still splits as a dense MLP: over the attention TP on vLLM, but
+// where expert parallelism spans data-parallel ranks (which replicates it); over every GPU on SGLang.
+func TestTPSplitsTheSharedExperts(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "model", "testdata", "deepseek-v3", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "shared-1000") // the model's name
+	raw = bytes.Replace(raw, []byte(`"moe_intermediate_size": 2048`), []byte(`"moe_intermediate_size": 1000`), 1)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const over16 = "tp %d: shared-1000's shared-expert MLP size 1000 does not split over 16 GPUs"
+	for _, tc := range []struct {
+		backend    string
+		tp, dp, ep int
+		want       string // "" when valid
+	}{
+		{"vllm", 16, 1, 16, fmt.Sprintf(over16, 16)}, // the routed experts whole on each GPU
+		{"vllm", 8, 1, 8, ""},
+		{"vllm", 8, 2, 16, ""}, // replicated over the attention TP
+		{"sglang", 16, 1, 2, fmt.Sprintf(over16, 16)},
+		{"sglang", 8, 1, 2, ""},
+		{"sglang", 8, 2, 2, fmt.Sprintf(over16, 8) + " (the shared experts' TP: tp 8 × dp-size 2)"},
+	} {
+		c := Default()
+		c.Backend, c.ModelConfig, c.TP, c.EP, c.Timing = tc.backend, dir, tc.tp, tc.ep, "default"
+		c.DPSize, c.DPAttention = tc.dp, tc.dp > 1
+		err := c.Validate()
+		if tc.want == "" && err != nil || tc.want != "" && fmt.Sprint(err) != tc.want {
+			t.Errorf("%s tp %d dp %d ep %d: %v, want %q", tc.backend, tc.tp, tc.dp, tc.ep, err, tc.want)
+		}
+	}
+}
+
 // TestTPSplitsTheExperts: the routed experts split evenly over their own TP, tp × dp-size (with
 // --dp-attention) / ep, whatever the timing model: 1000 does not split 16 ways. Where --ep or the ranks
 // make that TP, the error says so; where --ep shrinks it, it names --ep.

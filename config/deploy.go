@@ -235,9 +235,16 @@ func (c *Config) CheckShared() error {
 	if err != nil {
 		return err
 	}
-	pools := []*Config{c}
-	if c.PrefillWorkers > 0 {
-		pools = []*Config{c.ForRole(Roles[0]), c.ForRole(Roles[1])}
+	// Aggregated workers run on the shared settings, disaggregated ones each on its pool's: a search
+	// deploys a pool that sets its own (--prefill-profile) whatever PrefillWorkers says here.
+	var pools []*Config
+	if c.PrefillWorkers == 0 {
+		pools = append(pools, c)
+	}
+	for _, r := range Roles {
+		if c.PrefillWorkers > 0 || len(c.Role(r).Keys()) > 0 {
+			pools = append(pools, c.ForRole(r))
+		}
 	}
 	for _, pool := range pools {
 		e, err := registry.Lookup(pool.TimingName())

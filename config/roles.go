@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -210,6 +211,29 @@ func (c *Config) ForRole(name string) *Config {
 		}
 	}
 	return &rc
+}
+
+// Deployed is c on workers aggregated (prefill and decode 0), or on prefill and decode workers
+// disaggregated (workers ignored), as a search deploys each shape of its space: the counts replace c's,
+// given or not (a search's --workers sizes its shapes and contradicts neither form), and the pools' own
+// settings, which only disaggregated workers read, are dropped from an aggregated deployment.
+func (c Config) Deployed(workers, prefill, decode int) Config {
+	c.given = maps.Clone(c.given)
+	for _, key := range []string{"workers", "prefill-workers", "decode-workers"} {
+		delete(c.given, key)
+	}
+	if prefill > 0 || decode > 0 {
+		c.Workers, c.PrefillWorkers, c.DecodeWorkers = 1, prefill, decode
+		return c
+	}
+	c.Workers, c.PrefillWorkers, c.DecodeWorkers = workers, 0, 0
+	for _, r := range Roles {
+		for _, key := range c.Role(r).Keys() {
+			delete(c.given, r+"-"+key)
+		}
+	}
+	c.Prefill, c.Decode = Role{}, Role{}
+	return c
 }
 
 // validateRoles refuses per-role settings without disaggregated serving, and validates each pool's

@@ -72,6 +72,39 @@ decode:
 	}
 }
 
+// TestDeployed: a search's shape replaces the worker counts, given or not (--workers 2 contradicts no
+// disaggregated shape), keeps the pools' own settings where it is disaggregated and drops them, given
+// keys too, where it is aggregated.
+func TestDeployed(t *testing.T) {
+	c := Default()
+	c.Model, c.System, c.Timing = "", "", "fixed"
+	c.Workers = 2
+	c.Given("workers", "")
+	seqs := 7
+	c.Decode.MaxNumSeqs = &seqs
+	c.Given("decode-max-num-seqs", "")
+	if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "decode-max-num-seqs 7: sets the decode workers of disaggregated serving") {
+		t.Fatalf("Validate() = %v, want decode-max-num-seqs refused without disaggregation", err)
+	}
+	agg := c.Deployed(3, 0, 0)
+	if err := agg.Validate(); err != nil {
+		t.Errorf("aggregated: Validate() = %v", err)
+	}
+	if agg.Workers != 3 || agg.PrefillWorkers != 0 || agg.Decode.MaxNumSeqs != nil || agg.isGiven("decode-max-num-seqs") || agg.isGiven("workers") {
+		t.Errorf("aggregated: workers %d, prefill %d, decode's max-num-seqs %v, given %v", agg.Workers, agg.PrefillWorkers, agg.Decode.MaxNumSeqs, agg.given)
+	}
+	d := c.Deployed(0, 2, 1)
+	if err := d.Validate(); err != nil {
+		t.Errorf("disaggregated: Validate() = %v", err)
+	}
+	if d.Workers != 1 || d.PrefillWorkers != 2 || d.DecodeWorkers != 1 || d.ForRole("decode").MaxNumSeqs != 7 || d.ForRole("prefill").MaxNumSeqs != c.MaxNumSeqs {
+		t.Errorf("disaggregated: workers %d, prefill %d, decode %d, decode's max-num-seqs %d", d.Workers, d.PrefillWorkers, d.DecodeWorkers, d.ForRole("decode").MaxNumSeqs)
+	}
+	if c.Workers != 2 || !c.isGiven("workers") || c.Decode.MaxNumSeqs == nil {
+		t.Error("Deployed changed its receiver")
+	}
+}
+
 // TestRoleErrorsNamed: a per-role key is validated as the shared one is and named with its role, file and
 // line; without disaggregated serving it is refused; an unknown key in a section is an error.
 func TestRoleErrorsNamed(t *testing.T) {

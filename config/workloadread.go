@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 
-	"github.com/mocker-sim/mocker/tokenize"
 	"github.com/mocker-sim/mocker/workload"
 )
 
@@ -46,44 +45,24 @@ func (c *Config) validateSyntheticGiven() error {
 	return nil
 }
 
-// traceReads records what reading a trace used of the settings its rows may leave unread: the
-// tokenizer (rows given as text) and the output-length draw (rows without output_length).
-type traceReads struct {
-	encoded, drawn bool
-}
-
-// watch makes opts, whose Tokenizer and OutputLen are set, record in r whether the trace's reading
-// tokenises a prompt or draws an output length.
-func (r *traceReads) watch(opts *workload.TraceOptions) {
-	opts.Tokenizer = encodeWatch{opts.Tokenizer, &r.encoded}
-	draw := opts.OutputLen
-	opts.OutputLen = func(key uint64) int {
-		r.drawn = true
-		return draw(key)
-	}
-}
-
-// encodeWatch is a tokenizer that records, in used, whether it encoded anything.
-type encodeWatch struct {
-	tokenize.Tokenizer
-	used *bool
-}
-
-func (w encodeWatch) Encode(text string) []uint32 {
-	*w.used = true
-	return w.Tokenizer.Encode(text)
-}
-
-// validateTraceRead refuses the settings given that the trace's rows, as read (r), left unread:
-// --tokenizer where no row is text, --default-max-tokens and --output-length-dist where every row
-// gives its output length.
-func (c *Config) validateTraceRead(r traceReads) error {
-	if c.isGiven("tokenizer") && !r.encoded {
-		return c.at("tokenizer", bad("tokenizer", c.Tokenizer, fmt.Sprintf("applies to rows given as text_input or messages, and trace %s has none (its prompts are token counts or hash ids)", c.Trace)))
-	}
-	for _, key := range []string{"default-max-tokens", "output-length-dist"} {
-		if c.isGiven(key) && !r.drawn {
-			return c.at(key, bad(key, c.fieldsByKey()[key].Interface(), fmt.Sprintf("applies to rows without output_length, and every row of trace %s gives one", c.Trace)))
+// validateTraceRead refuses the settings given that the trace's rows, as read (u), left unread:
+// --tokenizer where no row is text, --trace-block-size where none has hash ids, --image-tokens where
+// no messages row has an image_url part, --default-max-tokens and --output-length-dist where every
+// row gives its output length.
+func (c *Config) validateTraceRead(u workload.TraceUse) error {
+	const lengthGiven = "applies to rows without output_length, and every row of trace %s gives one"
+	for _, s := range []struct {
+		key, why string
+		read     bool
+	}{
+		{"tokenizer", "applies to rows given as text_input or messages, and trace %s has none (its prompts are token counts or hash ids)", u.Tokenizer},
+		{"trace-block-size", "applies to rows with hash_ids, and trace %s has none (its prompts are text or token counts)", u.BlockSize},
+		{"image-tokens", "applies to the image_url parts of messages rows, and trace %s has none", u.ImageTokens},
+		{"default-max-tokens", lengthGiven, u.OutputLen},
+		{"output-length-dist", lengthGiven, u.OutputLen},
+	} {
+		if !s.read && c.isGiven(s.key) {
+			return c.at(s.key, bad(s.key, c.fieldsByKey()[s.key].Interface(), fmt.Sprintf(s.why, c.Trace)))
 		}
 	}
 	return nil

@@ -1,9 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"testing"
 )
 
@@ -60,19 +61,34 @@ func TestSyntheticRefusesTraceOnly(t *testing.T) {
 	}
 }
 
-// TestTraceRefusesUnread: --tokenizer is refused with a trace none of whose rows is text, and
-// --default-max-tokens and --output-length-dist with one whose every row gives its output length; a
-// trace that reads them takes them.
+// TestTraceRefusesUnread: --tokenizer is refused with a trace none of whose rows is text,
+// --trace-block-size with one none of whose rows has hash_ids, --image-tokens with one none of whose
+// messages has an image_url part, and --default-max-tokens and --output-length-dist with one whose every
+// row gives its output length; a trace that reads them takes them.
 func TestTraceRefusesUnread(t *testing.T) {
 	dir := t.TempDir()
-	ids := filepath.Join(dir, "ids.jsonl")
-	os.WriteFile(ids, []byte(`{"timestamp":0,"input_length":100,"output_length":10,"hash_ids":[1]}`+"\n"), 0o644)
-	text := filepath.Join(dir, "text.jsonl")
-	os.WriteFile(text, []byte(`{"timestamp":0,"text_input":"hello there"}`+"\n"), 0o644)
+	write := func(name, rows string) string {
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, []byte(rows), 0o644)
+		return path
+	}
+	ids := write("ids.jsonl", `{"timestamp":0,"input_length":100,"output_length":10,"hash_ids":[1]}`+"\n")
+	text := write("text.jsonl", `{"timestamp":0,"text_input":"hello there"}`+"\n")
+	// Lengths, text beside ignored hash ids and images sized by the row: no hash ids read, no image_url.
+	unhashed := write("unhashed.jsonl", `{"timestamp":0,"input_length":100,"output_length":10}`+"\n"+
+		`{"timestamp":1,"text_input":"hi","hash_ids":[1],"output_length":10}`+"\n"+
+		`{"timestamp":2,"input_length":100,"output_length":10,"images":[{"id":"cat","tokens":50}]}`+"\n")
+	azure := write("azure.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,100,10\n")
+	// One row of hash ids among lengths reads the block size; one image_url part, the image size.
+	someIDs := write("someids.jsonl", `{"timestamp":0,"input_length":100,"output_length":10}`+"\n"+
+		`{"timestamp":1,"output_length":10,"hash_ids":[1,2]}`+"\n")
+	chat := write("chat.jsonl", `{"timestamp":0,"output_length":10,"messages":[{"role":"user","content":[{"type":"text","text":"what is it?"},{"type":"image_url","image_url":{"url":"u"}}]}]}`+"\n")
 	tk, err := filepath.Abs("../tokenize/testdata/bytelevel.json")
 	if err != nil {
 		t.Fatal(err)
 	}
+	noIDs := ": applies to rows with hash_ids, and trace %s has none (its prompts are text or token counts)"
+	noURLs := ": applies to the image_url parts of messages rows, and trace %s has none"
 	for _, tc := range []struct {
 		trace, key, value, want string
 	}{
@@ -82,6 +98,14 @@ func TestTraceRefusesUnread(t *testing.T) {
 		{text, "tokenizer", tk, ""},
 		{text, "default-max-tokens", "5", ""},
 		{text, "output-length-dist", "fixed", ""},
+		{text, "trace-block-size", "16", "trace-block-size 16" + fmt.Sprintf(noIDs, text)},
+		{unhashed, "trace-block-size", "16", "trace-block-size 16" + fmt.Sprintf(noIDs, unhashed)},
+		{azure, "trace-block-size", "16", "trace-block-size 16" + fmt.Sprintf(noIDs, azure)},
+		{ids, "trace-block-size", "100", ""},
+		{someIDs, "trace-block-size", "50", ""},
+		{ids, "image-tokens", "64", "image-tokens 64" + fmt.Sprintf(noURLs, ids)},
+		{unhashed, "image-tokens", "64", "image-tokens 64" + fmt.Sprintf(noURLs, unhashed)},
+		{chat, "image-tokens", "64", ""},
 	} {
 		c := Default()
 		c.Trace = tc.trace
@@ -93,6 +117,10 @@ func TestTraceRefusesUnread(t *testing.T) {
 			c.DefaultMaxTokens = 5
 		case "output-length-dist":
 			c.OutputLengthDist = tc.value
+		case "trace-block-size":
+			c.TraceBlockSize, _ = strconv.Atoi(tc.value)
+		case "image-tokens":
+			c.ImageTokens, _ = strconv.Atoi(tc.value)
 		}
 		c.Given(tc.key, "")
 		if err := c.Validate(); err != nil {
@@ -102,7 +130,7 @@ func TestTraceRefusesUnread(t *testing.T) {
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s with %s: Source() = %v, want nil", tc.key, filepath.Base(tc.trace), err)
-		case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+		case tc.want != "" && (err == nil || err.Error() != tc.want):
 			t.Errorf("%s with %s: Source() = %v, want %q", tc.key, filepath.Base(tc.trace), err, tc.want)
 		}
 	}

@@ -33,6 +33,14 @@ type Options struct {
 // scheduler is what the engine needs of one rank's scheduler.
 type scheduler = sched.Scheduler
 
+// decoder is a scheduler whose coasts may cross KV block boundaries (vLLM's): its decode passes allocate and
+// commit blocks, emit KV events, and may leave requests waiting that they cannot admit
+// (vllm.Scheduler.DecodePass).
+type decoder interface {
+	DecodePass() bool
+	TakeEvents([]kvcache.Event) []kvcache.Event
+}
+
 // clocked is a scheduler that reads the time of its passes (vLLM's, for its lower KV tiers' transfers).
 type clocked interface{ SetNow(time.Duration) }
 
@@ -46,9 +54,12 @@ type Engine struct {
 	enc     []*encoder    // per rank, made by the first request with images
 	encOpts EncoderOptions
 
-	// Coast's scratch: the coasting ranks and their batches, or with plain, their plain passes.
+	// Coast's scratch: the coasting ranks (their numbers, and those whose passes may allocate and commit
+	// blocks) and their batches, or with plain, their plain passes.
 	batches  []timing.Batch
 	coasting []scheduler
+	coastIDs []int
+	decoders []decoder                           // per coasting rank, nil for one that coasts plain passes only
 	plain    func(*timing.PlainPass) timing.Cost // the model's pricer of plain passes; nil: it has none
 	plains   []timing.PlainPass
 
@@ -292,29 +303,54 @@ func (e *Engine) cost(b *timing.Batch) timing.Cost {
 	return e.plain(p)
 }
 
-// Run is what Coast did: plain decode passes, back to back.
+// Run is what Coast did: decode passes, back to back.
 type Run struct {
+	// Blocks, set by the caller before Coast, lets the coast cross KV block boundaries: a vLLM rank's
+	// decode passes may allocate and commit blocks, and leave requests waiting that they cannot admit
+	// (vllm.Scheduler.DecodePass); the caller then delivers their KV events from Events, and the engine's
+	// state (Metrics) changes within the run. Without it, every pass is plain.
+	Blocks bool
+
 	Ends []time.Duration // each pass's end; the first started at Coast's now, each next one at the previous end
 	// Samples holds, pass after pass, one token per running request: the same requests in the same order
 	// in every pass, len(Samples)/len(Ends) of them.
 	Samples []sched.Sample
+	// Events holds the KV events of the passes, in order, and Emitted whose they are: each entry's are
+	// Events from the previous entry's End (0 for the first) to its own. They are the pool's, valid until
+	// the next Step.
+	Events  []kvcache.Event
+	Emitted []Emitted
 }
 
-// Coast runs plain decode passes back to back from now, as long as the next pass is one and ends before
-// until, and records them in run. A plain decode pass is one in which every running request computes its
-// next token and nothing else happens: nothing waits, and no block is allocated or completed (no KV event)
-// and no request finishes; with data parallelism, every rank with requests is in that state, and the pass
-// ends with the slowest. Coast is Step repeated without the per-pass work such passes do not need; a
-// driver uses it when nobody observes the engine before until. An engine whose next pass is not plain
-// returns an empty run.
+// Emitted names the KV events of one rank in one pass of a Run.
+type Emitted struct {
+	Pass int // index in Ends: the events were emitted as the pass started
+	Rank int
+	End  int // index in Events past the last of them
+}
+
+// Coast runs decode passes back to back from now, as long as the next pass is one and ends before until,
+// and records them in run. A plain decode pass is one in which every running request computes its next
+// token and nothing else happens: nothing waits, and no block is allocated or completed (no KV event) and
+// no request finishes; with data parallelism, every rank with requests is in that state, and the pass
+// ends with the slowest. With run.Blocks, a vLLM rank's pass may also allocate and commit blocks as Step
+// would (but preempts no one) beside waiting requests it cannot admit, and run.Events has its KV events.
+// Coast is Step repeated without the per-pass work such passes do not need; a driver uses it when nobody
+// observes the engine before until. An engine whose next pass is not one returns an empty run.
 func (e *Engine) Coast(now, until time.Duration, run *Run) {
-	run.Ends, run.Samples = run.Ends[:0], run.Samples[:0]
-	e.coasting = e.coasting[:0]
-	for _, s := range e.ranks {
+	run.Ends, run.Samples, run.Events, run.Emitted = run.Ends[:0], run.Samples[:0], run.Events[:0], run.Emitted[:0]
+	e.coasting, e.coastIDs, e.decoders = e.coasting[:0], e.coastIDs[:0], e.decoders[:0]
+	for i, s := range e.ranks {
 		if s.Idle() {
 			continue // stays idle: nothing arrives while coasting
 		}
 		e.coasting = append(e.coasting, s)
+		e.coastIDs = append(e.coastIDs, i)
+		d, _ := s.(decoder)
+		if !run.Blocks {
+			d = nil
+		}
+		e.decoders = append(e.decoders, d)
 	}
 	if len(e.coasting) == 0 {
 		return
@@ -332,7 +368,7 @@ func (e *Engine) Coast(now, until time.Duration, run *Run) {
 	for {
 		g := timing.Group{Ranks: len(e.ranks)}
 		for i, c := range e.coasting {
-			if !c.PlainDecode() {
+			if !e.decodes(i) {
 				return
 			}
 			c.PlainBatch(&e.batches[i])
@@ -353,13 +389,21 @@ func (e *Engine) Coast(now, until time.Duration, run *Run) {
 	}
 }
 
+// decodes reports whether coasting rank i's next pass is one Coast may make.
+func (e *Engine) decodes(i int) bool {
+	if d := e.decoders[i]; d != nil {
+		return d.DecodePass()
+	}
+	return e.coasting[i].PlainDecode()
+}
+
 // coastPlain is Coast with a model that prices plain passes from their counts (timing.PlainModel): a
 // coasting rank's batch is read once, and from pass to pass its requests' contexts grow by one token
 // each, which is all that changes.
 func (e *Engine) coastPlain(now, until time.Duration, run *Run) {
 	g := timing.Group{Ranks: len(e.ranks)}
 	for i, c := range e.coasting {
-		if !c.PlainDecode() {
+		if !e.decodes(i) {
 			return
 		}
 		b := &e.batches[i]
@@ -380,8 +424,8 @@ func (e *Engine) coastPlain(now, until time.Duration, run *Run) {
 	}
 	for pass := 0; ; pass++ {
 		if pass > 0 {
-			for i, c := range e.coasting {
-				if !c.PlainDecode() {
+			for i := range e.coasting {
+				if !e.decodes(i) {
 					return
 				}
 				plains[i].Cached += plains[i].Requests
@@ -404,8 +448,14 @@ func (e *Engine) coastStep(end, until time.Duration, run *Run) (time.Duration, b
 	if end >= until {
 		return end, false
 	}
-	for _, c := range e.coasting {
+	for i, c := range e.coasting {
 		run.Samples = c.PlainStep(run.Samples)
+		if d := e.decoders[i]; d != nil {
+			n := len(run.Events)
+			if run.Events = d.TakeEvents(run.Events); len(run.Events) > n {
+				run.Emitted = append(run.Emitted, Emitted{Pass: len(run.Ends), Rank: e.coastIDs[i], End: len(run.Events)})
+			}
+		}
 	}
 	run.Ends = append(run.Ends, end)
 	return end, true

@@ -48,6 +48,19 @@ func (m *Model) ExpertTPError(moeTP int) error {
 	return nil
 }
 
+// SharedExpertTPError says why the shared experts cannot be split over tp GPUs, or is nil when they can
+// (or the model has none): vLLM and SGLang build them as one dense MLP of SharedExperts ×
+// MoEIntermediate (DeepseekV2MLP), whose MergedColumnParallelLinear divides that size by its TP,
+// asserting. Which GPUs that is depends on the engine (config's validateTPSplit). It panics unless tp
+// is positive.
+func (m *Model) SharedExpertTPError(tp int) error {
+	mustPositive("SharedExpertTPError", 1, tp)
+	if n := m.SharedExperts * m.MoEIntermediate; n%tp != 0 {
+		return fmt.Errorf("%s's shared-expert MLP size %d does not split over %d GPUs", m.Name, n, tp)
+	}
+	return nil
+}
+
 // ExpertEPError says why the routed experts cannot be split into ep equal shards of whole experts, or
 // is nil when they can (or ep is 1): SGLang's FusedMoE and TensorRT-LLM's (without its load balancer)
 // assert num_experts % ep_size == 0. vLLM refuses no such split (determine_expert_map gives the first

@@ -58,6 +58,30 @@ func TestExpertTPError(t *testing.T) {
 	}
 }
 
+// TestSharedExpertTPError: the shared experts' MLP, SharedExperts × MoEIntermediate wide, must split over
+// the GPUs it is split over; a model without shared experts has nothing to split.
+func TestSharedExpertTPError(t *testing.T) {
+	shared, routedOnly := mustLookup(t, "deepseek-v3"), mustLookup(t, "qwen3-30b-a3b") // 1 × 2048; none
+	two := *shared
+	two.Name, two.SharedExperts, two.MoEIntermediate = "two-shared", 2, 1000 // 2000 = 2^4 × 5^3
+	for _, tc := range []struct {
+		m    *model.Model
+		tp   int
+		want string // "" when they split
+	}{
+		{shared, 16, ""}, {shared, 2048, ""},
+		{shared, 3, "deepseek-v3's shared-expert MLP size 2048 does not split over 3 GPUs"},
+		{&two, 16, ""}, {&two, 10, ""},
+		{&two, 32, "two-shared's shared-expert MLP size 2000 does not split over 32 GPUs"},
+		{routedOnly, 5, ""},
+	} {
+		err := tc.m.SharedExpertTPError(tc.tp)
+		if tc.want == "" && err != nil || tc.want != "" && fmt.Sprint(err) != tc.want {
+			t.Errorf("%s tp %d: %v, want %q", tc.m.Name, tc.tp, err, tc.want)
+		}
+	}
+}
+
 // TestExpertEPError: the routed experts split into ep equal shards of whole experts, or ep is 1; a dense
 // model has none to split.
 func TestExpertEPError(t *testing.T) {

@@ -3,6 +3,7 @@ package recommend
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -311,5 +312,22 @@ func TestImpossibleTPRefused(t *testing.T) {
 		"vllm disagg 1:1 tp3/1 seqs 256 mbt 512 round-robin: prefill-tp 3: " + heads}
 	if !slices.Equal(refused, want) {
 		t.Errorf("refused:\n%s\nwant:\n%s", strings.Join(refused, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestPoolSharedErrorOnce: a pool's own timing data (--prefill-profile), which every disaggregated shape
+// reads, is checked once, before the search, as the shared settings are; not refused shape by shape.
+func TestPoolSharedErrorOnce(t *testing.T) {
+	base := small()
+	missing := filepath.Join(t.TempDir(), "missing.json")
+	timing := "profile"
+	base.Prefill.Timing, base.Prefill.Profile = &timing, &missing
+	sp := space()
+	sp.TP, sp.MaxWorkers = []int{1, 2}, 2
+	sp.Modes, sp.Ratios = []string{"agg", "disagg"}, []Ratio{{1, 1}}
+	_, err := Search(&base, sp, Options{Targets: []Target{{report.TTFT, 90, 500}}})
+	want := "--prefill-profile " + missing + ": not a built-in profile (h200-llama-3.1-8b-bf16, h200-qwen3-32b-bf16) nor a file: no such file or directory"
+	if err == nil || err.Error() != want {
+		t.Errorf("Search: %v, want %s", err, want)
 	}
 }

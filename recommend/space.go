@@ -208,11 +208,11 @@ func (s Shape) config(base *config.Config, scale int) config.Config {
 	c := base.OnBackend(s.Backend)
 	c.EP, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.Router = s.EP, s.MaxNumSeqs, s.MaxNumBatchedTokens, s.Router
 	if !s.Disagg {
-		c.TP, c.Workers, c.PrefillWorkers, c.DecodeWorkers = s.TP, scale, 0, 0
+		c = c.Deployed(scale, 0, 0)
+		c.TP = s.TP
 		return c
 	}
-	c.Workers = 1
-	c.PrefillWorkers, c.DecodeWorkers = s.ratio.Prefill*scale, s.ratio.Decode*scale
+	c = c.Deployed(0, s.ratio.Prefill*scale, s.ratio.Decode*scale)
 	// The shared TP is the prefill pool's, so settings derived from it (KV bytes) stay consistent.
 	c.TP = s.PrefillTP
 	pt, dt := s.PrefillTP, s.DecodeTP

@@ -160,6 +160,7 @@ type lane struct {
 	toks    []uint32
 	ends    []time.Duration
 	samples []sched.Sample
+	emitted []engine.Emitted
 }
 
 type laneItemKind uint8
@@ -187,7 +188,7 @@ func (l *lane) arm(bound time.Duration) {
 	clear(l.items) // let go of the last window's metrics
 	l.items = l.items[:0]
 	l.ranks, l.scheds, l.seqs, l.adm, l.ids = l.ranks[:0], l.scheds[:0], l.seqs[:0], l.adm[:0], l.ids[:0]
-	l.evs, l.blocks, l.outs, l.toks, l.ends, l.samples = l.evs[:0], l.blocks[:0], l.outs[:0], l.toks[:0], l.ends[:0], l.samples[:0]
+	l.evs, l.blocks, l.outs, l.toks, l.ends, l.samples, l.emitted = l.evs[:0], l.blocks[:0], l.outs[:0], l.toks[:0], l.ends[:0], l.samples[:0], l.emitted[:0]
 	l.finished.Store(false)
 	l.done.Add(1)
 	l.claimed.Store(false) // last: a helper holding a stale pointer to l may claim it from here on
@@ -214,7 +215,18 @@ func (l *lane) compute(r *runner) {
 
 func (l *lane) coastDone(w *worker, start time.Duration, run *engine.Run, m []sched.Metrics) {
 	l.items = append(l.items, laneItem{kind: coastItem, start: start, m: m,
-		run: engine.Run{Ends: keep(&l.ends, run.Ends), Samples: keep(&l.samples, run.Samples)}})
+		run: engine.Run{Ends: keep(&l.ends, run.Ends), Samples: keep(&l.samples, run.Samples),
+			Events: l.keepEvents(run.Events), Emitted: keep(&l.emitted, run.Emitted)}})
+}
+
+// keepEvents copies KV events, their blocks and hashes too, to l's arenas.
+func (l *lane) keepEvents(evs []kvcache.Event) []kvcache.Event {
+	from := len(l.evs)
+	for _, ev := range evs {
+		ev.Blocks, ev.Hashes = keep(&l.blocks, ev.Blocks), keep(&l.ids, ev.Hashes)
+		l.evs = append(l.evs, ev)
+	}
+	return l.evs[from:len(l.evs):len(l.evs)]
 }
 
 func (l *lane) passDone(w *worker, pass *engine.Pass, m []sched.Metrics, check error) error {
@@ -267,12 +279,7 @@ func (l *lane) copyPass(dst, p *engine.Pass, batches bool) {
 		if batches {
 			sp.Batch.Seqs = keep(&l.seqs, rp.Batch.Seqs)
 		}
-		evs := len(l.evs)
-		for _, ev := range rp.Events {
-			ev.Blocks, ev.Hashes = keep(&l.blocks, ev.Blocks), keep(&l.ids, ev.Hashes)
-			l.evs = append(l.evs, ev)
-		}
-		sp.Events = l.evs[evs:len(l.evs):len(l.evs)]
+		sp.Events = l.keepEvents(rp.Events)
 		outs := len(l.outs)
 		for _, o := range rp.Outputs {
 			o.Tokens = keep(&l.toks, o.Tokens)

@@ -3,12 +3,14 @@ package sim
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/kvcache"
 	"github.com/mocker-sim/mocker/router"
 	"github.com/mocker-sim/mocker/sched/sglang"
 	"github.com/mocker-sim/mocker/sched/vllm"
@@ -18,7 +20,9 @@ import (
 
 // TestLookaheadChangesNothing: workers that run ahead of the event heap between arrivals, on one thread
 // or on lanes, produce the report, byte for byte, of strict time order, across backends, routers,
-// visibility, queueing and a frontend latency (whose route events bound the lookahead as arrivals do).
+// visibility, queueing and a frontend latency (whose route events bound the lookahead as arrivals do);
+// each router target hears the same KV events at the same times in the same order, coasts through block
+// boundaries included, and delayed events reach the routers in the same order overall.
 func TestLookaheadChangesNothing(t *testing.T) {
 	vllmEngine := engine.Options{
 		VLLM:   vllm.Options{BlockSize: 16, NumBlocks: 150, MaxNumSeqs: 16, MaxBatchedTokens: 512, ChunkedPrefill: true, PrefixCaching: true, Events: true},
@@ -64,19 +68,27 @@ func TestLookaheadChangesNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.o
 			o.noLookahead = true
+			var heard heardLog
+			o.heard = heard.add
 			strict := run(t, tc.src(3), o) // with invariant checks after every pass
+			want := heard
 			// Lookahead with invariant checks, then without (then plain decode passes coast too), on one
 			// thread and on four (the windows' workers on lanes).
 			for _, check := range []bool{true, false} {
 				for _, threads := range []int{1, 4} {
 					o := tc.o
 					o.CheckInvariants, o.Threads = check, threads
+					heard = heardLog{}
+					o.heard = heard.add
 					ahead, err := Run(tc.src(3), o)
 					if err != nil {
 						t.Fatal(err)
 					}
 					if a, b := reportBytes(t, ahead), reportBytes(t, strict); !bytes.Equal(a, b) {
 						t.Fatalf("checks %v, %d threads: reports differ:\n%s\n---\n%s", check, threads, a[:min(len(a), 2000)], b[:min(len(b), 2000)])
+					}
+					if err := heard.same(&want, o.RouterEventDelay > 0); err != nil {
+						t.Fatalf("checks %v, %d threads: %v", check, threads, err)
 					}
 					if ahead.End != strict.End || ahead.Passes != strict.Passes {
 						t.Fatalf("checks %v, %d threads: end %v / %v, passes %d / %d", check, threads, ahead.End, strict.End, ahead.Passes, strict.Passes)
@@ -93,6 +105,42 @@ func TestLookaheadChangesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// heardLog keeps the KV events routers hear (Options.heard), with when: per target in order, and all in
+// order.
+type heardLog struct {
+	byTarget map[string][]string
+	all      []string
+}
+
+func (h *heardLog) add(p *pool, t router.Target, epoch uint32, at time.Duration, ev kvcache.Event) {
+	if h.byTarget == nil {
+		h.byTarget = map[string][]string{}
+	}
+	k := fmt.Sprintf("%s %d/%d", p.name, t.Worker, t.Rank)
+	h.byTarget[k] = append(h.byTarget[k], fmt.Sprintf("%v %d %v", at, epoch, ev))
+	h.all = append(h.all, k+" "+ev.String())
+}
+
+// same reports where h differs from want: a target's events, or with global, the order of all.
+func (h *heardLog) same(want *heardLog, global bool) error {
+	if len(h.byTarget) != len(want.byTarget) || len(h.all) != len(want.all) {
+		return fmt.Errorf("routers heard %d events of %d targets, want %d of %d", len(h.all), len(h.byTarget), len(want.all), len(want.byTarget))
+	}
+	for k, evs := range want.byTarget {
+		if got := h.byTarget[k]; !slices.Equal(got, evs) {
+			i := 0
+			for i < min(len(got), len(evs)) && got[i] == evs[i] {
+				i++
+			}
+			return fmt.Errorf("target %s heard %d events, want %d; from %d: %.300q, want %.300q", k, len(got), len(evs), i, got[i:], evs[i:])
+		}
+	}
+	if global && !slices.Equal(h.all, want.all) {
+		return fmt.Errorf("routers heard the events in another order")
+	}
+	return nil
 }
 
 // agentic is a trace of 20 agents: each one's first request launches three subagents (sessions of one

@@ -26,8 +26,8 @@ type Observer interface {
 }
 
 // A RunObserver is an Observer that can also be shown a worker's plain decode passes as one run
-// (engine.Coast), instead of pass by pass: a run observed by one keeps coasting them, and runs as fast
-// as an unobserved one.
+// (engine.Coast), instead of pass by pass: a run observed by one keeps coasting them, and runs nearly as
+// fast as an unobserved one (whose coasts also cross KV block boundaries, changing the worker's state).
 type RunObserver interface {
 	Observer
 	// Coasted reports plain decode passes, back to back, as they are applied. c and what it points to

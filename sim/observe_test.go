@@ -64,7 +64,8 @@ func (c *runRecorder) Coasted(r *ObservedRun) {
 // observer is shown every pass, each worker's in time order without overlap, every output token, and
 // every hand-off: one route per request in an aggregated run, a route into each pool and one transfer
 // per request in a disaggregated one, each transfer inside its request's lifetime. A RunObserver keeps
-// coasting on and is shown the same passes, those coasted as runs.
+// coasting plain decode passes on (not through block boundaries) and is shown the same passes, those
+// coasted as runs.
 func TestObserverSeesEveryPass(t *testing.T) {
 	e := engine.Options{
 		VLLM:   vllm.Options{BlockSize: 16, NumBlocks: 150, MaxNumSeqs: 16, MaxBatchedTokens: 512, ChunkedPrefill: true, PrefixCaching: true, Events: true},
@@ -115,7 +116,11 @@ func TestObserverSeesEveryPass(t *testing.T) {
 			if a, b := reportBytes(t, coasting), reportBytes(t, plain); !bytes.Equal(a, b) {
 				t.Fatalf("a run observer changed the report:\n%s\n---\n%s", a[:min(len(a), 1500)], b[:min(len(b), 1500)])
 			}
-			if coasting.coasted != plain.coasted || (tc.name == "agg") != (runs.runs > 0) {
+			// Unobserved, a coast also crosses block boundaries (engine.Run.Blocks), which a run observer's
+			// runs, of one state each, do not.
+			agg := tc.name == "agg"
+			if agg != (runs.runs > 0) || agg && (coasting.coasted == 0 || coasting.coasted >= plain.coasted) ||
+				!agg && coasting.coasted+plain.coasted > 0 {
 				t.Fatalf("%d passes coasted in %d runs under a run observer, %d unobserved", coasting.coasted, runs.runs, plain.coasted)
 			}
 			if !reflect.DeepEqual(runs.passes, rec.passes) || runs.tokens != rec.tokens || !reflect.DeepEqual(runs.routed, rec.routed) {

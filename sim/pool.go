@@ -233,6 +233,8 @@ type passSink interface {
 func (r *runner) advance(w *worker, now, bound time.Duration, ahead bool, out passSink) error {
 	// These want every pass through step and deliver, but an observer that takes runs of them.
 	coast := ahead && !r.o.CheckInvariants && (r.o.Observer == nil || r.runObs != nil)
+	// A run observer is shown a run's state once (ObservedRun), which a pass that allocates blocks changes.
+	w.run.Blocks = r.o.Observer == nil
 	for {
 		if coast {
 			w.eng.Coast(now, bound, &w.run)
@@ -272,10 +274,14 @@ func (r *runner) metrics(w *worker) []sched.Metrics {
 	return w.eng.Metrics()
 }
 
-// coastDone delivers the tokens of w's plain decode passes (engine.Coast: every running request computes
-// its next token and nothing else happens), skipping what such passes do not need of step and deliver.
+// coastDone delivers the tokens of w's decode passes (engine.Coast: every running request computes its
+// next token, allocating and committing its blocks, and nothing is admitted, preempted or finished), and
+// their KV events as step and delivered would, skipping what such passes do not need of those.
 func (r *runner) coastDone(w *worker, start time.Duration, run *engine.Run, m []sched.Metrics) {
 	passes := len(run.Ends)
+	if len(run.Emitted) > 0 {
+		r.publishRun(w, start, run)
+	}
 	k := len(run.Samples) / passes
 	for _, sm := range run.Samples[:k] {
 		req := r.req(sm.ID) // decoding, so its first token is out: no router update
@@ -294,6 +300,25 @@ func (r *runner) coastDone(w *worker, start time.Duration, run *engine.Run, m []
 	r.coasted += int64(passes)
 	w.busy += end - start
 	r.end = max(r.end, end)
+}
+
+// publishRun publishes the KV events of w's coasted passes, each pass's at its start or at its end (atEnd).
+func (r *runner) publishRun(w *worker, start time.Duration, run *engine.Run) {
+	now := r.now
+	from := 0
+	for _, em := range run.Emitted {
+		switch {
+		case w.pool.atEnd:
+			r.now = run.Ends[em.Pass]
+		case em.Pass > 0:
+			r.now = run.Ends[em.Pass-1]
+		default:
+			r.now = start
+		}
+		r.publishKV(w.pool, router.Target{Worker: w.id, Rank: em.Rank}, run.Events[from:em.End])
+		from = em.End
+	}
+	r.now = now
 }
 
 // passBegun starts w's pass, whose end the heap will deliver.
@@ -372,7 +397,7 @@ func (r *runner) applyKV(p *pool, t router.Target, epoch uint32, evs []kvcache.E
 	}
 	for _, ev := range evs {
 		if r.o.heard != nil {
-			r.o.heard(p, t, epoch, ev)
+			r.o.heard(p, t, epoch, r.now, ev)
 		}
 		p.router.Apply(t, ev)
 	}

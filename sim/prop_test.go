@@ -338,13 +338,13 @@ func checkIndex(r *runner, w *worker) error {
 // of its prompt on every target is the index's: a router reading caches in place (runner.mirror)
 // credits what one indexing their events would, request by request, events at pass end and delayed
 // included. A worker's failure starts its targets' index afresh (its new epoch).
-func shadowIndex() (func(*pool, router.Target, uint32, kvcache.Event), func(*runner, []tokens.Block) error) {
+func shadowIndex() (func(*pool, router.Target, uint32, time.Duration, kvcache.Event), func(*runner, []tokens.Block) error) {
 	type shadow struct {
 		epoch uint32
 		set   map[uint64]bool
 	}
 	index := map[router.Target]*shadow{}
-	heard := func(p *pool, t router.Target, epoch uint32, ev kvcache.Event) {
+	heard := func(p *pool, t router.Target, epoch uint32, _ time.Duration, ev kvcache.Event) {
 		if p.name == "decode" || ev.Medium != kvcache.GPU {
 			return
 		}

@@ -90,9 +90,9 @@ type Options struct {
 	limit     time.Duration
 	maxPasses int64
 	inspect   func(r *runner, w *worker) error
-	// Tests: heard, if set, is handed every KV event a router is handed (with the worker's epoch), and
-	// routing, if set, every prompt the ingress router routes, before it does.
-	heard   func(p *pool, t router.Target, epoch uint32, ev kvcache.Event)
+	// Tests: heard, if set, is handed every KV event a router is handed (with the worker's epoch and the
+	// simulated time), and routing, if set, every prompt the ingress router routes, before it does.
+	heard   func(p *pool, t router.Target, epoch uint32, at time.Duration, ev kvcache.Event)
 	routing func(r *runner, blocks []tokens.Block) error
 }
 

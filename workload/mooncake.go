@@ -164,6 +164,10 @@ func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions,
 	if tk == nil {
 		tk = tokenize.Builtin()
 	}
+	use := opts.Use
+	if use == nil {
+		use = new(TraceUse)
+	}
 	for {
 		line, err := lr.record(name)
 		if err == io.EOF {
@@ -186,6 +190,7 @@ func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions,
 		if err != nil {
 			return nil, fail(field, err)
 		}
+		use.BlockSize = use.BlockSize || row.hashN > 0 // 0 for a text row, whose hash ids request ignores
 		if row.has[fRequestID] {
 			if first, ok := idKey[row.id]; ok {
 				return nil, fail(row.name[fRequestID], fmt.Errorf("%q is also the id of line %d", row.id, reqs[first].Line))
@@ -206,10 +211,12 @@ func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions,
 		req.Line = lr.line
 		if text := row.has[fText] || row.has[fMessages]; text {
 			field := row.name[fText] + row.name[fMessages] // one of them
+			use.Tokenizer = true
 			if len(row.urls) > 0 {
 				if row.has[fImages] {
 					return nil, fail(row.name[fImages], errors.New("conflicts with the image_url parts of messages (give one)"))
 				}
+				use.ImageTokens = true
 				size := opts.ImageTokens
 				if size <= 0 {
 					size = DefaultImageTokens
@@ -241,6 +248,7 @@ func readMooncake(lr *lineReader, name string, blockSize int, opts TraceOptions,
 		}
 		req.Images = row.images
 		if !row.has[fOutput] && !row.has[fOutputIDs] {
+			use.OutputLen = true
 			if req.OutputLen = opts.OutputLen(req.Key); req.OutputLen < 0 || req.OutputLen > MaxTokens {
 				return nil, fail(mooncakeCanonical[fOutput], fmt.Errorf("drawn output length %d is not in [0, %d]", req.OutputLen, MaxTokens))
 			}

@@ -158,6 +158,40 @@ func TestReadTraceOptionErrors(t *testing.T) {
 	}
 }
 
+// TestTraceUse: TraceOptions.Use says which of the options that only some rows read the rows read: the
+// tokenizer (text or messages), the output-length draw (no output_length), the block size (hash ids
+// that make the prompt, not a text row's, which are ignored), the image size (a messages row's
+// image_url part, not an images field's, which sizes its own).
+func TestTraceUse(t *testing.T) {
+	const (
+		lengths = `{"timestamp": 0, "input_length": 4, "output_length": 1}`
+		ids     = `{"timestamp": 0, "hash_ids": [1, 2], "output_length": 1}`
+		text    = `{"timestamp": 0, "text_input": "hi", "hash_ids": [1], "output_length": 1}`
+		undrawn = `{"timestamp": 0, "input_length": 4}`
+		images  = `{"timestamp": 0, "input_length": 8, "output_length": 1, "images": [{"id": "a", "tokens": 4}]}`
+		url     = `{"timestamp": 0, "output_length": 1, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}]}`
+	)
+	for _, tc := range []struct {
+		rows []string
+		want TraceUse
+	}{
+		{[]string{lengths, images}, TraceUse{}},
+		{[]string{lengths, ids}, TraceUse{BlockSize: true}},
+		{[]string{text}, TraceUse{Tokenizer: true}},
+		{[]string{lengths, undrawn}, TraceUse{OutputLen: true}},
+		{[]string{url}, TraceUse{Tokenizer: true, ImageTokens: true}},
+	} {
+		var got TraceUse
+		opts := TraceOptions{Use: &got, OutputLen: func(uint64) int { return 1 }}
+		if _, err := ReadTrace(strings.NewReader(strings.Join(tc.rows, "\n")), "t.jsonl", opts); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%s: Use %+v, want %+v", tc.rows, got, tc.want)
+		}
+	}
+}
+
 // turnSummary prints what the session tests pin down of a request.
 func turnSummary(r Request) string {
 	return fmt.Sprintf("key=%d line=%d id=%s turn=%d at=%v delay=%v", r.Key, r.Line, r.ID, r.Turn, r.At, r.Delay)

@@ -31,6 +31,18 @@ type TraceOptions struct {
 	// ImageTokens is the size of each image_url part of a messages row
 	// (0: DefaultImageTokens), as serve's --image-tokens.
 	ImageTokens int
+	// Use, if set, is filled in as the rows are read: which of the
+	// options above that only some rows read they did read.
+	Use *TraceUse
+}
+
+// TraceUse says which of the TraceOptions that only some rows read a
+// trace's rows read, so that a caller can refuse a setting that none did.
+type TraceUse struct {
+	Tokenizer   bool // some row is text_input or messages
+	OutputLen   bool // some row gives no output length
+	BlockSize   bool // some row's prompt is its hash_ids (TraceBlockSize tokens each)
+	ImageTokens bool // some messages row has an image_url part
 }
 
 // DefaultTraceBlockSize is the block size of the public Mooncake traces.

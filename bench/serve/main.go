@@ -4,7 +4,12 @@
 // second, p50/p99 latency, the server's CPU time per request and its peak memory.
 //
 //	go run ./bench/serve [-clients 64] [-requests 20000] [-rate R] [-prompt-tokens 100] [-max-tokens 16] [-phases whole,streaming]
-//		[-bin FILE] [-base FILE] [-runs N] [-- extra serve flags]
+//		[-client lean|nethttp] [-bin FILE] [-base FILE] [-runs N] [-- extra serve flags]
+//
+// The clients share the machine with the server, so the lean client (the default: raw keep-alive
+// connections, prebuilt requests, only the answer's framing parsed) leaves the server most of it;
+// -client nethttp drives it with Go's net/http client instead, as the figures before 2026-12-03 were.
+// The clients' own CPU time per request is printed too.
 //
 // -rate R sends the requests open-loop instead, R a second whatever the answers (on at most -clients
 // connections; R from 0.001 to 1e6, a phase's requests started within a day), for a server's cost under
@@ -20,12 +25,10 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,6 +73,7 @@ func main() {
 	base := flag.String("base", "", "a second binary, measured interleaved with -bin")
 	runs := flag.Int("runs", 1, "runs of each binary")
 	phases := flag.String("phases", "whole,streaming", "the phases to run, in order")
+	kind := flag.String("client", "lean", "the load generator: lean (raw keep-alive connections) or nethttp (Go's net/http client)")
 	flag.Parse()
 	var streams []bool
 	for _, ph := range strings.Split(*phases, ",") {
@@ -83,6 +87,10 @@ func main() {
 			os.Exit(2)
 		}
 	}
+	if err := checkClient(*kind); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/serve:", err)
+		os.Exit(2)
+	}
 	if err := checkLoad(*requests, *clients, *runs, *rate); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/serve:", err)
 		os.Exit(2)
@@ -92,7 +100,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench/serve: -prompt-tokens:", err)
 		os.Exit(2)
 	}
-	l := load{clients: *clients, requests: *requests, rate: *rate, maxTokens: *maxTokens, filler: filler}
+	l := load{clients: *clients, requests: *requests, rate: *rate, maxTokens: *maxTokens, filler: filler, client: *kind}
 	if err := run(*bin, *base, *runs, l, streams, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/serve:", err)
 		os.Exit(1)
@@ -127,11 +135,12 @@ type load struct {
 	clients, requests, maxTokens int
 	rate                         float64 // requests a second, open loop; 0: closed loop
 	filler                       string
+	client                       string // lean or nethttp
 }
 
 // result is one phase of one run.
 type result struct {
-	rps, p50, p99, cpuPerReq, cores float64
+	rps, p50, p99, cpuPerReq, cores, clientPerReq float64
 }
 
 func run(bin, base string, runs int, l load, streams []bool, extra []string) error {
@@ -155,9 +164,9 @@ func run(bin, base string, runs int, l load, streams []bool, extra []string) err
 	if l.rate > 0 {
 		pace = fmt.Sprintf("%g requests/s on at most %d connections", l.rate, l.clients)
 	}
-	fmt.Printf("mocker %s\n%s, %d requests per phase, prompts of %d tokens, %d output tokens\n\n",
-		strings.Join(args, " "), pace, l.requests, headTokens+bosTokens+strings.Count(l.filler, fillerWord), l.maxTokens)
-	fmt.Printf("%-5s %-10s %10s %10s %10s %14s %12s %10s\n", "run", "phase", "req/s", "p50 ms", "p99 ms", "server CPU/req", "server cores", "peak MiB")
+	fmt.Printf("mocker %s\n%s (%s client), %d requests per phase, prompts of %d tokens, %d output tokens\n\n",
+		strings.Join(args, " "), pace, l.client, l.requests, headTokens+bosTokens+strings.Count(l.filler, fillerWord), l.maxTokens)
+	fmt.Printf("%-5s %-10s %10s %10s %10s %14s %12s %14s %10s\n", "run", "phase", "req/s", "p50 ms", "p99 ms", "server CPU/req", "server cores", "client CPU/req", "peak MiB")
 	all := make([][][]result, len(bins)) // by binary, phase, run
 	for b := range bins {
 		all[b] = make([][]result, len(streams))
@@ -205,7 +214,7 @@ func phaseName(stream bool) string {
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("%10.0f %10.2f %10.2f %11.1f µs %12.2f", r.rps, r.p50, r.p99, r.cpuPerReq, r.cores)
+	return fmt.Sprintf("%10.0f %10.2f %10.2f %11.1f µs %12.2f %11.1f µs", r.rps, r.p50, r.p99, r.cpuPerReq, r.cores, r.clientPerReq)
 }
 
 // median is each column's median over rs.
@@ -222,11 +231,12 @@ func median(rs []result) result {
 		return (v[len(v)/2-1] + v[len(v)/2]) / 2
 	}
 	return result{
-		rps:       col(func(r result) float64 { return r.rps }),
-		p50:       col(func(r result) float64 { return r.p50 }),
-		p99:       col(func(r result) float64 { return r.p99 }),
-		cpuPerReq: col(func(r result) float64 { return r.cpuPerReq }),
-		cores:     col(func(r result) float64 { return r.cores }),
+		rps:          col(func(r result) float64 { return r.rps }),
+		p50:          col(func(r result) float64 { return r.p50 }),
+		p99:          col(func(r result) float64 { return r.p99 }),
+		cpuPerReq:    col(func(r result) float64 { return r.cpuPerReq }),
+		cores:        col(func(r result) float64 { return r.cores }),
+		clientPerReq: col(func(r result) float64 { return r.clientPerReq }),
 	}
 }
 
@@ -250,28 +260,38 @@ func runOnce(bin string, args []string, l load, streams []bool) ([]result, int64
 		return nil, 0, err
 	}
 	go io.Copy(io.Discard, stderr)
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: l.clients, MaxConnsPerHost: l.clients}}
-	defer hc.CloseIdleConnections()
+	c := newClient(l.client, addr, l.clients)
+	defer c.close()
+	server := strconv.Itoa(cmd.Process.Pid)
 	var out []result
 	for _, stream := range streams {
-		cpu0, err := cpuTime(cmd.Process.Pid)
+		cpu0, err := cpuTime(server)
+		if err != nil {
+			return nil, 0, err
+		}
+		own0, err := cpuTime("self")
 		if err != nil {
 			return nil, 0, err
 		}
 		start := time.Now()
-		lat, err := l.run(hc, addr, stream)
+		lat, err := l.run(c, stream)
 		if err != nil {
 			return nil, 0, err
 		}
 		wall := time.Since(start)
-		cpu1, err := cpuTime(cmd.Process.Pid)
+		cpu1, err := cpuTime(server)
+		if err != nil {
+			return nil, 0, err
+		}
+		own1, err := cpuTime("self")
 		if err != nil {
 			return nil, 0, err
 		}
 		slices.Sort(lat)
-		cpu := cpu1 - cpu0
+		cpu, own := cpu1-cpu0, own1-own0
 		out = append(out, result{rps: float64(len(lat)) / wall.Seconds(), p50: ms(lat[len(lat)/2]), p99: ms(lat[len(lat)*99/100]),
-			cpuPerReq: float64(cpu.Microseconds()) / float64(len(lat)), cores: cpu.Seconds() / wall.Seconds()})
+			cpuPerReq: float64(cpu.Microseconds()) / float64(len(lat)), cores: cpu.Seconds() / wall.Seconds(),
+			clientPerReq: float64(own.Microseconds()) / float64(len(lat))})
 	}
 	peak, err := peakRSS(cmd.Process.Pid)
 	return out, peak, err
@@ -294,17 +314,16 @@ func waitAddr(r io.Reader) (string, error) {
 
 // run sends the load's completions from its clients' goroutines, or one goroutine each at its rate,
 // and returns their latencies.
-func (l load) run(hc *http.Client, addr string, stream bool) ([]time.Duration, error) {
+func (l load) run(c client, stream bool) ([]time.Duration, error) {
 	clients, requests := l.clients, l.requests
 	lat := make([]time.Duration, requests)
 	var firstErr error
 	var mu sync.Mutex
-	url := "http://" + addr + "/v1/completions"
 	// send sends request i with body as its buffer, and says whether it was answered.
 	send := func(i int, body []byte) ([]byte, bool) {
 		body = fmt.Appendf(body[:0], `{"model":"llama-3.1-8b","prompt":"`+promptHead+`%s","max_tokens":%d,"stream":%v}`, i, l.filler, l.maxTokens, stream)
 		t0 := time.Now()
-		err := post(hc, url, body, stream)
+		err := c.post(body, stream)
 		lat[i] = time.Since(t0)
 		if err != nil {
 			mu.Lock()
@@ -342,35 +361,11 @@ func (l load) run(hc *http.Client, addr string, stream bool) ([]time.Duration, e
 	return lat, firstErr
 }
 
-func post(hc *http.Client, url string, body []byte, stream bool) error {
-	req, err := http.NewRequestWithContext(context.Background(), "POST", url, bytes.NewReader(body))
+// cpuTime is a process's user + system CPU time, from /proc/PROC/stat (PROC a pid, or self).
+func cpuTime(proc string) (time.Duration, error) {
+	data, err := os.ReadFile("/proc/" + proc + "/stat")
 	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		return err
-	}
-	if res.StatusCode != 200 {
-		return fmt.Errorf("status %d: %s", res.StatusCode, data)
-	}
-	if stream && !bytes.HasSuffix(data, []byte("data: [DONE]\n\n")) {
-		return errors.New("a stream did not end with [DONE]")
-	}
-	return nil
-}
-
-// cpuTime is a process's user + system CPU time, from /proc.
-func cpuTime(pid int) (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("server CPU time: %w (Linux only)", err)
+		return 0, fmt.Errorf("CPU time: %w (Linux only)", err)
 	}
 	// Fields after the command name, which is in parentheses and may hold spaces.
 	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))

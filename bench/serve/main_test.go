@@ -1,8 +1,23 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync/atomic"
 	"testing"
+
+	"github.com/mocker-sim/mocker/engine"
+	"github.com/mocker-sim/mocker/live"
+	"github.com/mocker-sim/mocker/router"
+	"github.com/mocker-sim/mocker/sched/vllm"
+	"github.com/mocker-sim/mocker/timing"
+	"github.com/mocker-sim/mocker/tokenize"
 )
 
 // TestCheckLoad: a load the benchmark cannot run is refused with the flag named; rates from 0.001 a
@@ -36,9 +51,167 @@ func TestCheckLoad(t *testing.T) {
 	}
 }
 
+// TestCheckClient: -client names one of the two load generators, or is refused with the flag named.
+func TestCheckClient(t *testing.T) {
+	for kind, want := range map[string]string{
+		"lean":    "",
+		"nethttp": "",
+		"wrk":     `-client "wrk": want lean or nethttp`,
+		"":        `-client "": want lean or nethttp`,
+	} {
+		if got := errString(checkClient(kind)); got != want {
+			t.Errorf("checkClient(%q) = %q, want %q", kind, got, want)
+		}
+	}
+}
+
 func errString(err error) string {
 	if err == nil {
 		return ""
 	}
 	return err.Error()
+}
+
+// serveMocker serves a one-worker mocker API on a loopback port whose passes take prefill and decode
+// milliseconds each, divided by speedup (math.Inf(1): no time); it returns the address.
+func serveMocker(t *testing.T, decodeMs, speedup float64) string {
+	t.Helper()
+	ro := router.DefaultOptions()
+	ro.BlockSize = 16
+	s, err := live.New(live.Options{
+		Engine: engine.Options{
+			VLLM: vllm.Options{BlockSize: 16, NumBlocks: 1024, MaxNumSeqs: 64, MaxBatchedTokens: 2048,
+				ChunkedPrefill: true, PrefixCaching: true},
+			Timing: timing.Scaled{Model: timing.Fixed{PrefillMs: decodeMs, DecodeMs: decodeMs}, Speedup: speedup, DecodeSpeedup: 1},
+		},
+		Router:    ro,
+		ModelName: "llama-3.1-8b",
+		Tokenizer: tokenize.Builtin(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := s.APIServer()
+	go api.Serve(ln)
+	t.Cleanup(func() { api.Close() })
+	return ln.Addr().String()
+}
+
+// TestClientsAgainstMocker: both clients run both phases against a real mocker API, closed loop and
+// open, at infinite speedup (an answer has a length, a short stream's too when it ends by its first
+// output, as it usually does there) and at 1 ms a pass (a stream of 4 tokens takes 4 passes, so it
+// comes in chunks, which the test first checks with net/http), every answer checked.
+func TestClientsAgainstMocker(t *testing.T) {
+	filler, err := padding(40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		speedup float64
+		chunked bool // streams surely come in chunks
+	}{{"instant", math.Inf(1), false}, {"1ms", 1, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			addr := serveMocker(t, 1, c.speedup)
+			l := load{clients: 3, requests: 10, maxTokens: 4, filler: filler}
+			body := fmt.Appendf(nil, `{"model":"llama-3.1-8b","prompt":"`+promptHead+`%s","max_tokens":4,"stream":true}`, 0, filler)
+			res, err := http.Post("http://"+addr+completionsPath, "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if c.chunked && !slices.Equal(res.TransferEncoding, []string{"chunked"}) {
+				t.Fatalf("a stream's Transfer-Encoding is %q; the test wants chunks", res.TransferEncoding)
+			}
+			for _, kind := range []string{"lean", "nethttp"} {
+				for _, rate := range []float64{0, 1000} {
+					l.client, l.rate = kind, rate
+					for _, stream := range []bool{false, true} {
+						cl := newClient(kind, addr, l.clients)
+						lat, err := l.run(cl, stream)
+						cl.close()
+						if err != nil {
+							t.Fatalf("%s client, rate %v, stream %v: %v", kind, rate, stream, err)
+						}
+						if slices.Contains(lat, 0) {
+							t.Errorf("%s client, rate %v, stream %v: a request was not sent: %v", kind, rate, stream, lat)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestLeanClientChecksAnswers: the lean client reads an answer's body whole, by its length or its
+// chunks (extensions and trailers skipped), refuses an answer that is not 200 or a stream that does
+// not end with [DONE], and dials again after an answer that closes its connection.
+func TestLeanClientChecksAnswers(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		switch r.URL.Query().Get("a") {
+		case "chunks":
+			w.Header().Set("Trailer", "X-End")
+			w.Write([]byte("data: {}\n\n"))
+			w.(http.Flusher).Flush()
+			w.Write([]byte("data: [DONE]\n\n"))
+			w.Header().Set("X-End", "yes")
+		case "cut":
+			w.Write([]byte("data: {}\n\n"))
+			w.(http.Flusher).Flush()
+		case "fail":
+			http.Error(w, "boom", 500)
+		case "close":
+			w.Header().Set("Connection", "close")
+			w.Write([]byte("data: [DONE]\n\n"))
+		default:
+			w.Header().Set("Content-Length", "14")
+			w.Write([]byte("data: [DONE]\n\n"))
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	lc := &leanConn{}
+	for _, c := range []struct {
+		query  string
+		stream bool
+		body   string
+		err    string
+		conns  int32
+	}{
+		{"", true, "data: [DONE]\n\n", "", 1},
+		{"chunks", true, "data: {}\n\ndata: [DONE]\n\n", "", 1},
+		{"cut", false, "data: {}\n\n", "", 1},
+		{"cut", true, "data: {}\n\n", "a stream did not end with [DONE]", 1},
+		{"fail", false, "boom\n", "status 500: boom\n", 1},
+		{"close", true, "data: [DONE]\n\n", "", 1},
+		{"", true, "data: [DONE]\n\n", "", 2},
+	} {
+		err := lc.roundTrip(addr, "/?a="+c.query, []byte("{}"), c.stream)
+		if got := errString(err); got != c.err {
+			t.Errorf("?a=%s: error %q, want %q", c.query, got, c.err)
+		}
+		if string(lc.body) != c.body {
+			t.Errorf("?a=%s: body %q, want %q", c.query, lc.body, c.body)
+		}
+		if n := conns.Load(); n != c.conns {
+			t.Errorf("?a=%s: %d connections dialled, want %d", c.query, n, c.conns)
+		}
+	}
 }

@@ -19,7 +19,7 @@ func TestPredictFailWorker(t *testing.T) {
 `), 0o644)
 	cfg := filepath.Join(dir, "c.yaml")
 	os.WriteFile(cfg, []byte("fail-worker: [\"1@12ms:20ms\"]\non-worker-failure: retry\n"), 0o644)
-	base := []string{"predict", "--trace", trace, "--trace-block-size", "4", "--timing", "fixed", "--prefill-ms", "10",
+	base := []string{"predict", "--trace", trace, "--timing", "fixed", "--prefill-ms", "10",
 		"--decode-ms", "5", "--block-size", "4", "--num-gpu-blocks", "64", "--max-num-batched-tokens", "8", "--workers", "2",
 		"--router", "least-loaded", "--check-invariants"}
 	var records []string

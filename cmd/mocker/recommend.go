@@ -62,7 +62,8 @@ meets them it says which came closest, what each misses by how much, and what bo
 The space: --backends × --tp-list (× --ep-list, MoE) × --modes (disagg: × --ratios × --prefill-tp-list
 × --decode-tp-list) × --max-num-seqs-list × --max-num-batched-tokens-list × --routers, each at every
 size from --min-workers to --max-workers workers (both pools together). A list left unset is the
-setting's single flag (--backend, --tp ...) when given, else its default. For one shape, more workers
+setting's single flag (--backend, --tp ...) when given, else its default; a pool's own setting
+(--prefill-KEY, --decode-KEY) applies to that pool of the disaggregated shapes. For one shape, more workers
 are taken never to hurt, so the fewest that pass are found by bisection; a run stops as soon as a TTFT or E2E target
 is certainly missed; a shape whose TTFT on an idle worker with the best possible prefix cache already
 misses the target is not run at all.`,
@@ -151,6 +152,20 @@ func (rf *recommendFlags) space(fs *pflag.FlagSet, cfg *config.Config) (*recomme
 			return nil, fmt.Errorf("--%s: recommend sizes the pools itself; use --modes disagg with --ratios, --prefill-tp-list and --decode-tp-list", f)
 		}
 	}
+	// A pool's own setting (--prefill-KEY, or the file's prefill: section) is read by disaggregated shapes only.
+	if !slices.Contains(sp.Modes, "disagg") {
+		for _, r := range config.Roles {
+			if keys := cfg.Role(r).Keys(); len(keys) > 0 {
+				key := r + "-" + keys[0]
+				where := ""
+				if w := given[key]; w != "" {
+					where = " (" + w + ")"
+				}
+				return nil, fmt.Errorf("--%s %s%s: sets the %s workers of disaggregated shapes, and --modes is %s (add disagg)",
+					key, cfg.Role(r).Get(keys[0]), where, r, strings.Join(sp.Modes, ","))
+			}
+		}
+	}
 	for _, s := range rf.ratios {
 		r, err := recommend.ParseRatio(s)
 		if err != nil {
@@ -229,8 +244,17 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 		return err
 	}
 	// The base settings are taken when valid on one of the backends (--profile where trtllm, priced by
-	// profile, is swept); a shape a backend cannot run is the search's to refuse.
-	if err := cfg.HoldsOnSome(sp.Backends, (*config.Config).Validate); err != nil {
+	// profile, is swept); a shape a backend cannot run is the search's to refuse. The pools' own settings
+	// are validated where they are read, on a disaggregated deployment.
+	pooled := len(cfg.Prefill.Keys())+len(cfg.Decode.Keys()) > 0
+	if err := cfg.HoldsOnSome(sp.Backends, func(c *config.Config) error {
+		agg := c.Deployed(c.Workers, 0, 0)
+		if err := agg.Validate(); err != nil || !pooled {
+			return err
+		}
+		disagg := c.Deployed(0, 1, 1)
+		return disagg.Validate()
+	}); err != nil {
 		return err
 	}
 	if err := epListRead(fs, cfg, sp.Backends); err != nil {

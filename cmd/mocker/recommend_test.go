@@ -115,6 +115,8 @@ func TestRecommendRefuses(t *testing.T) {
 		{[]string{"recommend", "--sla", "ttft:p90"}, `--sla "ttft:p90": want METRIC:pN:MS, as in ttft:p95:500`},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--requests-jsonl", "x"}, "--requests-jsonl: a file of one run; run predict"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--prefill-tp", "2"}, "--prefill-tp: recommend sizes the pools itself"},
+		// A pool's own setting configures the disaggregated shapes, and there are none.
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--prefill-max-num-seqs", "9"}, "--prefill-max-num-seqs 9: sets the prefill workers of disaggregated shapes, and --modes is agg (add disagg)"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--ratios", "1:0", "--modes", "disagg"}, `--ratios: ratio "1:0": want PREFILL:DECODE workers`},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--report-json", "/nonexistent/r.json"}, "--report-json /nonexistent/r.json: directory /nonexistent"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--find-max-rate", "--objective", "tokens-per-gpu"}, "--find-max-rate and --objective"},
@@ -154,6 +156,27 @@ func TestRecommendBackendOwnFlags(t *testing.T) {
 	_, _, err = mocker(t, append(small, "--ttft-p90-ms", "60", "--backends", "vllm,trtllm", "--page-size", "4")...)
 	if want := "page-size 4: applies to --backend sglang, and the deployment runs vllm and trtllm"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
+// TestRecommendPoolSettings: a pool's own setting (--decode-max-num-seqs) applies to the disaggregated
+// shapes' pool and to no aggregated shape, beside --workers, which sizes both; a bad one is refused once,
+// before the search.
+func TestRecommendPoolSettings(t *testing.T) {
+	search := append(small, "--ttft-p90-ms", "500", "--tp-list", "1", "--workers", "2", "--modes", "agg,disagg", "--ratios", "1:1")
+	search = search[:len(search):len(search)] // each run appends its own
+	out, _, err := mocker(t, append(search, "--decode-max-num-seqs", "7")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Searched 2 shapes:", "2 × vllm agg tp1 seqs auto=1024 mbt 512 round-robin\n", "1P+1D vllm disagg 1:1 tp1/1 seqs auto=1024/7 mbt 512 round-robin\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+	out, _, err = mocker(t, append(search, "--prefill-max-num-batched-tokens", "0")...)
+	if want := "prefill-max-num-batched-tokens 0: must be at least 1"; err == nil || err.Error() != want || out != "" {
+		t.Errorf("error %v, stdout %q; want %s", err, out, want)
 	}
 }
 
@@ -328,6 +351,9 @@ func TestRecommendSharedErrorOnce(t *testing.T) {
 		{"", "--perf-db " + missing, "--perf-db " + missing + enoent},
 		{missing, "", "$MOCKER_PERF_DB " + missing + enoent},
 		{"", "--timing profile --profile " + missing, "--profile " + missing + ": not a built-in profile (h200-llama-3.1-8b-bf16, h200-qwen3-32b-bf16) nor a file" + enoent},
+		// A pool's own, which its disaggregated shapes read.
+		{"", "--modes agg,disagg --ratios 1:1 --prefill-timing profile --prefill-profile " + missing,
+			"--prefill-profile " + missing + ": not a built-in profile (h200-llama-3.1-8b-bf16, h200-qwen3-32b-bf16) nor a file" + enoent},
 		{"", "--system h900", `system: hardware: unknown system "h900" (known: b200_sxm, h100_sxm, h200_sxm; or load an AIConfigurator system YAML)`},
 		{"", "--quantization mxfp4", "timing default: quantization mxfp4 quantizes only routed experts (the gpt-oss format) and model llama-3.1-8b has none"},
 		{"", "--backends trtllm --model qwen3-30b-a3b", "timing profile: no built-in profile for qwen3-30b-a3b on h200_sxm (h200-qwen3-30b-a3b-bf16); give --profile PATH, or --timing polynomial"},

@@ -16,7 +16,7 @@ import (
 func TestPredictPeerTraces(t *testing.T) {
 	dir := t.TempDir()
 	peer := filepath.Join("..", "..", "workload", "testdata", "peer")
-	base := []string{"predict", "--trace-block-size", "4", "--timing", "fixed", "--prefill-ms", "10", "--decode-ms", "5",
+	base := []string{"predict", "--timing", "fixed", "--prefill-ms", "10", "--decode-ms", "5",
 		"--block-size", "4", "--num-gpu-blocks", "256"}
 	tests := []struct {
 		file    string
@@ -39,11 +39,15 @@ func TestPredictPeerTraces(t *testing.T) {
 			for range 2 {
 				jsonl := filepath.Join(dir, "r.jsonl")
 				args := append(base, "--trace", filepath.Join(peer, tt.file), "--requests-jsonl", jsonl)
+				// Each flag only where some row reads it (elsewhere it would be refused, unread).
 				switch tt.file {
-				case "aiperf_text.jsonl": // the one with rows without output_length (the others' would be refused, unread)
+				case "aiperf_text.jsonl": // rows of text, some without output_length
 					args = append(args, "--default-max-tokens", "50", "--output-length-dist", "fixed")
+				case "applied_compute_agentic.jsonl": // lengths, no hash ids
 				case "bailian.jsonl":
 					args = append(args, "--trace-block-size", "16") // the published traces'
+				default:
+					args = append(args, "--trace-block-size", "4")
 				}
 				_, stderr, err := mocker(t, args...)
 				if err != nil {

@@ -129,7 +129,15 @@ func NewCoordinator(ctx context.Context, nc *nats.Conn, base *config.Config, tar
 // the trace's digest and a fresh run id.
 func template(base *config.Config, targets []recommend.Target) (message, error) {
 	cfg := *base
-	for _, p := range []*string{&cfg.Trace, &cfg.ModelConfig, &cfg.PerfDB, &cfg.Profile} {
+	paths := []*string{&cfg.Trace, &cfg.ModelConfig, &cfg.PerfDB, &cfg.Profile}
+	for _, r := range config.Roles {
+		if p := cfg.Role(r).Profile; p != nil {
+			own := *p // the copy shares base's
+			cfg.Role(r).Profile = &own
+			paths = append(paths, &own)
+		}
+	}
+	for _, p := range paths {
 		if _, err := os.Stat(*p); *p != "" && err == nil {
 			if abs, err := filepath.Abs(*p); err == nil {
 				*p = abs

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/mocker-sim/mocker/config"
 	"github.com/mocker-sim/mocker/recommend"
@@ -109,6 +110,37 @@ func TestSameAsLocal(t *testing.T) {
 	remote.WriteJSON(&rj)
 	if lj.String() != rj.String() || local.Simulated == 0 {
 		t.Errorf("reports differ (or nothing ran):\nlocal  %s\nremote %s", lj.String(), rj.String())
+	}
+}
+
+// TestTemplatePaths: the files a job reads are named absolute for workers elsewhere, a pool's own
+// profile too, without changing the coordinator's configuration.
+func TestTemplatePaths(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, f := range []string{"p.json", "d.json"} {
+		os.WriteFile(f, []byte("{}"), 0o644)
+	}
+	dir, _ := os.Getwd()
+	b := config.Default()
+	b.Profile = "p.json"
+	pool := "d.json"
+	b.Decode.Profile = &pool
+	m, err := template(&b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got config.Config
+	if err := yaml.Unmarshal([]byte(m.Config), &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "p.json"); got.Profile != want {
+		t.Errorf("profile %q, want %q", got.Profile, want)
+	}
+	if want := filepath.Join(dir, "d.json"); got.Decode.Profile == nil || *got.Decode.Profile != want {
+		t.Errorf("decode profile %v, want %q", got.Decode.Profile, want)
+	}
+	if b.Profile != "p.json" || *b.Decode.Profile != "d.json" {
+		t.Errorf("base changed: profile %q, decode profile %q", b.Profile, *b.Decode.Profile)
 	}
 }
 

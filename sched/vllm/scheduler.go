@@ -343,37 +343,149 @@ func (s *Scheduler) Step() *sched.Pass {
 // request computes exactly its next token with no block to allocate or complete and without finishing.
 // Such a pass changes nothing but the requests' tokens: no admission, KV event or completion.
 func (s *Scheduler) PlainDecode() bool {
-	if s.waiting.len() > 0 || len(s.running) == 0 || s.tier.Len() > 0 || !s.book.Plain() ||
-		s.opt.MaxBatchedTokens > 0 && len(s.running) > s.opt.MaxBatchedTokens {
+	if s.waiting.len() > 0 {
 		return false
 	}
-	for _, r := range s.running {
-		next := r.Computed + 1
-		if r.prefilling || !r.Plain() || s.blocksFor(next) > len(r.table) || s.fullBlocks(next) > r.committed {
-			return false
-		}
-	}
-	return true
+	fresh, full, ok := s.decoding(nil)
+	return ok && fresh == 0 && full == 0
 }
 
-// PlainBatch fills b with the next pass when PlainDecode holds, without applying it.
+// DecodePass reports whether the next pass is a decode pass: a plain decode step (PlainDecode) but that a
+// request may start a block with its token, which the pool holds without preempting anyone (free or
+// evicting an inactive block), or complete one, which is cached (KV events), and that requests may wait
+// that the pass cannot admit (admitsNone, headBlocked). PlainStep applies it as Step would. Not over lower
+// KV tiers, where an evicted block is written back, in time.
+func (s *Scheduler) DecodePass() bool {
+	if s.pool.Tiered() {
+		return s.PlainDecode()
+	}
+	var head *request
+	if s.waiting.len() > 0 && !s.admitsNone() {
+		head = s.waiting.front()
+		if s.waiting.transfers > 0 || s.opt.MaxLoRAs > 0 && head.LoRA != "" {
+			return false // admission may pass over the front or start a transfer
+		}
+		s.prompt(head) // as Step's admission would
+	}
+	fresh, _, ok := s.decoding(head)
+	if !ok || fresh > s.pool.Free()+s.pool.Inactive() {
+		return false
+	}
+	return head == nil || s.headBlocked(head, fresh)
+}
+
+// decoding reports whether every running request's next pass computes exactly its next token without
+// finishing, with its adapter loaded, and how many of them start a block with it (fresh) and complete one
+// (full). With head (the front of the queue), no completed block may be one of head's prompt blocks (at
+// the same place in its sequence, where alone its hash can be): it could lengthen head's cached prefix, or
+// make a block of it active, before the pass's admission looks.
+func (s *Scheduler) decoding(head *request) (fresh, full int, ok bool) {
+	if len(s.running) == 0 || s.tier.Len() > 0 || !s.book.Plain() ||
+		s.opt.MaxBatchedTokens > 0 && len(s.running) > s.opt.MaxBatchedTokens {
+		return 0, 0, false
+	}
+	var prompt []tokens.Block
+	if head != nil {
+		prompt = head.Seq.Blocks()
+	}
+	for _, r := range s.running {
+		if r.prefilling || !r.Plain() || r.LoRA != "" && !slices.Contains(s.resident, r.LoRA) {
+			return 0, 0, false // a prompt token, the last token, or an adapter to load first
+		}
+		next := r.Computed + 1
+		if s.blocksFor(next) > len(r.table) {
+			fresh++
+		}
+		if s.fullBlocks(next) > r.committed {
+			full++
+			if c := r.committed; c < len(prompt) && prompt[c].Hash == r.Seq.Blocks()[c].Hash {
+				return 0, 0, false
+			}
+		}
+	}
+	return fresh, full, true
+}
+
+// admitsNone reports whether a decode pass leaves its admission no budget or no sequence.
+func (s *Scheduler) admitsNone() bool {
+	return s.opt.MaxBatchedTokens > 0 && len(s.running) >= s.opt.MaxBatchedTokens ||
+		s.opt.MaxNumSeqs > 0 && len(s.running) >= s.opt.MaxNumSeqs
+}
+
+// headBlocked reports whether the admission of a decode pass that allocates fresh blocks cannot admit
+// head, the front of the queue, for reasons the pass's own changes cannot undo: no room for its prompt
+// beside the active blocks (not with ChunkFit, which asks only for the chunk), or (without chunked
+// prefill) a budget too small for its uncached part. Looked at before the pass, its cached prefix is as
+// long and as active as it will be (evictions only shorten it; decoding ruled out the blocks that would
+// lengthen it), and the pass's blocks are counted as allocated. Whether the blocks of its chunk can be
+// allocated is not such a reason: evicting its inactive hits frees room.
+func (s *Scheduler) headBlocked(head *request, fresh int) bool {
+	bs := s.opt.BlockSize
+	length := head.Seq.Len()
+	var activeHits int
+	s.hits, activeHits = s.pool.Match(head.Seq.Blocks(), s.hits[:0])
+	hits := len(s.hits)
+	if hits*bs >= length {
+		hits = (length - 1) / bs
+	}
+	for _, id := range s.hits[hits:] {
+		if s.pool.Referenced(id) {
+			activeHits--
+		}
+	}
+	if s.opt.Capacity != ChunkFit {
+		want, reserved := s.blocksFor(length), 0
+		if s.opt.Capacity == GuaranteedNoEvict {
+			want = s.need(head)
+			for _, r := range s.running {
+				reserved += s.need(r) - len(r.table)
+			}
+			reserved -= fresh // the pass's blocks leave the reservations for the active ones
+		}
+		if want-activeHits > s.pool.Capacity()-s.pool.Active()-fresh-reserved {
+			return true
+		}
+	}
+	return !s.opt.ChunkedPrefill && s.opt.MaxBatchedTokens > 0 && length-hits*bs > s.opt.MaxBatchedTokens-len(s.running)
+}
+
+// PlainBatch fills b with the next pass when PlainDecode or DecodePass holds, without applying it.
 func (s *Scheduler) PlainBatch(b *timing.Batch) {
 	b.Seqs = b.Seqs[:0]
+	fresh := 0
 	for _, r := range s.running {
 		b.Seqs = append(b.Seqs, r.PlainSeq())
+		if s.blocksFor(r.Computed+1) > len(r.table) {
+			fresh++
+		}
 	}
-	b.ActiveKVTokens = s.pool.Active() * s.opt.BlockSize
+	// Step's batch counts the blocks the pass allocates.
+	b.ActiveKVTokens = (s.pool.Active() + fresh) * s.opt.BlockSize
 	b.TotalKVTokens = s.pool.Capacity() * s.opt.BlockSize
 }
 
 // PlainStep applies the pass PlainBatch described, as Step would, appending to dst each running request's
-// id and sampled token, in running order, and returns dst.
+// id and sampled token, in running order, and returns dst. A decode pass's blocks are allocated and
+// committed in that order too, as Step schedules them; TakeEvents then has its KV events.
 func (s *Scheduler) PlainStep(dst []sched.Sample) []sched.Sample {
 	for _, r := range s.running {
+		if s.blocksFor(r.Computed+1) > len(r.table) {
+			r.table = s.pool.Allocate(r.table, 1)
+		}
+		if r.LoRA != "" {
+			s.useLoRA(r.LoRA) // resident (decoding): the least recently used order, as finishPass keeps it
+		}
 		dst = append(dst, r.PlainStep())
+		if s.fullBlocks(r.Computed) > r.committed {
+			s.commit(r)
+		}
 	}
 	return dst
 }
+
+// TakeEvents appends the KV events of the decode passes PlainStep applied since the last Step or call to
+// dst, and returns it. They stay valid until the next Step.
+func (s *Scheduler) TakeEvents(dst []kvcache.Event) []kvcache.Event { return s.pool.TakeEvents(dst) }
 
 // scheduleRunning gives the budget to running requests in order, preempting when the pool is full. It
 // reports whether anything was preempted.
