@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -542,5 +543,104 @@ func TestSummaryBuffersOneMetric(t *testing.T) {
 	}
 	if bytes, limit := after.TotalAlloc-before.TotalAlloc, uint64(32*n); bytes > limit {
 		t.Errorf("Summary allocated %d bytes, want at most %d (32 a request)", bytes, limit)
+	}
+}
+
+// TestTokenRunsOracle: on random coasts — several requests decoding the same passes, some of them before
+// their first or second delivery or with a header to hide, equal gaps in a row, retries and failures
+// (whose shared gaps must not count), requests in flight at a mid-run Summary, a compact collector with a
+// tiny spill limit, and enough entries to settle many times — TokenRuns gives the same summaries,
+// percentiles and records as TokenRun for each request.
+func TestTokenRunsOracle(t *testing.T) {
+	for seed := range uint64(12) {
+		record := func(runs bool) []byte {
+			rng := rand.New(rand.NewPCG(seed, 5))
+			c := NewCollector()
+			c.SetHeader(rng.IntN(2))
+			var out bytes.Buffer
+			if seed%2 == 1 {
+				c.Forget(&out)
+				c.spill.limit, c.spill.dir = 7, t.TempDir()
+				defer c.Close()
+			}
+			var b bytes.Buffer
+			summary := func() {
+				if err := c.Summary().WriteJSON(&b); err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range []int{0, 50, 99, 100} {
+					v, ok := c.Percentile(ITL, p)
+					fmt.Fprintln(&b, p, v, ok)
+				}
+			}
+			now := time.Duration(0)
+			var live []int
+			next := 0
+			for step := range 4000 {
+				for len(live) < 10 {
+					c.Arrived(next, now, 10, 1<<20)
+					live = append(live, next)
+					next++
+				}
+				switch x := rng.IntN(40); {
+				case x == 0: // one ends
+					i := rng.IntN(len(live))
+					switch rng.IntN(3) {
+					case 0:
+						c.Failed(live[i], now, "gone")
+					default:
+						c.Finished(live[i], now)
+					}
+					live = slices.Delete(live, i, i+1)
+				case x == 1:
+					c.Retried(live[rng.IntN(len(live))], now)
+				case x == 2:
+					now++
+					c.Tokens(live[rng.IntN(len(live))], now, 1+rng.IntN(2))
+				default: // a coast of some of them, in their order
+					var ids []int
+					for _, id := range live {
+						if rng.IntN(3) > 0 {
+							ids = append(ids, id)
+						}
+					}
+					ats := make([]time.Duration, rng.IntN(30))
+					gap := time.Duration(1 + rng.IntN(3))
+					for i := range ats {
+						if rng.IntN(3) == 0 {
+							gap = time.Duration(rng.IntN(1 << rng.IntN(12)))
+						}
+						now += gap
+						ats[i] = now
+					}
+					if runs {
+						c.TokenRuns(ids, ats)
+					} else {
+						for _, id := range ids {
+							c.TokenRun(id, ats)
+						}
+					}
+				}
+				if step%1500 == 999 {
+					summary()
+				}
+			}
+			for _, id := range live[:len(live)/2] {
+				c.Finished(id, now)
+			}
+			summary()
+			if seed%2 == 1 {
+				if err := c.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				b.Write(out.Bytes())
+			} else if err := c.WriteRequestsJSONL(&b); err != nil {
+				t.Fatal(err)
+			}
+			return b.Bytes()
+		}
+		if got, want := record(true), record(false); !bytes.Equal(got, want) {
+			t.Fatalf("seed %d: TokenRuns and TokenRun differ:\n%s\n%s", seed, got, want)
+		}
 	}
 }
