@@ -482,7 +482,7 @@ func (c *Collector) TokenRun(id int, ats []time.Duration) {
 // (ascending): a run of decode passes that decoded them all. It is TokenRun(id, ats) for each id, but
 // the gaps the requests share (every pass's after the first, for those past their first two deliveries)
 // are kept once, with the requests, and count once per request that completes: a coast of k requests
-// costs the gaps of one.
+// costs the gaps of one, and a settle looks each request up once.
 func (c *Collector) TokenRuns(ids []int, ats []time.Duration) {
 	if len(ats) == 0 {
 		return
@@ -493,7 +493,7 @@ func (c *Collector) TokenRuns(ids []int, ats []time.Duration) {
 			c.group = append(c.group, int32(id))
 		}
 	}
-	if len(c.group) < 2 {
+	if len(c.group) == 0 || len(c.group) == 1 && len(ats) <= soloGroup {
 		for _, id := range ids {
 			c.TokenRun(id, ats)
 		}
@@ -520,11 +520,16 @@ func (c *Collector) TokenRuns(ids []int, ats []time.Duration) {
 	c.pushGroup(ats)
 }
 
+// soloGroup is the longest run whose gaps TokenRuns leaves to one request as its own: beyond it, a group
+// of one costs two entries more, and a settle looks the request up once, not once a gap.
+const soloGroup = 8
+
 // pushGroup records the gaps between ats as shared by the requests of c.group: a header entry (owner
 // shared, n the members, d the gap entries), an entry per member (its id, n 0), then the gaps (owner
-// shared), equal ones in a row in one entry. It settles first if the chunks are full, never within.
+// shared), equal ones in a row in one entry. It settles first if the chunks are full or the group would
+// start another (at most an entry a pass), never within.
 func (c *Collector) pushGroup(ats []time.Duration) {
-	c.settleIfFull()
+	c.settleIfFull(1 + len(c.group) + len(ats) - 1)
 	head := c.push(gap{owner: shared, n: int32(len(c.group))})
 	for _, id := range c.group {
 		c.push(gap{owner: id})
@@ -701,13 +706,13 @@ func (c *Collector) lastGap(owner int32) *gap {
 // pushGap records one sample of d for request owner in an entry of its own, settling first when the
 // chunks are full, and returns the entry.
 func (c *Collector) pushGap(d time.Duration, owner int32) *gap {
-	c.settleIfFull()
+	c.settleIfFull(1)
 	return c.push(gap{d, owner, 1})
 }
 
-// settleIfFull settles the gaps when the chunks are full.
-func (c *Collector) settleIfFull() {
-	if n := len(c.gaps); n >= max(c.settleAt, minSettle) && len(c.gaps[n-1]) == gapChunk {
+// settleIfFull settles the gaps when the chunks are full, or the next entries would start another.
+func (c *Collector) settleIfFull(entries int) {
+	if n := len(c.gaps); n >= max(c.settleAt, minSettle) && len(c.gaps[n-1])+entries > gapChunk {
 		c.settleGaps()
 	}
 }

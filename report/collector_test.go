@@ -644,3 +644,63 @@ func TestTokenRunsOracle(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCoasts records and summarizes coasts as the 8-worker conversation replay makes them: 8
+// workers' runs of 20–300 passes, each pass's length its own (as the op-level model prices them), of 1
+// request (46 % of the samples), 2, 3 or 4, each request ending after 200–500 tokens, through a compact
+// collector; by TokenRun for each request, and by TokenRuns.
+func BenchmarkCoasts(b *testing.B) {
+	for _, runs := range []bool{false, true} {
+		b.Run(fmt.Sprintf("TokenRuns=%v", runs), func(b *testing.B) {
+			for b.Loop() {
+				rng := rand.New(rand.NewPCG(1, 2))
+				c := NewCollector()
+				c.Forget(nil)
+				type worker struct {
+					now  time.Duration
+					reqs []int // in flight, each with its tokens left
+					left []int
+				}
+				workers := make([]worker, 8)
+				next := 0
+				var ids []int
+				ats := make([]time.Duration, 0, 300)
+				for range 12_000 {
+					w := &workers[rng.IntN(len(workers))]
+					want := []int{1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 4}[rng.IntN(13)]
+					for len(w.reqs) < want {
+						c.Arrived(next, w.now, 100, 1000)
+						c.Tokens(next, w.now+time.Millisecond, 1)
+						c.Tokens(next, w.now+2*time.Millisecond, 1)
+						w.reqs, w.left = append(w.reqs, next), append(w.left, 200+rng.IntN(300))
+						next++
+					}
+					w.now += 2 * time.Millisecond
+					passes := 20 + rng.IntN(280)
+					ats = ats[:0]
+					for range passes {
+						w.now += time.Duration(5_000_000 + rng.IntN(20_000_000))
+						ats = append(ats, w.now)
+					}
+					ids = append(ids[:0], w.reqs...)
+					if runs {
+						c.TokenRuns(ids, ats)
+					} else {
+						for _, id := range ids {
+							c.TokenRun(id, ats)
+						}
+					}
+					for i := 0; i < len(w.reqs); i++ {
+						if w.left[i] -= passes; w.left[i] <= 0 {
+							c.Finished(w.reqs[i], w.now)
+							w.reqs, w.left = slices.Delete(w.reqs, i, i+1), slices.Delete(w.left, i, i+1)
+							i--
+						}
+					}
+				}
+				_ = c.Summary()
+				c.Close()
+			}
+		})
+	}
+}
