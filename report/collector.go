@@ -33,7 +33,9 @@ type Collector struct {
 	// gaps holds the recent ITL samples: the gap before every delivery except a request's first,
 	// pooled over all requests in call order, with the id each belongs to, so Summary can leave
 	// out requests that did not complete without per-request slices. Equal gaps of one request
-	// in a row (a run of decode passes of one length) share an entry with their count. Fixed-size
+	// in a row (a run of decode passes of one length) share an entry with their count; the gaps of a
+	// run of passes several requests decoded (TokenRuns: an engine's coast) are kept once, with the
+	// requests that share them (pushGroup). Fixed-size
 	// chunks keep a run of millions of tokens from copying the samples over and over as one
 	// slice grows. When the chunks fill, settleGaps moves the samples of requests that have ended
 	// into itl (or drops them), so memory follows the requests in flight and the distinct gaps,
@@ -42,6 +44,7 @@ type Collector struct {
 	free     [][]gap // emptied chunks, for reuse
 	settleAt int     // chunks in gaps that trigger the next settleGaps
 	itl      samples // keys: durations
+	group    []int32 // TokenRuns' members, reused
 
 	// With Forget, the distributions' settled values beyond a bound go to spill; radix is their sort
 	// scratch.
@@ -475,6 +478,76 @@ func (c *Collector) TokenRun(id int, ats []time.Duration) {
 	r.outputTokens = count("TokenRun", id, "output tokens", int(r.outputTokens)+len(ats))
 }
 
+// TokenRuns records deliveries of one token each for each request of ids at each of ats in turn
+// (ascending): a run of decode passes that decoded them all. It is TokenRun(id, ats) for each id, but
+// the gaps the requests share (every pass's after the first, for those past their first two deliveries)
+// are kept once, with the requests, and count once per request that completes: a coast of k requests
+// costs the gaps of one, and a settle looks each request up once.
+func (c *Collector) TokenRuns(ids []int, ats []time.Duration) {
+	if len(ats) == 0 {
+		return
+	}
+	c.group = c.group[:0]
+	for _, id := range ids {
+		if r := c.live(id, ats[0], "TokenRuns"); len(ats) > 1 && r.hidden >= c.header && r.deliveries >= 2 {
+			c.group = append(c.group, int32(id))
+		}
+	}
+	if len(c.group) == 0 || len(c.group) == 1 && len(ats) <= soloGroup {
+		for _, id := range ids {
+			c.TokenRun(id, ats)
+		}
+		return
+	}
+	for i := 1; i < len(ats); i++ {
+		if ats[i] < ats[i-1] {
+			panic(fmt.Sprintf("report: TokenRuns: request %d at %v, before its previous event at %v", c.group[0], ats[i], ats[i-1]))
+		}
+	}
+	m := 0
+	for _, id := range ids {
+		if m == len(c.group) || int(c.group[m]) != id {
+			c.TokenRun(id, ats) // its hidden tokens or first deliveries are its own
+			continue
+		}
+		m++
+		r := c.record(id)
+		c.addGap(ats[0]-r.lastToken, int32(id))
+		r.last, r.lastToken = ats[len(ats)-1], ats[len(ats)-1]
+		r.deliveries += int32(len(ats))
+		r.outputTokens = count("TokenRuns", id, "output tokens", int(r.outputTokens)+len(ats))
+	}
+	c.pushGroup(ats)
+}
+
+// soloGroup is the longest run whose gaps TokenRuns leaves to one request as its own: beyond it, a group
+// of one costs two entries more, and a settle looks the request up once, not once a gap.
+const soloGroup = 8
+
+// pushGroup records the gaps between ats as shared by the requests of c.group: a header entry (owner
+// shared, n the members, d the gap entries), an entry per member (its id, n 0), then the gaps (owner
+// shared), equal ones in a row in one entry. It settles first if the chunks are full or the group would
+// start another (at most an entry a pass), never within.
+func (c *Collector) pushGroup(ats []time.Duration) {
+	c.settleIfFull(1 + len(c.group) + len(ats) - 1)
+	head := c.push(gap{owner: shared, n: int32(len(c.group))})
+	for _, id := range c.group {
+		c.push(gap{owner: id})
+	}
+	var g *gap
+	entries := 0
+	for i := 1; i < len(ats); i++ {
+		d := ats[i] - ats[i-1]
+		if g != nil && g.d == d && g.n < math.MaxInt32 {
+			g.n++
+			continue
+		}
+		g = c.push(gap{d, shared, 1})
+		entries++
+	}
+	head.d = time.Duration(entries) // chunks never move: head still points into its own
+}
+
 // addGaps records deliveries at each of ats (ascending) of request owner, record r, which has had two at
 // least: each one's gap, as deliver and addGap would one by one, with the entry the last gap went to at
 // hand, so that a run of equal gaps costs a comparison each.
@@ -520,9 +593,15 @@ func (c *Collector) Retried(id int, at time.Duration) {
 		retries: r.retries + 1, state: arrived}
 }
 
-// dropGaps removes request id's ITL samples (rare: a retry).
+// dropGaps removes request id's ITL samples (rare: a retry): its own entries go, and it leaves the groups
+// it shares (its member entries become ones of nobody).
 func (c *Collector) dropGaps(id int32) {
 	for i, chunk := range c.gaps {
+		for j := range chunk {
+			if g := &chunk[j]; g.owner == id && g.n == 0 {
+				g.owner = shared
+			}
+		}
 		c.gaps[i] = slices.DeleteFunc(chunk, func(g gap) bool { return g.owner == id })
 	}
 }
@@ -593,11 +672,17 @@ func to32(op string, id int, what string, v int) int32 {
 // spill file's limit), so settling often costs little time.
 const gapChunk = 1 << 14
 
+// gap is an entry of gaps: n samples of d in a row of request owner; or, for the gaps of a run that several
+// requests share (pushGroup), the group's header (owner shared, n ≥ 1 members, d the gap entries after
+// them), a member (owner its id, or shared once it left, n 0), or a gap of the group (owner shared).
 type gap struct {
 	d     time.Duration
 	owner int32
-	n     int32 // samples of this gap in a row (at least 1)
+	n     int32
 }
+
+// shared is the owner of a group's header and gaps, and of a member entry whose request left it.
+const shared = -1
 
 // addGap records one sample of d for request owner.
 func (c *Collector) addGap(d time.Duration, owner int32) {
@@ -621,11 +706,20 @@ func (c *Collector) lastGap(owner int32) *gap {
 // pushGap records one sample of d for request owner in an entry of its own, settling first when the
 // chunks are full, and returns the entry.
 func (c *Collector) pushGap(d time.Duration, owner int32) *gap {
-	n := len(c.gaps)
-	if n >= max(c.settleAt, minSettle) && len(c.gaps[n-1]) == gapChunk {
+	c.settleIfFull(1)
+	return c.push(gap{d, owner, 1})
+}
+
+// settleIfFull settles the gaps when the chunks are full, or the next entries would start another.
+func (c *Collector) settleIfFull(entries int) {
+	if n := len(c.gaps); n >= max(c.settleAt, minSettle) && len(c.gaps[n-1])+entries > gapChunk {
 		c.settleGaps()
 	}
-	if n = len(c.gaps); n == 0 || len(c.gaps[n-1]) == gapChunk {
+}
+
+// push appends entry g to the chunks and returns it.
+func (c *Collector) push(g gap) *gap {
+	if n := len(c.gaps); n == 0 || len(c.gaps[n-1]) == gapChunk {
 		var chunk []gap
 		if k := len(c.free); k > 0 {
 			chunk = c.free[k-1]
@@ -636,7 +730,7 @@ func (c *Collector) pushGap(d time.Duration, owner int32) *gap {
 		c.gaps = append(c.gaps, chunk)
 	}
 	last := &c.gaps[len(c.gaps)-1]
-	*last = append(*last, gap{d, owner, 1})
+	*last = append(*last, g)
 	return &(*last)[len(*last)-1]
 }
 
@@ -655,20 +749,50 @@ func (c *Collector) settleGaps() {
 		n += len(chunk)
 	}
 	c.itl.reserve(n)
-	w := 0 // samples kept, written over the ones read: the write position never passes the read one
+	w := 0 // entries kept, written over the ones read: the write position never passes the read one
+	keep := func(g gap) {
+		c.gaps[w/gapChunk] = append(c.gaps[w/gapChunk][:w%gapChunk], g)
+		w++
+	}
+	// The group being read (pushGroup): its members and gap entries left to read, its members that
+	// completed and those kept, and where its header was written.
+	var members, entries, kept, head int
+	var done uint64
 	for i := range c.gaps {
 		for _, g := range c.gaps[i] {
-			r := c.record(int(g.owner))
 			switch {
-			case r == nil: // retired: completed, unless it has a reason for ending otherwise
-				if _, aborted := c.reasons[int(g.owner)]; !aborted {
-					c.itl.addRecurring(uint64(g.d), uint32(g.n))
+			case members > 0:
+				members--
+				switch c.fate(g.owner) {
+				case counts:
+					done++
+				case stays:
+					keep(g)
+					kept++
 				}
-			case r.completed():
-				c.itl.addRecurring(uint64(g.d), uint32(g.n))
-			case r.state&ended == 0:
-				c.gaps[w/gapChunk] = append(c.gaps[w/gapChunk][:w%gapChunk], g)
-				w++
+				if members == 0 && kept == 0 {
+					w = head // nobody is left to share the group's gaps
+				} else if members == 0 {
+					c.gaps[head/gapChunk][head%gapChunk].n = int32(kept)
+				}
+			case entries > 0:
+				entries--
+				for n := uint64(g.n) * done; n > 0; n -= min(n, math.MaxUint32) {
+					c.itl.addRecurring(uint64(g.d), uint32(min(n, math.MaxUint32)))
+				}
+				if kept > 0 {
+					keep(g)
+				}
+			case g.owner == shared:
+				members, entries, kept, done, head = int(g.n), int(g.d), 0, 0, w
+				keep(g)
+			default:
+				switch c.fate(g.owner) {
+				case counts:
+					c.itl.addRecurring(uint64(g.d), uint32(g.n))
+				case stays:
+					keep(g)
+				}
 			}
 		}
 	}
@@ -691,4 +815,32 @@ func (c *Collector) settleGaps() {
 	// linear.
 	const quarter = 4 * gapChunk
 	c.settleAt = max(minSettle, 2*chunks, chunks+(len(c.itl.keys)+quarter-1)/quarter)
+}
+
+// fate is what a settle does with request owner's ITL samples.
+type fate int
+
+const (
+	counts fate = iota // the request completed: they join the distribution
+	stays              // it is in flight: they wait for the next settle
+	goes               // it ended otherwise, or left them (shared): they never count
+)
+
+func (c *Collector) fate(owner int32) fate {
+	if owner == shared {
+		return goes
+	}
+	r := c.record(int(owner))
+	switch {
+	case r == nil: // retired: completed, unless it has a reason for ending otherwise
+		if _, aborted := c.reasons[int(owner)]; aborted {
+			return goes
+		}
+		return counts
+	case r.completed():
+		return counts
+	case r.state&ended == 0:
+		return stays
+	}
+	return goes
 }

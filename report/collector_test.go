@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -542,5 +543,164 @@ func TestSummaryBuffersOneMetric(t *testing.T) {
 	}
 	if bytes, limit := after.TotalAlloc-before.TotalAlloc, uint64(32*n); bytes > limit {
 		t.Errorf("Summary allocated %d bytes, want at most %d (32 a request)", bytes, limit)
+	}
+}
+
+// TestTokenRunsOracle: on random coasts — several requests decoding the same passes, some of them before
+// their first or second delivery or with a header to hide, equal gaps in a row, retries and failures
+// (whose shared gaps must not count), requests in flight at a mid-run Summary, a compact collector with a
+// tiny spill limit, and enough entries to settle many times — TokenRuns gives the same summaries,
+// percentiles and records as TokenRun for each request.
+func TestTokenRunsOracle(t *testing.T) {
+	for seed := range uint64(12) {
+		record := func(runs bool) []byte {
+			rng := rand.New(rand.NewPCG(seed, 5))
+			c := NewCollector()
+			c.SetHeader(rng.IntN(2))
+			var out bytes.Buffer
+			if seed%2 == 1 {
+				c.Forget(&out)
+				c.spill.limit, c.spill.dir = 7, t.TempDir()
+				defer c.Close()
+			}
+			var b bytes.Buffer
+			summary := func() {
+				if err := c.Summary().WriteJSON(&b); err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range []int{0, 50, 99, 100} {
+					v, ok := c.Percentile(ITL, p)
+					fmt.Fprintln(&b, p, v, ok)
+				}
+			}
+			now := time.Duration(0)
+			var live []int
+			next := 0
+			for step := range 4000 {
+				for len(live) < 10 {
+					c.Arrived(next, now, 10, 1<<20)
+					live = append(live, next)
+					next++
+				}
+				switch x := rng.IntN(40); {
+				case x == 0: // one ends
+					i := rng.IntN(len(live))
+					switch rng.IntN(3) {
+					case 0:
+						c.Failed(live[i], now, "gone")
+					default:
+						c.Finished(live[i], now)
+					}
+					live = slices.Delete(live, i, i+1)
+				case x == 1:
+					c.Retried(live[rng.IntN(len(live))], now)
+				case x == 2:
+					now++
+					c.Tokens(live[rng.IntN(len(live))], now, 1+rng.IntN(2))
+				default: // a coast of some of them, in their order
+					var ids []int
+					for _, id := range live {
+						if rng.IntN(3) > 0 {
+							ids = append(ids, id)
+						}
+					}
+					ats := make([]time.Duration, rng.IntN(30))
+					gap := time.Duration(1 + rng.IntN(3))
+					for i := range ats {
+						if rng.IntN(3) == 0 {
+							gap = time.Duration(rng.IntN(1 << rng.IntN(12)))
+						}
+						now += gap
+						ats[i] = now
+					}
+					if runs {
+						c.TokenRuns(ids, ats)
+					} else {
+						for _, id := range ids {
+							c.TokenRun(id, ats)
+						}
+					}
+				}
+				if step%1500 == 999 {
+					summary()
+				}
+			}
+			for _, id := range live[:len(live)/2] {
+				c.Finished(id, now)
+			}
+			summary()
+			if seed%2 == 1 {
+				if err := c.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				b.Write(out.Bytes())
+			} else if err := c.WriteRequestsJSONL(&b); err != nil {
+				t.Fatal(err)
+			}
+			return b.Bytes()
+		}
+		if got, want := record(true), record(false); !bytes.Equal(got, want) {
+			t.Fatalf("seed %d: TokenRuns and TokenRun differ:\n%s\n%s", seed, got, want)
+		}
+	}
+}
+
+// BenchmarkCoasts records and summarizes coasts as the 8-worker conversation replay makes them: 8
+// workers' runs of 20–300 passes, each pass's length its own (as the op-level model prices them), of 1
+// request (46 % of the samples), 2, 3 or 4, each request ending after 200–500 tokens, through a compact
+// collector; by TokenRun for each request, and by TokenRuns.
+func BenchmarkCoasts(b *testing.B) {
+	for _, runs := range []bool{false, true} {
+		b.Run(fmt.Sprintf("TokenRuns=%v", runs), func(b *testing.B) {
+			for b.Loop() {
+				rng := rand.New(rand.NewPCG(1, 2))
+				c := NewCollector()
+				c.Forget(nil)
+				type worker struct {
+					now  time.Duration
+					reqs []int // in flight, each with its tokens left
+					left []int
+				}
+				workers := make([]worker, 8)
+				next := 0
+				var ids []int
+				ats := make([]time.Duration, 0, 300)
+				for range 12_000 {
+					w := &workers[rng.IntN(len(workers))]
+					want := []int{1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 4}[rng.IntN(13)]
+					for len(w.reqs) < want {
+						c.Arrived(next, w.now, 100, 1000)
+						c.Tokens(next, w.now+time.Millisecond, 1)
+						c.Tokens(next, w.now+2*time.Millisecond, 1)
+						w.reqs, w.left = append(w.reqs, next), append(w.left, 200+rng.IntN(300))
+						next++
+					}
+					w.now += 2 * time.Millisecond
+					passes := 20 + rng.IntN(280)
+					ats = ats[:0]
+					for range passes {
+						w.now += time.Duration(5_000_000 + rng.IntN(20_000_000))
+						ats = append(ats, w.now)
+					}
+					ids = append(ids[:0], w.reqs...)
+					if runs {
+						c.TokenRuns(ids, ats)
+					} else {
+						for _, id := range ids {
+							c.TokenRun(id, ats)
+						}
+					}
+					for i := 0; i < len(w.reqs); i++ {
+						if w.left[i] -= passes; w.left[i] <= 0 {
+							c.Finished(w.reqs[i], w.now)
+							w.reqs, w.left = slices.Delete(w.reqs, i, i+1), slices.Delete(w.left, i, i+1)
+							i--
+						}
+					}
+				}
+				_ = c.Summary()
+				c.Close()
+			}
+		})
 	}
 }

@@ -235,41 +235,44 @@ func (c *cursor) fail(err error) bool {
 }
 
 // merge visits the keys of the cursors in ascending order (equal keys of different cursors one after the
-// other), through a binary heap of the cursors by their current key.
+// other), through a tournament of the cursors by their current key (a loser tree: each node keeps the
+// loser of its match, so a key's successor costs one comparison a level, on keys kept side by side).
 func merge(cs []cursor, visit func(k, count uint64)) {
-	h := make([]*cursor, 0, len(cs))
+	n := len(cs)
+	if n == 0 {
+		return
+	}
+	key := make([]uint64, n) // each cursor's key
+	live := make([]bool, n)  // false: the cursor is done, and loses every match
 	for i := range cs {
-		if cs[i].next() {
-			h = append(h, &cs[i])
+		live[i] = cs[i].next()
+		key[i] = cs[i].key
+	}
+	first := func(a, b int) bool { return live[a] && (!live[b] || key[a] < key[b]) }
+	// Nodes 1 to n-1 hold the losers of their matches; leaf n+i is cursor i; loser[0] is the winner.
+	loser := make([]int, n)
+	win := make([]int, 2*n)
+	for i := range n {
+		win[n+i] = i
+	}
+	for v := n - 1; v >= 1; v-- {
+		a, b := win[2*v], win[2*v+1]
+		if first(b, a) {
+			a, b = b, a
 		}
+		win[v], loser[v] = a, b
 	}
-	down := func(i int) {
-		for {
-			l := 2*i + 1
-			if l >= len(h) {
-				return
-			}
-			if r := l + 1; r < len(h) && h[r].key < h[l].key {
-				l = r
-			}
-			if h[i].key <= h[l].key {
-				return
-			}
-			h[i], h[l] = h[l], h[i]
-			i = l
-		}
-	}
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		down(i)
-	}
-	for len(h) > 0 {
-		c := h[0]
+	w := win[1]
+	for live[w] {
+		c := &cs[w]
 		visit(c.key, c.count)
-		if !c.next() {
-			h[0] = h[len(h)-1]
-			h = h[:len(h)-1]
+		live[w] = c.next()
+		key[w] = c.key
+		for v := (w + n) / 2; v >= 1; v /= 2 {
+			if first(loser[v], w) {
+				loser[v], w = w, loser[v]
+			}
 		}
-		down(0)
 	}
 }
 

@@ -283,13 +283,15 @@ func (r *runner) coastDone(w *worker, start time.Duration, run *engine.Run, m []
 		r.publishRun(w, start, run)
 	}
 	k := len(run.Samples) / passes
+	r.coasting = r.coasting[:0]
 	for _, sm := range run.Samples[:k] {
 		req := r.req(sm.ID) // decoding, so its first token is out: no router update
-		r.col.TokenRun(int(sm.ID), run.Ends)
+		r.coasting = append(r.coasting, int(sm.ID))
 		if req.sess.keep {
 			req.sess.produced(passes)
 		}
 	}
+	r.col.TokenRuns(r.coasting, run.Ends)
 	if r.runObs != nil {
 		r.runObs.Coasted(&ObservedRun{Pool: w.pool.name, Worker: w.serial, Start: start, Ends: run.Ends, Tokens: k, Metrics: m})
 	}

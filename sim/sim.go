@@ -228,6 +228,7 @@ type runner struct {
 	coasted   int64
 	laned     int64
 	runObs    RunObserver // Options.Observer, if it is shown coasted passes as runs
+	coasting  []int       // coastDone's requests, reused
 	lanes     *lanes      // nil: one thread
 
 	reqs    []*request         // by id from reqBase on (ids are dense); nil once ended

@@ -1165,19 +1165,26 @@ func (mdl *Model) Cost(b *timing.Batch) timing.Cost { return mdl.cost(b, shapeOf
 
 // PlainPricer implements timing.PlainModel: a plain pass's shape is its requests' count and their
 // cached tokens, which is all cost reads of a batch without prompt chunks, and only its generation
-// attention reads the cached tokens: the other terms are kept while the count and group stay.
+// attention reads the cached tokens: the other terms, and the table rows the generation attention reads
+// at the batch's size, are kept while the count and group stay.
 func (mdl *Model) PlainPricer() func(*timing.PlainPass) timing.Cost {
 	var terms passTerms
 	var g timing.Group
 	n := -1
+	rows := make([]opRows, len(mdl.attn))
 	hints := make([][4]int, len(mdl.attn)) // a coast's mean context moves by a token a pass
 	return func(pp *timing.PlainPass) timing.Cost {
-		p := passShape{tokens: pp.Requests, decodes: pp.Requests, samplings: pp.Requests, decodeTokens: pp.Requests,
-			decodeCtx: float64(pp.Cached)}
 		if pp.Requests != n || pp.Group != g {
+			p := passShape{tokens: pp.Requests, decodes: pp.Requests, samplings: pp.Requests, decodeTokens: pp.Requests}
 			terms, n, g = mdl.terms(nil, p, &pp.Group), pp.Requests, pp.Group
+			for j := range mdl.attn {
+				rows[j] = mdl.attn[j].gen.rowsAt(float64(n))
+			}
 		}
-		return terms.cost(mdl.generationNear(p, hints))
+		if n == 0 {
+			return terms.cost(0)
+		}
+		return terms.cost(mdl.generationRows(rows, float64(pp.Cached)/float64(n), hints))
 	}
 }
 
@@ -1436,6 +1443,17 @@ func (mdl *Model) generationNear(p passShape, hints [][4]int) float64 {
 			h = &hints[j]
 		}
 		v += a.layers * a.gen.atNear(batch, step, h)
+	}
+	return v
+}
+
+// generationRows is generationNear at the mean context step, each kind of layer reading the rows of
+// its table at the batch's size it was given (attnOp.rowsAt), with hints.
+func (mdl *Model) generationRows(rows []opRows, step float64, hints [][4]int) float64 {
+	var v float64
+	for j := range mdl.attn {
+		a := &mdl.attn[j]
+		v += a.layers * a.gen.atRows(&rows[j], step, &hints[j])
 	}
 	return v
 }

@@ -303,19 +303,40 @@ func (g *attnGrid) at(b, x float64) float64 { return g.atNear(b, x, nil) }
 // atNear is at, finding x's segment in the first and second rows it reads from the guesses h[0] and
 // h[1] (segNear); h may be nil.
 func (g *attnGrid) atNear(b, x float64, h *[2]int) float64 {
+	r := g.rowsAt(b)
+	return g.atRows(&r, x, h)
+}
+
+// gridRows is which rows of a grid at reads at one batch size b: rows i and i+1 blended by t, or, beyond
+// the measured batches (edge), row i scaled to b. A plain pricer keeps it while the batch stays.
+type gridRows struct {
+	i    int
+	t, b float64
+	edge bool
+}
+
+func (g *attnGrid) rowsAt(b float64) gridRows {
+	n := len(g.batches)
+	if b >= g.batches[n-1] {
+		return gridRows{i: n - 1, b: b, edge: true}
+	}
+	if b <= g.batches[0] {
+		return gridRows{i: 0, b: b, edge: true}
+	}
+	i, t := seg(g.batches, b)
+	return gridRows{i: i, t: t, b: b}
+}
+
+// atRows is atNear at r's batch size.
+func (g *attnGrid) atRows(r *gridRows, x float64, h *[2]int) float64 {
 	var h0, h1 *int
 	if h != nil {
 		h0, h1 = &h[0], &h[1]
 	}
-	n := len(g.batches)
-	if b >= g.batches[n-1] {
-		return g.rowAt(n-1, x, h0) * b / g.batches[n-1]
+	if r.edge {
+		return g.rowAt(r.i, x, h0) * r.b / g.batches[r.i]
 	}
-	if b <= g.batches[0] {
-		return g.rowAt(0, x, h0) * b / g.batches[0]
-	}
-	i, t := seg(g.batches, b)
-	return lerp(g.rowAt(i, x, h0), g.rowAt(i+1, x, h1), t)
+	return lerp(g.rowAt(r.i, x, h0), g.rowAt(r.i+1, x, h1), r.t)
 }
 
 // rowAt is row i at x, with the roofline worked out only where the row extrapolates: a measured x does
@@ -460,13 +481,31 @@ func (a *attnOp) at(b, x float64) float64 { return a.atNear(b, x, nil) }
 // atNear is at with guesses of the segments of x in the rows it reads (attnGrid.atNear): h[0:2] for the
 // lower head count's grid, h[2:4] for the higher one's; h may be nil.
 func (a *attnOp) atNear(b, x float64, h *[4]int) float64 {
+	r := a.rowsAt(b)
+	return a.atRows(&r, x, h)
+}
+
+// opRows is the rows the op's grids read at one batch size (gridRows): the lower head count's, then the
+// higher one's.
+type opRows [2]gridRows
+
+func (a *attnOp) rowsAt(b float64) opRows {
+	r := opRows{a.lo.rowsAt(b)}
+	if a.hi != nil {
+		r[1] = a.hi.rowsAt(b)
+	}
+	return r
+}
+
+// atRows is atNear at r's batch size.
+func (a *attnOp) atRows(r *opRows, x float64, h *[4]int) float64 {
 	var lo, hi *[2]int
 	if h != nil {
 		lo, hi = (*[2]int)(h[0:2]), (*[2]int)(h[2:4])
 	}
-	v := a.lo.atNear(b, x, lo)
+	v := a.lo.atRows(&r[0], x, lo)
 	if a.hi != nil {
-		v = lerp(v, a.hi.atNear(b, x, hi), a.t)
+		v = lerp(v, a.hi.atRows(&r[1], x, hi), a.t)
 	}
 	return v * a.scale
 }

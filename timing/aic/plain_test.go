@@ -1,0 +1,119 @@
+package aic
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/mocker-sim/mocker/model"
+	"github.com/mocker-sim/mocker/timing"
+)
+
+// TestPlainPricerBits: the plain pricer, which keeps the table rows its generation attention reads while
+// a coast's batch size stays, prices random coasts (runs of passes whose contexts grow by a token a pass,
+// their sizes from one request to beyond the tables' largest batch, one after another) with the same
+// float bits of generation attention as the batch priced afresh, and so the same Cost; on models with
+// one kind of attention layer and two (gpt-oss: sliding-window and full), dense, MoE, MLA, and
+// attention data parallelism (groups).
+func TestPlainPricerBits(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		o     Options
+	}{
+		{"llama-3.1-8b", Options{Backend: "vllm"}},
+		{"llama-3.1-70b", Options{Backend: "sglang", TP: 4, GEMMQuant: "fp8"}},
+		{"qwen3-30b-a3b", Options{Backend: "vllm", TP: 2, AttentionDP: 4}},
+		{"deepseek-v3", Options{Backend: "sglang", TP: 8, GEMMQuant: "fp8_block"}},
+		{"gpt-oss-120b", Options{Backend: "vllm", Version: "0.19.0", TP: 2, GEMMQuant: "bf16", MoEQuant: "mxfp4"}},
+	} {
+		t.Run(fmt.Sprintf("%s-%s-tp%d-dp%d", tc.model, tc.o.Backend, tc.o.TP, tc.o.AttentionDP), func(t *testing.T) {
+			m, err := model.Lookup(tc.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := tc.o
+			o.Model, o.System, o.Root = m, h200(t), EmbeddedRoot
+			if tc.model == "gpt-oss-120b" { // its MXFP4 experts are not among the built-in tables
+				needData(t)
+				o.Root = aicRoot
+			}
+			mdl, err := New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dp := max(1, o.AttentionDP)
+			largest := 0.0
+			for _, a := range mdl.attn {
+				largest = max(largest, a.gen.lo.batches[len(a.gen.lo.batches)-1])
+			}
+			price := mdl.PlainPricer()
+			rows := make([]opRows, len(mdl.attn))
+			hints := make([][4]int, len(mdl.attn))
+			rng := rand.New(rand.NewPCG(17, 3))
+			var b timing.Batch
+			for coast := range 300 {
+				n := 1 + rng.IntN(int(largest)+64) // beyond the largest measured batch too
+				if coast%5 == 0 {
+					n = 1 + rng.IntN(3)
+				}
+				b.Seqs = b.Seqs[:0]
+				pp := timing.PlainPass{Requests: n}
+				for range n {
+					s := timing.Seq{New: 1, Cached: rng.IntN(1 << rng.IntN(18)), Samples: true}
+					b.Seqs = append(b.Seqs, s)
+					pp.Cached += s.Cached
+				}
+				if dp > 1 {
+					pp.Group = timing.Group{Ranks: dp, Tokens: n * dp, MaxTokens: n}
+				}
+				b.Group = pp.Group
+				for j := range mdl.attn {
+					rows[j] = mdl.attn[j].gen.rowsAt(float64(n))
+				}
+				for range 1 + rng.IntN(200) {
+					p := shapeOf(&b)
+					want := mdl.generationAttention(p)
+					if got := mdl.generationRows(rows, float64(pp.Cached)/float64(n), hints); math.Float64bits(got) != math.Float64bits(want) {
+						t.Fatalf("coast %d: %d requests over %d cached tokens: generation attention %v from the kept rows, %v afresh", coast, n, pp.Cached, got, want)
+					}
+					if got, want := price(&pp), mdl.Cost(&b); got != want {
+						t.Fatalf("coast %d: %d requests over %d cached tokens: the pricer says %+v, Cost %+v", coast, n, pp.Cached, got, want)
+					}
+					for i := range b.Seqs {
+						b.Seqs[i].Cached++
+					}
+					pp.Cached += n
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPlainPricer prices coasts of Llama-3.1-8B on vLLM as an engine does, pass after pass: of 1, 2, 4
+// and 32 requests at a mean context of about 12,000 tokens (the conversation trace's), 200 passes each.
+func BenchmarkPlainPricer(b *testing.B) {
+	m, err := model.Lookup("llama-3.1-8b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	mdl, err := New(Options{Model: m, System: h200(b), Root: EmbeddedRoot, Backend: "vllm"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	price := mdl.PlainPricer()
+	var sink time.Duration
+	for b.Loop() {
+		for _, n := range []int{1, 2, 4, 32} {
+			pp := timing.PlainPass{Requests: n, Cached: n * 12000}
+			for range 200 {
+				sink += price(&pp).Total()
+				pp.Cached += n
+			}
+		}
+	}
+	if sink == 0 {
+		b.Fatal("every pass was free")
+	}
+}
