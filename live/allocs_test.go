@@ -89,10 +89,10 @@ func TestAPIServerAllocs(t *testing.T) {
 // allocCases are the completions whose allocations TestHandlerAllocs and TestAPIServerAllocs pin: through
 // the net/http handler, and through the APIServer.
 var allocCases = []allocCase{
-	{false, 16, false, 23, 25},
-	{true, 16, false, 28, 29},
-	{false, 700, false, 23, 25},
-	{false, 16, true, 23, 25},
+	{false, 16, false, 21, 23},
+	{true, 16, false, 26, 27},
+	{false, 700, false, 21, 23},
+	{false, 16, true, 21, 23},
 }
 
 type allocCase struct {

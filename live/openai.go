@@ -789,6 +789,25 @@ type choice struct {
 	lps       logprobs // whole responses: the logprobs
 }
 
+// choiceStream is a choice with its stream, allocated together.
+type choiceStream struct {
+	choice choice
+	stream Stream
+}
+
+// newChoices returns a request's n choices with their streams, zero, and an empty list with room for
+// them: one allocation where n is 1 (most requests), not three.
+func newChoices(n int) ([]choiceStream, []*choice) {
+	if n == 1 {
+		one := new(struct {
+			cs   [1]choiceStream
+			list [1]*choice
+		})
+		return one.cs[:], one.list[:0]
+	}
+	return make([]choiceStream, n), make([]*choice, 0, n)
+}
+
 // choiceKey keys a choice's output length: the same request (prompt, choice, seed) draws the same
 // length on every run, whatever the order requests come in. It is the XXH3-64 of the prompt's ids (4
 // bytes each, little-endian), the choice's index and the seed if any (8 bytes each), hashed in one call:
@@ -906,15 +925,17 @@ func (s *Server) generate(x exchange, p *sampling, chat bool, prompts []prompt) 
 	}
 	ready := make(chan struct{}, 1) // shared by the choices' streams: one wait for all of them
 	arrived := time.Now()
-	var cs []*choice
 	var buf planBuf
+	all, cs := newChoices(len(prompts) * p.n)
 	for i, pr := range prompts {
 		for j := range p.n {
-			c := &choice{index: i*p.n + j, prompt: i}
+			c := &all[i*p.n+j].choice
+			c.index, c.prompt = i*p.n+j, i
 			req := s.newRequest(pr.ids, maxes[i], p.lora, pr.images...)
 			s.plan(c, req, p, maxes[i], &buf)
 			req.MaxTokens = c.tokens
-			c.st = newStream(req.ID, len(pr.ids), arrived, ready)
+			c.st = &all[i*p.n+j].stream
+			c.st.init(req.ID, len(pr.ids), arrived, ready)
 			c.st.finish, c.st.quiet = c.finish, !p.stream
 			c.st.expect(c.tokens)
 			if err := s.submit(x.context(), req, c.st); err != nil {
@@ -934,7 +955,7 @@ func (s *Server) generate(x exchange, p *sampling, chat bool, prompts []prompt) 
 			}
 		}
 	}
-	rs := response{s: s, p: p, chat: chat, id: cs[0].st.ID, prompts: prompts, choices: cs, created: time.Now().Unix()}
+	rs := response{s: s, p: p, chat: chat, id: cs[0].st.ID, prompts: prompts, choices: cs, created: arrived.Unix()} // vLLM stamps a response when its request arrives
 	if p.stream {
 		x.stream(&streamed{ready: ready, rs: rs})
 		return
