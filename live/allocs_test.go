@@ -89,10 +89,10 @@ func TestAPIServerAllocs(t *testing.T) {
 // allocCases are the completions whose allocations TestHandlerAllocs and TestAPIServerAllocs pin: through
 // the net/http handler, and through the APIServer.
 var allocCases = []allocCase{
-	{false, 16, false, 21, 23},
-	{true, 16, false, 26, 27},
-	{false, 700, false, 21, 23},
-	{false, 16, true, 21, 23},
+	{false, 16, false, 19, 21},
+	{true, 16, false, 24, 25},
+	{false, 700, false, 19, 21},
+	{false, 16, true, 19, 21},
 }
 
 type allocCase struct {

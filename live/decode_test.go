@@ -118,6 +118,9 @@ func TestDecodeSimpleKnowsEveryField(t *testing.T) {
 				check(f.Type)
 				continue
 			}
+			if !f.IsExported() { // the handler's own room (check's sampling), no decoder's
+				continue
+			}
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 			if name == "" || name == "-" {
 				t.Errorf("%s.%s has no JSON name: decodeSimple matches names exactly", typ, f.Name)

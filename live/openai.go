@@ -127,6 +127,8 @@ type common struct {
 	IncludeStopStrInOutput bool            `json:"include_stop_str_in_output"`
 	MinTokens              *int            `json:"min_tokens"` // vLLM's: no end before this many tokens
 	Seed                   *int64          `json:"seed"`
+
+	sampling sampling // what check makes of the fields, kept here to save it an allocation
 }
 
 type completionRequest struct {
@@ -134,6 +136,8 @@ type completionRequest struct {
 	Prompt   promptField `json:"prompt"`
 	Echo     bool        `json:"echo"`
 	Logprobs *int        `json:"logprobs"`
+
+	prompt [1]prompt // a single prompt's room, for completionPrompts
 }
 
 type chatRequest struct {
@@ -257,7 +261,8 @@ func jsonKind(t reflect.Type) string {
 // check validates the shared fields; max is the max_tokens field to use (chat prefers
 // max_completion_tokens).
 func (s *Server) check(c *common, max *int, maxName string) (*sampling, *apiError) {
-	p := &sampling{n: 1, maxName: maxName, ignoreEOS: c.IgnoreEOS, keepStop: c.IncludeStopStrInOutput, logprobs: -1, stream: c.Stream}
+	p := &c.sampling
+	*p = sampling{n: 1, maxName: maxName, ignoreEOS: c.IgnoreEOS, keepStop: c.IncludeStopStrInOutput, logprobs: -1, stream: c.Stream}
 	switch {
 	case c.Model == nil || *c.Model == "":
 		return nil, badRequest("model", "field \"model\" is required")
@@ -448,7 +453,7 @@ func (s *Server) completionInput(x exchange, req *completionRequest) (*sampling,
 		p.logprobs = *lp
 	}
 	p.echo = req.Echo
-	prompts, e := s.completionPrompts(req.Prompt, p.n)
+	prompts, e := s.completionPrompts(req.Prompt, p.n, &req.prompt)
 	return p, prompts, e
 }
 
@@ -523,9 +528,10 @@ func (p *promptField) UnmarshalJSON(b []byte) error {
 
 // completionPrompts accepts what vLLM accepts: a string, a list of token ids, or a list of either (a
 // batch: each prompt gets its n choices).
-func (s *Server) completionPrompts(field promptField, n int) ([]prompt, *apiError) {
-	if field.plain {
-		return []prompt{{ids: s.o.Tokenizer.Encode(field.text), text: field.text}}, nil
+func (s *Server) completionPrompts(field promptField, n int, one *[1]prompt) ([]prompt, *apiError) {
+	if field.plain { // a plain string, in one's room
+		one[0] = prompt{ids: s.o.Tokenizer.Encode(field.text), text: field.text}
+		return one[:], nil
 	}
 	raw := bytes.TrimSpace(field.raw)
 	if len(raw) == 0 || string(raw) == "null" {
