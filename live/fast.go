@@ -228,6 +228,7 @@ type fastExchange struct {
 	a    *APIServer
 	st   *streamed // a stream's, written as its body
 	req  limitedBody
+	lent bool // buffer lent the response's body: write hands it back
 
 	mu       sync.Mutex
 	gone     chan struct{} // closed when the client goes away; nil until Done
@@ -309,12 +310,24 @@ func (l *limitedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// buffer lends the response's pooled body, which write hands back (grown, perhaps): fasthttp returns it
+// to its pool once the response is written.
+func (x *fastExchange) buffer() []byte {
+	x.lent = true
+	return x.ctx.Response.SwapBody(nil)[:0]
+}
+
 func (x *fastExchange) write(status int, contentType string, b []byte) {
 	r := &x.ctx.Response
 	if contentType != "" {
 		r.Header.SetContentType(contentType)
 	}
 	r.SetStatusCode(status)
+	if x.lent {
+		x.lent = false
+		r.SwapBody(b)
+		return
+	}
 	r.SetBodyRaw(b)
 }
 

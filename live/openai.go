@@ -1055,7 +1055,7 @@ func (s *Server) whole(x exchange, ready <-chan struct{}, rs *response) {
 		}
 		return
 	}
-	x.write(http.StatusOK, "application/json", rs.whole())
+	x.write(http.StatusOK, "application/json", rs.whole(x.buffer()))
 }
 
 // streamBatch is the most a stream renders before writing: a client that reads slower than tokens
