@@ -90,10 +90,10 @@ func TestAPIServerAllocs(t *testing.T) {
 // allocCases are the completions whose allocations TestHandlerAllocs and TestAPIServerAllocs pin: through
 // the net/http handler, and through the APIServer.
 var allocCases = []allocCase{
-	{false, 16, false, 19, 18},
-	{true, 16, false, 24, 23},
-	{false, 700, false, 19, 18},
-	{false, 16, true, 19, 18},
+	{false, 16, false, 18, 17},
+	{true, 16, false, 23, 22},
+	{false, 700, false, 18, 17},
+	{false, 16, true, 18, 17},
 }
 
 type allocCase struct {
