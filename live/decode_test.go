@@ -134,9 +134,9 @@ func TestDecodeSimpleKnowsEveryField(t *testing.T) {
 	check(reflect.TypeFor[completionRequest]())
 }
 
-// TestDecodeSimpleAllocs: decodeSimple allocates a request's strings (the model's name only when it is not the last
-// body's) and, only if the body sets one
-// of the pointer fields, one block for all their values; a body it refuses costs nothing.
+// TestDecodeSimpleAllocs: decodeSimple allocates a request's strings (the model's name only when it is
+// not the last body's) and, only if the body sets one of the pointer fields, one block for all their
+// values; a body it refuses costs nothing.
 func TestDecodeSimpleAllocs(t *testing.T) {
 	if raceDetector {
 		t.Skip("the race detector allocates")
