@@ -21,6 +21,9 @@ type exchange interface {
 	body(limit int64) io.Reader
 	// write answers status with body b in one write under the write timeout; contentType "" sets none.
 	write(status int, contentType string, b []byte)
+	// buffer is empty room to render a body in for the next write, which then owns it: memory the
+	// exchange keeps between requests (fasthttp's pooled body), or nil.
+	buffer() []byte
 	// writeError answers e as OpenAI's error object (with Allow for a 405, Retry-After for a 429).
 	writeError(e *apiError)
 	// stream answers 200 with st's server-sent events, each batch flushed under a deadline of its own,
@@ -118,6 +121,8 @@ func (x *netExchange) contentLength() int64      { return x.r.ContentLength }
 func (x *netExchange) serveHTTP(h http.Handler)  { h.ServeHTTP(x.w, x.r) }
 
 func (x *netExchange) body(limit int64) io.Reader { return http.MaxBytesReader(x.w, x.r.Body, limit) }
+
+func (x *netExchange) buffer() []byte { return nil }
 
 func (x *netExchange) write(status int, contentType string, b []byte) {
 	if contentType != "" {

@@ -38,6 +38,8 @@ type APIServer struct {
 	// for them too, on drained (made by the first to wait, closed when streams is back to 0).
 	streams int
 	drained chan struct{}
+
+	watches watchList // exchanges waiting for their answers, watched once they have waited watchDelay
 }
 
 // APIServer returns a server for the API; Serve runs it on a listener.
@@ -218,24 +220,29 @@ func known(b []byte) string {
 // fastExchange is an exchange on fasthttp, which does not read a connection while its handler runs: a
 // request whose handler waits learns that its client went away by watching the connection's descriptor
 // with a peek that consumes nothing (watch), once it has waited watchDelay (most requests at a high
-// speedup are answered sooner, and the watch costs about a fifth of such a request). A stream also
-// learns it from a failed write.
+// speedup are answered sooner, and the watch costs about a fifth of such a request; the APIServer's
+// watchList starts the watches). A stream also learns it from a failed write.
 type fastExchange struct {
 	ctx  *fasthttp.RequestCtx
 	conn net.Conn // ctx's, which the watch reads (fasthttp reuses ctx once the request is answered)
 	a    *APIServer
 	st   *streamed // a stream's, written as its body
 	req  limitedBody
+	lent bool // buffer lent the response's body: write hands it back
 
 	mu       sync.Mutex
 	gone     chan struct{} // closed when the client goes away; nil until Done
-	timer    *time.Timer   // starts the watch
 	watching chan struct{} // closed when the watch ends; nil: none
 	stopped  bool          // the request is answered: no watch starts
+
+	// Its place in a.watches (1-based; 0: not listed) and the sweep it was listed after; guarded by
+	// a.watches.mu.
+	slot  int
+	since uint64
 }
 
 // watchDelay is how long a request waits before its connection is watched: a client that leaves is
-// seen at most this late.
+// seen this late, to half as long again (watchSweep).
 const watchDelay = 20 * time.Millisecond
 
 func (x *fastExchange) context() context.Context { return x }
@@ -248,7 +255,7 @@ func (x *fastExchange) Done() <-chan struct{} {
 	if x.gone == nil {
 		x.gone = make(chan struct{})
 		if !x.stopped {
-			x.timer = time.AfterFunc(watchDelay, x.watch)
+			x.a.watches.add(x)
 		}
 	}
 	return x.gone
@@ -303,12 +310,24 @@ func (l *limitedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// buffer lends the response's pooled body, which write hands back (grown, perhaps): fasthttp returns it
+// to its pool once the response is written.
+func (x *fastExchange) buffer() []byte {
+	x.lent = true
+	return x.ctx.Response.SwapBody(nil)[:0]
+}
+
 func (x *fastExchange) write(status int, contentType string, b []byte) {
 	r := &x.ctx.Response
 	if contentType != "" {
 		r.Header.SetContentType(contentType)
 	}
 	r.SetStatusCode(status)
+	if x.lent {
+		x.lent = false
+		r.SwapBody(b)
+		return
+	}
 	r.SetBodyRaw(b)
 }
 
@@ -464,7 +483,7 @@ type failedChunks struct{}
 
 func (failedChunks) write([]byte) error { return errNotWritten }
 
-// watch watches the connection for its client's end, on the timer's goroutine: parked in the runtime's
+// watch watches the connection for its client's end, on a goroutine of its own: parked in the runtime's
 // poller until the descriptor is readable, then peeking one byte. End of stream or an error: the client
 // went away (net/http's background read concludes the same). A byte: a pipelined request, which ends
 // the watch. A connection without a descriptor is not watched.
@@ -504,8 +523,8 @@ func (x *fastExchange) goneNow() {
 func (x *fastExchange) stopWatch() {
 	x.mu.Lock()
 	x.stopped = true
-	if x.timer != nil {
-		x.timer.Stop()
+	if x.gone != nil {
+		x.a.watches.remove(x)
 	}
 	w := x.watching
 	x.mu.Unlock()

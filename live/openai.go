@@ -127,6 +127,8 @@ type common struct {
 	IncludeStopStrInOutput bool            `json:"include_stop_str_in_output"`
 	MinTokens              *int            `json:"min_tokens"` // vLLM's: no end before this many tokens
 	Seed                   *int64          `json:"seed"`
+
+	sampling sampling // what check makes of the fields, kept here to save it an allocation
 }
 
 type completionRequest struct {
@@ -134,6 +136,8 @@ type completionRequest struct {
 	Prompt   promptField `json:"prompt"`
 	Echo     bool        `json:"echo"`
 	Logprobs *int        `json:"logprobs"`
+
+	prompt [1]prompt // a single prompt's room, for completionPrompts
 }
 
 type chatRequest struct {
@@ -257,7 +261,8 @@ func jsonKind(t reflect.Type) string {
 // check validates the shared fields; max is the max_tokens field to use (chat prefers
 // max_completion_tokens).
 func (s *Server) check(c *common, max *int, maxName string) (*sampling, *apiError) {
-	p := &sampling{n: 1, maxName: maxName, ignoreEOS: c.IgnoreEOS, keepStop: c.IncludeStopStrInOutput, logprobs: -1, stream: c.Stream}
+	p := &c.sampling
+	*p = sampling{n: 1, maxName: maxName, ignoreEOS: c.IgnoreEOS, keepStop: c.IncludeStopStrInOutput, logprobs: -1, stream: c.Stream}
 	switch {
 	case c.Model == nil || *c.Model == "":
 		return nil, badRequest("model", "field \"model\" is required")
@@ -448,7 +453,7 @@ func (s *Server) completionInput(x exchange, req *completionRequest) (*sampling,
 		p.logprobs = *lp
 	}
 	p.echo = req.Echo
-	prompts, e := s.completionPrompts(req.Prompt, p.n)
+	prompts, e := s.completionPrompts(req.Prompt, p.n, &req.prompt)
 	return p, prompts, e
 }
 
@@ -523,9 +528,10 @@ func (p *promptField) UnmarshalJSON(b []byte) error {
 
 // completionPrompts accepts what vLLM accepts: a string, a list of token ids, or a list of either (a
 // batch: each prompt gets its n choices).
-func (s *Server) completionPrompts(field promptField, n int) ([]prompt, *apiError) {
-	if field.plain {
-		return []prompt{{ids: s.o.Tokenizer.Encode(field.text), text: field.text}}, nil
+func (s *Server) completionPrompts(field promptField, n int, one *[1]prompt) ([]prompt, *apiError) {
+	if field.plain { // a plain string, in one's room
+		one[0] = prompt{ids: s.o.Tokenizer.Encode(field.text), text: field.text}
+		return one[:], nil
 	}
 	raw := bytes.TrimSpace(field.raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -789,6 +795,25 @@ type choice struct {
 	lps       logprobs // whole responses: the logprobs
 }
 
+// choiceStream is a choice with its stream, allocated together.
+type choiceStream struct {
+	choice choice
+	stream Stream
+}
+
+// newChoices returns a request's n choices with their streams, zero, and an empty list with room for
+// them: one allocation where n is 1 (most requests), not three.
+func newChoices(n int) ([]choiceStream, []*choice) {
+	if n == 1 {
+		one := new(struct {
+			cs   [1]choiceStream
+			list [1]*choice
+		})
+		return one.cs[:], one.list[:0]
+	}
+	return make([]choiceStream, n), make([]*choice, 0, n)
+}
+
 // choiceKey keys a choice's output length: the same request (prompt, choice, seed) draws the same
 // length on every run, whatever the order requests come in. It is the XXH3-64 of the prompt's ids (4
 // bytes each, little-endian), the choice's index and the seed if any (8 bytes each), hashed in one call:
@@ -906,15 +931,17 @@ func (s *Server) generate(x exchange, p *sampling, chat bool, prompts []prompt) 
 	}
 	ready := make(chan struct{}, 1) // shared by the choices' streams: one wait for all of them
 	arrived := time.Now()
-	var cs []*choice
 	var buf planBuf
+	all, cs := newChoices(len(prompts) * p.n)
 	for i, pr := range prompts {
 		for j := range p.n {
-			c := &choice{index: i*p.n + j, prompt: i}
+			c := &all[i*p.n+j].choice
+			c.index, c.prompt = i*p.n+j, i
 			req := s.newRequest(pr.ids, maxes[i], p.lora, pr.images...)
 			s.plan(c, req, p, maxes[i], &buf)
 			req.MaxTokens = c.tokens
-			c.st = newStream(req.ID, len(pr.ids), arrived, ready)
+			c.st = &all[i*p.n+j].stream
+			c.st.init(req.ID, len(pr.ids), arrived, ready)
 			c.st.finish, c.st.quiet = c.finish, !p.stream
 			c.st.expect(c.tokens)
 			if err := s.submit(x.context(), req, c.st); err != nil {
@@ -934,7 +961,7 @@ func (s *Server) generate(x exchange, p *sampling, chat bool, prompts []prompt) 
 			}
 		}
 	}
-	rs := response{s: s, p: p, chat: chat, id: cs[0].st.ID, prompts: prompts, choices: cs, created: time.Now().Unix()}
+	rs := response{s: s, p: p, chat: chat, id: cs[0].st.ID, prompts: prompts, choices: cs, created: arrived.Unix()} // vLLM stamps a response when its request arrives
 	if p.stream {
 		x.stream(&streamed{ready: ready, rs: rs})
 		return
@@ -1028,7 +1055,7 @@ func (s *Server) whole(x exchange, ready <-chan struct{}, rs *response) {
 		}
 		return
 	}
-	x.write(http.StatusOK, "application/json", rs.whole())
+	x.write(http.StatusOK, "application/json", rs.whole(x.buffer()))
 }
 
 // streamBatch is the most a stream renders before writing: a client that reads slower than tokens

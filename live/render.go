@@ -3,6 +3,7 @@ package live
 import (
 	"cmp"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -247,14 +248,15 @@ func (rs *response) appendFinish(b []byte, c *choice, final bool) []byte {
 	return append(b, c.reason...)
 }
 
-func (rs *response) whole() []byte {
+// whole appends the whole response to b.
+func (rs *response) whole(b []byte) []byte {
 	// Room for the envelope and every choice's text, with an eighth more for what escaping adds, so
-	// a long answer costs one allocation rather than a doubling per size.
+	// a long answer costs at most one allocation rather than a doubling per size.
 	n := 512
 	for _, c := range rs.choices {
 		n += len(c.text) + len(c.text)/8
 	}
-	b := make([]byte, 0, n)
+	b = slices.Grow(b, n)
 	if rs.chat {
 		b = rs.head(b, "chat.completion")
 	} else {

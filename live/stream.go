@@ -49,10 +49,17 @@ func (s *Stream) reason() string {
 // newStream returns a request's stream, signalling ready (nil: a channel of its own; a response's
 // choices share one).
 func newStream(id uint64, promptTokens int, arrived time.Time, ready chan struct{}) *Stream {
+	s := new(Stream)
+	s.init(id, promptTokens, arrived, ready)
+	return s
+}
+
+// init makes the zero s the stream newStream returns.
+func (s *Stream) init(id uint64, promptTokens int, arrived time.Time, ready chan struct{}) {
 	if ready == nil {
 		ready = make(chan struct{}, 1)
 	}
-	return &Stream{ID: id, prompt: promptTokens, arrived: arrived, ready: ready}
+	s.ID, s.prompt, s.arrived, s.ready = id, promptTokens, arrived, ready
 }
 
 // passRoom is the tokens (and passes) a streamed response's buffers are sized for before its first

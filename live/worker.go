@@ -83,6 +83,7 @@ type Worker struct {
 	hashes   []uint64
 	state    []sched.Metrics // by rank, as last published
 	iter     []int           // by rank: tokens the pass processed (prompts completed and tokens generated)
+	gen      []int           // by rank: tokens the pass generated, counted once a pass
 	end      time.Duration   // the last pass's end on the engine's clock
 	busy     bool            // the last pass followed another without an idle wait
 }
@@ -125,6 +126,7 @@ func newWorker(id, global int, eng *engine.Engine, role sched.Role, check, count
 	}
 	w.recs = make([]Recorder, eng.DPSize())
 	w.iter = make([]int, eng.DPSize())
+	w.gen = make([]int, eng.DPSize())
 	if hooks.Recorder != nil {
 		for r := range w.recs {
 			w.recs[r] = hooks.Recorder(global, r)
@@ -497,6 +499,7 @@ func (w *Worker) publishEnd() {
 	var prefilled []rankID
 	w.mu.Lock()
 	clear(w.iter)
+	clear(w.gen)
 	for i := range w.outs {
 		o := &w.outs[i]
 		s := w.streams[o.id]
@@ -518,7 +521,7 @@ func (w *Worker) publishEnd() {
 					rec.InterToken(gap)
 				}
 			}
-			rec.Generated(len(toks))
+			w.gen[o.rank] += len(toks)
 			w.iter[o.rank] += len(toks)
 		}
 		if len(toks) > 0 {
@@ -542,6 +545,9 @@ func (w *Worker) publishEnd() {
 	for r, n := range w.iter {
 		if n > 0 && w.recs[r] != nil {
 			w.recs[r].Iteration(n)
+			if w.gen[r] > 0 {
+				w.recs[r].Generated(w.gen[r])
+			}
 		}
 	}
 	w.mu.Unlock()

@@ -13,6 +13,9 @@ type bosTokenizer struct {
 }
 
 func (b *bosTokenizer) Encode(text string) []uint32 {
+	if bt, ok := b.t.(*builtin); ok { // the ids straight after the BOS, without moving them
+		return bt.appendEncode(append(make([]uint32, 0, 1+encodeRoom(text)), b.bos), text)
+	}
 	ids := b.t.Encode(text)
 	return slices.Insert(ids, 0, b.bos)
 }

@@ -62,22 +62,107 @@ func (b *builtin) VocabSize() int { return b.vocab }
 
 // Encode implements Tokenizer. It adds no special tokens.
 func (b *builtin) Encode(text string) []uint32 {
-	ids := make([]uint32, 0, len(text)/3+4) // room for all but digit- and space-heavy text
+	return b.appendEncode(make([]uint32, 0, encodeRoom(text)), text)
+}
+
+// encodeRoom is the room Encode makes for text's ids: enough for all but digit- and space-heavy text.
+func encodeRoom(text string) int { return len(text)/3 + 4 }
+
+// appendEncode appends text's ids to ids.
+func (b *builtin) appendEncode(ids []uint32, text string) []uint32 {
 	for i := 0; i < len(text); {
-		if text[i] == '<' {
-			if end := markerEnd(text, i); end > 0 {
-				ids = append(ids, b.id(text[i:end]))
-				i = end
-				continue
+		end := asciiPiece(text, i)
+		if end == 0 {
+			if text[i] == '<' {
+				if end := markerEnd(text, i); end > 0 {
+					ids = append(ids, b.id(text[i:end]))
+					i = end
+					continue
+				}
 			}
+			end = nextPiece(text, i)
 		}
-		for end := nextPiece(text, i); i < end; {
+		for i < end {
 			j := chunkEnd(text, i, end)
 			ids = append(ids, b.id(text[i:j]))
 			i = j
 		}
 	}
 	return ids
+}
+
+// Byte classes of ASCII, for asciiPiece.
+const (
+	cOther  = iota // punctuation and control characters
+	cLetter        // a-z, A-Z
+	cDigit         // 0-9
+	cSpace         // ' ', '\t', '\v', '\f'
+	cBreak         // '\r', '\n'
+	cSlow          // '<' and '\'' (a marker or a contraction may start there) and non-ASCII bytes
+)
+
+var byteClass = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c >= utf8.RuneSelf || c == '<' || c == '\'':
+			t[c] = cSlow
+		case isASCIILetter(byte(c)):
+			t[c] = cLetter
+		case c >= '0' && c <= '9':
+			t[c] = cDigit
+		case c == '\r' || c == '\n':
+			t[c] = cBreak
+		case c == ' ' || c >= '\t' && c <= '\r':
+			t[c] = cSpace
+		}
+	}
+	return t
+}()
+
+// asciiPiece returns what nextPiece would for the commonest pieces of ASCII text (a word, with the space
+// or punctuation mark before it; up to three digits; a space before a digit), found by byte class
+// alone, or 0 where nextPiece (or a marker) must decide.
+func asciiPiece(text string, i int) int {
+	switch byteClass[text[i]] {
+	case cLetter:
+		return asciiLetterRunEnd(text, i+1)
+	case cDigit:
+		j := i + 1
+		for ; j < len(text) && j < i+3; j++ {
+			switch byteClass[text[j]] {
+			case cDigit:
+				continue
+			case cSlow:
+				return 0 // a non-ASCII number may continue the run
+			}
+			break
+		}
+		return j
+	case cSpace, cOther:
+		if i+1 == len(text) {
+			return 0
+		}
+		switch byteClass[text[i+1]] {
+		case cLetter:
+			return asciiLetterRunEnd(text, i+2)
+		case cDigit:
+			if text[i] == ' ' {
+				return i + 1 // a space alone: the digits are a piece of their own
+			}
+		}
+	}
+	return 0
+}
+
+// asciiLetterRunEnd is letterRunEnd, ASCII letters first.
+func asciiLetterRunEnd(text string, i int) int {
+	for i < len(text) && byteClass[text[i]] == cLetter {
+		i++
+	}
+	if i < len(text) && text[i] >= utf8.RuneSelf {
+		return letterRunEnd(text, i)
+	}
+	return i
 }
 
 // id maps a chunk of text to [reserved, vocab) by its hash.

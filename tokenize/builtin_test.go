@@ -11,7 +11,8 @@ import (
 // prose is an English paragraph; Llama-3 encodes it in 172 tokens, Llama-2 in 186.
 const prose = `The history of the printing press is a story about how ideas travel. Before Gutenberg built his machine in the middle of the fifteenth century, books were copied by hand, usually by monks working in quiet rooms for months at a time. A single Bible could take a year to finish, and only the richest churches and nobles could afford one. Movable metal type changed that almost overnight. Within fifty years, printers in more than two hundred European cities had produced millions of volumes, from religious texts to grammar books, maps, and pamphlets arguing about politics. Prices fell, literacy spread, and scholars could compare identical copies of the same work instead of guessing which handwritten version was correct. Historians still argue about how much credit the press deserves for the Reformation and the scientific revolution, but few doubt that it made both of them faster and harder to stop.`
 
-// pieces returns the chunks the built-in Encode hashes, as text.
+// pieces returns the chunks the built-in Encode hashes, as text, found by markerEnd and nextPiece alone:
+// what Encode did before its ASCII fast path (asciiPiece), and the oracle that path is checked against.
 func pieces(text string) []string {
 	var out []string
 	for i := 0; i < len(text); {
@@ -50,7 +51,59 @@ func TestBuiltinPieces(t *testing.T) {
 		if got := pieces(c.text); !slices.Equal(got, c.want) {
 			t.Errorf("pieces(%q) = %q, want %q", c.text, got, c.want)
 		}
+		checkFastPath(t, c.text)
 	}
+}
+
+// checkFastPath checks that Encode, with its ASCII fast path, hashes the chunks pieces finds.
+func checkFastPath(t testing.TB, text string) {
+	t.Helper()
+	b := defaultBuiltin
+	var want []uint32
+	for _, p := range pieces(text) {
+		want = append(want, b.id(p))
+	}
+	if got := b.Encode(text); !slices.Equal(got, want) {
+		t.Fatalf("Encode(%q) = %v, want %v (the chunks %q)", text, got, want, pieces(text))
+	}
+}
+
+// TestBuiltinFastPath compares Encode with the general path (pieces) on random text drawn from
+// fragments that sit at the fast path's edges: ASCII next to non-ASCII letters, digits and spaces, markers
+// and their near misses, contractions, control characters and invalid UTF-8.
+func TestBuiltinFastPath(t *testing.T) {
+	frags := []string{" ", "  ", "\t", "\v", "\f", "\r", "\n", "\r\n", "\x00", "\x7f", "a", "Z", "word", "Please",
+		"extraordinarily", "0", "7", "42", "123", "4567", "٣", "²", "Ⅻ", "é", "ñ", "中文", "🙂", "\u00a0", "\u2028",
+		"\u3000", "'", "'s", "'S", "'ll", "'LL", "'re", "'ve", "'m", "'d", "'x", "<", "<|", "|>", "<|eot_id|>",
+		"<|a|", "<||>", ".", ",", "!", "\"", "_", "-", "(", ")", "{", "|", "\xff", "\xc3", "\xe4\xb8"}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 20000 {
+		var sb strings.Builder
+		for range r.IntN(12) + 1 {
+			sb.WriteString(frags[r.IntN(len(frags))])
+		}
+		checkFastPath(t, sb.String())
+	}
+	for range 2000 {
+		checkFastPath(t, randomText(r, r.IntN(40)))
+		raw := make([]byte, r.IntN(24)+1)
+		for i := range raw {
+			raw[i] = "a1 '<|\n\x80\xe4"[r.IntN(9)]
+			if r.IntN(4) == 0 {
+				raw[i] = byte(r.IntN(256))
+			}
+		}
+		checkFastPath(t, string(raw))
+	}
+	checkFastPath(t, prose)
+}
+
+// FuzzBuiltinFastPath compares Encode with the general path (pieces) on any text.
+func FuzzBuiltinFastPath(f *testing.F) {
+	for _, s := range []string{prose, "It's 12345 apples!!\n\nOk", " 1٣ x²", "<|eot_id|>a", "a'LL \xff9", "\t\v\f x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) { checkFastPath(t, s) })
 }
 
 // TestBuiltinIDs pins ids, so that a change of the hash or of the cutting, which would change every
@@ -189,6 +242,19 @@ func BenchmarkBuiltinEncode4K(b *testing.B) {
 	text := strings.Repeat(prose+"\n\n", 5)[:4096]
 	tok := Builtin()
 	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		tok.Encode(text)
+	}
+}
+
+// BenchmarkBuiltinEncodePrompt encodes bench/serve's 100-token prompt, BOS included, as the live API does.
+func BenchmarkBuiltinEncodePrompt(b *testing.B) {
+	text := "Request 000001 asks the simulated model a short question about the weather in a city it has never seen, politely." + strings.Repeat(" Please", 72)
+	tok := WithBOS(Builtin(), 128000)
+	if n := len(tok.Encode(text)); n != 100 {
+		b.Fatalf("%d tokens, want 100", n)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		tok.Encode(text)
