@@ -166,6 +166,25 @@ func (rf *recommendFlags) space(fs *pflag.FlagSet, cfg *config.Config) (*recomme
 			}
 		}
 	}
+	// A pool's own setting of a key a list sweeps replaces every swept value in that pool: shapes
+	// differing in it alone would run one deployment, each named by a value the pool never ran.
+	for _, l := range []struct{ list, key string }{
+		{"ep-list", "ep"}, {"max-num-seqs-list", "max-num-seqs"}, {"max-num-batched-tokens-list", "max-num-batched-tokens"},
+	} {
+		if !fs.Changed(l.list) {
+			continue
+		}
+		for _, r := range config.Roles {
+			if v := cfg.Role(r).Get(l.key); v != "" {
+				key := r + "-" + l.key
+				where := ""
+				if w := given[key]; w != "" {
+					where = " (" + w + ")"
+				}
+				return nil, fmt.Errorf("--%s %s%s: cannot be given with --%s, which sweeps it", key, v, where, l.list)
+			}
+		}
+	}
 	for _, s := range rf.ratios {
 		r, err := recommend.ParseRatio(s)
 		if err != nil {

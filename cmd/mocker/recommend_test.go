@@ -118,6 +118,13 @@ func TestRecommendRefuses(t *testing.T) {
 		// A pool's own setting configures the disaggregated shapes, and there are none.
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--prefill-max-num-seqs", "9"}, "--prefill-max-num-seqs 9: sets the prefill workers of disaggregated shapes, and --modes is agg (add disagg)"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--ratios", "1:0", "--modes", "disagg"}, `--ratios: ratio "1:0": want PREFILL:DECODE workers`},
+		// A pool's own setting of a key a list sweeps would run every value of the list as that one.
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--modes", "disagg", "--ratios", "1:1", "--max-num-seqs-list", "16,64", "--decode-max-num-seqs", "8"},
+			"--decode-max-num-seqs 8: cannot be given with --max-num-seqs-list, which sweeps it"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--modes", "disagg", "--ratios", "1:1", "--max-num-batched-tokens-list", "512", "--prefill-max-num-batched-tokens", "256"},
+			"--prefill-max-num-batched-tokens 256: cannot be given with --max-num-batched-tokens-list, which sweeps it"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--model", "qwen3-30b-a3b", "--modes", "disagg", "--ratios", "1:1", "--tp-list", "2", "--ep-list", "1,2", "--prefill-ep", "2"},
+			"--prefill-ep 2: cannot be given with --ep-list, which sweeps it"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--report-json", "/nonexistent/r.json"}, "--report-json /nonexistent/r.json: directory /nonexistent"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--find-max-rate", "--objective", "tokens-per-gpu"}, "--find-max-rate and --objective"},
 		// Only the op-level timing model reads the experts' sharding.
