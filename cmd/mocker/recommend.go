@@ -263,17 +263,9 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 		return err
 	}
 	// The base settings are taken when valid on one of the backends (--profile where trtllm, priced by
-	// profile, is swept); a shape a backend cannot run is the search's to refuse. The pools' own settings
-	// are validated where they are read, on a disaggregated deployment.
-	pooled := len(cfg.Prefill.Keys())+len(cfg.Decode.Keys()) > 0
-	if err := cfg.HoldsOnSome(sp.Backends, func(c *config.Config) error {
-		agg := c.Deployed(c.Workers, 0, 0)
-		if err := agg.Validate(); err != nil || !pooled {
-			return err
-		}
-		disagg := c.Deployed(0, 1, 1)
-		return disagg.Validate()
-	}); err != nil {
+	// profile, is swept) at one of the space's TPs; a shape a backend cannot run is the search's to
+	// refuse. The pools' own settings are validated where they are read, on a disaggregated deployment.
+	if err := cfg.HoldsOnSome(sp.Backends, sp.Deployable); err != nil {
 		return err
 	}
 	if err := epListRead(fs, cfg, sp.Backends); err != nil {

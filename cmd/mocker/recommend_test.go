@@ -187,6 +187,26 @@ func TestRecommendPoolSettings(t *testing.T) {
 	}
 }
 
+// TestRecommendSettingsAtListTPs: a setting the TP decides (--ep, --decode-ep must divide it) is checked
+// before the search at the TPs the space's lists give the shapes, not at the shared --tp's default 1.
+func TestRecommendSettingsAtListTPs(t *testing.T) {
+	search := []string{"recommend", "--model", "qwen3-30b-a3b", "--ttft-p90-ms", "5000", "--num-requests", "20", "--max-workers", "2"}
+	for _, tc := range []struct{ args, want string }{
+		{"--tp-list 8 --ep 8", "vllm agg tp8 ep8 seqs auto=1024 mbt 8192 round-robin\n"},
+		{"--modes disagg --ratios 1:1 --prefill-tp-list 8 --decode-tp-list 8 --decode-ep 8", "1P+1D vllm disagg 1:1 tp8/8 seqs auto=1024 mbt 8192 round-robin\n"},
+	} {
+		out, _, err := mocker(t, append(search[:len(search):len(search)], strings.Fields(tc.args)...)...)
+		if err != nil || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: error %v, want %q in:\n%s", tc.args, err, tc.want, out)
+		}
+	}
+	// No TP of the lists takes it.
+	_, _, err := mocker(t, append(search, "--modes", "disagg", "--ratios", "1:1", "--prefill-tp-list", "8", "--decode-tp-list", "2,4", "--decode-ep", "8")...)
+	if want := "decode-ep 8: must divide tp 2"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
 // TestRecommendBaseOnSweptBackends: the base settings are checked on the backends swept, not on
 // --backend's default: --profile is taken where trtllm (priced by profile) is swept alone.
 func TestRecommendBaseOnSweptBackends(t *testing.T) {
