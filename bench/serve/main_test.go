@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -216,5 +218,42 @@ func TestLeanClientChecksAnswers(t *testing.T) {
 		if n := conns.Load(); n != c.conns {
 			t.Errorf("?a=%s: %d connections dialled, want %d", c.query, n, c.conns)
 		}
+	}
+}
+
+// TestLeanClientChunkEnd: a chunk whose CRLF does not follow is refused as such, and one whose connection
+// ends before it with the read's own error.
+func TestLeanClientChunkEnd(t *testing.T) {
+	answers := []string{
+		"5\r\nhello",       // the connection closes after the chunk's data
+		"5\r\nhelloxx\r\n", // the chunk runs on past its size
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for _, a := range answers {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// The whole request is read first: a close with unread data would reset the connection.
+			if req, err := http.ReadRequest(bufio.NewReader(nc)); err == nil {
+				io.Copy(io.Discard, req.Body)
+				io.WriteString(nc, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"+a)
+			}
+			nc.Close()
+		}
+	}()
+	lc := &leanConn{}
+	err = lc.roundTrip(ln.Addr().String(), "/", []byte("{}"), true)
+	if want := "after a chunk of 5 bytes: EOF"; !errors.Is(err, io.EOF) || err.Error() != want {
+		t.Errorf("closed after a chunk: error %v, want %s", err, want)
+	}
+	err = lc.roundTrip(ln.Addr().String(), "/", []byte("{}"), true)
+	if want := "a chunk of 5 bytes does not end with CRLF"; errString(err) != want {
+		t.Errorf("a chunk past its size: error %v, want %s", err, want)
 	}
 }
