@@ -37,8 +37,10 @@ func TestCoastIsStepRepeated(t *testing.T) {
 			ChunkedPrefill:   rng.IntN(4) > 0,
 			PrefixCaching:    rng.IntN(4) > 0,
 			Events:           true,
-			Capacity:         []vllm.Capacity{vllm.MaxUtilization, vllm.ChunkFit}[rng.IntN(2)],
-			MaxLoRAs:         rng.IntN(3),
+			// TensorRT-LLM's engine admits by GuaranteedNoEvict whatever is drawn here, so its seeds
+			// exercise headBlocked's reservations (waited["trtllm"] below).
+			Capacity: []vllm.Capacity{vllm.MaxUtilization, vllm.ChunkFit}[rng.IntN(2)],
+			MaxLoRAs: rng.IntN(3),
 		}
 		if backend != SGLang {
 			vo.MaxCPULoRAs = []int{0, vo.MaxLoRAs, vo.MaxLoRAs + 1}[rng.IntN(3)]

@@ -171,33 +171,42 @@ func TestExtendRoom(t *testing.T) {
 	}
 }
 
-// TestSplitCopiesTheShorterHalf: a split moves the shorter half of an edge to arrays of its own, the
-// longer one keeping the edge's; the lower half keeps the room the edge had past its end.
+// TestSplitCopiesTheShorterHalf: a split moves the shorter half of an edge, counting the room past its
+// end as the lower half's, to arrays of its own, the longer one keeping the edge's; the lower half keeps
+// the room. An upper half cut from a leaf with much room (a running request's) gets arrays of its own,
+// rather than pinning the request's room for the interior node's life (its capacity, clipped to its
+// pages, would not show it: where its arrays start does).
 func TestSplitCopiesTheShorterHalf(t *testing.T) {
-	for _, k := range []int{2, 8} {
-		c := newCache(t, 1, 64)
+	for _, tc := range []struct {
+		k, room   int
+		upperCopy bool
+	}{
+		{2, 6, true},    // 2 pages above, 8 and room for 6 below
+		{8, 1, false},   // 8 pages above, 2 and room for 2 below (capacity 12)
+		{8, 2000, true}, // 8 pages above, 2 and room for 2000 below
+		{9, 2000, true}, // likewise
+		{5, 0, true},    // a tie copies the upper half
+		{6, 0, false},   // no room: the shorter half by pages
+	} {
+		c := newCache(t, 1, 4096)
 		s := tokens.NewSequence(1)
 		s.Append(toks(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)...)
 		table, _ := c.Alloc(10, nil)
-		_, leaf := c.Extend(nil, s.Blocks(), table, 6)
+		_, leaf := c.Extend(nil, s.Blocks(), table, tc.room)
 		hashes, ids := leaf.hashes, leaf.ids // the edge's arrays
-		_, upper := c.Match(s.Blocks()[:k], nil)
-		if upper == leaf || upper.pages() != k || leaf.pages() != 10-k || leaf.parent != upper {
-			t.Fatalf("k=%d: match split the leaf into %d and %d pages", k, upper.pages(), leaf.pages())
+		_, upper := c.Match(s.Blocks()[:tc.k], nil)
+		if upper == leaf || upper.pages() != tc.k || leaf.pages() != 10-tc.k || leaf.parent != upper {
+			t.Fatalf("k=%d room %d: match split the leaf into %d and %d pages", tc.k, tc.room, upper.pages(), leaf.pages())
 		}
-		long, short := upper, leaf
-		if k < 5 {
-			long, short = leaf, upper
+		kept, copied, at, which := upper, leaf, 0, "lower" // at: where the kept half starts in the edge's arrays
+		if tc.upperCopy {
+			kept, copied, at, which = leaf, upper, tc.k, "upper"
 		}
-		at := 0 // where the long half starts in the edge's arrays
-		if long == leaf {
-			at = k
+		if &kept.hashes[0] != &hashes[at] || &kept.ids[0] != &ids[at] || &copied.hashes[0] == &hashes[0] || &copied.ids[0] == &ids[0] {
+			t.Errorf("k=%d room %d: want the %s half copied out and the other keeping the edge's arrays", tc.k, tc.room, which)
 		}
-		if &long.hashes[0] != &hashes[at] || &long.ids[0] != &ids[at] || &short.hashes[0] == &hashes[0] || &short.ids[0] == &ids[0] {
-			t.Errorf("k=%d: the %d-page half moved or the %d-page half kept the edge's arrays", k, long.pages(), short.pages())
-		}
-		if room := cap(leaf.hashes) - leaf.pages(); room < 6 || cap(leaf.ids)-leaf.pages() < 6 {
-			t.Errorf("k=%d: the lower half has room for %d more pages, want the edge's 6", k, room)
+		if room := cap(leaf.hashes) - leaf.pages(); room < tc.room || cap(leaf.ids)-leaf.pages() < tc.room {
+			t.Errorf("k=%d room %d: the lower half has room for %d more pages, want the edge's %d", tc.k, tc.room, room, tc.room)
 		}
 		check(t, c)
 	}

@@ -13,8 +13,8 @@ type Node struct {
 	first, prev, next *Node // first child; siblings in the parent's child list
 
 	// The edge: its pages' tokens hashes (the key, tokens.Block.TokensHash) and their page ids (the
-	// value). A split copies the shorter half out, so that no node pins much more than its own edge
-	// once the other half is gone. A page's sequence hash is not kept (at one-token pages it would double what
+	// value). A split copies the shorter half out (the room past the edge counting with the lower
+	// half), so that no node pins much more than its own edge once the other half is gone. A page's sequence hash is not kept (at one-token pages it would double what
 	// a cached token costs, and the copy of every new edge): it chains from the parent's tip through the
 	// edge's tokens hashes (appendSeqHashes), and only events and lower tiers ask for it.
 	hashes []uint64
@@ -120,12 +120,13 @@ func (c *Cache) newNode() *Node {
 // split cuts n's edge after k pages (0 < k < n.pages()) and returns the new node holding the first k,
 // whose last page's sequence hash is tip (the caller's page there). n keeps the rest and its identity,
 // so a caller holding n (locked) still holds the same deepest page, and n's children stay indexed under
-// n. The new node inherits n's locks, so no count changes. The shorter half moves to arrays of its own
-// (n keeping the room its arrays have past its edge): a conversation's next turn splits the last one's
-// leaf near its end, where copying the first k pages out would copy nearly the whole edge.
+// n. The new node inherits n's locks, so no count changes. The shorter half moves to arrays of its own,
+// the room n's arrays have past its edge counting as n's (n keeps it): a conversation's next turn splits
+// the last one's leaf near its end, where copying the first k pages out would copy nearly the whole edge,
+// while p, keeping arrays with room for a running request's output, would pin it for its whole life.
 func (c *Cache) split(n *Node, k int, tip uint64) *Node {
 	p := c.newNode()
-	if rest := n.pages() - k; k <= rest {
+	if below := cap(n.hashes) - k; k <= below { // the larger of its arrays
 		p.hashes = append(p.hashes[:0], n.hashes[:k]...)
 		p.ids = append(p.ids[:0], n.ids[:k]...)
 		n.hashes, n.ids = n.hashes[k:], n.ids[k:]

@@ -331,3 +331,33 @@ func TestPoolSharedErrorOnce(t *testing.T) {
 		t.Errorf("Search: %v, want %s", err, want)
 	}
 }
+
+// TestDeployable: the base is judged at the space's TPs, holding when some deployment of them takes it
+// (--decode-ep 8 with decode TPs 4 and 8), else with the first one's error; with a pool's own setting
+// only a disaggregated deployment counts, which reads it, as with disagg alone in the modes.
+func TestDeployable(t *testing.T) {
+	base := config.Default()
+	base.Model = "qwen3-30b-a3b"
+	ep := 8
+	base.Decode.EP = &ep
+	sp := space()
+	sp.Modes, sp.Ratios, sp.TP, sp.PrefillTP, sp.DecodeTP = []string{"agg", "disagg"}, []Ratio{{1, 1}}, []int{8}, []int{2}, []int{4, 8}
+	if err := sp.Deployable(&base); err != nil {
+		t.Errorf("decode TPs 4, 8: %v", err)
+	}
+	sp.DecodeTP = []int{4, 2}
+	want := "decode-ep 8: must divide tp 4 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"
+	if err := sp.Deployable(&base); err == nil || err.Error() != want {
+		t.Errorf("decode TPs 4, 2: %v, want %s", err, want)
+	}
+	// A shared --ep 8 holds on the aggregated tp 8, though on no disaggregated pair.
+	base.Decode.EP, base.EP = nil, 8
+	if err := sp.Deployable(&base); err != nil {
+		t.Errorf("ep 8, agg tp 8: %v", err)
+	}
+	sp.Modes = []string{"disagg"}
+	want = "ep 8: must divide tp 2 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"
+	if err := sp.Deployable(&base); err == nil || err.Error() != want {
+		t.Errorf("ep 8, disagg only: %v, want %s", err, want)
+	}
+}

@@ -2,6 +2,7 @@ package recommend
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -102,6 +103,63 @@ func (s Shape) scales(minW, maxW int) (lo, hi int) {
 	return max(1, (minW+g-1)/g), maxW / g
 }
 
+// tpPair is a disaggregated shape's prefill and decode TP.
+type tpPair struct{ p, d int }
+
+// tpPairs are the disaggregated shapes' TPs: each of PrefillTP with each of DecodeTP (either empty: TP).
+func (sp *Space) tpPairs() []tpPair {
+	ptp, dtp := sp.PrefillTP, sp.DecodeTP
+	if len(ptp) == 0 {
+		ptp = sp.TP
+	}
+	if len(dtp) == 0 {
+		dtp = sp.TP
+	}
+	var pairs []tpPair
+	for _, p := range ptp {
+		for _, d := range dtp {
+			pairs = append(pairs, tpPair{p, d})
+		}
+	}
+	return pairs
+}
+
+// Deployable is nil when c (deployed on its backend) is valid on some deployment the space makes of it,
+// at a TP of the space's lists, else the first one's error: a setting no shape can take is refused once,
+// before the search, by name, and one the TP decides (--decode-ep 8 with --decode-tp-list 8) is judged at
+// the TPs the shapes run. With pools' own settings, which only disaggregated shapes read, the deployment
+// must be disaggregated.
+func (sp *Space) Deployable(c *config.Config) error {
+	pooled := len(c.Prefill.Keys())+len(c.Decode.Keys()) > 0
+	s := Shape{Backend: c.Backend, EP: c.EP, MaxNumSeqs: c.MaxNumSeqs, MaxNumBatchedTokens: c.MaxNumBatchedTokens, Router: c.Router}
+	var list []Shape
+	if slices.Contains(sp.Modes, "agg") && !pooled {
+		for _, tp := range sp.TP {
+			s.TP = tp
+			list = append(list, s)
+		}
+	}
+	if slices.Contains(sp.Modes, "disagg") {
+		s.Disagg, s.ratio, s.TP = true, Ratio{1, 1}, 0
+		for _, pr := range sp.tpPairs() {
+			s.PrefillTP, s.DecodeTP = pr.p, pr.d
+			list = append(list, s)
+		}
+	}
+	var first error
+	for _, s := range list {
+		cfg := s.config(c, 1)
+		err := cfg.Validate()
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // shapes lists the space's shapes in a fixed order; a combination the base configuration refuses
 // (EP not dividing TP, TensorRT-LLM disaggregated, ...) is left out with the reason.
 func (sp *Space) shapes(base *config.Config) (shapes []Shape, refused []string, err error) {
@@ -117,20 +175,7 @@ func (sp *Space) shapes(base *config.Config) (shapes []Shape, refused []string, 
 			return nil, nil, fmt.Errorf("search space: %s: empty list", l.name)
 		}
 	}
-	type pair struct{ p, d int }
-	var pairs []pair
-	ptp, dtp := sp.PrefillTP, sp.DecodeTP
-	if len(ptp) == 0 {
-		ptp = sp.TP
-	}
-	if len(dtp) == 0 {
-		dtp = sp.TP
-	}
-	for _, p := range ptp {
-		for _, d := range dtp {
-			pairs = append(pairs, pair{p, d})
-		}
-	}
+	pairs := sp.tpPairs()
 	for _, mode := range sp.Modes {
 		if mode != "agg" && mode != "disagg" {
 			return nil, nil, fmt.Errorf("mode %q: want agg or disagg", mode)

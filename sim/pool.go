@@ -307,8 +307,12 @@ func (r *runner) coastDone(w *worker, start time.Duration, run *engine.Run, m []
 // publishRun publishes the KV events of w's coasted passes, each pass's at its start or at its end (atEnd).
 func (r *runner) publishRun(w *worker, start time.Duration, run *engine.Run) {
 	now := r.now
-	from := 0
+	from, last := 0, -1
 	for _, em := range run.Emitted {
+		if em.Pass != last { // a pass's ranks' entries are consecutive
+			r.crossed++
+			last = em.Pass
+		}
 		switch {
 		case w.pool.atEnd:
 			r.now = run.Ends[em.Pass]

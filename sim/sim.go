@@ -109,6 +109,7 @@ type Result struct {
 
 	ahead   int64 // passes delivered ahead of the event heap (lookahead)
 	coasted int64 // of those, plain decode passes (engine.Coast)
+	crossed int64 // of those, passes with KV events (engine.Run.Blocks: across block boundaries)
 	laned   int64 // workers' stretches planned on lanes (Threads)
 }
 
@@ -226,6 +227,7 @@ type runner struct {
 	passes    int64
 	ahead     int64
 	coasted   int64
+	crossed   int64
 	laned     int64
 	runObs    RunObserver // Options.Observer, if it is shown coasted passes as runs
 	coasting  []int       // coastDone's requests, reused
@@ -748,7 +750,7 @@ func (r *runner) awaitedEnded(t *workload.Request) error {
 
 // result gathers the report.
 func (r *runner) result() *Result {
-	res := &Result{Collector: r.col, Passes: r.passes, End: max(r.now, r.end), ahead: r.ahead, coasted: r.coasted, laned: r.laned}
+	res := &Result{Collector: r.col, Passes: r.passes, End: max(r.now, r.end), ahead: r.ahead, coasted: r.coasted, crossed: r.crossed, laned: r.laned}
 	res.Summary = r.col.Summary()
 	res.Summary.WorkerFailures = r.failures
 	res.Summary.LoRA = r.lora

@@ -249,7 +249,11 @@ func (lc *leanConn) readChunks() error {
 		if err := lc.read(int(n)); err != nil {
 			return err
 		}
-		if crlf, err := lc.line(); err != nil || len(crlf) != 0 {
+		crlf, err := lc.line()
+		if err != nil {
+			return fmt.Errorf("after a chunk of %d bytes: %w", n, err)
+		}
+		if len(crlf) != 0 {
 			return fmt.Errorf("a chunk of %d bytes does not end with CRLF", n)
 		}
 	}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -106,23 +108,26 @@ func serveMocker(t *testing.T, decodeMs, speedup float64) string {
 }
 
 // TestClientsAgainstMocker: both clients run both phases against a real mocker API, closed loop and
-// open, at infinite speedup (an answer has a length, a short stream's too when it ends by its first
-// output, as it usually does there) and at 1 ms a pass (a stream of 4 tokens takes 4 passes, so it
-// comes in chunks, which the test first checks with net/http), every answer checked.
+// open, every answer checked: at infinite speedup with short streams (which mostly end by their first
+// output and so come with a length), with long ones, and at 1 ms a pass (a short stream comes in chunks
+// or, when its handler wakes after its end, with a length: either is read). A stream longer than the
+// server writes whole (32 KiB, about 210 bytes a token) comes in chunks at any speed, which the test
+// first checks with net/http: how a stream is framed does not hang on the wall clock.
 func TestClientsAgainstMocker(t *testing.T) {
 	filler, err := padding(40)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		name    string
-		speedup float64
-		chunked bool // streams surely come in chunks
-	}{{"instant", math.Inf(1), false}, {"1ms", 1, true}} {
+		name      string
+		speedup   float64
+		maxTokens int
+		chunked   bool // streams surely come in chunks
+	}{{"instant", math.Inf(1), 4, false}, {"instant-long", math.Inf(1), 200, true}, {"1ms", 1, 4, false}} {
 		t.Run(c.name, func(t *testing.T) {
 			addr := serveMocker(t, 1, c.speedup)
-			l := load{clients: 3, requests: 10, maxTokens: 4, filler: filler}
-			body := fmt.Appendf(nil, `{"model":"llama-3.1-8b","prompt":"`+promptHead+`%s","max_tokens":4,"stream":true}`, 0, filler)
+			l := load{clients: 3, requests: 10, maxTokens: c.maxTokens, filler: filler}
+			body := fmt.Appendf(nil, `{"model":"llama-3.1-8b","prompt":"`+promptHead+`%s","max_tokens":%d,"stream":true}`, 0, filler, c.maxTokens)
 			res, err := http.Post("http://"+addr+completionsPath, "application/json", bytes.NewReader(body))
 			if err != nil {
 				t.Fatal(err)
@@ -213,5 +218,42 @@ func TestLeanClientChecksAnswers(t *testing.T) {
 		if n := conns.Load(); n != c.conns {
 			t.Errorf("?a=%s: %d connections dialled, want %d", c.query, n, c.conns)
 		}
+	}
+}
+
+// TestLeanClientChunkEnd: a chunk whose CRLF does not follow is refused as such, and one whose connection
+// ends before it with the read's own error.
+func TestLeanClientChunkEnd(t *testing.T) {
+	answers := []string{
+		"5\r\nhello",       // the connection closes after the chunk's data
+		"5\r\nhelloxx\r\n", // the chunk runs on past its size
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for _, a := range answers {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// The whole request is read first: a close with unread data would reset the connection.
+			if req, err := http.ReadRequest(bufio.NewReader(nc)); err == nil {
+				io.Copy(io.Discard, req.Body)
+				io.WriteString(nc, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"+a)
+			}
+			nc.Close()
+		}
+	}()
+	lc := &leanConn{}
+	err = lc.roundTrip(ln.Addr().String(), "/", []byte("{}"), true)
+	if want := "after a chunk of 5 bytes: EOF"; !errors.Is(err, io.EOF) || err.Error() != want {
+		t.Errorf("closed after a chunk: error %v, want %s", err, want)
+	}
+	err = lc.roundTrip(ln.Addr().String(), "/", []byte("{}"), true)
+	if want := "a chunk of 5 bytes does not end with CRLF"; errString(err) != want {
+		t.Errorf("a chunk past its size: error %v, want %s", err, want)
 	}
 }

@@ -166,6 +166,25 @@ func (rf *recommendFlags) space(fs *pflag.FlagSet, cfg *config.Config) (*recomme
 			}
 		}
 	}
+	// A pool's own setting of a key a list sweeps replaces every swept value in that pool: shapes
+	// differing in it alone would run one deployment, each named by a value the pool never ran.
+	for _, l := range []struct{ list, key string }{
+		{"ep-list", "ep"}, {"max-num-seqs-list", "max-num-seqs"}, {"max-num-batched-tokens-list", "max-num-batched-tokens"},
+	} {
+		if !fs.Changed(l.list) {
+			continue
+		}
+		for _, r := range config.Roles {
+			if v := cfg.Role(r).Get(l.key); v != "" {
+				key := r + "-" + l.key
+				where := ""
+				if w := given[key]; w != "" {
+					where = " (" + w + ")"
+				}
+				return nil, fmt.Errorf("--%s %s%s: cannot be given with --%s, which sweeps it", key, v, where, l.list)
+			}
+		}
+	}
 	for _, s := range rf.ratios {
 		r, err := recommend.ParseRatio(s)
 		if err != nil {
@@ -244,17 +263,9 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 		return err
 	}
 	// The base settings are taken when valid on one of the backends (--profile where trtllm, priced by
-	// profile, is swept); a shape a backend cannot run is the search's to refuse. The pools' own settings
-	// are validated where they are read, on a disaggregated deployment.
-	pooled := len(cfg.Prefill.Keys())+len(cfg.Decode.Keys()) > 0
-	if err := cfg.HoldsOnSome(sp.Backends, func(c *config.Config) error {
-		agg := c.Deployed(c.Workers, 0, 0)
-		if err := agg.Validate(); err != nil || !pooled {
-			return err
-		}
-		disagg := c.Deployed(0, 1, 1)
-		return disagg.Validate()
-	}); err != nil {
+	// profile, is swept) at one of the space's TPs; a shape a backend cannot run is the search's to
+	// refuse. The pools' own settings are validated where they are read, on a disaggregated deployment.
+	if err := cfg.HoldsOnSome(sp.Backends, sp.Deployable); err != nil {
 		return err
 	}
 	if err := epListRead(fs, cfg, sp.Backends); err != nil {

@@ -118,6 +118,13 @@ func TestRecommendRefuses(t *testing.T) {
 		// A pool's own setting configures the disaggregated shapes, and there are none.
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--prefill-max-num-seqs", "9"}, "--prefill-max-num-seqs 9: sets the prefill workers of disaggregated shapes, and --modes is agg (add disagg)"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--ratios", "1:0", "--modes", "disagg"}, `--ratios: ratio "1:0": want PREFILL:DECODE workers`},
+		// A pool's own setting of a key a list sweeps would run every value of the list as that one.
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--modes", "disagg", "--ratios", "1:1", "--max-num-seqs-list", "16,64", "--decode-max-num-seqs", "8"},
+			"--decode-max-num-seqs 8: cannot be given with --max-num-seqs-list, which sweeps it"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--modes", "disagg", "--ratios", "1:1", "--max-num-batched-tokens-list", "512", "--prefill-max-num-batched-tokens", "256"},
+			"--prefill-max-num-batched-tokens 256: cannot be given with --max-num-batched-tokens-list, which sweeps it"},
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--model", "qwen3-30b-a3b", "--modes", "disagg", "--ratios", "1:1", "--tp-list", "2", "--ep-list", "1,2", "--prefill-ep", "2"},
+			"--prefill-ep 2: cannot be given with --ep-list, which sweeps it"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--report-json", "/nonexistent/r.json"}, "--report-json /nonexistent/r.json: directory /nonexistent"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--find-max-rate", "--objective", "tokens-per-gpu"}, "--find-max-rate and --objective"},
 		// Only the op-level timing model reads the experts' sharding.
@@ -177,6 +184,26 @@ func TestRecommendPoolSettings(t *testing.T) {
 	out, _, err = mocker(t, append(search, "--prefill-max-num-batched-tokens", "0")...)
 	if want := "prefill-max-num-batched-tokens 0: must be at least 1"; err == nil || err.Error() != want || out != "" {
 		t.Errorf("error %v, stdout %q; want %s", err, out, want)
+	}
+}
+
+// TestRecommendSettingsAtListTPs: a setting the TP decides (--ep, --decode-ep must divide it) is checked
+// before the search at the TPs the space's lists give the shapes, not at the shared --tp's default 1.
+func TestRecommendSettingsAtListTPs(t *testing.T) {
+	search := []string{"recommend", "--model", "qwen3-30b-a3b", "--ttft-p90-ms", "5000", "--num-requests", "20", "--max-workers", "2"}
+	for _, tc := range []struct{ args, want string }{
+		{"--tp-list 8 --ep 8", "vllm agg tp8 ep8 seqs auto=1024 mbt 8192 round-robin\n"},
+		{"--modes disagg --ratios 1:1 --prefill-tp-list 8 --decode-tp-list 8 --decode-ep 8", "1P+1D vllm disagg 1:1 tp8/8 seqs auto=1024 mbt 8192 round-robin\n"},
+	} {
+		out, _, err := mocker(t, append(search[:len(search):len(search)], strings.Fields(tc.args)...)...)
+		if err != nil || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: error %v, want %q in:\n%s", tc.args, err, tc.want, out)
+		}
+	}
+	// No TP of the lists takes it.
+	_, _, err := mocker(t, append(search, "--modes", "disagg", "--ratios", "1:1", "--prefill-tp-list", "8", "--decode-tp-list", "2,4", "--decode-ep", "8")...)
+	if want := "decode-ep 8: must divide tp 2"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
 	}
 }
 
