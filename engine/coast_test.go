@@ -89,12 +89,7 @@ func TestCoastIsStepRepeated(t *testing.T) {
 		want, wantM, _ := replayCoast(t, o, arrivals, false)
 		got, gotM, st := replayCoast(t, o, arrivals, true)
 		if !slices.Equal(got, want) || !slices.Equal(gotM, wantM) {
-			i := 0
-			for i < min(len(got), len(want)) && got[i] == want[i] {
-				i++
-			}
-			t.Fatalf("seed %d (%v dp %d %+v): coasting diverges at line %d of %d/%d:\n%q\n%q\nmetrics %+v / %+v", seed, backend, dp, vo, i, len(got), len(want),
-				got[i:min(i+3, len(got))], want[i:min(i+3, len(want))], gotM, wantM)
+			t.Fatalf("seed %d (%v dp %d %+v): coasting diverges %s\nmetrics %+v / %+v", seed, backend, dp, vo, divergence(got, want), gotM, wantM)
 		}
 		coasted[fmt.Sprintf("%v/dp%d", backend, dp)] += st.coasted
 		crossed[backend.String()] += st.crossed
@@ -382,12 +377,7 @@ func TestCoastStopsWhereAWaitingPrefixGrows(t *testing.T) {
 		want, wantM, _ := replayCoast(t, o, arrivals, false)
 		got, gotM, st := replayCoast(t, o, arrivals, true)
 		if !slices.Equal(got, want) || !slices.Equal(gotM, wantM) {
-			i := 0
-			for i < min(len(got), len(want)) && got[i] == want[i] {
-				i++
-			}
-			t.Fatalf("B of %d tokens: coasting diverges at line %d of %d/%d:\n%q\n%q", c.length, i, len(got), len(want),
-				got[i:min(i+3, len(got))], want[i:min(i+3, len(want))])
+			t.Fatalf("B of %d tokens: coasting diverges %s", c.length, divergence(got, want))
 		}
 		if st.waited != c.waited {
 			t.Fatalf("B of %d tokens: %d passes coasted while it waited, want %d", c.length, st.waited, c.waited)
@@ -396,4 +386,14 @@ func TestCoastStopsWhereAWaitingPrefixGrows(t *testing.T) {
 			t.Fatalf("B of %d tokens was admitted with %d tokens cached, want %d", c.length, h, c.hits)
 		}
 	}
+}
+
+// divergence says where a coasted replay's lines (got) first differ from the stepped one's (want), with
+// the three lines from there on each side.
+func divergence(got, want []string) string {
+	i := 0
+	for i < min(len(got), len(want)) && got[i] == want[i] {
+		i++
+	}
+	return fmt.Sprintf("at line %d of %d/%d:\n%q\n%q", i, len(got), len(want), got[i:min(i+3, len(got))], want[i:min(i+3, len(want))])
 }
