@@ -851,7 +851,8 @@ func scrape(t *testing.T, hc *http.Client, url string) map[string]*dto.MetricFam
 }
 
 // TestMetricsBeforeLastToken: a request is counted finished, and no longer running, before its stream
-// ends, so a client that scrapes /metrics right after its response finds it there.
+// ends, and its tokens are all counted generated before it is counted finished, so a client that scrapes
+// /metrics right after its response finds it there whole.
 func TestMetricsBeforeLastToken(t *testing.T) {
 	o := testOptions(5, 1, math.Inf(1))
 	eng, err := engine.New(o.Engine)
@@ -885,15 +886,22 @@ func TestMetricsBeforeLastToken(t *testing.T) {
 		t.Errorf("when the stream ended: %d finished (stream done first: %v), state %+v; want 1 finished before, "+
 			"nothing running, no active block", rec.finished, rec.doneFirst, rec.state)
 	}
+	if rec.generatedAtEnd != 5 {
+		t.Errorf("%d tokens counted generated when the request was counted finished, want 5", rec.generatedAtEnd)
+	}
 }
 
-// streamRecorder notes whether a request's stream had ended when the worker counted it finished.
+// streamRecorder notes whether a request's stream had ended, and how many tokens were counted generated,
+// when the worker counted it finished.
 type streamRecorder struct {
 	timesRecorder
-	st        *Stream
-	finished  int
-	doneFirst bool
+	st                        *Stream
+	finished                  int
+	doneFirst                 bool
+	generated, generatedAtEnd int
 }
+
+func (r *streamRecorder) Generated(n int) { r.mu.Lock(); r.generated += n; r.mu.Unlock() }
 
 func (r *streamRecorder) Finished(metrics.Request) {
 	r.st.mu.Lock()
@@ -902,6 +910,7 @@ func (r *streamRecorder) Finished(metrics.Request) {
 	r.mu.Lock()
 	r.finished++
 	r.doneFirst = r.doneFirst || done
+	r.generatedAtEnd = r.generated
 	r.mu.Unlock()
 }
 

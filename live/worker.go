@@ -98,7 +98,8 @@ type output struct {
 	id         uint64
 	start, end int // in toks
 	done       bool
-	first      bool // the request's first tokens (set when published)
+	first      bool    // the request's first tokens (set when published)
+	stream     *Stream // its stream when published; nil if it was cancelled while the pass ran
 }
 
 type rankEvents struct {
@@ -503,6 +504,7 @@ func (w *Worker) publishEnd() {
 	for i := range w.outs {
 		o := &w.outs[i]
 		s := w.streams[o.id]
+		o.stream = s
 		if s == nil { // cancelled while the pass ran
 			continue
 		}
@@ -528,6 +530,23 @@ func (w *Worker) publishEnd() {
 			s.last = now
 			s.generated += len(toks)
 		}
+	}
+	// The pass's tokens are counted before any of its requests is finished or handed its last tokens.
+	for r, n := range w.iter {
+		if n > 0 && w.recs[r] != nil {
+			w.recs[r].Iteration(n)
+			if w.gen[r] > 0 {
+				w.recs[r].Generated(w.gen[r])
+			}
+		}
+	}
+	for i := range w.outs {
+		o := &w.outs[i]
+		s := o.stream
+		if s == nil {
+			continue
+		}
+		toks := w.toks[o.start:o.end]
 		if o.done && w.prefill {
 			delete(w.streams, o.id)
 			prefilled = append(prefilled, rankID{o.rank, o.id})
@@ -536,19 +555,11 @@ func (w *Worker) publishEnd() {
 		if o.done {
 			delete(w.streams, o.id)
 			ended = append(ended, o.id)
-			if rec != nil {
+			if rec := w.recs[o.rank]; rec != nil {
 				rec.Finished(s.stats(s.reason(), now))
 			}
 		}
 		s.push(toks, o.done)
-	}
-	for r, n := range w.iter {
-		if n > 0 && w.recs[r] != nil {
-			w.recs[r].Iteration(n)
-			if w.gen[r] > 0 {
-				w.recs[r].Generated(w.gen[r])
-			}
-		}
 	}
 	w.mu.Unlock()
 	if w.hooks.Tokens != nil {
