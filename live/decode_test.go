@@ -134,9 +134,8 @@ func TestDecodeSimpleKnowsEveryField(t *testing.T) {
 	check(reflect.TypeFor[completionRequest]())
 }
 
-// TestDecodeSimpleAllocs: decodeSimple allocates a request's strings (the model's name only when it is
-// not the last body's) and, only if the body sets one of the pointer fields, one block for all their
-// values; a body it refuses costs nothing.
+// TestDecodeSimpleAllocs: decodeSimple allocates a request's strings and, only if the body sets one
+// of the pointer fields, one block for all their values; a body it refuses costs nothing.
 func TestDecodeSimpleAllocs(t *testing.T) {
 	if raceDetector {
 		t.Skip("the race detector allocates")
@@ -145,7 +144,7 @@ func TestDecodeSimpleAllocs(t *testing.T) {
 		`{"prompt":"a\nb"}`: 0, `{"prompt":["a"]}`: 0, `{"stop":"x"}`: 0, `{}`: 0,
 		`{"prompt":"hello","stream":true}`:                                  1,
 		`{"prompt":"hello","max_tokens":16,"n":2,"seed":1}`:                 2,
-		`{"model":"mo","prompt":"hello","max_tokens":16,"stream":false}`:    2, // the model's name is the last body's
+		`{"model":"mo","prompt":"hello","max_tokens":16,"stream":false}`:    3,
 		`{"model":null,"prompt":"hello","max_tokens":null,"logprobs":null}`: 1,
 	} {
 		var r completionRequest

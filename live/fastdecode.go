@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"strconv"
-	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -284,20 +283,6 @@ func (d *simpleDecoder) scalar() bool {
 	return d.bool(&b)
 }
 
-// lastModel is the model name of the last body decodeSimple read: a server's requests name the same
-// model, so reusing its string saves each an allocation.
-var lastModel atomic.Pointer[string]
-
-// internModel returns s as a string, lastModel's when they are equal.
-func internModel(s []byte) string {
-	if p := lastModel.Load(); p != nil && *p == string(s) {
-		return *p
-	}
-	m := string(s)
-	lastModel.Store(&m)
-	return m
-}
-
 // simpleValues hold what a simply decoded request's pointers point to, in one allocation.
 type simpleValues struct {
 	model                             string
@@ -322,7 +307,7 @@ func (d *simpleDecoder) field(r *completionRequest, vp **simpleValues, f int) bo
 		s, ok := d.str()
 		if ok {
 			v := values()
-			v.model = internModel(s)
+			v.model = string(s)
 			r.Model = &v.model
 		}
 		return ok
