@@ -22,7 +22,8 @@ type exchange interface {
 	// write answers status with body b in one write under the write timeout; contentType "" sets none.
 	write(status int, contentType string, b []byte)
 	// buffer is empty room to render a body in for the next write, which then owns it: memory the
-	// exchange keeps between requests (fasthttp's pooled body), or nil.
+	// exchange keeps between requests (fasthttp's pooled body), or nil. The very next call must be
+	// write, with that slice or one grown from it.
 	buffer() []byte
 	// writeError answers e as OpenAI's error object (with Allow for a 405, Retry-After for a 429).
 	writeError(e *apiError)

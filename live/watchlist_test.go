@@ -9,6 +9,9 @@ import (
 // once watchDelay/watchSweep sweeps have passed since the one it was listed after, removal keeps the
 // others' places, and a removed or swept exchange is listed again only by add.
 func TestWatchListSweeps(t *testing.T) {
+	if want := uint64(watchDelay / watchSweep); want != 2 {
+		t.Fatalf("watchDelay/watchSweep = %d: the sweeps below assume 2", want)
+	}
 	l := &watchList{timer: time.AfterFunc(time.Hour, func() {})}
 	defer l.timer.Stop()
 	xs := make([]*fastExchange, 4)
@@ -46,7 +49,4 @@ func TestWatchListSweeps(t *testing.T) {
 	listed(2, 3)
 	l.sweepNow() // 4: the rest are due
 	listed()
-	if want := uint64(watchDelay / watchSweep); want != 2 {
-		t.Fatalf("watchDelay/watchSweep = %d: the sweeps above assume 2", want)
-	}
 }

@@ -501,7 +501,7 @@ func (c *Collector) TokenRuns(ids []int, ats []time.Duration) {
 	}
 	for i := 1; i < len(ats); i++ {
 		if ats[i] < ats[i-1] {
-			panic(fmt.Sprintf("report: TokenRuns: request %d at %v, before its previous event at %v", c.group[0], ats[i], ats[i-1]))
+			panic(fmt.Sprintf("report: TokenRuns: pass end %v before the previous one, %v", ats[i], ats[i-1]))
 		}
 	}
 	m := 0
