@@ -2,6 +2,7 @@ package recommend
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -246,6 +247,74 @@ func TestShapeNamesAuto(t *testing.T) {
 	}
 	if strings.Join(names, "\n") != strings.Join(want, "\n") {
 		t.Errorf("shapes:\n%s\nwant:\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestShapeNamesPools: a disaggregated shape names what each pool ran where a pool's own setting makes
+// them differ, prefill/decode, and the shared value where they agree: --decode-max-num-seqs 8 under a
+// shape of 16 is "seqs 16/8"; --prefill-max-num-seqs auto is auto=3470 on SGLang's prefill pool (TP 1,
+// llama-3.1-8b on one H200) beside the decode pool's 8; --decode-ep 8 at decode TP 8 is "ep1/8"
+// (qwen3-30b-a3b, the op-level model, which alone reads EP); an aggregated shape drops the pools'
+// settings and names its own. The JSON carries each pool's, and none for an aggregated shape.
+func TestShapeNamesPools(t *testing.T) {
+	names := func(base *config.Config, sp *Space) []string {
+		t.Helper()
+		shapes, refused, err := sp.shapes(base)
+		if err != nil || len(refused) != 0 {
+			t.Fatalf("shapes: %v, refused %v", err, refused)
+		}
+		var names []string
+		for _, s := range shapes {
+			names = append(names, s.String())
+		}
+		return names
+	}
+	base := config.Default()
+	base.Backend, base.Timing, base.PrefillMs, base.DecodeMs = "sglang", "fixed", 20, 5
+	eight, auto, mbt := 8, 0, 1024
+	base.Decode.MaxNumSeqs, base.Decode.MaxNumBatchedTokens = &eight, &mbt
+	sp := &Space{Backends: []string{"sglang"}, TP: []int{1}, EP: []int{1}, Modes: []string{"agg", "disagg"}, Ratios: []Ratio{{1, 1}},
+		MinWorkers: 2, MaxWorkers: 2, MaxNumSeqs: []int{16}, MaxNumBatchedTokens: []int{512}, Routers: []string{"round-robin"}}
+	want := []string{"sglang agg tp1 seqs 16 mbt 512 round-robin", "sglang disagg 1:1 tp1/1 seqs 16/8 mbt 512/1024 round-robin"}
+	if got := names(&base, sp); !slices.Equal(got, want) {
+		t.Errorf("--decode-max-num-seqs 8: shapes %q, want %q", got, want)
+	}
+	base.Prefill.MaxNumSeqs = &auto
+	want[1] = "sglang disagg 1:1 tp1/1 seqs auto=3470/8 mbt 512/1024 round-robin"
+	if got := names(&base, sp); !slices.Equal(got, want) {
+		t.Errorf("--prefill-max-num-seqs auto: shapes %q, want %q", got, want)
+	}
+	// Both pools' own value, the same: the shape's 16 ran nowhere.
+	base.Prefill.MaxNumSeqs, base.Decode.MaxNumBatchedTokens = &eight, nil
+	want[1] = "sglang disagg 1:1 tp1/1 seqs 8 mbt 512 round-robin"
+	if got := names(&base, sp); !slices.Equal(got, want) {
+		t.Errorf("both pools 8: shapes %q, want %q", got, want)
+	}
+
+	moe := config.Default()
+	moe.Model = "qwen3-30b-a3b"
+	moe.Decode.EP = &eight
+	sp = &Space{Backends: []string{"vllm"}, TP: []int{8}, EP: []int{1}, Modes: []string{"disagg"}, Ratios: []Ratio{{1, 1}},
+		PrefillTP: []int{1}, DecodeTP: []int{8}, MinWorkers: 2, MaxWorkers: 2, MaxNumSeqs: []int{64}, MaxNumBatchedTokens: []int{512},
+		Routers: []string{"round-robin"}}
+	shapes, refused, err := sp.shapes(&moe)
+	if err != nil || len(shapes) != 1 {
+		t.Fatalf("--decode-ep 8: shapes %v, refused %v, %v", shapes, refused, err)
+	}
+	if got, want := shapes[0].String(), "vllm disagg 1:1 tp1/8 ep1/8 seqs 64 mbt 512 round-robin"; got != want {
+		t.Errorf("--decode-ep 8: shape %q, want %q", got, want)
+	}
+	js, err := json.Marshal(shapes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJS := `"pools":{"prefill":{"ep":1,"max_num_seqs":64,"max_num_batched_tokens":512},"decode":{"ep":8,"max_num_seqs":64,"max_num_batched_tokens":512}}`
+	if !strings.Contains(string(js), wantJS) {
+		t.Errorf("--decode-ep 8: JSON %s, want it to hold %s", js, wantJS)
+	}
+	agg, _ := json.Marshal(Shape{Backend: "vllm", TP: 1, EP: 1})
+	if strings.Contains(string(agg), "pools") {
+		t.Errorf("aggregated shape's JSON %s names pools", agg)
 	}
 }
 

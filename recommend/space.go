@@ -59,15 +59,31 @@ type Shape struct {
 	MaxNumSeqs          int    `json:"max_num_seqs"` // 0: auto, the engine's own default
 	MaxNumBatchedTokens int    `json:"max_num_batched_tokens"`
 	Router              string `json:"router"`
-	// With MaxNumSeqs auto, what it means on the shape's deployment: the running requests a rank
-	// allows (aggregated, or the prefill pool) and a decode rank allows (disaggregated).
+	// Disaggregated: what each pool ran of EP, MaxNumSeqs and MaxNumBatchedTokens, which a pool's own
+	// setting (--decode-max-num-seqs 8) changes from the shape's.
+	Pools Pools `json:"pools,omitzero"`
+	// Where a pool runs max-num-seqs auto, what it means on the shape's deployment: the running
+	// requests a rank allows (aggregated, or the prefill pool) and a decode rank allows (disaggregated).
 	AutoMaxNumSeqs       int `json:"auto_max_num_seqs,omitempty"`
 	AutoDecodeMaxNumSeqs int `json:"auto_decode_max_num_seqs,omitempty"`
 
 	ratio Ratio
 }
 
-// String names the shape in a table row.
+// Pools are a disaggregated shape's prefill and decode pools.
+type Pools struct {
+	Prefill Pool `json:"prefill"`
+	Decode  Pool `json:"decode"`
+}
+
+// Pool is what one pool's engines ran of the settings a shape names.
+type Pool struct {
+	EP                  int `json:"ep"`
+	MaxNumSeqs          int `json:"max_num_seqs"` // 0: auto
+	MaxNumBatchedTokens int `json:"max_num_batched_tokens"`
+}
+
+// String names the shape in a table row; a setting the pools ran differently reads prefill/decode.
 func (s Shape) String() string {
 	var b strings.Builder
 	b.WriteString(s.Backend)
@@ -76,21 +92,50 @@ func (s Shape) String() string {
 	} else {
 		fmt.Fprintf(&b, " agg tp%d", s.TP)
 	}
-	if s.EP > 1 {
-		fmt.Fprintf(&b, " ep%d", s.EP)
+	p, d := s.pools()
+	if p.EP > 1 || d.EP > 1 {
+		b.WriteString(" ep" + pair(strconv.Itoa(p.EP), strconv.Itoa(d.EP)))
 	}
-	seqs := strconv.Itoa(s.MaxNumSeqs)
-	if s.MaxNumSeqs == 0 { // the engine's default (config: --max-num-seqs auto), and what it came to
-		seqs = "auto"
-		if s.AutoMaxNumSeqs > 0 {
-			seqs += "=" + strconv.Itoa(s.AutoMaxNumSeqs)
-		}
-		if s.AutoDecodeMaxNumSeqs > 0 && s.AutoDecodeMaxNumSeqs != s.AutoMaxNumSeqs {
-			seqs += "/" + strconv.Itoa(s.AutoDecodeMaxNumSeqs)
-		}
+	dAuto := s.AutoDecodeMaxNumSeqs
+	if !s.Disagg {
+		dAuto = s.AutoMaxNumSeqs // one pool
 	}
-	fmt.Fprintf(&b, " seqs %s mbt %d %s", seqs, s.MaxNumBatchedTokens, s.Router)
+	seqs := pair(seqsName(p.MaxNumSeqs, s.AutoMaxNumSeqs), seqsName(d.MaxNumSeqs, dAuto))
+	if p.MaxNumSeqs == 0 && d.MaxNumSeqs == 0 {
+		seqs = strings.Replace(seqs, "/auto=", "/", 1) // both the engine's default: auto=3470/4096
+	}
+	fmt.Fprintf(&b, " seqs %s mbt %s %s", seqs, pair(strconv.Itoa(p.MaxNumBatchedTokens), strconv.Itoa(d.MaxNumBatchedTokens)), s.Router)
 	return b.String()
+}
+
+// pools are what the prefill and the decode pool ran: the shape's settings for both, unless a
+// disaggregated shape's Pools say otherwise (an aggregated shape's, both its workers').
+func (s Shape) pools() (prefill, decode Pool) {
+	if s.Pools != (Pools{}) {
+		return s.Pools.Prefill, s.Pools.Decode
+	}
+	p := Pool{EP: s.EP, MaxNumSeqs: s.MaxNumSeqs, MaxNumBatchedTokens: s.MaxNumBatchedTokens}
+	return p, p
+}
+
+// pair is "p/d", or p alone where both pools ran it.
+func pair(p, d string) string {
+	if p == d {
+		return p
+	}
+	return p + "/" + d
+}
+
+// seqsName names a max-num-seqs: the number, or "auto" (the engine's default, config: --max-num-seqs
+// auto) with what it came to.
+func seqsName(n, auto int) string {
+	switch {
+	case n > 0:
+		return strconv.Itoa(n)
+	case auto > 0:
+		return "auto=" + strconv.Itoa(auto)
+	}
+	return "auto"
 }
 
 // scales are the deployment sizes the shape takes in [minW, maxW] workers: the worker count itself, or
@@ -209,6 +254,7 @@ func (sp *Space) shapes(base *config.Config) (shapes []Shape, refused []string, 
 							for _, s := range list {
 								lo, hi := s.scales(sp.MinWorkers, sp.MaxWorkers)
 								cfg := s.config(base, lo)
+								s.setPools(&cfg)
 								switch {
 								case lo > hi:
 									refused = append(refused, fmt.Sprintf("%s: no multiple of %s fits in %d to %d workers", s, s.Ratio, sp.MinWorkers, sp.MaxWorkers))
@@ -235,17 +281,35 @@ func (sp *Space) shapes(base *config.Config) (shapes []Shape, refused []string, 
 	return shapes, refused, nil
 }
 
-// resolveAuto records what --max-num-seqs auto came to on the shape's deployment, from its options o
-// (each pool's, when disaggregated), so that the report names it.
-func (s *Shape) resolveAuto(o sim.Options) {
-	if s.MaxNumSeqs != 0 {
-		return
-	}
+// setPools records what each pool of a disaggregated shape's deployment c runs, so that the report
+// names it, a refused shape's included.
+func (s *Shape) setPools(c *config.Config) {
 	if !s.Disagg {
-		s.AutoMaxNumSeqs = o.Engine.VLLM.MaxNumSeqs
 		return
 	}
-	s.AutoMaxNumSeqs, s.AutoDecodeMaxNumSeqs = o.PrefillEngine.VLLM.MaxNumSeqs, o.DecodeEngine.VLLM.MaxNumSeqs
+	pool := func(role string) Pool {
+		rc := c.ForRole(role)
+		return Pool{EP: rc.EP, MaxNumSeqs: rc.MaxNumSeqs, MaxNumBatchedTokens: rc.MaxNumBatchedTokens}
+	}
+	s.Pools = Pools{Prefill: pool("prefill"), Decode: pool("decode")}
+}
+
+// resolveAuto records what --max-num-seqs auto came to where a pool runs it, from the deployment's
+// options o (each pool's, when disaggregated), so that the report names it.
+func (s *Shape) resolveAuto(o sim.Options) {
+	p, d := s.pools()
+	if !s.Disagg {
+		if p.MaxNumSeqs == 0 {
+			s.AutoMaxNumSeqs = o.Engine.VLLM.MaxNumSeqs
+		}
+		return
+	}
+	if p.MaxNumSeqs == 0 {
+		s.AutoMaxNumSeqs = o.PrefillEngine.VLLM.MaxNumSeqs
+	}
+	if d.MaxNumSeqs == 0 {
+		s.AutoDecodeMaxNumSeqs = o.DecodeEngine.VLLM.MaxNumSeqs
+	}
 }
 
 // config is the base configuration deployed as shape s at the given scale.
