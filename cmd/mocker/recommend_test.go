@@ -167,8 +167,8 @@ func TestRecommendBackendOwnFlags(t *testing.T) {
 }
 
 // TestRecommendPoolSettings: a pool's own setting (--decode-max-num-seqs) applies to the disaggregated
-// shapes' pool and to no aggregated shape, beside --workers, which sizes both; a bad one is refused once,
-// before the search.
+// shapes' pool and to no aggregated shape, beside --workers, which sizes both, and the label says what
+// each pool ran; a bad one is refused once, before the search.
 func TestRecommendPoolSettings(t *testing.T) {
 	search := append(small, "--ttft-p90-ms", "500", "--tp-list", "1", "--workers", "2", "--modes", "agg,disagg", "--ratios", "1:1")
 	search = search[:len(search):len(search)] // each run appends its own
@@ -180,6 +180,11 @@ func TestRecommendPoolSettings(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("want %q in:\n%s", want, out)
 		}
+	}
+	// The label names what each pool ran: the decode pool's 8, not the shape's 16.
+	out, _, err = mocker(t, append(search, "--max-num-seqs", "16", "--decode-max-num-seqs", "8")...)
+	if want := "1P+1D vllm disagg 1:1 tp1/1 seqs 16/8 mbt 512 round-robin\n"; err != nil || !strings.Contains(out, want) {
+		t.Errorf("error %v, want %q in:\n%s", err, want, out)
 	}
 	out, _, err = mocker(t, append(search, "--prefill-max-num-batched-tokens", "0")...)
 	if want := "prefill-max-num-batched-tokens 0: must be at least 1"; err == nil || err.Error() != want || out != "" {
@@ -193,7 +198,7 @@ func TestRecommendSettingsAtListTPs(t *testing.T) {
 	search := []string{"recommend", "--model", "qwen3-30b-a3b", "--ttft-p90-ms", "5000", "--num-requests", "20", "--max-workers", "2"}
 	for _, tc := range []struct{ args, want string }{
 		{"--tp-list 8 --ep 8", "vllm agg tp8 ep8 seqs auto=1024 mbt 8192 round-robin\n"},
-		{"--modes disagg --ratios 1:1 --prefill-tp-list 8 --decode-tp-list 8 --decode-ep 8", "1P+1D vllm disagg 1:1 tp8/8 seqs auto=1024 mbt 8192 round-robin\n"},
+		{"--modes disagg --ratios 1:1 --prefill-tp-list 8 --decode-tp-list 8 --decode-ep 8", "1P+1D vllm disagg 1:1 tp8/8 ep1/8 seqs auto=1024 mbt 8192 round-robin\n"},
 	} {
 		out, _, err := mocker(t, append(search[:len(search):len(search)], strings.Fields(tc.args)...)...)
 		if err != nil || !strings.Contains(out, tc.want) {
