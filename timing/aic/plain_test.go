@@ -16,7 +16,7 @@ import (
 // their sizes from one request to beyond the tables' largest batch, one after another) with the same
 // float bits of generation attention as the batch priced afresh, and so the same Cost; on models with
 // one kind of attention layer and two (gpt-oss: sliding-window and full), dense, MoE, MLA, and
-// attention data parallelism (groups).
+// attention data parallelism (groups). All from the embedded tables.
 func TestPlainPricerBits(t *testing.T) {
 	for _, tc := range []struct {
 		model string
@@ -26,7 +26,7 @@ func TestPlainPricerBits(t *testing.T) {
 		{"llama-3.1-70b", Options{Backend: "sglang", TP: 4, GEMMQuant: "fp8"}},
 		{"qwen3-30b-a3b", Options{Backend: "vllm", TP: 2, AttentionDP: 4}},
 		{"deepseek-v3", Options{Backend: "sglang", TP: 8, GEMMQuant: "fp8_block"}},
-		{"gpt-oss-120b", Options{Backend: "vllm", Version: "0.19.0", TP: 2, GEMMQuant: "bf16", MoEQuant: "mxfp4"}},
+		{"gpt-oss-120b", Options{Backend: "vllm", Version: "0.24.0", TP: 2, GEMMQuant: "bf16", MoEQuant: "mxfp4"}},
 	} {
 		t.Run(fmt.Sprintf("%s-%s-tp%d-dp%d", tc.model, tc.o.Backend, tc.o.TP, tc.o.AttentionDP), func(t *testing.T) {
 			m, err := model.Lookup(tc.model)
@@ -35,10 +35,6 @@ func TestPlainPricerBits(t *testing.T) {
 			}
 			o := tc.o
 			o.Model, o.System, o.Root = m, h200(t), EmbeddedRoot
-			if tc.model == "gpt-oss-120b" { // its MXFP4 experts are not among the built-in tables
-				needData(t)
-				o.Root = aicRoot
-			}
 			mdl, err := New(o)
 			if err != nil {
 				t.Fatal(err)
