@@ -14,9 +14,10 @@ type Node struct {
 
 	// The edge: its pages' tokens hashes (the key, tokens.Block.TokensHash) and their page ids (the
 	// value). A split copies the shorter half out (the room past the edge counting with the lower
-	// half), so that no node pins much more than its own edge once the other half is gone. A page's sequence hash is not kept (at one-token pages it would double what
-	// a cached token costs, and the copy of every new edge): it chains from the parent's tip through the
-	// edge's tokens hashes (appendSeqHashes), and only events and lower tiers ask for it.
+	// half), so that no node pins much more than its own edge once the other half is gone. A page's
+	// sequence hash is not kept (at one-token pages it would double what a cached token costs, and the
+	// copy of every new edge): it chains from the parent's tip through the edge's tokens hashes
+	// (appendSeqHashes), and only events and lower tiers ask for it.
 	hashes []uint64
 	ids    []PageID
 	tip    uint64 // the sequence hash of the edge's last page
