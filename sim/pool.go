@@ -89,6 +89,8 @@ func (r *runner) addWorker(p *pool) (*worker, error) {
 		return nil, err
 	}
 	w := &worker{pool: p, id: len(p.workers), serial: r.serial, eng: e, samples: make([][]planner.PassSample, e.DPSize())}
+	// A run observer is shown a run's state once (ObservedRun), which a pass that allocates blocks changes.
+	w.run.Blocks = r.o.Observer == nil
 	r.serial++
 	p.workers = append(p.workers, w)
 	return w, nil
@@ -226,15 +228,13 @@ type passSink interface {
 	passBegun(w *worker, pass *engine.Pass, m []sched.Metrics)
 }
 
-// advance is the engine's side of run: it plans w's passes from now, and with ahead coasts through plain
-// decode passes and hands over each other pass that ends before bound as delivered, until one ends at or
+// advance is the engine's side of run: it plans w's passes from now, and with ahead coasts through
+// decode passes (engine.Coast) and hands over each other pass that ends before bound as delivered, until one ends at or
 // after bound or w has nothing to run. It touches only w's engine and run buffer, and reads the options,
 // so lanes call it on other goroutines.
 func (r *runner) advance(w *worker, now, bound time.Duration, ahead bool, out passSink) error {
 	// These want every pass through step and deliver, but an observer that takes runs of them.
 	coast := ahead && !r.o.CheckInvariants && (r.o.Observer == nil || r.runObs != nil)
-	// A run observer is shown a run's state once (ObservedRun), which a pass that allocates blocks changes.
-	w.run.Blocks = r.o.Observer == nil
 	for {
 		if coast {
 			w.eng.Coast(now, bound, &w.run)

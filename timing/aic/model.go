@@ -1425,11 +1425,7 @@ func (mdl *Model) decodeOnly(p passShape) float64 {
 // generationAttention prices the decodes together: batch = their tokens, past length = their mean
 // cached context. A speculative step's drafts count as requests of their own, as AIConfigurator
 // prices a step with nextn drafts (generation ops at batch × (1 + nextn), sdk/inference_session.py).
-func (mdl *Model) generationAttention(p passShape) float64 { return mdl.generationNear(p, nil) }
-
-// generationNear is generationAttention with guesses of the segments its tables' rows read, one set per
-// kind of attention layer (attnOp.atNear): a plain pricer's, from pass to pass; nil: none.
-func (mdl *Model) generationNear(p passShape, hints [][4]int) float64 {
+func (mdl *Model) generationAttention(p passShape) float64 {
 	if p.decodes == 0 {
 		return 0
 	}
@@ -1438,16 +1434,12 @@ func (mdl *Model) generationNear(p passShape, hints [][4]int) float64 {
 	step := p.decodeCtx / float64(p.decodes)
 	for j := range mdl.attn {
 		a := &mdl.attn[j]
-		var h *[4]int
-		if hints != nil {
-			h = &hints[j]
-		}
-		v += a.layers * a.gen.atNear(batch, step, h)
+		v += a.layers * a.gen.at(batch, step)
 	}
 	return v
 }
 
-// generationRows is generationNear at the mean context step, each kind of layer reading the rows of
+// generationRows is generationAttention at the mean context step, each kind of layer reading the rows of
 // its table at the batch's size it was given (attnOp.rowsAt), with hints.
 func (mdl *Model) generationRows(rows []opRows, step float64, hints [][4]int) float64 {
 	var v float64

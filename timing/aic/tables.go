@@ -298,13 +298,9 @@ func (g *attnGrid) perSeqSOL(x float64) float64 {
 // at is the latency in ms of one attention call over b sequences at x: each bracketing batch row is
 // evaluated at x and the rows are blended linearly in batch; beyond the largest measured batch the
 // latency grows with the roofline, linearly in b.
-func (g *attnGrid) at(b, x float64) float64 { return g.atNear(b, x, nil) }
-
-// atNear is at, finding x's segment in the first and second rows it reads from the guesses h[0] and
-// h[1] (segNear); h may be nil.
-func (g *attnGrid) atNear(b, x float64, h *[2]int) float64 {
+func (g *attnGrid) at(b, x float64) float64 {
 	r := g.rowsAt(b)
-	return g.atRows(&r, x, h)
+	return g.atRows(&r, x, nil)
 }
 
 // gridRows is which rows of a grid at reads at one batch size b: rows i and i+1 blended by t, or, beyond
@@ -327,7 +323,8 @@ func (g *attnGrid) rowsAt(b float64) gridRows {
 	return gridRows{i: i, t: t, b: b}
 }
 
-// atRows is atNear at r's batch size.
+// atRows is at at r's batch size, finding x's segment in the first and second rows it reads from the
+// guesses h[0] and h[1] (segNear; a plain pricer's, from pass to pass); h may be nil.
 func (g *attnGrid) atRows(r *gridRows, x float64, h *[2]int) float64 {
 	var h0, h1 *int
 	if h != nil {
@@ -476,13 +473,9 @@ type attnOp struct {
 	scale  float64 // beyond the measured heads: lat(lo) × scale
 }
 
-func (a *attnOp) at(b, x float64) float64 { return a.atNear(b, x, nil) }
-
-// atNear is at with guesses of the segments of x in the rows it reads (attnGrid.atNear): h[0:2] for the
-// lower head count's grid, h[2:4] for the higher one's; h may be nil.
-func (a *attnOp) atNear(b, x float64, h *[4]int) float64 {
+func (a *attnOp) at(b, x float64) float64 {
 	r := a.rowsAt(b)
-	return a.atRows(&r, x, h)
+	return a.atRows(&r, x, nil)
 }
 
 // opRows is the rows the op's grids read at one batch size (gridRows): the lower head count's, then the
@@ -497,7 +490,8 @@ func (a *attnOp) rowsAt(b float64) opRows {
 	return r
 }
 
-// atRows is atNear at r's batch size.
+// atRows is at at r's batch size, with guesses of the segments of x in the rows it reads
+// (attnGrid.atRows): h[0:2] for the lower head count's grid, h[2:4] for the higher one's; h may be nil.
 func (a *attnOp) atRows(r *opRows, x float64, h *[4]int) float64 {
 	var lo, hi *[2]int
 	if h != nil {
