@@ -51,7 +51,7 @@ func (m *Model) ExpertTPError(moeTP int) error {
 // SharedExpertTPError says why the shared experts cannot be split over tp GPUs, or is nil when they can
 // (or the model has none): vLLM and SGLang build them as one dense MLP of SharedExperts ×
 // MoEIntermediate (DeepseekV2MLP), whose MergedColumnParallelLinear divides that size by its TP,
-// asserting. Which GPUs that is depends on the engine (config's validateTPSplit). It panics unless tp
+// asserting. Which GPUs that is depends on the engine (config's sharedExpertSplit). It panics unless tp
 // is positive.
 func (m *Model) SharedExpertTPError(tp int) error {
 	mustPositive("SharedExpertTPError", 1, tp)

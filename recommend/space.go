@@ -191,6 +191,9 @@ func (sp *Space) Deployable(c *config.Config) error {
 			list = append(list, s)
 		}
 	}
+	if pooled && len(list) == 0 {
+		return fmt.Errorf("the pools' own settings apply to disaggregated shapes, and --modes %s has none", strings.Join(sp.Modes, ","))
+	}
 	var first error
 	for _, s := range list {
 		cfg := s.config(c, 1)

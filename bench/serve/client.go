@@ -86,7 +86,7 @@ func (c *netClient) post(body []byte, stream bool) error {
 func (c *netClient) close() { c.hc.CloseIdleConnections() }
 
 // leanClient is a load generator in the manner of wrk: keep-alive connections, each request one write
-// of prebuilt bytes, and of each answer only what frames it read (the status, Content-Length or the
+// from a reused buffer, and of each answer only what frames it read (the status, Content-Length or the
 // chunks), so that the clients take little of the cores they share with the server.
 type leanClient struct {
 	addr string

@@ -7,7 +7,7 @@
 //		[-client lean|nethttp] [-bin FILE] [-base FILE] [-runs N] [-- extra serve flags]
 //
 // The clients share the machine with the server, so the lean client (the default: raw keep-alive
-// connections, prebuilt requests, only the answer's framing parsed) leaves the server most of it;
+// connections, each request written from a reused buffer, only the answer's framing parsed) leaves the server most of it;
 // -client nethttp drives it with Go's net/http client instead, as the figures before 2026-12-03 were.
 // The clients' own CPU time per request is printed too.
 //

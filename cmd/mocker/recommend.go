@@ -113,6 +113,13 @@ func (rf *recommendFlags) space(fs *pflag.FlagSet, cfg *config.Config) (*recomme
 	// on the command line or in the --config file.
 	given := cfg.GivenKeys()
 	isGiven := func(key string) bool { _, ok := given[key]; return ok }
+	// where says, for an error, which file and line gave key, if a --config did.
+	where := func(key string) string {
+		if w := given[key]; w != "" {
+			return " (" + w + ")"
+		}
+		return ""
+	}
 	for _, l := range []struct {
 		list, single string
 		set          func()
@@ -128,11 +135,7 @@ func (rf *recommendFlags) space(fs *pflag.FlagSet, cfg *config.Config) (*recomme
 	} {
 		switch {
 		case fs.Changed(l.list) && isGiven(l.single):
-			where := ""
-			if w := given[l.single]; w != "" {
-				where = " (" + w + ")"
-			}
-			return nil, fmt.Errorf("--%s and --%s%s: give the list (the space), or the one value", l.list, l.single, where)
+			return nil, fmt.Errorf("--%s and --%s%s: give the list (the space), or the one value", l.list, l.single, where(l.single))
 		case !fs.Changed(l.list) && (isGiven(l.single) || l.single != "tp" && l.single != "workers"):
 			l.set()
 		}
@@ -157,12 +160,8 @@ func (rf *recommendFlags) space(fs *pflag.FlagSet, cfg *config.Config) (*recomme
 		for _, r := range config.Roles {
 			if keys := cfg.Role(r).Keys(); len(keys) > 0 {
 				key := r + "-" + keys[0]
-				where := ""
-				if w := given[key]; w != "" {
-					where = " (" + w + ")"
-				}
 				return nil, fmt.Errorf("--%s %s%s: sets the %s workers of disaggregated shapes, and --modes is %s (add disagg)",
-					key, cfg.Role(r).Get(keys[0]), where, r, strings.Join(sp.Modes, ","))
+					key, cfg.Role(r).Get(keys[0]), where(key), r, strings.Join(sp.Modes, ","))
 			}
 		}
 	}
@@ -177,11 +176,7 @@ func (rf *recommendFlags) space(fs *pflag.FlagSet, cfg *config.Config) (*recomme
 		for _, r := range config.Roles {
 			if v := cfg.Role(r).Get(l.key); v != "" {
 				key := r + "-" + l.key
-				where := ""
-				if w := given[key]; w != "" {
-					where = " (" + w + ")"
-				}
-				return nil, fmt.Errorf("--%s %s%s: cannot be given with --%s, which sweeps it", key, v, where, l.list)
+				return nil, fmt.Errorf("--%s %s%s: cannot be given with --%s, which sweeps it", key, v, where(key), l.list)
 			}
 		}
 	}
