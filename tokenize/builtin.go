@@ -72,14 +72,14 @@ func encodeRoom(text string) int { return len(text)/3 + 4 }
 func (b *builtin) appendEncode(ids []uint32, text string) []uint32 {
 	for i := 0; i < len(text); {
 		end := asciiPiece(text, i)
-		if end == 0 {
-			if text[i] == '<' {
-				if end := markerEnd(text, i); end > 0 {
-					ids = append(ids, b.id(text[i:end]))
-					i = end
-					continue
-				}
+		if end == 0 && text[i] == '<' {
+			if m := markerEnd(text, i); m > 0 { // a marker is one token, never cut into chunks
+				ids = append(ids, b.id(text[i:m]))
+				i = m
+				continue
 			}
+		}
+		if end == 0 {
 			end = nextPiece(text, i)
 		}
 		for i < end {
