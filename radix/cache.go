@@ -114,6 +114,18 @@ func (c *Cache) Nodes() int { return c.nodes }
 // nothing matches). A prefix that ends inside an edge splits that node, so the returned node ends exactly
 // at the last matched page. The nodes on the path become the most recently used.
 func (c *Cache) Match(pages []tokens.Block, dst []PageID) (ids []PageID, node *Node) {
+	_, node = c.match(pages, &dst)
+	return dst, node
+}
+
+// MatchLen is Match for a caller that needs only the prefix's length: it returns how many pages the
+// cached prefix has, and its deepest node, without copying their ids (at page size 1, a token's each).
+func (c *Cache) MatchLen(pages []tokens.Block) (matched int, node *Node) {
+	return c.match(pages, nil)
+}
+
+// match is the walk of Match and MatchLen: it appends the prefix's page ids to *dst unless dst is nil.
+func (c *Cache) match(pages []tokens.Block, dst *[]PageID) (matched int, node *Node) {
 	c.clock++
 	n := c.root
 	for len(pages) > 0 {
@@ -126,11 +138,14 @@ func (c *Cache) Match(pages []tokens.Block, dst []PageID) (ids []PageID, node *N
 			next = c.split(next, k, pages[k-1].Hash)
 		}
 		c.touch(next)
-		dst = append(dst, next.ids...)
+		if dst != nil {
+			*dst = append(*dst, next.ids...)
+		}
+		matched += k
 		pages = pages[k:]
 		n = next
 	}
-	return dst, n
+	return matched, n
 }
 
 // touch stamps n with the current call.

@@ -19,7 +19,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 }
 
 // TestMatch pins match_prefix (reference §5): the longest cached prefix, split off as its own node when
-// the query leaves an edge (or ends) in its middle; counts never change.
+// the query leaves an edge (or ends) in its middle; counts never change. MatchLen walks the same way and
+// counts the pages Match lists.
 func TestMatch(t *testing.T) {
 	tests := []struct {
 		query string
@@ -38,29 +39,43 @@ func TestMatch(t *testing.T) {
 		{"", nil, "abcd [0 1 2 3]", 1},
 	}
 	for _, ps := range pageSizes {
-		for _, tt := range tests {
-			c := newCache(t, ps, 16)
-			insertNew(t, c, seq(ps, "abcd"))
-			ids, node := c.Match(seq(ps, tt.query), nil)
-			check(t, c)
-			if !slices.Equal(ids, tt.ids) {
-				t.Errorf("ps %d: Match(%q) ids = %v, want %v", ps, tt.query, ids, tt.ids)
-			}
-			if want := strings.ReplaceAll(tt.tree, "|", "\n") + "\n"; dump(c) != want {
-				t.Errorf("ps %d: after Match(%q) tree =\n%swant\n%s", ps, tt.query, dump(c), want)
-			}
-			if got, want := countsOf(c), (counts{free: 12, cached: 4, evictable: 4, nodes: tt.nodes}); got != want {
-				t.Errorf("ps %d: after Match(%q) counts = %+v, want %+v", ps, tt.query, got, want)
-			}
-			// The returned node ends at the last matched page: locking it protects exactly the match.
-			if (node == c.root) != (len(tt.ids) == 0) {
-				t.Errorf("ps %d: Match(%q) node is root: %v", ps, tt.query, node == c.root)
-			}
-			c.Lock(node)
-			check(t, c)
-			if c.ProtectedPages() != len(tt.ids) || c.EvictablePages() != 4-len(tt.ids) {
-				t.Errorf("ps %d: after locking Match(%q): protected %d evictable %d, want %d %d",
-					ps, tt.query, c.ProtectedPages(), c.EvictablePages(), len(tt.ids), 4-len(tt.ids))
+		for _, byLen := range []bool{false, true} {
+			for _, tt := range tests {
+				c := newCache(t, ps, 16)
+				insertNew(t, c, seq(ps, "abcd"))
+				name := "Match"
+				var node *Node
+				if byLen {
+					name = "MatchLen"
+					var matched int
+					matched, node = c.MatchLen(seq(ps, tt.query))
+					if matched != len(tt.ids) {
+						t.Errorf("ps %d: MatchLen(%q) = %d, want %d", ps, tt.query, matched, len(tt.ids))
+					}
+				} else {
+					var ids []PageID
+					ids, node = c.Match(seq(ps, tt.query), nil)
+					if !slices.Equal(ids, tt.ids) {
+						t.Errorf("ps %d: Match(%q) ids = %v, want %v", ps, tt.query, ids, tt.ids)
+					}
+				}
+				check(t, c)
+				if want := strings.ReplaceAll(tt.tree, "|", "\n") + "\n"; dump(c) != want {
+					t.Errorf("ps %d: after %s(%q) tree =\n%swant\n%s", ps, name, tt.query, dump(c), want)
+				}
+				if got, want := countsOf(c), (counts{free: 12, cached: 4, evictable: 4, nodes: tt.nodes}); got != want {
+					t.Errorf("ps %d: after %s(%q) counts = %+v, want %+v", ps, name, tt.query, got, want)
+				}
+				// The returned node ends at the last matched page: locking it protects exactly the match.
+				if (node == c.root) != (len(tt.ids) == 0) {
+					t.Errorf("ps %d: %s(%q) node is root: %v", ps, name, tt.query, node == c.root)
+				}
+				c.Lock(node)
+				check(t, c)
+				if c.ProtectedPages() != len(tt.ids) || c.EvictablePages() != 4-len(tt.ids) {
+					t.Errorf("ps %d: after locking %s(%q): protected %d evictable %d, want %d %d",
+						ps, name, tt.query, c.ProtectedPages(), c.EvictablePages(), len(tt.ids), 4-len(tt.ids))
+				}
 			}
 		}
 	}

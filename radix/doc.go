@@ -17,8 +17,9 @@
 // Start reading at Cache.Match. For each request:
 //
 //  1. Admission: ids, node := Match(seq.Blocks(), nil); Lock(node). The ids are the request's cached
-//     prefix, owned by the tree. Alloc the rest of its pages (Evict first when FreePages is short);
-//     pages from Alloc are private to the request.
+//     prefix, owned by the tree (MatchLen counts them without listing them, for a caller that needs only
+//     how many). Alloc the rest of its pages (Evict first when FreePages is short); pages from Alloc are
+//     private to the request.
 //  2. When a chunk of its prompt is computed (or decoding fills a page), Extend(node, blocks[locked:full],
 //     table[locked:full]) caches the new full pages below the request's node, frees its duplicates and
 //     returns the new deepest node: Lock it, Unlock the old one. Equivalently, from the root: present :=

@@ -117,8 +117,9 @@ func (s *Scheduler) prompt(r *request) {
 		return
 	}
 	s.buffers(r)
-	// Room for its output too (up to the clip, and no more than its prompt, as pageList): a decode step
-	// appends its token to the same sequence, which would otherwise grow by copying the whole prompt.
+	// Room for its output too (up to the clip, and no more than its prompt, as pageList without prefix
+	// caching): a decode step appends its token to the same sequence, which would otherwise grow by
+	// copying the whole prompt.
 	r.Seq.Grow(r.SrcLen + min(r.MaxTokens, s.opt.ClipMaxNewTokens, r.SrcLen))
 	r.MakePrompt("sglang")
 }
@@ -144,7 +145,6 @@ type Scheduler struct {
 
 	private int // pages held privately by requests
 
-	hits []radix.PageID
 	seen map[uint64]bool // LPM in-batch prefixes
 
 	// Buffers of finished requests, for the next prompts made.
@@ -229,15 +229,15 @@ func (s *Scheduler) room(req *request, maxTokens int) (cached int, ok bool) {
 		return 0, false
 	}
 	var node *radix.Node
-	s.hits = s.hits[:0]
+	hits := 0
 	if s.opt.PrefixCaching {
 		// Only the pages before the last prompt token, which the first decode step recomputes: with
 		// one-token pages the last one would be shared from the tree, and Activate frees it.
 		blocks := req.Seq.Blocks()
-		s.hits, node = s.cache.Match(blocks[:min(len(blocks), s.pagesFor(req.Seq.Len()-1))], s.hits)
+		hits, node = s.cache.MatchLen(blocks[:min(len(blocks), s.pagesFor(req.Seq.Len()-1))])
 		s.cache.Lock(node)
 	}
-	need := s.pagesFor(req.Seq.Len()) - len(s.hits)
+	need := s.pagesFor(req.Seq.Len()) - hits
 	if !s.reserve(need) {
 		if node != nil {
 			s.cache.Unlock(node)
@@ -247,10 +247,10 @@ func (s *Scheduler) room(req *request, maxTokens int) (cached int, ok bool) {
 	req.order = s.arrived
 	s.arrived++
 	req.pages = s.pageList(req, need)
-	req.locked, req.node = len(s.hits), node
+	req.locked, req.node = hits, node
 	req.pages, _ = s.cache.Alloc(need, req.pages)
 	s.private += need
-	return len(s.hits) * s.opt.PageSize, true
+	return hits * s.opt.PageSize, true
 }
 
 // preallocatable reports whether a decode worker takes a prompt of prompt tokens and up to maxNew
@@ -483,8 +483,8 @@ func (s *Scheduler) order() {
 		s.prompt(r)
 		r.match, r.demote = 0, false
 		if s.opt.PrefixCaching {
-			s.hits, _ = s.cache.Match(r.Seq.Blocks(), s.hits[:0])
-			r.match = len(s.hits) * s.opt.PageSize
+			hits, _ := s.cache.MatchLen(r.Seq.Blocks())
+			r.match = hits * s.opt.PageSize
 		}
 		// A short tree match whose first tokens another waiting request already has: let that one compute
 		// them, so this one hits the cache later (SGLang's in-batch prefix caching).
@@ -535,9 +535,9 @@ func (s *Scheduler) admit() bool {
 	add := func(r *request, first bool) (ok, goOn bool) {
 		prefix := r.Computed
 		var node *radix.Node
+		hits := 0
 		if first {
 			s.prompt(r)
-			s.hits = s.hits[:0]
 			if s.opt.PrefixCaching {
 				// Match at most len−1 tokens: the last one is recomputed for its logits; with speculative
 				// decoding one more page, whose hidden states the draft head needs (reference §4).
@@ -545,12 +545,12 @@ func (s *Scheduler) admit() bool {
 				if s.opt.Spec.Tokens > 0 {
 					n = max(n-1, 0)
 				}
-				s.hits, node = s.cache.Match(r.Seq.Blocks()[:n], s.hits)
-				if started, wait := s.onboard(r, node, n); started || wait {
+				hits, node = s.cache.MatchLen(r.Seq.Blocks()[:n])
+				if started, wait := s.onboard(r, node, hits, n); started || wait {
 					return started, started
 				}
 			}
-			prefix = len(s.hits) * page
+			prefix = hits * page
 		}
 		extend := r.Seq.Len() - prefix
 		chunk := extend
@@ -574,7 +574,7 @@ func (s *Scheduler) admit() bool {
 		if node != nil {
 			s.cache.Lock(node) // before evicting, so the eviction cannot take the prefix
 		}
-		need := s.pagesFor(prefix+chunk) - len(s.hits)
+		need := s.pagesFor(prefix+chunk) - hits
 		if !first {
 			need = s.pagesFor(prefix+chunk) - r.held()
 		}
@@ -587,7 +587,7 @@ func (s *Scheduler) admit() bool {
 		}
 		if first {
 			r.pages = s.pageList(r, need)
-			r.locked, r.node = len(s.hits), node
+			r.locked, r.node = hits, node
 			r.Computed = prefix
 			s.book.Admit(&r.Request, prefix)
 		}

@@ -15,15 +15,14 @@ func (s *Scheduler) SetNow(now time.Duration) {
 	}
 }
 
-// onboard starts loading back the pages of r's prompt (at the front of the queue) that follow its tree
-// hits (s.hits, under node) and that a lower tier holds, up to limit pages in all, as HiCache's
-// init_load_back does before the prefill can use them: r locks its hits, takes fresh pages for the
-// copies and waits outside the queue while others run (see loaded). It reports whether the load started
+// onboard starts loading back the pages of r's prompt (at the front of the queue) that follow its hits
+// pages matched in the tree (ending at node) and that a lower tier holds, up to limit pages in all, as
+// HiCache's init_load_back does before the prefill can use them: r locks its hits, takes fresh pages for
+// the copies and waits outside the queue while others run (see loaded). It reports whether the load started
 // (r left the queue) and, if not, whether r can be admitted as usual (nothing to load) or must wait at
 // the front (the pool cannot hold the copies now).
-func (s *Scheduler) onboard(r *request, node *radix.Node, limit int) (started, wait bool) {
+func (s *Scheduler) onboard(r *request, node *radix.Node, hits, limit int) (started, wait bool) {
 	t := s.cache.Tiers()
-	hits := len(s.hits)
 	if t == nil || limit <= hits {
 		return false, false
 	}
