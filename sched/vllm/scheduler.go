@@ -235,10 +235,7 @@ func (s *Scheduler) room(req *request, maxTokens int) (cached int, ok bool) {
 // promised is the blocks the requests holding KV may still claim (GuaranteedNoEvict): running ones,
 // activated transfers waiting, and reservations.
 func (s *Scheduler) promised() int {
-	n := 0
-	for _, r := range s.running {
-		n += s.need(r) - len(r.table)
-	}
+	n := s.claims()
 	for i := 0; s.waiting.transfers > 0 && i < s.waiting.len(); i++ {
 		if r := s.waiting.at(i); len(r.table) > 0 {
 			n += s.need(r) - len(r.table)
@@ -420,33 +417,64 @@ func (s *Scheduler) admitsNone() bool {
 // lengthen it), and the pass's blocks are counted as allocated. Whether the blocks of its chunk can be
 // allocated is not such a reason: evicting its inactive hits frees room.
 func (s *Scheduler) headBlocked(head *request, fresh int) bool {
-	bs := s.opt.BlockSize
-	length := head.Seq.Len()
 	var activeHits int
 	s.hits, activeHits = s.pool.Match(head.Seq.Blocks(), s.hits[:0])
-	hits := len(s.hits)
+	// The pass's fresh blocks count as taken: beside the active ones, or under GuaranteedNoEvict within the
+	// running requests' claims, which hold them already.
+	claimed := fresh
+	if s.opt.Capacity == GuaranteedNoEvict {
+		claimed = s.claims()
+	}
+	budget := math.MaxInt
+	if s.opt.MaxBatchedTokens > 0 {
+		budget = s.opt.MaxBatchedTokens - len(s.running) // each running request decodes one token
+	}
+	_, noRoom, overBudget := s.gate(head, activeHits, claimed, budget)
+	return noRoom || overBudget
+}
+
+// claims is the blocks the running requests may still claim (GuaranteedNoEvict: their whole output).
+func (s *Scheduler) claims() int {
+	n := 0
+	for _, r := range s.running {
+		n += s.need(r) - len(r.table)
+	}
+	return n
+}
+
+// gate is the arithmetic of admitting r, whose prompt the pool matched in s.hits (activeHits of them
+// active), with claimed blocks spoken for beside the active ones and budget tokens left in the pass: the
+// cached blocks it reuses (hits), and whether it cannot start for lack of room (noRoom) or, without
+// chunked prefill, of budget (overBudget). admitFIFO and headBlocked both ask it, so a decode pass
+// predicts the admission it stands for.
+func (s *Scheduler) gate(r *request, activeHits, claimed, budget int) (hits int, noRoom, overBudget bool) {
+	bs := s.opt.BlockSize
+	length := r.Seq.Len()
+	hits = len(s.hits)
 	if hits*bs >= length {
+		// Everything is cached: recompute the last block to get logits.
 		hits = (length - 1) / bs
+	}
+	if s.opt.Spec.Tokens > 0 && hits > 0 {
+		// The draft head needs the hidden states of the last block too (reference §4).
+		hits--
 	}
 	for _, id := range s.hits[hits:] {
 		if s.pool.Referenced(id) {
 			activeHits--
 		}
 	}
+	// The whole prompt (GuaranteedNoEvict: the whole request; ChunkFit: only the chunk, which the caller
+	// allocates) must fit beside the active blocks and the claims; active prefix blocks are shared for free.
 	if s.opt.Capacity != ChunkFit {
-		want, reserved := s.blocksFor(length), 0
+		want := s.blocksFor(length)
 		if s.opt.Capacity == GuaranteedNoEvict {
-			want = s.need(head)
-			for _, r := range s.running {
-				reserved += s.need(r) - len(r.table)
-			}
-			reserved -= fresh // the pass's blocks leave the reservations for the active ones
+			want = s.need(r)
 		}
-		if want-activeHits > s.pool.Capacity()-s.pool.Active()-fresh-reserved {
-			return true
-		}
+		noRoom = want-activeHits > s.pool.Capacity()-s.pool.Active()-claimed
 	}
-	return !s.opt.ChunkedPrefill && s.opt.MaxBatchedTokens > 0 && length-hits*bs > s.opt.MaxBatchedTokens-len(s.running)
+	overBudget = !s.opt.ChunkedPrefill && length-hits*bs > budget
+	return hits, noRoom, overBudget
 }
 
 // PlainBatch fills b with the next pass when PlainDecode or DecodePass holds, without applying it.
@@ -565,12 +593,10 @@ func (s *Scheduler) admitWaiting(budget *int) {
 // behind for lack of room.
 func (s *Scheduler) admitFIFO(budget *int) bool {
 	bs := s.opt.BlockSize
-	// GuaranteedNoEvict: blocks the running requests may still claim.
-	reserved := 0
+	// GuaranteedNoEvict: blocks the running requests, and those admitted below, may still claim.
+	claimed := 0
 	if s.opt.Capacity == GuaranteedNoEvict {
-		for _, r := range s.running {
-			reserved += s.need(r) - len(r.table)
-		}
+		claimed = s.claims()
 	}
 	s.passLoRAs = s.passLoRAs[:0]
 	for _, r := range s.book.Scheduled {
@@ -603,34 +629,15 @@ func (s *Scheduler) admitFIFO(budget *int) bool {
 				return false
 			}
 		}
-		hits := len(s.hits)
-		if hits*bs >= length {
-			// Everything is cached: recompute the last block to get logits.
-			hits = (length - 1) / bs
-		}
-		if s.opt.Spec.Tokens > 0 && hits > 0 {
-			// The draft head needs the hidden states of the last block too (reference §4).
-			hits--
-		}
-		for _, id := range s.hits[hits:] {
-			if s.pool.Referenced(id) {
-				activeHits--
-			}
-		}
-		// The whole prompt (GuaranteedNoEvict: the whole request; ChunkFit: only the chunk, below) must
-		// fit beside the active blocks and the reservations; active prefix blocks are shared for free.
-		want := s.blocksFor(length)
-		if s.opt.Capacity == GuaranteedNoEvict {
-			want = s.need(r)
-		}
-		if s.opt.Capacity != ChunkFit && want-activeHits > s.pool.Capacity()-s.pool.Active()-reserved {
+		hits, noRoom, overBudget := s.gate(r, activeHits, claimed, *budget)
+		if noRoom {
 			return false
+		}
+		if overBudget {
+			return true // the budget, not the room
 		}
 		cached := hits * bs
 		remaining := length - cached
-		if !s.opt.ChunkedPrefill && remaining > *budget {
-			return true // the budget, not the room
-		}
 		n := min(remaining, *budget)
 		fresh := s.blocksFor(cached+n) - hits
 		if !s.pool.CanAllocate(s.hits[:hits], fresh) {
@@ -646,7 +653,7 @@ func (s *Scheduler) admitFIFO(budget *int) bool {
 		s.book.Admit(&r.Request, cached)
 		s.schedule(r, n, 0, budget) // cannot fail: CanAllocate checked the fresh blocks
 		if s.opt.Capacity == GuaranteedNoEvict {
-			reserved += s.need(r) - len(r.table)
+			claimed += s.need(r) - len(r.table)
 		}
 	}
 	return true

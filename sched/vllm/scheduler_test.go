@@ -511,3 +511,48 @@ func TestCancelDisaggregated(t *testing.T) {
 		t.Fatalf("after cancelling everything: %+v; want 0 active, 4 inactive blocks", m)
 	}
 }
+
+// TestDecodePassAgreesWithAdmission puts a request behind one that decodes into a fresh block (request 1:
+// an 8-token prompt computed, its next token starts a third block of a 6-block pool, so 3 blocks stay
+// free) and checks DecodePass's prediction, worked out by hand, and that Step then admits the request
+// exactly when DecodePass said it might.
+func TestDecodePassAgreesWithAdmission(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		opts    func(*Options)
+		prompt  []uint32
+		max     int
+		blocked bool
+	}{
+		{"prompt over the free blocks", nil, schedtest.Prompt(100, 16), 4, true},                                                // 4 > 3
+		{"prompt within the free blocks", nil, schedtest.Prompt(100, 12), 4, false},                                             // 3 <= 3
+		{"active prefix shared", nil, append(schedtest.Prompt(0, 8), schedtest.Prompt(100, 8)...), 4, false},                    // 4 - 2 active <= 3
+		{"whole request over the room", func(o *Options) { o.Capacity = GuaranteedNoEvict }, schedtest.Prompt(100, 8), 8, true}, // 4 > 6 - 2 - 1 claimed
+		{"whole request within the room", func(o *Options) { o.Capacity = GuaranteedNoEvict }, schedtest.Prompt(100, 4), 4, false},
+		{"chunk only", func(o *Options) { o.Capacity = ChunkFit }, schedtest.Prompt(100, 16), 4, false},
+		// Without chunked prefill a request's prompt and output fit the budget (Enqueue): 16 tokens here,
+		// 15 left by request 1's decode, and 7 free blocks in a pool of 10.
+		{"budget too small", noChunks, schedtest.Prompt(100, 16), 0, true},
+		{"budget enough", noChunks, schedtest.Prompt(100, 15), 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := refOpts()
+			if c.opts != nil {
+				c.opts(&o)
+			}
+			h := newHarness(t, o)
+			h.Enqueue(1, schedtest.Prompt(0, 8), 4)
+			h.Step()
+			h.Enqueue(2, c.prompt, c.max)
+			if got := h.S.DecodePass(); got != c.blocked {
+				t.Fatalf("DecodePass %v, want %v", got, c.blocked)
+			}
+			p := h.Step()
+			if admitted := schedtest.Admitted(p); len(admitted) == 0 != c.blocked {
+				t.Fatalf("Step admitted %v after DecodePass said %v", admitted, c.blocked)
+			}
+		})
+	}
+}
+
+func noChunks(o *Options) { o.ChunkedPrefill, o.MaxBatchedTokens, o.NumBlocks = false, 16, 10 }
