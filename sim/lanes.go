@@ -245,8 +245,6 @@ func (r *runner) replay(w *worker) error {
 	r.lanes.wait(l)
 	l.active = false
 	r.lanes.outstanding--
-	now := r.now
-	defer func() { r.now = now }()
 	for i := range l.items {
 		it := &l.items[i]
 		switch it.kind {

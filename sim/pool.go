@@ -211,8 +211,6 @@ func (r *runner) lookahead() (bound time.Duration, ok bool) {
 // other pass at once and starts the next, until a pass ends at or after bound: that one's end goes through
 // the heap.
 func (r *runner) run(w *worker, bound time.Duration, ahead bool) error {
-	now := r.now
-	defer func() { r.now = now }()
 	return r.advance(w, r.now, bound, ahead, r)
 }
 
@@ -306,45 +304,46 @@ func (r *runner) coastDone(w *worker, start time.Duration, run *engine.Run, m []
 
 // publishRun publishes the KV events of w's coasted passes, each pass's at its start or at its end (atEnd).
 func (r *runner) publishRun(w *worker, start time.Duration, run *engine.Run) {
-	now := r.now
 	from, last := 0, -1
 	for _, em := range run.Emitted {
 		if em.Pass != last { // a pass's ranks' entries are consecutive
 			r.crossed++
 			last = em.Pass
 		}
+		at := start
 		switch {
 		case w.pool.atEnd:
-			r.now = run.Ends[em.Pass]
+			at = run.Ends[em.Pass]
 		case em.Pass > 0:
-			r.now = run.Ends[em.Pass-1]
-		default:
-			r.now = start
+			at = run.Ends[em.Pass-1]
 		}
-		r.publishKV(w.pool, router.Target{Worker: w.id, Rank: em.Rank}, run.Events[from:em.End])
+		r.publishKV(w.pool, router.Target{Worker: w.id, Rank: em.Rank}, run.Events[from:em.End], at)
 		from = em.End
 	}
-	r.now = now
 }
 
 // passBegun starts w's pass, whose end the heap will deliver.
 func (r *runner) passBegun(w *worker, pass *engine.Pass, m []sched.Metrics) {
-	r.now = pass.Start
 	r.step(w, pass, m)
 	r.timeline.push(event{at: pass.End, phase: phasePassEnd, key: w.serial, w: w, epoch: w.epoch})
 }
 
-// passDone starts w's pass and delivers it at its end.
+// passDone starts w's pass and delivers it at its end, ahead of the heap: the runner's clock reads the
+// pass's end while delivered runs, as when the heap delivers a pass end (its tokens, completions, the
+// sessions' next turns and the router's queue all take their time from it), and goes back after, for the
+// next worker's pass to start from.
 func (r *runner) passDone(w *worker, pass *engine.Pass, m []sched.Metrics, check error) error {
-	r.now = pass.Start
 	r.step(w, pass, m)
+	now := r.now
 	r.now = pass.End
 	r.ahead++
-	return r.delivered(w, check)
+	err := r.delivered(w, check)
+	r.now = now
+	return err
 }
 
-// step applies the start of w's pass: admissions, KV events seen at pass start, planner samples, the
-// observer.
+// step applies the start of w's pass, at pass.Start: admissions, KV events seen at pass start, planner
+// samples, the observer.
 func (r *runner) step(w *worker, pass *engine.Pass, m []sched.Metrics) {
 	p := w.pool
 	r.passes++
@@ -355,11 +354,11 @@ func (r *runner) step(w *worker, pass *engine.Pass, m []sched.Metrics) {
 			if req := r.req(a.ID); req != nil && !req.admitted {
 				// Only the first admission counts: a decode worker's, or a resumed one, does not.
 				req.admitted, req.cached = true, a.Cached
-				r.col.Admitted(int(a.ID), r.now, a.Cached)
+				r.col.Admitted(int(a.ID), pass.Start, a.Cached)
 			}
 		}
 		if !p.atEnd {
-			r.publishKV(p, router.Target{Worker: w.id, Rank: rp.Rank}, rp.Events)
+			r.publishKV(p, router.Target{Worker: w.id, Rank: rp.Rank}, rp.Events, pass.Start)
 		}
 		if r.planner != nil {
 			w.samples[rp.Rank] = append(w.samples[rp.Rank], planner.PassSample{FPM: rp.FPM, Wall: pass.End - pass.Start})
@@ -372,13 +371,14 @@ func (r *runner) step(w *worker, pass *engine.Pass, m []sched.Metrics) {
 	}
 }
 
-// publishKV hands a worker's KV events to its pool's router, now or after the configured delay.
-func (r *runner) publishKV(p *pool, t router.Target, evs []kvcache.Event) {
+// publishKV hands a worker's KV events, emitted at at, to its pool's router: at once, or after the
+// configured delay.
+func (r *runner) publishKV(p *pool, t router.Target, evs []kvcache.Event, at time.Duration) {
 	if len(evs) == 0 || p.name == "decode" {
 		return // decode workers publish no KV events (reference §8)
 	}
 	if r.o.RouterEventDelay <= 0 {
-		r.applyKV(p, t, p.workers[t.Worker].epoch, evs)
+		r.applyKV(p, t, p.workers[t.Worker].epoch, evs, at)
 		return
 	}
 	// The pass's buffers are reused by the engine: keep a copy until the events are due.
@@ -388,7 +388,7 @@ func (r *runner) publishKV(p *pool, t router.Target, evs []kvcache.Event) {
 		held[i].Blocks = slices.Clone(ev.Blocks)
 		held[i].Hashes = slices.Clone(ev.Hashes)
 	}
-	r.timeline.push(event{at: r.now + r.o.RouterEventDelay, phase: phaseKVEvents, key: r.nextKV(),
+	r.timeline.push(event{at: at + r.o.RouterEventDelay, phase: phaseKVEvents, key: r.nextKV(),
 		kv: &delayedEvents{pool: p, epoch: p.workers[t.Worker].epoch, target: t, events: held}})
 }
 
@@ -397,13 +397,14 @@ func (r *runner) nextKV() uint64 {
 	return r.serial
 }
 
-func (r *runner) applyKV(p *pool, t router.Target, epoch uint32, evs []kvcache.Event) {
+// applyKV hands KV events to the router at at, unless their worker has gone or failed since.
+func (r *runner) applyKV(p *pool, t router.Target, epoch uint32, evs []kvcache.Event, at time.Duration) {
 	if w := p.workers[t.Worker]; w.state == gone || w.state == failed || w.epoch != epoch {
 		return
 	}
 	for _, ev := range evs {
 		if r.o.heard != nil {
-			r.o.heard(p, t, epoch, r.now, ev)
+			r.o.heard(p, t, epoch, at, ev)
 		}
 		p.router.Apply(t, ev)
 	}
@@ -438,7 +439,7 @@ func (r *runner) delivered(w *worker, check error) error {
 	w.pass = nil
 	for _, rp := range pass.Ranks {
 		if p.atEnd {
-			r.publishKV(p, router.Target{Worker: w.id, Rank: rp.Rank}, rp.Events)
+			r.publishKV(p, router.Target{Worker: w.id, Rank: rp.Rank}, rp.Events, r.now)
 		}
 		for _, out := range rp.Outputs {
 			req := r.req(out.ID)

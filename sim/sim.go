@@ -451,7 +451,7 @@ func (r *runner) loop() error {
 		case phaseArrival:
 			err = r.arrive(ev.sess)
 		case phaseKVEvents:
-			r.applyKV(ev.kv.pool, ev.kv.target, ev.kv.epoch, ev.kv.events)
+			r.applyKV(ev.kv.pool, ev.kv.target, ev.kv.epoch, ev.kv.events, ev.at)
 		case phasePlanner:
 			err = r.plannerTick()
 		}
