@@ -102,7 +102,8 @@ type Scheduler interface {
 	Waiting() int // Metrics().Waiting, cheaply: a live server reads it on every request
 	CheckInvariants() error
 
-	// Plain decode passes (the engine's Coast).
+	// Plain decode passes (the engine's Coast): PlainBatch and PlainStep describe and apply the pass the
+	// last PlainDecode found.
 	PlainDecode() bool
 	PlainBatch(*timing.Batch)
 	PlainStep([]Sample) []Sample

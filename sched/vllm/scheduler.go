@@ -104,6 +104,7 @@ type request struct {
 	committed  int  // leading blocks of table that are cached
 	prefilling bool // since its (re)admission the request has not yet sampled
 	inPass     bool // scheduled in the current pass (its Pass fields are set)
+	grows      bool // its next token starts a block (decoding's finding, for PlainStep)
 }
 
 // prompt makes the prompt of a request that holds only its source. A waiting request keeps its source
@@ -144,6 +145,8 @@ type Scheduler struct {
 	loraLoads           int64
 
 	tier book.Loads[*request] // requests onboarding their prefix from a lower KV tier (tier.go)
+
+	decodeFresh int // blocks allocated by the decode pass decoding last found (for PlainBatch)
 }
 
 // New returns an idle scheduler with an empty pool.
@@ -375,7 +378,8 @@ func (s *Scheduler) DecodePass() bool {
 // finishing, with its adapter loaded, and how many of them start a block with it (fresh) and complete one
 // (full). With head (the front of the queue), no completed block may be one of head's prompt blocks (at
 // the same place in its sequence, where alone its hash can be): it could lengthen head's cached prefix, or
-// make a block of it active, before the pass's admission looks.
+// make a block of it active, before the pass's admission looks. It marks the requests that start a block
+// (grows) and keeps their count (s.decodeFresh): PlainBatch and PlainStep read them rather than count again.
 func (s *Scheduler) decoding(head *request) (fresh, full int, ok bool) {
 	if len(s.running) == 0 || s.tier.Len() > 0 || !s.book.Plain() ||
 		s.opt.MaxBatchedTokens > 0 && len(s.running) > s.opt.MaxBatchedTokens {
@@ -390,7 +394,7 @@ func (s *Scheduler) decoding(head *request) (fresh, full int, ok bool) {
 			return 0, 0, false // a prompt token, the last token, or an adapter to load first
 		}
 		next := r.Computed + 1
-		if s.blocksFor(next) > len(r.table) {
+		if r.grows = s.blocksFor(next) > len(r.table); r.grows {
 			fresh++
 		}
 		if s.fullBlocks(next) > r.committed {
@@ -400,6 +404,7 @@ func (s *Scheduler) decoding(head *request) (fresh, full int, ok bool) {
 			}
 		}
 	}
+	s.decodeFresh = fresh
 	return fresh, full, true
 }
 
@@ -477,27 +482,26 @@ func (s *Scheduler) gate(r *request, activeHits, claimed, budget int) (hits int,
 	return hits, noRoom, overBudget
 }
 
-// PlainBatch fills b with the next pass when PlainDecode or DecodePass holds, without applying it.
+// PlainBatch fills b with the next pass when PlainDecode or DecodePass, called last, holds, without
+// applying it.
 func (s *Scheduler) PlainBatch(b *timing.Batch) {
 	b.Seqs = b.Seqs[:0]
-	fresh := 0
 	for _, r := range s.running {
 		b.Seqs = append(b.Seqs, r.PlainSeq())
-		if s.blocksFor(r.Computed+1) > len(r.table) {
-			fresh++
-		}
 	}
-	// Step's batch counts the blocks the pass allocates.
-	b.ActiveKVTokens = (s.pool.Active() + fresh) * s.opt.BlockSize
+	// Step's batch counts the blocks the pass allocates. (Coast's timing models that price a batch, not
+	// its counts alone, read it: timing.Polynomial, the profile's planner model.)
+	b.ActiveKVTokens = (s.pool.Active() + s.decodeFresh) * s.opt.BlockSize
 	b.TotalKVTokens = s.pool.Capacity() * s.opt.BlockSize
 }
 
-// PlainStep applies the pass PlainBatch described, as Step would, appending to dst each running request's
-// id and sampled token, in running order, and returns dst. A decode pass's blocks are allocated and
-// committed in that order too, as Step schedules them; TakeEvents then has its KV events.
+// PlainStep applies the pass that PlainDecode or DecodePass, called last, found, as Step would, appending
+// to dst each running request's id and sampled token, in running order, and returns dst. A decode pass's
+// blocks are allocated and committed in that order too, as Step schedules them; TakeEvents then has its KV
+// events.
 func (s *Scheduler) PlainStep(dst []sched.Sample) []sched.Sample {
 	for _, r := range s.running {
-		if s.blocksFor(r.Computed+1) > len(r.table) {
+		if r.grows {
 			r.table = s.pool.Allocate(r.table, 1)
 		}
 		if r.LoRA != "" {
