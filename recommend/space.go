@@ -169,6 +169,27 @@ func (sp *Space) tpPairs() []tpPair {
 	return pairs
 }
 
+// layouts are s laid out in mode: aggregated at each of the space's TPs, or disaggregated at each of
+// ratios with each pair of TPs (tpPairs).
+func (sp *Space) layouts(s Shape, mode string, ratios []Ratio) []Shape {
+	var list []Shape
+	if mode == "agg" {
+		for _, tp := range sp.TP {
+			s.TP = tp
+			list = append(list, s)
+		}
+		return list
+	}
+	s.Disagg = true
+	for _, r := range ratios {
+		for _, pr := range sp.tpPairs() {
+			s.ratio, s.Ratio, s.PrefillTP, s.DecodeTP = r, r.String(), pr.p, pr.d
+			list = append(list, s)
+		}
+	}
+	return list
+}
+
 // Deployable is nil when c (deployed on its backend) is valid on some deployment the space makes of it,
 // at a TP of the space's lists, else the first one's error: a setting no shape can take is refused once,
 // before the search, by name, and one the TP decides (--decode-ep 8 with --decode-tp-list 8) is judged at
@@ -179,17 +200,10 @@ func (sp *Space) Deployable(c *config.Config) error {
 	s := Shape{Backend: c.Backend, EP: c.EP, MaxNumSeqs: c.MaxNumSeqs, MaxNumBatchedTokens: c.MaxNumBatchedTokens, Router: c.Router}
 	var list []Shape
 	if slices.Contains(sp.Modes, "agg") && !pooled {
-		for _, tp := range sp.TP {
-			s.TP = tp
-			list = append(list, s)
-		}
+		list = sp.layouts(s, "agg", nil)
 	}
 	if slices.Contains(sp.Modes, "disagg") {
-		s.Disagg, s.ratio, s.TP = true, Ratio{1, 1}, 0
-		for _, pr := range sp.tpPairs() {
-			s.PrefillTP, s.DecodeTP = pr.p, pr.d
-			list = append(list, s)
-		}
+		list = append(list, sp.layouts(s, "disagg", []Ratio{{1, 1}})...)
 	}
 	if pooled && len(list) == 0 {
 		return fmt.Errorf("the pools' own settings apply to disaggregated shapes, and --modes %s has none", strings.Join(sp.Modes, ","))
@@ -223,7 +237,6 @@ func (sp *Space) shapes(base *config.Config) (shapes []Shape, refused []string, 
 			return nil, nil, fmt.Errorf("search space: %s: empty list", l.name)
 		}
 	}
-	pairs := sp.tpPairs()
 	for _, mode := range sp.Modes {
 		if mode != "agg" && mode != "disagg" {
 			return nil, nil, fmt.Errorf("mode %q: want agg or disagg", mode)
@@ -239,22 +252,7 @@ func (sp *Space) shapes(base *config.Config) (shapes []Shape, refused []string, 
 					for _, mbt := range sp.MaxNumBatchedTokens {
 						for _, rt := range sp.Routers {
 							s := Shape{Backend: backend, EP: ep, MaxNumSeqs: seqs, MaxNumBatchedTokens: mbt, Router: rt}
-							var list []Shape
-							if mode == "agg" {
-								for _, tp := range sp.TP {
-									s.TP = tp
-									list = append(list, s)
-								}
-							} else {
-								s.Disagg = true
-								for _, r := range sp.Ratios {
-									for _, pr := range pairs {
-										s.ratio, s.Ratio, s.PrefillTP, s.DecodeTP = r, r.String(), pr.p, pr.d
-										list = append(list, s)
-									}
-								}
-							}
-							for _, s := range list {
+							for _, s := range sp.layouts(s, mode, sp.Ratios) {
 								lo, hi := s.scales(sp.MinWorkers, sp.MaxWorkers)
 								cfg := s.config(base, lo)
 								s.setPools(&cfg)
