@@ -194,23 +194,37 @@ func (sp *Space) layouts(s Shape, mode string, ratios []Ratio) []Shape {
 // at a TP of the space's lists, else the first one's error: a setting no shape can take is refused once,
 // before the search, by name, and one the TP decides (--decode-ep 8 with --decode-tp-list 8) is judged at
 // the TPs the shapes run. With pools' own settings, which only disaggregated shapes read, the deployment
-// must be disaggregated.
+// must be disaggregated; where both pools run their own --timing, the shared model's own settings
+// (--profile) are for the aggregated shapes to read, if the space has any.
 func (sp *Space) Deployable(c *config.Config) error {
 	pooled := len(c.Prefill.Keys())+len(c.Decode.Keys()) > 0
 	s := Shape{Backend: c.Backend, EP: c.EP, MaxNumSeqs: c.MaxNumSeqs, MaxNumBatchedTokens: c.MaxNumBatchedTokens, Router: c.Router}
-	var list []Shape
-	if slices.Contains(sp.Modes, "agg") && !pooled {
-		list = sp.layouts(s, "agg", nil)
+	var agg, disagg []Shape
+	if slices.Contains(sp.Modes, "agg") {
+		agg = sp.layouts(s, "agg", nil)
 	}
 	if slices.Contains(sp.Modes, "disagg") {
-		list = append(list, sp.layouts(s, "disagg", []Ratio{{1, 1}})...)
+		disagg = sp.layouts(s, "disagg", []Ratio{{1, 1}})
 	}
-	if pooled && len(list) == 0 {
+	if !pooled {
+		return validOnSome(c, append(agg, disagg...), Shape.deploy)
+	}
+	if len(disagg) == 0 {
 		return fmt.Errorf("the pools' own settings apply to disaggregated shapes, and --modes %s has none", strings.Join(sp.Modes, ","))
 	}
+	err := validOnSome(c, disagg, Shape.deploy)
+	if err != nil && len(agg) > 0 && validOnSome(c, agg, Shape.deploy) == nil && validOnSome(c, disagg, Shape.config) == nil {
+		return nil
+	}
+	return err
+}
+
+// validOnSome is nil when c deployed as one of shapes (by deploy or config) is valid, else the first
+// one's error (nil for no shapes: an empty list of the space is for shapes to name).
+func validOnSome(c *config.Config, shapes []Shape, as func(Shape, *config.Config, int) config.Config) error {
 	var first error
-	for _, s := range list {
-		cfg := s.config(c, 1)
+	for _, s := range shapes {
+		cfg := as(s, c, 1)
 		err := cfg.Validate()
 		if err == nil {
 			return nil
@@ -313,8 +327,16 @@ func (s *Shape) resolveAuto(o sim.Options) {
 	}
 }
 
-// config is the base configuration deployed as shape s at the given scale.
+// config is the base configuration deployed as shape s at the given scale (deploy), where a
+// disaggregated shape whose pools each run their own --timing is not refused for the shared model's own
+// settings (--profile): the space's aggregated shapes read them, or Deployable refused them.
 func (s Shape) config(base *config.Config, scale int) config.Config {
+	c := s.deploy(base, scale)
+	return c.WithoutUnreadTiming()
+}
+
+// deploy is the base configuration deployed as shape s at the given scale.
+func (s Shape) deploy(base *config.Config, scale int) config.Config {
 	c := base.OnBackend(s.Backend)
 	c.EP, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.Router = s.EP, s.MaxNumSeqs, s.MaxNumBatchedTokens, s.Router
 	if !s.Disagg {
