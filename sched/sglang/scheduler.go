@@ -11,7 +11,6 @@ import (
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/sched/internal/book"
 	"github.com/mocker-sim/mocker/timing"
-	"github.com/mocker-sim/mocker/tokens"
 )
 
 // Policy orders the waiting queue.
@@ -148,9 +147,8 @@ type Scheduler struct {
 	seen map[uint64]bool // LPM in-batch prefixes
 
 	// Buffers of finished requests, for the next prompts made.
-	seqs       book.Spares[*tokens.Sequence] // at most maxSpare
-	seqsBlocks int                           // the blocks the kept sequences have room for
-	pageLists  book.Spares[[]radix.PageID]   // at most maxSpare
+	seqs      book.SeqSpares              // at most maxSpare
+	pageLists book.Spares[[]radix.PageID] // at most maxSpare
 
 	// Disaggregation: a decode worker's requests whose KV has arrived, waiting for a running slot
 	// (SGLang's prebuilt queue, admitted up to max_running_requests).
@@ -303,13 +301,11 @@ func (s *Scheduler) Activate(id uint64) bool {
 
 // maxSparePages bounds the page list a finished request passes on to the next (64 KiB), and maxSpare the
 // sequences and page lists kept for the prompts to come: a pass makes about as many prompts as the last
-// one finished requests. Each kept sequence has room for the longest prompt it held (2 MiB for a 126k-token
-// prompt at page size 1), so the blocks they have room for are bounded too, by maxSpareSeqBlocks (2 MiB):
-// eight workers' spares held ~130 MiB of the conversation replay's peak at page size 1.
+// one finished requests. (The blocks the kept sequences have room for are bounded too, by
+// book.MaxSeqBlocks.)
 const (
-	maxSparePages     = 1 << 14
-	maxSpareSeqBlocks = 1 << 17
-	maxSpare          = 8
+	maxSparePages = 1 << 14
+	maxSpare      = 8
 )
 
 // newRequest returns an empty request with a sequence and a page list, or without them (to hold a source)
@@ -347,14 +343,11 @@ func (r *request) held() int { return r.locked + len(r.pages) }
 
 // freeBuffers moves r's sequence and page list to the free lists, for the next prompt made: a request
 // that waits as its source holds neither. Beyond maxSpare they are dropped, and so are a long page list
-// and a sequence that would take the spares past maxSpareSeqBlocks, rather than kept for every short
+// and a sequence that would take the spares past book.MaxSeqBlocks, rather than kept for every short
 // request after them.
 func (s *Scheduler) freeBuffers(r *request) {
 	if r.Seq != nil {
-		if c := cap(r.Seq.Blocks()); s.seqs.Len() < maxSpare && s.seqsBlocks+c <= maxSpareSeqBlocks {
-			s.seqs.Put(r.Seq)
-			s.seqsBlocks += c
-		}
+		s.seqs.Put(r.Seq)
 	}
 	if c := cap(r.pages); c > 0 && c <= maxSparePages {
 		s.pageLists.Put(r.pages[:0])
@@ -364,8 +357,7 @@ func (s *Scheduler) freeBuffers(r *request) {
 
 // buffers gives r an empty sequence and page list, reusing a finished request's.
 func (s *Scheduler) buffers(r *request) {
-	r.Seq = book.TakeSeq(&s.seqs, s.opt.PageSize)
-	s.seqsBlocks -= cap(r.Seq.Blocks())
+	r.Seq = s.seqs.Take(s.opt.PageSize)
 	r.pages = s.pageLists.Take()
 }
 
