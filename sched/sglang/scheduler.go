@@ -116,11 +116,18 @@ func (s *Scheduler) prompt(r *request) {
 		return
 	}
 	s.buffers(r)
-	// Room for its output too (up to the clip, and no more than its prompt, as pageList without prefix
-	// caching): a decode step appends its token to the same sequence, which would otherwise grow by
-	// copying the whole prompt.
-	r.Seq.Grow(r.SrcLen + min(r.MaxTokens, s.opt.ClipMaxNewTokens, r.SrcLen))
+	// Room for its output too: a decode step appends its token to the same sequence, which would
+	// otherwise grow by copying the whole prompt.
+	r.Seq.Grow(s.roomFor(r))
 	r.MakePrompt("sglang")
+}
+
+// roomFor is the tokens r's sequence and (without prefix caching) its page list make room for: those it
+// holds and its output to come, up to the clip and to as many tokens as its prompt has (no more than
+// appending would grow an array to, so a huge max_tokens reserves nothing huge).
+func (s *Scheduler) roomFor(r *request) int {
+	prompt := r.Length() - r.Generated // a resumed request's sequence holds its output so far
+	return r.Length() + min(r.MaxTokens-r.Generated, s.opt.ClipMaxNewTokens, prompt)
 }
 
 // Scheduler is an SGLang scheduler with its radix cache. It is not safe for concurrent use.
@@ -326,16 +333,14 @@ func (s *Scheduler) newRequest(bare bool) *request {
 
 // pageList returns r's page list emptied, with room for the need pages its admission allocates, and, with
 // prefix caching, a page more (its first decode step's): caching moves its pages to the tree as they fill.
-// Without it the list keeps every page, so it has room for its output too, up to the clip and to as many
-// tokens as the prompt has (no more than appending would grow the list to, so a huge max_tokens reserves
-// nothing huge). Its chunks and decode steps then append to one array, where growing it as they come
-// would copy a long prompt's list several times over.
+// Without it the list keeps every page, so it has room for its output too (roomFor). Its chunks and decode
+// steps then append to one array, where growing it as they come would copy a long prompt's list several
+// times over.
 func (s *Scheduler) pageList(r *request, need int) []radix.PageID {
 	if s.opt.PrefixCaching {
 		return slices.Grow(r.pages[:0], need+1)
 	}
-	prompt := r.Seq.Len() - r.Generated // a resumed request's sequence holds its output so far
-	return slices.Grow(r.pages[:0], s.pagesFor(r.Seq.Len()+min(r.MaxTokens-r.Generated, s.opt.ClipMaxNewTokens, prompt)))
+	return slices.Grow(r.pages[:0], s.pagesFor(s.roomFor(r)))
 }
 
 // held is the number of pages r holds: the tree's it has locked, and its private ones.
