@@ -1,7 +1,9 @@
 package config
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/mocker-sim/mocker/timing"
@@ -74,6 +76,38 @@ func TestDefaultTimingIsOpLevel(t *testing.T) {
 			if g, w := got.Cost(b), ref.Cost(b); g != w || w.Total() <= 0 {
 				t.Errorf("%s %s tp %d ep %d, %s pass: default timing %v, op-level model on the parquet database %v", tc.model, tc.backend, tc.tp, tc.ep, name, g, w)
 			}
+		}
+	}
+}
+
+// TestWithoutUnreadTiming: the shared timing model's own settings that no pool's passes read are no
+// longer given (the value stays), those a pool reads are, and so are a pool's own and an aggregated
+// deployment's, which Validate still refuses unread.
+func TestWithoutUnreadTiming(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	const pools = "prefill-workers: 1\ndecode-workers: 1\n"
+	for _, tc := range []struct {
+		body, want string
+		given      bool // profile is still given
+	}{
+		{"timing: profile\nprofile: h200-llama-3.1-8b-bf16\n" + pools + "prefill:\n  timing: polynomial\ndecode:\n  timing: polynomial\n", "", false},
+		{"timing: profile\nprofile: h200-llama-3.1-8b-bf16\n" + pools + "prefill:\n  timing: polynomial\n", "", true},
+		{pools + "prefill:\n  profile: h200-llama-3.1-8b-bf16\n",
+			"config " + path + " line 4: prefill-profile h200-llama-3.1-8b-bf16: applies to --timing profile, and the prefill passes are priced by --timing default", true},
+		{"timing: fixed\nprofile: h200-llama-3.1-8b-bf16\n",
+			"config " + path + " line 2: profile h200-llama-3.1-8b-bf16: applies to --timing profile, and the passes are priced by --timing fixed", true},
+	} {
+		os.WriteFile(path, []byte(tc.body), 0o644)
+		c := Default()
+		if err := c.Load(path); err != nil {
+			t.Fatal(err)
+		}
+		w := c.WithoutUnreadTiming()
+		if err := w.Validate(); fmt.Sprint(err) != tc.want && !(err == nil && tc.want == "") {
+			t.Errorf("%q: error %v, want %q", tc.body, err, tc.want)
+		}
+		if tc.want == "" && (w.isGiven("profile") != tc.given || w.Profile != "h200-llama-3.1-8b-bf16" || !c.isGiven("profile")) {
+			t.Errorf("%q: profile %q given %v (c's %v), want the value and given %v", tc.body, w.Profile, w.isGiven("profile"), c.isGiven("profile"), tc.given)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/mocker-sim/mocker/timing/registry"
@@ -51,4 +52,22 @@ func (c *Config) validateTimingFlags() error {
 		}
 	}
 	return nil
+}
+
+// WithoutUnreadTiming is c with the shared timing models' own settings (--profile, --prefill-ms ...) that
+// no pool's passes read no longer counted as given: a disaggregated deployment whose pools each run their
+// own --timing reads none of them. A search over both modes, whose aggregated shapes read them, judges
+// its disaggregated shapes so, as OnBackend does a backend's own settings. The values stay, read by no
+// engine; an aggregated c is returned as it is.
+func (c Config) WithoutUnreadTiming() Config {
+	if c.PrefillWorkers == 0 {
+		return c
+	}
+	c.given = maps.Clone(c.given)
+	for _, f := range timingOwn {
+		if !slices.ContainsFunc(Roles, func(r string) bool { return c.ForRole(r).TimingName() == f.timing }) {
+			delete(c.given, f.key)
+		}
+	}
+	return c
 }

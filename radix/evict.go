@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/mocker-sim/mocker/kvcache"
+	"github.com/mocker-sim/mocker/tokens"
 )
 
 // Evict frees cached pages until at least numPages have gone or nothing evictable is left, and returns
@@ -22,13 +23,23 @@ func (c *Cache) Evict(numPages int) (freed int) {
 			c.state[id] = pageFree
 			c.freeList = append(c.freeList, id)
 		}
-		if c.events && !c.bare || c.tiers != nil {
+		// Its pages' sequence hashes, for the Removed event and the lower tiers; a View keeps the node as a
+		// ghost by the first one's, its head.
+		var head uint64
+		switch {
+		case c.events && !c.bare || c.tiers != nil:
 			at := len(c.removed)
 			c.removed = c.appendSeqHashes(c.removed, n)
+			head = c.removed[at]
 			slices.Reverse(c.removed[at:])
+		case c.view != nil:
+			head = n.hashes[0]
+			if parent != c.root {
+				head = tokens.SeqHash(parent.tip, head)
+			}
 		}
 		freed += len(n.ids)
-		c.removeLeaf(n)
+		c.removeLeaf(n, head)
 		if parent != c.root && parent.children == 0 && parent.lockRef == 0 {
 			c.heap.push(parent)
 		}

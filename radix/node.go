@@ -193,9 +193,9 @@ func (c *Cache) addChild(parent *Node, blocks []tokens.Block, ids []PageID, room
 }
 
 // removeLeaf unhooks an unlocked leaf (already out of the heap) from the tree and keeps it for reuse, or,
-// while the cache keeps a View, as a ghost until the View has heard of its eviction. Its pages are the
-// caller's to free.
-func (c *Cache) removeLeaf(n *Node) {
+// while the cache keeps a View, as a ghost until the View has heard of its eviction, by head, its first
+// page's sequence hash (unread without a View). Its pages are the caller's to free.
+func (c *Cache) removeLeaf(n *Node, head uint64) {
 	parent := n.parent
 	delete(c.index, childKey{parent.serial, n.hashes[0]})
 	if n.prev != nil {
@@ -211,10 +211,6 @@ func (c *Cache) removeLeaf(n *Node) {
 	c.cached -= len(n.ids)
 	c.evictable -= len(n.ids)
 	if c.view != nil {
-		head := n.hashes[0]
-		if parent != c.root {
-			head = tokens.SeqHash(parent.tip, head)
-		}
 		c.view.bury(n, head)
 		return
 	}

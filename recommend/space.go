@@ -169,34 +169,62 @@ func (sp *Space) tpPairs() []tpPair {
 	return pairs
 }
 
-// Deployable is nil when c (deployed on its backend) is valid on some deployment the space makes of it,
-// at a TP of the space's lists, else the first one's error: a setting no shape can take is refused once,
-// before the search, by name, and one the TP decides (--decode-ep 8 with --decode-tp-list 8) is judged at
-// the TPs the shapes run. With pools' own settings, which only disaggregated shapes read, the deployment
-// must be disaggregated.
-func (sp *Space) Deployable(c *config.Config) error {
-	pooled := len(c.Prefill.Keys())+len(c.Decode.Keys()) > 0
-	s := Shape{Backend: c.Backend, EP: c.EP, MaxNumSeqs: c.MaxNumSeqs, MaxNumBatchedTokens: c.MaxNumBatchedTokens, Router: c.Router}
+// layouts are s laid out in mode: aggregated at each of the space's TPs, or disaggregated at each of
+// ratios with each pair of TPs (tpPairs).
+func (sp *Space) layouts(s Shape, mode string, ratios []Ratio) []Shape {
 	var list []Shape
-	if slices.Contains(sp.Modes, "agg") && !pooled {
+	if mode == "agg" {
 		for _, tp := range sp.TP {
 			s.TP = tp
 			list = append(list, s)
 		}
+		return list
 	}
-	if slices.Contains(sp.Modes, "disagg") {
-		s.Disagg, s.ratio, s.TP = true, Ratio{1, 1}, 0
+	s.Disagg = true
+	for _, r := range ratios {
 		for _, pr := range sp.tpPairs() {
-			s.PrefillTP, s.DecodeTP = pr.p, pr.d
+			s.ratio, s.Ratio, s.PrefillTP, s.DecodeTP = r, r.String(), pr.p, pr.d
 			list = append(list, s)
 		}
 	}
-	if pooled && len(list) == 0 {
+	return list
+}
+
+// Deployable is nil when c (deployed on its backend) is valid on some deployment the space makes of it,
+// at a TP of the space's lists, else the first one's error: a setting no shape can take is refused once,
+// before the search, by name, and one the TP decides (--decode-ep 8 with --decode-tp-list 8) is judged at
+// the TPs the shapes run. With pools' own settings, which only disaggregated shapes read, the deployment
+// must be disaggregated; where both pools run their own --timing, the shared model's own settings
+// (--profile) are for the aggregated shapes to read, if the space has any.
+func (sp *Space) Deployable(c *config.Config) error {
+	pooled := len(c.Prefill.Keys())+len(c.Decode.Keys()) > 0
+	s := Shape{Backend: c.Backend, EP: c.EP, MaxNumSeqs: c.MaxNumSeqs, MaxNumBatchedTokens: c.MaxNumBatchedTokens, Router: c.Router}
+	var agg, disagg []Shape
+	if slices.Contains(sp.Modes, "agg") {
+		agg = sp.layouts(s, "agg", nil)
+	}
+	if slices.Contains(sp.Modes, "disagg") {
+		disagg = sp.layouts(s, "disagg", []Ratio{{1, 1}})
+	}
+	if !pooled {
+		return validOnSome(c, append(agg, disagg...), Shape.deploy)
+	}
+	if len(disagg) == 0 {
 		return fmt.Errorf("the pools' own settings apply to disaggregated shapes, and --modes %s has none", strings.Join(sp.Modes, ","))
 	}
+	err := validOnSome(c, disagg, Shape.deploy)
+	if err != nil && len(agg) > 0 && validOnSome(c, agg, Shape.deploy) == nil && validOnSome(c, disagg, Shape.config) == nil {
+		return nil
+	}
+	return err
+}
+
+// validOnSome is nil when c deployed as one of shapes (by deploy or config) is valid, else the first
+// one's error (nil for no shapes: an empty list of the space is for shapes to name).
+func validOnSome(c *config.Config, shapes []Shape, as func(Shape, *config.Config, int) config.Config) error {
 	var first error
-	for _, s := range list {
-		cfg := s.config(c, 1)
+	for _, s := range shapes {
+		cfg := as(s, c, 1)
 		err := cfg.Validate()
 		if err == nil {
 			return nil
@@ -223,7 +251,6 @@ func (sp *Space) shapes(base *config.Config) (shapes []Shape, refused []string, 
 			return nil, nil, fmt.Errorf("search space: %s: empty list", l.name)
 		}
 	}
-	pairs := sp.tpPairs()
 	for _, mode := range sp.Modes {
 		if mode != "agg" && mode != "disagg" {
 			return nil, nil, fmt.Errorf("mode %q: want agg or disagg", mode)
@@ -239,22 +266,7 @@ func (sp *Space) shapes(base *config.Config) (shapes []Shape, refused []string, 
 					for _, mbt := range sp.MaxNumBatchedTokens {
 						for _, rt := range sp.Routers {
 							s := Shape{Backend: backend, EP: ep, MaxNumSeqs: seqs, MaxNumBatchedTokens: mbt, Router: rt}
-							var list []Shape
-							if mode == "agg" {
-								for _, tp := range sp.TP {
-									s.TP = tp
-									list = append(list, s)
-								}
-							} else {
-								s.Disagg = true
-								for _, r := range sp.Ratios {
-									for _, pr := range pairs {
-										s.ratio, s.Ratio, s.PrefillTP, s.DecodeTP = r, r.String(), pr.p, pr.d
-										list = append(list, s)
-									}
-								}
-							}
-							for _, s := range list {
+							for _, s := range sp.layouts(s, mode, sp.Ratios) {
 								lo, hi := s.scales(sp.MinWorkers, sp.MaxWorkers)
 								cfg := s.config(base, lo)
 								s.setPools(&cfg)
@@ -315,8 +327,16 @@ func (s *Shape) resolveAuto(o sim.Options) {
 	}
 }
 
-// config is the base configuration deployed as shape s at the given scale.
+// config is the base configuration deployed as shape s at the given scale (deploy), where a
+// disaggregated shape whose pools each run their own --timing is not refused for the shared model's own
+// settings (--profile): the space's aggregated shapes read them, or Deployable refused them.
 func (s Shape) config(base *config.Config, scale int) config.Config {
+	c := s.deploy(base, scale)
+	return c.WithoutUnreadTiming()
+}
+
+// deploy is the base configuration deployed as shape s at the given scale.
+func (s Shape) deploy(base *config.Config, scale int) config.Config {
 	c := base.OnBackend(s.Backend)
 	c.EP, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.Router = s.EP, s.MaxNumSeqs, s.MaxNumBatchedTokens, s.Router
 	if !s.Disagg {

@@ -228,6 +228,38 @@ func TestRecommendBaseOnSweptBackends(t *testing.T) {
 	}
 }
 
+// TestRecommendSharedTimingForAgg: with both pools on their own --timing, the shared --profile is the
+// aggregated shapes' to read: the space of both modes is searched, its aggregated shapes priced by the
+// profile and its disaggregated ones by the pools' model (the p90 TTFTs each prices alone); a space
+// without aggregated shapes, which nothing would read it in, still refuses it.
+func TestRecommendSharedTimingForAgg(t *testing.T) {
+	args := []string{"recommend", "--num-requests", "20", "--request-rate", "100", "--input-tokens", "256", "--input-tokens-stddev", "0",
+		"--output-tokens", "4", "--output-tokens-stddev", "0", "--ttft-p90-ms", "1000", "--tp-list", "1", "--max-workers", "2", "--ratios", "1:1",
+		"--timing", "profile", "--profile", "h200-llama-3.1-8b-bf16", "--prefill-timing", "polynomial", "--decode-timing", "polynomial"}
+	out, _, err := mocker(t, append(args, "--modes", "agg,disagg")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttft := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 8 && (strings.Contains(l, "× vllm agg") || strings.Contains(l, "vllm disagg")) {
+			ttft[strings.Join(f[7:], " ")] = f[2]
+		}
+	}
+	for deployment, want := range map[string]string{
+		"1 × vllm agg tp1 seqs auto=1024 mbt 8192 round-robin":            "47.6", // --modes agg --timing profile alone
+		"1P+1D vllm disagg 1:1 tp1/1 seqs auto=1024 mbt 8192 round-robin": "57.9", // --modes disagg, pools polynomial alone (default: 24.5)
+	} {
+		if ttft[deployment] != want {
+			t.Errorf("%s: p90 TTFT %q, want %s in:\n%s", deployment, ttft[deployment], want, out)
+		}
+	}
+	_, _, err = mocker(t, append(args, "--modes", "disagg")...)
+	if want := "profile h200-llama-3.1-8b-bf16: applies to --timing profile, and the passes are priced by --timing polynomial"; err == nil || err.Error() != want {
+		t.Errorf("disagg alone: error %v, want %q", err, want)
+	}
+}
+
 func TestRecommendFindMaxRate(t *testing.T) {
 	out, _, err := mocker(t, append(small, "--ttft-p90-ms", "60", "--tp-list", "1", "--find-max-rate")...)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/sched/internal/book"
 	"github.com/mocker-sim/mocker/timing"
-	"github.com/mocker-sim/mocker/tokens"
 )
 
 // Policy orders the waiting queue.
@@ -117,11 +116,18 @@ func (s *Scheduler) prompt(r *request) {
 		return
 	}
 	s.buffers(r)
-	// Room for its output too (up to the clip, and no more than its prompt, as pageList without prefix
-	// caching): a decode step appends its token to the same sequence, which would otherwise grow by
-	// copying the whole prompt.
-	r.Seq.Grow(r.SrcLen + min(r.MaxTokens, s.opt.ClipMaxNewTokens, r.SrcLen))
+	// Room for its output too: a decode step appends its token to the same sequence, which would
+	// otherwise grow by copying the whole prompt.
+	r.Seq.Grow(s.roomFor(r))
 	r.MakePrompt("sglang")
+}
+
+// roomFor is the tokens r's sequence and (without prefix caching) its page list make room for: those it
+// holds and its output to come, up to the clip and to as many tokens as its prompt has (no more than
+// appending would grow an array to, so a huge max_tokens reserves nothing huge).
+func (s *Scheduler) roomFor(r *request) int {
+	prompt := r.Length() - r.Generated // a resumed request's sequence holds its output so far
+	return r.Length() + min(r.MaxTokens-r.Generated, s.opt.ClipMaxNewTokens, prompt)
 }
 
 // Scheduler is an SGLang scheduler with its radix cache. It is not safe for concurrent use.
@@ -148,9 +154,8 @@ type Scheduler struct {
 	seen map[uint64]bool // LPM in-batch prefixes
 
 	// Buffers of finished requests, for the next prompts made.
-	seqs       book.Spares[*tokens.Sequence] // at most maxSpare
-	seqsBlocks int                           // the blocks the kept sequences have room for
-	pageLists  book.Spares[[]radix.PageID]   // at most maxSpare
+	seqs      book.SeqSpares              // at most maxSpare
+	pageLists book.Spares[[]radix.PageID] // at most maxSpare
 
 	// Disaggregation: a decode worker's requests whose KV has arrived, waiting for a running slot
 	// (SGLang's prebuilt queue, admitted up to max_running_requests).
@@ -303,13 +308,11 @@ func (s *Scheduler) Activate(id uint64) bool {
 
 // maxSparePages bounds the page list a finished request passes on to the next (64 KiB), and maxSpare the
 // sequences and page lists kept for the prompts to come: a pass makes about as many prompts as the last
-// one finished requests. Each kept sequence has room for the longest prompt it held (2 MiB for a 126k-token
-// prompt at page size 1), so the blocks they have room for are bounded too, by maxSpareSeqBlocks (2 MiB):
-// eight workers' spares held ~130 MiB of the conversation replay's peak at page size 1.
+// one finished requests. (The blocks the kept sequences have room for are bounded too, by
+// book.MaxSeqBlocks.)
 const (
-	maxSparePages     = 1 << 14
-	maxSpareSeqBlocks = 1 << 17
-	maxSpare          = 8
+	maxSparePages = 1 << 14
+	maxSpare      = 8
 )
 
 // newRequest returns an empty request with a sequence and a page list, or without them (to hold a source)
@@ -330,16 +333,14 @@ func (s *Scheduler) newRequest(bare bool) *request {
 
 // pageList returns r's page list emptied, with room for the need pages its admission allocates, and, with
 // prefix caching, a page more (its first decode step's): caching moves its pages to the tree as they fill.
-// Without it the list keeps every page, so it has room for its output too, up to the clip and to as many
-// tokens as the prompt has (no more than appending would grow the list to, so a huge max_tokens reserves
-// nothing huge). Its chunks and decode steps then append to one array, where growing it as they come
-// would copy a long prompt's list several times over.
+// Without it the list keeps every page, so it has room for its output too (roomFor). Its chunks and decode
+// steps then append to one array, where growing it as they come would copy a long prompt's list several
+// times over.
 func (s *Scheduler) pageList(r *request, need int) []radix.PageID {
 	if s.opt.PrefixCaching {
 		return slices.Grow(r.pages[:0], need+1)
 	}
-	prompt := r.Seq.Len() - r.Generated // a resumed request's sequence holds its output so far
-	return slices.Grow(r.pages[:0], s.pagesFor(r.Seq.Len()+min(r.MaxTokens-r.Generated, s.opt.ClipMaxNewTokens, prompt)))
+	return slices.Grow(r.pages[:0], s.pagesFor(s.roomFor(r)))
 }
 
 // held is the number of pages r holds: the tree's it has locked, and its private ones.
@@ -347,14 +348,11 @@ func (r *request) held() int { return r.locked + len(r.pages) }
 
 // freeBuffers moves r's sequence and page list to the free lists, for the next prompt made: a request
 // that waits as its source holds neither. Beyond maxSpare they are dropped, and so are a long page list
-// and a sequence that would take the spares past maxSpareSeqBlocks, rather than kept for every short
+// and a sequence that would take the spares past book.MaxSeqBlocks, rather than kept for every short
 // request after them.
 func (s *Scheduler) freeBuffers(r *request) {
 	if r.Seq != nil {
-		if c := cap(r.Seq.Blocks()); s.seqs.Len() < maxSpare && s.seqsBlocks+c <= maxSpareSeqBlocks {
-			s.seqs.Put(r.Seq)
-			s.seqsBlocks += c
-		}
+		s.seqs.Put(r.Seq)
 	}
 	if c := cap(r.pages); c > 0 && c <= maxSparePages {
 		s.pageLists.Put(r.pages[:0])
@@ -364,8 +362,7 @@ func (s *Scheduler) freeBuffers(r *request) {
 
 // buffers gives r an empty sequence and page list, reusing a finished request's.
 func (s *Scheduler) buffers(r *request) {
-	r.Seq = book.TakeSeq(&s.seqs, s.opt.PageSize)
-	s.seqsBlocks -= cap(r.Seq.Blocks())
+	r.Seq = s.seqs.Take(s.opt.PageSize)
 	r.pages = s.pageLists.Take()
 }
 

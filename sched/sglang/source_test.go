@@ -196,35 +196,6 @@ func TestSpareBuffersAreBounded(t *testing.T) {
 	}
 }
 
-// TestSpareSequencesBoundedInBlocks: the kept sequences have room for at most maxSpareSeqBlocks blocks
-// between them: one that would take them past it is dropped, and taking one gives its room back.
-func TestSpareSequencesBoundedInBlocks(t *testing.T) {
-	h := newHarness(t, opts(1, 16))
-	long := func(blocks int) *request {
-		s := tokens.NewSequence(1)
-		s.Grow(blocks)
-		return &request{Request: book.Request{Seq: s}}
-	}
-	quarter := maxSpareSeqBlocks / 4
-	for range 3 {
-		h.S.freeBuffers(long(quarter)) // three quarters of the budget
-	}
-	h.S.freeBuffers(long(quarter + 1)) // past it: dropped
-	h.S.freeBuffers(long(quarter))     // exactly the budget: kept
-	if n, b := h.S.seqs.Len(), h.S.seqsBlocks; n != 4 || b != maxSpareSeqBlocks {
-		t.Fatalf("%d sequences kept with room for %d blocks; want 4 and %d", n, b, maxSpareSeqBlocks)
-	}
-	next := &request{}
-	h.S.buffers(next)
-	if c := cap(next.Seq.Blocks()); c != quarter || h.S.seqsBlocks != 3*quarter || next.Seq.Len() != 0 {
-		t.Fatalf("took a sequence of room %d (%d tokens), %d left; want %d, empty, and %d", c, next.Seq.Len(), h.S.seqsBlocks, quarter, 3*quarter)
-	}
-	h.S.freeBuffers(long(quarter)) // fits again
-	if n, b := h.S.seqs.Len(), h.S.seqsBlocks; n != 4 || b != maxSpareSeqBlocks {
-		t.Fatalf("%d sequences kept with room for %d blocks; want 4 and %d", n, b, maxSpareSeqBlocks)
-	}
-}
-
 // TestSourcePromptSizedForOutput: a prompt made from its source at admission has room for its output (up
 // to the clip, and to the prompt's length), so decoding appends to the array it was made in, which
 // growing would copy; a clip shorter than the output bounds the room.

@@ -136,7 +136,7 @@ type Scheduler struct {
 	hits       []kvcache.BlockID
 
 	// Buffers of finished requests, for the next ones to run.
-	seqs   book.Spares[*tokens.Sequence]
+	seqs   book.SeqSpares
 	tables book.Spares[[]kvcache.BlockID]
 
 	// LoRA adapters: those of the requests scheduled in this pass (vLLM's scheduled_loras), those
@@ -291,7 +291,7 @@ func (s *Scheduler) freeBuffers(r *request) {
 
 // buffers gives r an empty sequence and block table, reusing a finished request's.
 func (s *Scheduler) buffers(r *request) {
-	r.Seq = book.TakeSeq(&s.seqs, s.opt.BlockSize)
+	r.Seq = s.seqs.Take(s.opt.BlockSize)
 	r.table = s.tables.Take()
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mocker-sim/mocker/sched"
+	"github.com/mocker-sim/mocker/sched/internal/book"
 	"github.com/mocker-sim/mocker/sched/schedtest"
 	"github.com/mocker-sim/mocker/tokens"
 )
@@ -95,5 +96,25 @@ func TestShortQueueCopiesTheSequence(t *testing.T) {
 			t.Fatalf("request %d behind %d waiting: holds a sequence %v, its source %v, made %d times; want lazy %v",
 				i, i, r.Seq != nil, r.Src != nil, src.Calls, lazy)
 		}
+	}
+}
+
+// TestSpareSequencesBoundedInBlocks: a finished request's sequence with room for more than
+// book.MaxSeqBlocks blocks is dropped, not kept for the prompts to come (vLLM keeps any number of spares,
+// but not a huge prompt's room for every short one after it); one with room for exactly that is kept.
+func TestSpareSequencesBoundedInBlocks(t *testing.T) {
+	h := newHarness(t, refOpts())
+	long := func(blocks int) *request {
+		s := tokens.NewSequence(1)
+		s.Grow(blocks)
+		return &request{Request: book.Request{Seq: s}}
+	}
+	h.S.freeBuffers(long(book.MaxSeqBlocks + 1))
+	if n := h.S.seqs.Len(); n != 0 {
+		t.Fatalf("%d sequences kept, want none", n)
+	}
+	h.S.freeBuffers(long(book.MaxSeqBlocks))
+	if n := h.S.seqs.Len(); n != 1 {
+		t.Fatalf("%d sequences kept, want 1", n)
 	}
 }

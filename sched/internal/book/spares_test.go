@@ -1,13 +1,19 @@
 package book
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/mocker-sim/mocker/tokens"
+)
 
 // TestSpares: the buffer put last comes back first, Max bounds what is kept, and an empty list gives the
 // zero value.
 func TestSpares(t *testing.T) {
 	s := Spares[int]{Max: 2}
 	for i := 1; i <= 3; i++ {
-		s.Put(i)
+		if kept := s.Put(i); kept != (i <= 2) {
+			t.Errorf("Put(%d) kept %v, want %v", i, kept, i <= 2)
+		}
 	}
 	if s.Len() != 2 {
 		t.Fatalf("kept %d, want 2", s.Len())
@@ -23,5 +29,50 @@ func TestSpares(t *testing.T) {
 	}
 	if all.Len() != 100 {
 		t.Errorf("unbounded: kept %d, want 100", all.Len())
+	}
+}
+
+// TestSeqSparesBoundedInBlocks: the kept sequences have room for at most MaxSeqBlocks blocks between
+// them: one that would take them past it is dropped, taking one gives its room back, and Max bounds
+// their number as Spares'.
+func TestSeqSparesBoundedInBlocks(t *testing.T) {
+	long := func(blocks int) *tokens.Sequence {
+		s := tokens.NewSequence(1)
+		s.Grow(blocks)
+		s.Append(1, 2, 3)
+		return s
+	}
+	var s SeqSpares
+	quarter := MaxSeqBlocks / 4
+	for range 3 {
+		s.Put(long(quarter)) // three quarters of the budget
+	}
+	s.Put(long(quarter + 1)) // past it: dropped
+	s.Put(long(quarter))     // exactly the budget: kept
+	if n, b := s.Len(), s.Blocks(); n != 4 || b != MaxSeqBlocks {
+		t.Fatalf("%d sequences kept with room for %d blocks; want 4 and %d", n, b, MaxSeqBlocks)
+	}
+	next := s.Take(1)
+	if c := cap(next.Blocks()); c != quarter || s.Blocks() != 3*quarter || next.Len() != 0 {
+		t.Fatalf("took a sequence of room %d (%d tokens), %d left; want %d, empty, and %d", c, next.Len(), s.Blocks(), quarter, 3*quarter)
+	}
+	s.Put(long(quarter)) // fits again
+	if n, b := s.Len(), s.Blocks(); n != 4 || b != MaxSeqBlocks {
+		t.Fatalf("%d sequences kept with room for %d blocks; want 4 and %d", n, b, MaxSeqBlocks)
+	}
+	for s.Len() > 0 {
+		s.Take(1)
+	}
+	if b := s.Blocks(); b != 0 {
+		t.Fatalf("none kept with room for %d blocks, want 0", b)
+	}
+	if seq := s.Take(4); seq == nil || seq.Len() != 0 || seq.BlockSize() != 4 {
+		t.Fatalf("none kept: Take(4) = %v, want a new empty sequence of 4-token blocks", seq)
+	}
+	few := SeqSpares{Spares: Spares[*tokens.Sequence]{Max: 1}}
+	few.Put(long(quarter))
+	few.Put(long(quarter))
+	if n, b := few.Len(), few.Blocks(); n != 1 || b != quarter {
+		t.Fatalf("Max 1: %d kept with room for %d blocks, want 1 and %d", n, b, quarter)
 	}
 }
