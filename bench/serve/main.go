@@ -3,13 +3,19 @@
 // concurrent keep-alive clients sending short completions, streamed and not, and prints requests per
 // second, p50/p99 latency, the server's CPU time per request and its peak memory.
 //
-//	go run ./bench/serve [-clients 64] [-requests 20000] [-rate R] [-prompt-tokens 100] [-max-tokens 16] [-phases whole,streaming]
+//	go run ./bench/serve [-clients 64] [-requests 20000] [-warmup 4000] [-rate R] [-prompt-tokens 100] [-max-tokens 16] [-phases whole,streaming]
 //		[-client lean|nethttp] [-bin FILE] [-base FILE] [-runs N] [-- extra serve flags]
 //
 // The clients share the machine with the server, so the lean client (the default: raw keep-alive
 // connections, each request written from a reused buffer, only the answer's framing parsed) leaves the server most of it;
 // -client nethttp drives it with Go's net/http client instead, as the figures before 2026-12-03 were.
 // The clients' own CPU time per request is printed too.
+//
+// Before the phases, each server answers -warmup requests, not measured, split between the phases'
+// kinds and sent closed loop: the connections open, the heap and the KV cache's indexes grow and their
+// pages are touched, which would otherwise put the first phase's slowest requests (its p99) in the
+// server's first tenth of a second. Their prompts are numbered after the phases' so that no measured
+// prompt finds its blocks cached.
 //
 // -rate R sends the requests open-loop instead, R a second whatever the answers (on at most -clients
 // connections; R from 0.001 to 1e6, a phase's requests started within a day), for a server's cost under
@@ -47,10 +53,12 @@ const maxPhase = 24 * time.Hour
 
 // checkLoad refuses, naming the flag, a load the benchmark cannot run: at a rate too low, the open
 // loop would wait longer than any run is meant to (or, below ~1e-9, past what a time.Duration holds).
-func checkLoad(requests, clients, runs int, rate float64) error {
+func checkLoad(requests, warmup, clients, runs int, rate float64) error {
 	switch {
 	case requests < 1 || requests >= 1_000_000:
 		return fmt.Errorf("-requests %d: want 1 to 999999 (six digits number the prompts)", requests)
+	case warmup < 0 || requests+warmup >= 1_000_000:
+		return fmt.Errorf("-warmup %d: want 0 to %d (six digits number the prompts, -requests's first)", warmup, 999_999-requests)
 	case clients < 1:
 		return fmt.Errorf("-clients %d: want at least 1", clients)
 	case runs < 1:
@@ -66,6 +74,7 @@ func checkLoad(requests, clients, runs int, rate float64) error {
 func main() {
 	clients := flag.Int("clients", 64, "concurrent clients")
 	requests := flag.Int("requests", 20000, "requests per phase")
+	warmup := flag.Int("warmup", 4000, "requests each server answers before the phases, not measured")
 	rate := flag.Float64("rate", 0, "requests started per second, open loop (0: each client sends its next request when the last is answered)")
 	promptTokens := flag.Int("prompt-tokens", 100, "prompt tokens per request, BOS included (at least 28)")
 	maxTokens := flag.Int("max-tokens", 16, "tokens each request generates")
@@ -91,7 +100,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench/serve:", err)
 		os.Exit(2)
 	}
-	if err := checkLoad(*requests, *clients, *runs, *rate); err != nil {
+	if err := checkLoad(*requests, *warmup, *clients, *runs, *rate); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/serve:", err)
 		os.Exit(2)
 	}
@@ -100,7 +109,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench/serve: -prompt-tokens:", err)
 		os.Exit(2)
 	}
-	l := load{clients: *clients, requests: *requests, rate: *rate, maxTokens: *maxTokens, filler: filler, client: *kind}
+	l := load{clients: *clients, requests: *requests, warmup: *warmup, rate: *rate, maxTokens: *maxTokens, filler: filler, client: *kind}
 	if err := run(*bin, *base, *runs, l, streams, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/serve:", err)
 		os.Exit(1)
@@ -133,6 +142,7 @@ func padding(n int) (string, error) {
 // load is the clients' work in each phase.
 type load struct {
 	clients, requests, maxTokens int
+	warmup                       int     // requests answered before the phases, not measured
 	rate                         float64 // requests a second, open loop; 0: closed loop
 	filler                       string
 	client                       string // lean or nethttp
@@ -164,8 +174,8 @@ func run(bin, base string, runs int, l load, streams []bool, extra []string) err
 	if l.rate > 0 {
 		pace = fmt.Sprintf("%g requests/s on at most %d connections", l.rate, l.clients)
 	}
-	fmt.Printf("mocker %s\n%s (%s client), %d requests per phase, prompts of %d tokens, %d output tokens\n\n",
-		strings.Join(args, " "), pace, l.client, l.requests, headTokens+bosTokens+strings.Count(l.filler, fillerWord), l.maxTokens)
+	fmt.Printf("mocker %s\n%s (%s client), %d requests per phase after %d to warm up, prompts of %d tokens, %d output tokens\n\n",
+		strings.Join(args, " "), pace, l.client, l.requests, l.warmup, headTokens+bosTokens+strings.Count(l.filler, fillerWord), l.maxTokens)
 	fmt.Printf("%-5s %-10s %10s %10s %10s %14s %12s %14s %10s\n", "run", "phase", "req/s", "p50 ms", "p99 ms", "server CPU/req", "server cores", "client CPU/req", "peak MiB")
 	all := make([][][]result, len(bins)) // by binary, phase, run
 	for b := range bins {
@@ -263,6 +273,12 @@ func runOnce(bin string, args []string, l load, streams []bool) ([]result, int64
 	c := newClient(l.client, addr, l.clients)
 	defer c.close()
 	server := strconv.Itoa(cmd.Process.Pid)
+	for k, stream := range streams {
+		from, to := l.warmup*k/len(streams), l.warmup*(k+1)/len(streams)
+		if _, err := l.closedLoop(c, stream, l.requests+from, to-from); err != nil {
+			return nil, 0, fmt.Errorf("warming up: %w", err)
+		}
+	}
 	var out []result
 	for _, stream := range streams {
 		cpu0, err := cpuTime(server)
@@ -312,53 +328,75 @@ func waitAddr(r io.Reader) (string, error) {
 	return "", errors.New("the server exited before listening")
 }
 
-// run sends the load's completions from its clients' goroutines, or one goroutine each at its rate,
-// and returns their latencies.
+// run sends a phase's completions, from the clients' goroutines or one goroutine each at the load's
+// rate, and returns their latencies.
 func (l load) run(c client, stream bool) ([]time.Duration, error) {
-	clients, requests := l.clients, l.requests
-	lat := make([]time.Duration, requests)
-	var firstErr error
-	var mu sync.Mutex
-	// send sends request i with body as its buffer, and says whether it was answered.
-	send := func(i int, body []byte) ([]byte, bool) {
-		body = fmt.Appendf(body[:0], `{"model":"llama-3.1-8b","prompt":"`+promptHead+`%s","max_tokens":%d,"stream":%v}`, i, l.filler, l.maxTokens, stream)
-		t0 := time.Now()
-		err := c.post(body, stream)
-		lat[i] = time.Since(t0)
-		if err != nil {
-			mu.Lock()
-			if firstErr == nil {
-				firstErr = err
-			}
-			mu.Unlock()
-		}
-		return body, err == nil
+	if l.rate == 0 {
+		return l.closedLoop(c, stream, 0, l.requests)
 	}
+	s := l.sender(c, stream, 0, l.requests)
 	var wg sync.WaitGroup
-	if l.rate > 0 {
-		start := time.Now()
-		for i := range requests {
-			time.Sleep(time.Until(start.Add(time.Duration(float64(i) / l.rate * float64(time.Second)))))
-			wg.Go(func() { send(i, nil) })
-		}
-		wg.Wait()
-		return lat, firstErr
+	start := time.Now()
+	for i := range l.requests {
+		time.Sleep(time.Until(start.Add(time.Duration(float64(i) / l.rate * float64(time.Second)))))
+		wg.Go(func() { s.send(i, nil) })
 	}
+	wg.Wait()
+	return s.lat, s.err
+}
+
+// closedLoop sends the n completions numbered from first from the load's clients, each sending its
+// next when the last is answered, and returns their latencies.
+func (l load) closedLoop(c client, stream bool, first, n int) ([]time.Duration, error) {
+	s := l.sender(c, stream, first, n)
 	var next atomic.Int64
-	for range clients {
+	var wg sync.WaitGroup
+	for range l.clients {
 		wg.Go(func() {
 			var body []byte
 			for ok := true; ok; {
 				i := int(next.Add(1)) - 1
-				if i >= requests {
+				if i >= n {
 					return
 				}
-				body, ok = send(i, body)
+				body, ok = s.send(i, body)
 			}
 		})
 	}
 	wg.Wait()
-	return lat, firstErr
+	return s.lat, s.err
+}
+
+// sender sends a run of completions, the i-th with prompt first+i, and keeps their latencies and the
+// first error.
+type sender struct {
+	l      load
+	c      client
+	stream bool
+	first  int
+	lat    []time.Duration
+	mu     sync.Mutex
+	err    error
+}
+
+func (l load) sender(c client, stream bool, first, n int) *sender {
+	return &sender{l: l, c: c, stream: stream, first: first, lat: make([]time.Duration, n)}
+}
+
+// send sends completion i with body as its buffer, and says whether it was answered.
+func (s *sender) send(i int, body []byte) ([]byte, bool) {
+	body = fmt.Appendf(body[:0], `{"model":"llama-3.1-8b","prompt":"`+promptHead+`%s","max_tokens":%d,"stream":%v}`, s.first+i, s.l.filler, s.l.maxTokens, s.stream)
+	t0 := time.Now()
+	err := s.c.post(body, s.stream)
+	s.lat[i] = time.Since(t0)
+	if err != nil {
+		s.mu.Lock()
+		if s.err == nil {
+			s.err = err
+		}
+		s.mu.Unlock()
+	}
+	return body, err == nil
 }
 
 // cpuTime is a process's user + system CPU time, from /proc/PROC/stat (PROC a pid, or self).

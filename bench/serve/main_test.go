@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -26,29 +27,33 @@ import (
 // second (so long as the phase starts within a day) to 1e6 run, and 0 is the closed loop.
 func TestCheckLoad(t *testing.T) {
 	for _, c := range []struct {
-		requests, clients, runs int
-		rate                    float64
-		want                    string
+		requests, warmup, clients, runs int
+		rate                            float64
+		want                            string
 	}{
-		{20000, 64, 1, 0, ""},
-		{20000, 64, 1, 1e6, ""},
-		{87, 64, 1, 0.001, ""}, // the 87th starts at 86,000 s, within a day
-		{88, 64, 1, 0.001, "-rate 0.001: 88 requests would take 87000 s to start; at most 24h0m0s"},
-		{1, 64, 1, 0.001, ""},
-		{20000, 64, 1, 1e-300, "-rate 1e-300: want 0 (closed loop) or 0.001 to 1e6 requests a second"},
-		{20000, 64, 1, -1, "-rate -1: want 0 (closed loop) or 0.001 to 1e6 requests a second"},
-		{20000, 64, 1, 2e6, "-rate 2e+06: want 0 (closed loop) or 0.001 to 1e6 requests a second"},
-		{0, 64, 1, 0, "-requests 0: want 1 to 999999 (six digits number the prompts)"},
-		{1_000_000, 64, 1, 0, "-requests 1000000: want 1 to 999999 (six digits number the prompts)"},
-		{20000, 0, 1, 0, "-clients 0: want at least 1"},
-		{20000, 64, 0, 0, "-runs 0: want at least 1"},
+		{20000, 4000, 64, 1, 0, ""},
+		{20000, 4000, 64, 1, 1e6, ""},
+		{87, 4000, 64, 1, 0.001, ""}, // the 87th starts at 86,000 s, within a day
+		{88, 4000, 64, 1, 0.001, "-rate 0.001: 88 requests would take 87000 s to start; at most 24h0m0s"},
+		{1, 4000, 64, 1, 0.001, ""},
+		{20000, 4000, 64, 1, 1e-300, "-rate 1e-300: want 0 (closed loop) or 0.001 to 1e6 requests a second"},
+		{20000, 4000, 64, 1, -1, "-rate -1: want 0 (closed loop) or 0.001 to 1e6 requests a second"},
+		{20000, 4000, 64, 1, 2e6, "-rate 2e+06: want 0 (closed loop) or 0.001 to 1e6 requests a second"},
+		{0, 4000, 64, 1, 0, "-requests 0: want 1 to 999999 (six digits number the prompts)"},
+		{1_000_000, 4000, 64, 1, 0, "-requests 1000000: want 1 to 999999 (six digits number the prompts)"},
+		{20000, 4000, 0, 1, 0, "-clients 0: want at least 1"},
+		{20000, -1, 64, 1, 0, "-warmup -1: want 0 to 979999 (six digits number the prompts, -requests's first)"},
+		{20000, 979_999, 64, 1, 0, ""},
+		{20000, 980_000, 64, 1, 0, "-warmup 980000: want 0 to 979999 (six digits number the prompts, -requests's first)"},
+		{999_999, 0, 64, 1, 0, ""},
+		{20000, 4000, 64, 0, 0, "-runs 0: want at least 1"},
 	} {
-		err := checkLoad(c.requests, c.clients, c.runs, c.rate)
+		err := checkLoad(c.requests, c.warmup, c.clients, c.runs, c.rate)
 		if got := errString(err); got != c.want {
-			t.Errorf("checkLoad(%d, %d, %d, %v) = %q, want %q", c.requests, c.clients, c.runs, c.rate, got, c.want)
+			t.Errorf("checkLoad(%d, %d, %d, %d, %v) = %q, want %q", c.requests, c.warmup, c.clients, c.runs, c.rate, got, c.want)
 		}
 	}
-	if err := checkLoad(1, 1, 1, math.NaN()); err == nil {
+	if err := checkLoad(1, 0, 1, 1, math.NaN()); err == nil {
 		t.Error("checkLoad accepts a rate of NaN")
 	}
 }
@@ -255,5 +260,48 @@ func TestLeanClientChunkEnd(t *testing.T) {
 	err = lc.roundTrip(ln.Addr().String(), "/", []byte("{}"), true)
 	if want := "a chunk of 5 bytes does not end with CRLF"; errString(err) != want {
 		t.Errorf("a chunk past its size: error %v, want %s", err, want)
+	}
+}
+
+// promptLog is a client that records the number of each prompt it is sent.
+type promptLog struct {
+	mu   sync.Mutex
+	seen []int
+}
+
+func (p *promptLog) post(body []byte, stream bool) error {
+	var n int
+	if _, err := fmt.Sscanf(string(body), `{"model":"llama-3.1-8b","prompt":"Request %06d`, &n); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.seen = append(p.seen, n)
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *promptLog) close() {}
+
+// TestWarmupPromptsFollowThePhases: the warm-up's closed loop sends each prompt of its range once, and
+// the range starts after the measured phases' prompts, so no measured prompt finds itself cached.
+func TestWarmupPromptsFollowThePhases(t *testing.T) {
+	l := load{clients: 3, requests: 10, warmup: 5, maxTokens: 1}
+	var p promptLog
+	if _, err := l.closedLoop(&p, false, l.requests, l.warmup); err != nil {
+		t.Fatal(err)
+	}
+	lat, err := l.run(&p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lat) != l.requests {
+		t.Errorf("%d latencies, want %d", len(lat), l.requests)
+	}
+	warm, measured := slices.Sorted(slices.Values(p.seen[:5])), slices.Sorted(slices.Values(p.seen[5:]))
+	if want := []int{10, 11, 12, 13, 14}; !slices.Equal(warm, want) {
+		t.Errorf("warm-up prompts %v, want %v", warm, want)
+	}
+	if want := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}; !slices.Equal(measured, want) {
+		t.Errorf("measured prompts %v, want %v", measured, want)
 	}
 }

@@ -30,6 +30,7 @@ func newWorkerCmd() *cobra.Command {
 	cfg := config.Default()
 	cfg.NATS = ""
 	var configPath string
+	var threads liveThreads
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run one simulated engine that serves fleet frontends over NATS",
@@ -54,6 +55,9 @@ SIGINT or SIGTERM unregisters the worker and waits up to --shutdown-timeout for 
 			if err := refuseUnservable("worker", cmd.Flags(), &cfg); err != nil {
 				return err
 			}
+			if err := threads.apply(); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return serveAs(ctx, &cfg, cmd.ErrOrStderr(), nil, true)
@@ -75,6 +79,7 @@ SIGINT or SIGTERM unregisters the worker and waits up to --shutdown-timeout for 
 	bindEngineFlags(fs, &cfg)
 	bindRouterEventFlags(fs, &cfg)
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random choice")
+	threads.bind(fs)
 	return cmd
 }
 
@@ -84,6 +89,7 @@ func newFrontendCmd() *cobra.Command {
 	cfg.Workers = 0
 	cfg.NATS = ""
 	var configPath string
+	var threads liveThreads
 	cmd := &cobra.Command{
 		Use:   "frontend",
 		Short: "Serve the OpenAI API and the KV router over mocker workers found on NATS",
@@ -108,6 +114,9 @@ may share the workers. Engine flags must match the workers' (block size, KV pool
 			if cfg.Workers != 0 {
 				return errors.New("frontend: its workers are mocker worker processes (use mocker serve for in-process ones)")
 			}
+			if err := threads.apply(); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return serve(ctx, &cfg, cmd.ErrOrStderr(), nil)
@@ -120,6 +129,7 @@ may share the workers. Engine flags must match the workers' (block size, KV pool
 	bindEngineFlags(fs, &cfg)
 	bindRouterEventFlags(fs, &cfg)
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random choice")
+	threads.bind(fs)
 	return cmd
 }
 

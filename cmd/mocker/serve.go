@@ -30,6 +30,7 @@ func newServeCmd() *cobra.Command {
 	cfg.Router = "kv" // a live fleet is routed by what its workers cache
 	var configPath string
 	var prof profiles
+	var threads liveThreads
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run simulated workers behind an OpenAI-compatible API on the wall clock",
@@ -58,6 +59,9 @@ SIGINT or SIGTERM stops accepting requests and waits up to --shutdown-timeout fo
 			if err := refuseUnservable("serve", cmd.Flags(), &cfg); err != nil {
 				return err
 			}
+			if err := threads.apply(); err != nil {
+				return err
+			}
 			stopProf, err := prof.start()
 			if err != nil {
 				return err
@@ -74,6 +78,7 @@ SIGINT or SIGTERM stops accepting requests and waits up to --shutdown-timeout fo
 	bindEngineFlags(fs, &cfg)
 	bindRouterEventFlags(fs, &cfg)
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random choice")
+	threads.bind(fs)
 	prof.bind(fs)
 	return cmd
 }
