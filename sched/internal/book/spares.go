@@ -3,7 +3,7 @@ package book
 import "github.com/mocker-sim/mocker/tokens"
 
 // Spares is a free list of the buffers finished requests leave for the prompts made next (a request that
-// waits as its source holds none). Max > 0 bounds how many are kept; 0 keeps all.
+// waits as its source holds none). Max > 0 bounds how many are kept; otherwise all are.
 type Spares[T any] struct {
 	free []T
 	Max  int
