@@ -15,7 +15,8 @@
 // kinds and sent closed loop: the connections open, the heap and the KV cache's indexes grow and their
 // pages are touched, which would otherwise put the first phase's slowest requests (its p99) in the
 // server's first tenth of a second. Their prompts are numbered after the phases' so that no measured
-// prompt finds its blocks cached.
+// prompt finds its blocks cached. At --speedup-ratio 1 the passes take their time, so the warm-up takes
+// seconds (-warmup 0 skips it).
 //
 // -rate R sends the requests open-loop instead, R a second whatever the answers (on at most -clients
 // connections; R from 0.001 to 1e6, a phase's requests started within a day), for a server's cost under
