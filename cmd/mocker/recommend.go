@@ -257,10 +257,10 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 	if err := cfg.UnreadByBackends(sp.Backends...); err != nil {
 		return err
 	}
-	// The base settings are taken when valid on one of the backends (--profile where trtllm, priced by
-	// profile, is swept) at one of the space's TPs; a shape a backend cannot run is the search's to
-	// refuse. The pools' own settings are validated where they are read, on a disaggregated deployment.
-	if err := cfg.HoldsOnSome(sp.Backends, sp.Deployable); err != nil {
+	// The base settings are taken when valid on one of the space's shapes, each judged by the shapes
+	// that read it (--profile where trtllm, priced by profile, is swept; a pool's own on a disaggregated
+	// one); a shape a backend cannot run is the search's to refuse.
+	if err := sp.Deployable(cfg); err != nil {
 		return err
 	}
 	if err := epListRead(fs, cfg, sp.Backends); err != nil {

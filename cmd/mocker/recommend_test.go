@@ -213,7 +213,9 @@ func TestRecommendSettingsAtListTPs(t *testing.T) {
 }
 
 // TestRecommendBaseOnSweptBackends: the base settings are checked on the backends swept, not on
-// --backend's default: --profile is taken where trtllm (priced by profile) is swept alone.
+// --backend's default: --profile is taken where trtllm (priced by profile) is swept, alone or beside
+// vllm, whose shapes run on what they read (the op-level model) rather than being refused for it; where
+// no swept backend reads it, it is refused once.
 func TestRecommendBaseOnSweptBackends(t *testing.T) {
 	args := []string{"recommend", "--num-requests", "20", "--request-rate", "100", "--input-tokens", "256", "--input-tokens-stddev", "0",
 		"--output-tokens", "4", "--output-tokens-stddev", "0", "--ttft-p90-ms", "1000", "--tp-list", "1", "--max-workers", "1",
@@ -221,6 +223,24 @@ func TestRecommendBaseOnSweptBackends(t *testing.T) {
 	out, _, err := mocker(t, append(args, "--backends", "trtllm")...)
 	if err != nil || !strings.Contains(out, "Searched 1 shape:") {
 		t.Errorf("trtllm alone: error %v\n%s", err, out)
+	}
+	out, _, err = mocker(t, append(args, "--backends", "vllm,trtllm")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deployment, want := range map[string]string{
+		"1 × vllm agg tp1 seqs auto=1024 mbt 8192 round-robin":  "19.9", // --backends vllm, no --profile: the op-level model
+		"1 × trtllm agg tp1 seqs auto=256 mbt 8192 round-robin": "47.6", // --backends trtllm alone
+	} {
+		var ttft string
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 8 && strings.HasSuffix(l, "  "+deployment) {
+				ttft = f[2]
+			}
+		}
+		if ttft != want || strings.Contains(out, "not a valid deployment") {
+			t.Errorf("vllm,trtllm: %s: p90 TTFT %q, want %s, and no shape refused, in:\n%s", deployment, ttft, want, out)
+		}
 	}
 	_, _, err = mocker(t, append(args, "--backends", "vllm,sglang")...)
 	if want := "profile h200-llama-3.1-8b-bf16: applies to --timing profile, and the passes are priced by --timing default"; err == nil || !strings.Contains(err.Error(), want) {
