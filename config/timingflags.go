@@ -41,13 +41,25 @@ type unread struct {
 	err error
 }
 
+// TimingNames are the timing models that price the deployment's passes: TimingName's, or under
+// disaggregation each pool's, in the order of Roles.
+func (c *Config) TimingNames() []string {
+	if c.PrefillWorkers == 0 || c.role != "" {
+		return []string{c.TimingName()}
+	}
+	names := make([]string, len(Roles))
+	for i, r := range Roles {
+		names[i] = c.ForRole(r).TimingName()
+	}
+	return names
+}
+
 // unreadTiming are the timing models' own settings given, a pool's (--prefill-profile) and then the
 // shared ones (--profile), that no pool's passes read, in timingOwn's order.
 func (c *Config) unreadTiming() []unread {
 	var list []unread
-	names := []string{c.TimingName()}
+	names := c.TimingNames()
 	if c.PrefillWorkers > 0 {
-		names = names[:0]
 		for _, r := range Roles {
 			pool := c.ForRole(r)
 			for _, f := range timingOwn {
@@ -55,7 +67,6 @@ func (c *Config) unreadTiming() []unread {
 					list = append(list, unread{key, bad(key, c.Role(r).Get(f.key), fmt.Sprintf("applies to --timing %s, and the %s passes are priced by --timing %s", f.timing, r, pool.TimingName()))})
 				}
 			}
-			names = append(names, pool.TimingName())
 		}
 	}
 	pricedBy := names[0]

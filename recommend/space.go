@@ -2,6 +2,7 @@ package recommend
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -199,17 +200,7 @@ func (sp *Space) layouts(s Shape, mode string, ratios []Ratio) []Shape {
 // must be disaggregated.
 func (sp *Space) Deployable(base *config.Config) error {
 	pooled := len(base.Prefill.Keys())+len(base.Decode.Keys()) > 0
-	var all, disagg []Shape
-	for _, b := range sp.Backends {
-		s := Shape{Backend: b, EP: base.EP, MaxNumSeqs: base.MaxNumSeqs, MaxNumBatchedTokens: base.MaxNumBatchedTokens, Router: base.Router}
-		for _, mode := range sp.Modes {
-			l := sp.layouts(s, mode, []Ratio{{1, 1}})
-			all = append(all, l...)
-			if mode == "disagg" {
-				disagg = append(disagg, l...)
-			}
-		}
-	}
+	all, disagg := sp.probes(base)
 	deployed := make([]config.Config, len(all))
 	for i, s := range all {
 		deployed[i] = s.deploy(base, 1)
@@ -224,6 +215,39 @@ func (sp *Space) Deployable(base *config.Config) error {
 		return fmt.Errorf("the pools' own settings apply to disaggregated shapes, and --modes %s has none", strings.Join(sp.Modes, ","))
 	}
 	return validOnSome(base, disagg)
+}
+
+// probes are the layouts of base's settings on each of the space's backends in each of its modes, at
+// ratio 1:1: whether a setting is read or taken depends on the backend, the mode and the TPs, which
+// they span, and not on the ratio or the scale. disagg are those of them disaggregated.
+func (sp *Space) probes(base *config.Config) (all, disagg []Shape) {
+	for _, b := range sp.Backends {
+		s := Shape{Backend: b, EP: base.EP, MaxNumSeqs: base.MaxNumSeqs, MaxNumBatchedTokens: base.MaxNumBatchedTokens, Router: base.Router}
+		for _, mode := range sp.Modes {
+			l := sp.layouts(s, mode, []Ratio{{1, 1}})
+			all = append(all, l...)
+			if mode == "disagg" {
+				disagg = append(disagg, l...)
+			}
+		}
+	}
+	return all, disagg
+}
+
+// TimingModels are the timing models that price the passes of the space's shapes made of base, each
+// pool's, in order of first use: whether a setting only one model reads (--ep-list) is read by some shape.
+func (sp *Space) TimingModels(base *config.Config) []string {
+	all, _ := sp.probes(base)
+	var names []string
+	for _, s := range all {
+		c := s.deploy(base, 1)
+		for _, n := range c.TimingNames() {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
 }
 
 // validOnSome is nil when base deployed as one of shapes is valid, else the first one's error (nil for

@@ -218,10 +218,10 @@ func (rf *recommendFlags) targets() ([]recommend.Target, error) {
 	return ts, nil
 }
 
-// epListRead refuses --ep-list where no swept backend's passes are priced by the op-level model, the
+// epListRead refuses --ep-list where no shape of the space has a pool priced by the op-level model, the
 // one timing model that reads the experts' sharding, as config refuses --ep there (a list of 1 alone,
 // no expert parallelism, changes nothing and is taken).
-func epListRead(fs *pflag.FlagSet, cfg *config.Config, backends []string) error {
+func epListRead(fs *pflag.FlagSet, cfg *config.Config, sp *recommend.Space) error {
 	opLevel := registry.Models[0].Name
 	if !fs.Changed("ep-list") {
 		return nil
@@ -229,14 +229,11 @@ func epListRead(fs *pflag.FlagSet, cfg *config.Config, backends []string) error 
 	if eps, _ := fs.GetIntSlice("ep-list"); !slices.ContainsFunc(eps, func(ep int) bool { return ep != 1 }) {
 		return nil
 	}
-	var pricedBy string
-	for _, b := range backends {
-		c := cfg.OnBackend(b)
-		if pricedBy = c.TimingName(); pricedBy == opLevel {
-			return nil
-		}
+	models := sp.TimingModels(cfg)
+	if slices.Contains(models, opLevel) {
+		return nil
 	}
-	return fmt.Errorf("--ep-list %s: applies to --timing %s, and the passes are priced by --timing %s", strings.Trim(fs.Lookup("ep-list").Value.String(), "[]"), opLevel, pricedBy)
+	return fmt.Errorf("--ep-list %s: applies to --timing %s, and the passes are priced by --timing %s", strings.Trim(fs.Lookup("ep-list").Value.String(), "[]"), opLevel, strings.Join(models, " and "))
 }
 
 func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf *recommendFlags, stdout, stderr io.Writer) error {
@@ -263,7 +260,7 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 	if err := sp.Deployable(cfg); err != nil {
 		return err
 	}
-	if err := epListRead(fs, cfg, sp.Backends); err != nil {
+	if err := epListRead(fs, cfg, sp); err != nil {
 		return err
 	}
 	o := recommend.Options{Targets: targets, Objective: rf.objective, Threads: rf.threads}
