@@ -80,34 +80,83 @@ func TestDefaultTimingIsOpLevel(t *testing.T) {
 	}
 }
 
-// TestWithoutUnreadTiming: the shared timing model's own settings that no pool's passes read are no
-// longer given (the value stays), those a pool reads are, and so are a pool's own and an aggregated
-// deployment's, which Validate still refuses unread.
+// TestWithoutUnreadTiming: the timing models' own settings that no pool's passes read, shared or a
+// pool's, on a disaggregated deployment or an aggregated one, are no longer given (the value stays), so
+// that the deployment validates; those a pool reads stay given. Validate refuses the unread ones by name.
 func TestWithoutUnreadTiming(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	const pools = "prefill-workers: 1\ndecode-workers: 1\n"
+	const p = "h200-llama-3.1-8b-bf16"
 	for _, tc := range []struct {
-		body, want string
-		given      bool // profile is still given
+		body, key string
+		unread    string // Validate's error as given, "" where the setting is read
 	}{
-		{"timing: profile\nprofile: h200-llama-3.1-8b-bf16\n" + pools + "prefill:\n  timing: polynomial\ndecode:\n  timing: polynomial\n", "", false},
-		{"timing: profile\nprofile: h200-llama-3.1-8b-bf16\n" + pools + "prefill:\n  timing: polynomial\n", "", true},
-		{pools + "prefill:\n  profile: h200-llama-3.1-8b-bf16\n",
-			"config " + path + " line 4: prefill-profile h200-llama-3.1-8b-bf16: applies to --timing profile, and the prefill passes are priced by --timing default", true},
-		{"timing: fixed\nprofile: h200-llama-3.1-8b-bf16\n",
-			"config " + path + " line 2: profile h200-llama-3.1-8b-bf16: applies to --timing profile, and the passes are priced by --timing fixed", true},
+		{"timing: profile\nprofile: " + p + "\n" + pools + "prefill:\n  timing: polynomial\ndecode:\n  timing: polynomial\n", "profile",
+			"config " + path + " line 2: profile " + p + ": applies to --timing profile, and the passes are priced by --timing polynomial"},
+		{"timing: profile\nprofile: " + p + "\n" + pools + "prefill:\n  timing: polynomial\n", "profile", ""},
+		{pools + "prefill:\n  profile: " + p + "\n", "prefill-profile",
+			"config " + path + " line 4: prefill-profile " + p + ": applies to --timing profile, and the prefill passes are priced by --timing default"},
+		{"timing: fixed\nprofile: " + p + "\n", "profile",
+			"config " + path + " line 2: profile " + p + ": applies to --timing profile, and the passes are priced by --timing fixed"},
+		{"backend: trtllm\nprofile: " + p + "\n", "profile", ""},
 	} {
 		os.WriteFile(path, []byte(tc.body), 0o644)
 		c := Default()
 		if err := c.Load(path); err != nil {
 			t.Fatal(err)
 		}
+		if err := c.Validate(); fmt.Sprint(err) != tc.unread && !(err == nil && tc.unread == "") {
+			t.Errorf("%q: error %v, want %q", tc.body, err, tc.unread)
+		}
 		w := c.WithoutUnreadTiming()
-		if err := w.Validate(); fmt.Sprint(err) != tc.want && !(err == nil && tc.want == "") {
-			t.Errorf("%q: error %v, want %q", tc.body, err, tc.want)
+		if err := w.Validate(); err != nil {
+			t.Errorf("%q without the unread: %v", tc.body, err)
 		}
-		if tc.want == "" && (w.isGiven("profile") != tc.given || w.Profile != "h200-llama-3.1-8b-bf16" || !c.isGiven("profile")) {
-			t.Errorf("%q: profile %q given %v (c's %v), want the value and given %v", tc.body, w.Profile, w.isGiven("profile"), c.isGiven("profile"), tc.given)
+		if w.isGiven(tc.key) != (tc.unread == "") || !c.isGiven(tc.key) {
+			t.Errorf("%q: %s given %v (c's %v), want %v", tc.body, tc.key, w.isGiven(tc.key), c.isGiven(tc.key), tc.unread == "")
 		}
+		if v := w.Role("prefill").Get("profile"); w.Profile != p && v != p {
+			t.Errorf("%q: profile %q, prefill's %q: the value must stay", tc.body, w.Profile, v)
+		}
+	}
+}
+
+// TestTimingReadOnSome: a timing model's own setting given is taken where one of a search's deployments
+// reads it, whichever that is (the trtllm one, priced by profile; the aggregated one beside pools on
+// their own timing), and refused, as the first deployment words it, where none does.
+func TestTimingReadOnSome(t *testing.T) {
+	base := Default()
+	base.Profile = "h200-llama-3.1-8b-bf16"
+	base.Given("profile", "")
+	on := func(backend string, disagg bool) Config {
+		c := base.OnBackend(backend)
+		if disagg {
+			return c.Deployed(0, 1, 1)
+		}
+		return c.Deployed(1, 0, 0)
+	}
+	vllm, trtllm := on("vllm", false), on("trtllm", false)
+	if err := TimingReadOnSome([]Config{vllm, trtllm}); err != nil {
+		t.Errorf("vllm, trtllm: %v", err)
+	}
+	if err := TimingReadOnSome([]Config{trtllm, vllm}); err != nil {
+		t.Errorf("trtllm, vllm: %v", err)
+	}
+	want := "profile h200-llama-3.1-8b-bf16: applies to --timing profile, and the passes are priced by --timing default"
+	if err := TimingReadOnSome([]Config{vllm, on("sglang", false), on("vllm", true)}); fmt.Sprint(err) != want {
+		t.Errorf("vllm, sglang, vllm disaggregated: %v, want %s", err, want)
+	}
+	// Pools on their own timing read no shared profile; the aggregated deployment of the same base does.
+	poly := "polynomial"
+	base.Timing, base.Prefill.Timing, base.Decode.Timing = "profile", &poly, &poly
+	for _, key := range []string{"timing", "prefill-timing", "decode-timing"} {
+		base.Given(key, "")
+	}
+	want = "profile h200-llama-3.1-8b-bf16: applies to --timing profile, and the passes are priced by --timing polynomial"
+	if err := TimingReadOnSome([]Config{on("vllm", true)}); fmt.Sprint(err) != want {
+		t.Errorf("disaggregated alone: %v, want %s", err, want)
+	}
+	if err := TimingReadOnSome([]Config{on("vllm", true), on("vllm", false)}); err != nil {
+		t.Errorf("disaggregated and aggregated: %v", err)
 	}
 }

@@ -29,17 +29,44 @@ func (c *Config) validateTimingFlags() error {
 	if c.role != "" {
 		return nil // one pool's settings (ForRole): the whole was checked
 	}
-	names := []string{c.TimingName()}
+	if u := c.unreadTiming(); len(u) > 0 {
+		return u[0].err
+	}
+	return nil
+}
+
+// unread is a setting given that c's deployment does not read, with the error naming it.
+type unread struct {
+	key string
+	err error
+}
+
+// TimingNames are the timing models that price the deployment's passes: TimingName's, or under
+// disaggregation each pool's, in the order of Roles.
+func (c *Config) TimingNames() []string {
+	if c.PrefillWorkers == 0 || c.role != "" {
+		return []string{c.TimingName()}
+	}
+	names := make([]string, len(Roles))
+	for i, r := range Roles {
+		names[i] = c.ForRole(r).TimingName()
+	}
+	return names
+}
+
+// unreadTiming are the timing models' own settings given, a pool's (--prefill-profile) and then the
+// shared ones (--profile), that no pool's passes read, in timingOwn's order.
+func (c *Config) unreadTiming() []unread {
+	var list []unread
+	names := c.TimingNames()
 	if c.PrefillWorkers > 0 {
-		names = names[:0]
 		for _, r := range Roles {
 			pool := c.ForRole(r)
 			for _, f := range timingOwn {
 				if key := r + "-" + f.key; c.isGiven(key) && pool.TimingName() != f.timing && (f.inert == nil || !f.inert(pool)) {
-					return bad(key, c.Role(r).Get(f.key), fmt.Sprintf("applies to --timing %s, and the %s passes are priced by --timing %s", f.timing, r, pool.TimingName()))
+					list = append(list, unread{key, bad(key, c.Role(r).Get(f.key), fmt.Sprintf("applies to --timing %s, and the %s passes are priced by --timing %s", f.timing, r, pool.TimingName()))})
 				}
 			}
-			names = append(names, pool.TimingName())
 		}
 	}
 	pricedBy := names[0]
@@ -48,26 +75,45 @@ func (c *Config) validateTimingFlags() error {
 	}
 	for _, f := range timingOwn {
 		if c.isGiven(f.key) && !slices.Contains(names, f.timing) && (f.inert == nil || !f.inert(c)) {
-			return bad(f.key, c.fieldsByKey()[f.key].Interface(), fmt.Sprintf("applies to --timing %s, and the passes are priced by --timing %s", f.timing, pricedBy))
+			list = append(list, unread{f.key, bad(f.key, c.fieldsByKey()[f.key].Interface(), fmt.Sprintf("applies to --timing %s, and the passes are priced by --timing %s", f.timing, pricedBy))})
 		}
 	}
-	return nil
+	return list
 }
 
-// WithoutUnreadTiming is c with the shared timing models' own settings (--profile, --prefill-ms ...) that
-// no pool's passes read no longer counted as given: a disaggregated deployment whose pools each run their
-// own --timing reads none of them. A search over both modes, whose aggregated shapes read them, judges
-// its disaggregated shapes so, as OnBackend does a backend's own settings. The values stay, read by no
-// engine; an aggregated c is returned as it is.
+// WithoutUnreadTiming is c with the timing models' own settings that no pool's passes read no longer
+// counted as given: --profile on a vLLM deployment priced by the op-level model, or on a disaggregated
+// one whose pools each run their own --timing; --prefill-profile where the prefill pool is not priced by
+// profile. A search judges each of its deployments so, as OnBackend does a backend's own settings, and
+// refuses a setting only where none of them reads it (TimingReadOnSome). The values stay, read by no
+// engine.
 func (c Config) WithoutUnreadTiming() Config {
-	if c.PrefillWorkers == 0 {
+	u := c.unreadTiming()
+	if len(u) == 0 {
 		return c
 	}
 	c.given = maps.Clone(c.given)
-	for _, f := range timingOwn {
-		if !slices.ContainsFunc(Roles, func(r string) bool { return c.ForRole(r).TimingName() == f.timing }) {
-			delete(c.given, f.key)
-		}
+	for _, s := range u {
+		delete(c.given, s.key)
 	}
 	return c
+}
+
+// TimingReadOnSome is nil when each timing model's own setting given in deployments (a search's, of
+// one base) is read by one of them at least, else the error of the first that none reads, as the first
+// deployment words it: --profile is taken where some of a search's shapes are priced by profile (the
+// trtllm ones of --backends vllm,trtllm, the aggregated ones beside pools on their own --timing).
+func TimingReadOnSome(deployments []Config) error {
+	if len(deployments) == 0 {
+		return nil
+	}
+	first := deployments[0].unreadTiming()
+	for _, u := range first {
+		if !slices.ContainsFunc(deployments[1:], func(c Config) bool {
+			return !slices.ContainsFunc(c.unreadTiming(), func(v unread) bool { return v.key == u.key })
+		}) {
+			return deployments[0].placed(u.err)
+		}
+	}
+	return nil
 }

@@ -36,9 +36,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if len(r.Refused) > 0 {
 		// A typo in a list (--backends vllm,sglng) or a model too large for a TP shows here.
 		fmt.Fprintf(&b, "%s not a valid deployment:\n", count(len(r.Refused), "shape of the space is", "shapes of the space are"))
-		for i, why := range r.Refused {
+		lines := r.refusedLines()
+		for i, why := range lines {
 			if i == refusedRows {
-				fmt.Fprintf(&b, "  ... %d more (--report-json lists them all)\n", len(r.Refused)-i)
+				fmt.Fprintf(&b, "  ... %d more (--report-json lists them all)\n", len(lines)-i)
 				break
 			}
 			fmt.Fprintf(&b, "  %s\n", why)
@@ -187,6 +188,39 @@ func (r *Report) rateTable(b *strings.Builder) {
 		}
 	}
 	tw.Flush()
+}
+
+// refusedLines are the table's lines for the refused shapes (Refused, "shape: why"): one a shape, but
+// a backend none of whose shapes was searched, all refused for one reason (a setting it cannot take:
+// --timing default on trtllm, a profile measured for another model), has one line naming it.
+func (r *Report) refusedLines() []string {
+	why := map[string]string{}      // a backend's one reason, "" for none: several, or a shape searched
+	shapes := map[string][]string{} // a backend's refused shapes, in order
+	for _, s := range r.Shapes {
+		why[s.Shape.Backend] = ""
+	}
+	for _, line := range r.Refused {
+		shape, reason, _ := strings.Cut(line, ": ")
+		backend, _, _ := strings.Cut(shape, " ")
+		if w, ok := why[backend]; !ok {
+			why[backend] = reason
+		} else if w != reason {
+			why[backend] = ""
+		}
+		shapes[backend] = append(shapes[backend], line)
+	}
+	var lines []string
+	for _, line := range r.Refused {
+		shape, _, _ := strings.Cut(line, ": ")
+		backend, _, _ := strings.Cut(shape, " ")
+		switch n := len(shapes[backend]); {
+		case n < 2 || why[backend] == "":
+			lines = append(lines, line)
+		case shapes[backend][0] == line:
+			lines = append(lines, fmt.Sprintf("every %s shape (%d): %s", backend, n, why[backend]))
+		}
+	}
+	return lines
 }
 
 // count is "1 shape", "2 shapes"; plural, if given, replaces noun+"s".

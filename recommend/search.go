@@ -72,6 +72,10 @@ func Search(base *config.Config, sp *Space, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A setting no shape takes or reads is refused once, by name, not shape by shape.
+	if err := sp.Deployable(base); err != nil {
+		return nil, err
+	}
 	if len(shapes) == 0 {
 		return nil, fmt.Errorf("no deployment in the search space is valid: %s", strings.Join(refused, "; "))
 	}

@@ -190,41 +190,72 @@ func (sp *Space) layouts(s Shape, mode string, ratios []Ratio) []Shape {
 	return list
 }
 
-// Deployable is nil when c (deployed on its backend) is valid on some deployment the space makes of it,
-// at a TP of the space's lists, else the first one's error: a setting no shape can take is refused once,
+// Deployable is nil when base is valid on some deployment the space makes of it, on one of its
+// backends at a TP of its lists, else the first one's error: a setting no shape can take is refused once,
 // before the search, by name, and one the TP decides (--decode-ep 8 with --decode-tp-list 8) is judged at
-// the TPs the shapes run. With pools' own settings, which only disaggregated shapes read, the deployment
-// must be disaggregated; where both pools run their own --timing, the shared model's own settings
-// (--profile) are for the aggregated shapes to read, if the space has any.
-func (sp *Space) Deployable(c *config.Config) error {
-	pooled := len(c.Prefill.Keys())+len(c.Decode.Keys()) > 0
-	s := Shape{Backend: c.Backend, EP: c.EP, MaxNumSeqs: c.MaxNumSeqs, MaxNumBatchedTokens: c.MaxNumBatchedTokens, Router: c.Router}
-	var agg, disagg []Shape
-	if slices.Contains(sp.Modes, "agg") {
-		agg = sp.layouts(s, "agg", nil)
+// the TPs the shapes run. A setting only some shapes read applies to those and is refused only where none
+// does: a timing model's own (--profile, read where profile prices a pool's passes: the trtllm shapes of
+// --backends vllm,trtllm, the aggregated ones beside pools on their own --timing) as a backend's own
+// (config.OnBackend); with pools' own settings, which only disaggregated shapes read, the deployment
+// must be disaggregated.
+func (sp *Space) Deployable(base *config.Config) error {
+	pooled := len(base.Prefill.Keys())+len(base.Decode.Keys()) > 0
+	all, disagg := sp.probes(base)
+	deployed := make([]config.Config, len(all))
+	for i, s := range all {
+		deployed[i] = s.deploy(base, 1)
 	}
-	if slices.Contains(sp.Modes, "disagg") {
-		disagg = sp.layouts(s, "disagg", []Ratio{{1, 1}})
+	if err := config.TimingReadOnSome(deployed); err != nil {
+		return err
 	}
 	if !pooled {
-		return validOnSome(c, append(agg, disagg...), Shape.deploy)
+		return validOnSome(base, all)
 	}
 	if len(disagg) == 0 {
 		return fmt.Errorf("the pools' own settings apply to disaggregated shapes, and --modes %s has none", strings.Join(sp.Modes, ","))
 	}
-	err := validOnSome(c, disagg, Shape.deploy)
-	if err != nil && len(agg) > 0 && validOnSome(c, agg, Shape.deploy) == nil && validOnSome(c, disagg, Shape.config) == nil {
-		return nil
-	}
-	return err
+	return validOnSome(base, disagg)
 }
 
-// validOnSome is nil when c deployed as one of shapes (by deploy or config) is valid, else the first
-// one's error (nil for no shapes: an empty list of the space is for shapes to name).
-func validOnSome(c *config.Config, shapes []Shape, as func(Shape, *config.Config, int) config.Config) error {
+// probes are the layouts of base's settings on each of the space's backends in each of its modes, at
+// ratio 1:1: whether a setting is read or taken depends on the backend, the mode and the TPs, which
+// they span, and not on the ratio or the scale. disagg are those of them disaggregated.
+func (sp *Space) probes(base *config.Config) (all, disagg []Shape) {
+	for _, b := range sp.Backends {
+		s := Shape{Backend: b, EP: base.EP, MaxNumSeqs: base.MaxNumSeqs, MaxNumBatchedTokens: base.MaxNumBatchedTokens, Router: base.Router}
+		for _, mode := range sp.Modes {
+			l := sp.layouts(s, mode, []Ratio{{1, 1}})
+			all = append(all, l...)
+			if mode == "disagg" {
+				disagg = append(disagg, l...)
+			}
+		}
+	}
+	return all, disagg
+}
+
+// TimingModels are the timing models that price the passes of the space's shapes made of base, each
+// pool's, in order of first use: whether a setting only one model reads (--ep-list) is read by some shape.
+func (sp *Space) TimingModels(base *config.Config) []string {
+	all, _ := sp.probes(base)
+	var names []string
+	for _, s := range all {
+		c := s.deploy(base, 1)
+		for _, n := range c.TimingNames() {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
+// validOnSome is nil when base deployed as one of shapes is valid, else the first one's error (nil for
+// no shapes: an empty list of the space is for shapes to name).
+func validOnSome(base *config.Config, shapes []Shape) error {
 	var first error
 	for _, s := range shapes {
-		cfg := as(s, c, 1)
+		cfg := s.config(base, 1)
 		err := cfg.Validate()
 		if err == nil {
 			return nil
@@ -327,9 +358,9 @@ func (s *Shape) resolveAuto(o sim.Options) {
 	}
 }
 
-// config is the base configuration deployed as shape s at the given scale (deploy), where a
-// disaggregated shape whose pools each run their own --timing is not refused for the shared model's own
-// settings (--profile): the space's aggregated shapes read them, or Deployable refused them.
+// config is the base configuration deployed as shape s at the given scale (deploy), less the timing
+// models' own settings its pools do not read (--profile on vLLM priced by the op-level model): other
+// shapes of the space read them, or Deployable refused them.
 func (s Shape) config(base *config.Config, scale int) config.Config {
 	c := s.deploy(base, scale)
 	return c.WithoutUnreadTiming()

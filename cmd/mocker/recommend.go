@@ -218,10 +218,10 @@ func (rf *recommendFlags) targets() ([]recommend.Target, error) {
 	return ts, nil
 }
 
-// epListRead refuses --ep-list where no swept backend's passes are priced by the op-level model, the
+// epListRead refuses --ep-list where no shape of the space has a pool priced by the op-level model, the
 // one timing model that reads the experts' sharding, as config refuses --ep there (a list of 1 alone,
 // no expert parallelism, changes nothing and is taken).
-func epListRead(fs *pflag.FlagSet, cfg *config.Config, backends []string) error {
+func epListRead(fs *pflag.FlagSet, cfg *config.Config, sp *recommend.Space) error {
 	opLevel := registry.Models[0].Name
 	if !fs.Changed("ep-list") {
 		return nil
@@ -229,14 +229,11 @@ func epListRead(fs *pflag.FlagSet, cfg *config.Config, backends []string) error 
 	if eps, _ := fs.GetIntSlice("ep-list"); !slices.ContainsFunc(eps, func(ep int) bool { return ep != 1 }) {
 		return nil
 	}
-	var pricedBy string
-	for _, b := range backends {
-		c := cfg.OnBackend(b)
-		if pricedBy = c.TimingName(); pricedBy == opLevel {
-			return nil
-		}
+	models := sp.TimingModels(cfg)
+	if slices.Contains(models, opLevel) {
+		return nil
 	}
-	return fmt.Errorf("--ep-list %s: applies to --timing %s, and the passes are priced by --timing %s", strings.Trim(fs.Lookup("ep-list").Value.String(), "[]"), opLevel, pricedBy)
+	return fmt.Errorf("--ep-list %s: applies to --timing %s, and the passes are priced by --timing %s", strings.Trim(fs.Lookup("ep-list").Value.String(), "[]"), opLevel, strings.Join(models, " and "))
 }
 
 func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf *recommendFlags, stdout, stderr io.Writer) error {
@@ -257,13 +254,13 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 	if err := cfg.UnreadByBackends(sp.Backends...); err != nil {
 		return err
 	}
-	// The base settings are taken when valid on one of the backends (--profile where trtllm, priced by
-	// profile, is swept) at one of the space's TPs; a shape a backend cannot run is the search's to
-	// refuse. The pools' own settings are validated where they are read, on a disaggregated deployment.
-	if err := cfg.HoldsOnSome(sp.Backends, sp.Deployable); err != nil {
+	// The base settings are taken when valid on one of the space's shapes, each judged by the shapes
+	// that read it (--profile where trtllm, priced by profile, is swept; a pool's own on a disaggregated
+	// one); a shape a backend cannot run is the search's to refuse.
+	if err := sp.Deployable(cfg); err != nil {
 		return err
 	}
-	if err := epListRead(fs, cfg, sp.Backends); err != nil {
+	if err := epListRead(fs, cfg, sp); err != nil {
 		return err
 	}
 	o := recommend.Options{Targets: targets, Objective: rf.objective, Threads: rf.threads}

@@ -139,6 +139,43 @@ func TestRecommendRefuses(t *testing.T) {
 	}
 }
 
+// TestRecommendEPListOnAPool: --ep-list is read where some shape has a pool priced by the op-level
+// model, a disaggregated prefill pool on its own --prefill-timing default beside a shared polynomial
+// (whose ep8 shape is priced apart from its ep1 one), and refused where no pool is.
+func TestRecommendEPListOnAPool(t *testing.T) {
+	args := []string{"recommend", "--num-requests", "20", "--request-rate", "100", "--input-tokens", "256", "--input-tokens-stddev", "0",
+		"--output-tokens", "4", "--output-tokens-stddev", "0", "--ttft-p90-ms", "1000", "--max-workers", "2", "--model", "qwen3-30b-a3b",
+		"--modes", "disagg", "--ratios", "1:1", "--tp-list", "8", "--timing", "polynomial", "--ep-list", "1,8"}
+	out, _, err := mocker(t, append(args, "--prefill-timing", "default")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Searched 2 shapes:", "  23.0  ", "1P+1D vllm disagg 1:1 tp8/8 seqs", "  25.8  ", "1P+1D vllm disagg 1:1 tp8/8 ep8 seqs"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+	_, _, err = mocker(t, args...)
+	if want := "--ep-list 1,8: applies to --timing default, and the passes are priced by --timing polynomial"; err == nil || err.Error() != want {
+		t.Errorf("no pool on the op-level model: error %v, want %q", err, want)
+	}
+}
+
+// TestRecommendTimingOfSomeBackends: a --timing that some swept backends cannot take (the op-level
+// model has no TensorRT-LLM tables) refuses their shapes in one line naming the backend, and the others
+// are searched.
+func TestRecommendTimingOfSomeBackends(t *testing.T) {
+	out, _, err := mocker(t, "recommend", "--num-requests", "20", "--request-rate", "100", "--input-tokens", "256", "--output-tokens", "4",
+		"--ttft-p90-ms", "1000", "--tp-list", "1,2", "--max-workers", "1", "--backends", "vllm,trtllm", "--timing", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "2 shapes of the space are not a valid deployment:\n  every trtllm shape (2): timing default: no TensorRT-LLM tables are supported"
+	if !strings.Contains(out, want) || !strings.Contains(out, "Searched 2 shapes:") || strings.Count(out, "trtllm") != 1 {
+		t.Errorf("want the vllm shapes searched and %q alone of trtllm in:\n%s", want, out)
+	}
+}
+
 // TestRecommendTakesEPOne: --ep-list 1 and --ep 1 are no expert parallelism, every timing model's: a
 // search under fixed timing takes them.
 func TestRecommendTakesEPOne(t *testing.T) {
@@ -213,7 +250,9 @@ func TestRecommendSettingsAtListTPs(t *testing.T) {
 }
 
 // TestRecommendBaseOnSweptBackends: the base settings are checked on the backends swept, not on
-// --backend's default: --profile is taken where trtllm (priced by profile) is swept alone.
+// --backend's default: --profile is taken where trtllm (priced by profile) is swept, alone or beside
+// vllm, whose shapes run on what they read (the op-level model) rather than being refused for it; where
+// no swept backend reads it, it is refused once.
 func TestRecommendBaseOnSweptBackends(t *testing.T) {
 	args := []string{"recommend", "--num-requests", "20", "--request-rate", "100", "--input-tokens", "256", "--input-tokens-stddev", "0",
 		"--output-tokens", "4", "--output-tokens-stddev", "0", "--ttft-p90-ms", "1000", "--tp-list", "1", "--max-workers", "1",
@@ -221,6 +260,24 @@ func TestRecommendBaseOnSweptBackends(t *testing.T) {
 	out, _, err := mocker(t, append(args, "--backends", "trtllm")...)
 	if err != nil || !strings.Contains(out, "Searched 1 shape:") {
 		t.Errorf("trtllm alone: error %v\n%s", err, out)
+	}
+	out, _, err = mocker(t, append(args, "--backends", "vllm,trtllm")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deployment, want := range map[string]string{
+		"1 × vllm agg tp1 seqs auto=1024 mbt 8192 round-robin":  "19.9", // --backends vllm, no --profile: the op-level model
+		"1 × trtllm agg tp1 seqs auto=256 mbt 8192 round-robin": "47.6", // --backends trtllm alone
+	} {
+		var ttft string
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 8 && strings.HasSuffix(l, "  "+deployment) {
+				ttft = f[2]
+			}
+		}
+		if ttft != want || strings.Contains(out, "not a valid deployment") {
+			t.Errorf("vllm,trtllm: %s: p90 TTFT %q, want %s, and no shape refused, in:\n%s", deployment, ttft, want, out)
+		}
 	}
 	_, _, err = mocker(t, append(args, "--backends", "vllm,sglang")...)
 	if want := "profile h200-llama-3.1-8b-bf16: applies to --timing profile, and the passes are priced by --timing default"; err == nil || !strings.Contains(err.Error(), want) {

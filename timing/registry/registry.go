@@ -59,7 +59,7 @@ type Entry struct {
 var Models = []Entry{
 	{Name: "default", Slack: 0.05, New: opLevel, Shared: opLevelShared,
 		Help: "op-level: per-kernel measurements from AIConfigurator's database, found by --perf-db, $MOCKER_PERF_DB, an installed aiconfigurator Python package, else the built-in H200 vLLM/SGLang tables; on --backend trtllm the profile"},
-	{Name: "profile", Slack: 0.25, New: stepProfile, Shared: func(p Params) error { _, _, err := profileSource(p); return err },
+	{Name: "profile", Slack: 0.25, New: stepProfile, Shared: func(p Params) error { _, _, err := openProfile(p); return err },
 		Help: "step times of a plain PyTorch decoder, ~1.8x slower than vLLM's kernels"},
 	{Name: "polynomial", New: func(Params) (timing.Model, Info, error) { return timing.Polynomial{}, Info{}, nil },
 		Help: "Dynamo's default"},
@@ -125,15 +125,22 @@ func opLevelShared(p Params) error {
 	return nil
 }
 
-// stepProfile opens --profile: a built-in profile name, a profiler results directory (Dynamo's planner
-// profile), or a step-time CSV of ours. Unset, it is the built-in profile of the model on the system.
+// stepProfile opens the profile (openProfile), which prices one GPU.
 func stepProfile(p Params) (timing.Model, Info, error) {
+	m, info, err := openProfile(p)
+	if err == nil && p.TP != 1 {
+		return nil, Info{}, fmt.Errorf("timing profile: profiles are measured at tp 1, got --tp %d", p.TP)
+	}
+	return m, info, err
+}
+
+// openProfile opens --profile: a built-in profile name, a profiler results directory (Dynamo's planner
+// profile), or a step-time CSV of ours (its rows for the deployment's model). Unset, it is the built-in
+// profile of the model on the system. Nothing it reads depends on a deployment's shape.
+func openProfile(p Params) (timing.Model, Info, error) {
 	name, st, err := profileSource(p)
 	if err != nil {
 		return nil, Info{Source: name}, err
-	}
-	if p.TP != 1 {
-		return nil, Info{}, fmt.Errorf("timing profile: profiles are measured at tp 1, got --tp %d", p.TP)
 	}
 	info := Info{Source: name}
 	if st == nil {
@@ -160,15 +167,14 @@ func profileSource(p Params) (name string, st os.FileInfo, err error) {
 		if p.Model == nil || p.System == nil {
 			return "", nil, fmt.Errorf("timing profile: no --profile, and no --model and --system to choose a built-in one")
 		}
-		sys, _, _ := strings.Cut(p.System.Name, "_") // "h200" for "h200_sxm"
-		name = fmt.Sprintf("%s-%s-%s", sys, p.Model.Name, precision(p))
+		name = builtinName(p)
 		if _, err := profile.Builtin(name); err != nil {
 			return "", nil, fmt.Errorf("timing profile: no built-in profile for %s on %s (%s); give --profile PATH, or --timing polynomial", p.Model.Name, p.System.Name, name)
 		}
 		return name, nil, nil
 	}
-	if _, err := profile.Builtin(name); err == nil {
-		return name, nil, nil
+	if s, err := profile.Builtin(name); err == nil {
+		return name, nil, builtinFits(name, s.Model(), p)
 	}
 	if st, err = os.Stat(name); err != nil {
 		// A path error, which config words by the setting that named it (config.FileError).
@@ -176,6 +182,30 @@ func profileSource(p Params) (name string, st os.FileInfo, err error) {
 			Err: fmt.Errorf("not a built-in profile (%s) nor a file: %w", strings.Join(profile.BuiltinNames(), ", "), errors.Unwrap(err))}
 	}
 	return name, st, nil
+}
+
+// builtinName is the name of the built-in profile measured for the deployment's model on its GPU at
+// its weights' precision: h200-llama-3.1-8b-bf16 for llama-3.1-8b in bf16 on h200_sxm.
+func builtinName(p Params) string {
+	sys, _, _ := strings.Cut(p.System.Name, "_") // "h200" for "h200_sxm"
+	return fmt.Sprintf("%s-%s-%s", sys, p.Model.Name, precision(p))
+}
+
+// builtinFits refuses the built-in profile name, measured for model, where the deployment runs another
+// model, GPU or weights' precision (as the name says them): it would price the passes of another engine
+// than the one simulated. Without a model and a system named there is nothing to compare.
+func builtinFits(name, model string, p Params) error {
+	if p.Model == nil || p.System == nil || name == builtinName(p) {
+		return nil
+	}
+	gpu, _, _ := strings.Cut(name, "-")
+	measured := fmt.Sprintf("%s %s on %s", model, name[strings.LastIndex(name, "-")+1:], gpu)
+	runs := fmt.Sprintf("%s %s on %s", p.Model.Name, precision(p), p.System.Name)
+	hint := "give --profile PATH measured for it, or --timing polynomial"
+	if _, err := profile.Builtin(builtinName(p)); err == nil {
+		hint = "its built-in profile is " + builtinName(p)
+	}
+	return fmt.Errorf("timing profile: %s was measured for %s, and the deployment runs %s (%s)", name, measured, runs, hint)
 }
 
 // precision names the weights' precision as profiles do: the quantization (the flag's, else the

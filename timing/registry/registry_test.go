@@ -1,6 +1,9 @@
 package registry_test
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -108,6 +111,13 @@ func TestBuildErrors(t *testing.T) {
 		{"profile", func(p *registry.Params) { p.Model = nil }, "timing profile: no --profile, and no --model and --system to choose a built-in one"},
 		{"profile", func(p *registry.Params) { p.TP = 2 }, "timing profile: profiles are measured at tp 1, got --tp 2"},
 		{"profile", func(p *registry.Params) { p.Quantization = "fp8" }, "timing profile: no built-in profile for llama-3.1-8b on h200_sxm (h200-llama-3.1-8b-fp8); give --profile PATH, or --timing polynomial"},
+		// A built-in profile given by name prices only the model, GPU and precision it was measured for.
+		{"profile", func(p *registry.Params) { p.Profile = "h200-qwen3-32b-bf16" },
+			"timing profile: h200-qwen3-32b-bf16 was measured for qwen3-32b bf16 on h200, and the deployment runs llama-3.1-8b bf16 on h200_sxm (its built-in profile is h200-llama-3.1-8b-bf16)"},
+		{"profile", func(p *registry.Params) { p.Profile, p.System = "h200-llama-3.1-8b-bf16", b200(t) },
+			"timing profile: h200-llama-3.1-8b-bf16 was measured for llama-3.1-8b bf16 on h200, and the deployment runs llama-3.1-8b bf16 on b200_sxm (give --profile PATH measured for it, or --timing polynomial)"},
+		{"profile", func(p *registry.Params) { p.Profile, p.Quantization = "h200-llama-3.1-8b-bf16", "fp8" },
+			"timing profile: h200-llama-3.1-8b-bf16 was measured for llama-3.1-8b bf16 on h200, and the deployment runs llama-3.1-8b fp8 on h200_sxm (give --profile PATH measured for it, or --timing polynomial)"},
 	} {
 		q := p
 		tc.edit(&q)
@@ -120,4 +130,42 @@ func TestBuildErrors(t *testing.T) {
 	if _, info, err := e.New(p); err != nil || info.Source != "h200-llama-3.1-8b-bf16" {
 		t.Errorf("profile of llama-3.1-8b on h200_sxm: source %q, %v; want the built-in h200-llama-3.1-8b-bf16", info.Source, err)
 	}
+	p.Profile = "h200-llama-3.1-8b-bf16"
+	if _, _, err := e.New(p); err != nil {
+		t.Errorf("profile h200-llama-3.1-8b-bf16 for llama-3.1-8b on h200_sxm: %v", err)
+	}
+}
+
+// TestProfileShared: what the profile model checks once for a search (Shared) includes the profile's
+// fit to the deployment, a built-in one's model, GPU and precision, a step CSV's rows for the model,
+// but not the TP, which the shape decides.
+func TestProfileShared(t *testing.T) {
+	p := params(t)
+	e, _ := registry.Lookup("profile")
+	csv := filepath.Join(t.TempDir(), "qwen.csv")
+	os.WriteFile(csv, []byte("model,kind,batch,tokens,ctx,ms_p50,ms_p10,ms_p90,reps\nqwen3-32b,linear,1,1,0,5,5,5,10\n"), 0o644)
+	for _, tc := range []struct {
+		edit func(*registry.Params)
+		want string
+	}{
+		{func(p *registry.Params) { p.TP = 2 }, ""},
+		{func(p *registry.Params) { p.Profile = "h200-qwen3-32b-bf16" },
+			"timing profile: h200-qwen3-32b-bf16 was measured for qwen3-32b bf16 on h200, and the deployment runs llama-3.1-8b bf16 on h200_sxm (its built-in profile is h200-llama-3.1-8b-bf16)"},
+		{func(p *registry.Params) { p.Profile = csv }, "profile: " + csv + `: no rows for model "llama-3.1-8b" (models: qwen3-32b)`},
+	} {
+		q := p
+		tc.edit(&q)
+		if err := e.Shared(q); fmt.Sprint(err) != tc.want && !(err == nil && tc.want == "") {
+			t.Errorf("profile %q at tp %d: %v, want %q", q.Profile, q.TP, err, tc.want)
+		}
+	}
+}
+
+// b200 is the B200 system.
+func b200(t *testing.T) *hardware.System {
+	s, err := hardware.Lookup("b200_sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
