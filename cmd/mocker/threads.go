@@ -10,7 +10,7 @@ import (
 // liveThreads is the --threads of the live commands (serve, worker, frontend): how many goroutines the
 // Go runtime runs at once (GOMAXPROCS). A server that shares a small machine with its clients spends
 // less CPU a request on fewer: each extra thread wakes, spins and is switched out as requests hand over
-// between goroutines, which on a 2-core VM cost a third of a short completion (docs/performance.md).
+// between goroutines, which on a 2-core VM cost a quarter to a third of a short completion (docs/performance.md).
 type liveThreads int
 
 func (t *liveThreads) bind(fs *pflag.FlagSet) {
