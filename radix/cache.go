@@ -133,7 +133,7 @@ func (c *Cache) match(pages []tokens.Block, dst *[]PageID) (matched int, node *N
 		if next == nil {
 			break
 		}
-		k := commonPrefix(next.hashes, pages)
+		k := next.keys.commonPrefix(pages)
 		if k < next.pages() {
 			next = c.split(next, k, pages[k-1].Hash)
 		}
@@ -174,7 +174,7 @@ func (c *Cache) Insert(pages []tokens.Block, ids []PageID) (present int) {
 		if next == nil {
 			break
 		}
-		k := commonPrefix(next.hashes, pages[i:])
+		k := next.keys.commonPrefix(pages[i:])
 		if k < next.pages() {
 			next = c.split(next, k, pages[i+k-1].Hash)
 		}
@@ -233,7 +233,7 @@ func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID, room int)
 		if next == nil {
 			break
 		}
-		k := commonPrefix(next.hashes, pages[present:])
+		k := next.keys.commonPrefix(pages[present:])
 		if k < next.pages() {
 			next = c.split(next, k, pages[present+k-1].Hash)
 		}
@@ -258,14 +258,13 @@ func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID, room int)
 	}
 	if n == node && n != c.root && n.children == 0 && n.locks == 1 && n.lockRef == 1 {
 		k := len(pages) - present
-		if len(n.ids)+k > cap(n.ids) || len(n.hashes)+k > cap(n.hashes) {
-			n.hashes = slices.Grow(n.hashes, k+room)
+		if len(n.ids)+k > cap(n.ids) {
 			n.ids = slices.Grow(n.ids, k+room)
 		}
 		if c.view != nil {
 			c.view.stored(n, c.nextID) // the Stored event below
 		}
-		n.hashes = appendTokensHashes(n.hashes, pages[present:])
+		n.keys.append(pages[present:], room)
 		n.ids = append(n.ids, ids[present:]...)
 		n.tip = pages[len(pages)-1].Hash
 		c.cached += len(pages) - present // locked: not evictable
@@ -308,7 +307,7 @@ func (c *Cache) Lock(node *Node) {
 // changes only what the tree allocates.
 func (c *Cache) Trim(node *Node) {
 	if n := len(node.ids); cap(node.ids)-n > n {
-		node.hashes, node.ids = slices.Clone(node.hashes), slices.Clone(node.ids)
+		node.keys, node.ids = node.keys.clone(), slices.Clone(node.ids)
 	}
 }
 

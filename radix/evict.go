@@ -33,7 +33,7 @@ func (c *Cache) Evict(numPages int) (freed int) {
 			head = c.removed[at]
 			slices.Reverse(c.removed[at:])
 		case c.view != nil:
-			head = n.hashes[0]
+			head = n.keys.first()
 			if parent != c.root {
 				head = tokens.SeqHash(parent.tip, head)
 			}

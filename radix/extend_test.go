@@ -143,8 +143,8 @@ func TestExtendRoom(t *testing.T) {
 	_, node := c.Extend(nil, s.Blocks(), table, 8)
 	c.Lock(node)
 	edge := &node.ids[0]
-	if cap(node.ids) < 12 || cap(node.hashes) < 12 {
-		t.Fatalf("leaf of 4 pages with room 8: capacity %d ids, %d hashes; want at least 12", cap(node.ids), cap(node.hashes))
+	if cap(node.ids) < 12 || cap(node.keys.hashes) < 12 {
+		t.Fatalf("leaf of 4 pages with room 8: capacity %d ids, %d hashes; want at least 12", cap(node.ids), cap(node.keys.hashes))
 	}
 	for i := range 3 {
 		s.Append(uint32(10 + i))
@@ -163,8 +163,8 @@ func TestExtendRoom(t *testing.T) {
 	t2, _ := c.Alloc(1, nil)
 	_, leaf := c.Extend(nil, s2.Blocks(), t2, 100)
 	c.Trim(leaf) // its request ended at once: 100 pages of room for a 1-page edge go
-	if cap(leaf.ids) > 8 || cap(leaf.hashes) > 8 || leaf.pages() != 1 || leaf.ids[0] != t2[0] {
-		t.Errorf("trimmed leaf: %d pages, capacity %d ids and %d hashes", leaf.pages(), cap(leaf.ids), cap(leaf.hashes))
+	if cap(leaf.ids) > 8 || cap(leaf.keys.hashes) > 8 || leaf.pages() != 1 || leaf.ids[0] != t2[0] {
+		t.Errorf("trimmed leaf: %d pages, capacity %d ids and %d hashes", leaf.pages(), cap(leaf.ids), cap(leaf.keys.hashes))
 	}
 	if err := c.CheckInvariants(); err != nil {
 		t.Fatal(err)
@@ -186,14 +186,14 @@ func TestSplitCopiesTheShorterHalf(t *testing.T) {
 		{8, 2000, true}, // 8 pages above, 2 and room for 2000 below
 		{9, 2000, true}, // likewise
 		{5, 0, true},    // a tie copies the upper half
-		{6, 0, false},   // no room: the shorter half by pages
+		{7, 0, false},   // no room but the size class's (12 ids): the shorter half by pages
 	} {
 		c := newCache(t, 1, 4096)
 		s := tokens.NewSequence(1)
 		s.Append(toks(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)...)
 		table, _ := c.Alloc(10, nil)
 		_, leaf := c.Extend(nil, s.Blocks(), table, tc.room)
-		hashes, ids := leaf.hashes, leaf.ids // the edge's arrays
+		hashes, ids := leaf.keys.hashes, leaf.ids // the edge's arrays
 		_, upper := c.Match(s.Blocks()[:tc.k], nil)
 		if upper == leaf || upper.pages() != tc.k || leaf.pages() != 10-tc.k || leaf.parent != upper {
 			t.Fatalf("k=%d room %d: match split the leaf into %d and %d pages", tc.k, tc.room, upper.pages(), leaf.pages())
@@ -202,10 +202,10 @@ func TestSplitCopiesTheShorterHalf(t *testing.T) {
 		if tc.upperCopy {
 			kept, copied, at, which = leaf, upper, tc.k, "upper"
 		}
-		if &kept.hashes[0] != &hashes[at] || &kept.ids[0] != &ids[at] || &copied.hashes[0] == &hashes[0] || &copied.ids[0] == &ids[0] {
+		if &kept.keys.hashes[0] != &hashes[at] || &kept.ids[0] != &ids[at] || &copied.keys.hashes[0] == &hashes[0] || &copied.ids[0] == &ids[0] {
 			t.Errorf("k=%d room %d: want the %s half copied out and the other keeping the edge's arrays", tc.k, tc.room, which)
 		}
-		if room := cap(leaf.hashes) - leaf.pages(); room < tc.room || cap(leaf.ids)-leaf.pages() < tc.room {
+		if room := cap(leaf.keys.hashes) - leaf.pages(); room < tc.room || cap(leaf.ids)-leaf.pages() < tc.room {
 			t.Errorf("k=%d room %d: the lower half has room for %d more pages, want the edge's %d", tc.k, tc.room, room, tc.room)
 		}
 		check(t, c)
