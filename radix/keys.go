@@ -55,23 +55,32 @@ func (e *keys) commonPrefix(pages []tokens.Block) int {
 // append adds the tokens hashes of pages at the edge's end. room is how many more pages the edge expects
 // (see Cache.Extend): the plain form keeps capacity for them; runs grow as slices do, being few.
 func (e *keys) append(pages []tokens.Block, room int) {
+	runs := 0 // runs pages add
+	last := len(e.hashes) - 1
 	for i, b := range pages {
-		last := len(e.hashes) - 1
-		switch {
-		case last >= 0 && e.hashes[last] == b.TokensHash:
-			if e.lens == nil {
-				e.toRuns()
-			}
-			e.lens[last]++
-		case e.lens == nil:
-			if len(e.hashes) == cap(e.hashes) {
-				e.hashes = slices.Grow(e.hashes, len(pages)-i+room)
-			}
-			e.hashes = append(e.hashes, b.TokensHash)
-		default:
-			e.hashes = append(e.hashes, b.TokensHash)
-			e.lens = append(e.lens, 1)
+		if i == 0 && (last < 0 || e.hashes[last] != b.TokensHash) || i > 0 && pages[i-1].TokensHash != b.TokensHash {
+			runs++
 		}
+	}
+	if e.lens == nil && runs == len(pages) {
+		e.hashes = slices.Grow(e.hashes, len(pages)+room)
+		for _, b := range pages {
+			e.hashes = append(e.hashes, b.TokensHash)
+		}
+		return
+	}
+	if e.lens == nil {
+		e.toRuns()
+	}
+	e.hashes, e.lens = slices.Grow(e.hashes, runs), slices.Grow(e.lens, runs)
+	for _, b := range pages {
+		if last >= 0 && e.hashes[last] == b.TokensHash {
+			e.lens[last]++
+			continue
+		}
+		e.hashes = append(e.hashes, b.TokensHash)
+		e.lens = append(e.lens, 1)
+		last++
 	}
 }
 
