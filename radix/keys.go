@@ -55,14 +55,18 @@ func (e *keys) commonPrefix(pages []tokens.Block) int {
 // append adds the tokens hashes of pages at the edge's end. room is how many more pages the edge expects
 // (see Cache.Extend): the plain form keeps capacity for them; runs grow as slices do, being few.
 func (e *keys) append(pages []tokens.Block, room int) {
-	runs := 0 // runs pages add
-	last := len(e.hashes) - 1
-	for i, b := range pages {
-		if i == 0 && (last < 0 || e.hashes[last] != b.TokensHash) || i > 0 && pages[i-1].TokensHash != b.TokensHash {
+	if len(pages) == 0 {
+		return
+	}
+	runs, h := 1, pages[0].TokensHash // runs pages make among themselves
+	for _, b := range pages[1:] {
+		if b.TokensHash != h {
 			runs++
+			h = b.TokensHash
 		}
 	}
-	if e.lens == nil && runs == len(pages) {
+	last := len(e.hashes) - 1
+	if e.lens == nil && runs == len(pages) && (last < 0 || e.hashes[last] != pages[0].TokensHash) {
 		e.hashes = slices.Grow(e.hashes, len(pages)+room)
 		for _, b := range pages {
 			e.hashes = append(e.hashes, b.TokensHash)
@@ -73,14 +77,20 @@ func (e *keys) append(pages []tokens.Block, room int) {
 		e.toRuns()
 	}
 	e.hashes, e.lens = slices.Grow(e.hashes, runs), slices.Grow(e.lens, runs)
-	for _, b := range pages {
-		if last >= 0 && e.hashes[last] == b.TokensHash {
-			e.lens[last]++
-			continue
+	for i := 0; i < len(pages); {
+		h := pages[i].TokensHash
+		j := i + 1
+		for j < len(pages) && pages[j].TokensHash == h {
+			j++
 		}
-		e.hashes = append(e.hashes, b.TokensHash)
-		e.lens = append(e.lens, 1)
-		last++
+		if last >= 0 && e.hashes[last] == h {
+			e.lens[last] += int32(j - i)
+		} else {
+			e.hashes = append(e.hashes, h)
+			e.lens = append(e.lens, int32(j-i))
+		}
+		last = -1 // only the first run may continue the edge's last
+		i = j
 	}
 }
 
