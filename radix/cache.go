@@ -55,6 +55,7 @@ type Cache struct {
 	removed []uint64        // hashes freed by the current Evict
 	tiers   *kvcache.Tiers  // nil: none
 	tierEvs []kvcache.Event // Evict's scratch
+	scratch []PageID        // a node's page ids, spelled out
 
 	view *View // nil: none (see View)
 }
@@ -139,7 +140,7 @@ func (c *Cache) match(pages []tokens.Block, dst *[]PageID) (matched int, node *N
 		}
 		c.touch(next)
 		if dst != nil {
-			*dst = append(*dst, next.ids...)
+			*dst = next.ids.appendTo(*dst, k)
 		}
 		matched += k
 		pages = pages[k:]
@@ -179,9 +180,10 @@ func (c *Cache) Insert(pages []tokens.Block, ids []PageID) (present int) {
 			next = c.split(next, k, pages[i+k-1].Hash)
 		}
 		c.touch(next)
+		c.scratch = next.ids.appendTo(c.scratch[:0], k)
 		for j, id := range ids[i : i+k] {
-			if id != next.ids[j] && c.state[id] != pagePrivate {
-				panic(fmt.Sprintf("radix: insert: page %d duplicates cached page %d but is not private", id, next.ids[j]))
+			if id != c.scratch[j] && c.state[id] != pagePrivate {
+				panic(fmt.Sprintf("radix: insert: page %d duplicates cached page %d but is not private", id, c.scratch[j]))
 			}
 		}
 		i += k
@@ -238,7 +240,8 @@ func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID, room int)
 			next = c.split(next, k, pages[present+k-1].Hash)
 		}
 		c.touch(next)
-		for j, id := range next.ids[:k] {
+		c.scratch = next.ids.appendTo(c.scratch[:0], k)
+		for j, id := range c.scratch {
 			if own := ids[present+j]; own != id {
 				c.Free([]PageID{own})
 				ids[present+j] = id
@@ -257,15 +260,11 @@ func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID, room int)
 		c.state[id] = pageCached
 	}
 	if n == node && n != c.root && n.children == 0 && n.locks == 1 && n.lockRef == 1 {
-		k := len(pages) - present
-		if len(n.ids)+k > cap(n.ids) {
-			n.ids = slices.Grow(n.ids, k+room)
-		}
 		if c.view != nil {
 			c.view.stored(n, c.nextID) // the Stored event below
 		}
 		n.keys.append(pages[present:], room)
-		n.ids = append(n.ids, ids[present:]...)
+		n.ids.append(ids[present:], room)
 		n.tip = pages[len(pages)-1].Hash
 		c.cached += len(pages) - present // locked: not evictable
 		c.touch(n)
@@ -306,8 +305,8 @@ func (c *Cache) Lock(node *Node) {
 // request that was to fill it ended early), copying the edge to an array of its own size. Like room, it
 // changes only what the tree allocates.
 func (c *Cache) Trim(node *Node) {
-	if n := len(node.ids); cap(node.ids)-n > n {
-		node.keys, node.ids = node.keys.clone(), slices.Clone(node.ids)
+	if node.ids.spare() > len(node.ids.firsts) || node.keys.spare() > len(node.keys.hashes) {
+		node.keys, node.ids = node.keys.clone(), node.ids.clone()
 	}
 }
 

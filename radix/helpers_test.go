@@ -63,7 +63,7 @@ func dump(c *Cache) string {
 		}
 		slices.SortFunc(kids, func(a, b *Node) int { return strings.Compare(key(a), key(b)) })
 		for _, ch := range kids {
-			fmt.Fprintf(&b, "%s%s %v", strings.Repeat("  ", depth), key(ch), ch.ids)
+			fmt.Fprintf(&b, "%s%s %v", strings.Repeat("  ", depth), key(ch), ch.ids.appendTo(nil, ch.pages()))
 			if ch.lockRef > 0 {
 				fmt.Fprintf(&b, " lock=%d", ch.lockRef)
 			}

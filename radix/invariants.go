@@ -62,7 +62,10 @@ func (c *Cache) CheckInvariants() error {
 		if n.locks < 0 || n.lockRef != n.locks+lockSum {
 			return fmt.Errorf("radix: node %d: lock_ref %d, own locks %d, children's %d", n.serial, n.lockRef, n.locks, lockSum)
 		}
-		for _, id := range n.ids {
+		if err := n.ids.check(); err != nil {
+			return fmt.Errorf("radix: node %d: %w", n.serial, err)
+		}
+		for _, id := range n.ids.appendTo(nil, n.pages()) {
 			if int(id) < 0 || int(id) >= len(c.state) || c.state[id] != pageCached || seen[id] {
 				return fmt.Errorf("radix: node %d holds page %d, not a cached page held once", n.serial, id)
 			}

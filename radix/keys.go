@@ -103,13 +103,12 @@ func (e *keys) toRuns() {
 }
 
 // cut splits the edge after k pages (0 < k < its pages): lo, whose arrays may be reused, gets the first k
-// and e keeps the rest. In the plain form lo is copied out if copyLo, else the rest is, as Cache.split
-// does with the page ids. Runs are few: the half with fewer (the room past the edge counting with the
-// lower half) moves to arrays of its own; a run across the cut is in both halves, so one is copied.
-func (e *keys) cut(k int, lo *keys, copyLo bool) {
+// and e keeps the rest. The half with less in it (the room past the edge counting with the lower half)
+// moves to arrays of its own; a run across the cut is in both halves, so one of them is copied.
+func (e *keys) cut(k int, lo *keys) {
 	if e.lens == nil {
 		lo.lens = nil
-		lo.hashes, e.hashes = cutSlice(lo.hashes[:0], e.hashes, k, copyLo)
+		lo.hashes, e.hashes = cutSlice(lo.hashes[:0], e.hashes, k, k <= cap(e.hashes)-k)
 		return
 	}
 	i, end := 0, int(e.lens[0]) // i: the run holding page k-1, end: the page after it
@@ -146,6 +145,9 @@ func cutSlice[T any](dst, s []T, k int, copyLo bool) (lo, hi []T) {
 	}
 	return s[:k:k], append(make([]T, 0, cap(s)-k), s[k:]...)
 }
+
+// spare is the room past the edge's arrays, in entries.
+func (e *keys) spare() int { return cap(e.hashes) - len(e.hashes) }
 
 // clone returns the keys in arrays of their own size.
 func (e *keys) clone() keys {

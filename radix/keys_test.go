@@ -47,7 +47,7 @@ func TestKeysRuns(t *testing.T) {
 	}
 
 	var lo keys
-	e.cut(3, &lo, false) // inside the run of 2s
+	e.cut(3, &lo) // inside the run of 2s
 	if !slices.Equal(lo.hashes, []uint64{1, 2}) || !slices.Equal(lo.lens, []int32{1, 2}) ||
 		!slices.Equal(e.hashes, []uint64{2, 3, 5}) || !slices.Equal(e.lens, []int32{1, 3, 1}) {
 		t.Fatalf("cut after 3: %v %v and %v %v", lo.hashes, lo.lens, e.hashes, e.lens)
@@ -57,7 +57,7 @@ func TestKeysRuns(t *testing.T) {
 		t.Fatalf("after growing the upper half: %v %v and %v %v", lo.hashes, lo.lens, e.hashes, e.lens)
 	}
 	var lo2 keys
-	e.cut(4, &lo2, false) // between the run of 3s and 5
+	e.cut(4, &lo2) // between the run of 3s and 5
 	if !slices.Equal(lo2.hashes, []uint64{2, 3}) || !slices.Equal(lo2.lens, []int32{1, 3}) ||
 		!slices.Equal(e.hashes, []uint64{5}) || !slices.Equal(e.lens, []int32{1}) {
 		t.Fatalf("cut after 4: %v %v and %v %v", lo2.hashes, lo2.lens, e.hashes, e.lens)

@@ -1,8 +1,6 @@
 package radix
 
 import (
-	"slices"
-
 	"github.com/mocker-sim/mocker/tokens"
 )
 
@@ -19,7 +17,7 @@ type Node struct {
 	// copy of every new edge): it chains from the parent's tip through the edge's tokens hashes
 	// (appendSeqHashes), and only events and lower tiers ask for it.
 	keys keys
-	ids  []PageID
+	ids  pageIDs
 	tip  uint64 // the sequence hash of the edge's last page
 	// runs say, while the cache keeps a View, which Stored event added each page (see storeRun).
 	runs []storeRun
@@ -48,7 +46,7 @@ type childKey struct {
 }
 
 // pages is the number of pages on the node's edge.
-func (n *Node) pages() int { return len(n.ids) }
+func (n *Node) pages() int { return n.ids.n }
 
 // child returns the child of n whose edge starts with the page hashed h, or nil. A leaf asks no map: a
 // request decoding below its own leaf looks for a child at every page it caches.
@@ -111,9 +109,8 @@ func (c *Cache) newNode() *Node {
 // while p, keeping arrays with room for a running request's output, would pin it for its whole life.
 func (c *Cache) split(n *Node, k int, tip uint64) *Node {
 	p := c.newNode()
-	copyLo := k <= cap(n.ids)-k // the shorter half, n's room counting with n
-	p.ids, n.ids = cutSlice(p.ids[:0], n.ids, k, copyLo)
-	n.keys.cut(k, &p.keys, copyLo)
+	n.ids.cut(k, &p.ids)
+	n.keys.cut(k, &p.keys)
 	p.tip = tip
 	if c.view != nil {
 		p.runs, n.runs = splitRuns(p.runs, n.runs, k)
@@ -146,7 +143,7 @@ func (c *Cache) split(n *Node, k int, tip uint64) *Node {
 func (c *Cache) addChild(parent *Node, blocks []tokens.Block, ids []PageID, room int, stamp uint64) *Node {
 	n := c.newNode()
 	n.keys.append(blocks, room)
-	n.ids = append(slices.Grow(n.ids[:0], len(ids)+room), ids...)
+	n.ids.append(ids, room)
 	n.tip = blocks[len(blocks)-1].Hash
 	if c.view != nil {
 		n.runs = append(n.runs[:0], storeRun{id: c.nextID}) // the Stored event that follows
@@ -185,8 +182,8 @@ func (c *Cache) removeLeaf(n *Node, head uint64) {
 	}
 	parent.children--
 	c.nodes--
-	c.cached -= len(n.ids)
-	c.evictable -= len(n.ids)
+	c.cached -= n.pages()
+	c.evictable -= n.pages()
 	if c.view != nil {
 		c.view.bury(n, head)
 		return
@@ -198,11 +195,8 @@ func (c *Cache) removeLeaf(n *Node, head uint64) {
 func (c *Cache) recycle(n *Node) {
 	// Keep small slices for the next node; drop every pointer, and large arrays (a long request's whole
 	// edge) that would otherwise stay pinned by a recycled node.
-	ids := n.ids[:0]
-	if cap(ids) > maxKeptPages {
-		ids = nil
-	}
 	n.keys.reset()
-	*n = Node{keys: n.keys, ids: ids, runs: n.runs[:0], heapIdx: -1}
+	n.ids.reset()
+	*n = Node{keys: n.keys, ids: n.ids, runs: n.runs[:0], heapIdx: -1}
 	c.spare = append(c.spare, n)
 }
