@@ -144,7 +144,7 @@ func TestExtendRoom(t *testing.T) {
 	_, node := c.Extend(nil, s.Blocks(), table, 8)
 	c.Lock(node)
 	edge := &node.keys.hashes[0] // its pages' ids, consecutive, are one run
-	if cap(node.keys.hashes) < 12 || node.ids.lens == nil || len(node.ids.firsts) != 1 {
+	if cap(node.keys.hashes) < 12 || !node.ids.inRuns || len(node.ids.firsts) != 1 {
 		t.Fatalf("leaf of 4 pages with room 8: capacity %d hashes, want at least 12; ids %v %v, want one run", cap(node.keys.hashes), node.ids.firsts, node.ids.lens)
 	}
 	for i := range 3 {

@@ -12,13 +12,14 @@ import (
 // plain form, one id a page and no lengths. In the run form no run continues the one before it.
 type pageIDs struct {
 	firsts []PageID // each run's first page
-	lens   []int32  // each run's pages; nil in the plain form, where every run is one page
+	lens   []int32  // each run's pages; unread in the plain form, where every run is one page
 	n      int      // pages
+	inRuns bool     // the run form
 }
 
 // runLen is the number of pages of run i.
 func (p *pageIDs) runLen(i int) int {
-	if p.lens == nil {
+	if !p.inRuns {
 		return 1
 	}
 	return int(p.lens[i])
@@ -26,7 +27,7 @@ func (p *pageIDs) runLen(i int) int {
 
 // appendTo appends the first k pages to dst and returns it.
 func (p *pageIDs) appendTo(dst []PageID, k int) []PageID {
-	if p.lens == nil {
+	if !p.inRuns {
 		return append(dst, p.firsts[:k]...)
 	}
 	dst = slices.Grow(dst, k)
@@ -61,7 +62,7 @@ func (p *pageIDs) append(ids []PageID, room int) {
 		return
 	}
 	r := runs(ids)
-	if p.lens == nil {
+	if !p.inRuns {
 		if r == len(ids) || 2*(runs(p.firsts)+r) > p.n+len(ids) {
 			p.firsts = append(slices.Grow(p.firsts, len(ids)+room), ids...)
 			p.n += len(ids)
@@ -88,11 +89,10 @@ func (p *pageIDs) append(ids []PageID, room int) {
 	p.n += len(ids)
 }
 
-// toRuns turns the plain form into runs.
+// toRuns turns the plain form into runs, in place: a run's first id is written no later than it is read.
 func (p *pageIDs) toRuns() {
 	plain := p.firsts
-	r := runs(plain)
-	p.firsts, p.lens = make([]PageID, 0, r), make([]int32, 0, r)
+	p.firsts, p.lens, p.inRuns = plain[:0], p.lens[:0], true
 	for _, id := range plain {
 		if k := len(p.firsts) - 1; k >= 0 && p.firsts[k]+PageID(p.lens[k]) == id {
 			p.lens[k]++
@@ -108,8 +108,8 @@ func (p *pageIDs) toRuns() {
 // to arrays of its own; a run across the cut is in both halves, so one of them is copied.
 func (p *pageIDs) cut(k int, lo *pageIDs) {
 	lo.n, p.n = k, p.n-k
-	if p.lens == nil {
-		lo.lens = nil
+	lo.inRuns = p.inRuns
+	if !p.inRuns {
 		lo.firsts, p.firsts = cutSlice(lo.firsts[:0], p.firsts, k, k <= cap(p.firsts)-k)
 		return
 	}
@@ -144,21 +144,24 @@ func (p *pageIDs) spare() int { return cap(p.firsts) - len(p.firsts) }
 
 // clone returns the ids in arrays of their own size.
 func (p *pageIDs) clone() pageIDs {
-	return pageIDs{firsts: slices.Clone(p.firsts), lens: slices.Clone(p.lens), n: p.n}
+	return pageIDs{firsts: slices.Clone(p.firsts), lens: slices.Clone(p.lens), n: p.n, inRuns: p.inRuns}
 }
 
-// reset empties the ids for a recycled node, in the plain form, keeping an array of at most maxKeptPages.
+// reset empties the ids for a recycled node, in the plain form, keeping arrays of at most maxKeptPages.
 func (p *pageIDs) reset() {
-	p.firsts, p.lens, p.n = p.firsts[:0], nil, 0
+	p.firsts, p.lens, p.n, p.inRuns = p.firsts[:0], p.lens[:0], 0, false
 	if cap(p.firsts) > maxKeptPages {
 		p.firsts = nil
+	}
+	if cap(p.lens) > maxKeptPages {
+		p.lens = nil
 	}
 }
 
 // check verifies that the ids count their pages, in runs of at least one page, none continuing the one
 // before it in the run form.
 func (p *pageIDs) check() error {
-	if p.lens == nil {
+	if !p.inRuns {
 		if len(p.firsts) != p.n {
 			return fmt.Errorf("%d page ids for %d pages", len(p.firsts), p.n)
 		}

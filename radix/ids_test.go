@@ -19,7 +19,7 @@ func TestPageIDsRuns(t *testing.T) {
 	var q pageIDs
 	q.append([]PageID{3, 9, 4}, 2)
 	q.append([]PageID{10, 11, 12, 13}, 0) // 4 runs for 7 pages: not half
-	if q.lens != nil || !slices.Equal(q.firsts, []PageID{3, 9, 4, 10, 11, 12, 13}) {
+	if q.inRuns || !slices.Equal(q.firsts, []PageID{3, 9, 4, 10, 11, 12, 13}) {
 		t.Fatalf("plain ids %v (lengths %v), want [3 9 4 10 11 12 13] and none", q.firsts, q.lens)
 	}
 	q.append([]PageID{14, 15, 16, 17, 18}, 0) // 4 runs for 12 pages

@@ -15,7 +15,8 @@ import (
 // Either way no two adjacent runs have the same hash.
 type keys struct {
 	hashes []uint64 // each run's hash
-	lens   []int32  // each run's pages; nil in the plain form, where every run is one page
+	lens   []int32  // each run's pages; unread in the plain form, where every run is one page
+	inRuns bool     // the run form
 }
 
 // first is the tokens hash of the edge's first page: the edge's name among its parent's children.
@@ -23,7 +24,7 @@ func (e *keys) first() uint64 { return e.hashes[0] }
 
 // runLen is the number of pages of run i.
 func (e *keys) runLen(i int) int {
-	if e.lens == nil {
+	if !e.inRuns {
 		return 1
 	}
 	return int(e.lens[i])
@@ -32,7 +33,7 @@ func (e *keys) runLen(i int) int {
 // commonPrefix is the number of leading pages of the edge and of pages with equal tokens hashes.
 func (e *keys) commonPrefix(pages []tokens.Block) int {
 	k := 0
-	if e.lens == nil {
+	if !e.inRuns {
 		for k < len(e.hashes) && k < len(pages) && e.hashes[k] == pages[k].TokensHash {
 			k++
 		}
@@ -66,14 +67,14 @@ func (e *keys) append(pages []tokens.Block, room int) {
 		}
 	}
 	last := len(e.hashes) - 1
-	if e.lens == nil && runs == len(pages) && (last < 0 || e.hashes[last] != pages[0].TokensHash) {
+	if !e.inRuns && runs == len(pages) && (last < 0 || e.hashes[last] != pages[0].TokensHash) {
 		e.hashes = slices.Grow(e.hashes, len(pages)+room)
 		for _, b := range pages {
 			e.hashes = append(e.hashes, b.TokensHash)
 		}
 		return
 	}
-	if e.lens == nil {
+	if !e.inRuns {
 		e.toRuns()
 	}
 	e.hashes, e.lens = slices.Grow(e.hashes, runs), slices.Grow(e.lens, runs)
@@ -96,18 +97,19 @@ func (e *keys) append(pages []tokens.Block, room int) {
 
 // toRuns turns the plain form into runs of one page each.
 func (e *keys) toRuns() {
-	e.lens = make([]int32, len(e.hashes))
+	e.lens = slices.Grow(e.lens[:0], len(e.hashes))[:len(e.hashes)]
 	for i := range e.lens {
 		e.lens[i] = 1
 	}
+	e.inRuns = true
 }
 
 // cut splits the edge after k pages (0 < k < its pages): lo, whose arrays may be reused, gets the first k
 // and e keeps the rest. The half with less in it (the room past the edge counting with the lower half)
 // moves to arrays of its own; a run across the cut is in both halves, so one of them is copied.
 func (e *keys) cut(k int, lo *keys) {
-	if e.lens == nil {
-		lo.lens = nil
+	lo.inRuns = e.inRuns
+	if !e.inRuns {
 		lo.hashes, e.hashes = cutSlice(lo.hashes[:0], e.hashes, k, k <= cap(e.hashes)-k)
 		return
 	}
@@ -151,22 +153,24 @@ func (e *keys) spare() int { return cap(e.hashes) - len(e.hashes) }
 
 // clone returns the keys in arrays of their own size.
 func (e *keys) clone() keys {
-	return keys{hashes: slices.Clone(e.hashes), lens: slices.Clone(e.lens)}
+	return keys{hashes: slices.Clone(e.hashes), lens: slices.Clone(e.lens), inRuns: e.inRuns}
 }
 
-// reset empties the keys for a recycled node, in the plain form, keeping a hash array of at most
-// maxKeptPages.
+// reset empties the keys for a recycled node, in the plain form, keeping arrays of at most maxKeptPages.
 func (e *keys) reset() {
-	e.hashes, e.lens = e.hashes[:0], nil
+	e.hashes, e.lens, e.inRuns = e.hashes[:0], e.lens[:0], false
 	if cap(e.hashes) > maxKeptPages {
 		e.hashes = nil
+	}
+	if cap(e.lens) > maxKeptPages {
+		e.lens = nil
 	}
 }
 
 // check verifies that the keys hold pages pages in runs of at least one page, no two adjacent ones with
 // the same hash, and lengths only in the run form.
 func (e *keys) check(pages int) error {
-	if e.lens != nil && len(e.lens) != len(e.hashes) {
+	if e.inRuns && len(e.lens) != len(e.hashes) {
 		return fmt.Errorf("%d run hashes and %d run lengths", len(e.hashes), len(e.lens))
 	}
 	n := 0

@@ -22,7 +22,7 @@ func blocks(ths ...uint64) []tokens.Block {
 func TestKeysRuns(t *testing.T) {
 	var e keys
 	e.append(blocks(1, 2), 4)
-	if e.lens != nil || !slices.Equal(e.hashes, []uint64{1, 2}) || cap(e.hashes) < 6 {
+	if e.inRuns || !slices.Equal(e.hashes, []uint64{1, 2}) || cap(e.hashes) < 6 {
 		t.Fatalf("plain keys: hashes %v (capacity %d), lengths %v; want [1 2] with room for 4 more, no lengths", e.hashes, cap(e.hashes), e.lens)
 	}
 	e.append(blocks(2, 2, 3, 3, 3, 5), 0)
