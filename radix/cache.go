@@ -343,17 +343,18 @@ func (c *Cache) Alloc(n int, dst []PageID) ([]PageID, bool) {
 		return dst, false
 	}
 	dst = slices.Grow(dst, n) // one allocation for a prompt's pages, not one per doubling
-	for range n {
-		var id PageID
-		if k := len(c.freeList); k > 0 {
-			id = c.freeList[k-1]
-			c.freeList = c.freeList[:k-1]
-		} else {
-			id = PageID(len(c.state))
-			c.state = append(c.state, pageFree)
-		}
+	// Freed pages first, the last freed first; then never-used ones, in order.
+	k := len(c.freeList)
+	m := min(n, k)
+	for _, id := range slices.Backward(c.freeList[k-m:]) {
 		c.state[id] = pagePrivate
 		dst = append(dst, id)
+	}
+	c.freeList = c.freeList[:k-m]
+	first := PageID(len(c.state))
+	for i := range PageID(n - m) {
+		c.state = append(c.state, pagePrivate)
+		dst = append(dst, first+i)
 	}
 	return dst, true
 }
