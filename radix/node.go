@@ -13,9 +13,9 @@ type Node struct {
 	// The edge: its pages' tokens hashes (the key, tokens.Block.TokensHash, in runs of equal hashes) and
 	// their page ids (the value, in runs of consecutive ids), each in a plain form where runs would not
 	// save (keys.go, ids.go). A split copies the shorter half out (the room past the edge counting with
-	// the lower half), so that no node pins much more than its own edge once the other half is gone. A page's
-	// sequence hash is not kept (at one-token pages it would double what a cached token costs, and the
-	// copy of every new edge): it chains from the parent's tip through the edge's tokens hashes
+	// the lower half), so that no node pins much more than its own edge once the other half is gone. A
+	// page's sequence hash is not kept (at one-token pages it would double what a cached token costs,
+	// and the copy of every new edge): it chains from the parent's tip through the edge's tokens hashes
 	// (appendSeqHashes), and only events and lower tiers ask for it.
 	keys keys
 	ids  pageIDs
