@@ -55,6 +55,7 @@ type Cache struct {
 	removed []uint64        // hashes freed by the current Evict
 	tiers   *kvcache.Tiers  // nil: none
 	tierEvs []kvcache.Event // Evict's scratch
+	scratch []PageID        // a node's page ids, spelled out
 
 	view *View // nil: none (see View)
 }
@@ -133,13 +134,13 @@ func (c *Cache) match(pages []tokens.Block, dst *[]PageID) (matched int, node *N
 		if next == nil {
 			break
 		}
-		k := commonPrefix(next.hashes, pages)
+		k := next.keys.commonPrefix(pages)
 		if k < next.pages() {
 			next = c.split(next, k, pages[k-1].Hash)
 		}
 		c.touch(next)
 		if dst != nil {
-			*dst = append(*dst, next.ids...)
+			*dst = next.ids.appendTo(*dst, k)
 		}
 		matched += k
 		pages = pages[k:]
@@ -174,14 +175,15 @@ func (c *Cache) Insert(pages []tokens.Block, ids []PageID) (present int) {
 		if next == nil {
 			break
 		}
-		k := commonPrefix(next.hashes, pages[i:])
+		k := next.keys.commonPrefix(pages[i:])
 		if k < next.pages() {
 			next = c.split(next, k, pages[i+k-1].Hash)
 		}
 		c.touch(next)
+		c.scratch = next.ids.appendTo(c.scratch[:0], k)
 		for j, id := range ids[i : i+k] {
-			if id != next.ids[j] && c.state[id] != pagePrivate {
-				panic(fmt.Sprintf("radix: insert: page %d duplicates cached page %d but is not private", id, next.ids[j]))
+			if id != c.scratch[j] && c.state[id] != pagePrivate {
+				panic(fmt.Sprintf("radix: insert: page %d duplicates cached page %d but is not private", id, c.scratch[j]))
 			}
 		}
 		i += k
@@ -233,12 +235,13 @@ func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID, room int)
 		if next == nil {
 			break
 		}
-		k := commonPrefix(next.hashes, pages[present:])
+		k := next.keys.commonPrefix(pages[present:])
 		if k < next.pages() {
 			next = c.split(next, k, pages[present+k-1].Hash)
 		}
 		c.touch(next)
-		for j, id := range next.ids[:k] {
+		c.scratch = next.ids.appendTo(c.scratch[:0], k)
+		for j, id := range c.scratch {
 			if own := ids[present+j]; own != id {
 				c.Free([]PageID{own})
 				ids[present+j] = id
@@ -257,16 +260,11 @@ func (c *Cache) Extend(node *Node, pages []tokens.Block, ids []PageID, room int)
 		c.state[id] = pageCached
 	}
 	if n == node && n != c.root && n.children == 0 && n.locks == 1 && n.lockRef == 1 {
-		k := len(pages) - present
-		if len(n.ids)+k > cap(n.ids) || len(n.hashes)+k > cap(n.hashes) {
-			n.hashes = slices.Grow(n.hashes, k+room)
-			n.ids = slices.Grow(n.ids, k+room)
-		}
 		if c.view != nil {
 			c.view.stored(n, c.nextID) // the Stored event below
 		}
-		n.hashes = appendTokensHashes(n.hashes, pages[present:])
-		n.ids = append(n.ids, ids[present:]...)
+		n.keys.append(pages[present:], room)
+		n.ids.append(ids[present:], room)
 		n.tip = pages[len(pages)-1].Hash
 		c.cached += len(pages) - present // locked: not evictable
 		c.touch(n)
@@ -307,8 +305,8 @@ func (c *Cache) Lock(node *Node) {
 // request that was to fill it ended early), copying the edge to an array of its own size. Like room, it
 // changes only what the tree allocates.
 func (c *Cache) Trim(node *Node) {
-	if n := len(node.ids); cap(node.ids)-n > n {
-		node.hashes, node.ids = slices.Clone(node.hashes), slices.Clone(node.ids)
+	if node.ids.spare() > len(node.ids.firsts) || node.keys.spare() > len(node.keys.hashes) {
+		node.keys, node.ids = node.keys.clone(), node.ids.clone()
 	}
 }
 
@@ -345,17 +343,18 @@ func (c *Cache) Alloc(n int, dst []PageID) ([]PageID, bool) {
 		return dst, false
 	}
 	dst = slices.Grow(dst, n) // one allocation for a prompt's pages, not one per doubling
-	for range n {
-		var id PageID
-		if k := len(c.freeList); k > 0 {
-			id = c.freeList[k-1]
-			c.freeList = c.freeList[:k-1]
-		} else {
-			id = PageID(len(c.state))
-			c.state = append(c.state, pageFree)
-		}
+	// Freed pages first, the last freed first; then never-used ones, in order.
+	k := len(c.freeList)
+	m := min(n, k)
+	for _, id := range slices.Backward(c.freeList[k-m:]) {
 		c.state[id] = pagePrivate
 		dst = append(dst, id)
+	}
+	c.freeList = c.freeList[:k-m]
+	first := PageID(len(c.state))
+	for i := range PageID(n - m) {
+		c.state = append(c.state, pagePrivate)
+		dst = append(dst, first+i)
 	}
 	return dst, true
 }

@@ -18,10 +18,12 @@ func (c *Cache) Evict(numPages int) (freed int) {
 	for freed < numPages && len(c.heap) > 0 {
 		n := c.heap.pop()
 		parent := n.parent
-		for j := len(n.ids) - 1; j >= 0; j-- { // leaf page first, like the whole eviction order
-			id := n.ids[j]
-			c.state[id] = pageFree
-			c.freeList = append(c.freeList, id)
+		for i := len(n.ids.firsts) - 1; i >= 0; i-- { // leaf page first, like the whole eviction order
+			first := n.ids.firsts[i]
+			for id := first + PageID(n.ids.runLen(i)) - 1; id >= first; id-- {
+				c.state[id] = pageFree
+				c.freeList = append(c.freeList, id)
+			}
 		}
 		// Its pages' sequence hashes, for the Removed event and the lower tiers; a View keeps the node as a
 		// ghost by the first one's, its head.
@@ -33,12 +35,12 @@ func (c *Cache) Evict(numPages int) (freed int) {
 			head = c.removed[at]
 			slices.Reverse(c.removed[at:])
 		case c.view != nil:
-			head = n.hashes[0]
+			head = n.keys.first()
 			if parent != c.root {
 				head = tokens.SeqHash(parent.tip, head)
 			}
 		}
-		freed += len(n.ids)
+		freed += n.pages()
 		c.removeLeaf(n, head)
 		if parent != c.root && parent.children == 0 && parent.lockRef == 0 {
 			c.heap.push(parent)

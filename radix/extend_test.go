@@ -3,6 +3,7 @@ package radix
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/mocker-sim/mocker/kvcache"
@@ -142,20 +143,20 @@ func TestExtendRoom(t *testing.T) {
 	table, _ := c.Alloc(4, nil)
 	_, node := c.Extend(nil, s.Blocks(), table, 8)
 	c.Lock(node)
-	edge := &node.ids[0]
-	if cap(node.ids) < 12 || cap(node.hashes) < 12 {
-		t.Fatalf("leaf of 4 pages with room 8: capacity %d ids, %d hashes; want at least 12", cap(node.ids), cap(node.hashes))
+	edge := &node.keys.hashes[0] // its pages' ids, consecutive, are one run
+	if cap(node.keys.hashes) < 12 || !node.ids.inRuns || len(node.ids.firsts) != 1 {
+		t.Fatalf("leaf of 4 pages with room 8: capacity %d hashes, want at least 12; ids %v %v, want one run", cap(node.keys.hashes), node.ids.firsts, node.ids.lens)
 	}
 	for i := range 3 {
 		s.Append(uint32(10 + i))
 		table, _ = c.Alloc(1, table)
 		_, next := c.Extend(node, s.Blocks()[len(table)-1:], table[len(table)-1:], 7-i)
-		if next != node || &node.ids[0] != edge {
-			t.Fatalf("page %d: the leaf moved (new node %v, edge copied %v)", i, next != node, &node.ids[0] != edge)
+		if next != node || &node.keys.hashes[0] != edge {
+			t.Fatalf("page %d: the leaf moved (new node %v, edge copied %v)", i, next != node, &node.keys.hashes[0] != edge)
 		}
 	}
 	c.Trim(node) // 7 pages, room for 5 more: kept
-	if &node.ids[0] != edge {
+	if &node.keys.hashes[0] != edge || len(node.ids.firsts) != 1 || node.pages() != 7 {
 		t.Error("Trim copied an edge whose room is smaller than itself")
 	}
 	s2 := tokens.NewSequence(1)
@@ -163,8 +164,8 @@ func TestExtendRoom(t *testing.T) {
 	t2, _ := c.Alloc(1, nil)
 	_, leaf := c.Extend(nil, s2.Blocks(), t2, 100)
 	c.Trim(leaf) // its request ended at once: 100 pages of room for a 1-page edge go
-	if cap(leaf.ids) > 8 || cap(leaf.hashes) > 8 || leaf.pages() != 1 || leaf.ids[0] != t2[0] {
-		t.Errorf("trimmed leaf: %d pages, capacity %d ids and %d hashes", leaf.pages(), cap(leaf.ids), cap(leaf.hashes))
+	if cap(leaf.ids.firsts) > 8 || cap(leaf.keys.hashes) > 8 || leaf.pages() != 1 || leaf.ids.firsts[0] != t2[0] {
+		t.Errorf("trimmed leaf: %d pages, capacity %d ids and %d hashes", leaf.pages(), cap(leaf.ids.firsts), cap(leaf.keys.hashes))
 	}
 	if err := c.CheckInvariants(); err != nil {
 		t.Fatal(err)
@@ -193,7 +194,7 @@ func TestSplitCopiesTheShorterHalf(t *testing.T) {
 		s.Append(toks(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)...)
 		table, _ := c.Alloc(10, nil)
 		_, leaf := c.Extend(nil, s.Blocks(), table, tc.room)
-		hashes, ids := leaf.hashes, leaf.ids // the edge's arrays
+		hashes := leaf.keys.hashes // the edge's array (its page ids are one run)
 		_, upper := c.Match(s.Blocks()[:tc.k], nil)
 		if upper == leaf || upper.pages() != tc.k || leaf.pages() != 10-tc.k || leaf.parent != upper {
 			t.Fatalf("k=%d room %d: match split the leaf into %d and %d pages", tc.k, tc.room, upper.pages(), leaf.pages())
@@ -202,10 +203,13 @@ func TestSplitCopiesTheShorterHalf(t *testing.T) {
 		if tc.upperCopy {
 			kept, copied, at, which = leaf, upper, tc.k, "upper"
 		}
-		if &kept.hashes[0] != &hashes[at] || &kept.ids[0] != &ids[at] || &copied.hashes[0] == &hashes[0] || &copied.ids[0] == &ids[0] {
+		if &kept.keys.hashes[0] != &hashes[at] || &copied.keys.hashes[0] == &hashes[0] {
 			t.Errorf("k=%d room %d: want the %s half copied out and the other keeping the edge's arrays", tc.k, tc.room, which)
 		}
-		if room := cap(leaf.hashes) - leaf.pages(); room < tc.room || cap(leaf.ids)-leaf.pages() < tc.room {
+		if got, want := slices.Concat(upper.ids.appendTo(nil, tc.k), leaf.ids.appendTo(nil, 10-tc.k)), table; !slices.Equal(got, want) {
+			t.Errorf("k=%d room %d: the halves hold pages %v, want %v", tc.k, tc.room, got, want)
+		}
+		if room := cap(leaf.keys.hashes) - leaf.pages(); room < tc.room {
 			t.Errorf("k=%d room %d: the lower half has room for %d more pages, want the edge's %d", tc.k, tc.room, room, tc.room)
 		}
 		check(t, c)

@@ -56,14 +56,14 @@ func dump(c *Cache) string {
 		}
 		key := func(n *Node) string {
 			var s strings.Builder
-			for _, th := range n.hashes {
+			for _, th := range pageHashes(n) {
 				s.WriteString(label(c.pageSize, th))
 			}
 			return s.String()
 		}
 		slices.SortFunc(kids, func(a, b *Node) int { return strings.Compare(key(a), key(b)) })
 		for _, ch := range kids {
-			fmt.Fprintf(&b, "%s%s %v", strings.Repeat("  ", depth), key(ch), ch.ids)
+			fmt.Fprintf(&b, "%s%s %v", strings.Repeat("  ", depth), key(ch), ch.ids.appendTo(nil, ch.pages()))
 			if ch.lockRef > 0 {
 				fmt.Fprintf(&b, " lock=%d", ch.lockRef)
 			}
@@ -113,11 +113,12 @@ func checkTips(t testing.TB, c *Cache) {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		for ch := n.first; ch != nil; ch = ch.next {
-			h := ch.hashes[0]
+			ths := pageHashes(ch)
+			h := ths[0]
 			if n != c.root {
 				h = tokens.SeqHash(n.tip, h)
 			}
-			for _, th := range ch.hashes[1:] {
+			for _, th := range ths[1:] {
 				h = tokens.SeqHash(h, th)
 			}
 			if h != ch.tip {
@@ -141,4 +142,15 @@ func hashes(pages []tokens.Block) []uint64 {
 		h[i] = p.Hash
 	}
 	return h
+}
+
+// pageHashes is the tokens hash of each page of n's edge, its runs spelled out.
+func pageHashes(n *Node) []uint64 {
+	var ths []uint64
+	for i, th := range n.keys.hashes {
+		for range n.keys.runLen(i) {
+			ths = append(ths, th)
+		}
+	}
+	return ths
 }

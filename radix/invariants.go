@@ -27,8 +27,11 @@ func (c *Cache) CheckInvariants() error {
 			if ch.parent != n || ch.prev != prev {
 				return fmt.Errorf("radix: node %d: parent %p (want %p), prev %p (want %p)", ch.serial, ch.parent, n, ch.prev, prev)
 			}
-			if ch.pages() == 0 || len(ch.hashes) != len(ch.ids) {
-				return fmt.Errorf("radix: node %d has %d pages and %d ids", ch.serial, len(ch.hashes), len(ch.ids))
+			if ch.pages() == 0 {
+				return fmt.Errorf("radix: node %d has no pages", ch.serial)
+			}
+			if err := ch.keys.check(ch.pages()); err != nil {
+				return fmt.Errorf("radix: node %d: %w", ch.serial, err)
 			}
 			if c.view != nil {
 				if err := ch.checkRuns(); err != nil {
@@ -42,7 +45,7 @@ func (c *Cache) CheckInvariants() error {
 					}
 				}
 			}
-			if got := c.index[childKey{n.serial, ch.hashes[0]}]; got != ch {
+			if got := c.index[childKey{n.serial, ch.keys.first()}]; got != ch {
 				return fmt.Errorf("radix: node %d is not indexed under its parent %d", ch.serial, n.serial)
 			}
 			kids++
@@ -59,7 +62,10 @@ func (c *Cache) CheckInvariants() error {
 		if n.locks < 0 || n.lockRef != n.locks+lockSum {
 			return fmt.Errorf("radix: node %d: lock_ref %d, own locks %d, children's %d", n.serial, n.lockRef, n.locks, lockSum)
 		}
-		for _, id := range n.ids {
+		if err := n.ids.check(); err != nil {
+			return fmt.Errorf("radix: node %d: %w", n.serial, err)
+		}
+		for _, id := range n.ids.appendTo(nil, n.pages()) {
 			if int(id) < 0 || int(id) >= len(c.state) || c.state[id] != pageCached || seen[id] {
 				return fmt.Errorf("radix: node %d holds page %d, not a cached page held once", n.serial, id)
 			}

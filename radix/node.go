@@ -1,8 +1,6 @@
 package radix
 
 import (
-	"slices"
-
 	"github.com/mocker-sim/mocker/tokens"
 )
 
@@ -12,15 +10,16 @@ type Node struct {
 	parent            *Node // nil for the root and for evicted nodes
 	first, prev, next *Node // first child; siblings in the parent's child list
 
-	// The edge: its pages' tokens hashes (the key, tokens.Block.TokensHash) and their page ids (the
-	// value). A split copies the shorter half out (the room past the edge counting with the lower
-	// half), so that no node pins much more than its own edge once the other half is gone. A page's
-	// sequence hash is not kept (at one-token pages it would double what a cached token costs, and the
-	// copy of every new edge): it chains from the parent's tip through the edge's tokens hashes
+	// The edge: its pages' tokens hashes (the key, tokens.Block.TokensHash, in runs of equal hashes) and
+	// their page ids (the value, in runs of consecutive ids), each in a plain form where runs would not
+	// save (keys.go, ids.go). A split copies the shorter half out (the room past the edge counting with
+	// the lower half), so that no node pins much more than its own edge once the other half is gone. A
+	// page's sequence hash is not kept (at one-token pages it would double what a cached token costs,
+	// and the copy of every new edge): it chains from the parent's tip through the edge's tokens hashes
 	// (appendSeqHashes), and only events and lower tiers ask for it.
-	hashes []uint64
-	ids    []PageID
-	tip    uint64 // the sequence hash of the edge's last page
+	keys keys
+	ids  pageIDs
+	tip  uint64 // the sequence hash of the edge's last page
 	// runs say, while the cache keeps a View, which Stored event added each page (see storeRun).
 	runs []storeRun
 
@@ -48,7 +47,7 @@ type childKey struct {
 }
 
 // pages is the number of pages on the node's edge.
-func (n *Node) pages() int { return len(n.ids) }
+func (n *Node) pages() int { return n.ids.n }
 
 // child returns the child of n whose edge starts with the page hashed h, or nil. A leaf asks no map: a
 // request decoding below its own leaf looks for a child at every page it caches.
@@ -59,45 +58,29 @@ func (c *Cache) child(n *Node, h uint64) *Node {
 	return c.index[childKey{n.serial, h}]
 }
 
-// commonPrefix is the number of leading pages of the edge (tokens hashes) and of pages with equal tokens
-// hashes.
-func commonPrefix(edge []uint64, pages []tokens.Block) int {
-	k := 0
-	for k < len(edge) && k < len(pages) && edge[k] == pages[k].TokensHash {
-		k++
-	}
-	return k
-}
-
-// appendTokensHashes appends the tokens hash of each of pages to dst and returns it.
-func appendTokensHashes(dst []uint64, pages []tokens.Block) []uint64 {
-	n := len(dst)
-	dst = slices.Grow(dst, len(pages))[:n+len(pages)]
-	for i, b := range pages {
-		dst[n+i] = b.TokensHash
-	}
-	return dst
-}
-
 // appendSeqHashes appends the sequence hashes of the pages of n's edge to dst, in order, and returns it:
 // they chain from the tip of n's parent (a child of the root starts afresh, its first page's sequence
 // hash being its tokens hash; a ghost from its head), as tokens.Sequence chains them.
 func (c *Cache) appendSeqHashes(dst []uint64, n *Node) []uint64 {
-	ths := n.hashes
 	var h uint64
+	skip := 1 // the first page, whose hash is known
 	switch {
 	case n.parent == nil: // a ghost
-		h, ths = n.head, ths[1:]
-		dst = append(dst, h)
+		h = n.head
 	case n.parent != c.root:
-		h = n.parent.tip
+		h, skip = n.parent.tip, 0
 	default:
-		h, ths = ths[0], ths[1:]
+		h = n.keys.first()
+	}
+	if skip == 1 {
 		dst = append(dst, h)
 	}
-	for _, th := range ths {
-		h = tokens.SeqHash(h, th)
-		dst = append(dst, h)
+	for i, th := range n.keys.hashes {
+		for range n.keys.runLen(i) - skip {
+			h = tokens.SeqHash(h, th)
+			dst = append(dst, h)
+		}
+		skip = 0
 	}
 	return dst
 }
@@ -127,16 +110,8 @@ func (c *Cache) newNode() *Node {
 // while p, keeping arrays with room for a running request's output, would pin it for its whole life.
 func (c *Cache) split(n *Node, k int, tip uint64) *Node {
 	p := c.newNode()
-	if below := cap(n.hashes) - k; k <= below { // the larger of its arrays
-		p.hashes = append(p.hashes[:0], n.hashes[:k]...)
-		p.ids = append(p.ids[:0], n.ids[:k]...)
-		n.hashes, n.ids = n.hashes[k:], n.ids[k:]
-	} else {
-		hashes := append(make([]uint64, 0, cap(n.hashes)-k), n.hashes[k:]...)
-		ids := append(make([]PageID, 0, cap(n.ids)-k), n.ids[k:]...)
-		p.hashes, p.ids = n.hashes[:k:k], n.ids[:k:k]
-		n.hashes, n.ids = hashes, ids
-	}
+	n.ids.cut(k, &p.ids)
+	n.keys.cut(k, &p.keys)
 	p.tip = tip
 	if c.view != nil {
 		p.runs, n.runs = splitRuns(p.runs, n.runs, k)
@@ -155,12 +130,12 @@ func (c *Cache) split(n *Node, k int, tip uint64) *Node {
 	if n.next != nil {
 		n.next.prev = p
 	}
-	c.index[childKey{parent.serial, p.hashes[0]}] = p
+	c.index[childKey{parent.serial, p.keys.first()}] = p
 
 	// n becomes p's only child.
 	n.parent, n.prev, n.next = p, nil, nil
 	p.first, p.children = n, 1
-	c.index[childKey{p.serial, n.hashes[0]}] = n
+	c.index[childKey{p.serial, n.keys.first()}] = n
 	c.nodes++
 	return p
 }
@@ -168,8 +143,8 @@ func (c *Cache) split(n *Node, k int, tip uint64) *Node {
 // addChild hangs a new unlocked leaf holding pages (copied) under parent, with capacity for room more.
 func (c *Cache) addChild(parent *Node, blocks []tokens.Block, ids []PageID, room int, stamp uint64) *Node {
 	n := c.newNode()
-	n.hashes = appendTokensHashes(slices.Grow(n.hashes[:0], len(blocks)+room), blocks)
-	n.ids = append(slices.Grow(n.ids[:0], len(ids)+room), ids...)
+	n.keys.append(blocks, room)
+	n.ids.append(ids, room)
 	n.tip = blocks[len(blocks)-1].Hash
 	if c.view != nil {
 		n.runs = append(n.runs[:0], storeRun{id: c.nextID}) // the Stored event that follows
@@ -197,7 +172,7 @@ func (c *Cache) addChild(parent *Node, blocks []tokens.Block, ids []PageID, room
 // page's sequence hash (unread without a View). Its pages are the caller's to free.
 func (c *Cache) removeLeaf(n *Node, head uint64) {
 	parent := n.parent
-	delete(c.index, childKey{parent.serial, n.hashes[0]})
+	delete(c.index, childKey{parent.serial, n.keys.first()})
 	if n.prev != nil {
 		n.prev.next = n.next
 	} else {
@@ -208,8 +183,8 @@ func (c *Cache) removeLeaf(n *Node, head uint64) {
 	}
 	parent.children--
 	c.nodes--
-	c.cached -= len(n.ids)
-	c.evictable -= len(n.ids)
+	c.cached -= n.pages()
+	c.evictable -= n.pages()
 	if c.view != nil {
 		c.view.bury(n, head)
 		return
@@ -221,10 +196,8 @@ func (c *Cache) removeLeaf(n *Node, head uint64) {
 func (c *Cache) recycle(n *Node) {
 	// Keep small slices for the next node; drop every pointer, and large arrays (a long request's whole
 	// edge) that would otherwise stay pinned by a recycled node.
-	hashes, ids := n.hashes[:0], n.ids[:0]
-	if cap(hashes) > maxKeptPages {
-		hashes, ids = nil, nil
-	}
-	*n = Node{hashes: hashes, ids: ids, runs: n.runs[:0], heapIdx: -1}
+	n.keys.reset()
+	n.ids.reset()
+	*n = Node{keys: n.keys, ids: n.ids, runs: n.runs[:0], heapIdx: -1}
 	c.spare = append(c.spare, n)
 }

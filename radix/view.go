@@ -85,7 +85,7 @@ func (v *View) Cached() int { return v.cached }
 // announces its eviction is the next the cache emits.
 func (v *View) bury(n *Node, head uint64) {
 	v.prune()
-	*n = Node{hashes: n.hashes, ids: n.ids, runs: n.runs, serial: n.serial, heapIdx: -1, removed: v.c.nextID, head: head}
+	*n = Node{keys: n.keys, ids: n.ids, runs: n.runs, serial: n.serial, heapIdx: -1, removed: v.c.nextID, head: head}
 	v.queue = append(v.queue, n)
 	key := head
 	g := v.ghosts[key]
@@ -153,7 +153,7 @@ func (v *View) Prefix(pages []tokens.Block) int {
 		if next == nil {
 			break
 		}
-		k := next.heardPages(commonPrefix(next.hashes, pages[i:]), heard)
+		k := next.heardPages(next.keys.commonPrefix(pages[i:]), heard)
 		i += k
 		if k < next.pages() {
 			break
@@ -170,7 +170,7 @@ func (v *View) Prefix(pages []tokens.Block) int {
 		}
 		// The first pages' sequence hashes agree (the ghost's key), so the later ones agree where their
 		// tokens hashes do: each chains from the one before.
-		k := g.heardPages(commonPrefix(g.hashes, pages[i:]), heard)
+		k := g.heardPages(g.keys.commonPrefix(pages[i:]), heard)
 		if k == 0 {
 			break
 		}

@@ -136,7 +136,7 @@ func (c *Cache) treePrefix(pages []tokens.Block) int {
 		if next == nil {
 			break
 		}
-		k := commonPrefix(next.hashes, pages[i:])
+		k := next.keys.commonPrefix(pages[i:])
 		i += k
 		if k < next.pages() {
 			break

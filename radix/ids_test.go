@@ -1,0 +1,46 @@
+package radix
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestPageIDsRuns: consecutive ids make runs, which the next ids extend when they continue the last;
+// scattered ids stay plain (with room) until runs would at least halve the edge's; a cut inside a run
+// leaves its first part below and the rest above, each half spelling out its own pages.
+func TestPageIDsRuns(t *testing.T) {
+	var p pageIDs
+	p.append([]PageID{5, 6, 7}, 0)
+	p.append([]PageID{8, 20}, 0)
+	if !slices.Equal(p.firsts, []PageID{5, 20}) || !slices.Equal(p.lens, []int32{4, 1}) || p.n != 5 {
+		t.Fatalf("runs %v %v of %d pages, want [5 20] [4 1] of 5", p.firsts, p.lens, p.n)
+	}
+
+	var q pageIDs
+	q.append([]PageID{3, 9, 4}, 2)
+	q.append([]PageID{10, 11, 12, 13}, 0) // 4 runs for 7 pages: not half
+	if q.inRuns || !slices.Equal(q.firsts, []PageID{3, 9, 4, 10, 11, 12, 13}) {
+		t.Fatalf("plain ids %v (lengths %v), want [3 9 4 10 11 12 13] and none", q.firsts, q.lens)
+	}
+	q.append([]PageID{14, 15, 16, 17, 18}, 0) // 4 runs for 12 pages
+	if !slices.Equal(q.firsts, []PageID{3, 9, 4, 10}) || !slices.Equal(q.lens, []int32{1, 1, 1, 9}) || q.n != 12 {
+		t.Fatalf("runs %v %v of %d pages, want [3 9 4 10] [1 1 1 9] of 12", q.firsts, q.lens, q.n)
+	}
+
+	var lo pageIDs
+	p.cut(2, &lo)
+	if got := lo.appendTo(nil, lo.n); !slices.Equal(got, []PageID{5, 6}) {
+		t.Errorf("lower half %v, want [5 6]", got)
+	}
+	if got := p.appendTo(nil, p.n); !slices.Equal(got, []PageID{7, 8, 20}) {
+		t.Errorf("upper half %v, want [7 8 20]", got)
+	}
+	if got := q.appendTo(nil, 5); !slices.Equal(got, []PageID{3, 9, 4, 10, 11}) {
+		t.Errorf("first 5 of q: %v, want [3 9 4 10 11]", got)
+	}
+	for _, ids := range []pageIDs{p, q, lo} {
+		if err := ids.check(); err != nil {
+			t.Error(err)
+		}
+	}
+}
