@@ -113,30 +113,11 @@ func (p *pageIDs) cut(k int, lo *pageIDs) {
 		lo.firsts, p.firsts = cutSlice(lo.firsts[:0], p.firsts, k, k <= cap(p.firsts)-k)
 		return
 	}
-	i, end := 0, int(p.lens[0]) // i: the run holding page k-1, end: the page after it
-	for end < k {
-		i++
-		end += int(p.lens[i])
+	var past int32
+	lo.firsts, lo.lens, p.firsts, p.lens, past = cutRuns(lo.firsts[:0], lo.lens[:0], p.firsts, p.lens, k)
+	if past > 0 { // the run across the cut: p's part starts after lo's
+		p.firsts[0] += PageID(lo.lens[len(lo.lens)-1])
 	}
-	past := int32(end - k) // pages of run i after the cut
-	if past == 0 {
-		copyLo := i+1 <= cap(p.firsts)-i-1
-		lo.firsts, p.firsts = cutSlice(lo.firsts[:0], p.firsts, i+1, copyLo)
-		lo.lens, p.lens = cutSlice(lo.lens[:0], p.lens, i+1, copyLo)
-		return
-	}
-	if i+1 <= cap(p.firsts)-i {
-		lo.firsts = append(lo.firsts[:0], p.firsts[:i+1]...)
-		lo.lens = append(lo.lens[:0], p.lens[:i+1]...)
-		p.firsts, p.lens = p.firsts[i:], p.lens[i:]
-	} else {
-		lo.firsts, lo.lens = p.firsts[:i+1:i+1], p.lens[:i+1:i+1]
-		p.firsts = append(make([]PageID, 0, cap(p.firsts)-i), p.firsts[i:]...)
-		p.lens = append(make([]int32, 0, cap(p.lens)-i), p.lens[i:]...)
-	}
-	lo.lens[i] -= past
-	p.lens[0] = past
-	p.firsts[0] += PageID(lo.lens[i])
 }
 
 // spare is the room past the edge's arrays, in entries.

@@ -113,29 +113,37 @@ func (e *keys) cut(k int, lo *keys) {
 		lo.hashes, e.hashes = cutSlice(lo.hashes[:0], e.hashes, k, k <= cap(e.hashes)-k)
 		return
 	}
-	i, end := 0, int(e.lens[0]) // i: the run holding page k-1, end: the page after it
+	lo.hashes, lo.lens, e.hashes, e.lens, _ = cutRuns(lo.hashes[:0], lo.lens[:0], e.hashes, e.lens, k)
+}
+
+// cutRuns splits runs (vals[i] repeated or counted on lens[i] pages) after k pages, 0 < k < their pages,
+// into lo, made in loVals and loLens where that half is copied, and hi. A run across the cut is in both:
+// lo's last keeps the pages before the cut and hi's first the past pages after it (0 when the cut falls
+// between runs). The half with fewer runs (the room past the arrays counting with lo) is the one copied.
+func cutRuns[T any](loVals []T, loLens []int32, vals []T, lens []int32, k int) (lv []T, ll []int32, hv []T, hl []int32, past int32) {
+	i, end := 0, int(lens[0]) // i: the run holding page k-1, end: the page after it
 	for end < k {
 		i++
-		end += int(e.lens[i])
+		end += int(lens[i])
 	}
-	past := int32(end - k) // pages of run i after the cut
+	past = int32(end - k)
 	if past == 0 {
-		copyLo := i+1 <= cap(e.hashes)-i-1
-		lo.hashes, e.hashes = cutSlice(lo.hashes[:0], e.hashes, i+1, copyLo)
-		lo.lens, e.lens = cutSlice(lo.lens[:0], e.lens, i+1, copyLo)
-		return
+		copyLo := i+1 <= cap(vals)-i-1
+		lv, hv = cutSlice(loVals, vals, i+1, copyLo)
+		ll, hl = cutSlice(loLens, lens, i+1, copyLo)
+		return lv, ll, hv, hl, 0
 	}
-	if i+1 <= cap(e.hashes)-i {
-		lo.hashes = append(lo.hashes[:0], e.hashes[:i+1]...)
-		lo.lens = append(lo.lens[:0], e.lens[:i+1]...)
-		e.hashes, e.lens = e.hashes[i:], e.lens[i:]
+	if i+1 <= cap(vals)-i {
+		lv, ll = append(loVals, vals[:i+1]...), append(loLens, lens[:i+1]...)
+		hv, hl = vals[i:], lens[i:]
 	} else {
-		lo.hashes, lo.lens = e.hashes[:i+1:i+1], e.lens[:i+1:i+1]
-		e.hashes = append(make([]uint64, 0, cap(e.hashes)-i), e.hashes[i:]...)
-		e.lens = append(make([]int32, 0, cap(e.lens)-i), e.lens[i:]...)
+		lv, ll = vals[:i+1:i+1], lens[:i+1:i+1]
+		hv = append(make([]T, 0, cap(vals)-i), vals[i:]...)
+		hl = append(make([]int32, 0, cap(lens)-i), lens[i:]...)
 	}
-	lo.lens[i] -= past
-	e.lens[0] = past
+	ll[i] -= past
+	hl[0] = past
+	return lv, ll, hv, hl, past
 }
 
 // cutSlice splits s after k elements into lo and hi, copying lo into dst if copyLo, else hi into a new
