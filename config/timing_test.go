@@ -159,4 +159,26 @@ func TestTimingReadOnSome(t *testing.T) {
 	if err := TimingReadOnSome([]Config{on("vllm", true), on("vllm", false)}); err != nil {
 		t.Errorf("disaggregated and aggregated: %v", err)
 	}
+	// A pool's own setting is read by a disaggregated deployment whose pool its model prices, and by no
+	// aggregated one (it has no pools), whichever comes first.
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	for _, tc := range []struct{ body, want string }{
+		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  profile: h200-llama-3.1-8b-bf16\n",
+			"config " + path + " line 4: prefill-profile h200-llama-3.1-8b-bf16: applies to --timing profile, and the prefill passes are priced by --timing default"},
+		{"prefill-workers: 1\ndecode-workers: 1\nprefill:\n  timing: profile\n  profile: h200-llama-3.1-8b-bf16\n", ""},
+		{"model: qwen3-30b-a3b\ntp: 8\ntiming: polynomial\nprefill-workers: 1\ndecode-workers: 1\nprefill:\n  ep: 8\n",
+			"config " + path + " line 7: prefill-ep 8: applies to --timing default, and the prefill passes are priced by --timing polynomial"},
+	} {
+		os.WriteFile(path, []byte(tc.body), 0o644)
+		c := Default()
+		if err := c.Load(path); err != nil {
+			t.Fatal(err)
+		}
+		agg, disagg := c.Deployed(1, 0, 0), c.Deployed(0, 1, 1)
+		for _, order := range [][]Config{{agg, disagg}, {disagg, agg}} {
+			if err := TimingReadOnSome(order); fmt.Sprint(err) != tc.want && !(err == nil && tc.want == "") {
+				t.Errorf("%q: %v, want %q", tc.body, err, tc.want)
+			}
+		}
+	}
 }

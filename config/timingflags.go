@@ -101,18 +101,34 @@ func (c Config) WithoutUnreadTiming() Config {
 
 // TimingReadOnSome is nil when each timing model's own setting given in deployments (a search's, of
 // one base) is read by one of them at least, else the error of the first that none reads, as the first
-// deployment words it: --profile is taken where some of a search's shapes are priced by profile (the
-// trtllm ones of --backends vllm,trtllm, the aggregated ones beside pools on their own --timing).
+// deployment that leaves it unread words it: --profile is taken where some of a search's shapes are
+// priced by profile (the trtllm ones of --backends vllm,trtllm, the aggregated ones beside pools on their
+// own --timing). A deployment reads a setting it has given and does not leave unread: an aggregated one,
+// which has no pools (Deployed), reads no pool's setting.
 func TimingReadOnSome(deployments []Config) error {
-	if len(deployments) == 0 {
-		return nil
+	var order []string         // the unread settings, as first met
+	errs := map[string]error{} // the first error for each
+	read := map[string]bool{}  // read by some deployment
+	for i := range deployments {
+		c := &deployments[i]
+		u := c.unreadTiming()
+		for _, v := range u {
+			if _, ok := errs[v.key]; !ok {
+				order = append(order, v.key)
+				errs[v.key] = c.placed(v.err)
+			}
+		}
+		for _, f := range timingOwn {
+			for _, key := range []string{f.key, Roles[0] + "-" + f.key, Roles[1] + "-" + f.key} {
+				if c.isGiven(key) && !slices.ContainsFunc(u, func(v unread) bool { return v.key == key }) {
+					read[key] = true
+				}
+			}
+		}
 	}
-	first := deployments[0].unreadTiming()
-	for _, u := range first {
-		if !slices.ContainsFunc(deployments[1:], func(c Config) bool {
-			return !slices.ContainsFunc(c.unreadTiming(), func(v unread) bool { return v.key == u.key })
-		}) {
-			return deployments[0].placed(u.err)
+	for _, key := range order {
+		if !read[key] {
+			return errs[key]
 		}
 	}
 	return nil
