@@ -56,7 +56,8 @@ func runs(ids []PageID) int {
 
 // append adds ids at the edge's end. room is how many more pages the edge expects (see Cache.Extend): the
 // plain form keeps capacity for them; runs grow as slices do, being few. The plain form turns to runs
-// when the whole edge's would be at most half its pages.
+// when ids hold a run of their own and the whole edge's runs would then be at most half its pages: a leaf
+// whose ids came scattered stays plain through its one-page decode appends.
 func (p *pageIDs) append(ids []PageID, room int) {
 	if len(ids) == 0 {
 		return
@@ -64,7 +65,7 @@ func (p *pageIDs) append(ids []PageID, room int) {
 	r := runs(ids)
 	if !p.inRuns {
 		if r == len(ids) || 2*(runs(p.firsts)+r) > p.n+len(ids) {
-			p.firsts = append(slices.Grow(p.firsts, len(ids)+room), ids...)
+			p.firsts = append(growFor(p.firsts, len(ids), room), ids...)
 			p.n += len(ids)
 			return
 		}
@@ -104,8 +105,8 @@ func (p *pageIDs) toRuns() {
 }
 
 // cut splits the edge after k pages (0 < k < p.n): lo, whose arrays may be reused, gets the first k and p
-// keeps the rest. The half with less in it (the room past the edge counting with the lower half) moves
-// to arrays of its own; a run across the cut is in both halves, so one of them is copied.
+// keeps the rest. The half with less in it (the room past the edge counting with the upper half, which
+// p keeps) moves to arrays of its own; a run across the cut is in both halves, so one of them is copied.
 func (p *pageIDs) cut(k int, lo *pageIDs) {
 	lo.n, p.n = k, p.n-k
 	lo.inRuns = p.inRuns

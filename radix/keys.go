@@ -68,7 +68,7 @@ func (e *keys) append(pages []tokens.Block, room int) {
 	}
 	last := len(e.hashes) - 1
 	if !e.inRuns && runs == len(pages) && (last < 0 || e.hashes[last] != pages[0].TokensHash) {
-		e.hashes = slices.Grow(e.hashes, len(pages)+room)
+		e.hashes = growFor(e.hashes, len(pages), room)
 		for _, b := range pages {
 			e.hashes = append(e.hashes, b.TokensHash)
 		}
@@ -105,8 +105,8 @@ func (e *keys) toRuns() {
 }
 
 // cut splits the edge after k pages (0 < k < its pages): lo, whose arrays may be reused, gets the first k
-// and e keeps the rest. The half with less in it (the room past the edge counting with the lower half)
-// moves to arrays of its own; a run across the cut is in both halves, so one of them is copied.
+// and e keeps the rest. The half with less in it (the room past the edge counting with the upper half,
+// which e keeps) moves to arrays of its own; a run across the cut is in both halves, so one of them is copied.
 func (e *keys) cut(k int, lo *keys) {
 	lo.inRuns = e.inRuns
 	if !e.inRuns {
@@ -118,8 +118,9 @@ func (e *keys) cut(k int, lo *keys) {
 
 // cutRuns splits runs (vals[i] repeated or counted on lens[i] pages) after k pages, 0 < k < their pages,
 // into lo, made in loVals and loLens where that half is copied, and hi. A run across the cut is in both:
-// lo's last keeps the pages before the cut and hi's first the past pages after it (0 when the cut falls
-// between runs). The half with fewer runs (the room past the arrays counting with lo) is the one copied.
+// lo's last keeps the pages before the cut and hi's first the past pages after it; past is 0 when the
+// cut falls between runs. The half with fewer runs (the room past the arrays counting with hi, the half
+// the node keeps) is the one copied.
 func cutRuns[T any](loVals []T, loLens []int32, vals []T, lens []int32, k int) (lv []T, ll []int32, hv []T, hl []int32, past int32) {
 	i, end := 0, int(lens[0]) // i: the run holding page k-1, end: the page after it
 	for end < k {
@@ -144,6 +145,16 @@ func cutRuns[T any](loVals []T, loLens []int32, vals []T, lens []int32, k int) (
 	ll[i] -= past
 	hl[0] = past
 	return lv, ll, hv, hl, past
+}
+
+// growFor returns s with room for n more elements, reserving room more past them when it has to grow:
+// an edge that still has room for a pass's pages is not copied to reserve the request's remaining output
+// again at every pass.
+func growFor[T any](s []T, n, room int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	return slices.Grow(s, n+room)
 }
 
 // cutSlice splits s after k elements into lo and hi, copying lo into dst if copyLo, else hi into a new
