@@ -69,16 +69,32 @@ func (c *Config) unreadTiming() []unread {
 			}
 		}
 	}
-	pricedBy := names[0]
-	if len(names) == 2 && names[0] != names[1] {
-		pricedBy = fmt.Sprintf("%s (%s) and %s (%s)", names[0], Roles[0], names[1], Roles[1])
-	}
+	pricedBy := pricedBy(names)
 	for _, f := range timingOwn {
 		if c.isGiven(f.key) && !slices.Contains(names, f.timing) && (f.inert == nil || !f.inert(c)) {
 			list = append(list, unread{f.key, bad(f.key, c.fieldsByKey()[f.key].Interface(), fmt.Sprintf("applies to --timing %s, and the passes are priced by --timing %s", f.timing, pricedBy))})
 		}
 	}
 	return list
+}
+
+// pricedBy words the timing models that price a deployment's passes (TimingNames).
+func pricedBy(names []string) string {
+	if len(names) == 2 && names[0] != names[1] {
+		return fmt.Sprintf("%s (%s) and %s (%s)", names[0], Roles[0], names[1], Roles[1])
+	}
+	return names[0]
+}
+
+// EPRead is nil when c's EP is read: it is 1, or some pool's passes are priced by the op-level model,
+// which alone prices the experts' shards. A search that lays shapes out at each EP of a list refuses
+// the others by it, which would run as EP 1 under another name.
+func (c *Config) EPRead() error {
+	names := c.TimingNames()
+	if c.EP == 1 || slices.Contains(names, registry.Models[0].Name) {
+		return nil
+	}
+	return fmt.Errorf("ep %d: applies to --timing %s, and the passes are priced by --timing %s", c.EP, registry.Models[0].Name, pricedBy(names))
 }
 
 // WithoutUnreadTiming is c with the timing models' own settings that no pool's passes read no longer

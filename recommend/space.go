@@ -305,7 +305,11 @@ func (sp *Space) shapes(base *config.Config) (shapes []Shape, refused []string, 
 								case lo > hi:
 									refused = append(refused, fmt.Sprintf("%s: no multiple of %s fits in %d to %d workers", s, s.Ratio, sp.MinWorkers, sp.MaxWorkers))
 								default:
-									if err := cfg.Validate(); err != nil {
+									err := cfg.Validate()
+									if err == nil {
+										err = cfg.EPRead()
+									}
+									if err != nil {
 										refused = append(refused, fmt.Sprintf("%s: %v", s, err))
 										continue
 									}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,6 +159,16 @@ func TestRecommendEPListOnAPool(t *testing.T) {
 	_, _, err = mocker(t, args...)
 	if want := "--ep-list 1,8: applies to --timing default, and the passes are priced by --timing polynomial"; err == nil || err.Error() != want {
 		t.Errorf("no pool on the op-level model: error %v, want %q", err, want)
+	}
+	// Beside them, an aggregated shape priced by polynomial does not run at EP 8 as EP 1 under another name.
+	args[slices.Index(args, "disagg")] = "agg,disagg"
+	out, _, err = mocker(t, append(args, "--prefill-timing", "default")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "1 shape of the space is not a valid deployment:\n  vllm agg tp8 ep8 seqs auto mbt 8192 round-robin: ep 8: applies to --timing default, and the passes are priced by --timing polynomial\n"
+	if !strings.Contains(out, want) || !strings.Contains(out, "Searched 3 shapes:") {
+		t.Errorf("want %q and 3 shapes searched in:\n%s", want, out)
 	}
 }
 
