@@ -10,7 +10,8 @@ import (
 // TestProfileFitsModelConfig: a built-in profile given by name prices a --model-config checkpoint
 // whatever its folder is named, where the checkpoint's passes are those the profile was measured for:
 // the run is the catalog model's. Of another architecture it is refused, naming the setting that gave
-// the profile (a pool's own, a config file's line), both models and the number that differs.
+// the profile (a pool's own, a config file's line), both models and the number that differs. A search
+// prices the checkpoint's trtllm shapes by the profile.
 func TestProfileFitsModelConfig(t *testing.T) {
 	llama, err := os.ReadFile("../../model/testdata/llama-3.1-8b/config.json")
 	if err != nil {
@@ -40,6 +41,14 @@ func TestProfileFitsModelConfig(t *testing.T) {
 		}
 	}
 	t.Logf("mean TTFT %.3f ms both", catalog["mean_ttft_ms"])
+
+	for _, model := range [][]string{{"--model", "llama-3.1-8b"}, {"--model-config", same}} {
+		out, _, err := mocker(t, append([]string{"recommend", "--num-requests", "20", "--request-rate", "100", "--input-tokens", "256", "--output-tokens", "4",
+			"--ttft-p90-ms", "1000", "--tp-list", "1", "--max-workers", "1", "--backends", "vllm,trtllm", "--profile", p}, model...)...)
+		if err != nil || !strings.Contains(out, "Searched 2 shapes:") || strings.Contains(out, "not a valid deployment") {
+			t.Errorf("recommend %v: error %v; want both shapes searched:\n%s", model, err, out)
+		}
+	}
 
 	conf := filepath.Join(dir, "c.yaml")
 	os.WriteFile(conf, []byte("timing: profile\nprofile: "+p+"\n"), 0o644)
