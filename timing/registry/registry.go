@@ -167,9 +167,8 @@ func profileSource(p Params) (name string, st os.FileInfo, err error) {
 		if p.Model == nil || p.System == nil {
 			return "", nil, fmt.Errorf("timing profile: no --profile, and no --model and --system to choose a built-in one")
 		}
-		name = builtinName(p)
-		if _, err := profile.Builtin(name); err != nil {
-			return "", nil, fmt.Errorf("timing profile: no built-in profile for %s on %s (%s); give --profile PATH, or --timing polynomial", p.Model.Name, p.System.Name, name)
+		if name = builtinFor(p); name == "" {
+			return "", nil, fmt.Errorf("timing profile: no built-in profile for %s on %s (%s); give --profile PATH, or --timing polynomial", p.Model.Name, p.System.Name, builtinName(p))
 		}
 		return name, nil, nil
 	}
@@ -184,28 +183,84 @@ func profileSource(p Params) (name string, st os.FileInfo, err error) {
 	return name, st, nil
 }
 
-// builtinName is the name of the built-in profile measured for the deployment's model on its GPU at
-// its weights' precision: h200-llama-3.1-8b-bf16 for llama-3.1-8b in bf16 on h200_sxm.
+// builtinName is the name the built-in profile measured for the deployment's model on its GPU at its
+// weights' precision would have: h200-llama-3.1-8b-bf16 for llama-3.1-8b in bf16 on h200_sxm.
 func builtinName(p Params) string {
-	sys, _, _ := strings.Cut(p.System.Name, "_") // "h200" for "h200_sxm"
-	return fmt.Sprintf("%s-%s-%s", sys, p.Model.Name, precision(p))
+	return fmt.Sprintf("%s-%s-%s", gpu(p), p.Model.Name, precision(p))
 }
 
-// builtinFits refuses the built-in profile name, measured for model, where the deployment runs another
-// model, GPU or weights' precision (as the name says them): it would price the passes of another engine
-// than the one simulated. Without a model and a system named there is nothing to compare.
-func builtinFits(name, model string, p Params) error {
-	if p.Model == nil || p.System == nil || name == builtinName(p) {
+// gpu is the deployment's GPU as profiles name it: "h200" for h200_sxm.
+func gpu(p Params) string {
+	g, _, _ := strings.Cut(p.System.Name, "_")
+	return g
+}
+
+// builtinFor is the built-in profile that prices the deployment (builtinPrices), "" where none does:
+// for a catalog model the one of its name, for a model read from a config.json one measured for a
+// catalog model of its architecture.
+func builtinFor(p Params) string {
+	for _, name := range profile.BuiltinNames() {
+		if s, err := profile.Builtin(name); err == nil && builtinPrices(name, s.Model(), p) {
+			return name
+		}
+	}
+	return ""
+}
+
+// builtinFits refuses the built-in profile name, measured for the catalog model measured, where it
+// does not price the deployment (builtinPrices): it would price the passes of another engine than the
+// one simulated. The error is a path error on name, which config words by the setting that gave it
+// (config.FileError: "--prefill-profile h200-qwen3-32b-bf16: measured for ..."). Without a model and
+// a system named there is nothing to compare.
+func builtinFits(name, measured string, p Params) error {
+	if p.Model == nil || p.System == nil {
 		return nil
 	}
-	gpu, _, _ := strings.Cut(name, "-")
-	measured := fmt.Sprintf("%s %s on %s", model, name[strings.LastIndex(name, "-")+1:], gpu)
-	runs := fmt.Sprintf("%s %s on %s", p.Model.Name, precision(p), p.System.Name)
-	hint := "give --profile PATH measured for it, or --timing polynomial"
-	if _, err := profile.Builtin(builtinName(p)); err == nil {
-		hint = "its built-in profile is " + builtinName(p)
+	if builtinPrices(name, measured, p) {
+		return nil
 	}
-	return fmt.Errorf("timing profile: %s was measured for %s, and the deployment runs %s (%s)", name, measured, runs, hint)
+	hint := "give --profile PATH measured for it, or --timing polynomial"
+	if fit := builtinFor(p); fit != "" {
+		hint = "its built-in profile is " + fit
+	}
+	if diff := shapeDiff(measured, p.Model); diff != "" && !isCatalog(p.Model) {
+		hint = diff + "; " + hint // what the folder's name does not say
+	}
+	on, _, _ := strings.Cut(name, "-")
+	return &os.PathError{Op: "timing profile", Path: name, Err: fmt.Errorf("measured for %s %s on %s, and the deployment runs %s %s on %s (%s)",
+		measured, name[strings.LastIndex(name, "-")+1:], on, p.Model.Name, precision(p), p.System.Name, hint)}
+}
+
+// builtinPrices says whether the built-in profile name, measured for the catalog model measured on
+// the GPU and at the precision its name says, prices the deployment: on that GPU, at that precision,
+// and of that model. A catalog model (isCatalog) must be the one measured. A model read from a
+// config.json is named after its folder, which says nothing of what it holds
+// (Meta-Llama-3.1-8B-Instruct, a snapshot's hash): it must compute the measured model's passes,
+// whatever its name (shapeDiff), since those are all a profile's step times depend on.
+func builtinPrices(name, measured string, p Params) bool {
+	switch {
+	case !strings.HasPrefix(name, gpu(p)+"-") || !strings.HasSuffix(name, "-"+precision(p)):
+		return false
+	case isCatalog(p.Model):
+		return p.Model.Name == measured
+	}
+	return shapeDiff(measured, p.Model) == ""
+}
+
+// isCatalog says whether m is a catalog model: of a catalog name, and computing that model's passes
+// (a config.json in a folder named llama-3.1-8b with a layer more is not).
+func isCatalog(m *model.Model) bool {
+	c, err := model.Lookup(m.Name)
+	return err == nil && c.Name == m.Name && c.ShapeDiff(m) == ""
+}
+
+// shapeDiff is where m's passes differ from those of the catalog model measured (model.ShapeDiff).
+func shapeDiff(measured string, m *model.Model) string {
+	c, err := model.Lookup(measured)
+	if err != nil {
+		return err.Error() // built-in profiles are measured for catalog models (TestBuiltinForItsModel)
+	}
+	return c.ShapeDiff(m)
 }
 
 // precision names the weights' precision as profiles do: the quantization (the flag's, else the

@@ -12,6 +12,7 @@ import (
 	"github.com/mocker-sim/mocker/model"
 	"github.com/mocker-sim/mocker/timing"
 	"github.com/mocker-sim/mocker/timing/aic"
+	"github.com/mocker-sim/mocker/timing/profile"
 	"github.com/mocker-sim/mocker/timing/registry"
 	"github.com/mocker-sim/mocker/timing/timingtest"
 )
@@ -113,11 +114,11 @@ func TestBuildErrors(t *testing.T) {
 		{"profile", func(p *registry.Params) { p.Quantization = "fp8" }, "timing profile: no built-in profile for llama-3.1-8b on h200_sxm (h200-llama-3.1-8b-fp8); give --profile PATH, or --timing polynomial"},
 		// A built-in profile given by name prices only the model, GPU and precision it was measured for.
 		{"profile", func(p *registry.Params) { p.Profile = "h200-qwen3-32b-bf16" },
-			"timing profile: h200-qwen3-32b-bf16 was measured for qwen3-32b bf16 on h200, and the deployment runs llama-3.1-8b bf16 on h200_sxm (its built-in profile is h200-llama-3.1-8b-bf16)"},
+			"timing profile h200-qwen3-32b-bf16: measured for qwen3-32b bf16 on h200, and the deployment runs llama-3.1-8b bf16 on h200_sxm (its built-in profile is h200-llama-3.1-8b-bf16)"},
 		{"profile", func(p *registry.Params) { p.Profile, p.System = "h200-llama-3.1-8b-bf16", b200(t) },
-			"timing profile: h200-llama-3.1-8b-bf16 was measured for llama-3.1-8b bf16 on h200, and the deployment runs llama-3.1-8b bf16 on b200_sxm (give --profile PATH measured for it, or --timing polynomial)"},
+			"timing profile h200-llama-3.1-8b-bf16: measured for llama-3.1-8b bf16 on h200, and the deployment runs llama-3.1-8b bf16 on b200_sxm (give --profile PATH measured for it, or --timing polynomial)"},
 		{"profile", func(p *registry.Params) { p.Profile, p.Quantization = "h200-llama-3.1-8b-bf16", "fp8" },
-			"timing profile: h200-llama-3.1-8b-bf16 was measured for llama-3.1-8b bf16 on h200, and the deployment runs llama-3.1-8b fp8 on h200_sxm (give --profile PATH measured for it, or --timing polynomial)"},
+			"timing profile h200-llama-3.1-8b-bf16: measured for llama-3.1-8b bf16 on h200, and the deployment runs llama-3.1-8b fp8 on h200_sxm (give --profile PATH measured for it, or --timing polynomial)"},
 	} {
 		q := p
 		tc.edit(&q)
@@ -150,7 +151,7 @@ func TestProfileShared(t *testing.T) {
 	}{
 		{func(p *registry.Params) { p.TP = 2 }, ""},
 		{func(p *registry.Params) { p.Profile = "h200-qwen3-32b-bf16" },
-			"timing profile: h200-qwen3-32b-bf16 was measured for qwen3-32b bf16 on h200, and the deployment runs llama-3.1-8b bf16 on h200_sxm (its built-in profile is h200-llama-3.1-8b-bf16)"},
+			"timing profile h200-qwen3-32b-bf16: measured for qwen3-32b bf16 on h200, and the deployment runs llama-3.1-8b bf16 on h200_sxm (its built-in profile is h200-llama-3.1-8b-bf16)"},
 		{func(p *registry.Params) { p.Profile = csv }, "profile: " + csv + `: no rows for model "llama-3.1-8b" (models: qwen3-32b)`},
 	} {
 		q := p
@@ -159,6 +160,81 @@ func TestProfileShared(t *testing.T) {
 			t.Errorf("profile %q at tp %d: %v, want %q", q.Profile, q.TP, err, tc.want)
 		}
 	}
+}
+
+// TestProfileFitsCheckpoint: a model read from a config.json is named after its folder, so a built-in
+// profile prices it where its passes are those of the model the profile was measured for, whatever
+// the folder's name (given by --profile or chosen for it), and is refused, naming the number that
+// differs, where they are not, even in a folder of the catalog model's name.
+func TestProfileFitsCheckpoint(t *testing.T) {
+	e, _ := registry.Lookup("profile")
+	base := params(t)
+	checkpoint := func(name string, edit func(*model.Model)) registry.Params {
+		p := base
+		m := *base.Model
+		m.Name = name
+		if edit != nil {
+			edit(&m)
+		}
+		p.Model = &m
+		return p
+	}
+	for _, given := range []string{"", "h200-llama-3.1-8b-bf16"} {
+		p := checkpoint("Meta-Llama-3.1-8B-Instruct", nil)
+		p.Profile = given
+		if m, info, err := e.New(p); err != nil || info.Source != "h200-llama-3.1-8b-bf16" || m != builtin(t, "h200-llama-3.1-8b-bf16") {
+			t.Errorf("--profile %q on llama-3.1-8b's config.json in Meta-Llama-3.1-8B-Instruct: source %q, %v; want the built-in h200-llama-3.1-8b-bf16", given, info.Source, err)
+		}
+	}
+	qwen, err := model.Lookup("qwen3-32b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		p    registry.Params
+		want string
+	}{
+		{checkpoint("Meta-Llama-3.1-8B-Instruct", func(m *model.Model) { m.Layers = 33 }),
+			"timing profile h200-llama-3.1-8b-bf16: measured for llama-3.1-8b bf16 on h200, and the deployment runs Meta-Llama-3.1-8B-Instruct bf16 on h200_sxm (num_hidden_layers 33, not 32; give --profile PATH measured for it, or --timing polynomial)"},
+		{checkpoint("llama-3.1-8b", func(m *model.Model) { m.Layers = 33 }),
+			"timing profile h200-llama-3.1-8b-bf16: measured for llama-3.1-8b bf16 on h200, and the deployment runs llama-3.1-8b bf16 on h200_sxm (num_hidden_layers 33, not 32; give --profile PATH measured for it, or --timing polynomial)"},
+		{checkpoint("Qwen3-32B", func(m *model.Model) { *m = *qwen; m.Name = "Qwen3-32B" }),
+			"timing profile h200-llama-3.1-8b-bf16: measured for llama-3.1-8b bf16 on h200, and the deployment runs Qwen3-32B bf16 on h200_sxm (num_hidden_layers 64, not 32; its built-in profile is h200-qwen3-32b-bf16)"},
+	} {
+		tc.p.Profile = "h200-llama-3.1-8b-bf16"
+		if _, _, err := e.New(tc.p); fmt.Sprint(err) != tc.want {
+			t.Errorf("%s: %v, want %q", tc.p.Model.Name, err, tc.want)
+		}
+		if err := e.Shared(tc.p); fmt.Sprint(err) != tc.want {
+			t.Errorf("%s: Shared: %v, want %q", tc.p.Model.Name, err, tc.want)
+		}
+	}
+}
+
+// TestBuiltinForItsModel: each built-in profile is measured for a catalog model, and is the one chosen
+// for it without --profile.
+func TestBuiltinForItsModel(t *testing.T) {
+	e, _ := registry.Lookup("profile")
+	for _, name := range profile.BuiltinNames() {
+		p := params(t)
+		m, err := model.Lookup(builtin(t, name).Model())
+		if err != nil {
+			t.Fatalf("built-in profile %s: %v", name, err)
+		}
+		p.Model = m
+		if _, info, err := e.New(p); err != nil || info.Source != name {
+			t.Errorf("%s without --profile: source %q, %v; want the built-in %s", m.Name, info.Source, err, name)
+		}
+	}
+}
+
+// builtin is the built-in step profile name.
+func builtin(t *testing.T, name string) *profile.Steps {
+	s, err := profile.Builtin(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // b200 is the B200 system.
