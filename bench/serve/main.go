@@ -14,8 +14,9 @@
 // Before the phases, each server answers -warmup requests, not measured, split between the phases'
 // kinds and sent closed loop: the connections open, the heap and the KV cache's indexes grow and their
 // pages are touched, which would otherwise put the first phase's slowest requests (its p99) in the
-// server's first tenth of a second. Their prompts are numbered after the phases' so that no measured
-// prompt finds its blocks cached. At --speedup-ratio 1 the passes take their time, so the warm-up takes
+// server's first tenth of a second. Each phase's prompts are numbered after the last phase's, and the
+// warm-up's after them all, so that no measured prompt finds its blocks cached by an earlier one.
+// At --speedup-ratio 1 the passes take their time, so the warm-up takes
 // seconds (-warmup 0 skips it).
 //
 // -rate R sends the requests open-loop instead, R a second whatever the answers (on at most -clients
@@ -49,17 +50,22 @@ import (
 	"github.com/mocker-sim/mocker/tokenize"
 )
 
+// maxPrompts is how many prompts six digits number.
+const maxPrompts = 1_000_000
+
 // maxPhase bounds how long -rate's open loop takes to start a phase's requests.
 const maxPhase = 24 * time.Hour
 
 // checkLoad refuses, naming the flag, a load the benchmark cannot run: at a rate too low, the open
 // loop would wait longer than any run is meant to (or, below ~1e-9, past what a time.Duration holds).
-func checkLoad(requests, warmup, clients, runs int, rate float64) error {
+func checkLoad(requests, phases, warmup, clients, runs int, rate float64) error {
 	switch {
-	case requests < 1 || requests >= 1_000_000:
-		return fmt.Errorf("-requests %d: want 1 to 999999 (six digits number the prompts)", requests)
-	case warmup < 0 || requests+warmup >= 1_000_000:
-		return fmt.Errorf("-warmup %d: want 0 to %d (six digits number the prompts, -requests's first)", warmup, 999_999-requests)
+	case requests < 1:
+		return fmt.Errorf("-requests %d: want at least 1", requests)
+	case warmup < 0:
+		return fmt.Errorf("-warmup %d: want at least 0", warmup)
+	case phases*requests+warmup > maxPrompts:
+		return fmt.Errorf("-requests %d in %d phases and -warmup %d: want %d prompts at most (they are numbered in six digits)", requests, phases, warmup, maxPrompts)
 	case clients < 1:
 		return fmt.Errorf("-clients %d: want at least 1", clients)
 	case runs < 1:
@@ -101,7 +107,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench/serve:", err)
 		os.Exit(2)
 	}
-	if err := checkLoad(*requests, *warmup, *clients, *runs, *rate); err != nil {
+	if err := checkLoad(*requests, len(streams), *warmup, *clients, *runs, *rate); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/serve:", err)
 		os.Exit(2)
 	}
@@ -274,14 +280,11 @@ func runOnce(bin string, args []string, l load, streams []bool) ([]result, int64
 	c := newClient(l.client, addr, l.clients)
 	defer c.close()
 	server := strconv.Itoa(cmd.Process.Pid)
-	for k, stream := range streams {
-		from, to := l.warmup*k/len(streams), l.warmup*(k+1)/len(streams)
-		if _, err := l.closedLoop(c, stream, l.requests+from, to-from); err != nil {
-			return nil, 0, fmt.Errorf("warming up: %w", err)
-		}
+	if err := l.warmUp(c, streams); err != nil {
+		return nil, 0, fmt.Errorf("warming up: %w", err)
 	}
 	var out []result
-	for _, stream := range streams {
+	for k, stream := range streams {
 		cpu0, err := cpuTime(server)
 		if err != nil {
 			return nil, 0, err
@@ -291,7 +294,7 @@ func runOnce(bin string, args []string, l load, streams []bool) ([]result, int64
 			return nil, 0, err
 		}
 		start := time.Now()
-		lat, err := l.run(c, stream)
+		lat, err := l.run(c, stream, k*l.requests)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -329,13 +332,25 @@ func waitAddr(r io.Reader) (string, error) {
 	return "", errors.New("the server exited before listening")
 }
 
-// run sends a phase's completions, from the clients' goroutines or one goroutine each at the load's
-// rate, and returns their latencies.
-func (l load) run(c client, stream bool) ([]time.Duration, error) {
-	if l.rate == 0 {
-		return l.closedLoop(c, stream, 0, l.requests)
+// warmUp sends the load's warm-up, split between the phases' kinds in their order, closed loop, its
+// prompts numbered after every phase's.
+func (l load) warmUp(c client, streams []bool) error {
+	for k, stream := range streams {
+		from, to := l.warmup*k/len(streams), l.warmup*(k+1)/len(streams)
+		if _, err := l.closedLoop(c, stream, len(streams)*l.requests+from, to-from); err != nil {
+			return err
+		}
 	}
-	s := l.sender(c, stream, 0, l.requests)
+	return nil
+}
+
+// run sends a phase's completions, their prompts numbered from first, from the clients' goroutines or one
+// goroutine each at the load's rate, and returns their latencies.
+func (l load) run(c client, stream bool, first int) ([]time.Duration, error) {
+	if l.rate == 0 {
+		return l.closedLoop(c, stream, first, l.requests)
+	}
+	s := l.sender(c, stream, first, l.requests)
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range l.requests {

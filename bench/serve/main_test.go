@@ -27,33 +27,33 @@ import (
 // second (so long as the phase starts within a day) to 1e6 run, and 0 is the closed loop.
 func TestCheckLoad(t *testing.T) {
 	for _, c := range []struct {
-		requests, warmup, clients, runs int
-		rate                            float64
-		want                            string
+		requests, phases, warmup, clients, runs int
+		rate                                    float64
+		want                                    string
 	}{
-		{20000, 4000, 64, 1, 0, ""},
-		{20000, 4000, 64, 1, 1e6, ""},
-		{87, 4000, 64, 1, 0.001, ""}, // the 87th starts at 86,000 s, within a day
-		{88, 4000, 64, 1, 0.001, "-rate 0.001: 88 requests would take 87000 s to start; at most 24h0m0s"},
-		{1, 4000, 64, 1, 0.001, ""},
-		{20000, 4000, 64, 1, 1e-300, "-rate 1e-300: want 0 (closed loop) or 0.001 to 1e6 requests a second"},
-		{20000, 4000, 64, 1, -1, "-rate -1: want 0 (closed loop) or 0.001 to 1e6 requests a second"},
-		{20000, 4000, 64, 1, 2e6, "-rate 2e+06: want 0 (closed loop) or 0.001 to 1e6 requests a second"},
-		{0, 4000, 64, 1, 0, "-requests 0: want 1 to 999999 (six digits number the prompts)"},
-		{1_000_000, 4000, 64, 1, 0, "-requests 1000000: want 1 to 999999 (six digits number the prompts)"},
-		{20000, 4000, 0, 1, 0, "-clients 0: want at least 1"},
-		{20000, -1, 64, 1, 0, "-warmup -1: want 0 to 979999 (six digits number the prompts, -requests's first)"},
-		{20000, 979_999, 64, 1, 0, ""},
-		{20000, 980_000, 64, 1, 0, "-warmup 980000: want 0 to 979999 (six digits number the prompts, -requests's first)"},
-		{999_999, 0, 64, 1, 0, ""},
-		{20000, 4000, 64, 0, 0, "-runs 0: want at least 1"},
+		{20000, 2, 4000, 64, 1, 0, ""},
+		{20000, 2, 4000, 64, 1, 1e6, ""},
+		{87, 2, 4000, 64, 1, 0.001, ""}, // the 87th starts at 86,000 s, within a day
+		{88, 2, 4000, 64, 1, 0.001, "-rate 0.001: 88 requests would take 87000 s to start; at most 24h0m0s"},
+		{1, 2, 4000, 64, 1, 0.001, ""},
+		{20000, 2, 4000, 64, 1, 1e-300, "-rate 1e-300: want 0 (closed loop) or 0.001 to 1e6 requests a second"},
+		{20000, 2, 4000, 64, 1, -1, "-rate -1: want 0 (closed loop) or 0.001 to 1e6 requests a second"},
+		{20000, 2, 4000, 64, 1, 2e6, "-rate 2e+06: want 0 (closed loop) or 0.001 to 1e6 requests a second"},
+		{0, 2, 4000, 64, 1, 0, "-requests 0: want at least 1"},
+		{20000, 2, -1, 64, 1, 0, "-warmup -1: want at least 0"},
+		{480_000, 2, 40_000, 64, 1, 0, ""},
+		{480_000, 2, 40_001, 64, 1, 0, "-requests 480000 in 2 phases and -warmup 40001: want 1000000 prompts at most (they are numbered in six digits)"},
+		{1_000_000, 1, 0, 64, 1, 0, ""},
+		{1_000_000, 1, 1, 64, 1, 0, "-requests 1000000 in 1 phases and -warmup 1: want 1000000 prompts at most (they are numbered in six digits)"},
+		{20000, 2, 4000, 0, 1, 0, "-clients 0: want at least 1"},
+		{20000, 2, 4000, 64, 0, 0, "-runs 0: want at least 1"},
 	} {
-		err := checkLoad(c.requests, c.warmup, c.clients, c.runs, c.rate)
+		err := checkLoad(c.requests, c.phases, c.warmup, c.clients, c.runs, c.rate)
 		if got := errString(err); got != c.want {
-			t.Errorf("checkLoad(%d, %d, %d, %d, %v) = %q, want %q", c.requests, c.warmup, c.clients, c.runs, c.rate, got, c.want)
+			t.Errorf("checkLoad(%d, %d, %d, %d, %d, %v) = %q, want %q", c.requests, c.phases, c.warmup, c.clients, c.runs, c.rate, got, c.want)
 		}
 	}
-	if err := checkLoad(1, 0, 1, 1, math.NaN()); err == nil {
+	if err := checkLoad(1, 1, 0, 1, 1, math.NaN()); err == nil {
 		t.Error("checkLoad accepts a rate of NaN")
 	}
 }
@@ -147,7 +147,7 @@ func TestClientsAgainstMocker(t *testing.T) {
 					l.client, l.rate = kind, rate
 					for _, stream := range []bool{false, true} {
 						cl := newClient(kind, addr, l.clients)
-						lat, err := l.run(cl, stream)
+						lat, err := l.run(cl, stream, 0)
 						cl.close()
 						if err != nil {
 							t.Fatalf("%s client, rate %v, stream %v: %v", kind, rate, stream, err)
@@ -263,10 +263,10 @@ func TestLeanClientChunkEnd(t *testing.T) {
 	}
 }
 
-// promptLog is a client that records the number of each prompt it is sent.
+// promptLog is a client that records the number of each prompt it is sent, and whether it streamed.
 type promptLog struct {
 	mu   sync.Mutex
-	seen []int
+	seen map[bool][]int
 }
 
 func (p *promptLog) post(body []byte, stream bool) error {
@@ -275,33 +275,44 @@ func (p *promptLog) post(body []byte, stream bool) error {
 		return err
 	}
 	p.mu.Lock()
-	p.seen = append(p.seen, n)
+	p.seen[stream] = append(p.seen[stream], n)
 	p.mu.Unlock()
 	return nil
 }
 
 func (p *promptLog) close() {}
 
-// TestWarmupPromptsFollowThePhases: the warm-up's closed loop sends each prompt of its range once, and
-// the range starts after the measured phases' prompts, so no measured prompt finds itself cached.
-func TestWarmupPromptsFollowThePhases(t *testing.T) {
+// TestPromptsAreNumberedApart: the warm-up sends each of its prompts once, split between the phases'
+// kinds, and numbered after every phase's; each phase numbers its own after the last one's, so no
+// measured prompt was sent before it.
+func TestPromptsAreNumberedApart(t *testing.T) {
 	l := load{clients: 3, requests: 10, warmup: 5, maxTokens: 1}
-	var p promptLog
-	if _, err := l.closedLoop(&p, false, l.requests, l.warmup); err != nil {
+	p := promptLog{seen: map[bool][]int{}}
+	streams := []bool{false, true}
+	if err := l.warmUp(&p, streams); err != nil {
 		t.Fatal(err)
 	}
-	lat, err := l.run(&p, false)
-	if err != nil {
-		t.Fatal(err)
+	sorted := func(stream bool) []int { return slices.Sorted(slices.Values(p.seen[stream])) }
+	if got, want := sorted(false), []int{20, 21}; !slices.Equal(got, want) {
+		t.Errorf("warm-up, unstreamed: prompts %v, want %v", got, want)
 	}
-	if len(lat) != l.requests {
-		t.Errorf("%d latencies, want %d", len(lat), l.requests)
+	if got, want := sorted(true), []int{22, 23, 24}; !slices.Equal(got, want) {
+		t.Errorf("warm-up, streamed: prompts %v, want %v", got, want)
 	}
-	warm, measured := slices.Sorted(slices.Values(p.seen[:5])), slices.Sorted(slices.Values(p.seen[5:]))
-	if want := []int{10, 11, 12, 13, 14}; !slices.Equal(warm, want) {
-		t.Errorf("warm-up prompts %v, want %v", warm, want)
+	p.seen = map[bool][]int{}
+	for k, stream := range streams {
+		lat, err := l.run(&p, stream, k*l.requests)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lat) != l.requests {
+			t.Errorf("phase %d: %d latencies, want %d", k, len(lat), l.requests)
+		}
 	}
-	if want := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}; !slices.Equal(measured, want) {
-		t.Errorf("measured prompts %v, want %v", measured, want)
+	if got, want := sorted(false), []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}; !slices.Equal(got, want) {
+		t.Errorf("unstreamed phase: prompts %v, want %v", got, want)
+	}
+	if got, want := sorted(true), []int{10, 11, 12, 13, 14, 15, 16, 17, 18, 19}; !slices.Equal(got, want) {
+		t.Errorf("streamed phase: prompts %v, want %v", got, want)
 	}
 }
