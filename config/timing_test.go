@@ -182,3 +182,35 @@ func TestTimingReadOnSome(t *testing.T) {
 		}
 	}
 }
+
+// TestEPRead: a shared EP above 1 is read where a pool that runs it (one without its own ep) is priced
+// by the op-level model, and refused by name where none is.
+func TestEPRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	const moe = "model: qwen3-30b-a3b\ntp: 8\nep: 8\n"
+	const pools = "prefill-workers: 1\ndecode-workers: 1\n"
+	for _, tc := range []struct{ body, want string }{
+		{moe, ""},
+		{"model: qwen3-30b-a3b\ntp: 8\nep: 1\ntiming: polynomial\n", ""},
+		{moe + pools + "timing: polynomial\nprefill:\n  timing: default\n", ""},
+		{moe + pools + "timing: polynomial\nprefill:\n  timing: default\n  ep: 1\n",
+			"ep 8: applies to --timing default, and the passes that run it are priced by --timing default (prefill) and polynomial (decode)"},
+		{moe + pools + "decode:\n  ep: 1\n", ""},
+	} {
+		if err := os.WriteFile(path, []byte(tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c := Default()
+		if err := c.Load(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.EPRead(); fmt.Sprint(err) != tc.want && !(err == nil && tc.want == "") {
+			t.Errorf("%q: %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	c := Default()
+	c.EP, c.Timing = 8, "polynomial"
+	if err := c.EPRead(); fmt.Sprint(err) != "ep 8: applies to --timing default, and the passes that run it are priced by --timing polynomial" {
+		t.Errorf("aggregated on polynomial: %v", err)
+	}
+}

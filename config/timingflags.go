@@ -86,15 +86,27 @@ func pricedBy(names []string) string {
 	return names[0]
 }
 
-// EPRead is nil when c's EP is read: it is 1, or some pool's passes are priced by the op-level model,
-// which alone prices the experts' shards. A search that lays shapes out at each EP of a list refuses
-// the others by it, which would run as EP 1 under another name.
+// EPRead is nil when c's shared EP is read: it is 1, or a pool that runs it (one without its own ep)
+// is priced by the op-level model, which alone prices the experts' shards. A search that lays shapes out
+// at each EP of a list refuses the others by it, which would run as EP 1 under another name.
 func (c *Config) EPRead() error {
-	names := c.TimingNames()
-	if c.EP == 1 || slices.Contains(names, registry.Models[0].Name) {
+	if c.EP == 1 {
 		return nil
 	}
-	return fmt.Errorf("ep %d: applies to --timing %s, and the passes are priced by --timing %s", c.EP, registry.Models[0].Name, pricedBy(names))
+	opLevel := registry.Models[0].Name
+	names := c.TimingNames()
+	if len(names) == 1 {
+		if names[0] == opLevel {
+			return nil
+		}
+	} else {
+		for i, r := range Roles {
+			if c.Role(r).EP == nil && names[i] == opLevel {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("ep %d: applies to --timing %s, and the passes that run it are priced by --timing %s", c.EP, opLevel, pricedBy(names))
 }
 
 // WithoutUnreadTiming is c with the timing models' own settings that no pool's passes read no longer

@@ -429,4 +429,19 @@ func TestDeployable(t *testing.T) {
 	if err := sp.Deployable(&base); err == nil || err.Error() != want {
 		t.Errorf("ep 8, disagg only: %v, want %s", err, want)
 	}
+	// A --profile only trtllm's disaggregated layout would read, which the engine refuses, is read by no
+	// shape that runs.
+	prof := config.Default()
+	prof.Profile = "h200-llama-3.1-8b-bf16"
+	prof.Given("profile", "")
+	sp = space()
+	sp.Backends, sp.Modes, sp.Ratios = []string{"vllm", "trtllm"}, []string{"disagg"}, []Ratio{{1, 1}}
+	want = "profile h200-llama-3.1-8b-bf16: applies to --timing profile, and the passes are priced by --timing default"
+	if err := sp.Deployable(&prof); err == nil || err.Error() != want {
+		t.Errorf("vllm,trtllm disaggregated with --profile: %v, want %s", err, want)
+	}
+	sp.Modes = []string{"agg", "disagg"}
+	if err := sp.Deployable(&prof); err != nil {
+		t.Errorf("vllm,trtllm agg,disagg with --profile: %v", err)
+	}
 }

@@ -201,9 +201,16 @@ func (sp *Space) layouts(s Shape, mode string, ratios []Ratio) []Shape {
 func (sp *Space) Deployable(base *config.Config) error {
 	pooled := len(base.Prefill.Keys())+len(base.Decode.Keys()) > 0
 	all, disagg := sp.probes(base)
-	deployed := make([]config.Config, len(all))
-	for i, s := range all {
-		deployed[i] = s.deploy(base, 1)
+	// A setting is read only by a shape that can run: trtllm's disaggregated layout, which the engine
+	// refuses, reads no --profile for the vllm shapes beside it.
+	var deployed []config.Config
+	for _, s := range all {
+		if cfg := s.config(base, 1); cfg.Validate() == nil {
+			deployed = append(deployed, s.deploy(base, 1))
+		}
+	}
+	if len(deployed) == 0 {
+		return validOnSome(base, all)
 	}
 	if err := config.TimingReadOnSome(deployed); err != nil {
 		return err

@@ -166,7 +166,7 @@ func TestRecommendEPListOnAPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "1 shape of the space is not a valid deployment:\n  vllm agg tp8 ep8 seqs auto mbt 8192 round-robin: ep 8: applies to --timing default, and the passes are priced by --timing polynomial\n"
+	want := "1 shape of the space is not a valid deployment:\n  vllm agg tp8 ep8 seqs auto mbt 8192 round-robin: ep 8: applies to --timing default, and the passes that run it are priced by --timing polynomial\n"
 	if !strings.Contains(out, want) || !strings.Contains(out, "Searched 3 shapes:") {
 		t.Errorf("want %q and 3 shapes searched in:\n%s", want, out)
 	}
