@@ -10,11 +10,11 @@ import (
 // liveThreads is the --threads of the live commands (serve, worker, frontend): how many goroutines the
 // Go runtime runs at once (GOMAXPROCS). A server that shares a small machine with its clients spends
 // less CPU a request on fewer: each extra thread wakes, spins and is switched out as requests hand over
-// between goroutines, which on a 2-core VM cost a quarter to a third of a short completion (docs/performance.md).
+// between goroutines, which on a 2-core VM cost a fifth to a third of a short completion (docs/performance.md).
 type liveThreads int
 
 func (t *liveThreads) bind(fs *pflag.FlagSet) {
-	fs.IntVar((*int)(t), "threads", 0, "goroutines the server runs at once (GOMAXPROCS; 0: one per core it may use); on a machine it shares with its clients, fewer spend less CPU a request")
+	fs.IntVar((*int)(t), "threads", 0, "threads running the server's Go code at once (GOMAXPROCS; 0: every core); on a machine it shares with its clients, fewer spend less CPU a request")
 }
 
 // apply sets GOMAXPROCS, or leaves the runtime's default for 0.
