@@ -100,7 +100,9 @@ func TestWithoutUnreadTiming(t *testing.T) {
 			"config " + path + " line 2: profile " + p + ": applies to --timing profile, and the passes are priced by --timing fixed"},
 		{"backend: trtllm\nprofile: " + p + "\n", "profile", ""},
 	} {
-		os.WriteFile(path, []byte(tc.body), 0o644)
+		if err := os.WriteFile(path, []byte(tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		c := Default()
 		if err := c.Load(path); err != nil {
 			t.Fatal(err)
@@ -169,7 +171,9 @@ func TestTimingReadOnSome(t *testing.T) {
 		{"model: qwen3-30b-a3b\ntp: 8\ntiming: polynomial\nprefill-workers: 1\ndecode-workers: 1\nprefill:\n  ep: 8\n",
 			"config " + path + " line 7: prefill-ep 8: applies to --timing default, and the prefill passes are priced by --timing polynomial"},
 	} {
-		os.WriteFile(path, []byte(tc.body), 0o644)
+		if err := os.WriteFile(path, []byte(tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		c := Default()
 		if err := c.Load(path); err != nil {
 			t.Fatal(err)

@@ -39,7 +39,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		lines := r.refusedLines()
 		for i, why := range lines {
 			if i == refusedRows {
-				fmt.Fprintf(&b, "  ... %d more (--report-json lists them all)\n", len(lines)-i)
+				more := "more lines" // a line may stand for many shapes (every sglng shape (6))
+				if len(lines)-i == 1 {
+					more = "more line"
+				}
+				fmt.Fprintf(&b, "  ... %d %s (--report-json lists every shape)\n", len(lines)-i, more)
 				break
 			}
 			fmt.Fprintf(&b, "  %s\n", why)

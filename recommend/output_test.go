@@ -36,7 +36,7 @@ func TestTableSaysWhyShapesAreRefused(t *testing.T) {
 			"  vllm agg tp2 seqs auto mbt 8192 round-robin: tp 2: too large\n" +
 			"  vllm agg tp4 seqs auto mbt 8192 round-robin: tp 4: too large\n" +
 			"  vllm agg tp8 seqs auto mbt 8192 round-robin: tp 8: too large\n" +
-			"  ... 2 more (--report-json lists them all)\n"},
+			"  ... 2 more lines (--report-json lists every shape)\n"},
 	} {
 		r := &Report{Objective: FewestGPUs, Targets: []string{"ttft:p90:500"}, Refused: tc.refused, Shapes: tc.shapes}
 		var out bytes.Buffer

@@ -159,8 +159,9 @@ func openProfile(p Params) (timing.Model, Info, error) {
 	return m, info, err
 }
 
-// profileSource is the profile stepProfile opens, which no shape changes: its name, and its file's
-// information (nil for a built-in profile); the error says why there is none.
+// profileSource is the profile openProfile opens, which no shape changes: its name, and its file's
+// information (nil for a built-in profile); the error says why there is none, or why a built-in profile
+// given by name does not fit the deployment's model, GPU or precision.
 func profileSource(p Params) (name string, st os.FileInfo, err error) {
 	name = p.Profile
 	if name == "" {

@@ -144,7 +144,9 @@ func TestProfileShared(t *testing.T) {
 	p := params(t)
 	e, _ := registry.Lookup("profile")
 	csv := filepath.Join(t.TempDir(), "qwen.csv")
-	os.WriteFile(csv, []byte("model,kind,batch,tokens,ctx,ms_p50,ms_p10,ms_p90,reps\nqwen3-32b,linear,1,1,0,5,5,5,10\n"), 0o644)
+	if err := os.WriteFile(csv, []byte("model,kind,batch,tokens,ctx,ms_p50,ms_p10,ms_p90,reps\nqwen3-32b,linear,1,1,0,5,5,5,10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		edit func(*registry.Params)
 		want string
