@@ -105,7 +105,7 @@ func (p *pageIDs) toRuns() {
 }
 
 // cut splits the edge after k pages (0 < k < p.n): lo, whose arrays may be reused, gets the first k and p
-// keeps the rest. The half with less in it (the room past the edge counting with the upper half, which
+// keeps the rest. The half with less in it (the room past the edge counting with the later pages, which
 // p keeps) moves to arrays of its own; a run across the cut is in both halves, so one of them is copied.
 func (p *pageIDs) cut(k int, lo *pageIDs) {
 	lo.n, p.n = k, p.n-k

@@ -105,7 +105,7 @@ func (e *keys) toRuns() {
 }
 
 // cut splits the edge after k pages (0 < k < its pages): lo, whose arrays may be reused, gets the first k
-// and e keeps the rest. The half with less in it (the room past the edge counting with the upper half,
+// and e keeps the rest. The half with less in it (the room past the edge counting with the later pages,
 // which e keeps) moves to arrays of its own; a run across the cut is in both halves, so one of them is copied.
 func (e *keys) cut(k int, lo *keys) {
 	lo.inRuns = e.inRuns
@@ -147,11 +147,11 @@ func cutRuns[T any](loVals []T, loLens []int32, vals []T, lens []int32, k int) (
 	return lv, ll, hv, hl, past
 }
 
-// growFor returns s with room for n more elements, reserving room more past them when it has to grow:
-// an edge that still has room for a pass's pages is not copied to reserve the request's remaining output
-// again at every pass.
+// growFor returns s with room for n more elements, reserving room more past them when it has to grow,
+// and always for an empty s (a new leaf, maybe on a recycled node's array): an edge that still has room
+// for a pass's pages is not copied to reserve the request's remaining output again at every pass.
 func growFor[T any](s []T, n, room int) []T {
-	if cap(s)-len(s) >= n {
+	if cap(s)-len(s) >= n && (len(s) > 0 || cap(s) >= n+room) {
 		return s
 	}
 	return slices.Grow(s, n+room)

@@ -69,11 +69,6 @@ func TestKeysRuns(t *testing.T) {
 	}
 }
 
-// pageRuns spells out the keys' page hashes.
-func pageRuns(e keys) []uint64 {
-	return pageHashes(&Node{keys: e})
-}
-
 // TestAppendUsesItsRoom: an edge that has room for the pages appended takes them where they are, though
 // the caller expects as much room again (a running request's remaining output, the same at each pass):
 // the plain form is not copied to reserve it anew at every append; once full, it reserves the room again.

@@ -103,7 +103,8 @@ type Scheduler interface {
 	CheckInvariants() error
 
 	// Plain decode passes (the engine's Coast): PlainBatch and PlainStep describe and apply the pass the
-	// last PlainDecode found (or, for a scheduler that is also the engine's decoder, its last DecodePass).
+	// last PlainDecode found, called just before and reporting true (or, for a scheduler that is also the
+	// engine's decoder, its last DecodePass that did).
 	PlainDecode() bool
 	PlainBatch(*timing.Batch)
 	PlainStep([]Sample) []Sample

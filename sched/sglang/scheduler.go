@@ -117,7 +117,8 @@ func (s *Scheduler) prompt(r *request) {
 	}
 	s.buffers(r)
 	// Room for its output too: a decode step appends its token to the same sequence, which would
-	// otherwise grow by copying the whole prompt.
+	// otherwise grow by copying the whole prompt. Grow takes tokens more than the sequence holds, and
+	// it holds none yet, so the whole of roomFor.
 	r.Seq.Grow(s.roomFor(r))
 	r.MakePrompt("sglang")
 }
