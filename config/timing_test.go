@@ -99,6 +99,8 @@ func TestWithoutUnreadTiming(t *testing.T) {
 		{"timing: fixed\nprofile: " + p + "\n", "profile",
 			"config " + path + " line 2: profile " + p + ": applies to --timing profile, and the passes are priced by --timing fixed"},
 		{"backend: trtllm\nprofile: " + p + "\n", "profile", ""},
+		{"timing: profile\nprofile: " + p + "\n" + pools + "prefill:\n  profile: " + p + "\ndecode:\n  timing: polynomial\n", "profile",
+			"config " + path + " line 2: profile " + p + ": applies to --timing profile, and the pools it prices take their own (--prefill-profile)"},
 	} {
 		if err := os.WriteFile(path, []byte(tc.body), 0o644); err != nil {
 			t.Fatal(err)

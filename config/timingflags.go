@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/mocker-sim/mocker/timing/registry"
 )
@@ -71,11 +72,37 @@ func (c *Config) unreadTiming() []unread {
 	}
 	pricedBy := pricedBy(names)
 	for _, f := range timingOwn {
-		if c.isGiven(f.key) && !slices.Contains(names, f.timing) && (f.inert == nil || !f.inert(c)) {
-			list = append(list, unread{f.key, bad(f.key, c.fieldsByKey()[f.key].Interface(), fmt.Sprintf("applies to --timing %s, and the passes are priced by --timing %s", f.timing, pricedBy))})
+		if !c.isGiven(f.key) || (f.inert != nil && f.inert(c)) || c.sharedRead(f.key, f.timing, names) {
+			continue
 		}
+		why := fmt.Sprintf("applies to --timing %s, and the passes are priced by --timing %s", f.timing, pricedBy)
+		if slices.Contains(names, f.timing) { // disaggregated, and each pool it prices has its own
+			var own []string
+			for i, r := range Roles {
+				if names[i] == f.timing {
+					own = append(own, "--"+r+"-"+f.key)
+				}
+			}
+			why = fmt.Sprintf("applies to --timing %s, and the pools it prices take their own (%s)", f.timing, strings.Join(own, ", "))
+		}
+		list = append(list, unread{f.key, bad(f.key, c.fieldsByKey()[f.key].Interface(), why)})
 	}
 	return list
+}
+
+// sharedRead is whether the shared setting key, which timing reads, is read by the deployment whose
+// passes names price: aggregated, where timing prices them; disaggregated, where it prices a pool that
+// has no key of its own (--prefill-profile takes the prefill pool's place).
+func (c *Config) sharedRead(key, timing string, names []string) bool {
+	if len(names) == 1 {
+		return names[0] == timing
+	}
+	for i, r := range Roles {
+		if names[i] == timing && c.Role(r).Get(key) == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // pricedBy words the timing models that price a deployment's passes (TimingNames).
@@ -95,16 +122,8 @@ func (c *Config) EPRead() error {
 	}
 	opLevel := registry.Models[0].Name
 	names := c.TimingNames()
-	if len(names) == 1 {
-		if names[0] == opLevel {
-			return nil
-		}
-	} else {
-		for i, r := range Roles {
-			if c.Role(r).EP == nil && names[i] == opLevel {
-				return nil
-			}
-		}
+	if c.sharedRead("ep", opLevel, names) {
+		return nil
 	}
 	return fmt.Errorf("ep %d: applies to --timing %s, and the passes that run it are priced by --timing %s", c.EP, opLevel, pricedBy(names))
 }
