@@ -1,6 +1,7 @@
 package recommend
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -204,19 +205,23 @@ func (sp *Space) Deployable(base *config.Config) error {
 	// A setting is read only by a shape that can run: trtllm's disaggregated layout, which the engine
 	// refuses, reads no --profile for the vllm shapes beside it.
 	var deployed []config.Config
+	var invalid error // the first probe's that cannot run
 	for _, s := range all {
-		if cfg := s.config(base, 1); cfg.Validate() == nil {
-			deployed = append(deployed, s.deploy(base, 1))
+		cfg := s.config(base, 1)
+		if err := cfg.Validate(); err != nil {
+			invalid = cmp.Or(invalid, err)
+			continue
 		}
+		deployed = append(deployed, s.deploy(base, 1))
 	}
 	if len(deployed) == 0 {
-		return validOnSome(base, all)
+		return invalid // nil for no probes: an empty list of the space is for shapes to name
 	}
 	if err := config.TimingReadOnSome(deployed); err != nil {
 		return err
 	}
 	if !pooled {
-		return validOnSome(base, all)
+		return nil // some probe runs
 	}
 	if len(disagg) == 0 {
 		return fmt.Errorf("the pools' own settings apply to disaggregated shapes, and --modes %s has none", strings.Join(sp.Modes, ","))
