@@ -60,13 +60,14 @@ func (c *Config) TimingNames() []string {
 func (c *Config) unreadTiming() []unread {
 	var list []unread
 	names := c.TimingNames()
-	if c.PrefillWorkers > 0 {
-		for _, r := range Roles {
-			pool := c.ForRole(r)
+	if len(names) == len(Roles) { // disaggregated: each pool's own settings
+		for i, r := range Roles {
 			for _, f := range timingOwn {
-				if key := r + "-" + f.key; c.isGiven(key) && pool.TimingName() != f.timing && (f.inert == nil || !f.inert(pool)) {
-					list = append(list, unread{key, bad(key, c.Role(r).Get(f.key), fmt.Sprintf("applies to --timing %s, and the %s passes are priced by --timing %s", f.timing, r, pool.TimingName()))})
+				key := r + "-" + f.key
+				if !c.isGiven(key) || names[i] == f.timing || f.inert != nil && f.inert(c.ForRole(r)) {
+					continue
 				}
+				list = append(list, unread{key, bad(key, c.Role(r).Get(f.key), fmt.Sprintf("applies to --timing %s, and the %s passes are priced by --timing %s", f.timing, r, names[i]))})
 			}
 		}
 	}
