@@ -101,7 +101,7 @@ func TestStepsCSVFitsModelConfig(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Searched 2 shapes:") || strings.Contains(out, "not a valid deployment") {
 		t.Errorf("recommend: error %v; want both shapes searched:\n%s", err, out)
 	}
-	want := "--profile " + csv + ": no rows for model Llama-33 (rows for llama-3.1-8b (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): name it in the model column of the rows measured for it"
+	want := "--profile " + csv + ": no rows price model Llama-33 (rows of llama-3.1-8b (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): write Llama-33 in the model column of rows measured for it"
 	if _, _, err := mocker(t, "predict", "--timing", "profile", "--profile", csv, "--model-config", deeper); err == nil || err.Error() != want {
 		t.Errorf("another architecture: %v, want %s", err, want)
 	}

@@ -168,26 +168,25 @@ func openProfile(p Params) (timing.Model, Info, error) {
 }
 
 // stepsRows is the model whose rows of the step-time CSV file (which names models) price the
-// deployment's model m: the rows named as m is, else those of a model of the catalog (by its name or a
-// Hugging Face id of it) that m is, or, for a model read from a config.json, whose passes m's compute
-// (builtinPrices' rule: its folder's name says nothing of what it holds). A name no catalog model has
-// is taken as it is written only. The error names the rows' models and the way out: the model column.
+// deployment's model m: the rows of a model of the catalog (by its name or a Hugging Face id of it) that
+// m is, or, for a model read from a config.json, whose passes m's compute (builtinPrices' rule: its
+// folder's name says nothing of what it holds), those of m's own name first; a name no catalog model
+// has is taken as it is written only. The error names the rows' models and the way out: the model column.
 func stepsRows(file string, models []string, m *model.Model) (string, error) {
 	// A path error on file, which config words by the setting that named it (config.FileError:
-	// "--prefill-profile steps.csv: no rows for ...").
+	// "--prefill-profile steps.csv: no rows price ...").
 	fail := func(format string, args ...any) error {
 		return &os.PathError{Op: "timing profile", Path: file, Err: fmt.Errorf(format, args...)}
 	}
 	if m == nil {
 		return "", fail("its rows are for %s, and no --model or --model-config says whose to read", strings.Join(models, ", "))
 	}
-	if slices.Contains(models, m.Name) {
-		return m.Name, nil
-	}
 	var fit, other []string
 	for _, name := range models {
 		known, err := model.Lookup(name)
 		switch {
+		case err != nil && name == m.Name:
+			fit = append(fit, name)
 		case err != nil:
 			other = append(other, name)
 		case isCatalog(m) && known.Name == m.Name || !isCatalog(m) && known.ShapeDiff(m) == "":
@@ -198,13 +197,15 @@ func stepsRows(file string, models []string, m *model.Model) (string, error) {
 			other = append(other, name)
 		}
 	}
-	switch len(fit) {
-	case 1:
+	switch {
+	case slices.Contains(fit, m.Name): // of its own name, beside a Hugging Face id's
+		return m.Name, nil
+	case len(fit) == 1:
 		return fit[0], nil
-	case 0:
-		return "", fail("no rows for model %s (rows for %s): name it in the model column of the rows measured for it", m.Name, strings.Join(other, ", "))
+	case len(fit) == 0:
+		return "", fail("no rows price model %s (rows of %s): write %s in the model column of rows measured for it", m.Name, strings.Join(other, ", "), m.Name)
 	}
-	return "", fail("the rows of %s all price model %s; keep one model's rows, or name it %s in their model column", strings.Join(fit, " and "), m.Name, m.Name)
+	return "", fail("the rows of %s all price model %s: keep one model's rows, or write %s in their model column", strings.Join(fit, " and "), m.Name, m.Name)
 }
 
 // profileSource is the profile openProfile opens, which no shape changes: its name, and its file's

@@ -155,7 +155,7 @@ func TestProfileShared(t *testing.T) {
 		{func(p *registry.Params) { p.TP = 2 }, ""},
 		{func(p *registry.Params) { p.Profile = "h200-qwen3-32b-bf16" },
 			"timing profile h200-qwen3-32b-bf16: measured for qwen3-32b bf16 on h200, and the deployment runs llama-3.1-8b bf16 on h200_sxm (its built-in profile is h200-llama-3.1-8b-bf16)"},
-		{func(p *registry.Params) { p.Profile = csv }, "timing profile " + csv + ": no rows for model llama-3.1-8b (rows for qwen3-32b): name it in the model column of the rows measured for it"},
+		{func(p *registry.Params) { p.Profile = csv }, "timing profile " + csv + ": no rows price model llama-3.1-8b (rows of qwen3-32b): write llama-3.1-8b in the model column of rows measured for it"},
 	} {
 		q := p
 		tc.edit(&q)
@@ -214,11 +214,12 @@ func TestProfileFitsCheckpoint(t *testing.T) {
 	}
 }
 
-// TestStepsCSVFitsCheckpoint: a step-time CSV's rows are picked by the model's name, else by the
-// catalog model they name (by its name or a Hugging Face id of it) where the deployment's is that model,
-// or, read from a config.json in a folder named otherwise, computes its passes: the run is priced as the
-// built-in profile of the same rows prices it. Rows of no model of the deployment's passes, or of two,
-// are refused with the rows' models and the way out.
+// TestStepsCSVFitsCheckpoint: a step-time CSV's rows are picked by the catalog model they name (by its
+// name or a Hugging Face id of it) where the deployment's is that model or, read from a config.json in a
+// folder named otherwise, computes its passes, those of its own name first, and by the name alone where
+// no catalog model has it: the run is priced as the built-in profile of the same rows prices it. Rows of
+// no model of the deployment's passes (a folder of a catalog model's name holding another's included),
+// or of two, are refused with the rows' models and the way out.
 func TestStepsCSVFitsCheckpoint(t *testing.T) {
 	e, _ := registry.Lookup("profile")
 	data, err := os.ReadFile("../profile/data/h200_bf16_dense.csv")
@@ -278,11 +279,12 @@ func TestStepsCSVFitsCheckpoint(t *testing.T) {
 		p        registry.Params
 		csv, why string
 	}{
-		{deploy("Llama-33", 33), steps, "no rows for model Llama-33 (rows for llama-3.1-8b (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): name it in the model column of the rows measured for it"},
-		{deploy("llama-3.1-8b", 33), hf, "no rows for model llama-3.1-8b (rows for meta-llama/Llama-3.1-8B-Instruct (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): name it in the model column of the rows measured for it"},
-		{deploy("Meta-Llama-3.1-8B-Instruct", 32), mine, "no rows for model Meta-Llama-3.1-8B-Instruct (rows for my-llama, qwen3-32b (num_hidden_layers 32, not 64)): name it in the model column of the rows measured for it"},
-		{registry.Params{Model: qwen, System: base.System, Backend: "vllm", TP: 1, EP: 1}, steps, "no rows for model qwen3-30b-a3b (rows for llama-3.1-8b, qwen3-32b): name it in the model column of the rows measured for it"},
-		{deploy("Meta-Llama-3.1-8B-Instruct", 32), both, "the rows of llama-3.1-8b and meta-llama/Llama-3.1-8B-Instruct all price model Meta-Llama-3.1-8B-Instruct; keep one model's rows, or name it Meta-Llama-3.1-8B-Instruct in their model column"},
+		{deploy("llama-3.1-8b", 33), steps, "no rows price model llama-3.1-8b (rows of llama-3.1-8b (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): write llama-3.1-8b in the model column of rows measured for it"},
+		{deploy("Llama-33", 33), steps, "no rows price model Llama-33 (rows of llama-3.1-8b (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): write Llama-33 in the model column of rows measured for it"},
+		{deploy("llama-3.1-8b", 33), hf, "no rows price model llama-3.1-8b (rows of meta-llama/Llama-3.1-8B-Instruct (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): write llama-3.1-8b in the model column of rows measured for it"},
+		{deploy("Meta-Llama-3.1-8B-Instruct", 32), mine, "no rows price model Meta-Llama-3.1-8B-Instruct (rows of my-llama, qwen3-32b (num_hidden_layers 32, not 64)): write Meta-Llama-3.1-8B-Instruct in the model column of rows measured for it"},
+		{registry.Params{Model: qwen, System: base.System, Backend: "vllm", TP: 1, EP: 1}, steps, "no rows price model qwen3-30b-a3b (rows of llama-3.1-8b, qwen3-32b): write qwen3-30b-a3b in the model column of rows measured for it"},
+		{deploy("Meta-Llama-3.1-8B-Instruct", 32), both, "the rows of llama-3.1-8b and meta-llama/Llama-3.1-8B-Instruct all price model Meta-Llama-3.1-8B-Instruct: keep one model's rows, or write Meta-Llama-3.1-8B-Instruct in their model column"},
 		{registry.Params{System: base.System, Backend: "vllm", TP: 1, EP: 1}, steps, "its rows are for llama-3.1-8b, qwen3-32b, and no --model or --model-config says whose to read"},
 	} {
 		tc.p.Profile = tc.csv
