@@ -68,7 +68,8 @@ type Plan struct {
 
 // Prepare checks a search of the space's deployments of base's workload for o's targets and objective,
 // all that can refuse it before any run (a command checks its outputs and reaches its workers after, and
-// then runs it), and lists its shapes. base is not changed, and is read by Run.
+// then runs it), and lists its shapes. Run takes the runner in o.Runner's place. base is not changed,
+// and is read by Run.
 func Prepare(base *config.Config, sp *Space, o Options) (*Plan, error) {
 	if o.Objective == "" {
 		o.Objective = FewestGPUs
