@@ -425,7 +425,7 @@ func TestDeployable(t *testing.T) {
 		t.Errorf("ep 8, agg tp 8: %v", err)
 	}
 	sp.Modes = []string{"disagg"}
-	want = "ep 8: must divide tp 2 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"
+	want = "prefill workers: ep 8: must divide tp 2 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"
 	if err := sp.Deployable(&base); err == nil || err.Error() != want {
 		t.Errorf("ep 8, disagg only: %v, want %s", err, want)
 	}
