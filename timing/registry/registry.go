@@ -181,6 +181,7 @@ func stepsRows(file string, models []string, m *model.Model) (string, error) {
 	if m == nil {
 		return "", fail("its rows are for %s, and no --model or --model-config says whose to read", strings.Join(models, ", "))
 	}
+	catalog := isCatalog(m)
 	var fit, other []string
 	for _, name := range models {
 		known, err := model.Lookup(name)
@@ -189,9 +190,9 @@ func stepsRows(file string, models []string, m *model.Model) (string, error) {
 			fit = append(fit, name)
 		case err != nil:
 			other = append(other, name)
-		case isCatalog(m) && known.Name == m.Name || !isCatalog(m) && known.ShapeDiff(m) == "":
+		case catalog && known.Name == m.Name || !catalog && known.ShapeDiff(m) == "":
 			fit = append(fit, name)
-		case !isCatalog(m):
+		case !catalog:
 			other = append(other, fmt.Sprintf("%s (%s)", name, known.ShapeDiff(m)))
 		default:
 			other = append(other, name)
