@@ -664,10 +664,6 @@ func (c *Config) validateDeployment() error {
 		return bad("model", c.Model, "contradicts --model-config (the model is one or the other)")
 	case c.EP < 1:
 		return bad("ep", c.EP, "must be at least 1")
-	case c.TP*c.MoEDP()%c.EP != 0 && c.MoEDP() > 1:
-		return bad("ep", c.EP, fmt.Sprintf("must divide tp %d × dp-size %d (with --dp-attention the experts are sharded over ep of the %d GPUs)", c.TP, c.DPSize, c.TP*c.DPSize))
-	case c.TP%c.EP != 0 && c.MoEDP() == 1:
-		return bad("ep", c.EP, fmt.Sprintf("must divide tp %d (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)", c.TP))
 	case c.Quantization != "" && c.Quantization != "bf16" && c.Quantization != "fp8" && c.Quantization != "fp8_block" && c.Quantization != "mxfp4":
 		return bad("quantization", c.Quantization, "want bf16, fp8, fp8_block or mxfp4 (empty: the model's dtype)")
 	case c.MoEQuantization != "" && !slices.Contains(moeQuantizations, c.MoEQuantization):
@@ -687,11 +683,25 @@ func (c *Config) validateDeployment() error {
 	case c.HostOverheadUs < 0 || math.IsNaN(c.HostOverheadUs) || math.IsInf(c.HostOverheadUs, 0):
 		return bad("host-overhead-us", c.HostOverheadUs, "must be a finite number >= 0")
 	}
-	if c.PrefillWorkers == 0 { // disaggregated: validateRoles checks each pool's
-		if err := c.validateDPAttention(); err != nil {
-			return err
+	if c.PrefillWorkers == 0 { // disaggregated: validateRoles checks each pool's (validatePoolSplits)
+		for _, check := range []func() error{c.validateEPSplit, c.validateDPAttention, c.validateTPSplit} {
+			if err := check(); err != nil {
+				return err
+			}
 		}
-		return c.validateTPSplit()
+	}
+	return nil
+}
+
+// validateEPSplit refuses an --ep that does not divide the GPUs the experts are sharded over: tp, or
+// tp × dp-size with --dp-attention. Disaggregated, each pool's (validatePoolSplits): the shared settings
+// are no pool's where both pools set their own tp.
+func (c *Config) validateEPSplit() error {
+	switch {
+	case c.TP*c.MoEDP()%c.EP != 0 && c.MoEDP() > 1:
+		return bad("ep", c.EP, fmt.Sprintf("must divide tp %d × dp-size %d (with --dp-attention the experts are sharded over ep of the %d GPUs)", c.TP, c.DPSize, c.TP*c.DPSize))
+	case c.TP%c.EP != 0 && c.MoEDP() == 1:
+		return bad("ep", c.EP, fmt.Sprintf("must divide tp %d (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)", c.TP))
 	}
 	return nil
 }
@@ -702,8 +712,8 @@ func (c *Config) validateDeployment() error {
 // --enable-expert-parallel shards them over all the GPUs or none, other than 1 or all; on SGLang and
 // TensorRT-LLM, one the experts do not split evenly into (model.Model.ExpertEPError). The engines refuse
 // these at start-up, so they are refused whatever the timing model. A model that does not resolve is left
-// to Deployment, which says why; a --tp or --ep below 1, or an --ep that does not divide the GPUs, to
-// validateDeployment.
+// to Deployment, which says why; a --tp or --ep below 1 to validateDeployment, and an --ep that does not
+// divide the GPUs to validateEPSplit.
 func (c *Config) validateTPSplit() error {
 	gpus := c.TP * c.MoEDP()
 	if c.TP < 1 || c.EP < 1 || gpus%c.EP != 0 {

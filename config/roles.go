@@ -283,12 +283,13 @@ func (c *Config) validateRoles() error {
 	return nil
 }
 
-// validatePoolSplits checks each pool's --dp-attention and sharding (validateDPAttention,
-// validateTPSplit), pools in the order of Roles. An error about a pool's own setting names it
-// ('prefill-tp 3: ...'); one about a shared setting names it as the user gave it, once ('tp 3: ...')
-// where both pools fail on it alike, else with the pool it fails in ('decode workers: tp 3: ...').
+// validatePoolSplits checks each pool's sharding and --dp-attention (validateEPSplit,
+// validateDPAttention, validateTPSplit), pools in the order of Roles. An error about a pool's own
+// setting names it ('prefill-tp 3: ...'); one about a shared setting names it as the user gave it, once
+// ('tp 3: ...') where both pools fail on it alike, else with the pool it fails in ('decode workers: tp 3:
+// ...').
 func (c *Config) validatePoolSplits(pools []*Config) error {
-	for _, check := range []func(*Config) error{(*Config).validateDPAttention, (*Config).validateTPSplit} {
+	for _, check := range []func(*Config) error{(*Config).validateEPSplit, (*Config).validateDPAttention, (*Config).validateTPSplit} {
 		errs := make([]*settingError, len(Roles))
 		for i := range Roles {
 			errors.As(check(pools[i]), &errs[i])

@@ -161,6 +161,24 @@ func TestRoleErrorsNamed(t *testing.T) {
 	}
 }
 
+// TestPoolsEPSplit: disaggregated, --ep must divide each pool's GPUs, not the shared --tp, which no pool
+// runs where both set their own: ep 8 with prefill-tp 4 (its own ep 4) and decode-tp 8 is valid. An error
+// names the pool where only one fails, the pool's own key where it set one.
+func TestPoolsEPSplit(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{"prefill:\n  tp: 4\n  ep: 4\ndecode:\n  tp: 8\n", ""},
+		{"decode:\n  tp: 8\n", "prefill workers: ep 8: must divide tp 1 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"},
+		{"", "ep 8: must divide tp 1 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"},
+		{"prefill:\n  tp: 4\ndecode:\n  tp: 8\n", "prefill workers: ep 8: must divide tp 4 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"},
+		{"prefill:\n  tp: 8\n  ep: 3\ndecode:\n  tp: 8\n", "line 7: prefill-ep 3: must divide tp 8 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"},
+	} {
+		err := loadAndValidate(writeConfig(t, "model: qwen3-30b-a3b\nep: 8\nprefill-workers: 1\ndecode-workers: 1\n"+tc.body))
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.HasSuffix(err.Error(), tc.want)) {
+			t.Errorf("%q: %v, want %q", tc.body, err, tc.want)
+		}
+	}
+}
+
 // TestRolesFixedTiming replays four 100-token prompts that arrive together on one prefill and one
 // decode worker, with fixed timing (prefill pass 10 ms, decode pass 1 ms, output 4 tokens; the first
 // token comes from the decode worker's first pass, so TTFT = prefill end + 1 ms).

@@ -125,6 +125,38 @@ func TestWithoutUnreadTiming(t *testing.T) {
 	}
 }
 
+// TestWithoutUnreadEP: the shared EP, read by the pool the op-level model prices, is EP 1 in the pool
+// another model prices (ForRole says so, and a pool's own ep stays); where no pool reads it, or the
+// deployment is aggregated, nothing changes, and c itself is never changed.
+func TestWithoutUnreadEP(t *testing.T) {
+	poly := "polynomial"
+	for _, tc := range []struct {
+		name            string
+		set             func(*Config)
+		prefill, decode int
+	}{
+		{"both pools on default", func(*Config) {}, 8, 8},
+		{"prefill on polynomial", func(c *Config) { c.Prefill.Timing = &poly }, 1, 8},
+		{"decode on polynomial", func(c *Config) { c.Decode.Timing = &poly }, 8, 1},
+		{"prefill on polynomial, its own ep", func(c *Config) { c.Prefill.Timing = &poly; four := 4; c.Prefill.EP = &four }, 4, 8},
+		{"both on polynomial: no pool reads it", func(c *Config) { c.Prefill.Timing, c.Decode.Timing = &poly, &poly }, 8, 8},
+		{"aggregated", func(c *Config) { c.PrefillWorkers, c.DecodeWorkers, c.Timing = 0, 0, poly }, 8, 8},
+	} {
+		c := Default()
+		c.Model, c.TP, c.EP, c.PrefillWorkers, c.DecodeWorkers = "qwen3-30b-a3b", 8, 8, 1, 1
+		tc.set(&c)
+		eps := func(c *Config) string { return fmt.Sprint(c.EP, c.ForRole("prefill").EP, c.ForRole("decode").EP) }
+		was := eps(&c)
+		w := c.WithoutUnreadTiming()
+		if got, want := eps(&w), fmt.Sprint(8, tc.prefill, tc.decode); got != want {
+			t.Errorf("%s: ep, prefill's, decode's %s; want %s", tc.name, got, want)
+		}
+		if eps(&c) != was {
+			t.Errorf("%s: WithoutUnreadTiming changed c: %s, was %s", tc.name, eps(&c), was)
+		}
+	}
+}
+
 // TestTimingReadOnSome: a timing model's own setting given is taken where one of a search's deployments
 // reads it, whichever that is (the trtllm one, priced by profile; the aggregated one beside pools on
 // their own timing), and refused, as the first deployment words it, where none does.

@@ -30,7 +30,7 @@ func (c *Config) validateTimingFlags() error {
 	if c.role != "" {
 		return nil // one pool's settings (ForRole): the whole was checked
 	}
-	if u := c.unreadTiming(); len(u) > 0 {
+	if u := c.unreadTiming(c.TimingNames()); len(u) > 0 {
 		return u[0].err
 	}
 	return nil
@@ -56,17 +56,17 @@ func (c *Config) TimingNames() []string {
 }
 
 // unreadTiming are the timing models' own settings given, a pool's (--prefill-profile) and then the
-// shared ones (--profile), that no pool's passes read, in timingOwn's order.
-func (c *Config) unreadTiming() []unread {
+// shared ones (--profile), that no pool's passes read, in timingOwn's order; names are c's TimingNames.
+func (c *Config) unreadTiming(names []string) []unread {
 	var list []unread
-	names := c.TimingNames()
-	if c.PrefillWorkers > 0 {
-		for _, r := range Roles {
-			pool := c.ForRole(r)
+	if len(names) == len(Roles) { // disaggregated: each pool's own settings
+		for i, r := range Roles {
 			for _, f := range timingOwn {
-				if key := r + "-" + f.key; c.isGiven(key) && pool.TimingName() != f.timing && (f.inert == nil || !f.inert(pool)) {
-					list = append(list, unread{key, bad(key, c.Role(r).Get(f.key), fmt.Sprintf("applies to --timing %s, and the %s passes are priced by --timing %s", f.timing, r, pool.TimingName()))})
+				key := r + "-" + f.key
+				if !c.isGiven(key) || names[i] == f.timing || f.inert != nil && f.inert(c.ForRole(r)) {
+					continue
 				}
+				list = append(list, unread{key, bad(key, c.Role(r).Get(f.key), fmt.Sprintf("applies to --timing %s, and the %s passes are priced by --timing %s", f.timing, r, names[i]))})
 			}
 		}
 	}
@@ -133,9 +133,20 @@ func (c *Config) EPRead() error {
 // one whose pools each run their own --timing; --prefill-profile where the prefill pool is not priced by
 // profile. A search judges each of its deployments so, as OnBackend does a backend's own settings, and
 // refuses a setting only where none of them reads it (TimingReadOnSome). The values stay, read by no
-// engine.
+// engine. The shared EP, where one pool reads it (EPRead), is no setting of a pool priced by another
+// model than the op-level one, which alone prices the experts' shards: that pool runs EP 1, as a
+// search's label says (ep1/8), rather than being checked at an EP its passes never run.
 func (c Config) WithoutUnreadTiming() Config {
-	u := c.unreadTiming()
+	names := c.TimingNames()
+	if opLevel := registry.Models[0].Name; len(names) == len(Roles) && c.EP > 1 && c.sharedRead("ep", opLevel, names) {
+		for i, r := range Roles {
+			if names[i] != opLevel && c.Role(r).EP == nil {
+				one := 1
+				c.Role(r).EP = &one
+			}
+		}
+	}
+	u := c.unreadTiming(names)
 	if len(u) == 0 {
 		return c
 	}
@@ -158,7 +169,7 @@ func TimingReadOnSome(deployments []Config) error {
 	read := map[string]bool{}  // read by some deployment
 	for i := range deployments {
 		c := &deployments[i]
-		u := c.unreadTiming()
+		u := c.unreadTiming(c.TimingNames())
 		for _, v := range u {
 			if _, ok := errs[v.key]; !ok {
 				order = append(order, v.key)

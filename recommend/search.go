@@ -44,9 +44,33 @@ const rateTolerance = 1.05
 // maxRateScale bounds MaxRate's doubling and halving of the arrival rate.
 const maxRateScale = 1024
 
-// Search simulates the space's deployments of base's workload and returns the report. base is the
-// configuration predict would run, less what the space sets; it is not changed.
+// Search simulates the space's deployments of base's workload and returns the report: Prepare, then
+// Run with o.Runner. base is the configuration predict would run, less what the space sets; it is not
+// changed.
 func Search(base *config.Config, sp *Space, o Options) (*Report, error) {
+	p, err := Prepare(base, sp, o)
+	if err != nil {
+		return nil, err
+	}
+	return p.Run(o.Runner)
+}
+
+// A Plan is a search checked and ready to run: its shapes, those refused with the reason, and the
+// prompts its bounds read, by KV block size.
+type Plan struct {
+	base    *config.Config
+	sp      *Space
+	o       Options
+	shapes  []Shape
+	refused []string
+	ps      map[int][]prompt
+}
+
+// Prepare checks a search of the space's deployments of base's workload for o's targets and objective,
+// all that can refuse it before any run (a command checks its outputs and reaches its workers after, and
+// then runs it), and lists its shapes. Run takes the runner in o.Runner's place. base is not changed,
+// and is read by Run.
+func Prepare(base *config.Config, sp *Space, o Options) (*Plan, error) {
 	if o.Objective == "" {
 		o.Objective = FewestGPUs
 	}
@@ -62,48 +86,56 @@ func Search(base *config.Config, sp *Space, o Options) (*Report, error) {
 	case o.Objective == MaxRate && base.Concurrency > 0:
 		return nil, fmt.Errorf("concurrency %d: closed-loop clients set their own rate; max-rate scales arrival times", base.Concurrency)
 	}
+	// A setting no shape takes or reads is refused once, by name, not shape by shape.
+	if err := sp.Deployable(base); err != nil {
+		return nil, err
+	}
 	// What no shape changes is checked once, not once per shape: the model, the GPU system, and what the
 	// timing model needs (its data's directory, its profile's file). Where it fails on some backends
 	// only, their shapes are refused and the others searched.
 	if err := base.HoldsOnSome(sp.Backends, (*config.Config).CheckShared); err != nil {
 		return nil, err
 	}
-	shapes, refused, err := sp.shapes(base)
-	if err != nil {
+	p := &Plan{base: base, sp: sp, o: o, ps: map[int][]prompt{}}
+	var err error
+	if p.shapes, p.refused, err = sp.shapes(base); err != nil {
 		return nil, err
 	}
-	// A setting no shape takes or reads is refused once, by name, not shape by shape.
-	if err := sp.Deployable(base); err != nil {
-		return nil, err
-	}
-	if len(shapes) == 0 {
-		return nil, fmt.Errorf("no deployment in the search space is valid: %s", strings.Join(refused, "; "))
+	if len(p.shapes) == 0 {
+		return nil, fmt.Errorf("no deployment in the search space is valid: %s", strings.Join(p.refused, "; "))
 	}
 	if err := withinContext(base); err != nil {
 		return nil, err
 	}
 	// The bounds read the workload once per KV block size.
-	ps := map[int][]prompt{}
 	if slices.ContainsFunc(o.Targets, func(t Target) bool { return t.Metric != report.E2E }) {
 		header, err := base.ReplyHeader()
 		if err != nil {
 			return nil, err
 		}
 		var some []prompt
-		for _, s := range shapes {
+		for _, s := range p.shapes {
 			c := s.config(base, 1)
 			bs := c.BlockSizeOrDefault()
-			if _, ok := ps[bs]; !ok {
-				if ps[bs], err = prompts(&c, bs, header); err != nil {
+			if _, ok := p.ps[bs]; !ok {
+				if p.ps[bs], err = prompts(&c, bs, header); err != nil {
 					return nil, err
 				}
-				some = ps[bs]
+				some = p.ps[bs]
 			}
 		}
 		if err := measurable(o.Targets, some, header); err != nil {
 			return nil, err
 		}
 	}
+	return p, nil
+}
+
+// Run simulates the plan's deployments and returns the report. runner, if set, runs each job in place
+// of Evaluate in this process (Options.Runner).
+func (p *Plan) Run(runner func(Job) (Candidate, error)) (*Report, error) {
+	o, shapes := p.o, p.shapes
+	o.Runner = runner
 	threads := o.Threads
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
@@ -128,8 +160,8 @@ func Search(base *config.Config, sp *Space, o Options) (*Report, error) {
 					return
 				}
 				s := shapes[i]
-				c := s.config(base, 1)
-				out[i] = search(base, s, sp, o, ps[c.BlockSizeOrDefault()], perRun)
+				c := s.config(p.base, 1)
+				out[i] = search(p.base, s, p.sp, o, p.ps[c.BlockSizeOrDefault()], perRun)
 				mu.Lock()
 				done++
 				if o.Progress != nil {
@@ -140,7 +172,7 @@ func Search(base *config.Config, sp *Space, o Options) (*Report, error) {
 		})
 	}
 	wg.Wait()
-	return assemble(o, shapes, refused, out)
+	return assemble(o, shapes, p.refused, out)
 }
 
 // shapeOut is what the search of one shape found.

@@ -425,7 +425,7 @@ func TestDeployable(t *testing.T) {
 		t.Errorf("ep 8, agg tp 8: %v", err)
 	}
 	sp.Modes = []string{"disagg"}
-	want = "ep 8: must divide tp 2 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"
+	want = "prefill workers: ep 8: must divide tp 2 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"
 	if err := sp.Deployable(&base); err == nil || err.Error() != want {
 		t.Errorf("ep 8, disagg only: %v, want %s", err, want)
 	}
@@ -443,5 +443,58 @@ func TestDeployable(t *testing.T) {
 	sp.Modes = []string{"agg", "disagg"}
 	if err := sp.Deployable(&prof); err != nil {
 		t.Errorf("vllm,trtllm agg,disagg with --profile: %v", err)
+	}
+}
+
+// TestDeployableUnread: what the command refused before Deployable is Deployable's, in the command's
+// order and words: a backend's own setting no swept backend reads, a pool's own without disaggregated
+// shapes (with the file's line that gave it), and an EP list above 1 where no pool is priced by the
+// op-level model; each is taken where some shape reads it.
+func TestDeployableUnread(t *testing.T) {
+	base := small()
+	base.SGLangSchedulePolicy = "lpm"
+	base.Given("sglang-schedule-policy", "")
+	sp := space()
+	want := "sglang-schedule-policy lpm: applies to --backend sglang, and the deployment runs vllm"
+	if err := sp.Deployable(&base); err == nil || err.Error() != want {
+		t.Errorf("lpm on vllm: %v, want %s", err, want)
+	}
+	sp.Backends = []string{"vllm", "sglang"}
+	if err := sp.Deployable(&base); err != nil {
+		t.Errorf("lpm on vllm,sglang: %v", err)
+	}
+
+	base = small()
+	seqs := 8
+	base.Prefill.MaxNumSeqs = &seqs
+	base.Given("prefill-max-num-seqs", "config c.yaml line 2")
+	sp = space()
+	want = "--prefill-max-num-seqs 8 (config c.yaml line 2): sets the prefill workers of disaggregated shapes, and --modes is agg (add disagg)"
+	if err := sp.Deployable(&base); err == nil || err.Error() != want {
+		t.Errorf("a pool's own, agg: %v, want %s", err, want)
+	}
+	sp.Modes, sp.Ratios = []string{"agg", "disagg"}, []Ratio{{1, 1}}
+	if err := sp.Deployable(&base); err != nil {
+		t.Errorf("a pool's own, agg,disagg: %v", err)
+	}
+
+	base = config.Default()
+	base.Model, base.Timing = "qwen3-30b-a3b", "polynomial"
+	sp = space()
+	sp.TP, sp.EP = []int{8}, []int{1, 8}
+	want = "--ep-list 1,8: applies to --timing default, and the passes are priced by --timing polynomial"
+	if err := sp.Deployable(&base); err == nil || err.Error() != want {
+		t.Errorf("ep 1,8 under polynomial: %v, want %s", err, want)
+	}
+	sp.EP = []int{1}
+	if err := sp.Deployable(&base); err != nil {
+		t.Errorf("ep 1 under polynomial: %v", err)
+	}
+	// A prefill pool priced by the op-level model reads it.
+	sp.EP, sp.Modes, sp.Ratios = []int{1, 8}, []string{"agg", "disagg"}, []Ratio{{1, 1}}
+	def := "default"
+	base.Prefill.Timing = &def
+	if err := sp.Deployable(&base); err != nil {
+		t.Errorf("ep 1,8, prefill pool on default: %v", err)
 	}
 }

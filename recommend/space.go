@@ -9,6 +9,7 @@ import (
 
 	"github.com/mocker-sim/mocker/config"
 	"github.com/mocker-sim/mocker/sim"
+	"github.com/mocker-sim/mocker/timing/registry"
 )
 
 // Space is the set of deployments a search tries: every combination of its lists (a shape) at every
@@ -195,24 +196,42 @@ func (sp *Space) layouts(s Shape, mode string, ratios []Ratio) []Shape {
 // backends at a TP of its lists, else the first one's error: a setting no shape can take is refused once,
 // before the search, by name, and one the TP decides (--decode-ep 8 with --decode-tp-list 8) is judged at
 // the TPs the shapes run. A setting only some shapes read applies to those and is refused only where none
-// does: a timing model's own (--profile, read where profile prices a pool's passes: the trtllm shapes of
-// --backends vllm,trtllm, the aggregated ones beside pools on their own --timing) as a backend's own
-// (config.OnBackend); with pools' own settings, which only disaggregated shapes read, the deployment
-// must be disaggregated.
+// does: a backend's own (--sglang-schedule-policy, config.OnBackend); a timing model's own (--profile,
+// read where profile prices a pool's passes: the trtllm shapes of --backends vllm,trtllm, the aggregated
+// ones beside pools on their own --timing); a pool's own (--prefill-max-num-seqs), which only
+// disaggregated shapes read; and the EPs above 1 of the space, which only the op-level model reads.
 func (sp *Space) Deployable(base *config.Config) error {
-	pooled := len(base.Prefill.Keys())+len(base.Decode.Keys()) > 0
-	all, disagg := sp.probes(base)
+	if err := base.UnreadByBackends(sp.Backends...); err != nil {
+		return err
+	}
+	if err := sp.poolsRead(base); err != nil {
+		return err
+	}
+	all := sp.probes(base)
 	// A setting is read only by a shape that can run: trtllm's disaggregated layout, which the engine
 	// refuses, reads no --profile for the vllm shapes beside it.
 	var deployed []config.Config
-	var invalid error // the first probe's that cannot run
+	var invalid error     // the first probe's that cannot run
+	var poolInvalid error // the first disaggregated probe's, where none runs
+	pooledRuns := false   // some disaggregated probe runs, which reads the pools' own settings
+	var models []string   // the timing models that price the probes' pools, in order of first use
 	for _, s := range all {
-		cfg := s.config(base, 1)
+		c := s.deploy(base, 1)
+		for _, n := range c.TimingNames() {
+			if !slices.Contains(models, n) {
+				models = append(models, n)
+			}
+		}
+		cfg := c.WithoutUnreadTiming()
 		if err := cfg.Validate(); err != nil {
 			invalid = cmp.Or(invalid, err)
+			if s.Disagg {
+				poolInvalid = cmp.Or(poolInvalid, err)
+			}
 			continue
 		}
-		deployed = append(deployed, s.deploy(base, 1))
+		deployed = append(deployed, c)
+		pooledRuns = pooledRuns || s.Disagg
 	}
 	if len(deployed) == 0 {
 		return invalid // nil for no probes: an empty list of the space is for shapes to name
@@ -220,63 +239,59 @@ func (sp *Space) Deployable(base *config.Config) error {
 	if err := config.TimingReadOnSome(deployed); err != nil {
 		return err
 	}
-	if !pooled {
-		return nil // some probe runs
+	if pooled := len(base.Prefill.Keys())+len(base.Decode.Keys()) > 0; pooled && !pooledRuns {
+		return poolInvalid
 	}
-	if len(disagg) == 0 {
-		return fmt.Errorf("the pools' own settings apply to disaggregated shapes, and --modes %s has none", strings.Join(sp.Modes, ","))
+	return sp.epsRead(models)
+}
+
+// poolsRead refuses a pool's own setting (--prefill-KEY, or the file's prefill: section) where the
+// space has no disaggregated shape, the only ones that read it.
+func (sp *Space) poolsRead(base *config.Config) error {
+	if slices.Contains(sp.Modes, "disagg") {
+		return nil
 	}
-	return validOnSome(base, disagg)
+	for _, r := range config.Roles {
+		if keys := base.Role(r).Keys(); len(keys) > 0 {
+			key := r + "-" + keys[0]
+			where := ""
+			if w := base.GivenKeys()[key]; w != "" {
+				where = " (" + w + ")"
+			}
+			return fmt.Errorf("--%s %s%s: sets the %s workers of disaggregated shapes, and --modes is %s (add disagg)",
+				key, base.Role(r).Get(keys[0]), where, r, strings.Join(sp.Modes, ","))
+		}
+	}
+	return nil
+}
+
+// epsRead refuses the space's EPs where some is above 1 and none of the timing models that price its
+// shapes' pools (models) is the op-level one, the one that reads the experts' sharding, as config refuses
+// --ep there (EP 1 alone, no expert parallelism, changes nothing and is taken).
+func (sp *Space) epsRead(models []string) error {
+	opLevel := registry.Models[0].Name
+	if !slices.ContainsFunc(sp.EP, func(ep int) bool { return ep != 1 }) || slices.Contains(models, opLevel) {
+		return nil
+	}
+	eps := make([]string, len(sp.EP))
+	for i, ep := range sp.EP {
+		eps[i] = strconv.Itoa(ep)
+	}
+	return fmt.Errorf("--ep-list %s: applies to --timing %s, and the passes are priced by --timing %s", strings.Join(eps, ","), opLevel, strings.Join(models, " and "))
 }
 
 // probes are the layouts of base's settings on each of the space's backends in each of its modes, at
 // ratio 1:1: whether a setting is read or taken depends on the backend, the mode and the TPs, which
-// they span, and not on the ratio or the scale. disagg are those of them disaggregated.
-func (sp *Space) probes(base *config.Config) (all, disagg []Shape) {
+// they span, and not on the ratio or the scale.
+func (sp *Space) probes(base *config.Config) []Shape {
+	var all []Shape
 	for _, b := range sp.Backends {
 		s := Shape{Backend: b, EP: base.EP, MaxNumSeqs: base.MaxNumSeqs, MaxNumBatchedTokens: base.MaxNumBatchedTokens, Router: base.Router}
 		for _, mode := range sp.Modes {
-			l := sp.layouts(s, mode, []Ratio{{1, 1}})
-			all = append(all, l...)
-			if mode == "disagg" {
-				disagg = append(disagg, l...)
-			}
+			all = append(all, sp.layouts(s, mode, []Ratio{{1, 1}})...)
 		}
 	}
-	return all, disagg
-}
-
-// TimingModels are the timing models that price the passes of the space's shapes made of base, each
-// pool's, in order of first use: whether a setting only one model reads (--ep-list) is read by some shape.
-func (sp *Space) TimingModels(base *config.Config) []string {
-	all, _ := sp.probes(base)
-	var names []string
-	for _, s := range all {
-		c := s.deploy(base, 1)
-		for _, n := range c.TimingNames() {
-			if !slices.Contains(names, n) {
-				names = append(names, n)
-			}
-		}
-	}
-	return names
-}
-
-// validOnSome is nil when base deployed as one of shapes is valid, else the first one's error (nil for
-// no shapes: an empty list of the space is for shapes to name).
-func validOnSome(base *config.Config, shapes []Shape) error {
-	var first error
-	for _, s := range shapes {
-		cfg := s.config(base, 1)
-		err := cfg.Validate()
-		if err == nil {
-			return nil
-		}
-		if first == nil {
-			first = err
-		}
-	}
-	return first
+	return all
 }
 
 // shapes lists the space's shapes in a fixed order; a combination the base configuration refuses

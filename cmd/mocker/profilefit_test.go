@@ -64,3 +64,45 @@ func TestProfileFitsModelConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestStepsCSVFitsModelConfig: a step-time CSV given as --profile prices a --model-config checkpoint
+// whose folder is named otherwise by the rows of the catalog model whose passes it computes: predict
+// runs as on the catalog model, and recommend prices its trtllm shapes by it; of another architecture it
+// is refused naming the rows' models and the number that differs.
+func TestStepsCSVFitsModelConfig(t *testing.T) {
+	llama, err := os.ReadFile("../../model/testdata/llama-3.1-8b/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	same, deeper := filepath.Join(dir, "Meta-Llama-3.1-8B-Instruct"), filepath.Join(dir, "Llama-33")
+	os.Mkdir(same, 0o755)
+	os.Mkdir(deeper, 0o755)
+	os.WriteFile(filepath.Join(same, "config.json"), llama, 0o644)
+	os.WriteFile(filepath.Join(deeper, "config.json"), []byte(strings.Replace(string(llama), `"num_hidden_layers": 32`, `"num_hidden_layers": 33`, 1)), 0o644)
+	const csv = "../../timing/profile/data/h200_bf16_dense.csv"
+
+	run := func(model ...string) map[string]float64 {
+		path := filepath.Join(t.TempDir(), "report.json")
+		args := append([]string{"predict", "--timing", "profile", "--profile", csv, "--num-requests", "20", "--report-json", path}, model...)
+		if _, _, err := mocker(t, args...); err != nil {
+			t.Fatalf("%v: %v", model, err)
+		}
+		return readReport(t, path)
+	}
+	catalog, checkpoint := run("--model", "llama-3.1-8b"), run("--model-config", same)
+	for _, k := range []string{"mean_ttft_ms", "p90_itl_ms", "mean_e2e_ms"} {
+		if catalog[k] != checkpoint[k] || catalog[k] == 0 {
+			t.Errorf("%s: --model-config %s %v, --model llama-3.1-8b %v; want equal", k, same, checkpoint[k], catalog[k])
+		}
+	}
+	out, _, err := mocker(t, "recommend", "--num-requests", "20", "--request-rate", "100", "--input-tokens", "256", "--output-tokens", "4",
+		"--ttft-p90-ms", "1000", "--tp-list", "1", "--max-workers", "1", "--backends", "vllm,trtllm", "--profile", csv, "--model-config", same)
+	if err != nil || !strings.Contains(out, "Searched 2 shapes:") || strings.Contains(out, "not a valid deployment") {
+		t.Errorf("recommend: error %v; want both shapes searched:\n%s", err, out)
+	}
+	want := "--profile " + csv + ": no rows price model Llama-33 (rows of llama-3.1-8b (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): write Llama-33 in the model column of rows measured for it"
+	if _, _, err := mocker(t, "predict", "--timing", "profile", "--profile", csv, "--model-config", deeper); err == nil || err.Error() != want {
+		t.Errorf("another architecture: %v, want %s", err, want)
+	}
+}

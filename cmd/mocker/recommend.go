@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -24,7 +23,6 @@ import (
 	"github.com/mocker-sim/mocker/recommend/sweep"
 	"github.com/mocker-sim/mocker/report"
 	"github.com/mocker-sim/mocker/report/html"
-	"github.com/mocker-sim/mocker/timing/registry"
 )
 
 // recommendFlags are recommend's own settings: the targets, the objective and the search space.
@@ -155,16 +153,6 @@ func (rf *recommendFlags) space(fs *pflag.FlagSet, cfg *config.Config) (*recomme
 			return nil, fmt.Errorf("--%s: recommend sizes the pools itself; use --modes disagg with --ratios, --prefill-tp-list and --decode-tp-list", f)
 		}
 	}
-	// A pool's own setting (--prefill-KEY, or the file's prefill: section) is read by disaggregated shapes only.
-	if !slices.Contains(sp.Modes, "disagg") {
-		for _, r := range config.Roles {
-			if keys := cfg.Role(r).Keys(); len(keys) > 0 {
-				key := r + "-" + keys[0]
-				return nil, fmt.Errorf("--%s %s%s: sets the %s workers of disaggregated shapes, and --modes is %s (add disagg)",
-					key, cfg.Role(r).Get(keys[0]), where(key), r, strings.Join(sp.Modes, ","))
-			}
-		}
-	}
 	// A pool's own setting of a key a list sweeps replaces every swept value in that pool: shapes
 	// differing in it alone would run one deployment, each named by a value the pool never ran.
 	for _, l := range []struct{ list, key string }{
@@ -218,24 +206,6 @@ func (rf *recommendFlags) targets() ([]recommend.Target, error) {
 	return ts, nil
 }
 
-// epListRead refuses --ep-list where no shape of the space has a pool priced by the op-level model, the
-// one timing model that reads the experts' sharding, as config refuses --ep there (a list of 1 alone,
-// no expert parallelism, changes nothing and is taken).
-func epListRead(fs *pflag.FlagSet, cfg *config.Config, sp *recommend.Space) error {
-	opLevel := registry.Models[0].Name
-	if !fs.Changed("ep-list") {
-		return nil
-	}
-	if eps, _ := fs.GetIntSlice("ep-list"); !slices.ContainsFunc(eps, func(ep int) bool { return ep != 1 }) {
-		return nil
-	}
-	models := sp.TimingModels(cfg)
-	if slices.Contains(models, opLevel) {
-		return nil
-	}
-	return fmt.Errorf("--ep-list %s: applies to --timing %s, and the passes are priced by --timing %s", strings.Trim(fs.Lookup("ep-list").Value.String(), "[]"), opLevel, strings.Join(models, " and "))
-}
-
 func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf *recommendFlags, stdout, stderr io.Writer) error {
 	for _, f := range []string{"requests-jsonl", "scaling-jsonl", "perfetto", "perfetto-window"} {
 		if fs.Changed(f) {
@@ -250,19 +220,6 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 	if err != nil {
 		return err
 	}
-	// A backend's own setting applies to the shapes on that backend; one no swept backend reads is refused.
-	if err := cfg.UnreadByBackends(sp.Backends...); err != nil {
-		return err
-	}
-	// The base settings are taken when valid on one of the space's shapes, each judged by the shapes
-	// that read it (--profile where trtllm, priced by profile, is swept; a pool's own on a disaggregated
-	// one); a shape a backend cannot run is the search's to refuse.
-	if err := sp.Deployable(cfg); err != nil {
-		return err
-	}
-	if err := epListRead(fs, cfg, sp); err != nil {
-		return err
-	}
 	o := recommend.Options{Targets: targets, Objective: rf.objective, Threads: rf.threads}
 	if rf.findMaxRate {
 		if fs.Changed("objective") {
@@ -270,11 +227,9 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 		}
 		o.Objective = recommend.MaxRate
 	}
-	if err := checkOutputs([]*output{{flag: "report-json", path: cfg.ReportJSON}, {flag: "html", path: cfg.HTML}}, cfg); err != nil {
-		return err
+	if rf.nats != "" && rf.threads == 0 {
+		o.Threads = 1 << 16 // every shape's next job on the queue at once: the workers set the pace
 	}
-	readyOffline()
-	start := time.Now()
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
 		o.Progress = func(done, total int) {
@@ -285,6 +240,19 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 			bar.Set(done)
 		}
 	}
+	// The search is checked before its outputs and its workers: a setting no shape reads or takes (a
+	// backend's own, a pool's own, a timing model's own, judged by the shapes that read it) is refused
+	// once, by name; a shape a backend cannot run is the search's to list.
+	start := time.Now()
+	plan, err := recommend.Prepare(cfg, sp, o)
+	if err != nil {
+		return err
+	}
+	if err := checkOutputs([]*output{{flag: "report-json", path: cfg.ReportJSON}, {flag: "html", path: cfg.HTML}}, cfg); err != nil {
+		return err
+	}
+	readyOffline()
+	var runner func(recommend.Job) (recommend.Candidate, error) // nil: each job runs here
 	if rf.nats != "" {
 		// Interrupted, the search returns and Close takes its waiting jobs off the queue.
 		var stop context.CancelFunc
@@ -300,12 +268,9 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 			return fmt.Errorf("--nats %s: %w", rf.nats, err)
 		}
 		defer co.Close()
-		o.Runner = co.Run
-		if rf.threads == 0 {
-			o.Threads = 1 << 16 // every shape's next job on the queue at once: the workers set the pace
-		}
+		runner = co.Run
 	}
-	rep, err := recommend.Search(cfg, sp, o)
+	rep, err := plan.Run(runner)
 	if bar != nil {
 		bar.Finish()
 	}

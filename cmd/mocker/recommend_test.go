@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,66 @@ import (
 // small is a workload and timing quick to search: 100 requests on fixed timing.
 var small = []string{"recommend", "--num-requests", "100", "--request-rate", "100", "--input-tokens", "256", "--input-tokens-stddev", "0",
 	"--output-tokens", "16", "--output-tokens-stddev", "0", "--timing", "fixed", "--prefill-ms", "20", "--decode-ms", "5", "--max-num-batched-tokens", "512"}
+
+// tableRow is one row of recommend's table of the runs that meet the targets: its figures by the
+// column they are printed under ("#", "GPUs", "p90 TTFT ms", "req/s" ...), as printed, and whether the
+// run is on the Pareto frontier.
+type tableRow struct {
+	figures map[string]string
+	pareto  bool
+}
+
+// rowOf is the table row of deployment, the whole of its last column ("2 × vllm agg tp1 seqs
+// auto=1024 mbt 512 round-robin"), in recommend's output; the test fails unless exactly one row names it.
+func rowOf(t *testing.T, out, deployment string) tableRow {
+	t.Helper()
+	var header []string
+	var rows []tableRow
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "#" {
+			header = regexp.MustCompile(` {2,}`).Split(strings.TrimSpace(l), -1) // names hold single spaces
+			continue
+		}
+		cells, ok := strings.CutSuffix(l, "  "+deployment)
+		if header == nil || !ok {
+			continue
+		}
+		f := strings.Fields(cells)
+		r := tableRow{figures: map[string]string{}}
+		if len(f) > 0 && f[len(f)-1] == "*" {
+			r.pareto, f = true, f[:len(f)-1]
+		}
+		if len(f) != len(header)-2 { // but the pareto mark and the deployment
+			t.Fatalf("row %q: %d figures under %q", l, len(f), header)
+		}
+		for i, v := range f {
+			r.figures[header[i]] = v
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) != 1 {
+		t.Fatalf("%d rows of %q in:\n%s", len(rows), deployment, out)
+	}
+	return rows[0]
+}
+
+// TestRowOf: rowOf reads a row's figures under their own columns, the Pareto mark apart, and the row
+// of the deployment named, not one whose name merely contains it.
+func TestRowOf(t *testing.T) {
+	out := `2 runs meet the targets; the best:
+  #  GPUs  p90 TTFT ms  p90 ITL ms  req/s  tok/s/GPU  tok/s/user  pareto  deployment
+  1     1         22.4         5.2  17.13        636       183.0       *  1 × vllm agg tp1 seqs auto=1024 mbt 8192 round-robin
+  2     2        113.0         3.4  17.79        331       279.2          1 × vllm agg tp1 ep2 seqs auto=1024 mbt 8192 round-robin
+`
+	r := rowOf(t, out, "1 × vllm agg tp1 seqs auto=1024 mbt 8192 round-robin")
+	if got := fmt.Sprintln(r.figures["#"], r.figures["GPUs"], r.figures["p90 TTFT ms"], r.figures["p90 ITL ms"], r.figures["tok/s/user"], r.pareto); got != "1 1 22.4 5.2 183.0 true\n" {
+		t.Errorf("first row: %s", got)
+	}
+	r = rowOf(t, out, "1 × vllm agg tp1 ep2 seqs auto=1024 mbt 8192 round-robin")
+	if got := fmt.Sprintln(r.figures["p90 TTFT ms"], r.figures["req/s"], r.pareto); got != "113.0 17.79 false\n" {
+		t.Errorf("second row: %s", got)
+	}
+}
 
 func TestRecommendReportJSON(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rec.json")
@@ -43,8 +104,8 @@ func TestRecommendReportJSON(t *testing.T) {
 		t.Errorf("targets %v, %d candidates, %d simulated, %d skipped: want both targets and 8 sizes in all", rep.Targets, len(rep.Candidates), rep.Simulated, rep.Skipped)
 	}
 	// One worker misses p90 TTFT 60 ms; two meet both targets.
-	if c := rep.Candidates[0]; !c.Pass || c.Workers != 2 || c.GPUs != 2 || !strings.Contains(out, "*  2 × vllm agg tp1 seqs auto=1024 mbt 512 round-robin\n") {
-		t.Errorf("first candidate %+v; table:\n%s", c, out)
+	if c, r := rep.Candidates[0], rowOf(t, out, "2 × vllm agg tp1 seqs auto=1024 mbt 512 round-robin"); !c.Pass || c.Workers != 2 || c.GPUs != 2 || r.figures["#"] != "1" || !r.pareto {
+		t.Errorf("first candidate %+v, its row %+v; table:\n%s", c, r, out)
 	}
 }
 
@@ -97,8 +158,8 @@ func TestRecommendSeqsAuto(t *testing.T) {
 		seqs = append(seqs, s.Shape.MaxNumSeqs, s.Shape.AutoMaxNumSeqs)
 	}
 	// Four running requests at most queue the 100 requests/s: only auto (vLLM's 1,024 on an H200) passes.
-	if fmt.Sprint(seqs) != "[0 1024 4 0]" || !strings.Contains(out, "Searched 2 shapes:") || !strings.Contains(out, "*  2 × vllm agg tp1 seqs auto=1024 mbt 512 round-robin\n") {
-		t.Errorf("shapes' max_num_seqs and auto_max_num_seqs %v, want [0 1024 4 0]; table:\n%s", seqs, out)
+	if r := rowOf(t, out, "2 × vllm agg tp1 seqs auto=1024 mbt 512 round-robin"); fmt.Sprint(seqs) != "[0 1024 4 0]" || !strings.Contains(out, "Searched 2 shapes:") || r.figures["#"] != "1" {
+		t.Errorf("shapes' max_num_seqs and auto_max_num_seqs %v, want [0 1024 4 0], and the first row auto=1024's; table:\n%s", seqs, out)
 	}
 	_, _, err = mocker(t, "recommend", "--ttft-p90-ms", "60", "--max-num-seqs-list", "auto,x")
 	if want := `"x": want integers or auto, as in auto,256,512`; err == nil || !strings.Contains(err.Error(), want) {
@@ -142,19 +203,51 @@ func TestRecommendRefuses(t *testing.T) {
 
 // TestRecommendEPListOnAPool: --ep-list is read where some shape has a pool priced by the op-level
 // model, a disaggregated prefill pool on its own --prefill-timing default beside a shared polynomial
-// (whose ep8 shape is priced apart from its ep1 one), and refused where no pool is.
+// (whose ep8 shape is priced apart from its ep1 one), and refused where no pool is. The label says what
+// each pool ran: EP 8 where the op-level model prices it, EP 1 in the pool priced by polynomial (ep8/1,
+// and the report's pools say so), and a shape none of whose pools reads it is refused under its ep8.
 func TestRecommendEPListOnAPool(t *testing.T) {
 	args := []string{"recommend", "--num-requests", "20", "--request-rate", "100", "--input-tokens", "256", "--input-tokens-stddev", "0",
 		"--output-tokens", "4", "--output-tokens-stddev", "0", "--ttft-p90-ms", "1000", "--max-workers", "2", "--model", "qwen3-30b-a3b",
 		"--modes", "disagg", "--ratios", "1:1", "--tp-list", "8", "--timing", "polynomial", "--ep-list", "1,8"}
-	out, _, err := mocker(t, append(args, "--prefill-timing", "default")...)
+	path := filepath.Join(t.TempDir(), "rec.json")
+	out, _, err := mocker(t, append(args, "--prefill-timing", "default", "--report-json", path)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Searched 2 shapes:", "  23.0  ", "1P+1D vllm disagg 1:1 tp8/8 seqs", "  25.8  ", "1P+1D vllm disagg 1:1 tp8/8 ep8 seqs"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("want %q in:\n%s", want, out)
+	if !strings.Contains(out, "Searched 2 shapes:") {
+		t.Errorf("want 2 shapes searched in:\n%s", out)
+	}
+	for deployment, want := range map[string]string{
+		"1P+1D vllm disagg 1:1 tp8/8 seqs auto=1024 mbt 8192 round-robin":       "23.0",
+		"1P+1D vllm disagg 1:1 tp8/8 ep8/1 seqs auto=1024 mbt 8192 round-robin": "25.8",
+	} {
+		if got := rowOf(t, out, deployment).figures["p90 TTFT ms"]; got != want {
+			t.Errorf("%s: p90 TTFT %s, want %s", deployment, got, want)
 		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep recommend.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	var pools []string
+	for _, s := range rep.Shapes {
+		pools = append(pools, fmt.Sprintf("ep %d: prefill %d, decode %d", s.Shape.EP, s.Shape.Pools.Prefill.EP, s.Shape.Pools.Decode.EP))
+	}
+	if want := "[ep 1: prefill 1, decode 1 ep 8: prefill 8, decode 1]"; fmt.Sprint(pools) != want {
+		t.Errorf("shapes' pools %v, want %s", pools, want)
+	}
+	// The decode pool on the op-level model: ep1/8.
+	out, _, err = mocker(t, append(args, "--decode-timing", "default")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rowOf(t, out, "1P+1D vllm disagg 1:1 tp8/8 ep1/8 seqs auto=1024 mbt 8192 round-robin").figures["p90 TTFT ms"]; got != "56.5" {
+		t.Errorf("decode pool on default: p90 TTFT %s, want 56.5", got)
 	}
 	_, _, err = mocker(t, args...)
 	if want := "--ep-list 1,8: applies to --timing default, and the passes are priced by --timing polynomial"; err == nil || err.Error() != want {
@@ -169,6 +262,12 @@ func TestRecommendEPListOnAPool(t *testing.T) {
 	want := "1 shape of the space is not a valid deployment:\n  vllm agg tp8 ep8 seqs auto mbt 8192 round-robin: ep 8: applies to --timing default, and the passes that run it are priced by --timing polynomial\n"
 	if !strings.Contains(out, want) || !strings.Contains(out, "Searched 3 shapes:") {
 		t.Errorf("want %q and 3 shapes searched in:\n%s", want, out)
+	}
+	// Nor a disaggregated one whose pools are both: it is refused under the EP it was given.
+	out, _, err = mocker(t, append(args, "--timing", "default", "--prefill-timing", "polynomial", "--decode-timing", "polynomial")...)
+	want = "1 shape of the space is not a valid deployment:\n  vllm disagg 1:1 tp8/8 ep8 seqs auto mbt 8192 round-robin: ep 8: applies to --timing default, and the passes that run it are priced by --timing polynomial\n"
+	if err != nil || !strings.Contains(out, want) || !strings.Contains(out, "Searched 3 shapes:") {
+		t.Errorf("error %v; want %q and 3 shapes searched in:\n%s", err, want, out)
 	}
 }
 
@@ -224,16 +323,17 @@ func TestRecommendPoolSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Searched 2 shapes:", "2 × vllm agg tp1 seqs auto=1024 mbt 512 round-robin\n", "1P+1D vllm disagg 1:1 tp1/1 seqs auto=1024/7 mbt 512 round-robin\n"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("want %q in:\n%s", want, out)
-		}
+	if !strings.Contains(out, "Searched 2 shapes:") {
+		t.Errorf("want 2 shapes searched in:\n%s", out)
 	}
+	rowOf(t, out, "2 × vllm agg tp1 seqs auto=1024 mbt 512 round-robin")
+	rowOf(t, out, "1P+1D vllm disagg 1:1 tp1/1 seqs auto=1024/7 mbt 512 round-robin")
 	// The label names what each pool ran: the decode pool's 8, not the shape's 16.
 	out, _, err = mocker(t, append(search, "--max-num-seqs", "16", "--decode-max-num-seqs", "8")...)
-	if want := "1P+1D vllm disagg 1:1 tp1/1 seqs 16/8 mbt 512 round-robin\n"; err != nil || !strings.Contains(out, want) {
-		t.Errorf("error %v, want %q in:\n%s", err, want, out)
+	if err != nil {
+		t.Fatal(err)
 	}
+	rowOf(t, out, "1P+1D vllm disagg 1:1 tp1/1 seqs 16/8 mbt 512 round-robin")
 	out, _, err = mocker(t, append(search, "--prefill-max-num-batched-tokens", "0")...)
 	if want := "prefill-max-num-batched-tokens 0: must be at least 1"; err == nil || err.Error() != want || out != "" {
 		t.Errorf("error %v, stdout %q; want %s", err, out, want)
@@ -245,13 +345,15 @@ func TestRecommendPoolSettings(t *testing.T) {
 func TestRecommendSettingsAtListTPs(t *testing.T) {
 	search := []string{"recommend", "--model", "qwen3-30b-a3b", "--ttft-p90-ms", "5000", "--num-requests", "20", "--max-workers", "2"}
 	for _, tc := range []struct{ args, want string }{
-		{"--tp-list 8 --ep 8", "vllm agg tp8 ep8 seqs auto=1024 mbt 8192 round-robin\n"},
-		{"--modes disagg --ratios 1:1 --prefill-tp-list 8 --decode-tp-list 8 --decode-ep 8", "1P+1D vllm disagg 1:1 tp8/8 ep1/8 seqs auto=1024 mbt 8192 round-robin\n"},
+		{"--tp-list 8 --ep 8", "1 × vllm agg tp8 ep8 seqs auto=1024 mbt 8192 round-robin"},
+		{"--modes disagg --ratios 1:1 --prefill-tp-list 8 --decode-tp-list 8 --decode-ep 8", "1P+1D vllm disagg 1:1 tp8/8 ep1/8 seqs auto=1024 mbt 8192 round-robin"},
 	} {
 		out, _, err := mocker(t, append(search[:len(search):len(search)], strings.Fields(tc.args)...)...)
-		if err != nil || !strings.Contains(out, tc.want) {
-			t.Errorf("%s: error %v, want %q in:\n%s", tc.args, err, tc.want, out)
+		if err != nil {
+			t.Errorf("%s: %v", tc.args, err)
+			continue
 		}
+		rowOf(t, out, tc.want)
 	}
 	// No TP of the lists takes it.
 	_, _, err := mocker(t, append(search, "--modes", "disagg", "--ratios", "1:1", "--prefill-tp-list", "8", "--decode-tp-list", "2,4", "--decode-ep", "8")...)
@@ -276,18 +378,15 @@ func TestRecommendBaseOnSweptBackends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if strings.Contains(out, "not a valid deployment") {
+		t.Errorf("vllm,trtllm: want no shape refused in:\n%s", out)
+	}
 	for deployment, want := range map[string]string{
 		"1 × vllm agg tp1 seqs auto=1024 mbt 8192 round-robin":  "19.9", // --backends vllm, no --profile: the op-level model
 		"1 × trtllm agg tp1 seqs auto=256 mbt 8192 round-robin": "47.6", // --backends trtllm alone
 	} {
-		var ttft string
-		for _, l := range strings.Split(out, "\n") {
-			if f := strings.Fields(l); len(f) > 8 && strings.HasSuffix(l, "  "+deployment) {
-				ttft = f[2]
-			}
-		}
-		if ttft != want || strings.Contains(out, "not a valid deployment") {
-			t.Errorf("vllm,trtllm: %s: p90 TTFT %q, want %s, and no shape refused, in:\n%s", deployment, ttft, want, out)
+		if ttft := rowOf(t, out, deployment).figures["p90 TTFT ms"]; ttft != want {
+			t.Errorf("vllm,trtllm: %s: p90 TTFT %s, want %s", deployment, ttft, want)
 		}
 	}
 	_, _, err = mocker(t, append(args, "--backends", "vllm,sglang")...)
@@ -308,18 +407,12 @@ func TestRecommendSharedTimingForAgg(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ttft := map[string]string{}
-	for _, l := range strings.Split(out, "\n") {
-		if f := strings.Fields(l); len(f) > 8 && (strings.Contains(l, "× vllm agg") || strings.Contains(l, "vllm disagg")) {
-			ttft[strings.Join(f[7:], " ")] = f[2]
-		}
-	}
 	for deployment, want := range map[string]string{
 		"1 × vllm agg tp1 seqs auto=1024 mbt 8192 round-robin":            "47.6", // --modes agg --timing profile alone
 		"1P+1D vllm disagg 1:1 tp1/1 seqs auto=1024 mbt 8192 round-robin": "57.9", // --modes disagg, pools polynomial alone (default: 24.5)
 	} {
-		if ttft[deployment] != want {
-			t.Errorf("%s: p90 TTFT %q, want %s in:\n%s", deployment, ttft[deployment], want, out)
+		if ttft := rowOf(t, out, deployment).figures["p90 TTFT ms"]; ttft != want {
+			t.Errorf("%s: p90 TTFT %s, want %s in:\n%s", deployment, ttft, want, out)
 		}
 	}
 	_, _, err = mocker(t, append(args, "--modes", "disagg")...)

@@ -5,7 +5,7 @@
 //     (active KV tokens, context length). It is the reference's interpolated model: prefill priced by the
 //     pass's new tokens, decode by KV occupancy and mean context, with the reference's 1 ms decode floor.
 //   - Steps reads a step-component profile (Builtin for our own H200 measurements, embedded from data/;
-//     LoadSteps for a CSV in the same format): non-attention work by tokens, causal prefill attention by
+//     ReadSteps for a CSV in the same format, which may hold several models' rows): non-attention work by tokens, causal prefill attention by
 //     length, decode attention by (batch, context). It prices a mixed pass additively, so it sees what the
 //     Planner cannot: chunked prefill over a cached prefix, and decode batches of any shape.
 //

@@ -325,12 +325,28 @@ func TestStepsCostSplit(t *testing.T) {
 	}
 }
 
+// loadSteps is ReadSteps's file's Steps of model.
+func loadSteps(path, model string) (*Steps, error) {
+	f, err := ReadSteps(path)
+	if err != nil {
+		return nil, err
+	}
+	return f.Steps(model)
+}
+
 func TestLoadStepsMatchesBuiltin(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.csv")
 	if err := os.WriteFile(path, builtinCSV, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := LoadSteps(path, "qwen3-32b")
+	f, err := ReadSteps(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Models(); !slices.Equal(got, []string{"llama-3.1-8b", "qwen3-32b"}) {
+		t.Errorf("Models() = %v, want the rows' two in order", got)
+	}
+	s, err := f.Steps("qwen3-32b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +368,7 @@ func TestLoadStepsWithoutEndToEndRows(t *testing.T) {
 	if err := os.WriteFile(path, []byte(csv), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := LoadSteps(path, "m")
+	s, err := loadSteps(path, "m")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +417,7 @@ func TestLoadStepsErrors(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tc.csv), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := LoadSteps(path, tc.model)
+		_, err := loadSteps(path, tc.model)
 		if err == nil {
 			t.Errorf("%s: LoadSteps succeeded", tc.name)
 			continue
@@ -412,7 +428,7 @@ func TestLoadStepsErrors(t *testing.T) {
 			}
 		}
 	}
-	if _, err := LoadSteps(filepath.Join(t.TempDir(), "none.csv"), "m"); err == nil || !strings.Contains(err.Error(), "none.csv") {
+	if _, err := loadSteps(filepath.Join(t.TempDir(), "none.csv"), "m"); err == nil || !strings.Contains(err.Error(), "none.csv") {
 		t.Errorf("missing file: %v", err)
 	}
 }

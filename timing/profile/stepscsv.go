@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -55,9 +56,15 @@ func column(rows []stepRow, f func(stepRow) float64) []float64 {
 	return out
 }
 
-// LoadSteps reads a step profile in the built-in CSV format (see the data/ file) and builds the model's
-// Steps. Every row is validated, including other models' rows; errors name the file, line and column.
-func LoadSteps(path, model string) (*Steps, error) {
+// StepsFile is a step profile in the built-in CSV format (see the data/ file), read and validated: every
+// row, of every model it holds, from which one model's Steps are built.
+type StepsFile struct {
+	path string
+	rows []stepRow
+}
+
+// ReadSteps reads and validates a step profile; errors name the file, line and column.
+func ReadSteps(path string) (*StepsFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("profile: %w", err)
@@ -67,7 +74,23 @@ func LoadSteps(path, model string) (*Steps, error) {
 	if err != nil {
 		return nil, fmt.Errorf("profile: %w", err)
 	}
-	s, err := newSteps(path, model, rows)
+	return &StepsFile{path: path, rows: rows}, nil
+}
+
+// Models are the models the file's rows name, in the order of their first rows.
+func (f *StepsFile) Models() []string {
+	var models []string
+	for _, r := range f.rows {
+		if !slices.Contains(models, r.model) {
+			models = append(models, r.model)
+		}
+	}
+	return models
+}
+
+// Steps builds the Steps of model's rows.
+func (f *StepsFile) Steps(model string) (*Steps, error) {
+	s, err := newSteps(f.path, model, f.rows)
 	if err != nil {
 		return nil, fmt.Errorf("profile: %w", err)
 	}

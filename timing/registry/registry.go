@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/mocker-sim/mocker/hardware"
@@ -151,12 +152,61 @@ func openProfile(p Params) (timing.Model, Info, error) {
 		m, err := profile.LoadPlanner(name)
 		return m, info, err
 	}
-	modelName := ""
-	if p.Model != nil {
-		modelName = p.Model.Name
+	f, err := profile.ReadSteps(name)
+	if err != nil {
+		return nil, info, err
 	}
-	m, err := profile.LoadSteps(name, modelName)
+	rows, err := stepsRows(name, f.Models(), p.Model)
+	if err != nil {
+		return nil, info, err
+	}
+	if rows != p.Model.Name {
+		info.Source += ", rows of " + rows
+	}
+	m, err := f.Steps(rows)
 	return m, info, err
+}
+
+// stepsRows is the model whose rows of the step-time CSV file (which names models) price the
+// deployment's model m: the rows of a model of the catalog (by its name or a Hugging Face id of it) that
+// m is, or, for a model read from a config.json, whose passes m's compute (builtinPrices' rule: its
+// folder's name says nothing of what it holds), those of m's own name first; a name no catalog model
+// has is taken as it is written only. The error names the rows' models and the way out: the model column.
+func stepsRows(file string, models []string, m *model.Model) (string, error) {
+	// A path error on file, which config words by the setting that named it (config.FileError:
+	// "--prefill-profile steps.csv: no rows price ...").
+	fail := func(format string, args ...any) error {
+		return &os.PathError{Op: "timing profile", Path: file, Err: fmt.Errorf(format, args...)}
+	}
+	if m == nil {
+		return "", fail("its rows are for %s, and no --model or --model-config says whose to read", strings.Join(models, ", "))
+	}
+	catalog := isCatalog(m)
+	var fit, other []string
+	for _, name := range models {
+		known, err := model.Lookup(name)
+		switch {
+		case err != nil && name == m.Name:
+			fit = append(fit, name)
+		case err != nil:
+			other = append(other, name)
+		case catalog && known.Name == m.Name || !catalog && known.ShapeDiff(m) == "":
+			fit = append(fit, name)
+		case !catalog:
+			other = append(other, fmt.Sprintf("%s (%s)", name, known.ShapeDiff(m)))
+		default:
+			other = append(other, name)
+		}
+	}
+	switch {
+	case slices.Contains(fit, m.Name): // of its own name, beside a Hugging Face id's
+		return m.Name, nil
+	case len(fit) == 1:
+		return fit[0], nil
+	case len(fit) == 0:
+		return "", fail("no rows price model %s (rows of %s): write %s in the model column of rows measured for it", m.Name, strings.Join(other, ", "), m.Name)
+	}
+	return "", fail("the rows of %s all price model %s: keep one model's rows, or write %s in their model column", strings.Join(fit, " and "), m.Name, m.Name)
 }
 
 // profileSource is the profile openProfile opens, which no shape changes: its name, and its file's

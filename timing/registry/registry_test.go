@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,7 +155,7 @@ func TestProfileShared(t *testing.T) {
 		{func(p *registry.Params) { p.TP = 2 }, ""},
 		{func(p *registry.Params) { p.Profile = "h200-qwen3-32b-bf16" },
 			"timing profile h200-qwen3-32b-bf16: measured for qwen3-32b bf16 on h200, and the deployment runs llama-3.1-8b bf16 on h200_sxm (its built-in profile is h200-llama-3.1-8b-bf16)"},
-		{func(p *registry.Params) { p.Profile = csv }, "profile: " + csv + `: no rows for model "llama-3.1-8b" (models: qwen3-32b)`},
+		{func(p *registry.Params) { p.Profile = csv }, "timing profile " + csv + ": no rows price model llama-3.1-8b (rows of qwen3-32b): write llama-3.1-8b in the model column of rows measured for it"},
 	} {
 		q := p
 		tc.edit(&q)
@@ -209,6 +210,90 @@ func TestProfileFitsCheckpoint(t *testing.T) {
 		}
 		if err := e.Shared(tc.p); fmt.Sprint(err) != tc.want {
 			t.Errorf("%s: Shared: %v, want %q", tc.p.Model.Name, err, tc.want)
+		}
+	}
+}
+
+// TestStepsCSVFitsCheckpoint: a step-time CSV's rows are picked by the catalog model they name (by its
+// name or a Hugging Face id of it) where the deployment's is that model or, read from a config.json in a
+// folder named otherwise, computes its passes, those of its own name first, and by the name alone where
+// no catalog model has it: the run is priced as the built-in profile of the same rows prices it. Rows of
+// no model of the deployment's passes (a folder of a catalog model's name holding another's included),
+// or of two, are refused with the rows' models and the way out.
+func TestStepsCSVFitsCheckpoint(t *testing.T) {
+	e, _ := registry.Lookup("profile")
+	data, err := os.ReadFile("../profile/data/h200_bf16_dense.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	steps := write("steps.csv", string(data))
+	hf := write("hf.csv", strings.ReplaceAll(string(data), "\nllama-3.1-8b,", "\nmeta-llama/Llama-3.1-8B-Instruct,"))
+	var llama strings.Builder // llama-3.1-8b's rows again, under its Hugging Face id
+	for _, l := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(l, "llama-3.1-8b,"); ok {
+			llama.WriteString("meta-llama/Llama-3.1-8B-Instruct," + rest + "\n")
+		}
+	}
+	both := write("both.csv", string(data)+llama.String())
+	mine := write("mine.csv", strings.ReplaceAll(string(data), "\nllama-3.1-8b,", "\nmy-llama,"))
+	base := params(t)
+	deploy := func(name string, layers int) registry.Params {
+		p := base
+		m := *base.Model
+		m.Name, m.Layers = name, layers
+		p.Model = &m
+		return p
+	}
+	b := &timing.Batch{Seqs: []timing.Seq{{Cached: 512, New: 1024, Prefill: true, Samples: true}, {Cached: 2000, New: 1, Samples: true}}}
+	want := builtin(t, "h200-llama-3.1-8b-bf16").Cost(b)
+	for _, tc := range []struct {
+		p           registry.Params
+		csv, source string
+	}{
+		{deploy("llama-3.1-8b", 32), steps, steps},
+		{deploy("Meta-Llama-3.1-8B-Instruct", 32), steps, steps + ", rows of llama-3.1-8b"},
+		{deploy("llama-3.1-8b", 32), hf, hf + ", rows of meta-llama/Llama-3.1-8B-Instruct"},
+		{deploy("Meta-Llama-3.1-8B-Instruct", 32), hf, hf + ", rows of meta-llama/Llama-3.1-8B-Instruct"},
+		{deploy("llama-3.1-8b", 32), both, both}, // its own name's rows first
+		{deploy("my-llama", 32), mine, mine},
+	} {
+		tc.p.Profile = tc.csv
+		m, info, err := e.New(tc.p)
+		if err != nil || info.Source != tc.source || m.Cost(b) != want {
+			t.Errorf("%s, %s: source %q, %v; want %q, priced as the built-in", tc.p.Model.Name, filepath.Base(tc.csv), info.Source, err, tc.source)
+		}
+	}
+	qwen, err := model.Lookup("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		p        registry.Params
+		csv, why string
+	}{
+		{deploy("llama-3.1-8b", 33), steps, "no rows price model llama-3.1-8b (rows of llama-3.1-8b (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): write llama-3.1-8b in the model column of rows measured for it"},
+		{deploy("Llama-33", 33), steps, "no rows price model Llama-33 (rows of llama-3.1-8b (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): write Llama-33 in the model column of rows measured for it"},
+		{deploy("llama-3.1-8b", 33), hf, "no rows price model llama-3.1-8b (rows of meta-llama/Llama-3.1-8B-Instruct (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): write llama-3.1-8b in the model column of rows measured for it"},
+		{deploy("Meta-Llama-3.1-8B-Instruct", 32), mine, "no rows price model Meta-Llama-3.1-8B-Instruct (rows of my-llama, qwen3-32b (num_hidden_layers 32, not 64)): write Meta-Llama-3.1-8B-Instruct in the model column of rows measured for it"},
+		{registry.Params{Model: qwen, System: base.System, Backend: "vllm", TP: 1, EP: 1}, steps, "no rows price model qwen3-30b-a3b (rows of llama-3.1-8b, qwen3-32b): write qwen3-30b-a3b in the model column of rows measured for it"},
+		{deploy("Meta-Llama-3.1-8B-Instruct", 32), both, "the rows of llama-3.1-8b and meta-llama/Llama-3.1-8B-Instruct all price model Meta-Llama-3.1-8B-Instruct: keep one model's rows, or write Meta-Llama-3.1-8B-Instruct in their model column"},
+		{registry.Params{System: base.System, Backend: "vllm", TP: 1, EP: 1}, steps, "its rows are for llama-3.1-8b, qwen3-32b, and no --model or --model-config says whose to read"},
+	} {
+		tc.p.Profile = tc.csv
+		want := "timing profile " + tc.csv + ": " + tc.why
+		if _, _, err := e.New(tc.p); fmt.Sprint(err) != want {
+			t.Errorf("New: %v, want %q", err, want)
+		}
+		if err := e.Shared(tc.p); fmt.Sprint(err) != want {
+			t.Errorf("Shared: %v, want %q", err, want)
 		}
 	}
 }
