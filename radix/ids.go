@@ -149,13 +149,8 @@ func (p *pageIDs) clone() pageIDs {
 
 // reset empties the ids for a recycled node, in the plain form, keeping arrays of at most maxKeptPages.
 func (p *pageIDs) reset() {
-	p.firsts, p.lens, p.n, p.runs, p.inRuns = p.firsts[:0], p.lens[:0], 0, 0, false
-	if cap(p.firsts) > maxKeptPages {
-		p.firsts = nil
-	}
-	if cap(p.lens) > maxKeptPages {
-		p.lens = nil
-	}
+	p.firsts, p.lens = resetRuns(p.firsts, p.lens)
+	p.n, p.runs, p.inRuns = 0, 0, false
 }
 
 // check verifies that the ids count their pages, and in the plain form their runs, in runs of at least
