@@ -64,8 +64,8 @@ func (p *pageIDs) append(ids []PageID, room int) {
 	if len(ids) == 0 {
 		return
 	}
+	r := runs(ids)
 	if !p.inRuns {
-		r := runs(ids)
 		if r == len(ids) || 2*(p.runs+r) > p.n+len(ids) {
 			if p.n > 0 && p.firsts[p.n-1]+1 == ids[0] {
 				r-- // ids' first run continues the edge's last
@@ -77,7 +77,7 @@ func (p *pageIDs) append(ids []PageID, room int) {
 		}
 		p.toRuns()
 	}
-	// One pass: a run's end is found and appended at once (runs being few, they grow as slices do).
+	p.firsts, p.lens = slices.Grow(p.firsts, r), slices.Grow(p.lens, r)
 	last := len(p.firsts) - 1
 	for i := 0; i < len(ids); {
 		j := i + 1

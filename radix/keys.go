@@ -54,27 +54,30 @@ func (e *keys) commonPrefix(pages []tokens.Block) int {
 }
 
 // append adds the tokens hashes of pages at the edge's end. room is how many more pages the edge expects
-// (see Cache.Extend): the plain form keeps capacity for them; runs grow as slices do, being few. A run's
-// end is found and appended in one pass over its pages (at one-token pages, one comparison a token).
+// (see Cache.Extend): the plain form keeps capacity for them; runs grow as slices do, being few.
 func (e *keys) append(pages []tokens.Block, room int) {
 	if len(pages) == 0 {
 		return
 	}
+	runs, h := 1, pages[0].TokensHash // runs pages make among themselves
+	for _, b := range pages[1:] {
+		if b.TokensHash != h {
+			runs++
+			h = b.TokensHash
+		}
+	}
 	last := len(e.hashes) - 1
+	if !e.inRuns && runs == len(pages) && (last < 0 || e.hashes[last] != pages[0].TokensHash) {
+		e.hashes = growFor(e.hashes, len(pages), room)
+		for _, b := range pages {
+			e.hashes = append(e.hashes, b.TokensHash)
+		}
+		return
+	}
 	if !e.inRuns {
-		plain := last < 0 || e.hashes[last] != pages[0].TokensHash
-		for i := 1; plain && i < len(pages); i++ {
-			plain = pages[i].TokensHash != pages[i-1].TokensHash
-		}
-		if plain {
-			e.hashes = growFor(e.hashes, len(pages), room)
-			for _, b := range pages {
-				e.hashes = append(e.hashes, b.TokensHash)
-			}
-			return
-		}
 		e.toRuns()
 	}
+	e.hashes, e.lens = slices.Grow(e.hashes, runs), slices.Grow(e.lens, runs)
 	for i := 0; i < len(pages); {
 		h := pages[i].TokensHash
 		j := i + 1
