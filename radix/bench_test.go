@@ -56,3 +56,27 @@ func BenchmarkChurn(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScatteredAppend grows one plain edge by chunks of scattered page ids, each holding a run of
+// two (a long prompt's pages from a fragmented free list, chunk by chunk): whether the edge turns to runs
+// is decided at each chunk from its runs, which are counted as they come rather than over the whole edge.
+func BenchmarkScatteredAppend(b *testing.B) {
+	const chunks, chunk = 2048, 8
+	ids := make([]PageID, 0, chunks*chunk)
+	for i := range chunks {
+		for j := range chunk - 2 {
+			ids = append(ids, PageID(i*4*chunk+3*j))
+		}
+		ids = append(ids, PageID(i*4*chunk+3*chunk), PageID(i*4*chunk+3*chunk+1))
+	}
+	var p pageIDs
+	for b.Loop() {
+		p.reset()
+		for k := 0; k < len(ids); k += chunk {
+			p.append(ids[k:k+chunk], 0)
+		}
+	}
+	if p.inRuns || p.n != len(ids) {
+		b.Fatalf("%d pages, run form %v: want %d, plain", p.n, p.inRuns, len(ids))
+	}
+}

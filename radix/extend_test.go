@@ -176,18 +176,18 @@ func TestExtendRoom(t *testing.T) {
 // end as the lower half's, to arrays of its own, the longer one keeping the edge's; the lower half keeps
 // the room. An upper half cut from a leaf with much room (a running request's) gets arrays of its own,
 // rather than pinning the request's room for the interior node's life (its capacity, clipped to its
-// pages, would not show it: where its arrays start does).
+// pages, would not show it: where its arrays start does). The room is what the leaf's arrays got, which
+// Grow may round up past what was asked: the half to copy is reckoned from it, and the cases are chosen
+// so that each half is copied at least once.
 func TestSplitCopiesTheShorterHalf(t *testing.T) {
-	for _, tc := range []struct {
-		k, room   int
-		upperCopy bool
-	}{
-		{2, 6, true},    // 2 pages above, 8 and room for 6 below
-		{8, 1, false},   // 8 pages above, 2 and room for 2 below (capacity 12)
-		{8, 2000, true}, // 8 pages above, 2 and room for 2000 below
-		{9, 2000, true}, // likewise
-		{5, 0, true},    // a tie copies the upper half
-		{6, 0, false},   // no room: the shorter half by pages
+	copies := map[bool]int{}
+	for _, tc := range []struct{ k, room int }{
+		{2, 6},    // 2 pages above, 8 and room for 6 below: the upper half copied
+		{8, 1},    // 8 pages above, 2 and room for 1 (or a few) below: the lower half
+		{8, 2000}, // 8 pages above, 2 and room for 2000 below: the upper half
+		{9, 2000}, // likewise
+		{5, 0},    // a tie (10 pages, no room): the upper half
+		{9, 0},    // the lower half, unless Grow rounds past 17 pages
 	} {
 		c := newCache(t, 1, 4096)
 		s := tokens.NewSequence(1)
@@ -195,16 +195,18 @@ func TestSplitCopiesTheShorterHalf(t *testing.T) {
 		table, _ := c.Alloc(10, nil)
 		_, leaf := c.Extend(nil, s.Blocks(), table, tc.room)
 		hashes := leaf.keys.hashes // the edge's array (its page ids are one run)
+		upperCopy := tc.k <= cap(hashes)-tc.k
+		copies[upperCopy]++
 		_, upper := c.Match(s.Blocks()[:tc.k], nil)
 		if upper == leaf || upper.pages() != tc.k || leaf.pages() != 10-tc.k || leaf.parent != upper {
 			t.Fatalf("k=%d room %d: match split the leaf into %d and %d pages", tc.k, tc.room, upper.pages(), leaf.pages())
 		}
 		kept, copied, at, which := upper, leaf, 0, "lower" // at: where the kept half starts in the edge's arrays
-		if tc.upperCopy {
+		if upperCopy {
 			kept, copied, at, which = leaf, upper, tc.k, "upper"
 		}
 		if &kept.keys.hashes[0] != &hashes[at] || &copied.keys.hashes[0] == &hashes[0] {
-			t.Errorf("k=%d room %d: want the %s half copied out and the other keeping the edge's arrays", tc.k, tc.room, which)
+			t.Errorf("k=%d room %d (capacity %d): want the %s half copied out and the other keeping the edge's arrays", tc.k, tc.room, cap(hashes), which)
 		}
 		if got, want := slices.Concat(upper.ids.appendTo(nil, tc.k), leaf.ids.appendTo(nil, 10-tc.k)), table; !slices.Equal(got, want) {
 			t.Errorf("k=%d room %d: the halves hold pages %v, want %v", tc.k, tc.room, got, want)
@@ -213,5 +215,8 @@ func TestSplitCopiesTheShorterHalf(t *testing.T) {
 			t.Errorf("k=%d room %d: the lower half has room for %d more pages, want the edge's %d", tc.k, tc.room, room, tc.room)
 		}
 		check(t, c)
+	}
+	if copies[true] == 0 || copies[false] == 0 {
+		t.Errorf("the upper half copied in %d cases, the lower in %d: want each at least once", copies[true], copies[false])
 	}
 }

@@ -44,3 +44,30 @@ func TestPageIDsRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestPageIDsCountRuns: the plain form counts its runs as ids come (an append continuing the edge's last
+// run adds none) and as cuts divide them (a run across the cut counts in both halves), whichever half the
+// cut counts.
+func TestPageIDsCountRuns(t *testing.T) {
+	var p pageIDs
+	p.append([]PageID{3, 4, 9, 1, 7}, 0) // 4 runs for 5 pages: plain
+	p.append([]PageID{8}, 0)             // continues 7
+	if p.inRuns || p.runs != 4 {
+		t.Fatalf("plain %v counted %d runs (form: runs %v), want [3 4 9 1 7 8] in 4", p.firsts, p.runs, p.inRuns)
+	}
+	var lo pageIDs
+	p.cut(1, &lo) // [3] | [4 9 1 7 8]: the run 3 4 across the cut; the lower half counted
+	if lo.runs != 1 || p.runs != 4 {
+		t.Errorf("cut after 1: %d and %d runs, want 1 and 4", lo.runs, p.runs)
+	}
+	var lo2 pageIDs
+	p.cut(4, &lo2) // [4 9 1 7] | [8]: the run 7 8 across the cut; the upper half counted
+	if lo2.runs != 4 || p.runs != 1 {
+		t.Errorf("cut after 4: %d and %d runs, want 4 and 1", lo2.runs, p.runs)
+	}
+	for _, ids := range []pageIDs{p, lo, lo2} {
+		if err := ids.check(); err != nil {
+			t.Error(err)
+		}
+	}
+}

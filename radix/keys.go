@@ -177,13 +177,21 @@ func (e *keys) clone() keys {
 
 // reset empties the keys for a recycled node, in the plain form, keeping arrays of at most maxKeptPages.
 func (e *keys) reset() {
-	e.hashes, e.lens, e.inRuns = e.hashes[:0], e.lens[:0], false
-	if cap(e.hashes) > maxKeptPages {
-		e.hashes = nil
+	e.hashes, e.lens = resetRuns(e.hashes, e.lens)
+	e.inRuns = false
+}
+
+// resetRuns empties a run form's arrays (keys' or pageIDs') for a recycled node, keeping those of at most
+// maxKeptPages entries: a long request's whole edge is not pinned by the node that held it.
+func resetRuns[T any](vals []T, lens []int32) ([]T, []int32) {
+	vals, lens = vals[:0], lens[:0]
+	if cap(vals) > maxKeptPages {
+		vals = nil
 	}
-	if cap(e.lens) > maxKeptPages {
-		e.lens = nil
+	if cap(lens) > maxKeptPages {
+		lens = nil
 	}
+	return vals, lens
 }
 
 // check verifies that the keys hold pages pages in runs of at least one page, no two adjacent ones with

@@ -69,6 +69,34 @@ func TestKeysRuns(t *testing.T) {
 	}
 }
 
+// TestKeysCutInPlace: a cut inside a run late in a full edge leaves the lower half in the edge's arrays,
+// clipped, and copies the upper half out; growing the lower half, the run across the cut first, then past
+// its clipped capacity, leaves the upper half as it was. (TestKeysRuns's cut copies the lower half.)
+func TestKeysCutInPlace(t *testing.T) {
+	hashes, lens := []uint64{1, 2, 3, 5}, []int32{1, 3, 3, 1} // no room past the edge
+	e := keys{hashes: hashes, lens: lens, inRuns: true}
+	var lo keys
+	e.cut(6, &lo) // inside the run of 3s: 1 2 2 2 3 3 | 3 5
+	if &lo.hashes[0] != &hashes[0] || &e.hashes[0] == &hashes[2] || cap(lo.hashes) != 3 {
+		t.Fatalf("cut after 6: lower half in the edge's array %v (capacity %d), upper half copied %v; want both",
+			&lo.hashes[0] == &hashes[0], cap(lo.hashes), &e.hashes[0] != &hashes[2])
+	}
+	if !slices.Equal(lo.hashes, []uint64{1, 2, 3}) || !slices.Equal(lo.lens, []int32{1, 3, 2}) ||
+		!slices.Equal(e.hashes, []uint64{3, 5}) || !slices.Equal(e.lens, []int32{1, 1}) {
+		t.Fatalf("cut after 6: %v %v and %v %v", lo.hashes, lo.lens, e.hashes, e.lens)
+	}
+	lo.append(blocks(3, 4), 0)
+	if !slices.Equal(lo.hashes, []uint64{1, 2, 3, 4}) || !slices.Equal(lo.lens, []int32{1, 3, 3, 1}) ||
+		!slices.Equal(e.hashes, []uint64{3, 5}) || !slices.Equal(e.lens, []int32{1, 1}) {
+		t.Fatalf("after growing the lower half: %v %v and %v %v", lo.hashes, lo.lens, e.hashes, e.lens)
+	}
+	for i, k := range []keys{e, lo} {
+		if err := k.check([]int{2, 8}[i]); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // TestAppendUsesItsRoom: an edge that has room for the pages appended takes them where they are, though
 // the caller expects as much room again (a running request's remaining output, the same at each pass):
 // the plain form is not copied to reserve it anew at every append; once full, it reserves the room again.

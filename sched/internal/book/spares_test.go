@@ -34,7 +34,7 @@ func TestSpares(t *testing.T) {
 
 // TestSeqSparesBoundedInBlocks: the kept sequences have room for at most MaxSeqBlocks blocks between
 // them: one that would take them past it is dropped, taking one gives its room back, and Max bounds
-// their number as Spares'.
+// their number as Spares'. Rooms are the capacities Grow gave, whatever it rounded them to.
 func TestSeqSparesBoundedInBlocks(t *testing.T) {
 	long := func(blocks int) *tokens.Sequence {
 		s := tokens.NewSequence(1)
@@ -42,23 +42,36 @@ func TestSeqSparesBoundedInBlocks(t *testing.T) {
 		s.Append(1, 2, 3)
 		return s
 	}
-	var s SeqSpares
-	quarter := MaxSeqBlocks / 4
-	for range 3 {
-		s.Put(long(quarter)) // three quarters of the budget
+	room := func(s *tokens.Sequence) int { return cap(s.Blocks()) }
+	// fitting is the longest sequence whose room is at most n blocks.
+	fitting := func(n int) *tokens.Sequence {
+		for k := n; ; k-- {
+			if seq := long(k); room(seq) <= n {
+				return seq
+			}
+		}
 	}
-	s.Put(long(quarter + 1)) // past it: dropped
-	s.Put(long(quarter))     // exactly the budget: kept
-	if n, b := s.Len(), s.Blocks(); n != 4 || b != MaxSeqBlocks {
-		t.Fatalf("%d sequences kept with room for %d blocks; want 4 and %d", n, b, MaxSeqBlocks)
+	var s SeqSpares
+	held := 0
+	for range 3 {
+		seq := long(MaxSeqBlocks / 4)
+		held += room(seq)
+		s.Put(seq) // about three quarters of the budget
+	}
+	s.Put(long(MaxSeqBlocks - held + 1)) // past it: dropped
+	last := fitting(MaxSeqBlocks - held)
+	s.Put(last) // up to the budget: kept
+	held += room(last)
+	if n, b := s.Len(), s.Blocks(); n != 4 || b != held || b > MaxSeqBlocks {
+		t.Fatalf("%d sequences kept with room for %d blocks; want 4 and %d (at most %d)", n, b, held, MaxSeqBlocks)
 	}
 	next := s.Take(1)
-	if c := cap(next.Blocks()); c != quarter || s.Blocks() != 3*quarter || next.Len() != 0 {
-		t.Fatalf("took a sequence of room %d (%d tokens), %d left; want %d, empty, and %d", c, next.Len(), s.Blocks(), quarter, 3*quarter)
+	if c := room(next); c != room(last) || s.Blocks() != held-c || next.Len() != 0 {
+		t.Fatalf("took a sequence of room %d (%d tokens), %d left; want the last kept's %d, empty, and %d", c, next.Len(), s.Blocks(), room(last), held-room(last))
 	}
-	s.Put(long(quarter)) // fits again
-	if n, b := s.Len(), s.Blocks(); n != 4 || b != MaxSeqBlocks {
-		t.Fatalf("%d sequences kept with room for %d blocks; want 4 and %d", n, b, MaxSeqBlocks)
+	s.Put(next) // fits again
+	if n, b := s.Len(), s.Blocks(); n != 4 || b != held {
+		t.Fatalf("%d sequences kept with room for %d blocks; want 4 and %d", n, b, held)
 	}
 	for s.Len() > 0 {
 		s.Take(1)
@@ -70,9 +83,10 @@ func TestSeqSparesBoundedInBlocks(t *testing.T) {
 		t.Fatalf("none kept: Take(4) = %v, want a new empty sequence of 4-token blocks", seq)
 	}
 	few := SeqSpares{Spares: Spares[*tokens.Sequence]{Max: 1}}
-	few.Put(long(quarter))
-	few.Put(long(quarter))
-	if n, b := few.Len(), few.Blocks(); n != 1 || b != quarter {
-		t.Fatalf("Max 1: %d kept with room for %d blocks, want 1 and %d", n, b, quarter)
+	first := long(MaxSeqBlocks / 4)
+	few.Put(first)
+	few.Put(long(MaxSeqBlocks / 4))
+	if n, b := few.Len(), few.Blocks(); n != 1 || b != room(first) {
+		t.Fatalf("Max 1: %d kept with room for %d blocks, want 1 and %d", n, b, room(first))
 	}
 }
