@@ -698,6 +698,8 @@ func (c *Config) validateDeployment() error {
 // are no pool's where both pools set their own tp.
 func (c *Config) validateEPSplit() error {
 	switch {
+	case c.TP < 1 || c.EP < 1:
+		return nil // validate refuses them, naming the setting
 	case c.TP*c.MoEDP()%c.EP != 0 && c.MoEDP() > 1:
 		return bad("ep", c.EP, fmt.Sprintf("must divide tp %d × dp-size %d (with --dp-attention the experts are sharded over ep of the %d GPUs)", c.TP, c.DPSize, c.TP*c.DPSize))
 	case c.TP%c.EP != 0 && c.MoEDP() == 1:

@@ -171,6 +171,9 @@ func TestPoolsEPSplit(t *testing.T) {
 		{"", "ep 8: must divide tp 1 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"},
 		{"prefill:\n  tp: 4\ndecode:\n  tp: 8\n", "prefill workers: ep 8: must divide tp 4 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"},
 		{"prefill:\n  tp: 8\n  ep: 3\ndecode:\n  tp: 8\n", "line 7: prefill-ep 3: must divide tp 8 (the experts are sharded over ep of the tp GPUs; with --dp-attention, of the tp × dp-size GPUs)"},
+		// A pool's ep below 1 is its own setting's error, not a division by it.
+		{"prefill:\n  ep: 0\ndecode:\n  tp: 8\n", "line 6: prefill-ep 0: must be at least 1"},
+		{"prefill:\n  tp: 8\ndecode:\n  ep: -2\n", "line 8: decode-ep -2: must be at least 1"},
 	} {
 		err := loadAndValidate(writeConfig(t, "model: qwen3-30b-a3b\nep: 8\nprefill-workers: 1\ndecode-workers: 1\n"+tc.body))
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.HasSuffix(err.Error(), tc.want)) {
