@@ -171,7 +171,9 @@ func openProfile(p Params) (timing.Model, Info, error) {
 // deployment's model m: the rows of a model of the catalog (by its name or a Hugging Face id of it) that
 // m is, or, for a model read from a config.json, whose passes m's compute (builtinPrices' rule: its
 // folder's name says nothing of what it holds), those of m's own name first; a name no catalog model
-// has is taken as it is written only. The error names the rows' models and the way out: the model column.
+// has is taken as it is written, in any case. The error names the rows' models and the way out: the
+// model column, and for a checkpoint named as a catalog model it is not (whose rows it cannot take)
+// another name.
 func stepsRows(file string, models []string, m *model.Model) (string, error) {
 	// A path error on file, which config words by the setting that named it (config.FileError:
 	// "--prefill-profile steps.csv: no rows price ...").
@@ -186,7 +188,7 @@ func stepsRows(file string, models []string, m *model.Model) (string, error) {
 	for _, name := range models {
 		known, err := model.Lookup(name)
 		switch {
-		case err != nil && name == m.Name:
+		case err != nil && strings.EqualFold(name, m.Name):
 			fit = append(fit, name)
 		case err != nil:
 			other = append(other, name)
@@ -198,11 +200,19 @@ func stepsRows(file string, models []string, m *model.Model) (string, error) {
 			other = append(other, name)
 		}
 	}
+	own := slices.IndexFunc(fit, func(name string) bool { return strings.EqualFold(name, m.Name) })
 	switch {
-	case slices.Contains(fit, m.Name): // of its own name, beside a Hugging Face id's
-		return m.Name, nil
+	case own >= 0: // of its own name, beside a Hugging Face id's
+		return fit[own], nil
 	case len(fit) == 1:
 		return fit[0], nil
+	case len(fit) == 0 && !catalog:
+		if known, err := model.Lookup(m.Name); err == nil && known.ShapeDiff(m) != "" {
+			// Rows of its name are the catalog model's, which it is not: only another name can be its own.
+			return "", fail("no rows price model %s (rows of %s): %s is the catalog's name of a model it is not (%s); name its folder otherwise and write that name in the model column of rows measured for it",
+				m.Name, strings.Join(other, ", "), m.Name, known.ShapeDiff(m))
+		}
+		fallthrough
 	case len(fit) == 0:
 		return "", fail("no rows price model %s (rows of %s): write %s in the model column of rows measured for it", m.Name, strings.Join(other, ", "), m.Name)
 	}

@@ -264,6 +264,7 @@ func TestStepsCSVFitsCheckpoint(t *testing.T) {
 		{deploy("Meta-Llama-3.1-8B-Instruct", 32), hf, hf + ", rows of meta-llama/Llama-3.1-8B-Instruct"},
 		{deploy("llama-3.1-8b", 32), both, both}, // its own name's rows first
 		{deploy("my-llama", 32), mine, mine},
+		{deploy("My-Llama", 32), mine, mine + ", rows of my-llama"}, // a name of its own, in any case
 	} {
 		tc.p.Profile = tc.csv
 		m, info, err := e.New(tc.p)
@@ -279,9 +280,9 @@ func TestStepsCSVFitsCheckpoint(t *testing.T) {
 		p        registry.Params
 		csv, why string
 	}{
-		{deploy("llama-3.1-8b", 33), steps, "no rows price model llama-3.1-8b (rows of llama-3.1-8b (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): write llama-3.1-8b in the model column of rows measured for it"},
+		{deploy("llama-3.1-8b", 33), steps, "no rows price model llama-3.1-8b (rows of llama-3.1-8b (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): llama-3.1-8b is the catalog's name of a model it is not (num_hidden_layers 33, not 32); name its folder otherwise and write that name in the model column of rows measured for it"},
 		{deploy("Llama-33", 33), steps, "no rows price model Llama-33 (rows of llama-3.1-8b (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): write Llama-33 in the model column of rows measured for it"},
-		{deploy("llama-3.1-8b", 33), hf, "no rows price model llama-3.1-8b (rows of meta-llama/Llama-3.1-8B-Instruct (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): write llama-3.1-8b in the model column of rows measured for it"},
+		{deploy("llama-3.1-8b", 33), hf, "no rows price model llama-3.1-8b (rows of meta-llama/Llama-3.1-8B-Instruct (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): llama-3.1-8b is the catalog's name of a model it is not (num_hidden_layers 33, not 32); name its folder otherwise and write that name in the model column of rows measured for it"},
 		{deploy("Meta-Llama-3.1-8B-Instruct", 32), mine, "no rows price model Meta-Llama-3.1-8B-Instruct (rows of my-llama, qwen3-32b (num_hidden_layers 32, not 64)): write Meta-Llama-3.1-8B-Instruct in the model column of rows measured for it"},
 		{registry.Params{Model: qwen, System: base.System, Backend: "vllm", TP: 1, EP: 1}, steps, "no rows price model qwen3-30b-a3b (rows of llama-3.1-8b, qwen3-32b): write qwen3-30b-a3b in the model column of rows measured for it"},
 		{deploy("Meta-Llama-3.1-8B-Instruct", 32), both, "the rows of llama-3.1-8b and meta-llama/Llama-3.1-8B-Instruct all price model Meta-Llama-3.1-8B-Instruct: keep one model's rows, or write Meta-Llama-3.1-8B-Instruct in their model column"},
