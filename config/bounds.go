@@ -57,6 +57,15 @@ func (c *Config) Drop(key string) {
 // a copy: what another process needs, with the settings' values, to rebuild the same configuration.
 func (c *Config) GivenKeys() map[string]string { return maps.Clone(c.given) }
 
+// Where says, for an error, which file and line gave key (" (run.yaml line 3)"), if a --config file
+// did, else nothing.
+func (c *Config) Where(key string) string {
+	if w := c.given[key]; w != "" {
+		return " (" + w + ")"
+	}
+	return ""
+}
+
 func (c *Config) isGiven(key string) bool {
 	_, ok := c.given[key]
 	return ok

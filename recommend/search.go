@@ -68,7 +68,7 @@ type Plan struct {
 
 // Prepare checks a search of the space's deployments of base's workload for o's targets and objective,
 // all that can refuse it before any run (a command checks its outputs and reaches its workers after, and
-// then runs it), and lists its shapes. Run takes the runner in o.Runner's place. base is not changed,
+// then runs it), and lists its shapes. Run's runner, if set, replaces o.Runner. base is not changed,
 // and is read by Run.
 func Prepare(base *config.Config, sp *Space, o Options) (*Plan, error) {
 	if o.Objective == "" {
@@ -132,10 +132,12 @@ func Prepare(base *config.Config, sp *Space, o Options) (*Plan, error) {
 }
 
 // Run simulates the plan's deployments and returns the report. runner, if set, runs each job in place
-// of Evaluate in this process (Options.Runner).
+// of Evaluate in this process, and of the plan's Options.Runner.
 func (p *Plan) Run(runner func(Job) (Candidate, error)) (*Report, error) {
 	o, shapes := p.o, p.shapes
-	o.Runner = runner
+	if runner != nil {
+		o.Runner = runner
+	}
 	threads := o.Threads
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)

@@ -239,7 +239,7 @@ func (sp *Space) Deployable(base *config.Config) error {
 	if err := config.TimingReadOnSome(deployed); err != nil {
 		return err
 	}
-	if pooled := len(base.Prefill.Keys())+len(base.Decode.Keys()) > 0; pooled && !pooledRuns {
+	if pooled := len(base.Prefill.Keys())+len(base.Decode.Keys()) > 0; pooled && !pooledRuns && poolInvalid != nil {
 		return poolInvalid
 	}
 	return sp.epsRead(models)
@@ -254,12 +254,8 @@ func (sp *Space) poolsRead(base *config.Config) error {
 	for _, r := range config.Roles {
 		if keys := base.Role(r).Keys(); len(keys) > 0 {
 			key := r + "-" + keys[0]
-			where := ""
-			if w := base.GivenKeys()[key]; w != "" {
-				where = " (" + w + ")"
-			}
 			return fmt.Errorf("--%s %s%s: sets the %s workers of disaggregated shapes, and --modes is %s (add disagg)",
-				key, base.Role(r).Get(keys[0]), where, r, strings.Join(sp.Modes, ","))
+				key, base.Role(r).Get(keys[0]), base.Where(key), r, strings.Join(sp.Modes, ","))
 		}
 	}
 	return nil

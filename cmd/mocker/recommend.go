@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -111,13 +112,7 @@ func (rf *recommendFlags) space(fs *pflag.FlagSet, cfg *config.Config) (*recomme
 	// on the command line or in the --config file.
 	given := cfg.GivenKeys()
 	isGiven := func(key string) bool { _, ok := given[key]; return ok }
-	// where says, for an error, which file and line gave key, if a --config did.
-	where := func(key string) string {
-		if w := given[key]; w != "" {
-			return " (" + w + ")"
-		}
-		return ""
-	}
+	where := cfg.Where
 	for _, l := range []struct {
 		list, single string
 		set          func()
@@ -155,10 +150,11 @@ func (rf *recommendFlags) space(fs *pflag.FlagSet, cfg *config.Config) (*recomme
 	}
 	// A pool's own setting of a key a list sweeps replaces every swept value in that pool: shapes
 	// differing in it alone would run one deployment, each named by a value the pool never ran.
+	// Without disaggregated shapes a pool's setting is read by none, which Deployable says (poolsRead).
 	for _, l := range []struct{ list, key string }{
 		{"ep-list", "ep"}, {"max-num-seqs-list", "max-num-seqs"}, {"max-num-batched-tokens-list", "max-num-batched-tokens"},
 	} {
-		if !fs.Changed(l.list) {
+		if !fs.Changed(l.list) || !slices.Contains(sp.Modes, "disagg") {
 			continue
 		}
 		for _, r := range config.Roles {

@@ -187,6 +187,9 @@ func TestRecommendRefuses(t *testing.T) {
 			"--prefill-max-num-batched-tokens 256: cannot be given with --max-num-batched-tokens-list, which sweeps it"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--model", "qwen3-30b-a3b", "--modes", "disagg", "--ratios", "1:1", "--tp-list", "2", "--ep-list", "1,2", "--prefill-ep", "2"},
 			"--prefill-ep 2: cannot be given with --ep-list, which sweeps it"},
+		// Without disaggregated shapes that pool's setting is read by none, which says what to do.
+		{[]string{"recommend", "--ttft-p90-ms", "500", "--model", "qwen3-30b-a3b", "--tp-list", "2", "--ep-list", "1,2", "--prefill-ep", "2"},
+			"--prefill-ep 2: sets the prefill workers of disaggregated shapes, and --modes is agg (add disagg)"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--report-json", "/nonexistent/r.json"}, "--report-json /nonexistent/r.json: directory /nonexistent"},
 		{[]string{"recommend", "--ttft-p90-ms", "500", "--find-max-rate", "--objective", "tokens-per-gpu"}, "--find-max-rate and --objective"},
 		// Only the op-level timing model reads the experts' sharding.

@@ -334,7 +334,7 @@ func loadSteps(path, model string) (*Steps, error) {
 	return f.Steps(model)
 }
 
-func TestLoadStepsMatchesBuiltin(t *testing.T) {
+func TestReadStepsMatchesBuiltin(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.csv")
 	if err := os.WriteFile(path, builtinCSV, 0o644); err != nil {
 		t.Fatal(err)
@@ -353,12 +353,12 @@ func TestLoadStepsMatchesBuiltin(t *testing.T) {
 	ref := builtin(t, "h200-qwen3-32b-bf16")
 	b := benchBatch()
 	if got, want := s.Cost(b), ref.Cost(b); got != want {
-		t.Errorf("LoadSteps: %+v, Builtin: %+v", got, want)
+		t.Errorf("ReadSteps: %+v, Builtin: %+v", got, want)
 	}
 }
 
-// TestLoadStepsWithoutEndToEndRows: a profile of components only has no overhead.
-func TestLoadStepsWithoutEndToEndRows(t *testing.T) {
+// TestReadStepsWithoutEndToEndRows: a profile of components only has no overhead.
+func TestReadStepsWithoutEndToEndRows(t *testing.T) {
 	csv := stepsHeader + "\n" +
 		"m,linear,1,1,0,5,5,5,3\n" +
 		"m,linear,1,100,0,6,6,6,3\n" +
@@ -381,7 +381,7 @@ func TestLoadStepsWithoutEndToEndRows(t *testing.T) {
 	}
 }
 
-func TestLoadStepsErrors(t *testing.T) {
+func TestReadStepsErrors(t *testing.T) {
 	const h = stepsHeader + "\n"
 	const ok = "m,linear,1,1,0,5,4,6,3\nm,linear,1,8,0,6,5,7,3\nm,attn_prefill,1,8,8,1,1,1,3\nm,attn_decode,1,1,8,1,1,1,3\n"
 	for _, tc := range []struct {
@@ -419,7 +419,7 @@ func TestLoadStepsErrors(t *testing.T) {
 		}
 		_, err := loadSteps(path, tc.model)
 		if err == nil {
-			t.Errorf("%s: LoadSteps succeeded", tc.name)
+			t.Errorf("%s: ReadSteps succeeded", tc.name)
 			continue
 		}
 		for _, w := range tc.want {

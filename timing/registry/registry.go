@@ -156,14 +156,14 @@ func openProfile(p Params) (timing.Model, Info, error) {
 	if err != nil {
 		return nil, info, err
 	}
-	rows, err := stepsRows(name, f.Models(), p.Model)
+	rowsModel, err := stepsRows(name, f.Models(), p.Model)
 	if err != nil {
 		return nil, info, err
 	}
-	if rows != p.Model.Name {
-		info.Source += ", rows of " + rows
+	if rowsModel != p.Model.Name {
+		info.Source += ", rows of " + rowsModel
 	}
-	m, err := f.Steps(rows)
+	m, err := f.Steps(rowsModel)
 	return m, info, err
 }
 
