@@ -208,6 +208,9 @@ func TestSplitCopiesTheShorterHalf(t *testing.T) {
 		if &kept.keys.hashes[0] != &hashes[at] || &copied.keys.hashes[0] == &hashes[0] {
 			t.Errorf("k=%d room %d (capacity %d): want the %s half copied out and the other keeping the edge's arrays", tc.k, tc.room, cap(hashes), which)
 		}
+		if !upperCopy && upper.keys.spare() != 0 {
+			t.Errorf("k=%d room %d: the upper half, kept in the edge's array, shows room for %d more pages, want none (the room is the lower half's)", tc.k, tc.room, upper.keys.spare())
+		}
 		if got, want := slices.Concat(upper.ids.appendTo(nil, tc.k), leaf.ids.appendTo(nil, 10-tc.k)), table; !slices.Equal(got, want) {
 			t.Errorf("k=%d room %d: the halves hold pages %v, want %v", tc.k, tc.room, got, want)
 		}
