@@ -172,13 +172,13 @@ func TestExtendRoom(t *testing.T) {
 	}
 }
 
-// TestSplitCopiesTheShorterHalf: a split moves the shorter half of an edge, counting the room past its
-// end as the lower half's, to arrays of its own, the longer one keeping the edge's; the lower half keeps
-// the room. An upper half cut from a leaf with much room (a running request's) gets arrays of its own,
-// rather than pinning the request's room for the interior node's life (its capacity, clipped to its
-// pages, would not show it: where its arrays start does). The room is what the leaf's arrays got, which
-// Grow may round up past what was asked: the half to copy is reckoned from it, and the cases are chosen
-// so that each half is copied at least once.
+// TestSplitCopiesTheShorterHalf: a split moves the shorter half of an edge, counting the room past its end
+// as the lower half's, to arrays of its own, the longer one keeping the edge's; the lower half keeps the
+// room (an upper half kept in the edge's arrays shows none spare). An upper half cut from a leaf with much
+// room (a running request's) gets arrays of its own, rather than pinning the request's room for the
+// interior node's life (its capacity, clipped to its pages, would not show it: where its arrays start
+// does). The room is what the leaf's arrays got, which Grow may round up past what was asked: the half to
+// copy is reckoned from it, and the cases are chosen so that each half is copied at least once.
 func TestSplitCopiesTheShorterHalf(t *testing.T) {
 	copies := map[bool]int{}
 	for _, tc := range []struct{ k, room int }{
