@@ -172,13 +172,13 @@ func TestExtendRoom(t *testing.T) {
 	}
 }
 
-// TestSplitCopiesTheShorterHalf: a split moves the shorter half of an edge, counting the room past its
-// end as the lower half's, to arrays of its own, the longer one keeping the edge's; the lower half keeps
-// the room. An upper half cut from a leaf with much room (a running request's) gets arrays of its own,
-// rather than pinning the request's room for the interior node's life (its capacity, clipped to its
-// pages, would not show it: where its arrays start does). The room is what the leaf's arrays got, which
-// Grow may round up past what was asked: the half to copy is reckoned from it, and the cases are chosen
-// so that each half is copied at least once.
+// TestSplitCopiesTheShorterHalf: a split moves the shorter half of an edge, counting the room past its end
+// as the lower half's, to arrays of its own, the longer one keeping the edge's; the lower half keeps the
+// room (an upper half kept in the edge's arrays shows none spare). An upper half cut from a leaf with much
+// room (a running request's) gets arrays of its own, rather than pinning the request's room for the
+// interior node's life (its capacity, clipped to its pages, would not show it: where its arrays start
+// does). The room is what the leaf's arrays got, which Grow may round up past what was asked: the half to
+// copy is reckoned from it, and the cases are chosen so that each half is copied at least once.
 func TestSplitCopiesTheShorterHalf(t *testing.T) {
 	copies := map[bool]int{}
 	for _, tc := range []struct{ k, room int }{
@@ -207,6 +207,9 @@ func TestSplitCopiesTheShorterHalf(t *testing.T) {
 		}
 		if &kept.keys.hashes[0] != &hashes[at] || &copied.keys.hashes[0] == &hashes[0] {
 			t.Errorf("k=%d room %d (capacity %d): want the %s half copied out and the other keeping the edge's arrays", tc.k, tc.room, cap(hashes), which)
+		}
+		if !upperCopy && upper.keys.spare() != 0 {
+			t.Errorf("k=%d room %d: the upper half, kept in the edge's array, shows room for %d more pages, want none (the room is the lower half's)", tc.k, tc.room, upper.keys.spare())
 		}
 		if got, want := slices.Concat(upper.ids.appendTo(nil, tc.k), leaf.ids.appendTo(nil, 10-tc.k)), table; !slices.Equal(got, want) {
 			t.Errorf("k=%d room %d: the halves hold pages %v, want %v", tc.k, tc.room, got, want)

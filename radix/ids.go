@@ -11,11 +11,11 @@ import (
 // and one length a run, not 4 bytes a page. Pages scattered by the free list (one-page runs) keep the
 // plain form, one id a page and no lengths. In the run form no run continues the one before it.
 type pageIDs struct {
-	firsts []PageID // each run's first page
-	lens   []int32  // each run's pages; unread in the plain form, where every run is one page
-	n      int      // pages
-	runs   int      // in the plain form, the runs of consecutive ids among firsts: counted as they come
-	inRuns bool     // the run form
+	firsts    []PageID // each run's first page
+	lens      []int32  // each run's pages; unread in the plain form, where every run is one page
+	n         int      // pages
+	plainRuns int      // in the plain form, the runs of consecutive ids among firsts: counted as they come
+	inRuns    bool     // the run form
 }
 
 // runLen is the number of pages of run i.
@@ -57,22 +57,24 @@ func runs(ids []PageID) int {
 
 // append adds ids at the edge's end. room is how many more pages the edge expects (see Cache.Extend): the
 // plain form keeps capacity for them; runs grow as slices do, being few. The plain form turns to runs
-// when ids hold a run of their own and the whole edge's runs would then be at most half its pages: a leaf
-// whose ids came scattered stays plain through its one-page decode appends. The plain form's runs are
-// counted as its ids come, so that a long plain edge is not counted again at each append.
+// when ids hold a run of their own and the whole edge's runs would then be at most half its pages (a run
+// of ids continuing the edge's last counting once): a leaf whose ids came scattered stays plain through
+// its one-page decode appends. The plain form's runs are counted as its ids come, so that a long plain
+// edge is not counted again at each append.
 func (p *pageIDs) append(ids []PageID, room int) {
 	if len(ids) == 0 {
 		return
 	}
 	r := runs(ids)
 	if !p.inRuns {
-		if r == len(ids) || 2*(p.runs+r) > p.n+len(ids) {
-			if p.n > 0 && p.firsts[p.n-1]+1 == ids[0] {
-				r-- // ids' first run continues the edge's last
-			}
+		added := r // the runs ids add to the edge's
+		if p.n > 0 && p.firsts[p.n-1]+1 == ids[0] {
+			added-- // ids' first run continues the edge's last
+		}
+		if r == len(ids) || 2*(p.plainRuns+added) > p.n+len(ids) {
 			p.firsts = append(growFor(p.firsts, len(ids), room), ids...)
 			p.n += len(ids)
-			p.runs += r
+			p.plainRuns += added
 			return
 		}
 		p.toRuns()
@@ -99,7 +101,7 @@ func (p *pageIDs) append(ids []PageID, room int) {
 // toRuns turns the plain form into runs, in place: a run's first id is written no later than it is read.
 func (p *pageIDs) toRuns() {
 	plain := p.firsts
-	p.firsts, p.lens, p.runs, p.inRuns = plain[:0], p.lens[:0], 0, true
+	p.firsts, p.lens, p.plainRuns, p.inRuns = plain[:0], p.lens[:0], 0, true
 	for _, id := range plain {
 		if k := len(p.firsts) - 1; k >= 0 && p.firsts[k]+PageID(p.lens[k]) == id {
 			p.lens[k]++
@@ -123,11 +125,11 @@ func (p *pageIDs) cut(k int, lo *pageIDs) {
 			across = 1
 		}
 		if k <= p.n { // p.n: the upper half's pages
-			lo.runs = runs(p.firsts[:k])
-			p.runs += across - lo.runs
+			lo.plainRuns = runs(p.firsts[:k])
+			p.plainRuns += across - lo.plainRuns
 		} else {
 			hi := runs(p.firsts[k:])
-			lo.runs, p.runs = p.runs+across-hi, hi
+			lo.plainRuns, p.plainRuns = p.plainRuns+across-hi, hi
 		}
 		lo.firsts, p.firsts = cutSlice(lo.firsts[:0], p.firsts, k, k <= cap(p.firsts)-k)
 		return
@@ -144,13 +146,13 @@ func (p *pageIDs) spare() int { return cap(p.firsts) - len(p.firsts) }
 
 // clone returns the ids in arrays of their own size.
 func (p *pageIDs) clone() pageIDs {
-	return pageIDs{firsts: slices.Clone(p.firsts), lens: slices.Clone(p.lens), n: p.n, runs: p.runs, inRuns: p.inRuns}
+	return pageIDs{firsts: slices.Clone(p.firsts), lens: slices.Clone(p.lens), n: p.n, plainRuns: p.plainRuns, inRuns: p.inRuns}
 }
 
 // reset empties the ids for a recycled node, in the plain form, keeping arrays of at most maxKeptPages.
 func (p *pageIDs) reset() {
-	p.firsts, p.lens = resetRuns(p.firsts, p.lens)
-	p.n, p.runs, p.inRuns = 0, 0, false
+	p.firsts, p.lens = resetEdge(p.firsts, p.lens)
+	p.n, p.plainRuns, p.inRuns = 0, 0, false
 }
 
 // check verifies that the ids count their pages, and in the plain form their runs, in runs of at least
@@ -160,8 +162,8 @@ func (p *pageIDs) check() error {
 		if len(p.firsts) != p.n {
 			return fmt.Errorf("%d page ids for %d pages", len(p.firsts), p.n)
 		}
-		if r := runs(p.firsts); r != p.runs {
-			return fmt.Errorf("plain ids in %d runs, counted %d", r, p.runs)
+		if r := runs(p.firsts); r != p.plainRuns {
+			return fmt.Errorf("plain ids in %d runs, counted %d", r, p.plainRuns)
 		}
 		return nil
 	}

@@ -158,8 +158,10 @@ func growFor[T any](s []T, n, room int) []T {
 }
 
 // cutSlice splits s after k elements into lo and hi, copying lo into dst if copyLo, else hi into a new
-// array with s's room. The other keeps s's array; lo's capacity ends at its length, so that growing it
-// never writes over hi.
+// array with s's room. The other keeps s's array. Kept there, lo's capacity ends at its length: the
+// entries past it (hi's old ones and s's room, which hi's copy now has) are not lo's, so lo (the interior
+// node) shows no spare room, and an append to it moves it to an array of its own rather than growing
+// into that one and keeping it for good.
 func cutSlice[T any](dst, s []T, k int, copyLo bool) (lo, hi []T) {
 	if copyLo {
 		return append(dst, s[:k]...), s[k:]
@@ -177,13 +179,13 @@ func (e *keys) clone() keys {
 
 // reset empties the keys for a recycled node, in the plain form, keeping arrays of at most maxKeptPages.
 func (e *keys) reset() {
-	e.hashes, e.lens = resetRuns(e.hashes, e.lens)
+	e.hashes, e.lens = resetEdge(e.hashes, e.lens)
 	e.inRuns = false
 }
 
-// resetRuns empties a run form's arrays (keys' or pageIDs') for a recycled node, keeping those of at most
-// maxKeptPages entries: a long request's whole edge is not pinned by the node that held it.
-func resetRuns[T any](vals []T, lens []int32) ([]T, []int32) {
+// resetEdge empties an edge's arrays (keys' or pageIDs', either form) for a recycled node, keeping those
+// of at most maxKeptPages entries: a long request's whole edge is not pinned by the node that held it.
+func resetEdge[T any](vals []T, lens []int32) ([]T, []int32) {
 	vals, lens = vals[:0], lens[:0]
 	if cap(vals) > maxKeptPages {
 		vals = nil

@@ -70,16 +70,21 @@ func TestKeysRuns(t *testing.T) {
 }
 
 // TestKeysCutInPlace: a cut inside a run late in a full edge leaves the lower half in the edge's arrays,
-// clipped, and copies the upper half out; growing the lower half, the run across the cut first, then past
-// its clipped capacity, leaves the upper half as it was. (TestKeysRuns's cut copies the lower half.)
+// both clipped to its runs (no spare room: the entries past them are the upper half's, which is copied
+// out), and grows it, the run across the cut first, then past its capacity, the upper half staying as it
+// was. (TestKeysRuns's cut copies the lower half.)
 func TestKeysCutInPlace(t *testing.T) {
 	hashes, lens := []uint64{1, 2, 3, 5}, []int32{1, 3, 3, 1} // no room past the edge
 	e := keys{hashes: hashes, lens: lens, inRuns: true}
 	var lo keys
 	e.cut(6, &lo) // inside the run of 3s: 1 2 2 2 3 3 | 3 5
-	if &lo.hashes[0] != &hashes[0] || &e.hashes[0] == &hashes[2] || cap(lo.hashes) != 3 {
-		t.Fatalf("cut after 6: lower half in the edge's array %v (capacity %d), upper half copied %v; want both",
-			&lo.hashes[0] == &hashes[0], cap(lo.hashes), &e.hashes[0] != &hashes[2])
+	if &lo.hashes[0] != &hashes[0] || &e.hashes[0] == &hashes[2] {
+		t.Fatalf("cut after 6: lower half in the edge's array %v, upper half copied %v; want both",
+			&lo.hashes[0] == &hashes[0], &e.hashes[0] != &hashes[2])
+	}
+	if lo.spare() != 0 || cap(lo.lens) != 3 {
+		t.Fatalf("cut after 6: the lower half's arrays have room for %d hashes and %d lengths, want none",
+			lo.spare(), cap(lo.lens)-len(lo.lens))
 	}
 	if !slices.Equal(lo.hashes, []uint64{1, 2, 3}) || !slices.Equal(lo.lens, []int32{1, 3, 2}) ||
 		!slices.Equal(e.hashes, []uint64{3, 5}) || !slices.Equal(e.lens, []int32{1, 1}) {
