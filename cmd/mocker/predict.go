@@ -268,13 +268,16 @@ type output struct {
 
 // checkOutputs makes sure, before a run that may take minutes, that every report file can be
 // written: its directory exists and takes a new file, it is not a directory, no two outputs share
-// a path, and none overwrites an input.
+// a path, and none overwrites an input. A symbolic link is checked as the file it names; a device
+// or a named pipe (/dev/null, /dev/stdout) is written as it is (report.Target), by any number of
+// outputs.
 func checkOutputs(outputs []*output, cfg *config.Config) error {
 	seen := map[string]string{}
 	for _, in := range []struct{ flag, path string }{
 		{"trace", cfg.Trace}, {"planner-config", cfg.PlannerConfig}, {"model-config", cfg.ModelConfig}, {"profile", cfg.Profile},
 	} {
-		if abs, err := filepath.Abs(in.path); in.path != "" && err == nil {
+		target, _ := report.Target(in.path)
+		if abs, err := filepath.Abs(target); in.path != "" && err == nil {
 			seen[abs] = in.flag
 		}
 	}
@@ -283,7 +286,14 @@ func checkOutputs(outputs []*output, cfg *config.Config) error {
 			continue
 		}
 		fail := func(err error) error { return fmt.Errorf("--%s %s: %w", o.flag, o.path, err) }
-		abs, err := filepath.Abs(o.path)
+		if fi, err := os.Stat(o.path); err == nil && fi.IsDir() {
+			return fail(errors.New("is a directory"))
+		}
+		target, inPlace := report.Target(o.path)
+		if inPlace {
+			continue
+		}
+		abs, err := filepath.Abs(target)
 		if err != nil {
 			return fail(err)
 		}
@@ -291,10 +301,7 @@ func checkOutputs(outputs []*output, cfg *config.Config) error {
 			return fail(fmt.Errorf("is also --%s", other))
 		}
 		seen[abs] = o.flag
-		if fi, err := os.Stat(o.path); err == nil && fi.IsDir() {
-			return fail(errors.New("is a directory"))
-		}
-		dir := filepath.Dir(o.path)
+		dir := filepath.Dir(target)
 		if fi, err := os.Stat(dir); err != nil {
 			return fail(fmt.Errorf("directory %s: %w", dir, unwrapPath(err)))
 		} else if !fi.IsDir() {
