@@ -223,30 +223,40 @@ func describePredict(cfg *config.Config, timing report.Timing) string {
 }
 
 // rejections warns on stderr of rejected requests, saying how many and why the first was (contextHint);
-// a run in which no request completed is an error.
+// a run in which no request completed is an error, saying the same of its rejected and failed requests.
 func rejections(res *sim.Result, cfg *config.Config, stderr io.Writer) error {
 	s := &res.Summary
-	id, requestID, line, reason, ok := res.Collector.FirstRejection()
-	if !ok {
-		if s.CompletedRequests == 0 {
-			return errors.New("no request completed")
-		}
-		return nil
+	total := s.CompletedRequests + s.RejectedRequests + s.FailedRequests + s.IncompleteRequests
+	var whys []string
+	if id, requestID, line, reason, ok := res.Collector.FirstRejection(); ok {
+		whys = append(whys, fmt.Sprintf("%d of %d requests rejected; the first (%s): %s", s.RejectedRequests, total,
+			requestName(id, requestID, line), contextHint(cfg, reason)))
 	}
-	which := fmt.Sprintf("request %q", requestID)
+	if s.CompletedRequests > 0 {
+		if len(whys) > 0 {
+			fmt.Fprintf(stderr, "warning: %s\n", whys[0])
+		}
+		return nil // failures are in the summary
+	}
+	if id, requestID, line, reason, ok := res.Collector.FirstFailure(); ok {
+		whys = append(whys, fmt.Sprintf("%d of %d requests failed; the first (%s): %s", s.FailedRequests, total,
+			requestName(id, requestID, line), reason))
+	}
+	if len(whys) == 0 {
+		return errors.New("no request completed")
+	}
+	return fmt.Errorf("no request completed: %s", strings.Join(whys, "; "))
+}
+
+// requestName names a request in a message: by its trace line, else its request_id, else its index.
+func requestName(id int, requestID string, line int) string {
 	switch {
 	case line > 0:
-		which = fmt.Sprintf("trace line %d", line)
+		return fmt.Sprintf("trace line %d", line)
 	case requestID == "":
-		which = fmt.Sprintf("request %d", id)
+		return fmt.Sprintf("request %d", id)
 	}
-	why := fmt.Sprintf("%d of %d requests rejected; the first (%s): %s", s.RejectedRequests,
-		s.CompletedRequests+s.RejectedRequests+s.IncompleteRequests, which, contextHint(cfg, reason))
-	if s.CompletedRequests == 0 {
-		return fmt.Errorf("no request completed: %s", why)
-	}
-	fmt.Fprintf(stderr, "warning: %s\n", why)
-	return nil
+	return fmt.Sprintf("request %q", requestID)
 }
 
 // contextHint is an engine's reason for rejecting a request, and where the bound came from when it is
