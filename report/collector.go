@@ -91,7 +91,7 @@ var samplers = [nLatencies]func(*request) (float64, bool){
 	e2eLatency:  (*request).e2e,
 }
 
-// rejection is a rejected request's name and reason, for FirstRejection.
+// rejection is a rejected or failed request's name and reason, for FirstRejection and FirstFailure.
 type rejection struct {
 	id     int
 	name   name
