@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,7 +81,8 @@ type fleetChunk struct {
 	Cached int      `json:"cached"`
 	Done   bool     `json:"done,omitempty"`
 	// Error ends a request that failed; Kind says why: "reject" (it can never run), "busy", "closed"
-	// (the worker is draining: the request never started), or "" (other).
+	// (the worker is draining: the request never started), "shutdown" (the worker's drain ran out of
+	// time: the request was cut off), or "" (other).
 	Error string `json:"error,omitempty"`
 	Kind  string `json:"kind,omitempty"`
 }
@@ -237,10 +240,31 @@ func (fw *FleetWorker) Drain(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		fw.cutOff()
 		return ctx.Err()
 	}
 	fw.sub.Unsubscribe()
 	return nil
+}
+
+// cutOff ends the requests still in flight when a drain runs out of time. Their frontends are told
+// first: having stopped watching the worker when it left, they would wait for the rest of the answers
+// for ever. Then the engine drops them.
+func (fw *FleetWorker) cutOff() {
+	fw.mu.Lock()
+	replies := slices.Sorted(maps.Keys(fw.byReply))
+	ids := make([]uint64, len(replies))
+	for i, reply := range replies {
+		ids[i] = fw.byReply[reply]
+	}
+	fw.mu.Unlock()
+	for _, reply := range replies {
+		fw.send(reply, fleetChunk{Done: true, Kind: "shutdown", Error: "the worker shut down before the request finished"})
+	}
+	fw.nc.Flush()
+	for _, id := range ids {
+		fw.srv.cancel(id)
+	}
 }
 
 // FleetOptions make a Server a fleet frontend: it routes over the workers it discovers on NATS.
@@ -493,7 +517,7 @@ func (s *Server) fleetChunk(m *nats.Msg) {
 			delete(f.bySlot, rr.w.slot)
 		}
 		s.router.Finished(id)
-		if c.Kind == "closed" && !rr.started { // the worker began draining first: try another
+		if (c.Kind == "closed" || c.Kind == "shutdown") && !rr.started { // it never ran there: try another
 			s.mu.Unlock()
 			s.reroute([]*remoteReq{rr})
 			s.mu.Lock()
@@ -530,6 +554,8 @@ func (s *Server) fleetChunk(m *nats.Msg) {
 			err = errBusy
 		case "closed":
 			err = errClosed
+		case "shutdown":
+			err = fmt.Errorf("%w (worker %016x shut down before it finished)", errWorkerLost, rr.w.id)
 		}
 		if err != nil {
 			rr.st.fail(err)

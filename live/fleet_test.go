@@ -169,6 +169,54 @@ func TestFleetDrain(t *testing.T) {
 	}
 }
 
+// TestFleetDrainCutOff: a drain that runs out of time (--shutdown-timeout) cuts its requests off and
+// tells their frontends: the running one fails with a 503 at once and the one still waiting in the
+// engine moves to another worker. The frontend stopped sweeping the worker when it left, so both waited
+// for answers that never came, until the client gave up. (A request of 10,000 tokens of 20 ms would
+// take 200 s; the client waits 50 s at most.)
+func TestFleetDrainCutOff(t *testing.T) {
+	o := testOptions(5, 20, 1)
+	o.Engine.VLLM.MaxNumSeqs = 1 // the second request waits in the engine, not started
+	url := embeddedNATS(t, 0)
+	fw, _ := startFleetWorker(t, url, o, 1)
+	s, c := startFrontend(t, url, o, time.Minute)
+	fleetWait(t, "worker 1", func() bool { return len(s.FleetWorkers()) == 1 })
+	errs := make(chan error, 2)
+	for i := range 2 {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+			defer cancel()
+			_, err := c.Completions.New(ctx, openai.CompletionNewParams{Model: testModel, MaxTokens: openai.Int([]int64{10000, 3}[i]),
+				Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(strconv.Itoa(i) + " " + longPrompt)}})
+			errs <- err
+		}()
+		fleetWait(t, "the request on worker 1", func() bool { return s.FleetWorkers()[1].Running == 1 && s.router.Queued() == 0 })
+	}
+	startFleetWorker(t, url, o, 2)
+	fleetWait(t, "worker 2", func() bool { return len(s.FleetWorkers()) == 2 })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the shutdown timeout has run out
+	if err := fw.Drain(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Drain: %v, want the context's error", err)
+	}
+	var failed, completed int
+	for range 2 {
+		err := <-errs
+		var apiErr *openai.Error
+		switch {
+		case err == nil:
+			completed++
+		case errors.As(err, &apiErr) && apiErr.StatusCode == 503 && strings.Contains(apiErr.Message, "worker running the request was lost (worker 0000000000000001 shut down before it finished"):
+			failed++
+		default:
+			t.Errorf("request: %v", err)
+		}
+	}
+	if failed != 1 || completed != 1 {
+		t.Errorf("%d failed, %d completed; want the running one failed, the waiting one rerouted", failed, completed)
+	}
+}
+
 // TestFleetLostWorker: a worker cut off from NATS is dropped after the TTL with its blocks; its
 // running request fails with a 503, the one waiting in its engine moves to another worker and
 // completes, and the lost worker rejoins when it reconnects.

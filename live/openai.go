@@ -369,9 +369,10 @@ func (p *sampling) wholeBudget(maxes []int) *apiError {
 
 // prompt is one prompt of a request: its tokens, and its text for echo.
 type prompt struct {
-	ids    []uint32
-	text   string
-	images []tokens.Item // a chat's image_url parts, in ids
+	ids     []uint32
+	text    string
+	decoded bool          // text is ids decoded, for echo: the prompt came as ids
+	images  []tokens.Item // a chat's image_url parts, in ids
 }
 
 // contextError is vLLM's 400 for a request over max_model_len: its message, type, param and numeric code.
@@ -957,7 +958,7 @@ func (s *Server) generate(x exchange, p *sampling, chat bool, prompts []prompt) 
 	if p.echo {
 		for i := range prompts {
 			if prompts[i].text == "" {
-				prompts[i].text = s.o.Tokenizer.Decode(prompts[i].ids)
+				prompts[i].text, prompts[i].decoded = s.o.Tokenizer.Decode(prompts[i].ids), true
 			}
 		}
 	}

@@ -397,6 +397,23 @@ func TestLogprobs(t *testing.T) {
 	if !strings.HasPrefix(cmp.Choices[0].Text, "hello") || !strings.HasSuffix(cmp.Choices[0].Text, strings.Join(lp.Tokens[1:], "")) {
 		t.Errorf("text %q: want the prompt, then the tokens %q", cmp.Choices[0].Text, lp.Tokens[1:])
 	}
+	// The echoed prompt's token is its own text, at 0 (the built-in tokenizer's DecodeToken gave a word
+	// of another text, so the tokens did not join into the text their offsets index).
+	if lp.Tokens[0] != "hello" || lp.TextOffset[0] != 0 || lp.TextOffset[1] != int64(len("hello")) {
+		t.Errorf("echoed prompt: token %q at %d, output from %d; want \"hello\" at 0, output from 5", lp.Tokens[0], lp.TextOffset[0], lp.TextOffset[1])
+	}
+	three, err := c.Completions.New(ctx, openai.CompletionNewParams{
+		Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("hello big world")},
+		MaxTokens: openai.Int(1), Logprobs: openai.Int(0), Echo: openai.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := three.Choices[0].Logprobs, []string{"hello", " big", " world"}; len(got.Tokens) != 4 || !slices.Equal(got.Tokens[:3], want) ||
+		!slices.Equal(got.TextOffset, []int64{0, 5, 9, 15}) || strings.Join(got.Tokens, "") != three.Choices[0].Text {
+		t.Errorf("echoed \"hello big world\": tokens %q at %v, text %q; want %q at 0, 5, 9, then the output at 15, joining into the text",
+			got.Tokens, got.TextOffset, three.Choices[0].Text, want)
+	}
 	if tops[0] != nil || !strings.HasPrefix(lp.JSON.TokenLogprobs.Raw(), "[null,") {
 		t.Errorf("the prompt's first token has logprobs %v, %s", tops[0], lp.JSON.TokenLogprobs.Raw())
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/mocker-sim/mocker/tokenize"
 )
 
 // response writes one request's OpenAI response objects.
@@ -46,9 +48,24 @@ func (rs *response) appendOutput(b []byte, c *choice, toks []uint32, lps *logpro
 func (rs *response) echoLogprobs(c *choice, lps *logprobs) {
 	pr := rs.prompts[c.prompt]
 	if rs.p.logprobs >= 0 {
+		// A prompt given as text shows its own pieces, which join into the echoed text that text_offset
+		// indexes; the built-in tokenizer's DecodeToken is a word of another text. A prompt of ids is
+		// echoed as its tokens decode.
+		var pieces []string
+		if pr.text != "" && !pr.decoded {
+			pieces = tokenize.Pieces(rs.s.o.Tokenizer, pr.text)
+		}
+		if len(pieces) != len(pr.ids) {
+			pieces = nil
+		}
 		at := 0
 		for i, t := range pr.ids {
-			piece := rs.s.o.Tokenizer.DecodeToken(t)
+			var piece string
+			if pieces != nil {
+				piece = pieces[i]
+			} else {
+				piece = rs.s.o.Tokenizer.DecodeToken(t)
+			}
 			rs.tokenLogprob(lps, ^uint64(c.prompt), i, t, piece, at, i > 0)
 			at += utf8.RuneCountInString(piece)
 		}

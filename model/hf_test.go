@@ -167,6 +167,12 @@ func TestFromHFConfigErrors(t *testing.T) {
 		{"unsupported", strings.Replace(string(llama), `"llama"`, `"bert"`, 1), []string{`model_type "bert"`, "llama", "qwen3_moe"}},
 		{"wrong-type", strings.Replace(string(llama), `"hidden_size": 4096`, `"hidden_size": "4096"`, 1), []string{"hidden_size"}},
 		{"zero", strings.Replace(string(llama), `"num_hidden_layers": 32`, `"num_hidden_layers": 0`, 1), []string{"num_hidden_layers = 0"}},
+		// Counted in int64 these weights overflowed, and the deployment said the weights took -6.5e18 bytes.
+		{"huge", strings.Replace(string(llama), `"num_hidden_layers": 32`, `"num_hidden_layers": 1000000000000`, 1),
+			[]string{"2.18e+20 weights, more than 2^50 (the largest models have about 10^12): a size out of range (num_hidden_layers = 1000000000000, hidden_size = 4096"}},
+		{"huge-experts", `{"model_type": "qwen3_moe", "num_hidden_layers": 94, "hidden_size": 4096, "num_attention_heads": 64,
+			"head_dim": 128, "num_key_value_heads": 4, "vocab_size": 151936, "torch_dtype": "bfloat16", "num_experts": 4000000000,
+			"num_experts_per_tok": 8, "moe_intermediate_size": 1536}`, []string{"weights, more than 2^50", "num_experts = 4000000000"}},
 		{"heads", strings.Replace(string(llama), `"num_key_value_heads": 8`, `"num_key_value_heads": 5`, 1), []string{"num_key_value_heads = 5"}},
 		{"syntax", `{"model_type": "llama",`, []string{"unexpected end of JSON input"}},
 		{"qwen3-no-head-dim", `{"model_type": "qwen3", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,

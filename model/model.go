@@ -217,5 +217,18 @@ func (m *Model) Validate() error {
 		errs = append(errs, fmt.Errorf("sliding_window = %d with %d of %d layers sliding, want a window and at least one full-attention layer",
 			m.SlidingWindow, m.SlidingLayers, m.Layers))
 	}
+	if len(errs) == 0 {
+		// Bounded before anything counts the weights in int64, which a size out of range overflowed.
+		w := countWeights(m, 1, 1, func(n float64, by int) float64 { return n / float64(by) })
+		if n := w.linear + w.experts + w.other; n > maxParams {
+			errs = append(errs, fmt.Errorf("%.3g weights, more than 2^50 (the largest models have about 10^12): a size out of range "+
+				"(num_hidden_layers = %d, hidden_size = %d, intermediate_size = %d, num_experts = %d, moe_intermediate_size = %d, vocab_size = %d)",
+				n, m.Layers, m.Hidden, m.Intermediate, m.Experts, m.MoEIntermediate, m.Vocab))
+		}
+	}
 	return errors.Join(errs...)
 }
+
+// maxParams bounds a model's weights: a thousand times the largest served models', and, at a few bytes a
+// weight, far from int64's limit.
+const maxParams = 1 << 50

@@ -94,27 +94,42 @@ func (m *Model) kvHeadsPerGPU(tp int) int {
 }
 
 // weightCount is a number of weights on one GPU by class (see Precision).
-type weightCount struct {
-	linear, experts, other int64
+type weightCount = counts[int64]
+
+// counts are weights by class, counted exactly (int64) or, to bound a model before it is counted
+// exactly, approximately (float64, which cannot overflow).
+type counts[T int64 | float64] struct {
+	linear, experts, other T
 }
 
-// weights counts the weights one GPU holds with tensor parallelism tp and the routed experts (with
-// their biases) sharded over expertGPUs GPUs; weights(1, 1) is the whole model. Any other weight is
-// sharded (split tp ways) or replicated; vLLM shards column-parallel biases with their matrices and
-// replicates row-parallel ones.
+// weights counts the weights one GPU holds (see countWeights).
 func (m *Model) weights(tp, expertGPUs int) weightCount {
-	var sharded, replicated, routed weightCount
+	return countWeights(m, tp, expertGPUs, ceilDiv)
+}
+
+// countWeights counts the weights one GPU holds with tensor parallelism tp and the routed experts (with
+// their biases) sharded over expertGPUs GPUs, split by div; countWeights(m, 1, 1, ...) is the whole model.
+// Any other weight is sharded (split tp ways) or replicated; vLLM shards column-parallel biases with their
+// matrices and replicates row-parallel ones.
+func countWeights[T int64 | float64](m *Model, tp, expertGPUs int, div func(T, int) T) counts[T] {
+	var sharded, replicated, routed counts[T]
 	var (
-		h  = int64(m.Hidden)
-		hd = int64(m.HeadDim)
-		nh = int64(m.Heads)
-		l  = int64(m.Layers)
+		h  = T(m.Hidden)
+		hd = T(m.HeadDim)
+		nh = T(m.Heads)
+		l  = T(m.Layers)
 	)
+	one := func(b bool) T {
+		if b {
+			return 1
+		}
+		return 0
+	}
 
 	// Embeddings, LM head and the final norm.
-	sharded.other += int64(m.Vocab) * h
+	sharded.other += T(m.Vocab) * h
 	if !m.TiedEmbeddings {
-		sharded.other += int64(m.Vocab) * h
+		sharded.other += T(m.Vocab) * h
 	}
 	replicated.other += h
 
@@ -123,22 +138,22 @@ func (m *Model) weights(tp, expertGPUs int) weightCount {
 
 	// Linear attention (Gated DeltaNet): in_proj_qkvz and in_proj_ba, the depthwise convolution over q,
 	// k and v, A_log and dt_bias per value head, the gated RMSNorm over a value head, out_proj.
-	if ll := int64(m.LinearLayers); ll > 0 {
-		qk := int64(m.LinearKeyHeads * m.LinearKeyHeadDim)
-		v := int64(m.LinearValueHeads * m.LinearValueHeadDim)
-		nv := int64(m.LinearValueHeads)
+	if ll := T(m.LinearLayers); ll > 0 {
+		qk := T(m.LinearKeyHeads) * T(m.LinearKeyHeadDim)
+		v := T(m.LinearValueHeads) * T(m.LinearValueHeadDim)
+		nv := T(m.LinearValueHeads)
 		sharded.linear += ll * h * (2*qk + 2*v + 2*nv) // in_proj_qkvz, in_proj_ba
 		sharded.linear += ll * v * h                   // out_proj
-		sharded.other += ll * (2*qk + v) * int64(m.LinearConvKernel)
+		sharded.other += ll * (2*qk + v) * T(m.LinearConvKernel)
 		sharded.other += ll * 2 * nv
-		replicated.other += ll * int64(m.LinearValueHeadDim)
+		replicated.other += ll * T(m.LinearValueHeadDim)
 		l -= ll // the attention below is the full-attention layers'
 	}
 
 	// Attention.
 	if m.MLA() {
-		qr, kvr := int64(m.QLoRARank), int64(m.KVLoRARank)
-		rope, nope, v := int64(m.QKRopeHeadDim), int64(m.QKNopeHeadDim), int64(m.VHeadDim)
+		qr, kvr := T(m.QLoRARank), T(m.KVLoRARank)
+		rope, nope, v := T(m.QKRopeHeadDim), T(m.QKNopeHeadDim), T(m.VHeadDim)
 		if qr > 0 {
 			replicated.linear += l * h * qr    // q_a_proj
 			replicated.other += l * qr         // q_a_layernorm
@@ -153,30 +168,30 @@ func (m *Model) weights(tp, expertGPUs int) weightCount {
 		replicated.other += l * one(m.OBias) * h    // o_proj bias
 	} else {
 		// K and V heads replicated below one per GPU count once on every GPU.
-		kv := int64(m.kvHeadsPerGPU(tp)) * int64(tp) * hd
+		kv := T(m.kvHeadsPerGPU(tp)) * T(tp) * hd
 		sharded.linear += l * 2 * h * nh * hd                     // q_proj, o_proj
 		sharded.linear += l * one(m.AttnOutputGate) * h * nh * hd // q_proj's gate half
 		sharded.linear += l * 2 * h * kv                          // k_proj, v_proj
 		sharded.other += l * one(m.QKVBias) * (nh*hd + 2*kv)
 		replicated.other += l * one(m.OBias) * h
 		replicated.other += l * one(m.QKNorm) * 2 * hd
-		sharded.other += l * one(m.QKNormAllHeads) * (nh + int64(m.KVHeads)) * hd
+		sharded.other += l * one(m.QKNormAllHeads) * (nh + T(m.KVHeads)) * hd
 		sharded.other += l * one(m.Sinks) * nh
 	}
 
 	// Dense MLPs: gate, up and down projections.
-	dense := int64(m.Layers - m.MoELayers())
-	in := int64(m.Intermediate)
+	dense := T(m.Layers - m.MoELayers())
+	in := T(m.Intermediate)
 	sharded.linear += dense * 3 * h * in
 	sharded.other += dense * one(m.MLPBias) * 2 * in
 	replicated.other += dense * one(m.MLPBias) * h
 
 	// Experts (routed and shared) and routers.
 	if m.MoE() {
-		moe := int64(m.MoELayers())
-		e, se := int64(m.Experts), int64(m.SharedExperts)
-		mlp := 3 * h * int64(m.MoEIntermediate)
-		bias := m.expertParams() - mlp
+		moe := T(m.MoELayers())
+		e, se := T(m.Experts), T(m.SharedExperts)
+		mlp := 3 * h * T(m.MoEIntermediate)
+		bias := one(m.MLPBias) * (2*T(m.MoEIntermediate) + h) // expertParams less mlp
 		routed.experts += moe * e * mlp
 		routed.other += moe * e * bias
 		sharded.experts += moe * se * mlp
@@ -185,10 +200,10 @@ func (m *Model) weights(tp, expertGPUs int) weightCount {
 		replicated.other += moe * one(m.RouterBias) * e
 	}
 
-	return weightCount{
-		linear:  replicated.linear + ceilDiv(sharded.linear, tp),
-		experts: replicated.experts + ceilDiv(sharded.experts, tp) + ceilDiv(routed.experts, expertGPUs),
-		other:   replicated.other + ceilDiv(sharded.other, tp) + ceilDiv(routed.other, expertGPUs),
+	return counts[T]{
+		linear:  replicated.linear + div(sharded.linear, tp),
+		experts: replicated.experts + div(sharded.experts, tp) + div(routed.experts, expertGPUs),
+		other:   replicated.other + div(sharded.other, tp) + div(routed.other, expertGPUs),
 	}
 }
 
@@ -200,13 +215,6 @@ func (m *Model) expertParams() int64 {
 		n += 2*in + h
 	}
 	return n
-}
-
-func one(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func ceilDiv(a int64, b int) int64 {

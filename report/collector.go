@@ -67,8 +67,9 @@ type Collector struct {
 // the samples of its exact percentiles, a few numbers per request rather than its record.
 type retired struct {
 	tally
-	cols  [nLatencies]samples // by latency; keys: floatKey of the milliseconds
-	first *rejection          // the earliest rejected request, if any
+	cols        [nLatencies]samples // by latency; keys: floatKey of the milliseconds
+	first       *rejection          // the earliest rejected request, if any
+	firstFailed *rejection          // the earliest failed request, if any
 }
 
 // latency names a per-request distribution: each completed request has at most one sample of it.
@@ -90,7 +91,7 @@ var samplers = [nLatencies]func(*request) (float64, bool){
 	e2eLatency:  (*request).e2e,
 }
 
-// rejection is a rejected request's name and reason, for FirstRejection.
+// rejection is a rejected or failed request's name and reason, for FirstRejection and FirstFailure.
 type rejection struct {
 	id     int
 	name   name
@@ -241,6 +242,9 @@ func (c *Collector) retire() {
 		if r.state&rejected != 0 && d.first == nil {
 			d.first = &rejection{id: id, name: c.name(id), reason: c.reasons[id]}
 		}
+		if r.state&failed != 0 && d.firstFailed == nil {
+			d.firstFailed = &rejection{id: id, name: c.name(id), reason: c.reasons[id]}
+		}
 		if r.deliveries < 2 { // no ITL samples for settleGaps to drop by its reason
 			delete(c.reasons, id)
 		}
@@ -384,12 +388,23 @@ func (c *Collector) Identify(id int, requestID string, line int) {
 // FirstRejection returns the earliest-arriving rejected request — its id, and Identify's name and
 // line if given — and why it was rejected; ok is false when no request was rejected.
 func (c *Collector) FirstRejection() (id int, requestID string, line int, reason string, ok bool) {
-	if f := c.done.first; f != nil { // before every request held
+	return c.firstEnded(rejected, c.done.first)
+}
+
+// FirstFailure is FirstRejection for the requests that failed: their worker failed, or none was left.
+func (c *Collector) FirstFailure() (id int, requestID string, line int, reason string, ok bool) {
+	return c.firstEnded(failed, c.done.firstFailed)
+}
+
+// firstEnded is the earliest-arriving request in state s (rejected or failed); f is the earliest of
+// those the collector no longer holds.
+func (c *Collector) firstEnded(s state, f *rejection) (id int, requestID string, line int, reason string, ok bool) {
+	if f != nil { // before every request held
 		return f.id, f.name.requestID, f.name.line, f.reason, true
 	}
 	id = -1
 	for i := range c.reasons { // rejections' and failures' reasons
-		if r := c.record(i); r != nil && r.state&rejected != 0 && (id < 0 || i < id) {
+		if r := c.record(i); r != nil && r.state&s != 0 && (id < 0 || i < id) {
 			id = i
 		}
 	}

@@ -360,3 +360,27 @@ func isSpace(r rune) bool {
 	}
 	return unicode.IsSpace(r)
 }
+
+// appendPieces appends the text of each id appendEncode would append for text: the same cuts, kept as
+// strings (see Pieces).
+func (b *builtin) appendPieces(pieces []string, text string) []string {
+	for i := 0; i < len(text); {
+		end := asciiPiece(text, i)
+		if end == 0 && text[i] == '<' {
+			if m := markerEnd(text, i); m > 0 {
+				pieces = append(pieces, text[i:m])
+				i = m
+				continue
+			}
+		}
+		if end == 0 {
+			end = nextPiece(text, i)
+		}
+		for i < end {
+			j := chunkEnd(text, i, end)
+			pieces = append(pieces, text[i:j])
+			i = j
+		}
+	}
+	return pieces
+}

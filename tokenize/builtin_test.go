@@ -66,6 +66,35 @@ func checkFastPath(t testing.TB, text string) {
 	if got := b.Encode(text); !slices.Equal(got, want) {
 		t.Fatalf("Encode(%q) = %v, want %v (the chunks %q)", text, got, want, pieces(text))
 	}
+	if got := Pieces(b, text); !slices.Equal(got, pieces(text)) {
+		t.Fatalf("Pieces(%q) = %q, want the chunks %q", text, got, pieces(text))
+	}
+}
+
+// TestPieces: the pieces of a built-in tokenizer's ids are the text they encode, one per id (with WithBOS,
+// "" for the BOS), joining into the text, which DecodeToken's words do not; a tokenizer.json's
+// DecodeToken is its tokens' text, so it has no pieces.
+func TestPieces(t *testing.T) {
+	const text = "Hello world, it's <|eot_id|> extraordinarily 12345"
+	for _, tc := range []struct {
+		t    Tokenizer
+		want []string
+	}{
+		{Builtin(), []string{"Hello", " world", ",", " it", "'s", " ", "<|eot_id|>", " extraor", "dinarily", " ", "123", "45"}},
+		{WithBOS(Builtin(), 128000), []string{"", "Hello", " world", ",", " it", "'s", " ", "<|eot_id|>", " extraor", "dinarily", " ", "123", "45"}},
+	} {
+		got := Pieces(tc.t, text)
+		if !slices.Equal(got, tc.want) || strings.Join(got, "") != text || len(got) != len(tc.t.Encode(text)) {
+			t.Errorf("%s: Pieces = %q, want %q: one per id of %v, joining into the text", tc.t.Name(), got, tc.want, tc.t.Encode(text))
+		}
+	}
+	hf, err := FromFile("testdata/bytelevel.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Pieces(hf, text); got != nil {
+		t.Errorf("%s: Pieces = %q, want nil", hf.Name(), got)
+	}
 }
 
 // TestBuiltinFastPath compares Encode with the general path (pieces) on random text drawn from

@@ -112,3 +112,19 @@ func EncodeChatImages(tk Tokenizer, msgs []Message, pieces [][]string, size int)
 	}
 	return ids, starts
 }
+
+// Pieces returns the text each id of t.Encode(text) stands for, where t's tokens are pieces of the text
+// they encode but its DecodeToken does not give them back (Builtin, whose Decode writes common words;
+// with WithBOS, "" for the BOS): they join into text, as a real tokenizer's decoded tokens do, so that
+// an echoed prompt's tokens are its own. nil for any other tokenizer, whose DecodeToken is the text.
+func Pieces(t Tokenizer, text string) []string {
+	switch t := t.(type) {
+	case *builtin:
+		return t.appendPieces(make([]string, 0, encodeRoom(text)), text)
+	case *bosTokenizer:
+		if bt, ok := t.t.(*builtin); ok {
+			return bt.appendPieces(append(make([]string, 0, 1+encodeRoom(text)), ""), text)
+		}
+	}
+	return nil
+}

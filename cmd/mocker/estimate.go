@@ -14,6 +14,7 @@ import (
 
 	"github.com/mocker-sim/mocker/config"
 	"github.com/mocker-sim/mocker/timing"
+	"github.com/mocker-sim/mocker/workload"
 )
 
 // batchShape is the pass `mocker estimate` prices: one prefill chunk and a set of equal decodes.
@@ -74,6 +75,10 @@ func hideWorkloadFlags(fs *pflag.FlagSet) {
 	})
 }
 
+// maxEstimateSeqs bounds --decode-requests: a thousand times an engine rank's largest default batch
+// (1,024 running requests), a batch of 24 MiB; 10^8 sequences took minutes to allocate.
+const maxEstimateSeqs = 1 << 20
+
 func estimate(cfg *config.Config, shape batchShape, breakdown bool, w io.Writer) error {
 	switch {
 	case shape.prefillTokens < 0 || shape.prefillCached < 0 || shape.decodeRequests < 0 || shape.decodeCtx < 0:
@@ -83,6 +88,13 @@ func estimate(cfg *config.Config, shape batchShape, breakdown bool, w io.Writer)
 	case shape.prefillTokens == 0 && shape.decodeRequests == 0:
 		// A pass that computes nothing is no pass: its zeros would read as a price.
 		return fmt.Errorf("estimate: an empty pass: give --prefill-tokens (a prompt chunk) or --decode-requests and --decode-context (decodes), or both")
+	case shape.prefillTokens > workload.MaxTokens-shape.prefillCached:
+		// Bounded before the batch is made: past this a pass's nanoseconds overflowed into a negative pass_ms.
+		return fmt.Errorf("estimate: --prefill-tokens %d + --prefill-cached %d: a sequence of more than %d tokens", shape.prefillTokens, shape.prefillCached, workload.MaxTokens)
+	case shape.decodeCtx > workload.MaxTokens:
+		return fmt.Errorf("estimate: --decode-context %d: a sequence of more than %d tokens", shape.decodeCtx, workload.MaxTokens)
+	case shape.decodeRequests > maxEstimateSeqs:
+		return fmt.Errorf("estimate: --decode-requests %d: more than %d sequences in one pass", shape.decodeRequests, maxEstimateSeqs)
 	}
 	if err := cfg.Validate(); err != nil {
 		return err

@@ -100,3 +100,39 @@ func TestRoundParts(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateBoundsTheShape: a pass's token counts are bounded before the batch is built, naming the
+// flag: --prefill-tokens 99999999999 printed a negative pass_ms (the duration overflowed), and
+// --decode-requests 100000000 allocated a batch of 10^8 sequences and ran for minutes. At the bounds the
+// pass is priced, and its time is positive.
+func TestEstimateBoundsTheShape(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"--prefill-tokens 99999999999", "estimate: --prefill-tokens 99999999999 + --prefill-cached 0: a sequence of more than 16777216 tokens"},
+		{"--prefill-tokens 10 --prefill-cached 16777216", "estimate: --prefill-tokens 10 + --prefill-cached 16777216: a sequence of more than 16777216 tokens"},
+		{"--decode-requests 1 --decode-context 16777217", "estimate: --decode-context 16777217: a sequence of more than 16777216 tokens"},
+		{"--decode-requests 100000000 --decode-context 1", "estimate: --decode-requests 100000000: more than 1048576 sequences in one pass"},
+	} {
+		out, _, err := mocker(t, append([]string{"estimate", "--timing", "polynomial"}, strings.Fields(tc.args)...)...)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %q, error %v; want %q", tc.args, out, err, tc.want)
+		}
+	}
+	for _, args := range []string{
+		"--prefill-tokens 16777216",
+		"--prefill-tokens 1 --prefill-cached 16777215",
+		"--decode-requests 1048576 --decode-context 16777216",
+	} {
+		for _, tm := range []string{"polynomial", "default"} {
+			out, _, err := mocker(t, append([]string{"estimate", "--timing", tm}, strings.Fields(args)...)...)
+			if err != nil {
+				t.Fatalf("%s --timing %s: %v", args, tm, err)
+			}
+			var got struct {
+				PassMs float64 `json:"pass_ms"`
+			}
+			if err := json.Unmarshal([]byte(out), &got); err != nil || got.PassMs <= 0 {
+				t.Errorf("%s --timing %s: %q (%v): want a positive pass_ms", args, tm, out, err)
+			}
+		}
+	}
+}

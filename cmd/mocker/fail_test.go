@@ -73,3 +73,31 @@ func TestPredictFailWorker(t *testing.T) {
 		}
 	}
 }
+
+// TestNothingCompletedForFailures: a run in which every request failed says how many and why the first
+// did, as one whose requests were all rejected does; it said only "no request completed". A trace's
+// request is named by its line; with one completed request the run succeeds.
+func TestNothingCompletedForFailures(t *testing.T) {
+	out, _, err := mocker(t, "predict", "--num-requests", "3", "--fail-worker", "0@0")
+	if want := `no request completed: 3 of 3 requests failed; the first (request "0"): no agg worker left`; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	if !strings.Contains(out, "Failed requests:                         3") {
+		t.Errorf("no summary:\n%s", out)
+	}
+	trace := filepath.Join(t.TempDir(), "t.jsonl")
+	os.WriteFile(trace, []byte(`{"timestamp": 0, "input_length": 100, "output_length": 5}
+{"timestamp": 5000, "input_length": 100, "output_length": 5}
+`), 0o644)
+	_, _, err = mocker(t, "predict", "--trace", trace, "--fail-worker", "0@1s")
+	if err != nil {
+		t.Errorf("one of two completed: %v", err)
+	}
+	// Kept whole (--perfetto) or forgotten as they end, the requests name the same first failure.
+	for _, more := range [][]string{nil, {"--perfetto", filepath.Join(t.TempDir(), "p.json")}} {
+		_, _, err = mocker(t, append([]string{"predict", "--trace", trace, "--fail-worker", "0@0"}, more...)...)
+		if want := `no request completed: 2 of 2 requests failed; the first (trace line 1): no agg worker left`; err == nil || err.Error() != want {
+			t.Errorf("%v: error %v, want %q", more, err, want)
+		}
+	}
+}

@@ -182,5 +182,5 @@ func runWorker(ctx context.Context, cfg *config.Config, n int, o live.Options, n
 	}
 	wg.Wait()
 	nc.Flush()
-	return errors.Join(errs...)
+	return shutdownError(errors.Join(errs...), cfg.ShutdownTimeoutS)
 }

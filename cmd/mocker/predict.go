@@ -223,30 +223,40 @@ func describePredict(cfg *config.Config, timing report.Timing) string {
 }
 
 // rejections warns on stderr of rejected requests, saying how many and why the first was (contextHint);
-// a run in which no request completed is an error.
+// a run in which no request completed is an error, saying the same of its rejected and failed requests.
 func rejections(res *sim.Result, cfg *config.Config, stderr io.Writer) error {
 	s := &res.Summary
-	id, requestID, line, reason, ok := res.Collector.FirstRejection()
-	if !ok {
-		if s.CompletedRequests == 0 {
-			return errors.New("no request completed")
-		}
-		return nil
+	total := s.CompletedRequests + s.RejectedRequests + s.FailedRequests + s.IncompleteRequests
+	var whys []string
+	if id, requestID, line, reason, ok := res.Collector.FirstRejection(); ok {
+		whys = append(whys, fmt.Sprintf("%d of %d requests rejected; the first (%s): %s", s.RejectedRequests, total,
+			requestName(id, requestID, line), contextHint(cfg, reason)))
 	}
-	which := fmt.Sprintf("request %q", requestID)
+	if s.CompletedRequests > 0 {
+		if len(whys) > 0 {
+			fmt.Fprintf(stderr, "warning: %s\n", whys[0])
+		}
+		return nil // failures are in the summary
+	}
+	if id, requestID, line, reason, ok := res.Collector.FirstFailure(); ok {
+		whys = append(whys, fmt.Sprintf("%d of %d requests failed; the first (%s): %s", s.FailedRequests, total,
+			requestName(id, requestID, line), reason))
+	}
+	if len(whys) == 0 {
+		return errors.New("no request completed")
+	}
+	return fmt.Errorf("no request completed: %s", strings.Join(whys, "; "))
+}
+
+// requestName names a request in a message: by its trace line, else its request_id, else its index.
+func requestName(id int, requestID string, line int) string {
 	switch {
 	case line > 0:
-		which = fmt.Sprintf("trace line %d", line)
+		return fmt.Sprintf("trace line %d", line)
 	case requestID == "":
-		which = fmt.Sprintf("request %d", id)
+		return fmt.Sprintf("request %d", id)
 	}
-	why := fmt.Sprintf("%d of %d requests rejected; the first (%s): %s", s.RejectedRequests,
-		s.CompletedRequests+s.RejectedRequests+s.IncompleteRequests, which, contextHint(cfg, reason))
-	if s.CompletedRequests == 0 {
-		return fmt.Errorf("no request completed: %s", why)
-	}
-	fmt.Fprintf(stderr, "warning: %s\n", why)
-	return nil
+	return fmt.Sprintf("request %q", requestID)
 }
 
 // contextHint is an engine's reason for rejecting a request, and where the bound came from when it is
@@ -268,13 +278,16 @@ type output struct {
 
 // checkOutputs makes sure, before a run that may take minutes, that every report file can be
 // written: its directory exists and takes a new file, it is not a directory, no two outputs share
-// a path, and none overwrites an input.
+// a path, and none overwrites an input. A symbolic link is checked as the file it names; a device
+// or a named pipe (/dev/null, /dev/stdout) is written as it is (report.Target), by any number of
+// outputs.
 func checkOutputs(outputs []*output, cfg *config.Config) error {
 	seen := map[string]string{}
 	for _, in := range []struct{ flag, path string }{
 		{"trace", cfg.Trace}, {"planner-config", cfg.PlannerConfig}, {"model-config", cfg.ModelConfig}, {"profile", cfg.Profile},
 	} {
-		if abs, err := filepath.Abs(in.path); in.path != "" && err == nil {
+		target, _ := report.Target(in.path)
+		if abs, err := filepath.Abs(target); in.path != "" && err == nil {
 			seen[abs] = in.flag
 		}
 	}
@@ -283,7 +296,17 @@ func checkOutputs(outputs []*output, cfg *config.Config) error {
 			continue
 		}
 		fail := func(err error) error { return fmt.Errorf("--%s %s: %w", o.flag, o.path, err) }
-		abs, err := filepath.Abs(o.path)
+		if o.path == "-" { // a file named "-" is never what was meant
+			return fail(errors.New("not a file name: /dev/stdout writes to standard output, after the summary"))
+		}
+		if fi, err := os.Stat(o.path); err == nil && fi.IsDir() {
+			return fail(errors.New("is a directory"))
+		}
+		target, inPlace := report.Target(o.path)
+		if inPlace {
+			continue
+		}
+		abs, err := filepath.Abs(target)
 		if err != nil {
 			return fail(err)
 		}
@@ -291,10 +314,7 @@ func checkOutputs(outputs []*output, cfg *config.Config) error {
 			return fail(fmt.Errorf("is also --%s", other))
 		}
 		seen[abs] = o.flag
-		if fi, err := os.Stat(o.path); err == nil && fi.IsDir() {
-			return fail(errors.New("is a directory"))
-		}
-		dir := filepath.Dir(o.path)
+		dir := filepath.Dir(target)
 		if fi, err := os.Stat(dir); err != nil {
 			return fail(fmt.Errorf("directory %s: %w", dir, unwrapPath(err)))
 		} else if !fi.IsDir() {

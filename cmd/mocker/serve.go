@@ -374,7 +374,7 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 	for _, whs := range workerHS {
 		whs.Shutdown(sctx) // its requests drain; the workers stop with the server below
 	}
-	err = srv.Shutdown(sctx, hs)
+	err = shutdownError(srv.Shutdown(sctx, hs), cfg.ShutdownTimeoutS)
 	for range 1 + len(workerHS) {
 		if err := <-errc; err != nil {
 			return err
@@ -385,6 +385,15 @@ func serveAs(ctx context.Context, cfg *config.Config, stderr io.Writer, ready ch
 		if err := srv.CheckInvariants(); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
+	}
+	return err
+}
+
+// shutdownError names --shutdown-timeout where it ran out with requests still in flight: the bare
+// "context deadline exceeded" named nothing.
+func shutdownError(err error, timeoutS float64) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shutdown: --shutdown-timeout %gs ran out with requests still in flight, which were cut off", timeoutS)
 	}
 	return err
 }

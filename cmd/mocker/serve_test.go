@@ -572,6 +572,38 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 }
 
+// TestServeShutdownTimeoutNamed: a stream still running when --shutdown-timeout runs out is cut off,
+// and serve fails naming the flag and what happened; it failed with a bare "context deadline exceeded".
+// The stream would take 100 s (100,000 tokens of 1 ms) and the timeout is 10 ms.
+func TestServeShutdownTimeoutNamed(t *testing.T) {
+	cfg := serveConfig()
+	cfg.NATS = "none"
+	cfg.Timing, cfg.PrefillMs, cfg.DecodeMs, cfg.SpeedupRatio = "fixed", 0, 1, 1
+	cfg.Port = 0
+	cfg.ShutdownTimeoutS = 0.01
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan *serving, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, &cfg, io.Discard, ready) }()
+	info := <-ready
+	c := openai.NewClient(option.WithBaseURL("http://"+info.Addr+"/v1/"), option.WithAPIKey("x"), option.WithMaxRetries(0))
+	st := c.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
+		Model:     "llama-3.1-8b",
+		Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(servePrompt)},
+		MaxTokens: openai.Int(100000),
+	})
+	defer st.Close()
+	if !st.Next() {
+		t.Fatalf("no first chunk: %v", st.Err())
+	}
+	cancel() // as SIGTERM does
+	want := "shutdown: --shutdown-timeout 0.01s ran out with requests still in flight, which were cut off"
+	if err := <-done; err == nil || err.Error() != want {
+		t.Fatalf("serve: %v, want %q", err, want)
+	}
+}
+
 // TestServeShutdownTimeoutZero: `--shutdown-timeout 0` is valid, and an idle server given it shuts down
 // cleanly: serve returns nil (it used to fail with "context deadline exceeded", exit 1).
 func TestServeShutdownTimeoutZero(t *testing.T) {

@@ -1,0 +1,70 @@
+//go:build unix
+
+package report
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+)
+
+// TestWriteFileInPlace: a path that is no regular file (a named pipe here, as /dev/null and /dev/stdout
+// are devices) is written into, and stays what it was. WriteFile renamed a temporary file over it, which
+// replaced /dev/null with a regular file when run as root.
+func TestWriteFileInPlace(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	// Opened without blocking, the reader lets the writer open; with no writer it reads EOF at once.
+	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := WriteFile(fifo, func(w io.Writer) error { _, err := io.WriteString(w, "report"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	if string(got) != "report" {
+		t.Errorf("the pipe's reader got %q (%v), want \"report\"", got, err)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("after WriteFile the pipe is %v (%v), want a named pipe", fi.Mode(), err)
+	}
+	if got := names(t, dir); !slices.Equal(got, []string{"fifo"}) {
+		t.Errorf("directory holds %q, want only fifo", got)
+	}
+}
+
+// TestWriteFileSymlink: a symbolic link to a report is kept, and the file it names is replaced
+// (atomically, in the file's own directory); WriteFile replaced the link with a file.
+func TestWriteFileSymlink(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	target, link := filepath.Join(other, "report.json"), filepath.Join(dir, "link.json")
+	if err := os.WriteFile(target, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	if err := WriteFile(link, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("after WriteFile the link is %v (%v), want a symbolic link", fi.Mode(), err)
+	}
+	if got, err := os.ReadFile(target); string(got) != "new" {
+		t.Errorf("the linked file holds %q (%v), want \"new\"", got, err)
+	}
+	if got := names(t, dir); !slices.Equal(got, []string{"link.json"}) {
+		t.Errorf("the link's directory holds %q, want only link.json", got)
+	}
+	if got := names(t, other); !slices.Equal(got, []string{"report.json"}) {
+		t.Errorf("the file's directory holds %q, want only report.json", got)
+	}
+}
