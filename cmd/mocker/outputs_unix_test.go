@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -56,5 +57,88 @@ func TestOutputsIntoPipesAndLinks(t *testing.T) {
 	}
 	if _, _, err := mocker(t, "predict", "--trace", trace, "--report-json", traceLink); err == nil || err.Error() != "--report-json "+traceLink+": is also --trace" {
 		t.Errorf("--report-json a link to the trace: %v", err)
+	}
+}
+
+// TestRecommendReadsAPipedTraceOnce: a search reads its trace for its bounds and for every run, and a
+// pipe (--trace <(zcat t.jsonl.gz)) gives its bytes once: recommend copies it first, finding what it
+// finds on the file, and leaves no copy behind; with --nats, whose workers read the trace's path, it
+// refuses the pipe before reaching the server.
+func TestRecommendReadsAPipedTraceOnce(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	var trace strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&trace, `{"timestamp": %d, "input_length": 600, "output_length": 20, "hash_ids": [%d, %d]}`+"\n", i*100, i%3, 10+i)
+	}
+	file := filepath.Join(dir, "t.jsonl")
+	if err := os.WriteFile(file, []byte(trace.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	// The writer gives the trace to the first reader and nothing to any later one (each later open
+	// reads an end of file at once, as a spent pipe would give), until the test is done with it.
+	done, wrote := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for first := true; ; first = false {
+			w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // blocks until a reader opens it
+			if err != nil {
+				wrote <- err
+				return
+			}
+			select {
+			case <-done:
+				w.Close()
+				wrote <- nil
+				return
+			default:
+			}
+			if first {
+				_, err = io.WriteString(w, trace.String())
+			}
+			w.Close()
+			if err != nil {
+				wrote <- err
+				return
+			}
+		}
+	}()
+	args := []string{"recommend", "--ttft-p90-ms", "5000", "--itl-p90-ms", "300", "--tp-list", "1", "--max-workers", "2"}
+	table := func(out string) string { // without the line of the search's wall time
+		var keep []string
+		for _, l := range strings.Split(out, "\n") {
+			if !strings.Contains(l, "wall time") {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	piped, _, perr := mocker(t, append(args, "--trace", fifo)...)
+	close(done)
+	if r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil { // frees the writer's open
+		r.Close()
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	want, _, err := mocker(t, append(args, "--trace", file)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(want, "vllm agg tp1") || table(piped) != table(want) {
+		t.Errorf("through a pipe:\n%s\nwant, as from the file:\n%s", piped, want)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "mocker-trace-*")); len(left) > 0 {
+		t.Errorf("copies left behind: %v", left)
+	}
+	_, _, err = mocker(t, append(args, "--trace", fifo, "--nats", "nats://127.0.0.1:1")...)
+	if want := "--trace " + fifo + ": not a regular file, and --nats's sweep workers read the trace from its path: give a file"; err == nil || err.Error() != want {
+		t.Errorf("with --nats: %v, want %q", err, want)
 	}
 }
