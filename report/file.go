@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // WriteFile writes the file at path atomically with what write produces: it writes to a
@@ -14,8 +15,8 @@ import (
 // returned nil and every step succeeded. On any failure, or if write panics, the temporary
 // file is removed and an existing file at path is left untouched, so a reader sees the old
 // report or the new one, never a torn one. The new file has mode 0644. A path that is a
-// symbolic link replaces the file it names, and one that names no regular file (/dev/null,
-// /dev/stdout, a named pipe) is written in place (Target).
+// symbolic link replaces the file it names, and one that names no regular file (/dev/null, a named
+// pipe) or an open descriptor (/dev/stdout) is written in place (Target).
 //
 // write gets a buffered writer; it need not flush it.
 func WriteFile(path string, write func(io.Writer) error) error {
@@ -67,16 +68,18 @@ func WriteFile(path string, write func(io.Writer) error) error {
 	return nil
 }
 
-// Target is the file WriteFile replaces for path: the regular file a symbolic link names, so that the
-// link stays; and inPlace when path exists and is neither a regular file nor a directory (a device
-// such as /dev/null or /dev/stdout, a named pipe), which WriteFile writes into as it is: renaming a
-// file over it replaced the device, run as root, with a regular file.
+// Target is the file WriteFile replaces for path: the file a symbolic link names (or would name, a link
+// to a file not yet written), so that the link stays; and inPlace when path exists and is neither a
+// regular file nor a directory (a device such as /dev/null, a named pipe), or names an open descriptor
+// (/dev/stdout → /proc/self/fd/1, whichever file the shell sent it to), which WriteFile writes into as
+// it is: renaming a file over it replaced the device, run as root, with a regular file, and a file
+// standard output was sent to with a file holding the report alone.
 func Target(path string) (target string, inPlace bool) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return path, false // a new file (or a dangling link, replaced)
+		return dangling(path), false // a new file
 	}
-	if !fi.Mode().IsRegular() && !fi.IsDir() {
+	if !fi.Mode().IsRegular() && !fi.IsDir() || throughDescriptor(path) {
 		return path, true
 	}
 	if real, err := filepath.EvalSymlinks(path); err == nil {
@@ -85,21 +88,84 @@ func Target(path string) (target string, inPlace bool) {
 	return path, false
 }
 
-// writeInPlace writes what write produces into path, which is not a regular file: there is nothing to
-// replace atomically, and what a reader sees is a stream.
-func writeInPlace(path string, write func(io.Writer) error) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return fmt.Errorf("report: write %s: %w", path, unwrapPath(err))
+// maxLinks bounds the symbolic links followed from one path, as the kernel's 40.
+const maxLinks = 40
+
+// throughDescriptor reports whether path, or a link on the way from it, is a name of an open file
+// descriptor (/proc/self/fd/N, /dev/fd/N).
+func throughDescriptor(path string) bool {
+	for range maxLinks {
+		if abs, err := filepath.Abs(path); err == nil && (strings.HasPrefix(abs, "/proc/") || strings.HasPrefix(abs, "/dev/fd/")) {
+			return true
+		}
+		next, ok := readLink(path)
+		if !ok {
+			return false
+		}
+		path = next
 	}
-	defer f.Close() // on a panic; Close twice is harmless
+	return false
+}
+
+// dangling is where a file written at path would be: the end of the symbolic links from path, or path.
+func dangling(path string) string {
+	for range maxLinks {
+		next, ok := readLink(path)
+		if !ok {
+			return path
+		}
+		path = next
+	}
+	return path
+}
+
+// readLink is what the symbolic link path names, from path's directory; ok is false if path is no link.
+func readLink(path string) (string, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		return "", false
+	}
+	link, err := os.Readlink(path)
+	if err != nil {
+		return "", false
+	}
+	if !filepath.IsAbs(link) {
+		link = filepath.Join(filepath.Dir(path), link)
+	}
+	return link, true
+}
+
+// writeInPlace writes what write produces into path, which is not a regular file to replace: a device,
+// a pipe, or a descriptor's file. Standard output's and error's own file is written through the
+// process's descriptor, after what was written there; another is opened to append, so that a file
+// a descriptor names keeps what it holds.
+func writeInPlace(path string, write func(io.Writer) error) error {
+	var f *os.File
+	if fi, err := os.Stat(path); err == nil {
+		for _, std := range []*os.File{os.Stdout, os.Stderr} {
+			if sfi, err := std.Stat(); err == nil && os.SameFile(fi, sfi) {
+				f = std
+				break
+			}
+		}
+	}
+	own := f == nil
+	if own {
+		var err error
+		if f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0); err != nil {
+			return fmt.Errorf("report: write %s: %w", path, unwrapPath(err))
+		}
+		defer f.Close() // on a panic; Close twice is harmless
+	}
 	bw := bufio.NewWriterSize(f, 64<<10)
-	err = write(bw)
+	err := write(bw)
 	if err == nil {
 		err = bw.Flush()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if own {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("report: write %s: %w", path, err)

@@ -3,6 +3,7 @@
 package report
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -66,5 +67,66 @@ func TestWriteFileSymlink(t *testing.T) {
 	}
 	if got := names(t, other); !slices.Equal(got, []string{"report.json"}) {
 		t.Errorf("the file's directory holds %q, want only report.json", got)
+	}
+}
+
+// TestWriteFileThroughDescriptor: a path that names an open descriptor (/dev/stdout is
+// /proc/self/fd/1) writes into the file the descriptor has, after what it holds; the process's own
+// standard output is written through its descriptor, so that what it writes next lands after the report.
+// Renaming over the path resolved to that file replaced the file with the report alone.
+func TestWriteFileThroughDescriptor(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "out.txt")
+	for _, asStdout := range []bool{false, true} {
+		f, err := os.Create(out) // as a shell's > opens it
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(f, "summary\n")
+		before, _ := f.Stat()
+		saved := os.Stdout
+		if asStdout {
+			os.Stdout = f
+		}
+		path := fmt.Sprintf("/proc/self/fd/%d", f.Fd())
+		err = WriteFile(path, func(w io.Writer) error { _, err := io.WriteString(w, "report\n"); return err })
+		os.Stdout = saved
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "summary\nreport\n"
+		if asStdout { // written through the descriptor itself, whose offset what follows takes up
+			io.WriteString(f, "after\n")
+			want += "after\n"
+		}
+		f.Close()
+		got, err := os.ReadFile(out)
+		if string(got) != want {
+			t.Errorf("standard output %v: the file holds %q (%v), want %q", asStdout, got, err, want)
+		}
+		if now, err := os.Stat(out); err != nil || !os.SameFile(before, now) {
+			t.Errorf("standard output %v: the file was replaced (%v)", asStdout, err)
+		}
+	}
+}
+
+// TestWriteFileDanglingLink: a link to a report not yet written stays a link, and the report is
+// written where it points.
+func TestWriteFileDanglingLink(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	link, target := filepath.Join(dir, "latest.json"), filepath.Join(other, "r1.json")
+	if err := os.Symlink(target, link); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	if err := WriteFile(link, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("after WriteFile the link is %v (%v), want a symbolic link", fi.Mode(), err)
+	}
+	if got, err := os.ReadFile(target); string(got) != "new" {
+		t.Errorf("the file the link names holds %q (%v), want \"new\"", got, err)
 	}
 }
