@@ -672,16 +672,16 @@ func (c *Config) validateDeployment() error {
 		return bad("kv-cache-dtype", c.KVCacheDtype, "want auto, bf16 or fp8")
 	case !(c.GPUMemoryUtilization > 0 && c.GPUMemoryUtilization <= 1):
 		return bad("gpu-memory-utilization", c.GPUMemoryUtilization, "must be in (0, 1]")
-	case c.PrefillMs < 0 || math.IsNaN(c.PrefillMs) || math.IsInf(c.PrefillMs, 0):
-		return bad("prefill-ms", c.PrefillMs, "must be a finite number >= 0")
-	case c.DecodeMs < 0 || math.IsNaN(c.DecodeMs) || math.IsInf(c.DecodeMs, 0):
-		return bad("decode-ms", c.DecodeMs, "must be a finite number >= 0")
-	case !(c.SpeedupRatio > 0):
-		return bad("speedup-ratio", c.SpeedupRatio, "must be > 0 (inf: passes take no time)")
-	case !(c.DecodeSpeedupRatio > 0):
-		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, "must be > 0")
-	case c.HostOverheadUs < 0 || math.IsNaN(c.HostOverheadUs) || math.IsInf(c.HostOverheadUs, 0):
-		return bad("host-overhead-us", c.HostOverheadUs, "must be a finite number >= 0")
+	case !(c.PrefillMs >= 0 && c.PrefillMs <= maxPassMs):
+		return bad("prefill-ms", c.PrefillMs, fmt.Sprintf("must be from 0 to %g (an hour a pass)", float64(maxPassMs)))
+	case !(c.DecodeMs >= 0 && c.DecodeMs <= maxPassMs):
+		return bad("decode-ms", c.DecodeMs, fmt.Sprintf("must be from 0 to %g (an hour a pass)", float64(maxPassMs)))
+	case !(c.SpeedupRatio >= minSpeedup):
+		return bad("speedup-ratio", c.SpeedupRatio, fmt.Sprintf("must be at least %g (passes at most %g times as long; inf: passes take no time)", minSpeedup, 1/minSpeedup))
+	case !(c.DecodeSpeedupRatio >= minSpeedup):
+		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, fmt.Sprintf("must be at least %g (decode passes at most %g times as long)", minSpeedup, 1/minSpeedup))
+	case !(c.HostOverheadUs >= 0 && c.HostOverheadUs <= maxPassMs*1000):
+		return bad("host-overhead-us", c.HostOverheadUs, fmt.Sprintf("must be from 0 to %g (an hour a pass)", float64(maxPassMs*1000)))
 	}
 	if c.PrefillWorkers == 0 { // disaggregated: validateRoles checks each pool's (validatePoolSplits)
 		for _, check := range []func() error{c.validateEPSplit, c.validateDPAttention, c.validateTPSplit} {
@@ -692,6 +692,14 @@ func (c *Config) validateDeployment() error {
 	}
 	return nil
 }
+
+// maxPassMs and minSpeedup bound what sets a pass's time directly, so that every time a run reckons
+// stays far inside a time.Duration (292 years): --prefill-ms 1e300 or --speedup-ratio 1e-12 wrapped
+// passes to negative durations.
+const (
+	maxPassMs  = 3_600_000
+	minSpeedup = 1e-3
+)
 
 // validateEPSplit refuses an --ep that does not divide the GPUs the experts are sharded over: tp, or
 // tp × dp-size with --dp-attention. Disaggregated, each pool's (validatePoolSplits): the shared settings
