@@ -556,6 +556,8 @@ func (s *Server) fleetChunk(m *nats.Msg) {
 			err = errClosed
 		case "shutdown":
 			err = fmt.Errorf("%w (worker %016x shut down before it finished)", errWorkerLost, rr.w.id)
+		default: // a kind a newer worker sends: an end this frontend cannot read is no success
+			err = fmt.Errorf("worker: request ended as %q: %s", c.Kind, c.Error)
 		}
 		if err != nil {
 			rr.st.fail(err)

@@ -569,6 +569,54 @@ func FuzzFleetChunk(f *testing.F) {
 	})
 }
 
+// TestFleetChunkEnds: how a worker's done chunk ends the client's stream, by its kind; a kind this
+// frontend does not know (a newer worker's) fails the stream, where it was taken as a success and a
+// cut-off answer returned as whole.
+func TestFleetChunkEnds(t *testing.T) {
+	ns, url, err := natsevents.StartEmbedded(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	o := testOptions(5, 1, math.Inf(1))
+	o.Workers, o.Fleet = 0, &FleetOptions{Conn: nc, TTL: time.Hour}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tc := range []struct{ chunk, err string }{
+		{`{"tokens":[7],"ends":[1],"done":true}`, ""},
+		{`{"done":true,"error":"boom"}`, "worker: boom"},
+		{`{"done":true,"kind":"busy"}`, errBusy.Error()},
+		{`{"done":true,"kind":"paused","error":"later"}`, `worker: request ended as "paused": later`},
+	} {
+		w := &remote{id: 9, slot: 5, dp: 1, reqs: map[uint64]*remoteReq{}}
+		st := newStream(1, 4, time.Now(), nil)
+		rr := &remoteReq{req: s.newRequest([]uint32{1, 2, 3, 4}, 8, ""), st: st, w: w, started: true}
+		rr.req.ID = 1
+		s.mu.Lock()
+		s.fleet.reqs[1], w.reqs[1] = rr, rr
+		s.mu.Unlock()
+		s.fleetChunk(&nats.Msg{Subject: s.fleet.inbox + ".1.5", Data: []byte(tc.chunk)})
+		var got error
+		for range 3 { // a token, then the end: a bounded number of reads
+			_, _, done, err := st.Next(nil, nil)
+			if got = err; done || err != nil {
+				break
+			}
+		}
+		if tc.err == "" && got != nil || tc.err != "" && (got == nil || got.Error() != tc.err) {
+			t.Errorf("%s: the stream ended with %v, want %q", tc.chunk, got, tc.err)
+		}
+	}
+}
+
 // TestFleetClosedConn: a frontend on a closed connection fails to start, with the cause, and does not
 // hang closing what it began.
 func TestFleetClosedConn(t *testing.T) {
