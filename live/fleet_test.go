@@ -190,7 +190,11 @@ func TestFleetDrainCutOff(t *testing.T) {
 				Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(strconv.Itoa(i) + " " + longPrompt)}})
 			errs <- err
 		}()
-		fleetWait(t, "the request on worker 1", func() bool { return s.FleetWorkers()[1].Running == 1 && s.router.Queued() == 0 })
+		// The first runs; the second waits in the worker's engine (one sequence at a time).
+		fleetWait(t, "the request on worker 1", func() bool {
+			st := s.FleetWorkers()[1]
+			return st.Running == 1 && st.Waiting == i && s.router.Queued() == 0
+		})
 	}
 	startFleetWorker(t, url, o, 2)
 	fleetWait(t, "worker 2", func() bool { return len(s.FleetWorkers()) == 2 })

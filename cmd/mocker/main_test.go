@@ -701,7 +701,7 @@ func TestOutputsCheckedBeforeTheRun(t *testing.T) {
 		{[]string{"--report-json", filepath.Join(dir, "r"), "--requests-jsonl", filepath.Join(dir, "r")}, "--requests-jsonl " + filepath.Join(dir, "r") + ": is also --report-json"},
 		{[]string{"--report-json", trace}, "--report-json " + trace + ": is also --trace"},
 		{[]string{"--html", dir}, "--html " + dir + ": is a directory"},
-		{[]string{"--report-json", "-"}, "--report-json -: not a file name: /dev/stdout writes to standard output, after the summary"},
+		{[]string{"--report-json", "-"}, "--report-json -: not a file name: give /dev/stdout for standard output"},
 	} {
 		out, stderr, err := mocker(t, append([]string{"predict", "--trace", trace}, tc.args...)...)
 		if err == nil || err.Error() != tc.want {

@@ -297,7 +297,7 @@ func checkOutputs(outputs []*output, cfg *config.Config) error {
 		}
 		fail := func(err error) error { return fmt.Errorf("--%s %s: %w", o.flag, o.path, err) }
 		if o.path == "-" { // a file named "-" is never what was meant
-			return fail(errors.New("not a file name: /dev/stdout writes to standard output, after the summary"))
+			return fail(errors.New("not a file name: give /dev/stdout for standard output"))
 		}
 		if fi, err := os.Stat(o.path); err == nil && fi.IsDir() {
 			return fail(errors.New("is a directory"))
