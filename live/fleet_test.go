@@ -519,6 +519,41 @@ func TestFleetWorkerRefuses(t *testing.T) {
 	}
 }
 
+// chunkFrontend is a frontend with no workers, for chunks handed to it directly (fleetChunk).
+func chunkFrontend(tb testing.TB) *Server {
+	ns, url, err := natsevents.StartEmbedded(0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	nc, err := nats.Connect(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	o := testOptions(5, 1, math.Inf(1))
+	o.Workers, o.Fleet = 0, &FleetOptions{Conn: nc, TTL: time.Hour}
+	s, err := New(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// remoteOnSlot5 makes request 1 the frontend's, sent to a worker on router slot 5 (reply subject
+// INBOX.1.5), started or not; its stream is what the client reads.
+func remoteOnSlot5(s *Server, started bool) *Stream {
+	w := &remote{id: 9, slot: 5, dp: 1, reqs: map[uint64]*remoteReq{}}
+	st := newStream(1, 4, time.Now(), nil)
+	rr := &remoteReq{req: s.newRequest([]uint32{1, 2, 3, 4}, 8, ""), st: st, w: w, started: started}
+	rr.req.ID = 1
+	s.mu.Lock()
+	s.fleet.reqs[1], w.reqs[1] = rr, rr
+	s.mu.Unlock()
+	return st
+}
+
 // FuzzFleetChunk: whatever a worker (or anyone on NATS) sends to a frontend's reply subject, the
 // frontend does not panic, hands the stream no more tokens than the chunk carries, and a done chunk
 // ends the stream and forgets the request.
@@ -530,31 +565,9 @@ func FuzzFleetChunk(f *testing.F) {
 	f.Add([]byte(`{"done":true,"error":"draining","kind":"closed"}`))
 	f.Add([]byte(`{"done":true,"kind":"busy"}`))
 	f.Add([]byte(`null`))
-	ns, url, err := natsevents.StartEmbedded(0)
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer nc.Close()
-	o := testOptions(5, 1, math.Inf(1))
-	o.Workers, o.Fleet = 0, &FleetOptions{Conn: nc, TTL: time.Hour}
-	s, err := New(o)
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer s.Close()
+	s := chunkFrontend(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		w := &remote{id: 9, slot: 5, dp: 1, reqs: map[uint64]*remoteReq{}}
-		st := newStream(1, 4, time.Now(), nil)
-		rr := &remoteReq{req: s.newRequest([]uint32{1, 2, 3, 4}, 8, ""), st: st, w: w}
-		rr.req.ID = 1
-		s.mu.Lock()
-		s.fleet.reqs[1], w.reqs[1] = rr, rr
-		s.mu.Unlock()
+		st := remoteOnSlot5(s, false)
 		s.fleetChunk(&nats.Msg{Subject: s.fleet.inbox + ".1.5", Data: data})
 		var c fleetChunk
 		valid := json.Unmarshal(data, &c) == nil
@@ -577,36 +590,14 @@ func FuzzFleetChunk(f *testing.F) {
 // frontend does not know (a newer worker's) fails the stream, where it was taken as a success and a
 // cut-off answer returned as whole.
 func TestFleetChunkEnds(t *testing.T) {
-	ns, url, err := natsevents.StartEmbedded(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	o := testOptions(5, 1, math.Inf(1))
-	o.Workers, o.Fleet = 0, &FleetOptions{Conn: nc, TTL: time.Hour}
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := chunkFrontend(t)
 	for _, tc := range []struct{ chunk, err string }{
 		{`{"tokens":[7],"ends":[1],"done":true}`, ""},
 		{`{"done":true,"error":"boom"}`, "worker: boom"},
 		{`{"done":true,"kind":"busy"}`, errBusy.Error()},
 		{`{"done":true,"kind":"paused","error":"later"}`, `worker: request ended as "paused": later`},
 	} {
-		w := &remote{id: 9, slot: 5, dp: 1, reqs: map[uint64]*remoteReq{}}
-		st := newStream(1, 4, time.Now(), nil)
-		rr := &remoteReq{req: s.newRequest([]uint32{1, 2, 3, 4}, 8, ""), st: st, w: w, started: true}
-		rr.req.ID = 1
-		s.mu.Lock()
-		s.fleet.reqs[1], w.reqs[1] = rr, rr
-		s.mu.Unlock()
+		st := remoteOnSlot5(s, true)
 		s.fleetChunk(&nats.Msg{Subject: s.fleet.inbox + ".1.5", Data: []byte(tc.chunk)})
 		var got error
 		for range 3 { // a token, then the end: a bounded number of reads
