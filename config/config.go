@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"net"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -225,6 +226,8 @@ type Config struct {
 	role string `yaml:"-"`
 	// roleKeys are the settings that pool gave itself (Role.Keys), to name them as given: --prefill-profile.
 	roleKeys []string `yaml:"-"`
+	// trace holds the trace's bytes once HoldTrace has read a trace that is not a regular file.
+	trace []byte
 }
 
 // Default is the configuration of `mocker predict` with no flags: one vLLM worker with vLLM's defaults and
@@ -679,9 +682,9 @@ func (c *Config) validateDeployment() error {
 	case !(c.SpeedupRatio >= minSpeedup):
 		return bad("speedup-ratio", c.SpeedupRatio, fmt.Sprintf("must be at least %g (passes at most %g times as long; inf: passes take no time)", minSpeedup, 1/minSpeedup))
 	case !(c.DecodeSpeedupRatio >= minSpeedup):
-		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, fmt.Sprintf("must be at least %g (decode passes at most %g times as long)", minSpeedup, 1/minSpeedup))
+		return bad("decode-speedup-ratio", c.DecodeSpeedupRatio, fmt.Sprintf("must be at least %g (decode passes at most %g times as long again)", minSpeedup, 1/minSpeedup))
 	case !(c.HostOverheadUs >= 0 && c.HostOverheadUs <= maxPassMs*1000):
-		return bad("host-overhead-us", c.HostOverheadUs, fmt.Sprintf("must be from 0 to %g (an hour a pass)", float64(maxPassMs*1000)))
+		return bad("host-overhead-us", c.HostOverheadUs, fmt.Sprintf("must be from 0 to %g (an hour a request)", float64(maxPassMs*1000)))
 	}
 	if c.PrefillWorkers == 0 { // disaggregated: validateRoles checks each pool's (validatePoolSplits)
 		for _, check := range []func() error{c.validateEPSplit, c.validateDPAttention, c.validateTPSplit} {
@@ -693,9 +696,10 @@ func (c *Config) validateDeployment() error {
 	return nil
 }
 
-// maxPassMs and minSpeedup bound what sets a pass's time directly, so that every time a run reckons
-// stays far inside a time.Duration (292 years): --prefill-ms 1e300 or --speedup-ratio 1e-12 wrapped
-// passes to negative durations.
+// maxPassMs and minSpeedup bound what sets a pass's time directly, each flag to what a deployment might
+// mean; together they may still price passes past timing.MaxPass, which a model's time saturates at, and
+// a run stops with an error at a century of simulated time (--prefill-ms 1e300 or --speedup-ratio 1e-12
+// wrapped passes to negative durations).
 const (
 	maxPassMs  = 3_600_000
 	minSpeedup = 1e-3
@@ -857,8 +861,8 @@ func (c *Config) validateWorkload() error {
 	switch {
 	case c.TraceBlockSize < 1:
 		return bad("trace-block-size", c.TraceBlockSize, "must be at least 1")
-	case !(c.ArrivalSpeedupRatio > 0) || math.IsInf(c.ArrivalSpeedupRatio, 0):
-		return bad("arrival-speedup-ratio", c.ArrivalSpeedupRatio, "must be a finite number > 0")
+	case !(c.ArrivalSpeedupRatio >= minSpeedup) || math.IsInf(c.ArrivalSpeedupRatio, 0):
+		return bad("arrival-speedup-ratio", c.ArrivalSpeedupRatio, fmt.Sprintf("must be a finite number, at least %g (arrivals at most %g times as far apart)", minSpeedup, 1/minSpeedup))
 	case c.Concurrency < 0:
 		return bad("concurrency", c.Concurrency, "must not be negative (0: follow arrival times)")
 	case c.SyntheticLengths != Auto && c.SyntheticLengths != "fixed" && c.SyntheticLengths != "spread":
@@ -1062,6 +1066,32 @@ func (c *Config) spread() (in, out, shared float64) {
 	return zero("input-tokens-stddev", in), zero("output-tokens-stddev", out), zero("shared-prefix-ratio", shared)
 }
 
+// HoldTrace reads the trace into memory when it is not a regular file (a pipe, as `--trace <(zcat
+// t.jsonl.gz)` gives), so that every Source reads the same bytes under the trace's own name: a search
+// reads its trace for its bounds and again for every run, and a pipe gives its bytes once. A trace that
+// cannot be opened is left to Source to word.
+func (c *Config) HoldTrace() error {
+	if !c.TraceIsStream() || c.trace != nil {
+		return nil
+	}
+	data, err := os.ReadFile(c.Trace)
+	if err != nil {
+		return c.fileError("trace", c.Trace, err)
+	}
+	c.trace = append([]byte{}, data...) // not nil: held, even if empty
+	return nil
+}
+
+// TraceIsStream reports whether the trace is a file that can be read only once (no regular file nor
+// a directory: a pipe, a device).
+func (c *Config) TraceIsStream() bool {
+	if c.Trace == "" {
+		return false
+	}
+	st, err := os.Stat(c.Trace)
+	return err == nil && !st.Mode().IsRegular() && !st.IsDir()
+}
+
 // Source opens the workload: the trace if one is set, else the synthetic generator. A trace's
 // warning (fields it ignores) is dropped; SourceWarn passes it on.
 func (c *Config) Source() (workload.Source, error) { return c.SourceWarn(nil) }
@@ -1079,7 +1109,12 @@ func (c *Config) SourceWarn(warn func(string)) (workload.Source, error) {
 		opts.Warn = warn
 		var used workload.TraceUse
 		opts.Use = &used
-		src, err := workload.OpenTrace(c.Trace, opts)
+		var src workload.Source
+		if c.trace != nil {
+			src, err = workload.ReadTrace(bytes.NewReader(c.trace), c.Trace, opts)
+		} else {
+			src, err = workload.OpenTrace(c.Trace, opts)
+		}
 		if err != nil {
 			return nil, c.fileError("trace", c.Trace, err)
 		}

@@ -119,9 +119,9 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *Config) { c.DecodeSpeedupRatio = 0 }, "decode-speedup-ratio"},
 		// What sets a pass's time directly is bounded: past it a pass's time wrapped to a negative duration.
 		{func(c *Config) { c.SpeedupRatio = 1e-12 }, "speedup-ratio 1e-12: must be at least 0.001 (passes at most 1000 times as long; inf: passes take no time)"},
-		{func(c *Config) { c.DecodeSpeedupRatio = 1e-4 }, "decode-speedup-ratio 0.0001: must be at least 0.001 (decode passes at most 1000 times as long)"},
+		{func(c *Config) { c.DecodeSpeedupRatio = 1e-4 }, "decode-speedup-ratio 0.0001: must be at least 0.001 (decode passes at most 1000 times as long again)"},
 		{func(c *Config) { c.PrefillMs = 1e300 }, "prefill-ms 1e+300: must be from 0 to 3.6e+06 (an hour a pass)"},
-		{func(c *Config) { c.HostOverheadUs = 4e9 }, "host-overhead-us 4e+09: must be from 0 to 3.6e+09 (an hour a pass)"},
+		{func(c *Config) { c.HostOverheadUs = 4e9 }, "host-overhead-us 4e+09: must be from 0 to 3.6e+09 (an hour a request)"},
 		{func(c *Config) { c.Workers = 0 }, "workers"},
 		{func(c *Config) { c.TraceBlockSize = 0 }, "trace-block-size"},
 		{func(c *Config) { c.Concurrency = -1 }, "concurrency"},

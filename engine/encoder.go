@@ -7,6 +7,8 @@ import (
 
 	"github.com/mocker-sim/mocker/sched"
 	"github.com/mocker-sim/mocker/tokens"
+
+	"github.com/mocker-sim/mocker/timing"
 )
 
 // EncoderOptions model the vision encoder of multimodal requests (sched.Request.Images), one per rank as
@@ -99,7 +101,7 @@ func (e *encoder) pass(p *sched.Pass) time.Duration {
 			delete(e.reqs, o.ID)
 		}
 	}
-	return time.Duration(float64(tokens)*e.o.MsPerToken*1e6 + 0.5)
+	return timing.Ms(float64(tokens) * e.o.MsPerToken)
 }
 
 // lookup reports whether the cache holds im, marking it used; if not, it caches it (it is being encoded).

@@ -201,10 +201,11 @@ func (r *runner) lookahead() (bound time.Duration, ok bool) {
 		r.ingress.router.Queued() > 0 {
 		return 0, false
 	}
+	// No coast runs past the horizon, where the run stops (overLimit).
 	if r.o.limit > 0 {
-		return min(r.timeline.bound(), r.o.limit+1), true
+		return min(r.timeline.bound(), r.o.limit+1, horizon+1), true
 	}
-	return r.timeline.bound(), true
+	return min(r.timeline.bound(), horizon+1), true
 }
 
 // run starts a pass of w and, while lookahead allows, coasts through plain decode passes, delivers each

@@ -483,12 +483,20 @@ func (r *runner) loop() error {
 
 // overLimit reports a run past its test limits.
 func (r *runner) overLimit() error {
+	if r.now > horizon {
+		return fmt.Errorf("simulated time passed a century (%.0f years, after %d passes, %d requests in flight): passes or arrivals this long (--speedup-ratio, --decode-speedup-ratio, --arrival-speedup-ratio, --prefill-ms, --decode-ms, --host-overhead-us) describe no deployment",
+			r.now.Hours()/(365*24), r.passes, r.inFlight())
+	}
 	if r.o.limit > 0 && r.now > r.o.limit || r.o.maxPasses > 0 && r.passes > r.o.maxPasses {
 		return fmt.Errorf("simulation ran past its limit (%v, %d passes): at %v after %d passes, %d requests in flight",
 			r.o.limit, r.o.maxPasses, r.now, r.passes, r.inFlight())
 	}
 	return nil
 }
+
+// horizon is where a run stops, with an error: a century of simulated time, far inside a
+// time.Duration (292 years) for every pass priced at most timing.MaxPass.
+const horizon = 100 * 365 * 24 * time.Hour
 
 func (r *runner) inFlight() int { return r.live }
 

@@ -125,7 +125,24 @@ func PlainPricer(m Model) func(*PlainPass) Cost {
 	return nil
 }
 
-// ms converts float milliseconds to a Duration, rounding to the nanosecond.
-func ms(v float64) time.Duration {
-	return time.Duration(v*1e6 + 0.5)
+// MaxPass bounds the time any model prices a pass at (Ms, Scaled): past it no setting describes a GPU,
+// and a run's clock, which a simulation stops at a century, stays far inside a time.Duration (292 years)
+// instead of wrapping to negative times.
+const MaxPass = 1000 * time.Hour
+
+// Ms converts float milliseconds to a Duration, rounding to the nanosecond: 0 for none (or NaN), at
+// most MaxPass.
+func Ms(v float64) time.Duration { return nanos(v * 1e6) }
+
+// nanos is ns nanoseconds, rounded, from 0 to MaxPass.
+func nanos(ns float64) time.Duration {
+	switch {
+	case !(ns > 0):
+		return 0
+	case ns >= float64(MaxPass):
+		return MaxPass
+	}
+	return time.Duration(ns + 0.5)
 }
+
+func ms(v float64) time.Duration { return Ms(v) }

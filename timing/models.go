@@ -79,7 +79,7 @@ func (h HostOverhead) Cost(b *Batch) Cost {
 
 // withHost adds the host time of a pass of seqs requests, sampling of them, to its GPU time c.
 func (h HostOverhead) withHost(c Cost, seqs, sampling int) Cost {
-	host := h.PerRequest * time.Duration(seqs)
+	host := nanos(float64(h.PerRequest) * float64(seqs))
 	if sampling > 0 {
 		c.Decode += host
 	} else {
@@ -118,5 +118,5 @@ func scale(d time.Duration, r float64) time.Duration {
 	if r == 1 {
 		return d
 	}
-	return time.Duration(math.Round(float64(d) / r))
+	return nanos(math.Round(float64(d) / r))
 }

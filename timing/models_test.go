@@ -117,3 +117,21 @@ func TestPartsOfWrappers(t *testing.T) {
 		t.Errorf("scaled: %v, want %v", got, want)
 	}
 }
+
+// TestMsSaturates: a model's time is at most MaxPass and never negative, whatever the arithmetic before
+// it (--prefill-ms 1e300 or --speedup-ratio 1e-12 wrapped to negative durations).
+func TestMsSaturates(t *testing.T) {
+	for _, tc := range []struct {
+		ms   float64
+		want time.Duration
+	}{{1.5, 1500 * time.Microsecond}, {0, 0}, {-3, 0}, {math.NaN(), 0}, {1e300, MaxPass}, {math.Inf(1), MaxPass}} {
+		if got := Ms(tc.ms); got != tc.want {
+			t.Errorf("Ms(%v) = %v, want %v", tc.ms, got, tc.want)
+		}
+	}
+	slow := Scaled{Model: Fixed{PrefillMs: 3.6e6, DecodeMs: 3.6e6}, Speedup: 1e-6, DecodeSpeedup: 1e-6}
+	b := &Batch{Seqs: []Seq{{New: 100, Prefill: true}, {Cached: 10, New: 1, Samples: true}}}
+	if c := slow.Cost(b); c.Prefill != MaxPass || c.Decode != MaxPass {
+		t.Errorf("an hour a pass slowed 10^6 and 10^12 times: %+v, want MaxPass each", c)
+	}
+}

@@ -261,6 +261,10 @@ func TestInvalidSettingsAreNamed(t *testing.T) {
 		{[]string{"--input-tokens", "0"}, "input-tokens"},
 		{[]string{"--arrival", "weibull"}, "arrival"},
 		{[]string{"--speedup-ratio", "0"}, "speedup-ratio"},
+		// Settings each within its bound whose passes add up past a century stop the run with an error
+		// (the clock wrapped to negative times and the report panicked).
+		{[]string{"--model", "llama-3.1-8b", "--timing", "fixed", "--prefill-ms", "10", "--decode-ms", "3600000", "--speedup-ratio", "0.001", "--num-requests", "1", "--output-tokens", "3000"},
+			"simulated time passed a century (100 years, after 876 passes, 1 requests in flight)"},
 		{[]string{"--tp", "8", "--ep", "3"}, "ep 3: must divide tp 8"},
 		{[]string{"--model", "llama-3.1-8b", "--tp", "2", "--ep", "2"}, "ep 2: shards routed experts, and model llama-3.1-8b has none"},
 		{[]string{"--model", "qwen3-30b-a3b", "--backend", "vllm", "--tp", "8", "--ep", "4"}, "ep 4: vLLM shards the experts over all the GPUs or none (--enable-expert-parallel): ep 1 or 8 (tp 8)"},

@@ -236,14 +236,12 @@ func runRecommend(ctx context.Context, fs *pflag.FlagSet, cfg *config.Config, rf
 			bar.Set(done)
 		}
 	}
+	if err := holdTrace(cfg, rf.nats); err != nil {
+		return err
+	}
 	// The search is checked before its outputs and its workers: a setting no shape reads or takes (a
 	// backend's own, a pool's own, a timing model's own, judged by the shapes that read it) is refused
 	// once, by name; a shape a backend cannot run is the search's to list.
-	removeTrace, err := spoolTrace(cfg, rf.nats)
-	if err != nil {
-		return err
-	}
-	defer removeTrace()
 	start := time.Now()
 	plan, err := recommend.Prepare(cfg, sp, o)
 	if err != nil {

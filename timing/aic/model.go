@@ -1527,12 +1527,7 @@ func moduleChunk(a *attnLayers, b, n, c float64) float64 {
 	return a.ctx.at(b, full) * (full*full - c*c) / (full * full)
 }
 
-func msDuration(v float64) time.Duration {
-	if !(v > 0) {
-		return 0
-	}
-	return time.Duration(v*1e6 + 0.5)
-}
+func msDuration(v float64) time.Duration { return timing.Ms(v) }
 
 // tokenKnots appends to knots each message size of sizes (elements) that is at least one token of h
 // elements, in tokens: where a collective's table puts a knot in a per-token curve.

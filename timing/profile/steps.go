@@ -312,4 +312,4 @@ func (s *Steps) fitOverhead(e2e []stepRow) (a, b float64) {
 }
 
 // ms converts float milliseconds to a Duration, rounding to the nanosecond.
-func ms(v float64) time.Duration { return time.Duration(v*1e6 + 0.5) }
+func ms(v float64) time.Duration { return timing.Ms(v) }
