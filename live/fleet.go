@@ -517,7 +517,7 @@ func (s *Server) fleetChunk(m *nats.Msg) {
 			delete(f.bySlot, rr.w.slot)
 		}
 		s.router.Finished(id)
-		if (c.Kind == "closed" || c.Kind == "shutdown") && !rr.started { // it never ran there: try another
+		if rerouted(c.Kind) && !rr.started { // it produced no token there: try another
 			s.mu.Unlock()
 			s.reroute([]*remoteReq{rr})
 			s.mu.Lock()
@@ -566,6 +566,10 @@ func (s *Server) fleetChunk(m *nats.Msg) {
 		}
 	}
 }
+
+// rerouted reports whether a request that ends with kind on a worker, before its first token, goes to
+// another worker: the worker was draining or shut down, which says nothing of the request.
+func rerouted(kind string) bool { return kind == "closed" || kind == "shutdown" }
 
 // cancelRemote tells the worker running request id to drop it; it reports whether one was.
 func (s *Server) cancelRemote(id uint64) bool {
