@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+	"regexp"
 )
 
 // WriteFile writes the file at path atomically with what write produces: it writes to a
@@ -20,6 +21,9 @@ import (
 //
 // write gets a buffered writer; it need not flush it.
 func WriteFile(path string, write func(io.Writer) error) error {
+	if _, err := os.Stat(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("report: write %s: %w", path, unwrapPath(err)) // a loop of links: replace none
+	}
 	target, inPlace := Target(path)
 	if inPlace {
 		return writeInPlace(path, write)
@@ -76,8 +80,10 @@ func WriteFile(path string, write func(io.Writer) error) error {
 // standard output was sent to with a file holding the report alone.
 func Target(path string) (target string, inPlace bool) {
 	fi, err := os.Stat(path)
-	if err != nil {
-		return dangling(path), false // a new file
+	if errors.Is(err, fs.ErrNotExist) {
+		return dangling(path), false // a new file, or one a link names
+	} else if err != nil {
+		return path, false // a loop of links, a denied directory: WriteFile's error names it
 	}
 	if !fi.Mode().IsRegular() && !fi.IsDir() || throughDescriptor(path) {
 		return path, true
@@ -88,6 +94,9 @@ func Target(path string) (target string, inPlace bool) {
 	return path, false
 }
 
+// descriptorName matches the names of a process's open descriptors.
+var descriptorName = regexp.MustCompile(`^(/proc/(self|thread-self|[0-9]+)(/task/[0-9]+)?/fd|/dev/fd)/[0-9]+$`)
+
 // maxLinks bounds the symbolic links followed from one path, as the kernel's 40.
 const maxLinks = 40
 
@@ -95,7 +104,7 @@ const maxLinks = 40
 // descriptor (/proc/self/fd/N, /dev/fd/N).
 func throughDescriptor(path string) bool {
 	for range maxLinks {
-		if abs, err := filepath.Abs(path); err == nil && (strings.HasPrefix(abs, "/proc/") || strings.HasPrefix(abs, "/dev/fd/")) {
+		if abs, err := filepath.Abs(path); err == nil && descriptorName.MatchString(abs) {
 			return true
 		}
 		next, ok := readLink(path)

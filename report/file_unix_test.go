@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -128,5 +129,28 @@ func TestWriteFileDanglingLink(t *testing.T) {
 	}
 	if got, err := os.ReadFile(target); string(got) != "new" {
 		t.Errorf("the file the link names holds %q (%v), want \"new\"", got, err)
+	}
+}
+
+// TestWriteFileLinkLoop: a path in a loop of links is an error, and the links stay; it was replaced by
+// a file. A path under /proc that names no descriptor is a file like any other, replaced, not appended to.
+func TestWriteFileLinkLoop(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	if os.Symlink(b, a) != nil || os.Symlink(a, b) != nil {
+		t.Skip("no symbolic links")
+	}
+	err := WriteFile(a, func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err })
+	if err == nil || !strings.Contains(err.Error(), "too many levels of symbolic links") {
+		t.Errorf("WriteFile into a loop: %v", err)
+	}
+	if fi, err := os.Lstat(a); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link became %v (%v)", fi.Mode(), err)
+	}
+	if _, inPlace := Target("/proc/self/cwd"); inPlace {
+		t.Error("/proc/self/cwd taken for a descriptor")
+	}
+	if _, inPlace := Target("/proc/self/fd/1"); !inPlace {
+		t.Error("/proc/self/fd/1 not taken for a descriptor")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -301,6 +302,8 @@ func checkOutputs(outputs []*output, cfg *config.Config) error {
 		}
 		if fi, err := os.Stat(o.path); err == nil && fi.IsDir() {
 			return fail(errors.New("is a directory"))
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fail(unwrapPath(err)) // a loop of links, a directory denied
 		}
 		target, inPlace := report.Target(o.path)
 		if inPlace {
