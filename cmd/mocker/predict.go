@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -302,8 +301,8 @@ func checkOutputs(outputs []*output, cfg *config.Config) error {
 		}
 		if fi, err := os.Stat(o.path); err == nil && fi.IsDir() {
 			return fail(errors.New("is a directory"))
-		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fail(unwrapPath(err)) // a loop of links, a directory denied
+		} else if err := report.LinkError(o.path); err != nil {
+			return fail(err) // a loop of links
 		}
 		target, inPlace := report.Target(o.path)
 		if inPlace {
