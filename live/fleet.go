@@ -97,6 +97,7 @@ type FleetWorker struct {
 
 	mu      sync.Mutex
 	byReply map[string]uint64 // a running request's reply subject → its id here
+	cut     bool              // the drain ran out of time: a request still coming in is cut off too
 	running sync.WaitGroup
 }
 
@@ -187,6 +188,13 @@ func (fw *FleetWorker) handle(r micro.Request) {
 		return
 	}
 	fw.mu.Lock()
+	if fw.cut { // came in while the drain cut the others off (the service stops taking requests late)
+		fw.mu.Unlock()
+		fw.running.Done()
+		fw.send(reply, shutdownChunk)
+		fw.srv.cancel(req.ID)
+		return
+	}
 	fw.byReply[reply] = req.ID
 	fw.mu.Unlock()
 	go fw.forward(reply, st)
@@ -247,11 +255,15 @@ func (fw *FleetWorker) Drain(ctx context.Context) error {
 	return nil
 }
 
+// shutdownChunk ends a request the worker cut off at the end of its drain.
+var shutdownChunk = fleetChunk{Done: true, Kind: "shutdown", Error: "the worker shut down before the request finished"}
+
 // cutOff ends the requests still in flight when a drain runs out of time. Their frontends are told
 // first: having stopped watching the worker when it left, they would wait for the rest of the answers
 // for ever. Then the engine drops them.
 func (fw *FleetWorker) cutOff() {
 	fw.mu.Lock()
+	fw.cut = true
 	replies := slices.Sorted(maps.Keys(fw.byReply))
 	ids := make([]uint64, len(replies))
 	for i, reply := range replies {
@@ -259,7 +271,7 @@ func (fw *FleetWorker) cutOff() {
 	}
 	fw.mu.Unlock()
 	for _, reply := range replies {
-		fw.send(reply, fleetChunk{Done: true, Kind: "shutdown", Error: "the worker shut down before the request finished"})
+		fw.send(reply, shutdownChunk)
 	}
 	fw.nc.Flush()
 	for _, id := range ids {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
@@ -218,6 +219,43 @@ func TestFleetDrainCutOff(t *testing.T) {
 	}
 	if failed != 1 || completed != 1 {
 		t.Errorf("%d failed, %d completed; want the running one failed, the waiting one rerouted", failed, completed)
+	}
+}
+
+// lateRequest is a request the worker's service hands over after its drain began (micro.Service stops
+// its subscription asynchronously): only what handle reads of it.
+type lateRequest struct {
+	micro.Request
+	reply string
+	data  []byte
+}
+
+func (r lateRequest) Reply() string { return r.reply }
+func (r lateRequest) Data() []byte  { return r.data }
+
+// TestFleetCutOffLate: a request that comes in after the drain cut the others off is cut off too,
+// where it ran on with its frontend no longer watching the worker.
+func TestFleetCutOffLate(t *testing.T) {
+	url := embeddedNATS(t, 0)
+	fw, nc := startFleetWorker(t, url, testOptions(5, 20, 1), 1)
+	got, err := nc.SubscribeSync("INBOX.late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	fw.cutOff()
+	data, _ := json.Marshal(fleetRequest{Prompt: []uint32{1, 2, 3, 4}, MaxTokens: 10000})
+	fw.handle(lateRequest{reply: "INBOX.late", data: data})
+	m, err := got.NextMsg(30 * time.Second) // a bound for a hang, not a timing
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c fleetChunk
+	if err := json.Unmarshal(m.Data, &c); err != nil || !c.Done || c.Kind != "shutdown" {
+		t.Errorf("the late request got %s (%v), want the shutdown chunk", m.Data, err)
+	}
+	if n := fw.srv.Workers()[0].InFlight(); n != 0 {
+		t.Errorf("%d requests left on the worker", n)
 	}
 }
 
