@@ -57,8 +57,8 @@ func (c *Config) Drop(key string) {
 // a copy: what another process needs, with the settings' values, to rebuild the same configuration.
 func (c *Config) GivenKeys() map[string]string { return maps.Clone(c.given) }
 
-// Where says, for an error, which file and line gave key (" (run.yaml line 3)"), if a --config file
-// did, else nothing.
+// Where says, for an error, which file and line gave key (" (config run.yaml line 3)"), if a --config
+// file did, else nothing.
 func (c *Config) Where(key string) string {
 	if w := c.given[key]; w != "" {
 		return " (" + w + ")"

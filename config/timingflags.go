@@ -132,10 +132,11 @@ func (c *Config) EPRead() error {
 // counted as given: --profile on a vLLM deployment priced by the op-level model, or on a disaggregated
 // one whose pools each run their own --timing; --prefill-profile where the prefill pool is not priced by
 // profile. A search judges each of its deployments so, as OnBackend does a backend's own settings, and
-// refuses a setting only where none of them reads it (TimingReadOnSome). The values stay, read by no
-// engine. The shared EP, where one pool reads it (EPRead), is no setting of a pool priced by another
-// model than the op-level one, which alone prices the experts' shards: that pool runs EP 1, as a
-// search's label says (ep1/8), rather than being checked at an EP its passes never run.
+// refuses a setting only where none of them reads it (TimingReadOnSome). Those values stay, read by no
+// engine. One value is changed: the shared EP, where one pool reads it (EPRead), is no setting of a pool
+// priced by another model than the op-level one, which alone prices the experts' shards: that pool gets
+// EP 1 of its own, as a search's label says (ep8/1), rather than being checked at an EP its passes never
+// run.
 func (c Config) WithoutUnreadTiming() Config {
 	names := c.TimingNames()
 	if opLevel := registry.Models[0].Name; len(names) == len(Roles) && c.EP > 1 && c.sharedRead("ep", opLevel, names) {

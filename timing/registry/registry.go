@@ -200,7 +200,10 @@ func stepsRows(file string, models []string, m *model.Model) (string, error) {
 			other = append(other, name)
 		}
 	}
-	own := slices.IndexFunc(fit, func(name string) bool { return strings.EqualFold(name, m.Name) })
+	own := slices.Index(fit, m.Name) // its own name as written, else in another case
+	if own < 0 {
+		own = slices.IndexFunc(fit, func(name string) bool { return strings.EqualFold(name, m.Name) })
+	}
 	switch {
 	case own >= 0: // of its own name, beside a Hugging Face id's
 		return fit[own], nil
