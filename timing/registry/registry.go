@@ -156,7 +156,7 @@ func openProfile(p Params) (timing.Model, Info, error) {
 	if err != nil {
 		return nil, info, err
 	}
-	rowsModel, err := stepsRows(name, f.Models(), p.Model)
+	rowsModel, err := stepsRows(name, f.Models(), p)
 	if err != nil {
 		return nil, info, err
 	}
@@ -171,10 +171,12 @@ func openProfile(p Params) (timing.Model, Info, error) {
 // deployment's model m: the rows of a model of the catalog (by its name or a Hugging Face id of it) that
 // m is, or, for a model read from a config.json, whose passes m's compute (builtinPrices' rule: its
 // folder's name says nothing of what it holds), those of m's own name first; a name no catalog model
-// has is taken as it is written, in any case. The error names the rows' models and the way out: the
+// has is taken as it is written, in any case; rows named by a quantized checkpoint price only that
+// precision. The error names the rows' models and the way out: the
 // model column, and for a checkpoint named as a catalog model it is not (whose rows it cannot take)
 // another name.
-func stepsRows(file string, models []string, m *model.Model) (string, error) {
+func stepsRows(file string, models []string, p Params) (string, error) {
+	m := p.Model
 	// A path error on file, which config words by the setting that named it (config.FileError:
 	// "--prefill-profile steps.csv: no rows price ...").
 	fail := func(format string, args ...any) error {
@@ -183,11 +185,15 @@ func stepsRows(file string, models []string, m *model.Model) (string, error) {
 	if m == nil {
 		return "", fail("its rows are for %s, and no --model or --model-config says whose to read", strings.Join(models, ", "))
 	}
-	catalog := isCatalog(m)
+	catalog, prec := isCatalog(m), precision(p)
 	var fit, other []string
 	for _, name := range models {
 		known, err := model.Lookup(name)
 		switch {
+		case err == nil && known.Quantization != "" && known.Quantization != prec:
+			// Rows named by a quantized checkpoint (nvidia/Llama-3.1-8B-Instruct-FP8) were measured at its
+			// precision, as a built-in profile's name says its own.
+			other = append(other, fmt.Sprintf("%s (%s, not %s)", name, known.Quantization, prec))
 		case err != nil && strings.EqualFold(name, m.Name):
 			fit = append(fit, name)
 		case err != nil:

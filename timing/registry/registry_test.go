@@ -244,6 +244,7 @@ func TestStepsCSVFitsCheckpoint(t *testing.T) {
 	}
 	both := write("both.csv", string(data)+llama.String())
 	mine := write("mine.csv", strings.ReplaceAll(string(data), "\nllama-3.1-8b,", "\nmy-llama,"))
+	fp8 := write("fp8.csv", strings.ReplaceAll(string(data), "\nllama-3.1-8b,", "\nnvidia/Llama-3.1-8B-Instruct-FP8,"))
 	base := params(t)
 	deploy := func(name string, layers int) registry.Params {
 		p := base
@@ -252,6 +253,7 @@ func TestStepsCSVFitsCheckpoint(t *testing.T) {
 		p.Model = &m
 		return p
 	}
+	quantized := func(p registry.Params, q string) registry.Params { p.Quantization = q; return p }
 	b := &timing.Batch{Seqs: []timing.Seq{{Cached: 512, New: 1024, Prefill: true, Samples: true}, {Cached: 2000, New: 1, Samples: true}}}
 	want := builtin(t, "h200-llama-3.1-8b-bf16").Cost(b)
 	for _, tc := range []struct {
@@ -265,6 +267,7 @@ func TestStepsCSVFitsCheckpoint(t *testing.T) {
 		{deploy("llama-3.1-8b", 32), both, both}, // its own name's rows first
 		{deploy("my-llama", 32), mine, mine},
 		{deploy("My-Llama", 32), mine, mine + ", rows of my-llama"}, // a name of its own, in any case
+		{quantized(deploy("llama-3.1-8b", 32), "fp8"), fp8, fp8 + ", rows of nvidia/Llama-3.1-8B-Instruct-FP8"},
 	} {
 		tc.p.Profile = tc.csv
 		m, info, err := e.New(tc.p)
@@ -284,6 +287,8 @@ func TestStepsCSVFitsCheckpoint(t *testing.T) {
 		{deploy("Llama-33", 33), steps, "no rows price model Llama-33 (rows of llama-3.1-8b (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): write Llama-33 in the model column of rows measured for it"},
 		{deploy("llama-3.1-8b", 33), hf, "no rows price model llama-3.1-8b (rows of meta-llama/Llama-3.1-8B-Instruct (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): llama-3.1-8b is the catalog's name of a model it is not (num_hidden_layers 33, not 32); name its folder otherwise and write that name in the model column of rows measured for it"},
 		{deploy("Meta-Llama-3.1-8B-Instruct", 32), mine, "no rows price model Meta-Llama-3.1-8B-Instruct (rows of my-llama, qwen3-32b (num_hidden_layers 32, not 64)): write Meta-Llama-3.1-8B-Instruct in the model column of rows measured for it"},
+		// Rows of a quantized checkpoint price its precision only, as a built-in profile's name says.
+		{deploy("llama-3.1-8b", 32), fp8, "no rows price model llama-3.1-8b (rows of nvidia/Llama-3.1-8B-Instruct-FP8 (fp8, not bf16), qwen3-32b): write llama-3.1-8b in the model column of rows measured for it"},
 		{registry.Params{Model: qwen, System: base.System, Backend: "vllm", TP: 1, EP: 1}, steps, "no rows price model qwen3-30b-a3b (rows of llama-3.1-8b, qwen3-32b): write qwen3-30b-a3b in the model column of rows measured for it"},
 		{deploy("Meta-Llama-3.1-8B-Instruct", 32), both, "the rows of llama-3.1-8b and meta-llama/Llama-3.1-8B-Instruct all price model Meta-Llama-3.1-8B-Instruct: keep one model's rows, or write Meta-Llama-3.1-8B-Instruct in their model column"},
 		{registry.Params{System: base.System, Backend: "vllm", TP: 1, EP: 1}, steps, "its rows are for llama-3.1-8b, qwen3-32b, and no --model or --model-config says whose to read"},
