@@ -17,7 +17,8 @@ import (
 // file is removed and an existing file at path is left untouched, so a reader sees the old
 // report or the new one, never a torn one. The new file has mode 0644. A path that is a
 // symbolic link replaces the file it names, and one that names no regular file (/dev/null, a named
-// pipe) or an open descriptor (/dev/stdout) is written in place (Target).
+// pipe) or an open descriptor (/dev/stdout) is written in place (Target): a stream, which a failure
+// may leave with part of the report.
 //
 // write gets a buffered writer; it need not flush it.
 func WriteFile(path string, write func(io.Writer) error) error {
