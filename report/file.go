@@ -22,8 +22,8 @@ import (
 //
 // write gets a buffered writer; it need not flush it.
 func WriteFile(path string, write func(io.Writer) error) error {
-	if err := linkError(path); err != nil {
-		return fmt.Errorf("report: write %s: %w", path, unwrapPath(err))
+	if err := LinkError(path); err != nil {
+		return fmt.Errorf("report: write %s: %w", path, err)
 	}
 	target, inPlace := Target(path)
 	if inPlace {
@@ -98,20 +98,18 @@ func Target(path string) (target string, inPlace bool) {
 // descriptorName matches the names of a process's open descriptors.
 var descriptorName = regexp.MustCompile(`^(/proc/(self|thread-self|[0-9]+)(/task/[0-9]+)?/fd|/dev/fd)/[0-9]+$`)
 
-// linkError is why path, a symbolic link, names no file WriteFile can write (a loop of links, a
-// directory it may not enter), or nil: a link to a file not yet written, or no link, is no error.
-func linkError(path string) error {
+// LinkError is why path, a symbolic link, names no file WriteFile can write (a loop of links, a
+// directory it may not enter), without the path, which the caller names; nil for a link to a file not
+// yet written, or no link. A command checks its outputs by it before a run.
+func LinkError(path string) error {
 	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		return nil
 	}
 	if _, err := os.Stat(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return unwrapPath(err)
 	}
 	return nil
 }
-
-// LinkError is linkError, for a command that checks its outputs before a run.
-func LinkError(path string) error { return unwrapPath(linkError(path)) }
 
 // maxLinks bounds the symbolic links followed from one path, as the kernel's 40.
 const maxLinks = 40

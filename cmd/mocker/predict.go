@@ -286,8 +286,11 @@ func checkOutputs(outputs []*output, cfg *config.Config) error {
 	for _, in := range []struct{ flag, path string }{
 		{"trace", cfg.Trace}, {"planner-config", cfg.PlannerConfig}, {"model-config", cfg.ModelConfig}, {"profile", cfg.Profile},
 	} {
+		if in.path == "" {
+			continue
+		}
 		target, _ := report.Target(in.path)
-		if abs, err := filepath.Abs(target); in.path != "" && err == nil {
+		if abs, err := filepath.Abs(target); err == nil {
 			seen[abs] = in.flag
 		}
 	}
