@@ -13,33 +13,9 @@ import (
 // the profile (a pool's own, a config file's line), both models and the number that differs. A search
 // prices the checkpoint's trtllm shapes by the profile.
 func TestProfileFitsModelConfig(t *testing.T) {
-	llama, err := os.ReadFile("../../model/testdata/llama-3.1-8b/config.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	same := filepath.Join(dir, "Meta-Llama-3.1-8B-Instruct")
-	deeper := filepath.Join(dir, "Llama-33")
-	os.Mkdir(same, 0o755)
-	os.Mkdir(deeper, 0o755)
-	os.WriteFile(filepath.Join(same, "config.json"), llama, 0o644)
-	os.WriteFile(filepath.Join(deeper, "config.json"), []byte(strings.Replace(string(llama), `"num_hidden_layers": 32`, `"num_hidden_layers": 33`, 1)), 0o644)
-
+	dir, same, deeper := llamaCheckpoints(t)
 	const p = "h200-llama-3.1-8b-bf16"
-	run := func(model ...string) map[string]float64 {
-		path := filepath.Join(t.TempDir(), "report.json")
-		args := append([]string{"predict", "--timing", "profile", "--profile", p, "--num-requests", "20", "--report-json", path}, model...)
-		if _, _, err := mocker(t, args...); err != nil {
-			t.Fatalf("%v: %v", model, err)
-		}
-		return readReport(t, path)
-	}
-	catalog, checkpoint := run("--model", "llama-3.1-8b"), run("--model-config", same)
-	for _, k := range []string{"mean_ttft_ms", "p90_itl_ms", "mean_e2e_ms"} {
-		if catalog[k] != checkpoint[k] || catalog[k] == 0 {
-			t.Errorf("%s: --model-config %s %v, --model llama-3.1-8b %v; want equal", k, same, checkpoint[k], catalog[k])
-		}
-	}
+	catalog := sameRunAsCatalog(t, p, same)
 	t.Logf("mean TTFT %.3f ms both", catalog["mean_ttft_ms"])
 
 	for _, model := range [][]string{{"--model", "llama-3.1-8b"}, {"--model-config", same}} {
@@ -70,21 +46,51 @@ func TestProfileFitsModelConfig(t *testing.T) {
 // runs as on the catalog model, and recommend prices its trtllm shapes by it; of another architecture it
 // is refused naming the rows' models and the number that differs.
 func TestStepsCSVFitsModelConfig(t *testing.T) {
+	_, same, deeper := llamaCheckpoints(t)
+	const csv = "../../timing/profile/data/h200_bf16_dense.csv"
+	sameRunAsCatalog(t, csv, same)
+	out, _, err := mocker(t, "recommend", "--num-requests", "20", "--request-rate", "100", "--input-tokens", "256", "--output-tokens", "4",
+		"--ttft-p90-ms", "1000", "--tp-list", "1", "--max-workers", "1", "--backends", "vllm,trtllm", "--profile", csv, "--model-config", same)
+	if err != nil || !strings.Contains(out, "Searched 2 shapes:") || strings.Contains(out, "not a valid deployment") {
+		t.Errorf("recommend: error %v; want both shapes searched:\n%s", err, out)
+	}
+	want := "--profile " + csv + ": no rows price model Llama-33 (rows of llama-3.1-8b (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): write Llama-33 in the model column of rows measured for it"
+	if _, _, err := mocker(t, "predict", "--timing", "profile", "--profile", csv, "--model-config", deeper); err == nil || err.Error() != want {
+		t.Errorf("another architecture: %v, want %s", err, want)
+	}
+}
+
+// llamaCheckpoints writes two --model-config folders in dir holding llama-3.1-8b's config.json: same, named
+// otherwise, and deeper, Llama-33, with a layer more.
+func llamaCheckpoints(t *testing.T) (dir, same, deeper string) {
+	t.Helper()
 	llama, err := os.ReadFile("../../model/testdata/llama-3.1-8b/config.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	same, deeper := filepath.Join(dir, "Meta-Llama-3.1-8B-Instruct"), filepath.Join(dir, "Llama-33")
-	os.Mkdir(same, 0o755)
-	os.Mkdir(deeper, 0o755)
-	os.WriteFile(filepath.Join(same, "config.json"), llama, 0o644)
-	os.WriteFile(filepath.Join(deeper, "config.json"), []byte(strings.Replace(string(llama), `"num_hidden_layers": 32`, `"num_hidden_layers": 33`, 1)), 0o644)
-	const csv = "../../timing/profile/data/h200_bf16_dense.csv"
+	dir = t.TempDir()
+	same, deeper = filepath.Join(dir, "Meta-Llama-3.1-8B-Instruct"), filepath.Join(dir, "Llama-33")
+	for _, c := range []struct {
+		dir  string
+		body []byte
+	}{{same, llama}, {deeper, []byte(strings.Replace(string(llama), `"num_hidden_layers": 32`, `"num_hidden_layers": 33`, 1))}} {
+		if err := os.Mkdir(c.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(c.dir, "config.json"), c.body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, same, deeper
+}
 
+// sameRunAsCatalog checks that predict --timing profile --profile profile on the checkpoint folder same
+// reports what it reports on --model llama-3.1-8b, and returns the catalog model's report.
+func sameRunAsCatalog(t *testing.T, profile, same string) map[string]float64 {
+	t.Helper()
 	run := func(model ...string) map[string]float64 {
 		path := filepath.Join(t.TempDir(), "report.json")
-		args := append([]string{"predict", "--timing", "profile", "--profile", csv, "--num-requests", "20", "--report-json", path}, model...)
+		args := append([]string{"predict", "--timing", "profile", "--profile", profile, "--num-requests", "20", "--report-json", path}, model...)
 		if _, _, err := mocker(t, args...); err != nil {
 			t.Fatalf("%v: %v", model, err)
 		}
@@ -96,13 +102,5 @@ func TestStepsCSVFitsModelConfig(t *testing.T) {
 			t.Errorf("%s: --model-config %s %v, --model llama-3.1-8b %v; want equal", k, same, checkpoint[k], catalog[k])
 		}
 	}
-	out, _, err := mocker(t, "recommend", "--num-requests", "20", "--request-rate", "100", "--input-tokens", "256", "--output-tokens", "4",
-		"--ttft-p90-ms", "1000", "--tp-list", "1", "--max-workers", "1", "--backends", "vllm,trtllm", "--profile", csv, "--model-config", same)
-	if err != nil || !strings.Contains(out, "Searched 2 shapes:") || strings.Contains(out, "not a valid deployment") {
-		t.Errorf("recommend: error %v; want both shapes searched:\n%s", err, out)
-	}
-	want := "--profile " + csv + ": no rows price model Llama-33 (rows of llama-3.1-8b (num_hidden_layers 33, not 32), qwen3-32b (num_hidden_layers 33, not 64)): write Llama-33 in the model column of rows measured for it"
-	if _, _, err := mocker(t, "predict", "--timing", "profile", "--profile", csv, "--model-config", deeper); err == nil || err.Error() != want {
-		t.Errorf("another architecture: %v, want %s", err, want)
-	}
+	return catalog
 }
