@@ -204,6 +204,13 @@ func TestFleetDrainCutOff(t *testing.T) {
 	if err := fw.Drain(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Drain: %v, want the context's error", err)
 	}
+	oneLostOneRerouted(t, errs, "worker running the request was lost (worker 0000000000000001 shut down before it finished")
+}
+
+// oneLostOneRerouted reads two requests' errors and wants one failed with a 503 whose message holds
+// lost (the one running on the worker) and one completed (the one waiting there, routed again).
+func oneLostOneRerouted(t *testing.T, errs <-chan error, lost string) {
+	t.Helper()
 	var failed, completed int
 	for range 2 {
 		err := <-errs
@@ -211,7 +218,7 @@ func TestFleetDrainCutOff(t *testing.T) {
 		switch {
 		case err == nil:
 			completed++
-		case errors.As(err, &apiErr) && apiErr.StatusCode == 503 && strings.Contains(apiErr.Message, "worker running the request was lost (worker 0000000000000001 shut down before it finished"):
+		case errors.As(err, &apiErr) && apiErr.StatusCode == 503 && strings.Contains(apiErr.Message, lost):
 			failed++
 		default:
 			t.Errorf("request: %v", err)
@@ -287,22 +294,7 @@ func TestFleetLostWorker(t *testing.T) {
 		t.Fatal("worker 1 indexed no block")
 	}
 	nc1.Close() // cut off
-	var failed, completed int
-	for range 2 {
-		err := <-errs
-		var apiErr *openai.Error
-		switch {
-		case err == nil:
-			completed++
-		case errors.As(err, &apiErr) && apiErr.StatusCode == 503 && strings.Contains(apiErr.Message, "worker running the request was lost"):
-			failed++
-		default:
-			t.Errorf("request: %v", err)
-		}
-	}
-	if failed != 1 || completed != 1 {
-		t.Errorf("%d failed, %d completed; want the running one failed, the waiting one rerouted", failed, completed)
-	}
+	oneLostOneRerouted(t, errs, "worker running the request was lost")
 	m := s.FleetWorkers()
 	if _, ok := m[1]; ok || s.IndexedBlocks() != m[2].Blocks {
 		t.Errorf("after the loss: workers %v, %d blocks indexed; want worker 2's alone", m, s.IndexedBlocks())
